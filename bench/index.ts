@@ -1,0 +1,7 @@
+import { pmemBench } from './pmem.js';
+import type { BenchSuite } from './types.js';
+
+export type { BenchSuite, BenchReport, BenchOptions } from './types.js';
+
+/** Every benchmark suite, by name. */
+export const benchSuites: BenchSuite[] = [pmemBench];

@@ -1,0 +1,30 @@
+/**
+ * Benchmark suites: `pmrpc bench <suite>` (and `npm run bench -- <suite>`). Every comparison is a
+ * ratio measured in one run; every figure is a median over repeats. Benchmarks may read real time.
+ */
+export interface BenchOptions {
+  /** A small matrix that finishes in well under a minute. */
+  quick: boolean;
+  /** Seed for any randomness in the workload. */
+  seed: number;
+  /** Progress callback (the CLI draws it on stderr when stderr is a terminal). */
+  progress: (done: number, total: number, label: string) => void;
+}
+
+export interface BenchReport {
+  suite: string;
+  /** Machine and configuration the figures come from. */
+  config: Record<string, unknown>;
+  /** One row per measured cell. */
+  rows: Array<Record<string, unknown>>;
+  /** Headline ratios, each measured in this run. */
+  ratios: Record<string, number>;
+  /** Human-readable lines (printed without --json). */
+  summary: string[];
+}
+
+export interface BenchSuite {
+  name: string;
+  description: string;
+  run(options: BenchOptions): Promise<BenchReport>;
+}

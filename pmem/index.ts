@@ -1,0 +1,23 @@
+/** pmem/ — layer 1: the emulated persistent-memory device. Other layers import only this file. */
+export { ErrorCodes, PmrpcError, PmrpcIoError, isPmrpcError, type ErrorCode } from './errors.js';
+export { VirtualClock, type Clock, type TimerHandle } from './clock.js';
+export { createPrng, seededEntropy, type Prng, type Entropy } from './prng.js';
+export { systemClock, cryptoEntropy, randomSeed, wallClockMs } from './runtime.js';
+export { crc32c } from './crc32.js';
+export { HEADER_BYTES, LINE_BYTES, LAYOUT_VERSION, MAX_REGION_BYTES, type RegionHeader } from './header.js';
+export {
+  PmemRegion,
+  PmemReadView,
+  PMEM_DEFAULTS,
+  checkRange,
+  type PmemOptions,
+  type PersistenceDomain,
+  type CrashPointKind,
+  type CrashPointEvent,
+  type CrashPiece,
+  type CrashComponent,
+  type CrashState,
+  type CrashContributor,
+  type PmemStats,
+} from './region.js';
+export { crashImages, countImages, materialize, writeImageFile, CRASH_ENGINES, IMAGE_DEFAULTS, type CrashEngine, type CrashImage, type ImageChoice, type ImageOptions } from './crash.js';

@@ -1,0 +1,652 @@
+/**
+ * PmemRegion: the emulated persistent-memory device (DESIGN §2.1).
+ *
+ * Two copies of the bytes:
+ * - media: the mapped file (MAP_SHARED) — what survives a crash;
+ * - visible memory: a SharedArrayBuffer that every load and store sees — lost on a crash.
+ * Between them, a model of the CPU cache: a store makes its 64-byte lines dirty; flush(range)
+ * (clwb) snapshots each dirty line; drain() (sfence) makes every snapshot taken so far durable;
+ * persist(range) = flush + drain. Only write-back copies bytes to media.
+ *
+ * With `tracing`, each dirty line keeps the ordered list of 8-byte pieces stored since its last
+ * write-back, so crash images (any subset of lines, an in-order prefix of each) can be generated
+ * (pmem/crash.ts). Without it, the fast path keeps only a dirty-line bitmap and flush snapshots.
+ */
+import assert from 'node:assert/strict';
+import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { threadId } from 'node:worker_threads';
+import type { Clock } from './clock.js';
+import { ErrorCodes, PmrpcError, PmrpcIoError } from './errors.js';
+import { decodeHeader, encodeHeader, HEADER_BYTES, LINE_BYTES, MAX_REGION_BYTES, type RegionHeader } from './header.js';
+import { mapFile, syncMapping, unmapFile } from './native.js';
+import { createPrng, type Entropy, type Prng } from './prng.js';
+import { cryptoEntropy, systemClock } from './runtime.js';
+
+export type PersistenceDomain = 'adr' | 'eadr';
+
+export interface PmemOptions {
+  /** 'adr' (default): CPU caches are volatile. 'eadr': caches are in the persistence domain. */
+  domain: PersistenceDomain;
+  /** Probability, per store, that one of the stored lines is written back unasked (seeded). */
+  eviction: number;
+  /** msync the written range on every drain (durability across a machine crash; slow). */
+  strict: boolean;
+  /** Keep each dirty line's ordered pending pieces, so that crash images can be taken. */
+  tracing: boolean;
+  /** Seed of the eviction PRNG (ignored when `prng` is given). */
+  seed: number;
+  /** The eviction PRNG; default createPrng(seed). */
+  prng: Prng | undefined;
+  /** Source of the region UUID at create time. */
+  entropy: Entropy;
+  /** Injected clock (kept for layers above that take it from the region). */
+  clock: Clock;
+}
+
+export const PMEM_DEFAULTS: Readonly<PmemOptions> = Object.freeze({
+  domain: 'adr',
+  eviction: 0,
+  strict: false,
+  tracing: false,
+  seed: 0,
+  prng: undefined,
+  entropy: cryptoEntropy,
+  clock: systemClock,
+});
+
+/** Events that change media, and client-visible completions: where a simulated crash can strike. */
+export type CrashPointKind = 'drain' | 'eviction' | 'nt-store' | 'nic-drain' | 'completion';
+
+export interface CrashPointEvent {
+  kind: CrashPointKind;
+  /** Sequence number of this crash point in the region's life (from 0). */
+  index: number;
+  /** Free-form detail from whoever raised it (e.g. which client was told what). */
+  detail?: unknown;
+}
+
+/** One 8-byte aligned piece of a store: `bytes` is the word's value right after the store. */
+export interface CrashPiece {
+  offset: number;
+  bytes: Uint8Array;
+}
+
+/**
+ * An independent unit of crash nondeterminism. 'prefix': the image holds an in-order prefix of
+ * the pieces (a cache line's pending stores). 'subset': any subset (a NIC message drained in any
+ * placement order).
+ */
+export interface CrashComponent {
+  kind: 'prefix' | 'subset';
+  source: string;
+  pieces: CrashPiece[];
+}
+
+/** What a crash at this moment can leave behind: media plus the components' pieces. */
+export interface CrashState {
+  /** The whole file as on media: header followed by the data area. */
+  media: Uint8Array;
+  sizeBytes: number;
+  components: CrashComponent[];
+}
+
+export type CrashContributor = () => CrashComponent[];
+
+export interface PmemStats {
+  stores: number;
+  bytesStored: number;
+  flushes: number;
+  drains: number;
+  linesWrittenBack: number;
+  evictions: number;
+  ntStores: number;
+}
+
+interface Media {
+  bytes: Uint8Array; // the whole file
+  buffer: ArrayBuffer;
+  path: string | undefined;
+}
+
+const MAX_PIECES_PER_LINE_HINT = 1 << 16;
+
+export class PmemRegion {
+  readonly path: string | undefined;
+  readonly sizeBytes: number;
+  readonly uuid: string;
+  readonly lineCount: number;
+  readonly options: Readonly<PmemOptions>;
+
+  #media: Media | undefined;
+  #data: Uint8Array; // media data area (view into the mapping)
+  #visible: Uint8Array;
+  #dv: DataView;
+  #u64: BigUint64Array;
+  #dirty: Uint8Array; // per line: 1 = dirty (has stores not written back)
+  #dirtyCount = 0;
+  #snapshots = new Map<number, Uint8Array>(); // fast path: line -> content at flush time
+  #pieces = new Map<number, CrashPiece[]>(); // tracing: line -> pending pieces in store order
+  #flushed = new Map<number, number>(); // tracing: line -> pieces covered by a flush not yet drained
+  #prng: Prng;
+  #owner = threadId;
+  #hook: ((e: CrashPointEvent) => void) | undefined;
+  #crashPointIndex = 0;
+  #contributors: CrashContributor[] = [];
+  #stats: PmemStats = { stores: 0, bytesStored: 0, flushes: 0, drains: 0, linesWrittenBack: 0, evictions: 0, ntStores: 0 };
+
+  private constructor(media: Media, header: RegionHeader, options: PmemOptions) {
+    this.#media = media;
+    this.path = media.path;
+    this.sizeBytes = header.sizeBytes;
+    this.uuid = header.uuid;
+    this.lineCount = header.sizeBytes / LINE_BYTES;
+    this.options = Object.freeze({ ...options });
+    this.#data = media.bytes.subarray(HEADER_BYTES, HEADER_BYTES + header.sizeBytes);
+    const sab = new SharedArrayBuffer(header.sizeBytes);
+    this.#visible = new Uint8Array(sab);
+    this.#visible.set(this.#data); // after a restart the caches are empty: visible = media
+    this.#dv = new DataView(sab);
+    this.#u64 = new BigUint64Array(sab);
+    this.#dirty = new Uint8Array(this.lineCount);
+    this.#prng = options.prng ?? createPrng(options.seed);
+  }
+
+  /** Creates a region file of `sizeBytes` data bytes. An existing non-empty file is refused. */
+  static create(path: string, sizeBytes: number, options: Partial<PmemOptions> = {}): PmemRegion {
+    const opts = resolveOptions(options);
+    checkSize(sizeBytes);
+    let existing = 0;
+    try {
+      existing = statSync(path).size;
+    } catch {
+      existing = 0;
+    }
+    if (existing > 0) {
+      throw new PmrpcError(ErrorCodes.REGION_EXISTS, `${path} already exists (${existing} bytes); pmrpc never overwrites a file`);
+    }
+    const buffer = mapFile(path, HEADER_BYTES + sizeBytes, true);
+    const bytes = new Uint8Array(buffer);
+    encodeHeader(bytes, sizeBytes, opts.entropy.bytes(16));
+    syncMapping(buffer, 0, HEADER_BYTES);
+    const header = decodeHeader(bytes, bytes.length, path);
+    return new PmemRegion({ bytes, buffer, path }, header, opts);
+  }
+
+  /** Opens an existing region file; a foreign, truncated or corrupted file is refused untouched. */
+  static open(path: string, options: Partial<PmemOptions> = {}): PmemRegion {
+    const opts = resolveOptions(options);
+    const fd = openReadOnly(path);
+    let header: RegionHeader;
+    try {
+      const fileBytes = fstatSync(fd).size;
+      const head = new Uint8Array(Math.min(HEADER_BYTES, fileBytes));
+      readSync(fd, head, 0, head.length, 0);
+      header = decodeHeader(head, fileBytes, path);
+    } finally {
+      closeSync(fd);
+    }
+    const buffer = mapFile(path, HEADER_BYTES + header.sizeBytes, false);
+    const bytes = new Uint8Array(buffer);
+    // The header is checked again on the mapping: the file may have changed in between.
+    decodeHeader(bytes, bytes.length, path);
+    return new PmemRegion({ bytes, buffer, path }, header, opts);
+  }
+
+  /** A region whose media is process memory, not a file (simulation, tests). */
+  static createInMemory(sizeBytes: number, options: Partial<PmemOptions> = {}): PmemRegion {
+    const opts = resolveOptions(options);
+    checkSize(sizeBytes);
+    const buffer = new ArrayBuffer(HEADER_BYTES + sizeBytes);
+    const bytes = new Uint8Array(buffer);
+    encodeHeader(bytes, sizeBytes, opts.entropy.bytes(16));
+    return new PmemRegion({ bytes, buffer, path: undefined }, decodeHeader(bytes, bytes.length, 'in-memory region'), opts);
+  }
+
+  /** Opens a crash image (a whole file's bytes, as pmem/crash.ts makes) as an in-memory region. The bytes are copied. */
+  static openImage(image: Uint8Array, options: Partial<PmemOptions> = {}): PmemRegion {
+    const opts = resolveOptions(options);
+    const header = decodeHeader(image, image.length, 'crash image');
+    const buffer = new ArrayBuffer(HEADER_BYTES + header.sizeBytes);
+    const bytes = new Uint8Array(buffer);
+    bytes.set(image.subarray(0, bytes.length));
+    return new PmemRegion({ bytes, buffer, path: undefined }, header, opts);
+  }
+
+  get closed(): boolean {
+    return this.#media === undefined;
+  }
+
+  get stats(): Readonly<PmemStats> {
+    return { ...this.#stats };
+  }
+
+  /** Number of lines holding stores not yet written back. */
+  get dirtyLines(): number {
+    return this.#dirtyCount;
+  }
+
+  /**
+   * Closes the region. By default this is an orderly shutdown: every dirty line is written back
+   * and the mapping synced. `{ writeBack: false }` drops the caches, as a crash would.
+   */
+  close(options: { writeBack?: boolean } = {}): void {
+    const media = this.#media;
+    if (media === undefined) return;
+    if (options.writeBack !== false) {
+      this.#writeBackAll();
+      if (media.path !== undefined) syncMapping(media.buffer, 0, media.bytes.length);
+    }
+    this.#media = undefined;
+    if (media.path !== undefined) unmapFile(media.buffer);
+  }
+
+  // ---------------------------------------------------------------- loads
+
+  /** A copy of `len` bytes of visible memory at `offset`. */
+  load(offset: number, len: number): Uint8Array {
+    this.#check(offset, len);
+    return this.#visible.slice(offset, offset + len);
+  }
+
+  /**
+   * A view of visible memory (no copy). The caller must not write into it: stores go through
+   * store() so that the cache model sees them.
+   */
+  view(offset: number, len: number): Uint8Array {
+    this.#check(offset, len);
+    return this.#visible.subarray(offset, offset + len);
+  }
+
+  loadU8(offset: number): number {
+    this.#check(offset, 1);
+    return this.#visible[offset]!;
+  }
+
+  loadU16(offset: number): number {
+    this.#check(offset, 2);
+    return this.#dv.getUint16(offset, true);
+  }
+
+  loadU32(offset: number): number {
+    this.#check(offset, 4);
+    return this.#dv.getUint32(offset, true);
+  }
+
+  loadU64(offset: number): bigint {
+    this.#check(offset, 8);
+    return this.#dv.getBigUint64(offset, true);
+  }
+
+  /** Atomic load of an aligned 8-byte word. */
+  loadU64Atomic(offset: number): bigint {
+    this.#checkAligned(offset);
+    return Atomics.load(this.#u64, offset / 8);
+  }
+
+  // ---------------------------------------------------------------- stores
+
+  store(offset: number, bytes: Uint8Array): void {
+    this.#checkStore(offset, bytes.length);
+    this.#visible.set(bytes, offset);
+    this.#afterStore(offset, bytes.length);
+  }
+
+  /** Stores `len` copies of `value` (a byte). */
+  fill(offset: number, len: number, value = 0): void {
+    this.#checkStore(offset, len);
+    this.#visible.fill(value, offset, offset + len);
+    this.#afterStore(offset, len);
+  }
+
+  storeU8(offset: number, value: number): void {
+    this.#checkStore(offset, 1);
+    this.#visible[offset] = value;
+    this.#afterStore(offset, 1);
+  }
+
+  storeU16(offset: number, value: number): void {
+    this.#checkStore(offset, 2);
+    this.#dv.setUint16(offset, value, true);
+    this.#afterStore(offset, 2);
+  }
+
+  storeU32(offset: number, value: number): void {
+    this.#checkStore(offset, 4);
+    this.#dv.setUint32(offset, value, true);
+    this.#afterStore(offset, 4);
+  }
+
+  storeU64(offset: number, value: bigint): void {
+    this.#checkStore(offset, 8);
+    this.#dv.setBigUint64(offset, BigInt.asUintN(64, value), true);
+    this.#afterStore(offset, 8);
+  }
+
+  /** Atomic store of an aligned 8-byte word: failure-atomic too (one piece). */
+  storeU64Atomic(offset: number, value: bigint): void {
+    this.#checkAligned(offset);
+    this.#assertOwner();
+    Atomics.store(this.#u64, offset / 8, BigInt.asUintN(64, value));
+    this.#afterStore(offset, 8);
+  }
+
+  /** Compare-and-swap of an aligned 8-byte word in visible memory; returns the old value. */
+  cas64(offset: number, expected: bigint, desired: bigint): bigint {
+    this.#checkAligned(offset);
+    this.#assertOwner();
+    const old = Atomics.compareExchange(this.#u64, offset / 8, BigInt.asUintN(64, expected), BigInt.asUintN(64, desired));
+    if (old === BigInt.asUintN(64, expected)) this.#afterStore(offset, 8);
+    return old;
+  }
+
+  /**
+   * A non-temporal store (movnt; also how a NIC with DDIO off places data): each touched line
+   * that the CPU holds dirty is first written back, then the bytes go to visible memory and to
+   * media together. Raises an 'nt-store' crash point (or `kind`, for the NIC) first.
+   */
+  storeNonTemporal(offset: number, bytes: Uint8Array, kind: CrashPointKind = 'nt-store', detail?: unknown): void {
+    this.#checkStore(offset, bytes.length);
+    if (bytes.length === 0) return;
+    this.#crashPoint(kind, detail);
+    const first = (offset / LINE_BYTES) | 0;
+    const last = ((offset + bytes.length - 1) / LINE_BYTES) | 0;
+    for (let line = first; line <= last; line++) if (this.#dirty[line] === 1) this.#writeBackLine(line);
+    this.#visible.set(bytes, offset);
+    this.#data.set(bytes, offset);
+    this.#stats.ntStores++;
+    this.#stats.bytesStored += bytes.length;
+    this.#syncIfStrict(offset, bytes.length);
+  }
+
+  // ---------------------------------------------------------------- flush / drain / persist
+
+  /** clwb over [offset, offset + len): snapshots each dirty line's pending pieces now. */
+  flush(offset: number, len: number): void {
+    this.#check(offset, len);
+    this.#stats.flushes++;
+    if (len === 0 || this.options.domain === 'eadr') return;
+    const first = (offset / LINE_BYTES) | 0;
+    const last = ((offset + len - 1) / LINE_BYTES) | 0;
+    for (let line = first; line <= last; line++) {
+      if (this.#dirty[line] !== 1) continue;
+      if (this.options.tracing) {
+        this.#flushed.set(line, this.#pieces.get(line)!.length);
+      } else {
+        const start = line * LINE_BYTES;
+        this.#snapshots.set(line, this.#visible.slice(start, start + LINE_BYTES));
+        this.#dirty[line] = 0;
+        this.#dirtyCount--;
+      }
+    }
+  }
+
+  /** sfence: every snapshot taken so far becomes durable; stores after a flush stay pending. */
+  drain(): void {
+    this.#assertOpen();
+    this.#stats.drains++;
+    const pending = this.options.tracing ? this.#flushed.size : this.#snapshots.size;
+    if (pending === 0) return;
+    this.#crashPoint('drain');
+    let lo = Infinity;
+    let hi = -1;
+    if (this.options.tracing) {
+      for (const [line, count] of this.#flushed) {
+        const pieces = this.#pieces.get(line)!;
+        for (let i = 0; i < count; i++) this.#data.set(pieces[i]!.bytes, pieces[i]!.offset);
+        pieces.splice(0, count);
+        if (pieces.length === 0) this.#markClean(line);
+        this.#stats.linesWrittenBack++;
+        if (line < lo) lo = line;
+        if (line > hi) hi = line;
+      }
+      this.#flushed.clear();
+    } else {
+      for (const [line, snap] of this.#snapshots) {
+        this.#data.set(snap, line * LINE_BYTES);
+        this.#stats.linesWrittenBack++;
+        if (line < lo) lo = line;
+        if (line > hi) hi = line;
+      }
+      this.#snapshots.clear();
+    }
+    this.#syncIfStrict(lo * LINE_BYTES, (hi - lo + 1) * LINE_BYTES);
+  }
+
+  /** flush(range) + drain(). */
+  persist(offset: number, len: number): void {
+    this.flush(offset, len);
+    this.drain();
+    if (this.options.domain === 'eadr') this.#syncIfStrict(offset, len);
+  }
+
+  // ---------------------------------------------------------------- crash points and images
+
+  /**
+   * Sets the function called at every crash point (DESIGN §2.1): just before each media-changing
+   * event and wherever a layer above raises one (a completion delivered to a client). It runs
+   * synchronously; it may call crashState() to capture what a crash here can leave behind.
+   */
+  setCrashPointHook(hook: ((e: CrashPointEvent) => void) | undefined): void {
+    this.#hook = hook;
+  }
+
+  /** Raises a crash point from a layer above (e.g. 'completion' when a client is told "durable"). */
+  crashPoint(kind: CrashPointKind, detail?: unknown): void {
+    this.#crashPoint(kind, detail);
+  }
+
+  /** Number of crash points raised so far. */
+  get crashPoints(): number {
+    return this.#crashPointIndex;
+  }
+
+  /** A layer above (the NIC) adds its volatile state to every crash state taken from now on. */
+  addCrashContributor(fn: CrashContributor): () => void {
+    this.#contributors.push(fn);
+    return () => {
+      const i = this.#contributors.indexOf(fn);
+      if (i >= 0) this.#contributors.splice(i, 1);
+    };
+  }
+
+  /**
+   * What a crash now can leave behind: a copy of media plus, per dirty line, its pending pieces
+   * (a 'prefix' component), plus what contributors add. Needs `tracing` (or `domain: 'eadr'`,
+   * where every visible store is durable and the state is the visible memory).
+   */
+  crashState(): CrashState {
+    const media = this.#assertOpen();
+    const copy = media.bytes.slice();
+    const components: CrashComponent[] = [];
+    if (this.options.domain === 'eadr') {
+      copy.set(this.#visible, HEADER_BYTES);
+    } else {
+      if (!this.options.tracing && this.#dirtyCount + this.#snapshots.size > 0) {
+        throw new PmrpcError(ErrorCodes.NOT_TRACING, 'crash images need a region opened with { tracing: true }');
+      }
+      for (const [line, pieces] of [...this.#pieces].sort((a, b) => a[0] - b[0])) {
+        if (pieces.length > 0) components.push({ kind: 'prefix', source: `line ${line}`, pieces: pieces.map((p) => ({ offset: p.offset, bytes: p.bytes })) });
+      }
+    }
+    for (const c of this.#contributors) components.push(...c());
+    return { media: copy, sizeBytes: this.sizeBytes, components };
+  }
+
+  /** Read-only access for worker threads: post `shared()` to a worker and wrap it in PmemReadView. */
+  shared(): { buffer: SharedArrayBuffer; sizeBytes: number } {
+    return { buffer: this.#visible.buffer as SharedArrayBuffer, sizeBytes: this.sizeBytes };
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  #afterStore(offset: number, len: number): void {
+    this.#stats.stores++;
+    this.#stats.bytesStored += len;
+    if (len === 0) return;
+    const opts = this.options;
+    if (opts.domain === 'eadr') {
+      this.#data.set(this.#visible.subarray(offset, offset + len), offset);
+      return;
+    }
+    const first = (offset / LINE_BYTES) | 0;
+    const last = ((offset + len - 1) / LINE_BYTES) | 0;
+    for (let line = first; line <= last; line++) {
+      if (this.#dirty[line] === 0) {
+        this.#dirty[line] = 1;
+        this.#dirtyCount++;
+      }
+    }
+    if (opts.tracing) {
+      const w0 = offset & ~7;
+      const wEnd = offset + len;
+      for (let w = w0; w < wEnd; w += 8) {
+        const line = (w / LINE_BYTES) | 0;
+        let list = this.#pieces.get(line);
+        if (list === undefined) {
+          list = [];
+          this.#pieces.set(line, list);
+        }
+        assert.ok(list.length < MAX_PIECES_PER_LINE_HINT, `line ${line} holds ${list.length} pending pieces: flush it`);
+        list.push({ offset: w, bytes: this.#visible.slice(w, w + 8) });
+      }
+    }
+    if (opts.eviction > 0 && this.#prng.chance(opts.eviction)) {
+      const line = first === last ? first : this.#prng.int(first, last);
+      this.#crashPoint('eviction', { line });
+      this.#writeBackLine(line);
+      this.#stats.evictions++;
+    }
+  }
+
+  /** Writes a line's current visible content to media and forgets its pending state. */
+  #writeBackLine(line: number): void {
+    const start = line * LINE_BYTES;
+    this.#data.set(this.#visible.subarray(start, start + LINE_BYTES), start);
+    this.#snapshots.delete(line);
+    this.#flushed.delete(line);
+    this.#pieces.delete(line);
+    if (this.#dirty[line] === 1) this.#markClean(line);
+    this.#stats.linesWrittenBack++;
+  }
+
+  #writeBackAll(): void {
+    this.drain();
+    for (let line = 0; line < this.lineCount && this.#dirtyCount > 0; line++) {
+      if (this.#dirty[line] === 1) this.#writeBackLine(line);
+    }
+  }
+
+  #markClean(line: number): void {
+    this.#dirty[line] = 0;
+    this.#dirtyCount--;
+    this.#pieces.delete(line);
+  }
+
+  #crashPoint(kind: CrashPointKind, detail?: unknown): void {
+    const index = this.#crashPointIndex++;
+    if (this.#hook !== undefined) this.#hook(detail === undefined ? { kind, index } : { kind, index, detail });
+  }
+
+  #syncIfStrict(offset: number, len: number): void {
+    const media = this.#media!;
+    if (!this.options.strict || media.path === undefined || len <= 0) return;
+    syncMapping(media.buffer, HEADER_BYTES + offset, len);
+  }
+
+  #assertOpen(): Media {
+    if (this.#media === undefined) throw new PmrpcError(ErrorCodes.REGION_CLOSED, 'the region is closed');
+    return this.#media;
+  }
+
+  #assertOwner(): void {
+    assert.equal(threadId, this.#owner, `pmrpc: store from thread ${threadId} into a region owned by thread ${this.#owner}; workers get read-only views`);
+  }
+
+  #check(offset: number, len: number): void {
+    this.#assertOpen();
+    checkRange(offset, len, this.sizeBytes);
+  }
+
+  #checkStore(offset: number, len: number): void {
+    this.#check(offset, len);
+    this.#assertOwner();
+  }
+
+  #checkAligned(offset: number): void {
+    this.#check(offset, 8);
+    if (offset % 8 !== 0) throw new PmrpcError(ErrorCodes.MISALIGNED, `8-byte atomic access at offset ${offset} is not 8-byte aligned`);
+  }
+}
+
+/** Read-only view of a region's visible memory, for worker threads. */
+export class PmemReadView {
+  readonly sizeBytes: number;
+  #bytes: Uint8Array;
+  #dv: DataView;
+  #u64: BigUint64Array;
+
+  constructor(shared: { buffer: SharedArrayBuffer; sizeBytes: number }) {
+    this.sizeBytes = shared.sizeBytes;
+    this.#bytes = new Uint8Array(shared.buffer, 0, shared.sizeBytes);
+    this.#dv = new DataView(shared.buffer, 0, shared.sizeBytes);
+    this.#u64 = new BigUint64Array(shared.buffer, 0, shared.sizeBytes / 8);
+  }
+
+  load(offset: number, len: number): Uint8Array {
+    checkRange(offset, len, this.sizeBytes);
+    return this.#bytes.slice(offset, offset + len);
+  }
+
+  loadU32(offset: number): number {
+    checkRange(offset, 4, this.sizeBytes);
+    return this.#dv.getUint32(offset, true);
+  }
+
+  loadU64(offset: number): bigint {
+    checkRange(offset, 8, this.sizeBytes);
+    return this.#dv.getBigUint64(offset, true);
+  }
+
+  loadU64Atomic(offset: number): bigint {
+    checkRange(offset, 8, this.sizeBytes);
+    if (offset % 8 !== 0) throw new PmrpcError(ErrorCodes.MISALIGNED, `8-byte atomic access at offset ${offset} is not 8-byte aligned`);
+    return Atomics.load(this.#u64, offset / 8);
+  }
+}
+
+export function checkRange(offset: number, len: number, sizeBytes: number): void {
+  if (!Number.isInteger(offset) || !Number.isInteger(len) || offset < 0 || len < 0 || offset + len > sizeBytes) {
+    throw new PmrpcError(ErrorCodes.OUT_OF_BOUNDS, `access [${offset}, ${offset + len}) is outside the region [0, ${sizeBytes})`);
+  }
+}
+
+function checkSize(sizeBytes: number): void {
+  if (!Number.isSafeInteger(sizeBytes) || sizeBytes <= 0 || sizeBytes % LINE_BYTES !== 0 || sizeBytes > MAX_REGION_BYTES) {
+    throw new RangeError(`sizeBytes must be a positive multiple of ${LINE_BYTES} up to ${MAX_REGION_BYTES}, got ${sizeBytes}`);
+  }
+}
+
+function resolveOptions(options: Partial<PmemOptions>): PmemOptions {
+  const o: PmemOptions = { ...PMEM_DEFAULTS, ...definedOnly(options) };
+  if (o.domain !== 'adr' && o.domain !== 'eadr') throw new TypeError(`domain must be 'adr' or 'eadr', got ${String(o.domain)}`);
+  if (typeof o.eviction !== 'number' || !(o.eviction >= 0 && o.eviction <= 1)) {
+    throw new RangeError(`eviction must be a probability in [0, 1], got ${String(o.eviction)}`);
+  }
+  if (typeof o.strict !== 'boolean') throw new TypeError(`strict must be a boolean, got ${String(o.strict)}`);
+  if (typeof o.tracing !== 'boolean') throw new TypeError(`tracing must be a boolean, got ${String(o.tracing)}`);
+  if (!Number.isSafeInteger(o.seed)) throw new TypeError(`seed must be an integer, got ${String(o.seed)}`);
+  return o;
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function openReadOnly(path: string): number {
+  try {
+    return openSync(path, 'r');
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    throw new PmrpcIoError(`cannot open ${path}: ${err.message}`, err.code ?? 'EUNKNOWN', 'open', e);
+  }
+}

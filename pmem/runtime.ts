@@ -1,0 +1,38 @@
+/**
+ * The one module of pmrpc that reads the system clock, schedules on the global timers and reads
+ * the crypto entropy source (DESIGN §7). Library code receives these by injection; the CLI,
+ * the benchmarks and the defaults of public constructors take them from here.
+ */
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { Clock, TimerHandle } from './clock.js';
+import type { Entropy } from './prng.js';
+
+export const systemClock: Clock = {
+  nowMs(): number {
+    return performance.now();
+  },
+  nowNs(): bigint {
+    return process.hrtime.bigint();
+  },
+  setTimer(delayMs: number, fn: () => void): TimerHandle {
+    const t = setTimeout(fn, delayMs);
+    return { cancel: () => clearTimeout(t) };
+  },
+};
+
+export const cryptoEntropy: Entropy = {
+  bytes(n: number): Uint8Array {
+    return new Uint8Array(randomBytes(n));
+  },
+};
+
+/** Wall-clock milliseconds since the epoch, for timestamps in reports and headers. */
+export function wallClockMs(): number {
+  return Date.now();
+}
+
+/** A fresh random 32-bit seed, for runs that were not given one (it is printed, so it replays). */
+export function randomSeed(): number {
+  return randomBytes(4).readInt32LE(0);
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env node
+/** The pmrpc command line. Each command lives in its own module and registers itself here. */
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { registerBench } from './bench.js';
+import { registerDemo } from './demo.js';
+import { registerLitmus } from './litmus.js';
+
+const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+const program = new Command();
+program
+  .name('pmrpc')
+  .description('durable RPC and one-sided remote-memory protocols on emulated persistent memory and RDMA')
+  .version(pkg.version)
+  .showHelpAfterError();
+
+registerDemo(program);
+registerLitmus(program);
+registerBench(program);
+
+program.parseAsync(process.argv).catch((e: unknown) => {
+  const err = e as { code?: string; message?: string };
+  process.stderr.write(`pmrpc: ${err.message ?? String(e)}\n`);
+  process.exitCode = err.code === 'PMRPC_ERR_AUTH_REQUIRED' ? 2 : 1;
+});

@@ -11,7 +11,7 @@
  * - 'exhaustive': every image, refused past `maxImages` (PMRPC_ERR_TOO_MANY_IMAGES).
  */
 import { writeFileSync } from 'node:fs';
-import { ErrorCodes, PmrpcError } from './errors.js';
+import { ErrorCodes, PmrpcError, PmrpcIoError } from './errors.js';
 import { HEADER_BYTES } from './header.js';
 import { createPrng } from './prng.js';
 import type { CrashComponent, CrashState } from './region.js';
@@ -85,6 +85,7 @@ export function* crashImages(state: CrashState, options: Partial<ImageOptions> =
       return;
     }
     case 'exhaustive': {
+      if (!Number.isSafeInteger(o.maxImages) || o.maxImages < 1) throw new RangeError(`maxImages must be a positive integer, got ${o.maxImages}`);
       const total = countImages(state);
       if (total > BigInt(o.maxImages)) {
         throw new PmrpcError(ErrorCodes.TOO_MANY_IMAGES, `exhaustive engine: ${total} images exceed the bound of ${o.maxImages}; use the random engine or raise maxImages`);
@@ -118,6 +119,12 @@ export function materialize(state: CrashState, image: CrashImage | ImageChoice[]
   const out = state.media.slice();
   state.components.forEach((c: CrashComponent, k) => {
     const choice = choices[k]!;
+    const n = c.pieces.length;
+    const ok =
+      typeof choice === 'number'
+        ? c.kind === 'prefix' && Number.isInteger(choice) && choice >= 0 && choice <= n
+        : c.kind === 'subset' && Array.isArray(choice) && choice.every((i) => Number.isInteger(i) && i >= 0 && i < n);
+    if (!ok) throw new RangeError(`image choice ${k} (${JSON.stringify(choice)}) does not fit ${c.kind} component ${c.source} of ${n} pieces`);
     if (typeof choice === 'number') {
       for (let i = 0; i < choice; i++) out.set(c.pieces[i]!.bytes, HEADER_BYTES + c.pieces[i]!.offset);
     } else {
@@ -129,5 +136,11 @@ export function materialize(state: CrashState, image: CrashImage | ImageChoice[]
 
 /** Writes an image as a region file, to open with PmemRegion.open. Refuses to overwrite. */
 export function writeImageFile(path: string, image: Uint8Array): void {
-  writeFileSync(path, image, { flag: 'wx' });
+  try {
+    writeFileSync(path, image, { flag: 'wx' });
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    if (err.code === 'EEXIST') throw new PmrpcError(ErrorCodes.REGION_EXISTS, `${path} already exists; pmrpc never overwrites a file`, { cause: e });
+    throw new PmrpcIoError(`cannot write ${path}: ${err.message}`, err.code ?? 'EUNKNOWN', err.syscall ?? 'open', e);
+  }
 }

@@ -157,7 +157,10 @@ export class PmemRegion {
     checkSize(sizeBytes);
     let existing = 0;
     try {
-      existing = statSync(path).size;
+      // Only a regular file's bytes count: a directory (whose st_size is filesystem-dependent)
+      // goes on to the map, which refuses it with PMRPC_ERR_IO / EISDIR.
+      const st = statSync(path);
+      existing = st.isFile() ? st.size : 0;
     } catch {
       existing = 0;
     }
@@ -178,9 +181,17 @@ export class PmemRegion {
     const fd = openReadOnly(path);
     let header: RegionHeader;
     try {
-      const fileBytes = fstatSync(fd).size;
-      const head = new Uint8Array(Math.min(HEADER_BYTES, fileBytes));
-      readSync(fd, head, 0, head.length, 0);
+      let fileBytes: number;
+      let head: Uint8Array;
+      try {
+        fileBytes = fstatSync(fd).size;
+        head = new Uint8Array(Math.min(HEADER_BYTES, fileBytes));
+        readSync(fd, head, 0, head.length, 0);
+      } catch (e) {
+        // e.g. EISDIR: open(2) O_RDONLY succeeds on a directory, read(2) fails.
+        const err = e as NodeJS.ErrnoException;
+        throw new PmrpcIoError(`cannot read ${path}: ${err.message}`, err.code ?? 'EUNKNOWN', err.syscall ?? 'read', e);
+      }
       header = decodeHeader(head, fileBytes, path);
     } finally {
       closeSync(fd);
@@ -350,7 +361,9 @@ export class PmemRegion {
     this.#crashPoint(kind, detail);
     const first = (offset / LINE_BYTES) | 0;
     const last = ((offset + bytes.length - 1) / LINE_BYTES) | 0;
-    for (let line = first; line <= last; line++) if (this.#dirty[line] === 1) this.#writeBackLine(line);
+    // A line flushed on the fast path is clean but holds an undrained snapshot: write it back too,
+    // or a later drain would put the older snapshot over the non-temporal bytes on media.
+    for (let line = first; line <= last; line++) if (this.#dirty[line] === 1 || this.#snapshots.has(line)) this.#writeBackLine(line);
     this.#visible.set(bytes, offset);
     this.#data.set(bytes, offset);
     this.#stats.ntStores++;

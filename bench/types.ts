@@ -1,3 +1,5 @@
+import type { ChartSpec } from './charts.js';
+
 /**
  * Benchmark suites: `pmrpc bench <suite>` (and `npm run bench -- <suite>`). Every comparison is a
  * ratio measured in one run; every figure is a median over repeats. Benchmarks may read real time.
@@ -21,6 +23,8 @@ export interface BenchReport {
   ratios: Record<string, number>;
   /** Human-readable lines (printed without --json). */
   summary: string[];
+  /** Charts to render as SVG into the output directory. */
+  charts?: ChartSpec[];
 }
 
 export interface BenchSuite {

@@ -1,35 +1,72 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { randomSeed } from '../../pmem/index.js';
+import { randomSeed, wallClockMs } from '../../pmem/index.js';
 import { benchSuites } from '../../bench/index.js';
+import { renderSvg } from '../../bench/charts.js';
+import { readHistory, recordRun } from '../../bench/history.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
+/** Where results go unless --out says otherwise (relative to the working directory). */
+export const DEFAULT_BENCH_OUT = 'bench-results';
+const HISTORY_FILE = 'history.sqlite';
+
 export function registerBench(program: Command): void {
-  const bench = program.command('bench').description('run a benchmark suite; every comparison is a ratio measured in the same run');
+  const bench = program
+    .command('bench')
+    .description(`run a benchmark suite; every comparison is a ratio measured in the same run. Results (JSON, SQLite history, SVG charts) go to --out (default ./${DEFAULT_BENCH_OUT})`);
   for (const suite of benchSuites) {
     bench
       .command(suite.name)
       .description(suite.description)
       .option('--quick', 'a small matrix (well under a minute)')
       .option('--json', 'print one JSON document on stdout')
-      .option('--out <dir>', 'also write the report as JSON into this directory')
+      .option('--out <dir>', `write <suite>.json, ${HISTORY_FILE} and SVG charts here`, DEFAULT_BENCH_OUT)
+      .option('--no-history', 'do not append this run to the SQLite history')
       .option('--seed <n>', 'workload seed (default random, printed)', intOption('seed'))
-      .action(async (opts: { quick?: boolean; json?: boolean; out?: string; seed?: number }) => {
+      .action(async (opts: { quick?: boolean; json?: boolean; out: string; history: boolean; seed?: number }) => {
         const seed = opts.seed ?? randomSeed();
+        const startedAt = new Date(wallClockMs()).toISOString();
         const bar = progressBar(`bench ${suite.name}`);
         const report = await suite.run({ quick: opts.quick === true, seed, progress: (d, t, l) => bar.update(d, t, l) });
         bar.stop();
-        const doc = { ...report, seed, command: `pmrpc bench ${suite.name}${opts.quick ? ' --quick' : ''} --seed ${seed}` };
-        if (opts.out !== undefined) {
-          mkdirSync(opts.out, { recursive: true });
-          writeFileSync(join(opts.out, `${suite.name}.json`), `${JSON.stringify(doc, null, 2)}\n`);
+        const command = `pmrpc bench ${suite.name}${opts.quick ? ' --quick' : ''} --seed ${seed}`;
+        mkdirSync(opts.out, { recursive: true });
+        const files: string[] = [];
+        for (const chart of report.charts ?? []) {
+          const file = join(opts.out, `${suite.name}-${chart.name}.svg`);
+          writeFileSync(file, await renderSvg(chart.spec));
+          files.push(file);
         }
+        let runId: number | undefined;
+        if (opts.history) {
+          runId = recordRun(join(opts.out, HISTORY_FILE), report, { startedAt, seed, quick: opts.quick === true, command });
+          files.push(join(opts.out, HISTORY_FILE));
+        }
+        const { charts: _charts, ...rest } = report;
+        const doc = { ...rest, seed, startedAt, command, runId, files: [join(opts.out, `${suite.name}.json`), ...files] };
+        writeFileSync(join(opts.out, `${suite.name}.json`), `${JSON.stringify(doc, null, 2)}\n`);
         if (opts.json) printJson(doc);
         else {
           for (const line of report.summary) process.stdout.write(`${line}\n`);
-          log(`seed ${seed}; replay: ${doc.command}`);
+          log(`wrote ${doc.files.join(', ')}`);
+          log(`seed ${seed}; replay: ${command}`);
         }
       });
   }
+  bench
+    .command('history')
+    .description(`list recorded runs (newest first) with their ratios, from <out>/${HISTORY_FILE}`)
+    .option('--out <dir>', 'results directory', DEFAULT_BENCH_OUT)
+    .option('--suite <name>', 'only this suite')
+    .option('--limit <n>', 'at most this many runs', intOption('limit'), 20)
+    .option('--json', 'print one JSON document on stdout')
+    .action((opts: { out: string; suite?: string; limit: number; json?: boolean }) => {
+      const runs = readHistory(join(opts.out, HISTORY_FILE), { suite: opts.suite, limit: opts.limit });
+      if (opts.json) return printJson(runs);
+      for (const r of runs) {
+        const ratios = Object.entries(r.ratios).map(([k, v]) => `${k}=${v.toFixed(3)}`).join(' ');
+        process.stdout.write(`#${r.id} ${r.startedAt} ${r.suite}${r.quick ? ' (quick)' : ''} git ${r.gitCommit} node ${r.nodeVersion} cells ${r.cells}  ${ratios}\n`);
+      }
+    });
 }

@@ -1,0 +1,394 @@
+/**
+ * The wire codec: flush/ messages (plain data) ↔ protobuf frames (proto/pmrpc.proto), and the
+ * length-delimited framing of a byte stream. protobufjs by reflection (the .proto is loaded once
+ * at start-up).
+ *
+ * Every frame is checked on decode: a frame that protobuf cannot parse, that lacks a required
+ * field, or that names an unknown operation is a PmrpcError PMRPC_ERR_BAD_FRAME; a length prefix
+ * past the bound is PMRPC_ERR_FRAME_TOO_LARGE. Unknown fields are skipped, as protobuf does.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import protobuf from 'protobufjs';
+import { PmrpcError } from '../../pmem/index.js';
+import type {
+  CasMode,
+  ClientMessage,
+  Completion,
+  CompletionStatus,
+  Loc,
+  ServerMessage,
+  WorkRequest,
+  WrOp,
+} from '../../flush/types.js';
+
+export const BAD_FRAME = 'PMRPC_ERR_BAD_FRAME';
+export const FRAME_TOO_LARGE = 'PMRPC_ERR_FRAME_TOO_LARGE';
+
+/** Default bound on one frame: a request of many 64 KiB payloads fits; a bogus length does not. */
+export const MAX_FRAME_BYTES_DEFAULT = 16 * 1024 * 1024;
+
+function protoPath(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const up of ['../..', '../../..']) {
+    const p = join(here, up, 'proto', 'pmrpc.proto');
+    if (existsSync(p)) return p;
+  }
+  throw new Error('pmrpc: proto/pmrpc.proto not found beside the package');
+}
+
+let frameType: protobuf.Type | undefined;
+function Frame(): protobuf.Type {
+  if (frameType === undefined) frameType = protobuf.loadSync(protoPath()).lookupType('pmrpc.wire.Frame');
+  return frameType;
+}
+
+const CAS_MODES: CasMode[] = ['eq', 'ne', 'lt', 'le', 'gt', 'ge'];
+const STATUSES: CompletionStatus[] = ['ok', 'failed', 'skipped', 'error'];
+const OPS = new Set<WrOp>(['write', 'writeImm', 'read', 'send', 'cas', 'faa', 'atomicWrite', 'flush', 'prismCas', 'allocate']);
+
+type Obj = Record<string, unknown>;
+
+function bad(message: string): never {
+  throw new PmrpcError(BAD_FRAME, message);
+}
+
+// ------------------------------------------------------------------ encode
+
+function locOut(l: Loc): Obj {
+  return 'scratch' in l ? { scratch: l.scratch } : { remote: { rkey: l.rkey, addr: l.addr } };
+}
+
+function opt(o: Obj, k: string, v: unknown): void {
+  if (v !== undefined) o[k] = v;
+}
+
+function wrOut(wr: WorkRequest): Obj {
+  const o: Obj = { conditional: wr.conditional === true };
+  opt(o, 'id', wr.id);
+  opt(o, 'redirect', wr.redirect);
+  switch (wr.op) {
+    case 'write':
+    case 'writeImm': {
+      const w: Obj = { withImm: wr.op === 'writeImm', to: locOut(wr.to), indirect: wr.indirect === true, bounded: wr.bounded === true };
+      opt(w, 'data', wr.data);
+      if (wr.from) w.from = locOut(wr.from);
+      opt(w, 'len', wr.len);
+      opt(w, 'targetRkey', wr.targetRkey);
+      opt(w, 'imm', wr.imm);
+      o.write = w;
+      break;
+    }
+    case 'read': {
+      const r: Obj = { from: locOut(wr.from), len: wr.len, indirect: wr.indirect === true, bounded: wr.bounded === true };
+      opt(r, 'targetRkey', wr.targetRkey);
+      o.read = r;
+      break;
+    }
+    case 'send':
+      o.send = { data: wr.data, ...(wr.imm !== undefined ? { imm: wr.imm } : {}) };
+      break;
+    case 'cas':
+      o.cas = { at: locOut(wr.at), compare: wr.compare, swap: wr.swap };
+      break;
+    case 'faa':
+      o.faa = { at: locOut(wr.at), add: wr.add };
+      break;
+    case 'atomicWrite':
+      o.atomicWrite = { at: locOut(wr.at), value: wr.value };
+      break;
+    case 'flush': {
+      const f: Obj = { placement: wr.placement === 'persistent' ? 1 : 0, selectivity: wr.selectivity === 'mr' ? 1 : 0, rkey: wr.rkey };
+      opt(f, 'addr', wr.addr);
+      opt(f, 'len', wr.len);
+      o.flush = f;
+      break;
+    }
+    case 'prismCas': {
+      const c: Obj = { mode: CAS_MODES.indexOf(wr.mode), at: locOut(wr.at), indirect: wr.indirect === true, len: wr.len };
+      opt(c, 'targetRkey', wr.targetRkey);
+      opt(c, 'data', wr.data);
+      if (wr.from) c.from = locOut(wr.from);
+      opt(c, 'compareMask', wr.compareMask);
+      opt(c, 'swapMask', wr.swapMask);
+      o.prismCas = c;
+      break;
+    }
+    case 'allocate': {
+      const a: Obj = { rkey: wr.rkey, sizeBytes: wr.sizeBytes };
+      opt(a, 'data', wr.data);
+      if (wr.from) a.from = locOut(wr.from);
+      opt(a, 'len', wr.len);
+      o.allocate = a;
+      break;
+    }
+  }
+  return o;
+}
+
+function completionOut(c: Completion): Obj {
+  const o: Obj = { id: c.id, op: c.op, status: STATUSES.indexOf(c.status) };
+  opt(o, 'code', c.code);
+  opt(o, 'message', c.message);
+  opt(o, 'data', c.data);
+  opt(o, 'swapped', c.swapped);
+  return o;
+}
+
+/** Encodes one message as a protobuf Frame (no length prefix). */
+export function encodeMessage(msg: ClientMessage | ServerMessage): Uint8Array {
+  let body: Obj;
+  switch (msg.type) {
+    case 'request':
+      body = { request: { qpn: msg.qpn, seq: msg.seq, wrs: msg.wrs.map(wrOut) } };
+      break;
+    case 'response':
+      body = { response: { qpn: msg.qpn, seq: msg.seq, completions: msg.completions.map(completionOut) } };
+      break;
+    case 'notify':
+      body = { notify: { qpn: msg.qpn, data: msg.data, ...(msg.imm !== undefined ? { imm: msg.imm } : {}) } };
+      break;
+  }
+  const F = Frame();
+  return F.encode(F.fromObject(body)).finish();
+}
+
+// ------------------------------------------------------------------ decode
+
+function num(v: unknown, what: string): number {
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
+  return bad(`${what} is missing or not a safe integer`);
+}
+
+function maybeNum(v: unknown, what: string): number | undefined {
+  return v === undefined || v === null ? undefined : num(v, what);
+}
+
+/** A proto3 `bytes` field: absent on the wire means empty. */
+function bytes(v: unknown): Uint8Array {
+  return maybeBytes(v) ?? new Uint8Array(0);
+}
+
+/** protobufjs hands Node Buffers; pass plain Uint8Array views (no copy) upward. */
+function maybeBytes(v: unknown): Uint8Array | undefined {
+  return v instanceof Uint8Array ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength) : undefined;
+}
+
+function locIn(v: unknown, what: string): Loc {
+  const l = v as Obj | undefined;
+  if (!l) return bad(`${what} is missing`);
+  if (l.remote) {
+    const r = l.remote as Obj;
+    return { rkey: num(r.rkey ?? 0, `${what}.rkey`), addr: num(r.addr ?? 0, `${what}.addr`) };
+  }
+  if (l.scratch !== undefined && l.scratch !== null) return { scratch: num(l.scratch, `${what}.scratch`) };
+  return bad(`${what} names neither remote memory nor scratch`);
+}
+
+function maybeLoc(v: unknown, what: string): Loc | undefined {
+  return v ? locIn(v, what) : undefined;
+}
+
+/** Copies only defined values, so decoded objects carry no `undefined` keys. */
+function defined<T extends Obj>(o: T): T {
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
+  return o;
+}
+
+function wrIn(o: Obj, i: number): WorkRequest {
+  const flags = defined({ id: maybeNum(o.id, `wr ${i} id`), conditional: o.conditional === true ? true : undefined, redirect: maybeNum(o.redirect, `wr ${i} redirect`) });
+  const w = `wr ${i}`;
+  switch (o.op) {
+    case 'write': {
+      const x = o.write as Obj;
+      return defined({
+        ...flags,
+        op: x.withImm ? 'writeImm' : 'write',
+        to: locIn(x.to, `${w} to`),
+        data: maybeBytes(x.data),
+        from: maybeLoc(x.from, `${w} from`),
+        len: maybeNum(x.len, `${w} len`),
+        indirect: x.indirect ? true : undefined,
+        bounded: x.bounded ? true : undefined,
+        targetRkey: maybeNum(x.targetRkey, `${w} targetRkey`),
+        imm: maybeNum(x.imm, `${w} imm`),
+      }) as WorkRequest;
+    }
+    case 'read': {
+      const x = o.read as Obj;
+      return defined({ ...flags, op: 'read', from: locIn(x.from, `${w} from`), len: num(x.len ?? 0, `${w} len`), indirect: x.indirect ? true : undefined, bounded: x.bounded ? true : undefined, targetRkey: maybeNum(x.targetRkey, `${w} targetRkey`) }) as WorkRequest;
+    }
+    case 'send': {
+      const x = o.send as Obj;
+      return defined({ ...flags, op: 'send', data: maybeBytes(x.data) ?? new Uint8Array(0), imm: maybeNum(x.imm, `${w} imm`) }) as WorkRequest;
+    }
+    case 'cas': {
+      const x = o.cas as Obj;
+      return { ...flags, op: 'cas', at: locIn(x.at, `${w} at`), compare: bytes(x.compare), swap: bytes(x.swap) };
+    }
+    case 'faa': {
+      const x = o.faa as Obj;
+      return { ...flags, op: 'faa', at: locIn(x.at, `${w} at`), add: bytes(x.add) };
+    }
+    case 'atomicWrite': {
+      const x = o.atomicWrite as Obj;
+      return { ...flags, op: 'atomicWrite', at: locIn(x.at, `${w} at`), value: bytes(x.value) };
+    }
+    case 'flush': {
+      const x = o.flush as Obj;
+      return defined({
+        ...flags,
+        op: 'flush',
+        placement: x.placement === 1 ? 'persistent' : 'global',
+        selectivity: x.selectivity === 1 ? 'mr' : 'range',
+        rkey: num(x.rkey ?? 0, `${w} rkey`),
+        addr: maybeNum(x.addr, `${w} addr`),
+        len: maybeNum(x.len, `${w} len`),
+      }) as WorkRequest;
+    }
+    case 'prismCas': {
+      const x = o.prismCas as Obj;
+      const mode = CAS_MODES[num(x.mode ?? 0, `${w} mode`)];
+      if (mode === undefined) return bad(`${w}: unknown CAS mode ${String(x.mode)}`);
+      return defined({
+        ...flags,
+        op: 'prismCas',
+        mode,
+        at: locIn(x.at, `${w} at`),
+        indirect: x.indirect ? true : undefined,
+        targetRkey: maybeNum(x.targetRkey, `${w} targetRkey`),
+        data: maybeBytes(x.data),
+        from: maybeLoc(x.from, `${w} from`),
+        len: num(x.len ?? 0, `${w} len`),
+        compareMask: maybeBytes(x.compareMask),
+        swapMask: maybeBytes(x.swapMask),
+      }) as WorkRequest;
+    }
+    case 'allocate': {
+      const x = o.allocate as Obj;
+      return defined({ ...flags, op: 'allocate', rkey: num(x.rkey ?? 0, `${w} rkey`), sizeBytes: num(x.sizeBytes ?? 0, `${w} sizeBytes`), data: maybeBytes(x.data), from: maybeLoc(x.from, `${w} from`), len: maybeNum(x.len, `${w} len`) }) as WorkRequest;
+    }
+    default:
+      return bad(`${w} carries no known operation`);
+  }
+}
+
+function completionIn(o: Obj, i: number): Completion {
+  const op = o.op as WrOp;
+  if (!OPS.has(op)) bad(`completion ${i}: unknown op ${String(o.op)}`);
+  const status = STATUSES[num(o.status ?? 0, `completion ${i} status`)];
+  if (status === undefined) bad(`completion ${i}: unknown status ${String(o.status)}`);
+  return defined({
+    id: num(o.id ?? 0, `completion ${i} id`),
+    op,
+    status: status!,
+    code: typeof o.code === 'string' ? o.code : undefined,
+    message: typeof o.message === 'string' ? o.message : undefined,
+    data: maybeBytes(o.data),
+    swapped: typeof o.swapped === 'boolean' ? o.swapped : undefined,
+  });
+}
+
+/** Decodes one Frame; anything malformed is PMRPC_ERR_BAD_FRAME. */
+export function decodeMessage(frame: Uint8Array): ClientMessage | ServerMessage {
+  const F = Frame();
+  let o: Obj;
+  try {
+    o = F.toObject(F.decode(frame), { longs: Number, oneofs: true }) as Obj;
+  } catch (e) {
+    throw new PmrpcError(BAD_FRAME, `frame of ${frame.length} bytes does not parse: ${(e as Error).message}`, { cause: e });
+  }
+  switch (o.msg) {
+    case 'request': {
+      const r = o.request as Obj;
+      return { type: 'request', qpn: num(r.qpn ?? 0, 'request qpn'), seq: num(r.seq ?? 0, 'request seq'), wrs: ((r.wrs as Obj[] | undefined) ?? []).map(wrIn) };
+    }
+    case 'response': {
+      const r = o.response as Obj;
+      return { type: 'response', qpn: num(r.qpn ?? 0, 'response qpn'), seq: num(r.seq ?? 0, 'response seq'), completions: ((r.completions as Obj[] | undefined) ?? []).map(completionIn) };
+    }
+    case 'notify': {
+      const r = o.notify as Obj;
+      return defined({ type: 'notify', qpn: num(r.qpn ?? 0, 'notify qpn'), data: maybeBytes(r.data) ?? new Uint8Array(0), imm: maybeNum(r.imm, 'notify imm') }) as ServerMessage;
+    }
+    default:
+      return bad('frame carries no message');
+  }
+}
+
+// ------------------------------------------------------------------ framing
+
+/** A 4-byte little-endian length prefix, then the frame. */
+export function frameBytes(frame: Uint8Array): Uint8Array {
+  const out = new Uint8Array(4 + frame.length);
+  new DataView(out.buffer).setUint32(0, frame.length, true);
+  out.set(frame, 4);
+  return out;
+}
+
+/**
+ * Splits a byte stream into frames. A length past `maxFrameBytes` is PMRPC_ERR_FRAME_TOO_LARGE
+ * (the stream cannot be resynchronised: the connection must close). Bounded memory: at most one
+ * partial frame is buffered.
+ */
+export class FrameReader {
+  readonly maxFrameBytes: number;
+  #chunks: Uint8Array[] = [];
+  #buffered = 0;
+
+  constructor(maxFrameBytes = MAX_FRAME_BYTES_DEFAULT) {
+    if (!Number.isSafeInteger(maxFrameBytes) || maxFrameBytes < 1) throw new RangeError(`maxFrameBytes must be a positive integer, got ${maxFrameBytes}`);
+    this.maxFrameBytes = maxFrameBytes;
+  }
+
+  /** Bytes buffered toward the next frame. */
+  get buffered(): number {
+    return this.#buffered;
+  }
+
+  /** Feeds bytes; returns every complete frame they finish. */
+  push(chunk: Uint8Array): Uint8Array[] {
+    this.#chunks.push(chunk);
+    this.#buffered += chunk.length;
+    const frames: Uint8Array[] = [];
+    for (;;) {
+      if (this.#buffered < 4) break;
+      const head = this.#peek(4);
+      const len = new DataView(head.buffer, head.byteOffset, 4).getUint32(0, true);
+      if (len > this.maxFrameBytes) throw new PmrpcError(FRAME_TOO_LARGE, `frame length ${len} exceeds the bound of ${this.maxFrameBytes} bytes`);
+      if (this.#buffered < 4 + len) break;
+      const all = this.#take(4 + len);
+      frames.push(all.subarray(4));
+    }
+    return frames;
+  }
+
+  #peek(n: number): Uint8Array {
+    if (this.#chunks[0]!.length >= n) return this.#chunks[0]!;
+    const joined = concat(this.#chunks);
+    this.#chunks = [joined];
+    return joined;
+  }
+
+  #take(n: number): Uint8Array {
+    const joined = this.#chunks.length === 1 ? this.#chunks[0]! : concat(this.#chunks);
+    const out = joined.subarray(0, n);
+    const rest = joined.subarray(n);
+    this.#chunks = rest.length > 0 ? [rest] : [];
+    this.#buffered = rest.length;
+    return out;
+  }
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  let n = 0;
+  for (const c of chunks) n += c.length;
+  const out = new Uint8Array(n);
+  let o = 0;
+  for (const c of chunks) {
+    out.set(c, o);
+    o += c.length;
+  }
+  return out;
+}

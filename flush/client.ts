@@ -1,0 +1,186 @@
+/**
+ * The client side of a QP: post work requests over a Link, get their completions as promises.
+ * One postChain() = one message = one round trip (doorbell batching: any number of requests per
+ * message). Completions never reject for a remote failure — the status says; the convenience
+ * helpers (write, read, cas, …) turn a non-'ok' status into a PmrpcError with its code.
+ */
+import { PmrpcError, type ErrorCode } from '../pmem/index.js';
+import { NicErrorCodes } from './mr.js';
+import { bigintToLe, leToBigint } from './prism.js';
+import type {
+  AllocateWr,
+  CasMode,
+  ChainFlags,
+  Completion,
+  FlushPlacement,
+  Link,
+  Loc,
+  NotifyMessage,
+  PrismCasWr,
+  ReadWr,
+  ServerMessage,
+  WorkRequest,
+  WriteWr,
+} from './types.js';
+import { MAX_WRS_PER_MESSAGE, wrError } from './validate.js';
+
+export interface QueuePairOptions {
+  /** Most request messages awaiting their response; posting beyond it throws PMRPC_ERR_QUEUE_FULL. */
+  outstandingMessagesMax: number;
+}
+
+export const QUEUE_PAIR_DEFAULTS: Readonly<QueuePairOptions> = Object.freeze({ outstandingMessagesMax: 4096 });
+
+interface Outstanding {
+  resolve: (c: Completion[]) => void;
+  reject: (e: unknown) => void;
+  count: number;
+}
+
+export class QueuePair {
+  readonly link: Link;
+  readonly options: Readonly<QueuePairOptions>;
+  #seq = 0;
+  #outstanding = new Map<number, Outstanding>();
+  #notify: ((m: NotifyMessage) => void) | undefined;
+  #notifyBacklog: NotifyMessage[] = [];
+  #state: 'ready' | 'error' = 'ready';
+
+  constructor(link: Link, options: Partial<QueuePairOptions> = {}) {
+    if (link === null || typeof link !== 'object' || typeof link.send !== 'function' || typeof link.onMessage !== 'function') {
+      throw new TypeError('link must implement Link (send, onMessage, close)');
+    }
+    const o = { ...QUEUE_PAIR_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as QueuePairOptions;
+    if (!Number.isSafeInteger(o.outstandingMessagesMax) || o.outstandingMessagesMax < 1) {
+      throw new RangeError(`outstandingMessagesMax must be a positive integer, got ${String(o.outstandingMessagesMax)}`);
+    }
+    this.options = Object.freeze(o);
+    this.link = link;
+    link.onMessage((m) => this.#onMessage(m));
+  }
+
+  get qpn(): number {
+    return this.link.qpn;
+  }
+
+  /** 'error' once any completion of this QP came back 'error' (the server QP is then in the error state too). */
+  get state(): 'ready' | 'error' {
+    return this.#state;
+  }
+
+  get outstanding(): number {
+    return this.#outstanding.size;
+  }
+
+  /** Posts a chain of work requests as one message; resolves with their completions, in order. */
+  postChain(wrs: readonly WorkRequest[]): Promise<Completion[]> {
+    if (!Array.isArray(wrs) || wrs.length === 0 || wrs.length > MAX_WRS_PER_MESSAGE) {
+      throw new RangeError(`a chain holds 1..${MAX_WRS_PER_MESSAGE} work requests, got ${Array.isArray(wrs) ? wrs.length : String(wrs)}`);
+    }
+    wrs.forEach((w, i) => {
+      const e = wrError(w);
+      if (e !== undefined) throw new TypeError(`work request ${i}: ${e}`);
+    });
+    if (this.#outstanding.size >= this.options.outstandingMessagesMax) {
+      throw new PmrpcError(NicErrorCodes.QUEUE_FULL, `QP ${this.qpn} has ${this.#outstanding.size} messages outstanding (outstandingMessagesMax)`);
+    }
+    const seq = this.#seq++;
+    const p = new Promise<Completion[]>((resolve, reject) => this.#outstanding.set(seq, { resolve, reject, count: wrs.length }));
+    this.link.send({ type: 'request', qpn: this.qpn, seq, wrs: [...wrs] });
+    return p;
+  }
+
+  /** Posts one work request as one message. */
+  async post(wr: WorkRequest): Promise<Completion> {
+    const [c] = await this.postChain([wr]);
+    return c!;
+  }
+
+  /** Server-initiated messages (ACKs, replies); queued until a handler is set. */
+  onNotify(handler: (m: NotifyMessage) => void): void {
+    this.#notify = handler;
+    for (const m of this.#notifyBacklog.splice(0)) handler(m);
+  }
+
+  /** Closes the link; outstanding requests reject with PMRPC_ERR_LINK_CLOSED. */
+  close(): void {
+    this.link.close();
+    const err = new PmrpcError(NicErrorCodes.LINK_CLOSED, `the link to QP ${this.qpn} was closed`);
+    for (const o of this.#outstanding.values()) o.reject(err);
+    this.#outstanding.clear();
+  }
+
+  // ---------------------------------------------------------------- helpers (throw on a non-'ok' completion)
+
+  async write(to: Loc, data: Uint8Array, flags: Omit<WriteWr, 'op' | 'to' | 'data'> = {}): Promise<void> {
+    ok(await this.post(Wr.write(to, data, flags)));
+  }
+
+  async writeImm(to: Loc, data: Uint8Array, imm: number): Promise<void> {
+    ok(await this.post({ op: 'writeImm', to, data, imm }));
+  }
+
+  async read(from: Loc, len: number, flags: Omit<ReadWr, 'op' | 'from' | 'len'> = {}): Promise<Uint8Array> {
+    return ok(await this.post(Wr.read(from, len, flags))).data ?? new Uint8Array(0);
+  }
+
+  async send(data: Uint8Array, imm?: number): Promise<void> {
+    ok(await this.post(Wr.send(data, imm)));
+  }
+
+  async cas(at: Loc, compare: bigint, swap: bigint): Promise<{ old: bigint; swapped: boolean }> {
+    const c = ok(await this.post(Wr.cas(at, compare, swap)));
+    return { old: leToBigint(c.data!), swapped: c.swapped === true };
+  }
+
+  async faa(at: Loc, add: bigint): Promise<bigint> {
+    return leToBigint(ok(await this.post(Wr.faa(at, add))).data!);
+  }
+
+  async atomicWrite(at: Loc, value: bigint): Promise<void> {
+    ok(await this.post(Wr.atomicWrite(at, value)));
+  }
+
+  async flush(placement: FlushPlacement, rkey: number, range?: { addr: number; len: number }): Promise<void> {
+    ok(await this.post(Wr.flush(placement, rkey, range)));
+  }
+
+  #onMessage(m: ServerMessage): void {
+    if (m.type === 'notify') {
+      if (this.#notify !== undefined) this.#notify(m);
+      else if (this.#notifyBacklog.length < 65536) this.#notifyBacklog.push(m);
+      return;
+    }
+    const o = this.#outstanding.get(m.seq);
+    if (o === undefined) return; // a response to a closed or unknown request: nothing waits for it
+    this.#outstanding.delete(m.seq);
+    if (m.completions.some((c) => c.status === 'error')) this.#state = 'error';
+    o.resolve(m.completions);
+  }
+}
+
+/** The completion if 'ok', else a PmrpcError with its code (PMRPC_ERR_WR_FAILED when it has none, e.g. 'skipped'). */
+export function ok(c: Completion): Completion {
+  if (c.status === 'ok') return c;
+  throw new PmrpcError((c.code ?? NicErrorCodes.WR_FAILED) as ErrorCode, `${c.op} #${c.id} ${c.status}${c.message ? `: ${c.message}` : ''}`);
+}
+
+const u64 = (v: bigint): Uint8Array => bigintToLe(v, 8);
+
+/** Builders of plain work requests, for chains. 64-bit operands are bigints here, 8-byte LE on the wire. */
+export const Wr = Object.freeze({
+  write: (to: Loc, data: Uint8Array, flags: Omit<WriteWr, 'op' | 'to' | 'data'> = {}): WriteWr => ({ op: 'write', to, data, ...flags }),
+  writeFrom: (to: Loc, from: Loc, len: number, flags: Omit<WriteWr, 'op' | 'to' | 'from' | 'len'> = {}): WriteWr => ({ op: 'write', to, from, len, ...flags }),
+  writeImm: (to: Loc, data: Uint8Array, imm: number, flags: ChainFlags = {}): WriteWr => ({ op: 'writeImm', to, data, imm, ...flags }),
+  read: (from: Loc, len: number, flags: Omit<ReadWr, 'op' | 'from' | 'len'> = {}): ReadWr => ({ op: 'read', from, len, ...flags }),
+  send: (data: Uint8Array, imm?: number, flags: ChainFlags = {}): WorkRequest => ({ op: 'send', data, ...(imm === undefined ? {} : { imm }), ...flags }),
+  cas: (at: Loc, compare: bigint, swap: bigint, flags: ChainFlags = {}): WorkRequest => ({ op: 'cas', at, compare: u64(compare), swap: u64(swap), ...flags }),
+  faa: (at: Loc, add: bigint, flags: ChainFlags = {}): WorkRequest => ({ op: 'faa', at, add: u64(add), ...flags }),
+  atomicWrite: (at: Loc, value: bigint, flags: ChainFlags = {}): WorkRequest => ({ op: 'atomicWrite', at, value: u64(value), ...flags }),
+  /** FLUSH of a range, or of the whole MR when `range` is omitted. */
+  flush: (placement: FlushPlacement, rkey: number, range?: { addr: number; len: number }, flags: ChainFlags = {}): WorkRequest =>
+    range === undefined ? { op: 'flush', placement, selectivity: 'mr', rkey, ...flags } : { op: 'flush', placement, selectivity: 'range', rkey, addr: range.addr, len: range.len, ...flags },
+  prismCas: (mode: CasMode, at: Loc, data: Uint8Array, flags: Omit<PrismCasWr, 'op' | 'mode' | 'at' | 'data' | 'len'> = {}): PrismCasWr => ({ op: 'prismCas', mode, at, data, len: data.length, ...flags }),
+  prismCasFrom: (mode: CasMode, at: Loc, from: Loc, len: number, flags: Omit<PrismCasWr, 'op' | 'mode' | 'at' | 'from' | 'len'> = {}): PrismCasWr => ({ op: 'prismCas', mode, at, from, len, ...flags }),
+  allocate: (rkey: number, sizeBytes: number, data: Uint8Array, flags: ChainFlags = {}): AllocateWr => ({ op: 'allocate', rkey, sizeBytes, data, ...flags }),
+});

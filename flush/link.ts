@@ -1,0 +1,158 @@
+/**
+ * The in-process link (DESIGN §6): client ends of connections to one Rnic, in the same process.
+ *
+ * Delivery modes:
+ * - 'immediate': a request message executes as soon as it is sent, whole, and its response is
+ *   delivered before send() returns (fast, for benchmarks and simple tests);
+ * - 'seeded': messages queue; the fabric executes them one work request at a time, picking the
+ *   next QP with a seeded PRNG, so ops of different QPs interleave — also between the ops of one
+ *   chain — reproducibly. It runs by itself on a microtask after a send (`autoRun`), or by step().
+ *
+ * When no work is queued, the DMA engine catches up (`idleDrain`): a real NIC's cache does not hold
+ * data forever, and a server CPU polling memory must see a WRITE eventually.
+ */
+import { createPrng, PmrpcError, type Prng } from '../pmem/index.js';
+import { NicErrorCodes } from './mr.js';
+import type { Rnic, ServerQp } from './nic.js';
+import type { ClientMessage, Link, ServerMessage } from './types.js';
+
+export type DeliveryMode = 'immediate' | 'seeded';
+
+export interface FabricOptions {
+  delivery: DeliveryMode;
+  /** 'seeded': seed of the scheduling PRNG (ignored when `prng` is given). */
+  seed: number;
+  prng: Prng | undefined;
+  /** 'seeded': run queued work on a microtask after each send (else only step()/run() execute). */
+  autoRun: boolean;
+  /** Drain the whole NIC cache whenever the fabric has no queued work left. */
+  idleDrain: boolean;
+  /** Bound of one run(): most work requests executed before it returns. */
+  runStepsMax: number;
+}
+
+export const FABRIC_DEFAULTS: Readonly<FabricOptions> = Object.freeze({
+  delivery: 'immediate',
+  seed: 0,
+  prng: undefined,
+  autoRun: true,
+  idleDrain: true,
+  runStepsMax: 1_000_000,
+});
+
+export class InProcessFabric {
+  readonly nic: Rnic;
+  readonly options: Readonly<FabricOptions>;
+  #prng: Prng;
+  #scheduled = false;
+  #running = false;
+
+  constructor(nic: Rnic, options: Partial<FabricOptions> = {}) {
+    const o: FabricOptions = { ...FABRIC_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
+    if (o.delivery !== 'immediate' && o.delivery !== 'seeded') throw new TypeError(`delivery must be 'immediate' or 'seeded', got ${String(o.delivery)}`);
+    if (!Number.isSafeInteger(o.seed)) throw new TypeError(`seed must be an integer, got ${String(o.seed)}`);
+    if (typeof o.autoRun !== 'boolean') throw new TypeError(`autoRun must be a boolean, got ${String(o.autoRun)}`);
+    if (typeof o.idleDrain !== 'boolean') throw new TypeError(`idleDrain must be a boolean, got ${String(o.idleDrain)}`);
+    if (!Number.isSafeInteger(o.runStepsMax) || o.runStepsMax < 1) throw new RangeError(`runStepsMax must be a positive integer, got ${String(o.runStepsMax)}`);
+    this.nic = nic;
+    this.options = Object.freeze(o);
+    this.#prng = o.prng ?? createPrng(o.seed);
+  }
+
+  /** A client link to server QP `target`: its responses and notifications come back through it. */
+  connect(target: ServerQp): InProcessLink {
+    const link = new InProcessLink(this, target.qpn);
+    this.nic.attach(target.qpn, (m) => link.deliver(m));
+    return link;
+  }
+
+  /** Executes one queued work request of a (seeded) randomly chosen busy QP. false when idle. */
+  step(): boolean {
+    const busy = this.nic.busyQps();
+    if (busy.length === 0) return false;
+    const qpn = busy.length === 1 ? busy[0]! : busy[this.#prng.int(0, busy.length - 1)]!;
+    return this.nic.step(qpn);
+  }
+
+  /** Runs queued work until idle (bounded by runStepsMax), then the idle drain. Returns the steps taken. */
+  run(): number {
+    if (this.#running) return 0; // a response handler that sends again is served by the running loop
+    this.#running = true;
+    let n = 0;
+    try {
+      while (n < this.options.runStepsMax && this.step()) n++;
+      if (this.options.idleDrain && this.nic.busyQps().length === 0) this.nic.drainAll();
+    } finally {
+      this.#running = false;
+    }
+    return n;
+  }
+
+  /** @internal */
+  submit(msg: ClientMessage): void {
+    this.nic.submit(msg);
+    if (this.options.delivery === 'immediate') {
+      if (this.#running) return;
+      this.#running = true;
+      try {
+        this.nic.runAll();
+        if (this.options.idleDrain) this.nic.drainAll();
+      } finally {
+        this.#running = false;
+      }
+      return;
+    }
+    if (this.options.autoRun && !this.#scheduled) {
+      this.#scheduled = true;
+      queueMicrotask(() => {
+        this.#scheduled = false;
+        this.run();
+      });
+    }
+  }
+}
+
+export class InProcessLink implements Link {
+  readonly qpn: number;
+  #fabric: InProcessFabric;
+  #handler: ((msg: ServerMessage) => void) | undefined;
+  #closed = false;
+  #backlog: ServerMessage[] = [];
+
+  /** @internal */
+  constructor(fabric: InProcessFabric, qpn: number) {
+    this.#fabric = fabric;
+    this.qpn = qpn;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  send(msg: ClientMessage): void {
+    if (this.#closed) throw new PmrpcError(NicErrorCodes.LINK_CLOSED, `the link to QP ${this.qpn} is closed`);
+    this.#fabric.submit(msg);
+  }
+
+  onMessage(handler: (msg: ServerMessage) => void): void {
+    this.#handler = handler;
+    // Messages that arrived before a handler was set are not lost.
+    const backlog = this.#backlog.splice(0);
+    for (const m of backlog) handler(m);
+  }
+
+  close(): void {
+    this.#closed = true;
+  }
+
+  /** @internal */
+  deliver(msg: ServerMessage): void {
+    if (this.#closed) return;
+    if (this.#handler === undefined) {
+      if (this.#backlog.length < 65536) this.#backlog.push(msg);
+      return;
+    }
+    this.#handler(msg);
+  }
+}
+

@@ -1,0 +1,704 @@
+/**
+ * The emulated RNIC, server side (DESIGN §2.2–2.4). `Rnic` is the thin validating shell; the
+ * engine below it executes work requests of reliable-connected QPs in order, one request at a
+ * time (so a scheduler can interleave QPs between the ops of a chain), against the PM region.
+ *
+ * Inbound data (WRITE / SEND payloads, atomic results, PRISM writes, ALLOCATE data) first lands in
+ * a volatile NIC cache; the DMA engine drains it into host memory by policy. With DDIO the drain
+ * lands in visible memory as dirty CPU lines; without, it goes to media with a non-temporal store.
+ * Whatever is undrained joins the region's crash states as one component per cache entry.
+ */
+import assert from 'node:assert/strict';
+import { cryptoEntropy, PmemRegion, type CrashComponent, type CrashPiece, type Entropy } from '../pmem/index.js';
+import { MrTable, NicErrorCodes, WrError, type MemoryRegion, type ProtectionDomain } from './mr.js';
+import { bigintToLe, casResult, casSucceeds, leToBigint, readPtr, u64le } from './prism.js';
+import {
+  Access,
+  type AllocateWr,
+  type Completion,
+  type FlushWr,
+  type Loc,
+  type PrismCasWr,
+  type ReadWr,
+  type RecvCompletion,
+  type RequestMessage,
+  type ServerMessage,
+  type WorkRequest,
+  type WriteWr,
+} from './types.js';
+import { isScratch, MAX_WRS_PER_MESSAGE, wrError } from './validate.js';
+
+export type DrainPolicy = 'eager' | 'lazy' | 'onFlush';
+export type PlacementOrder = 'any' | 'ascending';
+
+export interface RnicOptions {
+  /** true (default): drained data lands in visible memory as dirty CPU lines. false: straight to media. */
+  ddio: boolean;
+  /** When the DMA engine drains the NIC cache: after every request, keeping at most `lazyBound` entries, or only when forced. */
+  drain: DrainPolicy;
+  /** 'lazy': most undrained cache entries kept (oldest drain first). */
+  lazyBound: number;
+  /** Any policy: the NIC cache's capacity in entries (oldest drain first beyond it). */
+  cacheEntriesMax: number;
+  /** How a partly drained message can look after a crash: any subset of its 8-byte words, or an ascending prefix. */
+  placement: PlacementOrder;
+  /** Per-connection scratch buffer for `redirect` (NIC memory, volatile). */
+  scratchBytes: number;
+  /** Bound of each QP's posted receive buffers and of its receive completion queue. */
+  recvQueueMax: number;
+  /** Bound of each QP's queue of request messages not yet executed. */
+  inboundMessagesMax: number;
+  /** Source of rkeys. */
+  entropy: Entropy;
+}
+
+export const RNIC_DEFAULTS: Readonly<RnicOptions> = Object.freeze({
+  ddio: true,
+  drain: 'lazy',
+  lazyBound: 16,
+  cacheEntriesMax: 65536,
+  placement: 'any',
+  scratchBytes: 256,
+  recvQueueMax: 4096,
+  inboundMessagesMax: 4096,
+  entropy: cryptoEntropy,
+});
+
+export interface RnicStats {
+  wrs: number;
+  errors: number;
+  messages: number;
+  cacheEntriesDrained: number;
+  bytesDrained: number;
+  flushes: number;
+  recvCompletions: number;
+}
+
+/** A drained write landing in host memory: what a server CPU polling that memory could now see. */
+export interface HostWriteEvent {
+  qpn: number;
+  offset: number;
+  len: number;
+}
+
+interface CacheEntry {
+  seq: number;
+  qpn: number;
+  offset: number;
+  bytes: Uint8Array;
+}
+
+interface PostedRecv {
+  id: number;
+  addr: number;
+  len: number;
+}
+
+interface Inbound {
+  msg: RequestMessage;
+  completions: Completion[];
+  next: number;
+}
+
+type Target = { kind: 'pm'; addr: number } | { kind: 'scratch'; off: number };
+
+class QpEngine {
+  state: 'ready' | 'error' = 'ready';
+  lastOk = true;
+  readonly recvQueue: PostedRecv[] = [];
+  readonly recvCq: RecvCompletion[] = [];
+  readonly inbound: Inbound[] = [];
+  readonly entries: CacheEntry[] = [];
+  sink: ((msg: ServerMessage) => void) | undefined;
+  recvNotify: (() => void) | undefined;
+  constructor(
+    readonly qpn: number,
+    readonly pd: ProtectionDomain,
+    readonly scratch: Uint8Array,
+  ) {}
+}
+
+/** The server's view of one QP: post receive buffers, read receive completions, notify the client. */
+export class ServerQp {
+  readonly qpn: number;
+  readonly pd: ProtectionDomain;
+  #nic: Rnic;
+  #e: QpEngine;
+
+  /** @internal */
+  constructor(nic: Rnic, e: QpEngine) {
+    this.#nic = nic;
+    this.#e = e;
+    this.qpn = e.qpn;
+    this.pd = e.pd;
+  }
+
+  get state(): 'ready' | 'error' {
+    return this.#e.state;
+  }
+
+  /** Posts a receive buffer [addr, addr+len) of the region for one SEND (or WRITE_WITH_IMM). */
+  postRecv(buf: { id: number; addr: number; len: number }): void {
+    const e = this.#e;
+    if (!Number.isInteger(buf.id) || buf.id < 0) throw new TypeError('recv id must be a non-negative integer');
+    if (!Number.isSafeInteger(buf.addr) || !Number.isSafeInteger(buf.len) || buf.addr < 0 || buf.len < 0 || buf.addr + buf.len > this.#nic.region.sizeBytes) {
+      throw new RangeError(`receive buffer [${buf.addr}, ${buf.addr + buf.len}) is outside the region [0, ${this.#nic.region.sizeBytes})`);
+    }
+    if (e.recvQueue.length >= this.#nic.options.recvQueueMax) {
+      throw new RangeError(`QP ${this.qpn} already has ${e.recvQueue.length} posted receive buffers (recvQueueMax)`);
+    }
+    e.recvQueue.push({ id: buf.id, addr: buf.addr, len: buf.len });
+  }
+
+  get postedRecvs(): number {
+    return this.#e.recvQueue.length;
+  }
+
+  /** Takes up to `max` receive completions, oldest first. */
+  pollRecv(max = Number.POSITIVE_INFINITY): RecvCompletion[] {
+    return this.#e.recvCq.splice(0, Math.min(max, this.#e.recvCq.length));
+  }
+
+  /** Called (synchronously, from inside the NIC) after a receive completion is queued; a CPU poller schedules itself from here. */
+  onRecvNotify(fn: (() => void) | undefined): void {
+    this.#e.recvNotify = fn;
+  }
+
+  /** The server CPU tells the client something (an ACK or a reply): one message on the link. A 'completion' crash point. */
+  notify(data: Uint8Array, imm?: number): void {
+    const e = this.#e;
+    if (!(data instanceof Uint8Array)) throw new TypeError('data must be a Uint8Array');
+    this.#nic.region.crashPoint('completion', { qpn: this.qpn, notify: data.length, ...(imm === undefined ? {} : { imm }) });
+    e.sink?.({ type: 'notify', qpn: this.qpn, data: data.slice(), ...(imm === undefined ? {} : { imm }) });
+  }
+
+  /** A read-only copy of the scratch buffer (tests, debugging). */
+  scratch(): Uint8Array {
+    return this.#e.scratch.slice();
+  }
+}
+
+export class Rnic {
+  readonly region: PmemRegion;
+  readonly options: Readonly<RnicOptions>;
+  #mrs: MrTable;
+  #qps = new Map<number, QpEngine>();
+  #nextQpn = 1;
+  #cache = new Map<number, CacheEntry>(); // insertion (= seq) order
+  #seq = 0;
+  #hostWriteListeners: Array<(e: HostWriteEvent) => void> = [];
+  #freeLists = new Map<string, number[]>();
+  #allocRefused = false;
+  #removeContributor: () => void;
+  #stats: RnicStats = { wrs: 0, errors: 0, messages: 0, cacheEntriesDrained: 0, bytesDrained: 0, flushes: 0, recvCompletions: 0 };
+
+  constructor(region: PmemRegion, options: Partial<RnicOptions> = {}) {
+    if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
+    this.region = region;
+    this.options = resolveOptions(options);
+    this.#mrs = new MrTable(this.options.entropy, region.sizeBytes);
+    this.#removeContributor = region.addCrashContributor(() => this.#crashComponents());
+  }
+
+  get stats(): Readonly<RnicStats> {
+    return { ...this.#stats };
+  }
+
+  /** Undrained NIC cache entries. */
+  get cacheEntries(): number {
+    return this.#cache.size;
+  }
+
+  allocPd(): ProtectionDomain {
+    return this.#mrs.allocPd();
+  }
+
+  /** Registers [offset, offset+len) of the region with `access` (Access bits); the rkey is random. */
+  registerMr(pd: ProtectionDomain, offset: number, len: number, access: number): MemoryRegion {
+    return this.#mrs.register(pd, offset, len, access);
+  }
+
+  deregisterMr(mr: MemoryRegion): void {
+    this.#mrs.deregister(mr);
+    for (const k of [...this.#freeLists.keys()]) if (k.startsWith(`${mr.rkey}/`)) this.#freeLists.delete(k);
+  }
+
+  createQp(pd: ProtectionDomain): ServerQp {
+    const qpn = this.#nextQpn++;
+    const e = new QpEngine(qpn, pd, new Uint8Array(this.options.scratchBytes));
+    this.#qps.set(qpn, e);
+    return new ServerQp(this, e);
+  }
+
+  destroyQp(qpn: number): void {
+    this.#drainWhere((x) => x.qpn === qpn);
+    this.#qps.delete(qpn);
+  }
+
+  /** Where the responses and notifications of QP `qpn` go (the transport's server end). */
+  attach(qpn: number, sink: (msg: ServerMessage) => void): void {
+    const e = this.#qps.get(qpn);
+    if (e === undefined) throw new RangeError(`no QP ${qpn}`);
+    e.sink = sink;
+  }
+
+  /** Host memory writes drained from the NIC cache are reported here (synchronously): the server CPU's doorbell. */
+  onHostWrite(fn: (e: HostWriteEvent) => void): () => void {
+    this.#hostWriteListeners.push(fn);
+    return () => {
+      const i = this.#hostWriteListeners.indexOf(fn);
+      if (i >= 0) this.#hostWriteListeners.splice(i, 1);
+    };
+  }
+
+  // ---------------------------------------------------------------- free lists (PRISM ALLOCATE)
+
+  /** The server CPU posts buffers of `sizeBytes` (a power of two) inside `mr` to its free list. */
+  postFreeBuffers(mr: MemoryRegion, sizeBytes: number, offsets: readonly number[]): void {
+    if (!Number.isInteger(sizeBytes) || sizeBytes < 8 || sizeBytes > 1 << 30 || (sizeBytes & (sizeBytes - 1)) !== 0) {
+      throw new RangeError(`sizeBytes must be a power of two in [8, 2^30], got ${String(sizeBytes)}`);
+    }
+    for (const o of offsets) {
+      if (!Number.isSafeInteger(o) || o < mr.offset || o + sizeBytes > mr.offset + mr.len) {
+        throw new RangeError(`free buffer [${o}, ${o + sizeBytes}) is outside MR [${mr.offset}, ${mr.offset + mr.len})`);
+      }
+    }
+    const key = `${mr.rkey}/${sizeBytes}`;
+    const list = this.#freeLists.get(key) ?? [];
+    if (list.length + offsets.length > 1 << 22) throw new RangeError('a free list holds at most 2^22 buffers');
+    list.push(...offsets);
+    this.#freeLists.set(key, list);
+  }
+
+  freeBufferCount(mr: MemoryRegion, sizeBytes: number): number {
+    return this.#freeLists.get(`${mr.rkey}/${sizeBytes}`)?.length ?? 0;
+  }
+
+  /** Empties every free list (they are NIC-volatile: a crash loses them). */
+  clearFreeLists(): void {
+    this.#freeLists.clear();
+  }
+
+  /** ALLOCATE fails with PMRPC_ERR_ALLOC_REFUSED until acceptAllocate() (after a crash, until recovery rebuilds the lists). */
+  refuseAllocate(): void {
+    this.#allocRefused = true;
+  }
+
+  acceptAllocate(): void {
+    this.#allocRefused = false;
+  }
+
+  // ---------------------------------------------------------------- execution
+
+  /** A request message arrived from a link. It queues; step() / runQp() / runAll() execute it. */
+  submit(msg: RequestMessage): void {
+    const e = this.#qps.get(msg?.qpn);
+    if (e === undefined) return; // no QP to answer on: a real NIC drops packets for an unknown QPN
+    this.#stats.messages++;
+    const wrs = Array.isArray(msg.wrs) ? msg.wrs : [];
+    const item: Inbound = { msg: { ...msg, wrs }, completions: [], next: 0 };
+    if (!Array.isArray(msg.wrs) || wrs.length > MAX_WRS_PER_MESSAGE) {
+      e.state = 'error';
+      this.#respond(e, { ...item, completions: wrs.slice(0, MAX_WRS_PER_MESSAGE).map((w, i) => errorCompletion(w, i, NicErrorCodes.BAD_WR, `a message carries 1..${MAX_WRS_PER_MESSAGE} work requests`)) });
+      return;
+    }
+    if (e.inbound.length >= this.options.inboundMessagesMax) {
+      this.#respond(e, { ...item, completions: wrs.map((w, i) => errorCompletion(w, i, NicErrorCodes.QUEUE_FULL, `QP ${e.qpn} has ${e.inbound.length} messages queued (inboundMessagesMax)`)) });
+      return;
+    }
+    e.inbound.push(item);
+  }
+
+  /** QPs with queued work, in QP number order. */
+  busyQps(): number[] {
+    const out: number[] = [];
+    for (const [qpn, e] of this.#qps) if (e.inbound.length > 0) out.push(qpn);
+    return out;
+  }
+
+  /** Executes one work request of QP `qpn` (the head of its oldest message). false if it had none. */
+  step(qpn: number): boolean {
+    const e = this.#qps.get(qpn);
+    if (e === undefined || e.inbound.length === 0) return false;
+    const item = e.inbound[0]!;
+    if (item.next < item.msg.wrs.length) {
+      const i = item.next++;
+      item.completions.push(this.#execute(e, item.msg.wrs[i]!, i));
+    }
+    if (item.next >= item.msg.wrs.length) {
+      e.inbound.shift();
+      this.#respond(e, item);
+    }
+    return true;
+  }
+
+  /** Executes everything queued on `qpn`. */
+  runQp(qpn: number): void {
+    while (this.step(qpn));
+  }
+
+  /** Executes everything queued, QP by QP. */
+  runAll(): void {
+    for (;;) {
+      const busy = this.busyQps();
+      if (busy.length === 0) return;
+      for (const q of busy) this.runQp(q);
+    }
+  }
+
+  /** The DMA engine catches up: every NIC cache entry drains, oldest first. */
+  drainAll(): void {
+    this.#drainWhere(() => true);
+  }
+
+  /** Drops the NIC's volatile state without draining it, as a crash does (the region's media is untouched). */
+  detach(): void {
+    this.#cache.clear();
+    for (const e of this.#qps.values()) e.entries.length = 0;
+    this.#removeContributor();
+  }
+
+  // ---------------------------------------------------------------- engine
+
+  #respond(e: QpEngine, item: Inbound): void {
+    const completions = item.completions;
+    this.region.crashPoint('completion', { qpn: e.qpn, seq: item.msg.seq, completions: completions.map((c) => ({ id: c.id, op: c.op, status: c.status })) });
+    e.sink?.({ type: 'response', qpn: e.qpn, seq: item.msg.seq, completions });
+  }
+
+  #execute(e: QpEngine, wr: WorkRequest, index: number): Completion {
+    this.#stats.wrs++;
+    if (e.state === 'error') return errorCompletion(wr, index, NicErrorCodes.WR_FLUSHED, `QP ${e.qpn} is in the error state`);
+    const bad = wrError(wr);
+    if (bad !== undefined) return this.#fail(e, wr, index, new WrError(NicErrorCodes.BAD_WR, bad));
+    const id = wr.id ?? index;
+    if (wr.conditional === true && !e.lastOk) {
+      e.lastOk = false;
+      return { id, op: wr.op, status: 'skipped' };
+    }
+    let c: Completion;
+    try {
+      c = this.#run(e, wr, id);
+    } catch (err) {
+      if (!(err instanceof WrError)) throw err;
+      return this.#fail(e, wr, index, err);
+    }
+    e.lastOk = c.status === 'ok' && c.swapped !== false;
+    this.#afterRequest(e);
+    return c;
+  }
+
+  #fail(e: QpEngine, wr: WorkRequest, index: number, err: WrError): Completion {
+    this.#stats.errors++;
+    e.state = 'error';
+    e.lastOk = false;
+    return errorCompletion(wr, index, err.code, err.message);
+  }
+
+  #afterRequest(e: QpEngine): void {
+    const o = this.options;
+    if (o.drain === 'eager') this.#drainQp(e);
+    const bound = o.drain === 'lazy' ? Math.min(o.lazyBound, o.cacheEntriesMax) : o.cacheEntriesMax;
+    while (this.#cache.size > bound) this.#drainEntry(this.#cache.values().next().value as CacheEntry);
+  }
+
+  #run(e: QpEngine, wr: WorkRequest, id: number): Completion {
+    switch (wr.op) {
+      case 'write':
+      case 'writeImm':
+        return this.#write(e, wr, id);
+      case 'read':
+        return this.#read(e, wr, id);
+      case 'send':
+        return this.#send(e, wr.data, wr.imm, id);
+      case 'cas': {
+        const t = this.#atomicTarget(e, wr.at, Access.REMOTE_ATOMIC);
+        const out = this.#redirectCheck(e, wr.redirect, 8);
+        this.#drainQp(e);
+        const old = this.#atomicLoad(e, t, 8);
+        const swapped = leToBigint(old) === leToBigint(wr.compare);
+        if (swapped) this.#put(e, t, wr.swap);
+        return this.#output(e, { id, op: 'cas', status: 'ok', swapped }, old, out);
+      }
+      case 'faa': {
+        const t = this.#atomicTarget(e, wr.at, Access.REMOTE_ATOMIC);
+        const out = this.#redirectCheck(e, wr.redirect, 8);
+        this.#drainQp(e);
+        const old = this.#atomicLoad(e, t, 8);
+        this.#put(e, t, bigintToLe(leToBigint(old) + leToBigint(wr.add), 8));
+        return this.#output(e, { id, op: 'faa', status: 'ok' }, old, out);
+      }
+      case 'atomicWrite': {
+        // As in Linux rxe: ATOMIC WRITE needs remote-write access; it is ordered after every earlier request of the QP.
+        const t = this.#atomicTarget(e, wr.at, Access.REMOTE_WRITE);
+        this.#drainQp(e);
+        this.#put(e, t, wr.value);
+        return { id, op: 'atomicWrite', status: 'ok' };
+      }
+      case 'flush':
+        return this.#flush(e, wr, id);
+      case 'prismCas':
+        return this.#prismCas(e, wr, id);
+      case 'allocate':
+        return this.#allocate(e, wr, id);
+    }
+  }
+
+  #write(e: QpEngine, wr: WriteWr, id: number): Completion {
+    const indirect = wr.indirect === true || wr.bounded === true;
+    if (indirect || wr.from !== undefined) this.#drainQp(e); // a dereference is a NIC read (rule i)
+    const data = wr.from !== undefined ? this.#load(e, wr.from, wr.len!) : wr.data!;
+    const t = this.#target(e, wr.to, indirect, wr.bounded === true, wr.targetRkey, data.length, Access.REMOTE_WRITE, 'write');
+    let recv: PostedRecv | undefined;
+    if (wr.op === 'writeImm') recv = this.#takeRecvCheck(e, 0);
+    this.#put(e, t.target, data);
+    if (wr.op === 'writeImm') this.#deliverRecv(e, recv!, { op: 'writeImm', addr: 0, byteLen: 0, imm: wr.imm ?? 0 });
+    return { id, op: wr.op, status: 'ok' };
+  }
+
+  #read(e: QpEngine, wr: ReadWr, id: number): Completion {
+    this.#drainQp(e); // rule (i): a read does not pass the QP's earlier writes
+    const indirect = wr.indirect === true || wr.bounded === true;
+    const t = this.#target(e, wr.from, indirect, wr.bounded === true, wr.targetRkey, wr.len, Access.REMOTE_READ, 'read');
+    const out = this.#redirectCheck(e, wr.redirect, t.len);
+    const data = t.target.kind === 'pm' ? this.region.load(t.target.addr, t.len) : e.scratch.slice(t.target.off, t.target.off + t.len);
+    return this.#output(e, { id, op: 'read', status: 'ok' }, data, out);
+  }
+
+  #send(e: QpEngine, data: Uint8Array, imm: number | undefined, id: number): Completion {
+    const recv = this.#takeRecvCheck(e, data.length);
+    if (data.length > 0) this.#put(e, { kind: 'pm', addr: recv.addr }, data);
+    this.#deliverRecv(e, recv, { op: 'send', addr: recv.addr, byteLen: data.length, ...(imm === undefined ? {} : { imm }) });
+    return { id, op: 'send', status: 'ok' };
+  }
+
+  #flush(e: QpEngine, wr: FlushWr, id: number): Completion {
+    const need = wr.placement === 'persistent' ? Access.FLUSH_PERSISTENT : Access.FLUSH_GLOBAL;
+    let offset: number;
+    let len: number;
+    if (wr.selectivity === 'mr') {
+      const mr = this.#mrs.lookup(e.pd, wr.rkey);
+      this.#mrs.check(e.pd, wr.rkey, mr.offset, 0, need);
+      offset = mr.offset;
+      len = mr.len;
+    } else {
+      this.#mrs.check(e.pd, wr.rkey, wr.addr!, wr.len!, need);
+      offset = wr.addr!;
+      len = wr.len!;
+    }
+    this.#stats.flushes++;
+    // Global: the QP's earlier updates reach host memory (visible). Persistent: the covered lines also reach media.
+    this.#drainQp(e);
+    if (wr.placement === 'persistent' && len > 0) this.region.persist(offset, len);
+    return { id, op: 'flush', status: 'ok' };
+  }
+
+  #prismCas(e: QpEngine, wr: PrismCasWr, id: number): Completion {
+    this.#drainQp(e);
+    const data = wr.from !== undefined ? this.#load(e, wr.from, wr.len) : wr.data!;
+    const t = this.#target(e, wr.at, wr.indirect === true, false, wr.targetRkey, wr.len, Access.REMOTE_ATOMIC, 'prismCas').target;
+    const out = this.#redirectCheck(e, wr.redirect, wr.len);
+    const old = this.#atomicLoad(e, t, wr.len);
+    const swapped = casSucceeds(wr.mode, old, data, wr.compareMask);
+    if (swapped) this.#put(e, t, casResult(old, data, wr.swapMask));
+    return this.#output(e, { id, op: 'prismCas', status: 'ok', swapped }, old, out);
+  }
+
+  #allocate(e: QpEngine, wr: AllocateWr, id: number): Completion {
+    this.#drainQp(e);
+    const mr = this.#mrs.lookup(e.pd, wr.rkey);
+    this.#mrs.check(e.pd, wr.rkey, mr.offset, 0, Access.REMOTE_WRITE);
+    const data = wr.from !== undefined ? this.#load(e, wr.from, wr.len!) : wr.data!;
+    const out = this.#redirectCheck(e, wr.redirect, 8);
+    if (this.#allocRefused) return { id, op: 'allocate', status: 'failed', code: NicErrorCodes.ALLOC_REFUSED, message: 'ALLOCATE is refused until the server rebuilds its free lists' };
+    const list = this.#freeLists.get(`${wr.rkey}/${wr.sizeBytes}`);
+    if (list === undefined || list.length === 0) {
+      return { id, op: 'allocate', status: 'failed', code: NicErrorCodes.ALLOC_EMPTY, message: `the free list of ${wr.sizeBytes}-byte buffers is empty` };
+    }
+    const ptr = list.shift()!;
+    if (data.length > 0) this.#put(e, { kind: 'pm', addr: ptr }, data);
+    return this.#output(e, { id, op: 'allocate', status: 'ok' }, u64le(ptr), out);
+  }
+
+  // ---------------------------------------------------------------- addressing and checks
+
+  /**
+   * Resolves the target of an access of `len` bytes with `need` access: `loc` itself, or the
+   * pointer (⟨ptr, bound⟩ when bounded) stored at `loc`. Every dereferenced word is checked too.
+   */
+  #target(e: QpEngine, loc: Loc, indirect: boolean, bounded: boolean, targetRkey: number | undefined, len: number, need: number, op: string): { target: Target; len: number } {
+    if (!indirect) return { target: this.#checkLoc(e, loc, len, need), len };
+    const word = this.#load(e, loc, bounded ? 16 : 8);
+    const ptr = readPtr(word, 0);
+    let n = len;
+    if (bounded) {
+      const bound = readPtr(word, 8);
+      if (op === 'read') n = Math.min(len, bound);
+      else if (len > bound) throw new WrError(NicErrorCodes.BOUND_EXCEEDED, `${op} of ${len} bytes exceeds the bound ${bound} stored at its target`);
+    }
+    const rkey = targetRkey ?? (isScratch(loc) ? undefined : loc.rkey);
+    if (rkey === undefined) throw new WrError(NicErrorCodes.BAD_WR, 'a pointer read from scratch needs targetRkey');
+    if (!Number.isFinite(ptr)) throw new WrError(NicErrorCodes.OUT_OF_BOUNDS, `dereferenced pointer ${ptr} is outside every MR`);
+    return { target: this.#checkLoc(e, { rkey, addr: ptr }, n, need), len: n };
+  }
+
+  #checkLoc(e: QpEngine, loc: Loc, len: number, need: number): Target {
+    if (isScratch(loc)) {
+      if (loc.scratch + len > e.scratch.length) throw new WrError(NicErrorCodes.OUT_OF_BOUNDS, `scratch access [${loc.scratch}, ${loc.scratch + len}) is outside the ${e.scratch.length}-byte scratch buffer`);
+      return { kind: 'scratch', off: loc.scratch };
+    }
+    this.#mrs.check(e.pd, loc.rkey, loc.addr, len, need);
+    return { kind: 'pm', addr: loc.addr };
+  }
+
+  #atomicTarget(e: QpEngine, loc: Loc, need: number): Target {
+    const t = this.#checkLoc(e, loc, 8, need);
+    const a = t.kind === 'pm' ? t.addr : t.off;
+    if (a % 8 !== 0) throw new WrError(NicErrorCodes.MISALIGNED, `8-byte atomic at ${a} is not 8-byte aligned`);
+    return t;
+  }
+
+  /** A NIC read of `loc` (checked, REMOTE_READ): host visible memory, or scratch. */
+  #load(e: QpEngine, loc: Loc, len: number): Uint8Array {
+    const t = this.#checkLoc(e, loc, len, Access.REMOTE_READ);
+    return t.kind === 'pm' ? this.region.load(t.addr, len) : e.scratch.slice(t.off, t.off + len);
+  }
+
+  /**
+   * What the NIC's atomic unit reads: host memory overlaid with every undrained NIC write (of any
+   * QP), so NIC atomics are atomic with respect to each other — and not to CPU stores, which the
+   * undrained results will overwrite.
+   */
+  #atomicLoad(e: QpEngine, t: Target, len: number): Uint8Array {
+    if (t.kind === 'scratch') return e.scratch.slice(t.off, t.off + len);
+    const out = this.region.load(t.addr, len);
+    const end = t.addr + len;
+    for (const c of this.#cache.values()) {
+      const cEnd = c.offset + c.bytes.length;
+      if (c.offset >= end || cEnd <= t.addr) continue;
+      const lo = Math.max(c.offset, t.addr);
+      const hi = Math.min(cEnd, end);
+      out.set(c.bytes.subarray(lo - c.offset, hi - c.offset), lo - t.addr);
+    }
+    return out;
+  }
+
+  #redirectCheck(e: QpEngine, redirect: number | undefined, len: number): number | undefined {
+    if (redirect === undefined) return undefined;
+    if (redirect + len > e.scratch.length) throw new WrError(NicErrorCodes.OUT_OF_BOUNDS, `redirect [${redirect}, ${redirect + len}) is outside the ${e.scratch.length}-byte scratch buffer`);
+    return redirect;
+  }
+
+  #output(e: QpEngine, c: Completion, data: Uint8Array, redirect: number | undefined): Completion {
+    if (redirect === undefined) return { ...c, data };
+    e.scratch.set(data, redirect);
+    return c;
+  }
+
+  #takeRecvCheck(e: QpEngine, len: number): PostedRecv {
+    const r = e.recvQueue[0];
+    if (r === undefined) throw new WrError(NicErrorCodes.NO_RECV, `QP ${e.qpn} has no posted receive buffer`);
+    if (len > r.len) throw new WrError(NicErrorCodes.RECV_TOO_SMALL, `a ${len}-byte SEND does not fit the ${r.len}-byte receive buffer ${r.id}`);
+    if (e.recvCq.length >= this.options.recvQueueMax) throw new WrError(NicErrorCodes.QUEUE_FULL, `QP ${e.qpn} receive completion queue is full`);
+    return r;
+  }
+
+  /** Rule (ii): a receive completion only after the QP's earlier writes and the message itself are in host memory. */
+  #deliverRecv(e: QpEngine, r: PostedRecv, c: Omit<RecvCompletion, 'qpn' | 'recvId'>): void {
+    assert.equal(e.recvQueue[0], r);
+    e.recvQueue.shift();
+    this.#drainQp(e);
+    e.recvCq.push({ qpn: e.qpn, recvId: r.id, ...c });
+    this.#stats.recvCompletions++;
+    e.recvNotify?.();
+  }
+
+  // ---------------------------------------------------------------- NIC cache and DMA
+
+  #put(e: QpEngine, t: Target, bytes: Uint8Array): void {
+    if (t.kind === 'scratch') {
+      e.scratch.set(bytes, t.off);
+      return;
+    }
+    if (bytes.length === 0) return;
+    const entry: CacheEntry = { seq: this.#seq++, qpn: e.qpn, offset: t.addr, bytes: bytes.slice() };
+    this.#cache.set(entry.seq, entry);
+    e.entries.push(entry);
+  }
+
+  #drainQp(e: QpEngine): void {
+    while (e.entries.length > 0) this.#drainEntry(e.entries[0]!);
+  }
+
+  #drainWhere(pred: (c: CacheEntry) => boolean): void {
+    for (const c of [...this.#cache.values()]) if (pred(c) && this.#cache.has(c.seq)) this.#drainEntry(c);
+  }
+
+  /** One entry to host memory. It stays in the cache until stored, so a crash point during the store still sees it undrained. */
+  #drainEntry(c: CacheEntry): void {
+    const e = this.#qps.get(c.qpn);
+    // Per-QP order: an entry never drains before its QP's earlier entries.
+    if (e !== undefined) while (e.entries[0] !== c && e.entries.length > 0) this.#drainEntry(e.entries[0]!);
+    if (this.options.ddio) this.region.store(c.offset, c.bytes);
+    else this.region.storeNonTemporal(c.offset, c.bytes, 'nic-drain', { qpn: c.qpn, offset: c.offset, len: c.bytes.length });
+    this.#cache.delete(c.seq);
+    if (e !== undefined && e.entries[0] === c) e.entries.shift();
+    this.#stats.cacheEntriesDrained++;
+    this.#stats.bytesDrained += c.bytes.length;
+    for (const l of this.#hostWriteListeners) l({ qpn: c.qpn, offset: c.offset, len: c.bytes.length });
+  }
+
+  /**
+   * The undrained NIC cache as crash components: one per entry, over its 8-byte words. A word's
+   * bytes are the word as it would be right after the entry drained (earlier entries included),
+   * built over visible memory.
+   */
+  #crashComponents(): CrashComponent[] {
+    const out: CrashComponent[] = [];
+    const shadow = new Map<number, Uint8Array>();
+    const kind = this.options.placement === 'any' ? 'subset' : 'prefix';
+    for (const c of this.#cache.values()) {
+      const pieces: CrashPiece[] = [];
+      const end = c.offset + c.bytes.length;
+      for (let w = c.offset & ~7; w < end; w += 8) {
+        let word = shadow.get(w);
+        if (word === undefined) {
+          word = new Uint8Array(8);
+          const avail = Math.min(8, this.region.sizeBytes - w);
+          word.set(this.region.load(w, avail));
+          shadow.set(w, word);
+        }
+        const lo = Math.max(w, c.offset);
+        const hi = Math.min(w + 8, end);
+        word.set(c.bytes.subarray(lo - c.offset, hi - c.offset), lo - w);
+        pieces.push({ offset: w, bytes: word.slice() });
+      }
+      out.push({ kind, source: `nic qp ${c.qpn} entry ${c.seq} [${c.offset}, ${end})`, pieces });
+    }
+    return out;
+  }
+}
+
+function errorCompletion(wr: unknown, index: number, code: string, message: string): Completion {
+  const w = (typeof wr === 'object' && wr !== null ? wr : {}) as Partial<WorkRequest>;
+  const id = Number.isInteger(w.id) ? w.id! : index;
+  return { id, op: (w.op ?? 'write') as Completion['op'], status: 'error', code, message };
+}
+
+function resolveOptions(options: Partial<RnicOptions>): RnicOptions {
+  const o: RnicOptions = { ...RNIC_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
+  if (typeof o.ddio !== 'boolean') throw new TypeError(`ddio must be a boolean, got ${String(o.ddio)}`);
+  if (o.drain !== 'eager' && o.drain !== 'lazy' && o.drain !== 'onFlush') throw new TypeError(`drain must be 'eager', 'lazy' or 'onFlush', got ${String(o.drain)}`);
+  if (o.placement !== 'any' && o.placement !== 'ascending') throw new TypeError(`placement must be 'any' or 'ascending', got ${String(o.placement)}`);
+  const positive = (name: keyof RnicOptions, min: number): void => {
+    const v = o[name];
+    if (!Number.isSafeInteger(v) || (v as number) < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${String(v)}`);
+  };
+  positive('lazyBound', 0);
+  positive('cacheEntriesMax', 1);
+  positive('scratchBytes', 0);
+  positive('recvQueueMax', 1);
+  positive('inboundMessagesMax', 1);
+  if (typeof o.entropy?.bytes !== 'function') throw new TypeError('entropy must have a bytes(n) method');
+  return o;
+}

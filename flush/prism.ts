@@ -1,0 +1,72 @@
+/**
+ * PRISM arithmetic (DESIGN §2.4) and little-endian helpers: enhanced CAS comparison with masks,
+ * pointer words. Pure functions; the NIC engine (nic.ts) does the memory side.
+ */
+import type { CasMode } from './types.js';
+
+/** Unsigned little-endian value of `b`. */
+export function leToBigint(b: Uint8Array): bigint {
+  let v = 0n;
+  for (let i = b.length - 1; i >= 0; i--) v = (v << 8n) | BigInt(b[i]!);
+  return v;
+}
+
+/** `v` as `len` little-endian bytes (mod 2^(8·len)). */
+export function bigintToLe(v: bigint, len: number): Uint8Array {
+  const out = new Uint8Array(len);
+  let x = BigInt.asUintN(len * 8, v);
+  for (let i = 0; i < len; i++) {
+    out[i] = Number(x & 0xffn);
+    x >>= 8n;
+  }
+  return out;
+}
+
+/** An 8-byte little-endian word holding `n` (a safe non-negative integer). */
+export function u64le(n: number | bigint): Uint8Array {
+  return bigintToLe(BigInt(n), 8);
+}
+
+/** The 8-byte little-endian word at `b[off]`, as a number when safe, else Infinity (an impossible address). */
+export function readPtr(b: Uint8Array, off = 0): number {
+  const v = leToBigint(b.subarray(off, off + 8));
+  return v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : Number.POSITIVE_INFINITY;
+}
+
+function and(a: Uint8Array, m: Uint8Array | undefined): bigint {
+  const v = leToBigint(a);
+  return m === undefined ? v : v & leToBigint(m);
+}
+
+/**
+ * Whether an enhanced CAS succeeds: `(data & compareMask) MODE (*target & compareMask)`, unsigned
+ * little-endian. So `gt` swaps when the operand is greater than the current value ("install if newer").
+ */
+export function casSucceeds(mode: CasMode, target: Uint8Array, data: Uint8Array, compareMask?: Uint8Array): boolean {
+  const t = and(target, compareMask);
+  const d = and(data, compareMask);
+  switch (mode) {
+    case 'eq':
+      return d === t;
+    case 'ne':
+      return d !== t;
+    case 'lt':
+      return d < t;
+    case 'le':
+      return d <= t;
+    case 'gt':
+      return d > t;
+    case 'ge':
+      return d >= t;
+  }
+}
+
+/** `(*target & ~swapMask) | (data & swapMask)`, byte by byte. */
+export function casResult(target: Uint8Array, data: Uint8Array, swapMask?: Uint8Array): Uint8Array {
+  const out = new Uint8Array(target.length);
+  for (let i = 0; i < out.length; i++) {
+    const m = swapMask === undefined ? 0xff : swapMask[i]!;
+    out[i] = (target[i]! & ~m) | (data[i]! & m);
+  }
+  return out;
+}

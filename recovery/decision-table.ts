@@ -1,0 +1,173 @@
+/**
+ * The recovery procedure as an explicit decision table (DESIGN §3). Recovery visits, per client,
+ * ring positions (sequences) from one past the table's applied word; for each it evaluates:
+ *
+ * - checksum: does the slot's commit checksum match, with a header naming this client?
+ * - lap: the slot's lap and header sequence against the expected ones ('expected'; 'previous' =
+ *   the entry one lap earlier, already applied; 'other' = anything else, e.g. beyond the credits);
+ * - seq: the position against what recovery has established so far: 'next' (one past the applied
+ *   sequence, no gap before it), 'inPrefix' (further on, every earlier position durable), or
+ *   'pastGap' (after the first gap of the ring);
+ * - record: the state of the effect record of (client, seq): none, incomplete (torn), complete
+ *   but not applied, applied.
+ *
+ * Exactly one row matches every input (tested by enumeration). Actions: replay (re-apply the
+ * record's after-images, set its flag), reexecute (run the handler on the entry through the redo
+ * log), skip (nothing to write), invalidate (durably zero the slot's commit word), refuse (the
+ * state cannot come from the protocol: recovery stops with PMRPC_ERR_RECOVERY_REFUSED, untouched).
+ * The rows that end the durable prefix (`gap: true`) make the position the client's resume point.
+ */
+import assert from 'node:assert/strict';
+import type { LapRelation } from './ring.js';
+
+export type ChecksumInput = 'valid' | 'invalid';
+export type SeqInput = 'next' | 'inPrefix' | 'pastGap';
+export type RecordInput = 'none' | 'incomplete' | 'complete-unapplied' | 'applied';
+export type Action = 'replay' | 'reexecute' | 'skip' | 'invalidate' | 'refuse';
+
+export interface DecisionInput {
+  checksum: ChecksumInput;
+  lap: LapRelation;
+  seq: SeqInput;
+  record: RecordInput;
+}
+
+export interface DecisionRow {
+  /** Stable name, for coverage records and docs. */
+  id: string;
+  when: { checksum?: readonly ChecksumInput[]; lap?: readonly LapRelation[]; seq?: readonly SeqInput[]; record?: readonly RecordInput[] };
+  action: Action;
+  /** This position is the first gap (the durable prefix ends before it). */
+  gap: boolean;
+  /** The position counts as applied once the action is done (the applied sequence advances). */
+  advancesApplied: boolean;
+  why: string;
+}
+
+export const CHECKSUM_VALUES: readonly ChecksumInput[] = Object.freeze(['valid', 'invalid']);
+export const LAP_VALUES: readonly LapRelation[] = Object.freeze(['expected', 'previous', 'other']);
+export const SEQ_VALUES: readonly SeqInput[] = Object.freeze(['next', 'inPrefix', 'pastGap']);
+export const RECORD_VALUES: readonly RecordInput[] = Object.freeze(['none', 'incomplete', 'complete-unapplied', 'applied']);
+
+const NOT_LOGGED = ['none', 'incomplete'] as const;
+const IN_PREFIX = ['next', 'inPrefix'] as const;
+
+export const DECISION_TABLE: readonly DecisionRow[] = Object.freeze([
+  {
+    id: 'applied-skip',
+    when: { record: ['applied'], seq: ['next'] },
+    action: 'skip',
+    gap: false,
+    advancesApplied: true,
+    why: 'its effects are durably applied (the flag is the truth; the table word lagged): advance the applied sequence, whatever the slot holds now',
+  },
+  {
+    id: 'applied-out-of-order',
+    when: { record: ['applied'], seq: ['inPrefix', 'pastGap'] },
+    action: 'refuse',
+    gap: false,
+    advancesApplied: false,
+    why: 'an applied record for a request whose predecessor is not applied: FIFO was broken',
+  },
+  {
+    id: 'replay',
+    when: { record: ['complete-unapplied'], seq: ['next'] },
+    action: 'replay',
+    gap: false,
+    advancesApplied: true,
+    why: 'a complete record not marked applied: re-apply its after-images (idempotent) and set its flag, whatever the slot holds (the entry may have been processed before it was durable)',
+  },
+  {
+    id: 'replay-out-of-order',
+    when: { record: ['complete-unapplied'], seq: ['inPrefix', 'pastGap'] },
+    action: 'refuse',
+    gap: false,
+    advancesApplied: false,
+    why: 'a logged request whose predecessor is not applied: records were not written in FIFO order',
+  },
+  {
+    id: 'reexecute',
+    when: { record: NOT_LOGGED, seq: IN_PREFIX, checksum: ['valid'], lap: ['expected'] },
+    action: 'reexecute',
+    gap: false,
+    advancesApplied: false,
+    why: 'a durable entry in the prefix whose effects never reached a complete record: run it again, in FIFO order',
+  },
+  {
+    id: 'gap-previous-lap',
+    when: { record: NOT_LOGGED, seq: IN_PREFIX, checksum: ['valid'], lap: ['previous'] },
+    action: 'skip',
+    gap: true,
+    advancesApplied: false,
+    why: 'the slot still holds the previous lap (applied) entry: this request never arrived; the old lap cannot be mistaken for it',
+  },
+  {
+    id: 'gap-torn',
+    when: { record: NOT_LOGGED, seq: IN_PREFIX, checksum: ['invalid'] },
+    action: 'invalidate',
+    gap: true,
+    advancesApplied: false,
+    why: 'torn or never placed: the durable prefix ends here; invalidate so a partial resend cannot validate with stale bytes',
+  },
+  {
+    id: 'alien-lap',
+    when: { record: NOT_LOGGED, checksum: ['valid'], lap: ['other'] },
+    action: 'invalidate',
+    gap: true,
+    advancesApplied: false,
+    why: 'a valid entry of this client that is not the expected one (placed beyond its credits): never executed',
+  },
+  {
+    id: 'beyond-gap-entry',
+    when: { record: NOT_LOGGED, seq: ['pastGap'], checksum: ['valid'], lap: ['expected'] },
+    action: 'invalidate',
+    gap: false,
+    advancesApplied: false,
+    why: 'durable but past the first gap: no acknowledgement can cover it (a flush covers every earlier write), and the client resends from the gap',
+  },
+  {
+    id: 'beyond-gap-previous-lap',
+    when: { record: NOT_LOGGED, seq: ['pastGap'], checksum: ['valid'], lap: ['previous'] },
+    action: 'skip',
+    gap: false,
+    advancesApplied: false,
+    why: 'the previous lap entry, past the gap: nothing to do',
+  },
+  {
+    id: 'beyond-gap-torn',
+    when: { record: NOT_LOGGED, seq: ['pastGap'], checksum: ['invalid'] },
+    action: 'invalidate',
+    gap: false,
+    advancesApplied: false,
+    why: 'torn or never placed, past the gap: invalidate (a no-op when the commit word is already zero)',
+  },
+] satisfies DecisionRow[]);
+
+function matches(row: DecisionRow, input: DecisionInput): boolean {
+  const w = row.when;
+  return (
+    (w.checksum === undefined || w.checksum.includes(input.checksum)) &&
+    (w.lap === undefined || w.lap.includes(input.lap)) &&
+    (w.seq === undefined || w.seq.includes(input.seq)) &&
+    (w.record === undefined || w.record.includes(input.record))
+  );
+}
+
+/** Every row matching `input` (the coverage test asserts there is exactly one for every input). */
+export function matchingRows(input: DecisionInput, table: readonly DecisionRow[] = DECISION_TABLE): DecisionRow[] {
+  return table.filter((r) => matches(r, input));
+}
+
+/** The row for `input`. Broken coverage is a pmrpc bug: an assertion. */
+export function decide(input: DecisionInput): DecisionRow {
+  const rows = matchingRows(input);
+  assert.equal(rows.length, 1, `decision table: ${rows.length} rows match ${JSON.stringify(input)}`);
+  return rows[0]!;
+}
+
+/** Every input combination (2 × 3 × 3 × 4 = 72). */
+export function allInputs(): DecisionInput[] {
+  const out: DecisionInput[] = [];
+  for (const checksum of CHECKSUM_VALUES) for (const lap of LAP_VALUES) for (const seq of SEQ_VALUES) for (const record of RECORD_VALUES) out.push({ checksum, lap, seq, record });
+  return out;
+}

@@ -1,0 +1,50 @@
+/** recovery/ — layer 3: persistent rings, connection table, redo log of effects, recovery. Other layers import only this file. */
+export {
+  Layout,
+  LAYOUT_DEFAULTS,
+  RECOVERY_LAYOUT_VERSION,
+  RECOVERY_MAGIC,
+  RecoveryErrorCodes,
+  SUPERBLOCK_BYTES,
+  CONN_ENTRY_BYTES,
+  computeGeometry,
+  layoutBytes,
+  type Geometry,
+  type LayoutOptions,
+} from './layout.js';
+export {
+  ENTRY_HEADER_BYTES,
+  RING_DEFAULTS,
+  Ring,
+  checkCredit,
+  encodeEntry,
+  entryOffset,
+  inspectSlot,
+  invalidateSlot,
+  lapOf,
+  maxPayloadBytes,
+  type LapRelation,
+  type PollResult,
+  type RequestHeader,
+  type RingEntry,
+  type RingOptions,
+  type SlotInspection,
+} from './ring.js';
+export { ConnTable, type ConnEntry } from './conn-table.js';
+export { RECORD_HEADER_BYTES, RedoLog, readRecord, encodeRecord, checkEffects, type EffectImage, type Effects, type RecordInfo, type RecordState } from './redo-log.js';
+export {
+  DECISION_TABLE,
+  CHECKSUM_VALUES,
+  LAP_VALUES,
+  SEQ_VALUES,
+  RECORD_VALUES,
+  allInputs,
+  decide,
+  matchingRows,
+  type Action,
+  type DecisionInput,
+  type DecisionRow,
+} from './decision-table.js';
+export { recover, executeEntry, type AppView, type Handler, type ClientRecovery, type RecoveryReport } from './recover.js';
+export { FAULT_NAMES, NO_FAULTS, type RecoveryFaults } from './faults.js';
+export { RecoveryStore, STORE_DEFAULTS, type ClientInfo, type StoreOptions } from './store.js';

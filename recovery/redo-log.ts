@@ -1,0 +1,238 @@
+/**
+ * The redo log of effects (DESIGN §3). A record holds physical after-images (offset, bytes) of
+ * the application area plus (client, sequence, result). Protocol, in one total order (LSN):
+ *   1. write the record, persist it;
+ *   2. apply its after-images, persist them;
+ *   3. set its applied flag (one aligned word = its LSN), persist it;
+ *   4. set the client's applied word in the connection table (visible: the credit returns).
+ * The applied flag is the single truth; the table word is derived from it and made durable before
+ * the record slot is reused (slot of LSN L+logRecords). Replaying a complete record is idempotent
+ * because it holds after-images.
+ *
+ * Record (in a slot of `recordBytes`, little-endian):
+ *    0  applied flag u64 (== LSN when applied)
+ *    8  LSN u64 (from 1)
+ *   16  client id u32       20  image count u32
+ *   24  sequence u64
+ *   32  result length u32   36  body length u32
+ *   40  CRC-32C of [8, 40) ‖ body u32      44  reserved u32 (0)
+ *   48  body: result (padded to 8), then per image: offset u32, length u32, bytes (padded to 8)
+ */
+import assert from 'node:assert/strict';
+import { crc32c, PmrpcError } from '../pmem/index.js';
+import type { ConnTable } from './conn-table.js';
+import { checkFaults, type RecoveryFaults } from './faults.js';
+import { RecoveryErrorCodes, type Layout } from './layout.js';
+
+export const RECORD_HEADER_BYTES = 48;
+
+/** One after-image: `bytes` to be at `offset` of the application area. */
+export interface EffectImage {
+  offset: number;
+  bytes: Uint8Array;
+}
+
+export interface Effects {
+  images: EffectImage[];
+  /** Result bytes kept in the record (delivered after a crash), if any. */
+  result?: Uint8Array;
+}
+
+export type RecordState = 'none' | 'incomplete' | 'complete-unapplied' | 'applied';
+
+export interface RecordInfo {
+  index: number;
+  state: RecordState;
+  /** Fields below are trustworthy only when state is complete-unapplied or applied. */
+  lsn: number;
+  clientId: number;
+  seq: number;
+  images: EffectImage[];
+  result: Uint8Array | undefined;
+}
+
+const pad8 = (n: number): number => (n + 7) & ~7;
+
+/** Bytes of a record body for these effects. */
+export function bodyBytes(effects: Effects): number {
+  let n = pad8(effects.result?.length ?? 0);
+  for (const im of effects.images) n += 8 + pad8(im.bytes.length);
+  return n;
+}
+
+/** Validates effects against the application area and the record size. */
+export function checkEffects(effects: Effects, layout: Layout): void {
+  if (effects === null || typeof effects !== 'object' || !Array.isArray(effects.images)) {
+    throw new TypeError('effects must be an object { images: EffectImage[], result?: Uint8Array }');
+  }
+  if (effects.result !== undefined && !(effects.result instanceof Uint8Array)) throw new TypeError('effects.result must be a Uint8Array');
+  const app = layout.geometry.appBytes;
+  for (const im of effects.images) {
+    if (im === null || typeof im !== 'object' || !(im.bytes instanceof Uint8Array) || !Number.isInteger(im.offset)) {
+      throw new TypeError('each effect image must be { offset: integer, bytes: Uint8Array }');
+    }
+    if (im.offset < 0 || im.offset + im.bytes.length > app) {
+      throw new PmrpcError(RecoveryErrorCodes.EFFECT_OUT_OF_BOUNDS, `effect [${im.offset}, ${im.offset + im.bytes.length}) is outside the application area [0, ${app})`);
+    }
+  }
+  const need = RECORD_HEADER_BYTES + bodyBytes(effects);
+  if (need > layout.geometry.recordBytes) {
+    throw new PmrpcError(RecoveryErrorCodes.TOO_LARGE, `effects need a ${need}-byte record; log records hold ${layout.geometry.recordBytes}`);
+  }
+}
+
+export function encodeRecord(lsn: number, clientId: number, seq: number, effects: Effects): Uint8Array {
+  const body = bodyBytes(effects);
+  const b = new Uint8Array(RECORD_HEADER_BYTES + body);
+  const dv = new DataView(b.buffer);
+  dv.setBigUint64(8, BigInt(lsn), true);
+  dv.setUint32(16, clientId, true);
+  dv.setUint32(20, effects.images.length, true);
+  dv.setBigUint64(24, BigInt(seq), true);
+  dv.setUint32(32, effects.result?.length ?? 0, true);
+  dv.setUint32(36, body, true);
+  let p = RECORD_HEADER_BYTES;
+  if (effects.result !== undefined) b.set(effects.result, p);
+  p += pad8(effects.result?.length ?? 0);
+  for (const im of effects.images) {
+    dv.setUint32(p, im.offset, true);
+    dv.setUint32(p + 4, im.bytes.length, true);
+    b.set(im.bytes, p + 8);
+    p += 8 + pad8(im.bytes.length);
+  }
+  dv.setUint32(40, recordChecksum(b, body), true);
+  return b;
+}
+
+function recordChecksum(b: Uint8Array, body: number): number {
+  return crc32c(b, RECORD_HEADER_BYTES, RECORD_HEADER_BYTES + body, crc32c(b, 8, 40));
+}
+
+/** Reads and classifies one record slot. With verifyChecksum false, trusts any sane header (fault). */
+export function readRecord(layout: Layout, index: number, verifyChecksum = true): RecordInfo {
+  const r = layout.region;
+  const off = layout.recordOffset(index);
+  const head = r.load(off, RECORD_HEADER_BYTES);
+  const dv = new DataView(head.buffer);
+  const flag = dv.getBigUint64(0, true);
+  const lsnBig = dv.getBigUint64(8, true);
+  const clientId = dv.getUint32(16, true);
+  const imageCount = dv.getUint32(20, true);
+  const seqBig = dv.getBigUint64(24, true);
+  const resultLength = dv.getUint32(32, true);
+  const body = dv.getUint32(36, true);
+  // For an incomplete record the header fields are untrusted: kept only to attribute the tear.
+  const rawSeq = seqBig <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(seqBig) : 0;
+  const rawLsn = lsnBig <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(lsnBig) : 0;
+  const info: RecordInfo = { index, state: 'incomplete', lsn: rawLsn, clientId, seq: rawSeq, images: [], result: undefined };
+  if (flag === 0n && head.every((x) => x === 0)) return { ...info, state: 'none', lsn: 0, clientId: 0, seq: 0 };
+  const app = layout.geometry.appBytes;
+  const sane =
+    lsnBig >= 1n && lsnBig <= BigInt(Number.MAX_SAFE_INTEGER) && seqBig >= 1n && seqBig <= BigInt(Number.MAX_SAFE_INTEGER) &&
+    clientId >= 1 && body % 8 === 0 && RECORD_HEADER_BYTES + body <= layout.geometry.recordBytes && pad8(resultLength) <= body && dv.getUint32(44, true) === 0;
+  if (!sane) return info;
+  const b = r.load(off, RECORD_HEADER_BYTES + body);
+  if (verifyChecksum && recordChecksum(b, body) !== dv.getUint32(40, true)) return info;
+  // Parse the body; a malformed body under a valid checksum cannot come from encodeRecord.
+  const bdv = new DataView(b.buffer);
+  let p = RECORD_HEADER_BYTES + pad8(resultLength);
+  const images: EffectImage[] = [];
+  for (let i = 0; i < imageCount; i++) {
+    if (p + 8 > b.length) return info;
+    const o = bdv.getUint32(p, true);
+    const len = bdv.getUint32(p + 4, true);
+    if (p + 8 + len > b.length || o + len > app) return info;
+    images.push({ offset: o, bytes: b.slice(p + 8, p + 8 + len) });
+    p += 8 + pad8(len);
+  }
+  const lsn = Number(lsnBig);
+  return {
+    index,
+    state: flag === lsnBig ? 'applied' : 'complete-unapplied',
+    lsn,
+    clientId,
+    seq: Number(seqBig),
+    images,
+    result: resultLength > 0 ? b.slice(RECORD_HEADER_BYTES, RECORD_HEADER_BYTES + resultLength) : new Uint8Array(0),
+  };
+}
+
+export interface RedoLogOptions {
+  faults: RecoveryFaults | undefined;
+}
+
+export class RedoLog {
+  readonly layout: Layout;
+  readonly conn: ConnTable;
+  #faults: RecoveryFaults;
+  #nextLsn: number;
+
+  /** Scans the log to find the next LSN (one past the highest complete record). */
+  constructor(layout: Layout, conn: ConnTable, options: Partial<RedoLogOptions> = {}) {
+    this.layout = layout;
+    this.conn = conn;
+    this.#faults = checkFaults(options.faults);
+    let max = 0;
+    for (const rec of this.scan()) if (rec.state === 'applied' || rec.state === 'complete-unapplied') max = Math.max(max, rec.lsn);
+    this.#nextLsn = max + 1;
+  }
+
+  get nextLsn(): number {
+    return this.#nextLsn;
+  }
+
+  /** Every record slot, classified (checksums verified unless the fault switch says otherwise). */
+  scan(): RecordInfo[] {
+    const out: RecordInfo[] = [];
+    for (let i = 0; i < this.layout.geometry.logRecords; i++) out.push(readRecord(this.layout, i, !this.#faults.skipChecksumAtRecovery));
+    return out;
+  }
+
+  /** Writes, persists, applies and marks applied the effects of request (clientId, seq). */
+  commit(clientId: number, seq: number, effects: Effects): { lsn: number } {
+    checkEffects(effects, this.layout);
+    const lsn = this.#nextLsn;
+    const index = (lsn - 1) % this.layout.geometry.logRecords;
+    this.#prepareReuse(index);
+    const r = this.layout.region;
+    const off = this.layout.recordOffset(index);
+    const bytes = encodeRecord(lsn, clientId, seq, effects);
+    r.store(off + 8, bytes.subarray(8));
+    const back = readRecord(this.layout, index);
+    assert.ok(back.state === 'complete-unapplied' && back.lsn === lsn && back.clientId === clientId && back.seq === seq, `record ${lsn} reads back as ${back.state}`);
+    if (!this.#faults.skipPersistRecordBeforeApply) r.persist(off, bytes.length);
+    this.#nextLsn = lsn + 1;
+    this.apply(back);
+    return { lsn };
+  }
+
+  /** Steps 2–4 for a complete record: idempotent (recovery replays with it). */
+  apply(rec: RecordInfo): void {
+    assert.ok(rec.state === 'complete-unapplied' || rec.state === 'applied', `apply of a ${rec.state} record`);
+    const r = this.layout.region;
+    const app = this.layout.geometry.appOffset;
+    for (const im of rec.images) r.store(app + im.offset, im.bytes);
+    if (!this.#faults.skipPersistApplyBeforeFlag) {
+      for (const im of rec.images) r.flush(app + im.offset, im.bytes.length);
+      r.drain();
+    }
+    const off = this.layout.recordOffset(rec.index);
+    r.storeU64Atomic(off, BigInt(rec.lsn));
+    if (!this.#faults.skipPersistAppliedFlag) r.persist(off, 8);
+    if (this.conn.has(rec.clientId)) this.conn.setApplied(rec.clientId, Math.max(rec.seq, this.conn.appliedSeq(rec.clientId)));
+    if (rec.lsn >= this.#nextLsn) this.#nextLsn = rec.lsn + 1;
+  }
+
+  /** A record slot is reused only when its record is durably applied and its client's applied word durable. */
+  #prepareReuse(index: number): void {
+    const old = readRecord(this.layout, index);
+    if (old.state === 'complete-unapplied') {
+      throw new PmrpcError(RecoveryErrorCodes.LOG_FULL, `log record slot ${index} still holds unapplied record ${old.lsn}`);
+    }
+    if (old.state !== 'applied') return;
+    if (this.conn.has(old.clientId)) {
+      assert.ok(this.conn.appliedSeq(old.clientId) >= old.seq, `client ${old.clientId}: record ${old.lsn} (seq ${old.seq}) applied but the table says ${this.conn.appliedSeq(old.clientId)}`);
+      if (!this.#faults.skipPersistCreditBeforeReuse) this.conn.persistApplied(old.clientId);
+    }
+  }
+}

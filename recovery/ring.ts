@@ -1,0 +1,251 @@
+/**
+ * Per-connection rings in PM (DESIGN §3). The entry of sequence `seq` (from 1) lives in slot
+ * (seq - 1) mod ringSlots and carries lap floor((seq - 1) / ringSlots) + 1, so an entry of an
+ * earlier lap is never mistaken for a new one and no producer clears a slot.
+ *
+ * Entry (in a slot of `slotBytes`; all little-endian):
+ *    0  commit word u64 = lap (high u32) ‖ CRC-32C(lap, header, payload) (low u32)
+ *    8  client id   u32
+ *   12  method id   u32
+ *   16  sequence    u64
+ *   24  payload length u32
+ *   28  reserved    u32 (0)
+ *   32  payload     (up to slotBytes - 32 bytes)
+ *
+ * Placement order within a message is not guaranteed, so the checksum is verified wherever an
+ * entry is consumed: at poll a mismatch means "not fully arrived yet" (bounded number of polls,
+ * then PMRPC_ERR_ENTRY_TORN), at recovery it means "torn".
+ */
+import assert from 'node:assert/strict';
+import { crc32c, PmrpcError, type PmemRegion } from '../pmem/index.js';
+import { checkFaults, type RecoveryFaults } from './faults.js';
+import { COUNTER_MAX, RecoveryErrorCodes, type Geometry, type Layout } from './layout.js';
+
+export const ENTRY_HEADER_BYTES = 32;
+const LAP_BYTES = new Uint8Array(4);
+
+export interface RequestHeader {
+  clientId: number;
+  seq: number;
+  methodId: number;
+}
+
+export interface RingEntry extends RequestHeader {
+  payload: Uint8Array;
+}
+
+export type LapRelation = 'expected' | 'previous' | 'other';
+
+/** What a slot holds, judged against the entry expected there. */
+export interface SlotInspection {
+  /** Commit word and header are all zero: nothing was ever placed (or it was invalidated and nothing since). */
+  blank: boolean;
+  /** The commit word is zero (invalidated or never written). */
+  commitZero: boolean;
+  /** The checksum matches and the header names this ring's client with a sane length. */
+  checksumValid: boolean;
+  /** Lap and header sequence against the expected entry (meaningful when the checksum is valid). */
+  lap: LapRelation;
+  /** The entry, when checksumValid and lap === 'expected'. */
+  entry?: RingEntry;
+}
+
+export function maxPayloadBytes(slotBytes: number): number {
+  return slotBytes - ENTRY_HEADER_BYTES;
+}
+
+export function lapOf(seq: number, ringSlots: number): number {
+  return Math.floor((seq - 1) / ringSlots) + 1;
+}
+
+export function checkSeq(seq: unknown, ringSlots: number, name = 'seq'): number {
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) throw new TypeError(`${name} must be an integer, got ${String(seq)}`);
+  const max = Math.min(Number.MAX_SAFE_INTEGER, ringSlots * COUNTER_MAX);
+  if (seq < 1 || seq > max) throw new RangeError(`${name} must be in [1, ${max}], got ${seq}`);
+  return seq;
+}
+
+function checkU32(name: string, v: unknown, min = 0): number {
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw new TypeError(`${name} must be an integer, got ${String(v)}`);
+  if (v < min || v > 0xffff_ffff) throw new RangeError(`${name} must be in [${min}, 4294967295], got ${v}`);
+  return v;
+}
+
+function entryChecksum(lap: number, bytes: Uint8Array, payloadLength: number): number {
+  const lapBytes = LAP_BYTES.slice();
+  new DataView(lapBytes.buffer).setUint32(0, lap, true);
+  const c = crc32c(lapBytes);
+  return crc32c(bytes, 8, ENTRY_HEADER_BYTES + payloadLength, c);
+}
+
+/**
+ * The bytes a client WRITEs for a request (header, payload and commit word; padded to 8 bytes),
+ * to be placed at entryOffset(). The producer must hold a credit (checkCredit) for `seq`.
+ */
+export function encodeEntry(req: RingEntry, geometry: Pick<Geometry, 'slotBytes' | 'ringSlots'>): Uint8Array {
+  if (req === null || typeof req !== 'object') throw new TypeError(`request must be an object, got ${String(req)}`);
+  const clientId = checkU32('clientId', req.clientId, 1);
+  const methodId = checkU32('methodId', req.methodId);
+  const seq = checkSeq(req.seq, geometry.ringSlots);
+  if (!(req.payload instanceof Uint8Array)) throw new TypeError('payload must be a Uint8Array');
+  const max = maxPayloadBytes(geometry.slotBytes);
+  if (req.payload.length > max) {
+    throw new PmrpcError(RecoveryErrorCodes.TOO_LARGE, `payload of ${req.payload.length} bytes exceeds the ring slot's ${max} bytes`);
+  }
+  const len = (ENTRY_HEADER_BYTES + req.payload.length + 7) & ~7;
+  const b = new Uint8Array(len);
+  const dv = new DataView(b.buffer);
+  dv.setUint32(8, clientId, true);
+  dv.setUint32(12, methodId, true);
+  dv.setBigUint64(16, BigInt(seq), true);
+  dv.setUint32(24, req.payload.length, true);
+  b.set(req.payload, ENTRY_HEADER_BYTES);
+  const lap = lapOf(seq, geometry.ringSlots);
+  dv.setUint32(0, entryChecksum(lap, b, req.payload.length), true);
+  dv.setUint32(4, lap, true);
+  return b;
+}
+
+/** Offset in the region of the slot that holds `seq` of the ring of `connSlot`. */
+export function entryOffset(layout: Layout, connSlot: number, seq: number): number {
+  const g = layout.geometry;
+  checkSeq(seq, g.ringSlots);
+  return layout.ringOffset(connSlot) + ((seq - 1) % g.ringSlots) * g.slotBytes;
+}
+
+/**
+ * Producer-side credit check: `seq` may be placed only when every entry of the previous lap in its
+ * slot is durably applied, i.e. seq <= creditSeq + ringSlots, where creditSeq is the value of the
+ * client's credit word (ConnTable.creditOffset). Otherwise PMRPC_ERR_RING_FULL.
+ */
+export function checkCredit(seq: number, creditSeq: number, ringSlots: number): void {
+  if (seq > creditSeq + ringSlots) {
+    throw new PmrpcError(RecoveryErrorCodes.RING_FULL, `ring full: sequence ${seq} needs sequence ${seq - ringSlots} applied; applied up to ${creditSeq}`);
+  }
+}
+
+/** Reads a slot and judges it against the entry expected there (client, seq). Reads only. */
+export function inspectSlot(
+  region: PmemRegion,
+  slotOffset: number,
+  g: Pick<Geometry, 'slotBytes' | 'ringSlots'>,
+  expect: { clientId: number; seq: number },
+  verifyChecksum = true,
+): SlotInspection {
+  const head = region.view(slotOffset, ENTRY_HEADER_BYTES);
+  const dv = new DataView(head.buffer, head.byteOffset, ENTRY_HEADER_BYTES);
+  const crc = dv.getUint32(0, true);
+  const lap = dv.getUint32(4, true);
+  const clientId = dv.getUint32(8, true);
+  const methodId = dv.getUint32(12, true);
+  const seqBig = dv.getBigUint64(16, true);
+  const payloadLength = dv.getUint32(24, true);
+  const reserved = dv.getUint32(28, true);
+  const commitZero = crc === 0 && lap === 0;
+  const blank = commitZero && head.every((x) => x === 0);
+  const sane = lap >= 1 && clientId === expect.clientId && reserved === 0 && payloadLength <= maxPayloadBytes(g.slotBytes);
+  let checksumValid = false;
+  let bytes: Uint8Array | undefined;
+  if (sane) {
+    bytes = region.view(slotOffset, ENTRY_HEADER_BYTES + payloadLength);
+    checksumValid = !verifyChecksum || entryChecksum(lap, bytes, payloadLength) === crc;
+  }
+  const seq = seqBig <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(seqBig) : -1;
+  const expLap = lapOf(expect.seq, g.ringSlots);
+  let rel: LapRelation = 'other';
+  if (lap === expLap && seq === expect.seq) rel = 'expected';
+  else if (lap === expLap - 1 && seq === expect.seq - g.ringSlots) rel = 'previous';
+  const out: SlotInspection = { blank, commitZero, checksumValid, lap: rel };
+  if (checksumValid && rel === 'expected') {
+    // Copied right after validation: the caller keeps bytes that cannot change under it.
+    const payload = bytes!.slice(ENTRY_HEADER_BYTES, ENTRY_HEADER_BYTES + payloadLength);
+    if (verifyChecksum) assert.equal(entryChecksum(lap, region.view(slotOffset, ENTRY_HEADER_BYTES + payloadLength), payloadLength), crc);
+    out.entry = { clientId, seq, methodId, payload };
+  }
+  return out;
+}
+
+/** Durably invalidates a slot (ring slot or receive slot): its commit word becomes zero. */
+export function invalidateSlot(region: PmemRegion, slotOffset: number): void {
+  region.storeU64Atomic(slotOffset, 0n);
+  region.persist(slotOffset, 8);
+}
+
+export type PollResult =
+  | { kind: 'empty' }
+  | { kind: 'partial'; seq: number; polls: number }
+  | { kind: 'entry'; entry: RingEntry; slotOffset: number };
+
+export interface RingOptions {
+  /** Consecutive polls that may see the next entry partially arrived before PMRPC_ERR_ENTRY_TORN. */
+  partialPollsMax: number;
+  faults: RecoveryFaults | undefined;
+}
+
+export const RING_DEFAULTS: Readonly<RingOptions> = Object.freeze({ partialPollsMax: 1000, faults: undefined });
+
+/** The consumer side of one client's ring: polls entries in sequence order. */
+export class Ring {
+  readonly layout: Layout;
+  readonly connSlot: number;
+  readonly clientId: number;
+  readonly options: Readonly<RingOptions>;
+  #nextSeq: number;
+  #partialPolls = 0;
+  #faults: RecoveryFaults;
+
+  constructor(layout: Layout, connSlot: number, clientId: number, nextSeq: number, options: Partial<RingOptions> = {}) {
+    const o = { ...RING_DEFAULTS, ...options };
+    if (!Number.isSafeInteger(o.partialPollsMax) || o.partialPollsMax < 1) {
+      throw new RangeError(`partialPollsMax must be a positive integer, got ${String(o.partialPollsMax)}`);
+    }
+    this.#faults = checkFaults(o.faults);
+    this.layout = layout;
+    this.connSlot = connSlot;
+    this.clientId = checkU32('clientId', clientId, 1);
+    this.#nextSeq = checkSeq(nextSeq, layout.geometry.ringSlots, 'nextSeq');
+    this.options = Object.freeze(o);
+  }
+
+  /** The sequence the next poll looks for. */
+  get nextSeq(): number {
+    return this.#nextSeq;
+  }
+
+  slotOffset(seq: number): number {
+    return entryOffset(this.layout, this.connSlot, seq);
+  }
+
+  /**
+   * Looks at the slot of the next sequence. 'entry' consumes it (the caller must process it);
+   * 'empty': the commit word is zero or still the previous lap's. 'partial': a commit word or
+   * bytes are there but the checksum does not match yet (still arriving).
+   */
+  poll(): PollResult {
+    const seq = this.#nextSeq;
+    const off = this.slotOffset(seq);
+    const s = inspectSlot(this.layout.region, off, this.layout.geometry, { clientId: this.clientId, seq }, !this.#faults.skipChecksumAtPoll);
+    if (s.entry !== undefined) {
+      this.#partialPolls = 0;
+      this.#nextSeq = seq + 1;
+      return { kind: 'entry', entry: s.entry, slotOffset: off };
+    }
+    if (s.commitZero || (s.checksumValid && s.lap === 'previous')) {
+      this.#partialPolls = 0;
+      return { kind: 'empty' };
+    }
+    if (s.checksumValid) {
+      throw new PmrpcError(RecoveryErrorCodes.RING_OVERRUN, `client ${this.clientId}: the slot of sequence ${seq} holds another valid entry (written beyond its credits)`);
+    }
+    this.#partialPolls++;
+    if (this.#partialPolls > this.options.partialPollsMax) {
+      throw new PmrpcError(RecoveryErrorCodes.ENTRY_TORN, `client ${this.clientId}: entry ${seq} still incomplete after ${this.options.partialPollsMax} polls`);
+    }
+    return { kind: 'partial', seq, polls: this.#partialPolls };
+  }
+
+  /** Receiver-persist strategies: make a consumed entry durable before acknowledging it. */
+  persistEntry(seq: number): void {
+    this.layout.region.persist(this.slotOffset(seq), this.layout.geometry.slotBytes);
+  }
+}

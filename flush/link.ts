@@ -56,7 +56,7 @@ export class InProcessFabric {
     if (!Number.isSafeInteger(o.runStepsMax) || o.runStepsMax < 1) throw new RangeError(`runStepsMax must be a positive integer, got ${String(o.runStepsMax)}`);
     this.nic = nic;
     this.options = Object.freeze(o);
-    this.#prng = o.prng ?? createPrng(o.seed);
+    this.#prng = o.prng ?? createPrng(mix32(o.seed));
   }
 
   /** A client link to server QP `target`: its responses and notifications come back through it. */
@@ -156,3 +156,14 @@ export class InProcessLink implements Link {
   }
 }
 
+
+/** murmur3's finalizer: xoroshiro's first outputs from nearby small seeds are correlated, so scheduling seeds are mixed first. */
+export function mix32(seed: number): number {
+  let h = seed | 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h | 0;
+}

@@ -1,3 +1,4 @@
+import { nicLitmus } from './nic.js';
 import { pmemLitmus } from './pmem.js';
 import type { Litmus } from './types.js';
 
@@ -5,5 +6,5 @@ export { runLitmus, type Litmus, type LitmusLayer, type LitmusOutcome, type Litm
 
 /** The whole catalogue, in layer order. */
 export function litmusCatalogue(): Litmus[] {
-  return [...pmemLitmus];
+  return [...pmemLitmus, ...nicLitmus];
 }

@@ -1,0 +1,404 @@
+/**
+ * Litmus tests of the RNIC model (DESIGN §2.2–2.4). Each builds a traced region with a NIC, runs a
+ * few verbs over the in-process link, captures the crash state at the moment a client is told
+ * something (the 'completion' crash point) or observes executions under seeded interleavings, and
+ * checks the outcome sets: the must-be-possible outcome was produced, the impossible one never.
+ */
+import {
+  crashImages,
+  createPrng,
+  materialize,
+  PmemRegion,
+  seededEntropy,
+  type CrashPointEvent,
+  type CrashState,
+  type PmemOptions,
+} from '../../pmem/index.js';
+import {
+  Access,
+  CpuPoller,
+  FlushClient,
+  InProcessFabric,
+  QueuePair,
+  Rnic,
+  StrategyServer,
+  Wr,
+  type FabricOptions,
+  type FlushStrategy,
+  type MemoryRegion,
+  type RnicOptions,
+  type ServerQp,
+} from '../../flush/index.js';
+import type { Litmus, LitmusOutcome } from './types.js';
+
+const A = 64; // a word on its own line
+const B = 128;
+
+interface Rig {
+  region: PmemRegion;
+  nic: Rnic;
+  fabric: InProcessFabric;
+  mr: MemoryRegion;
+  sqp: ServerQp;
+  qp: QueuePair;
+  connect(): { sqp: ServerQp; qp: QueuePair };
+}
+
+function rig(seed: number, nic: Partial<RnicOptions> = {}, fabric: Partial<FabricOptions> = {}, pmem: Partial<PmemOptions> = {}): Rig {
+  const region = PmemRegion.createInMemory(8192, { tracing: true, seed, entropy: seededEntropy(createPrng(seed)), ...pmem });
+  const n = new Rnic(region, { entropy: seededEntropy(createPrng(seed ^ 0x5a5a)), ...nic });
+  const f = new InProcessFabric(n, { seed, ...fabric });
+  const pd = n.allocPd();
+  const mr = n.registerMr(pd, 0, 4096, Access.ALL);
+  const connect = (): { sqp: ServerQp; qp: QueuePair } => {
+    const sqp = n.createQp(pd);
+    return { sqp, qp: new QueuePair(f.connect(sqp)) };
+  };
+  return { region, nic: n, fabric: f, mr, ...connect(), connect };
+}
+
+/** Crash states captured at every 'completion' crash point (the moments clients are told something). */
+function captureCompletions(region: PmemRegion): CrashState[] {
+  const states: CrashState[] = [];
+  region.setCrashPointHook((e: CrashPointEvent) => {
+    if (e.kind === 'completion') states.push(region.crashState());
+  });
+  return states;
+}
+
+function outcomes(states: CrashState[], read: (r: PmemRegion) => string, into = new Map<string, number>()): Map<string, number> {
+  for (const state of states) {
+    for (const img of crashImages(state, { engine: 'exhaustive', maxImages: 4096 })) {
+      const o = read(PmemRegion.openImage(materialize(state, img)));
+      into.set(o, (into.get(o) ?? 0) + 1);
+    }
+  }
+  return into;
+}
+
+const word = (r: PmemRegion, off: number): string => r.loadU64(off).toString(16);
+const u64 = (v: number): Uint8Array => {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, BigInt(v), true);
+  return b;
+};
+
+function check(seen: Map<string, number>, possible: string[], impossible: (o: string) => boolean, what = 'images'): LitmusOutcome {
+  const examined = [...seen.values()].reduce((a, b) => a + b, 0);
+  const ok = examined > 0 && possible.every((p) => seen.has(p)) && ![...seen.keys()].some(impossible);
+  return { ok, produced: `{${[...seen.keys()].sort().join(' | ')}} over ${examined} ${what}`, examined };
+}
+
+const onlyIn = (allowed: string[]) => (o: string) => !allowed.includes(o);
+
+/** A strategy persists A=1 (8 bytes); outcomes over the crash images at the client's "durable" moment. */
+async function strategyOutcomes(seed: number, strategy: FlushStrategy, ddio: boolean, pmem: Partial<PmemOptions> = {}): Promise<Map<string, number>> {
+  const r = rig(seed, { ddio }, {}, pmem);
+  const poller = new CpuPoller(r.nic);
+  new StrategyServer(poller, { strategy, qp: r.sqp, ring: { offset: 0, len: 4096 }, recvBuffers: [{ addr: strategy === 'gpspm' ? 2048 : A, len: 64 }] });
+  const client = new FlushClient(r.qp, { strategy, rkey: r.mr.rkey, recvRkey: r.mr.rkey });
+  // Another line held dirty by the CPU, so images differ in more than the word under test.
+  r.region.storeU64(B + 64, 9n);
+  const all = captureCompletions(r.region);
+  await client.persist(A, u64(1));
+  // The last completion crash point is the one that told the client "durable".
+  const states = all.slice(-1);
+  r.region.setCrashPointHook(undefined);
+  return outcomes(states, (i) => `A=${word(i, A)}`);
+}
+
+export const nicLitmus: Litmus[] = [
+  {
+    name: 'nic-completed-write-without-flush-may-be-lost',
+    layer: 'nic',
+    rule: 'completion of a WRITE means the NIC has it, not that it is durable: with or without DDIO a crash image can lack it',
+    mustBePossible: 'A=0 and A=1 at the WRITE completion, ddio on and ddio off',
+    mustBeImpossible: 'any other value of A',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (const ddio of [true, false]) {
+        const r = rig(seed, { ddio });
+        const states = captureCompletions(r.region);
+        await r.qp.write({ rkey: r.mr.rkey, addr: A }, u64(1));
+        for (const [k, v] of outcomes(states.slice(0, 1), (i) => `ddio=${ddio} A=${word(i, A)}`)) seen.set(k, v);
+      }
+      return check(seen, ['ddio=true A=0', 'ddio=true A=1', 'ddio=false A=0', 'ddio=false A=1'], (o) => !/A=[01]$/.test(o));
+    },
+  },
+  {
+    name: 'nic-flush-persistent-write-in-every-image-ddio-on-and-off',
+    layer: 'nic',
+    rule: 'after FLUSH(persistent) completes, the QP\'s preceding WRITE is in every crash image, with DDIO on and off',
+    mustBePossible: 'A=1',
+    mustBeImpossible: 'A=0 in any image at the FLUSH completion',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (const ddio of [true, false]) {
+        const r = rig(seed, { ddio, drain: 'onFlush' });
+        r.region.storeU64(B, 5n); // a pending CPU line, so that there are several images
+        const states = captureCompletions(r.region);
+        await r.qp.postChain([Wr.write({ rkey: r.mr.rkey, addr: A }, u64(1)), Wr.flush('persistent', r.mr.rkey, { addr: A, len: 8 })]);
+        outcomes(states, (i) => `A=${word(i, A)}`, seen);
+      }
+      return check(seen, ['A=1'], (o) => o !== 'A=1');
+    },
+  },
+  {
+    name: 'nic-flush-mr-persists-the-whole-region',
+    layer: 'nic',
+    rule: 'FLUSH(persistent, mr) covers every preceding update of the QP anywhere in the MR',
+    mustBePossible: 'A=1,B=2',
+    mustBeImpossible: 'A or B missing at the FLUSH completion',
+    async run(seed) {
+      const r = rig(seed, { drain: 'onFlush' });
+      const states = captureCompletions(r.region);
+      await r.qp.postChain([Wr.write({ rkey: r.mr.rkey, addr: A }, u64(1)), Wr.write({ rkey: r.mr.rkey, addr: B }, u64(2)), Wr.flush('persistent', r.mr.rkey)]);
+      return check(outcomes(states, (i) => `A=${word(i, A)},B=${word(i, B)}`), ['A=1,B=2'], (o) => o !== 'A=1,B=2');
+    },
+  },
+  {
+    name: 'nic-flush-global-alone-not-durable-with-ddio-under-adr',
+    layer: 'nic',
+    rule: 'FLUSH(global) makes data visible, not durable: with DDIO on under ADR it sits in CPU cache lines; under eADR it is durable',
+    mustBePossible: 'adr A=0 (lost) at the FLUSH(global) completion',
+    mustBeImpossible: 'eadr A=0',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (const domain of ['adr', 'eadr'] as const) {
+        const r = rig(seed, { ddio: true, drain: 'onFlush' }, {}, { domain });
+        const states = captureCompletions(r.region);
+        const [, fl] = await r.qp.postChain([Wr.write({ rkey: r.mr.rkey, addr: A }, u64(1)), Wr.flush('global', r.mr.rkey, { addr: A, len: 8 })]);
+        const visible = r.region.loadU64(A); // global placement: the CPU sees it
+        outcomes(states, (i) => `${domain} A=${word(i, A)}${visible === 1n && fl!.status === 'ok' ? '' : ' (not visible!)'}`, seen);
+      }
+      return check(seen, ['adr A=0', 'adr A=1', 'eadr A=1'], onlyIn(['adr A=0', 'adr A=1', 'eadr A=1']));
+    },
+  },
+  {
+    name: 'nic-read-after-write-same-qp-sees-the-write',
+    layer: 'nic',
+    rule: 'a NIC read on a QP first drains that QP\'s earlier writes (a read does not pass posted writes), even when the CPU cannot see them yet',
+    mustBePossible: 'READ=1 while the server CPU still sees A=0 before the READ',
+    mustBeImpossible: 'READ=0',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (let k = 0; k < 8; k++) {
+        const r = rig(seed + k, { drain: 'onFlush' }, { idleDrain: false });
+        await r.qp.write({ rkey: r.mr.rkey, addr: A }, u64(1));
+        const cpu = r.region.loadU64(A);
+        const got = await r.qp.read({ rkey: r.mr.rkey, addr: A }, 8);
+        const o = `cpu=${cpu} READ=${new DataView(got.buffer).getBigUint64(0, true)}`;
+        seen.set(o, (seen.get(o) ?? 0) + 1);
+      }
+      return check(seen, ['cpu=0 READ=1'], (o) => o.endsWith('READ=0'), 'executions');
+    },
+  },
+  {
+    name: 'nic-raw-loses-acknowledged-data-with-ddio',
+    layer: 'nic',
+    rule: 'raw (WRITE + 1-byte READ) only makes data visible: with DDIO on it is in dirty CPU lines, so some crash image at the READ completion lacks it',
+    mustBePossible: 'A=0 at the moment raw acknowledged',
+    mustBeImpossible: '',
+    async run(seed) {
+      return check(await strategyOutcomes(seed, 'raw', true), ['A=0', 'A=1'], onlyIn(['A=0', 'A=1']));
+    },
+  },
+  {
+    name: 'nic-raw-never-loses-acknowledged-data-without-ddio',
+    layer: 'nic',
+    rule: 'raw with DDIO off: the READ drains the WRITE straight to media before it completes, so every image at the READ completion holds it',
+    mustBePossible: 'A=1',
+    mustBeImpossible: 'A=0 in any image',
+    async run(seed) {
+      return check(await strategyOutcomes(seed, 'raw', false), ['A=1'], (o) => o !== 'A=1');
+    },
+  },
+  {
+    name: 'nic-durable-strategies-never-lose-acknowledged-data',
+    layer: 'nic',
+    rule: 'wflush, sflush, wrflush, srflush and gpspm: at the moment the client is told "durable", the data is in every crash image (DDIO on and off)',
+    mustBePossible: 'A=1 for every strategy',
+    mustBeImpossible: 'A=0 in any image',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (const s of ['wflush', 'sflush', 'wrflush', 'srflush', 'gpspm'] as const) {
+        for (const ddio of [true, false]) for (const [k, v] of await strategyOutcomes(seed, s, ddio)) seen.set(`${s} ${k}`, (seen.get(`${s} ${k}`) ?? 0) + v);
+      }
+      const want = ['wflush', 'sflush', 'wrflush', 'srflush', 'gpspm'].map((s) => `${s} A=1`);
+      return check(seen, want, (o) => !o.endsWith('A=1'));
+    },
+  },
+  {
+    name: 'nic-none-loses-acknowledged-data',
+    layer: 'nic',
+    rule: 'none (a bare WRITE) is never durable at its acknowledgement, DDIO on or off',
+    mustBePossible: 'A=0 at the WRITE completion',
+    mustBeImpossible: '',
+    async run(seed) {
+      const seen = await strategyOutcomes(seed, 'none', false);
+      for (const [k, v] of await strategyOutcomes(seed, 'none', true)) seen.set(k, (seen.get(k) ?? 0) + v);
+      return check(seen, ['A=0', 'A=1'], onlyIn(['A=0', 'A=1']));
+    },
+  },
+  {
+    name: 'nic-rc-in-order-execution',
+    layer: 'nic',
+    rule: 'work requests of one RC QP execute in order, whatever other QPs do in between (seeded interleavings)',
+    mustBePossible: 'CAS 0→1, 1→2, 2→3 posted back to back all swap',
+    mustBeImpossible: 'any of them fails',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (let k = 0; k < 16; k++) {
+        const r = rig(seed + k, { drain: 'lazy', lazyBound: 2 }, { delivery: 'seeded' });
+        const other = r.connect();
+        const at = { rkey: r.mr.rkey, addr: A };
+        const ps = [r.qp.cas(at, 0n, 1n), other.qp.write({ rkey: r.mr.rkey, addr: B }, u64(7)), r.qp.cas(at, 1n, 2n), other.qp.read(at, 8), r.qp.cas(at, 2n, 3n)];
+        const res = await Promise.all(ps);
+        const swaps = [res[0], res[2], res[4]].map((x) => ((x as { swapped: boolean }).swapped ? 'y' : 'n')).join('');
+        seen.set(swaps, (seen.get(swaps) ?? 0) + 1);
+      }
+      return check(seen, ['yyy'], (o) => o !== 'yyy', 'executions');
+    },
+  },
+  {
+    name: 'nic-atomics-not-atomic-with-cpu-stores',
+    layer: 'nic',
+    rule: 'NIC atomics are atomic with respect to other NIC atomics only: a CPU increment racing a NIC FAA can be lost; two NIC FAAs never lose one',
+    mustBePossible: 'nic+cpu counter=1 (a lost update)',
+    mustBeImpossible: 'nic+nic counter=1',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      // NIC FAA, then a CPU read-modify-write before the FAA result drains from the NIC cache.
+      const r = rig(seed, { drain: 'onFlush' }, { idleDrain: false });
+      const at = { rkey: r.mr.rkey, addr: A };
+      await r.qp.faa(at, 1n);
+      r.region.storeU64(A, r.region.loadU64(A) + 1n);
+      r.nic.drainAll();
+      seen.set(`nic+cpu counter=${r.region.loadU64(A)}`, 1);
+      // Two NIC FAAs on different QPs, under every drain policy.
+      for (const drain of ['eager', 'lazy', 'onFlush'] as const) {
+        const s = rig(seed, { drain }, { delivery: 'seeded', idleDrain: false });
+        const q2 = s.connect().qp;
+        const sat = { rkey: s.mr.rkey, addr: A };
+        await Promise.all([s.qp.faa(sat, 1n), q2.faa(sat, 1n)]);
+        s.nic.drainAll();
+        const k = `nic+nic counter=${s.region.loadU64(A)}`;
+        seen.set(k, (seen.get(k) ?? 0) + 1);
+      }
+      return check(seen, ['nic+cpu counter=1', 'nic+nic counter=2'], (o) => o === 'nic+nic counter=1', 'executions');
+    },
+  },
+  {
+    name: 'nic-chain-conditional-skipped-after-failed-cas',
+    layer: 'nic',
+    rule: 'a conditional op runs only if the previous op of the chain succeeded; a CAS that did not swap is a failure',
+    mustBePossible: 'after a failing CAS the conditional WRITE is skipped (B unchanged); after a swapping CAS it runs',
+    mustBeImpossible: 'B written after a failed CAS',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (const expect of [0, 9]) {
+        const r = rig(seed);
+        const cs = await r.qp.postChain([
+          Wr.prismCas('eq', { rkey: r.mr.rkey, addr: A }, u64(expect), { compareMask: u64(0xff), swapMask: u64(0xff) }),
+          Wr.write({ rkey: r.mr.rkey, addr: B }, u64(5), { conditional: true }),
+        ]);
+        seen.set(`cas=${cs[0]!.swapped ? 'swap' : 'fail'} write=${cs[1]!.status} B=${r.region.loadU64(B)}`, 1);
+      }
+      return check(seen, ['cas=fail write=skipped B=0', 'cas=swap write=ok B=5'], (o) => o.startsWith('cas=fail') && !o.endsWith('B=0'), 'executions');
+    },
+  },
+  {
+    name: 'nic-chain-not-atomic-other-qps-interleave',
+    layer: 'nic',
+    rule: 'a PRISM chain executes op by op: another QP\'s op can land between two ops of one chain (only each CAS is atomic)',
+    mustBePossible: 'the chain\'s READ sees the other QP\'s WRITE (A=2) between its WRITE A=1 and its READ',
+    mustBeImpossible: 'READ=0',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (let k = 0; k < 32; k++) {
+        const r = rig(seed + k, { drain: 'eager' }, { delivery: 'seeded' });
+        const other = r.connect();
+        const at = { rkey: r.mr.rkey, addr: A };
+        const [chain] = await Promise.all([r.qp.postChain([Wr.write(at, u64(1)), Wr.read(at, 8)]), other.qp.write(at, u64(2))]);
+        const o = `READ=${new DataView(chain[1]!.data!.buffer).getBigUint64(0, true)}`;
+        seen.set(o, (seen.get(o) ?? 0) + 1);
+      }
+      return check(seen, ['READ=2', 'READ=1'], (o) => o === 'READ=0', 'executions');
+    },
+  },
+  {
+    name: 'nic-protection-violation-touches-nothing',
+    layer: 'nic',
+    rule: 'a WRITE with a bad rkey, outside its MR or without REMOTE_WRITE fails with its code, moves the QP to error (later requests flushed) and touches no memory',
+    mustBePossible: 'each violation: its code, then PMRPC_ERR_WR_FLUSHED, memory unchanged in visible memory and every crash image',
+    mustBeImpossible: 'a changed byte anywhere',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      const cases: Array<[string, (r: Rig, ro: MemoryRegion) => { rkey: number; addr: number }]> = [
+        ['bad-rkey', (r) => ({ rkey: (r.mr.rkey ^ 0x1234) >>> 0, addr: A })],
+        ['out-of-mr', (r) => ({ rkey: r.mr.rkey, addr: 4096 - 4 })],
+        ['no-access', (_r, ro) => ({ rkey: ro.rkey, addr: 4096 + A })],
+      ];
+      for (const [name, to] of cases) {
+        const r = rig(seed);
+        const ro = r.nic.registerMr(r.sqp.pd, 4096, 4096, Access.REMOTE_READ);
+        const before = r.region.load(0, 8192);
+        const states = captureCompletions(r.region);
+        const cs = await r.qp.postChain([Wr.write(to(r, ro), new Uint8Array(8).fill(0xee)), Wr.write({ rkey: r.mr.rkey, addr: B }, u64(1))]);
+        let untouched = Buffer.compare(r.region.load(0, 8192), before) === 0;
+        outcomes(states, (i) => {
+          if (Buffer.compare(i.load(0, 8192), before) !== 0) untouched = false;
+          return '';
+        });
+        seen.set(`${name}: ${cs[0]!.code} then ${cs[1]!.code} ${untouched ? 'untouched' : 'TOUCHED'}`, 1);
+      }
+      const want = [
+        'bad-rkey: PMRPC_ERR_BAD_RKEY then PMRPC_ERR_WR_FLUSHED untouched',
+        'out-of-mr: PMRPC_ERR_OUT_OF_BOUNDS then PMRPC_ERR_WR_FLUSHED untouched',
+        'no-access: PMRPC_ERR_ACCESS then PMRPC_ERR_WR_FLUSHED untouched',
+      ];
+      return check(seen, want, onlyIn(want), 'executions');
+    },
+  },
+  {
+    name: 'nic-receive-completion-follows-placement',
+    layer: 'nic',
+    rule: 'a receive completion (SEND, WRITE_WITH_IMM) is delivered only after the QP\'s earlier writes and the message itself are in host memory',
+    mustBePossible: 'at the receive completion the CPU sees the earlier WRITE (B=7) and the SEND payload (A=1)',
+    mustBeImpossible: 'the CPU sees a receive completion before either is visible',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (const drain of ['lazy', 'onFlush'] as const) {
+        const r = rig(seed, { drain, lazyBound: 64 }, { idleDrain: false });
+        r.sqp.postRecv({ id: 0, addr: A, len: 64 });
+        r.sqp.postRecv({ id: 1, addr: A + 256, len: 64 });
+        r.sqp.onRecvNotify(() => {
+          for (const c of r.sqp.pollRecv()) {
+            const o = c.op === 'send' ? `send A=${r.region.loadU64(A)} B=${r.region.loadU64(B)}` : `imm=${c.imm} B+8=${r.region.loadU64(B + 8)}`;
+            seen.set(o, (seen.get(o) ?? 0) + 1);
+          }
+        });
+        await r.qp.postChain([Wr.write({ rkey: r.mr.rkey, addr: B }, u64(7)), Wr.send(u64(1))]);
+        await r.qp.postChain([Wr.write({ rkey: r.mr.rkey, addr: B + 8 }, u64(8)), Wr.writeImm({ rkey: r.mr.rkey, addr: B }, u64(7), 42)]);
+      }
+      return check(seen, ['send A=1 B=7', 'imm=42 B+8=8'], onlyIn(['send A=1 B=7', 'imm=42 B+8=8']), 'completions');
+    },
+  },
+  {
+    name: 'nic-placement-any-vs-ascending',
+    layer: 'nic',
+    rule: "an undrained 16-byte WRITE can leave any subset of its 8-byte words with placement 'any', only an ascending prefix with 'ascending'",
+    mustBePossible: "any: second word without the first",
+    mustBeImpossible: 'ascending: second word without the first',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (const placement of ['any', 'ascending'] as const) {
+        const r = rig(seed, { placement, drain: 'onFlush' });
+        const states = captureCompletions(r.region);
+        await r.qp.write({ rkey: r.mr.rkey, addr: A }, new Uint8Array(16).fill(0xab));
+        outcomes(states.slice(0, 1), (i) => `${placement} ${i.loadU8(A).toString(16)}/${i.loadU8(A + 8).toString(16)}`, seen);
+      }
+      return check(seen, ['any 0/ab', 'any ab/0', 'ascending ab/0', 'ascending ab/ab'], (o) => o === 'ascending 0/ab');
+    },
+  },
+];

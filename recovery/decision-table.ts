@@ -115,7 +115,7 @@ export const DECISION_TABLE: readonly DecisionRow[] = Object.freeze([
     action: 'invalidate',
     gap: true,
     advancesApplied: false,
-    why: 'a valid entry of this client that is not the expected one (placed beyond its credits): never executed',
+    why: 'a valid entry of this client from neither this lap nor the previous one (an older lap left when an entry was executed before it was durable, or an entry placed beyond the credits): this request never arrived; never executed',
   },
   {
     id: 'beyond-gap-entry',

@@ -45,6 +45,6 @@ export {
   type DecisionInput,
   type DecisionRow,
 } from './decision-table.js';
-export { recover, executeEntry, type AppView, type Handler, type ClientRecovery, type RecoveryReport } from './recover.js';
+export { recover, executeEntry, RecoveryRefusedError, type AppView, type Handler, type ClientRecovery, type RecoveryReport } from './recover.js';
 export { FAULT_NAMES, NO_FAULTS, type RecoveryFaults } from './faults.js';
 export { RecoveryStore, STORE_DEFAULTS, type ClientInfo, type StoreOptions } from './store.js';

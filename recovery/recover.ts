@@ -67,8 +67,18 @@ interface Step {
 
 const RANK: Record<RecordInput, number> = { none: 0, incomplete: 1, 'complete-unapplied': 2, applied: 3 };
 
-function refuse(msg: string): PmrpcError {
-  return new PmrpcError(RecoveryErrorCodes.RECOVERY_REFUSED, msg);
+/** Recovery met a state the protocol cannot produce; nothing was written. */
+export class RecoveryRefusedError extends PmrpcError {
+  /** The decision-table row that refused, if a row did (else a validation of the log). */
+  readonly row: string | undefined;
+  /** Rows taken before the refusal (for coverage records). */
+  readonly rows: Record<string, number>;
+  constructor(msg: string, row: string | undefined, rows: Record<string, number>) {
+    super(RecoveryErrorCodes.RECOVERY_REFUSED, msg);
+    this.name = 'RecoveryRefusedError';
+    this.row = row;
+    this.rows = { ...rows };
+  }
 }
 
 export interface RecoverParts {
@@ -83,6 +93,7 @@ export function recover(parts: RecoverParts, handler?: Handler): RecoveryReport 
   const { layout, conn, log, faults } = parts;
   const g = layout.geometry;
   const rows: Record<string, number> = {};
+  const refuse = (msg: string, row?: string): RecoveryRefusedError => new RecoveryRefusedError(msg, row, rows);
 
   // --- records: the best record per (client, seq); the flag is the truth.
   const records = log.scan();
@@ -126,7 +137,7 @@ export function recover(parts: RecoverParts, handler?: Handler): RecoveryReport 
       });
       rows[row.id] = (rows[row.id] ?? 0) + 1;
       if (row.action === 'refuse') {
-        throw refuse(`client ${c.clientId} sequence ${s}: row ${row.id}: ${row.why}`);
+        throw refuse(`client ${c.clientId} sequence ${s}: row ${row.id}: ${row.why}`, row.id);
       }
       steps.push({ seq: s, row, slotOffset, commitZero: ins.commitZero, entry: ins.entry, record: rec });
       if (row.advancesApplied) applied = s;

@@ -11,7 +11,7 @@ import {
   RecoveryRefusedError,
   RecoveryStore,
 } from '../../recovery/index.js';
-import { CrashHarness, digestHandler, SEED } from './harness.js';
+import { CrashHarness, digestHandler, SEED } from './fixtures/harness.js';
 
 const SEEDS = [SEED, SEED + 1, SEED + 2];
 const reached: Record<string, number> = {};

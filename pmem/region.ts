@@ -449,6 +449,9 @@ export class PmemRegion {
     let lo = Infinity;
     let hi = -1;
     for (const [line, snap] of this.#snapshots) {
+      // A line re-dirtied since its snapshot and inside the range is written from visible memory
+      // below (what flush would have snapshotted): write and count it once, as flush + drain does.
+      if (line >= first && line <= last && this.#dirty[line] === 1) continue;
       this.#data.set(snap, line * LINE_BYTES);
       this.#stats.linesWrittenBack++;
       if (line < lo) lo = line;

@@ -1,6 +1,6 @@
 // Every bad input to layer 1 gets its exact coded error (docs/errors.md) or its exact
 // TypeError/RangeError message (DESIGN §10), and a bad file is never modified.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -14,7 +14,7 @@ import {
   writeImageFile,
   type PmemOptions,
 } from '../../pmem/index.js';
-import { bytes, caught, eq, tempDir } from './helpers.js';
+import { bytes, caught, eq, tempDir } from './fixtures/helpers.js';
 
 const SIZE = 1024;
 const OOB = 'PMRPC_ERR_OUT_OF_BOUNDS';
@@ -38,7 +38,7 @@ function withFixedCrc(b: Uint8Array): Uint8Array {
 }
 
 /** Asserts that open(path) fails with `code` and leaves the file byte-identical. */
-function refusesUntouched(t: Tap, path: string, code: string, what: string): Error & { code?: string } {
+function refusesUntouched(t: Test, path: string, code: string, what: string): Error & { code?: string } {
   const before = new Uint8Array(readFileSync(path));
   const e = caught(() => PmemRegion.open(path));
   t.equal(e.code, code, `${what}: open → ${code}`);
@@ -50,7 +50,6 @@ function refusesUntouched(t: Tap, path: string, code: string, what: string): Err
   }
   return e;
 }
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0];
 
 t.test('out-of-range accesses: offset past end, len past end, negative, non-integer', async (t) => {
   const r = PmemRegion.createInMemory(SIZE, { tracing: true });

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { unlinkSync } from 'node:fs';
 import { countImages, crashImages, HEADER_BYTES, LINE_BYTES, materialize, PmemRegion, type CrashState } from '../../pmem/index.js';
-import { fileMedia, tempDir } from './helpers.js';
+import { fileMedia, tempDir } from './fixtures/helpers.js';
 
 const seed = Number(process.env.PMRPC_SEED ?? Date.now() % 2 ** 31);
 t.comment(`model seed ${seed} (replay: PMRPC_SEED=${seed} npx tap test/pmem/model.test.ts)`);

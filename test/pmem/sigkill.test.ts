@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createPrng, PmemRegion } from '../../pmem/index.js';
 import { readRecord, RECORD_BYTES, type RecordState } from '../../src/demo/pmem-crash.js';
-import { tempDir } from './helpers.js';
+import { tempDir } from './fixtures/helpers.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
 if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { PmemRegion } from '../../pmem/index.js';
-import { tempDir } from './helpers.js';
+import { tempDir } from './fixtures/helpers.js';
 
 const PMEM_URL = new URL('../../dist/pmem/index.js', import.meta.url);
 const FIXTURE = new URL('./fixtures/read-view-worker.mjs', import.meta.url);

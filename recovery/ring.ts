@@ -147,7 +147,8 @@ export function inspectSlot(
   let checksumValid = false;
   let bytes: Uint8Array | undefined;
   if (sane) {
-    bytes = region.view(slotOffset, ENTRY_HEADER_BYTES + payloadLength);
+    // Validate the copy that is kept: what was checked is what the caller gets.
+    bytes = region.load(slotOffset, ENTRY_HEADER_BYTES + payloadLength);
     checksumValid = !verifyChecksum || entryChecksum(lap, bytes, payloadLength) === crc;
   }
   const seq = seqBig <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(seqBig) : -1;
@@ -157,10 +158,8 @@ export function inspectSlot(
   else if (lap === expLap - 1 && seq === expect.seq - g.ringSlots) rel = 'previous';
   const out: SlotInspection = { blank, commitZero, checksumValid, lap: rel };
   if (checksumValid && rel === 'expected') {
-    // Copied right after validation: the caller keeps bytes that cannot change under it.
-    const payload = bytes!.slice(ENTRY_HEADER_BYTES, ENTRY_HEADER_BYTES + payloadLength);
-    if (verifyChecksum) assert.equal(entryChecksum(lap, region.view(slotOffset, ENTRY_HEADER_BYTES + payloadLength), payloadLength), crc);
-    out.entry = { clientId, seq, methodId, payload };
+    assert.ok(bytes !== undefined && new DataView(bytes.buffer).getUint32(8, true) === expect.clientId);
+    out.entry = { clientId, seq, methodId, payload: bytes.subarray(ENTRY_HEADER_BYTES) };
   }
   return out;
 }

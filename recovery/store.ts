@@ -174,6 +174,18 @@ export class RecoveryStore {
     return this.log.commit(clientId, seq, effects);
   }
 
+  /**
+   * The result kept in the effect record of (clientId, seq), while that record is still in the
+   * log (records are reused after logRecords newer ones); undefined when it is gone, never applied,
+   * or kept no result. The RPC layer answers PMRPC_ERR_RESULT_LOST for a durable request then.
+   */
+  resultOf(clientId: number, seq: number): Uint8Array | undefined {
+    for (const rec of this.log.scan()) {
+      if (rec.state === 'applied' && rec.clientId === clientId && rec.seq === seq) return rec.result;
+    }
+    return undefined;
+  }
+
   #assertReady(): void {
     if (!this.#ready) throw new PmrpcError(RecoveryErrorCodes.NOT_RECOVERED, 'the store was opened but not recovered: call recover() first');
   }

@@ -22,6 +22,8 @@ t.test('commit: record, apply, flag; the table word follows; slots reused in LSN
     t.equal(store.conn.appliedSeq(clientId), seq);
   }
   t.equal(region.dirtyLines, 1, 'only the lazily persisted table word is pending');
+  t.same([...store.resultOf(clientId, 6)!], [6], 'results are kept in the records');
+  t.equal(store.resultOf(clientId, 1), undefined, 'until the record slot is reused');
 });
 
 t.test('record states: none, incomplete, complete-unapplied, applied; replay is idempotent', async (t) => {

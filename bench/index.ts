@@ -1,7 +1,8 @@
+import { nicBench } from './nic.js';
 import { pmemBench } from './pmem.js';
 import type { BenchSuite } from './types.js';
 
 export type { BenchSuite, BenchReport, BenchOptions } from './types.js';
 
 /** Every benchmark suite, by name. */
-export const benchSuites: BenchSuite[] = [pmemBench];
+export const benchSuites: BenchSuite[] = [pmemBench, nicBench];

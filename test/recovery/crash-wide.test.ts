@@ -8,6 +8,7 @@ const runs: [string, Partial<HarnessConfig>][] = [
   ['eviction 5%', { seed: SEED, eviction: 0.05 }],
   ['eviction 20%', { seed: SEED + 1, eviction: 0.2 }],
   ['crash at every crash point of recovery', { seed: SEED, nestedAll: true, pointStride: 2, imagesPerPoint: 2 }],
+  ['any subset of a line\'s pending words survives (kill model)', { seed: SEED, lineModel: 'subset', imagesPerPoint: 8 }],
   ['4 clients x 12 requests, batches up to 4', { seed: SEED + 2, clients: 4, requestsPerClient: 12, batchMax: 4, imagesPerPoint: 6 }],
 ];
 

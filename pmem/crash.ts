@@ -52,8 +52,23 @@ export function countImages(state: CrashState): bigint {
 }
 
 /** The images of `state` under an engine, lazily. */
-export function* crashImages(state: CrashState, options: Partial<ImageOptions> = {}): Generator<CrashImage> {
+export function crashImages(state: CrashState, options: Partial<ImageOptions> = {}): Generator<CrashImage> {
+  // Validate here, not inside the generator: a bad option or an over-bound exhaustive request
+  // fails at the call, not at the first iteration.
   const o = { ...IMAGE_DEFAULTS, ...options };
+  if (!CRASH_ENGINES.includes(o.engine)) throw new TypeError(`engine must be one of ${CRASH_ENGINES.join(', ')}, got ${String(o.engine)}`);
+  if (o.engine === 'random' && (!Number.isSafeInteger(o.count) || o.count < 1)) throw new RangeError(`count must be a positive integer, got ${o.count}`);
+  if (o.engine === 'exhaustive') {
+    if (!Number.isSafeInteger(o.maxImages) || o.maxImages < 1 || o.maxImages > 2 ** 31) throw new RangeError(`maxImages must be an integer in [1, 2^31], got ${o.maxImages}`);
+    const total = countImages(state);
+    if (total > BigInt(o.maxImages)) {
+      throw new PmrpcError(ErrorCodes.TOO_MANY_IMAGES, `exhaustive engine: ${total} images exceed the bound of ${o.maxImages}; use the random engine or raise maxImages`);
+    }
+  }
+  return images(state, o);
+}
+
+function* images(state: CrashState, o: ImageOptions): Generator<CrashImage> {
   const comps = state.components;
   const none = (): ImageChoice[] => comps.map((c) => (c.kind === 'prefix' ? 0 : []));
   const all = (): ImageChoice[] => comps.map((c) => (c.kind === 'prefix' ? c.pieces.length : c.pieces.map((_, i) => i)));
@@ -65,7 +80,6 @@ export function* crashImages(state: CrashState, options: Partial<ImageOptions> =
       yield { index: 0, choices: all() };
       return;
     case 'random': {
-      if (!Number.isSafeInteger(o.count) || o.count < 1) throw new RangeError(`count must be a positive integer, got ${o.count}`);
       const prng = createPrng(o.seed);
       yield { index: 0, choices: none() };
       if (o.count > 1 && comps.length > 0) yield { index: 1, choices: all() };
@@ -85,11 +99,7 @@ export function* crashImages(state: CrashState, options: Partial<ImageOptions> =
       return;
     }
     case 'exhaustive': {
-      if (!Number.isSafeInteger(o.maxImages) || o.maxImages < 1) throw new RangeError(`maxImages must be a positive integer, got ${o.maxImages}`);
       const total = countImages(state);
-      if (total > BigInt(o.maxImages)) {
-        throw new PmrpcError(ErrorCodes.TOO_MANY_IMAGES, `exhaustive engine: ${total} images exceed the bound of ${o.maxImages}; use the random engine or raise maxImages`);
-      }
       const radix = comps.map((c) => (c.kind === 'prefix' ? c.pieces.length + 1 : 2 ** c.pieces.length));
       const digits = radix.map(() => 0);
       for (let index = 0; index < Number(total); index++) {
@@ -105,8 +115,6 @@ export function* crashImages(state: CrashState, options: Partial<ImageOptions> =
       }
       return;
     }
-    default:
-      throw new TypeError(`engine must be one of ${CRASH_ENGINES.join(', ')}, got ${String(o.engine)}`);
   }
 }
 

@@ -16,6 +16,7 @@ export interface DemoReport {
   acked: number;
   lost: number;
   corrupt: number;
+  tornUnacknowledged: number;
   unpersistedSurvived: number;
   crashes: number;
   recoveryMs: number;
@@ -116,15 +117,21 @@ export async function runDemo(o: { records: number; killAfter: number | undefine
   const region = PmemRegion.open(pmFile);
   let lost = 0;
   let corrupt = 0;
+  let tornUnacknowledged = 0;
   let unpersistedSurvived = 0;
   for (let i = 0; i < o.records; i++) {
     const s = readRecord(region, i * RECORD_BYTES, o.seed, i);
     if (i < acked && s === 'absent') lost++;
-    if (s === 'corrupt') corrupt++;
+    // A kill can interrupt a write-back mid-line (DESIGN §2.1): an unacknowledged record may be
+    // torn; an acknowledged one never.
+    if (s === 'corrupt') {
+      if (i < acked) corrupt++;
+      else tornUnacknowledged++;
+    }
     if (region.view(i * RECORD_BYTES + 64, 24).some((x) => x !== 0)) unpersistedSurvived++;
   }
   region.close({ writeBack: false });
   const recoveryMs = performance.now() - r0;
   if (!o.keep) rmSync(dir, { recursive: true, force: true });
-  return { layer: 'pmem', seed: o.seed, pmFile, acked, lost, corrupt, unpersistedSurvived, crashes: 1, recoveryMs, opsPerSecond };
+  return { layer: 'pmem', seed: o.seed, pmFile, acked, lost, corrupt, tornUnacknowledged, unpersistedSurvived, crashes: 1, recoveryMs, opsPerSecond };
 }

@@ -415,11 +415,13 @@ t.test('crash-image engines: bounds and arguments', async (t) => {
   t.match(e.message, /exhaustive engine: 55340232221128654848 images exceed the bound of 100000/);
   t.equal([...crashImages(st, { engine: 'random', count: 50, seed: 1 })].length, 50, 'random stays count-bounded on a huge state');
 
-  for (const maxImages of [0, -1, 1.5, NaN]) {
-    const m = caught(() => [...crashImages(st, { engine: 'exhaustive', maxImages })]);
+  for (const maxImages of [0, -1, 1.5, NaN, 2 ** 31 + 1]) {
+    // Refused at the call, before any iteration.
+    const m = caught(() => crashImages(st, { engine: 'exhaustive', maxImages }));
     t.type(m, RangeError);
-    t.equal(m.message, `maxImages must be a positive integer, got ${maxImages}`);
+    t.equal(m.message, `maxImages must be an integer in [1, 2^31], got ${maxImages}`);
   }
+  t.equal(caught(() => crashImages(st, { engine: 'exhaustive' })).code, 'PMRPC_ERR_TOO_MANY_IMAGES', 'the bound is checked at the call');
   for (const count of [0, -3, 2.5]) {
     const m = caught(() => [...crashImages(st, { engine: 'random', count })]);
     t.type(m, RangeError);

@@ -42,7 +42,7 @@ export class QueuePair {
   readonly options: Readonly<QueuePairOptions>;
   #seq = 0;
   #outstanding = new Map<number, Outstanding>();
-  #notify: ((m: NotifyMessage) => void) | undefined;
+  #notify: Array<(m: NotifyMessage) => void> = [];
   #notifyBacklog: NotifyMessage[] = [];
   #state: 'ready' | 'error' = 'ready';
 
@@ -96,10 +96,14 @@ export class QueuePair {
     return c!;
   }
 
-  /** Server-initiated messages (ACKs, replies); queued until a handler is set. */
-  onNotify(handler: (m: NotifyMessage) => void): void {
-    this.#notify = handler;
+  /** Adds a listener of server-initiated messages (ACKs, replies); they queue until the first listener. Returns its remover. */
+  onNotify(handler: (m: NotifyMessage) => void): () => void {
+    this.#notify.push(handler);
     for (const m of this.#notifyBacklog.splice(0)) handler(m);
+    return () => {
+      const i = this.#notify.indexOf(handler);
+      if (i >= 0) this.#notify.splice(i, 1);
+    };
   }
 
   /** Closes the link; outstanding requests reject with PMRPC_ERR_LINK_CLOSED. */
@@ -147,7 +151,7 @@ export class QueuePair {
 
   #onMessage(m: ServerMessage): void {
     if (m.type === 'notify') {
-      if (this.#notify !== undefined) this.#notify(m);
+      if (this.#notify.length > 0) for (const h of [...this.#notify]) h(m);
       else if (this.#notifyBacklog.length < 65536) this.#notifyBacklog.push(m);
       return;
     }

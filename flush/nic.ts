@@ -9,7 +9,7 @@
  * Whatever is undrained joins the region's crash states as one component per cache entry.
  */
 import assert from 'node:assert/strict';
-import { cryptoEntropy, PmemRegion, type CrashComponent, type CrashPiece, type Entropy } from '../pmem/index.js';
+import { cryptoEntropy, LINE_BYTES, PmemRegion, type CrashComponent, type CrashPiece, type Entropy } from '../pmem/index.js';
 import { MrTable, NicErrorCodes, WrError, type MemoryRegion, type ProtectionDomain } from './mr.js';
 import { bigintToLe, casResult, casSucceeds, leToBigint, readPtr, u64le } from './prism.js';
 import {
@@ -40,7 +40,11 @@ export interface RnicOptions {
   lazyBound: number;
   /** Any policy: the NIC cache's capacity in entries (oldest drain first beyond it). */
   cacheEntriesMax: number;
-  /** How a partly drained message can look after a crash: any subset of its 8-byte words, or an ascending prefix. */
+  /**
+   * What undrained NIC writes can leave after a crash: 'any' — any subset of each message's 8-byte
+   * words; 'ascending' — drained in address and posting order (a prefix of each QP's stream without
+   * DDIO; a prefix per message and cache line with DDIO, as cache lines persist independently).
+   */
   placement: PlacementOrder;
   /** Per-connection scratch buffer for `redirect` (NIC memory, volatile). */
   scratchBytes: number;
@@ -656,7 +660,11 @@ export class Rnic {
   #crashComponents(): CrashComponent[] {
     const out: CrashComponent[] = [];
     const shadow = new Map<number, Uint8Array>();
-    const kind = this.options.placement === 'any' ? 'subset' : 'prefix';
+    const { placement, ddio } = this.options;
+    // 'ascending' without DDIO: each QP's DMA stream reaches media in order, so an image holds a
+    // prefix of the QP's undrained words. With DDIO, drained words become dirty CPU lines, which
+    // persist independently of each other: a prefix per entry and cache line.
+    const perQp = new Map<number, CrashComponent>();
     for (const c of this.#cache.values()) {
       const pieces: CrashPiece[] = [];
       const end = c.offset + c.bytes.length;
@@ -673,7 +681,26 @@ export class Rnic {
         word.set(c.bytes.subarray(lo - c.offset, hi - c.offset), lo - w);
         pieces.push({ offset: w, bytes: word.slice() });
       }
-      out.push({ kind, source: `nic qp ${c.qpn} entry ${c.seq} [${c.offset}, ${end})`, pieces });
+      const source = `nic qp ${c.qpn} entry ${c.seq} [${c.offset}, ${end})`;
+      if (placement === 'any') {
+        out.push({ kind: 'subset', source, pieces });
+      } else if (!ddio) {
+        let q = perQp.get(c.qpn);
+        if (q === undefined) {
+          q = { kind: 'prefix', source: `nic qp ${c.qpn} DMA stream`, pieces: [] };
+          perQp.set(c.qpn, q);
+          out.push(q);
+        }
+        q.pieces.push(...pieces);
+      } else {
+        for (let i = 0; i < pieces.length; ) {
+          const line = Math.floor(pieces[i]!.offset / LINE_BYTES);
+          let j = i;
+          while (j < pieces.length && Math.floor(pieces[j]!.offset / LINE_BYTES) === line) j++;
+          out.push({ kind: 'prefix', source: `${source} line ${line}`, pieces: pieces.slice(i, j) });
+          i = j;
+        }
+      }
     }
     return out;
   }

@@ -174,3 +174,21 @@ t.test('seeded delivery without autoRun: nothing executes until step() / run()',
   t.equal(s.fabric.run(), 0);
   t.equal(s.region.loadU64(0), 1n, 'run() ends with the idle drain');
 });
+
+t.test("'ascending' without DDIO: a QP's undrained writes reach media in posting order; with DDIO, per cache line", async (t) => {
+  const images = async (ddio: boolean, writes: Array<[number, number]>, probes: number[]): Promise<string[]> => {
+    const s = setup({ nic: { drain: 'onFlush', placement: 'ascending', ddio }, fabric: { idleDrain: false } });
+    for (const [addr, len] of writes) await s.qp.write({ rkey: s.mr.rkey, addr }, fill(len, 1));
+    const st = s.region.crashState();
+    const out = new Set<string>();
+    for (const img of crashImages(st, { engine: 'exhaustive' })) {
+      const b = materialize(st, img);
+      out.add(probes.map((a) => b[HEADER_BYTES + a]).join(''));
+    }
+    return [...out].sort();
+  };
+  t.same(await images(false, [[64, 8], [1024, 8]], [64, 1024]), ['00', '10', '11'], 'no DDIO: the second WRITE never without the first');
+  t.same(await images(true, [[64, 8], [1024, 8]], [64, 1024]), ['00', '01', '10', '11'], 'DDIO: two lines persist independently');
+  t.same(await images(true, [[0, 128]], [0, 56, 64, 120]), ['0000', '0010', '0011', '1000', '1010', '1011', '1100', '1110', '1111'], 'DDIO: one WRITE over two lines — a prefix of each line');
+  t.same(await images(false, [[0, 128]], [0, 56, 64, 120]), ['0000', '1000', '1100', '1110', '1111'], 'no DDIO: one ascending prefix');
+});

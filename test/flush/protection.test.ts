@@ -101,6 +101,10 @@ function snapshot(w: World): { visible: Uint8Array; media: Uint8Array; cache: nu
   return { visible: w.region.load(0, SIZE), media: w.region.crashState().media, cache: w.nic.cacheEntries, free: w.nic.freeBufferCount(w.all, 64), scratch: w.sqp.scratch() };
 }
 
+function unchanged(a: ReturnType<typeof snapshot>, b: ReturnType<typeof snapshot>): boolean {
+  return Buffer.compare(a.visible, b.visible) === 0 && Buffer.compare(a.media, b.media) === 0 && Buffer.compare(a.scratch, b.scratch) === 0 && a.cache === b.cache && a.free === b.free;
+}
+
 for (const [name, code, make, prepare] of cases) {
   t.test(name, async (t) => {
     const w = world();
@@ -113,8 +117,7 @@ for (const [name, code, make, prepare] of cases) {
     t.equal(next!.code, 'PMRPC_ERR_WR_FLUSHED', 'the QP is in the error state: later requests are flushed');
     t.equal(w.sqp.state, 'error');
     t.equal(w.qp.state, 'error');
-    const after = snapshot(w);
-    t.same(after, before, 'no memory touched: visible, media, NIC cache, free lists, scratch');
+    t.ok(unchanged(before, snapshot(w)), 'no memory touched: visible, media, NIC cache, free lists, scratch');
     const again = await w.qp.post(Wr.read({ rkey: w.all.rkey, addr: 0 }, 8));
     t.equal(again.code, 'PMRPC_ERR_WR_FLUSHED', 'a later message is flushed too');
   });
@@ -138,7 +141,7 @@ t.test('a malformed work request from the link is PMRPC_ERR_BAD_WR and touches n
     t.equal(c.code, 'PMRPC_ERR_BAD_WR');
     t.equal(s.state, 'error');
   }
-  t.same(snapshot(w), before);
+  t.ok(unchanged(before, snapshot(w)));
 });
 
 t.test('the client refuses malformed work requests with exact TypeErrors', async (t) => {

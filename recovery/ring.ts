@@ -44,6 +44,8 @@ export interface SlotInspection {
   commitZero: boolean;
   /** The checksum matches and the header names this ring's client with a sane length. */
   checksumValid: boolean;
+  /** The checksum matches but the header names another client (a former occupant of the slot). */
+  foreign: boolean;
   /** Lap and header sequence against the expected entry (meaningful when the checksum is valid). */
   lap: LapRelation;
   /** The entry, when checksumValid and lap === 'expected'. */
@@ -143,20 +145,22 @@ export function inspectSlot(
   const reserved = dv.getUint32(28, true);
   const commitZero = crc === 0 && lap === 0;
   const blank = commitZero && head.every((x) => x === 0);
-  const sane = lap >= 1 && clientId === expect.clientId && reserved === 0 && payloadLength <= maxPayloadBytes(g.slotBytes);
-  let checksumValid = false;
+  const sane = lap >= 1 && clientId >= 1 && reserved === 0 && payloadLength <= maxPayloadBytes(g.slotBytes);
+  let crcOk = false;
   let bytes: Uint8Array | undefined;
   if (sane) {
     // Validate the copy that is kept: what was checked is what the caller gets.
     bytes = region.load(slotOffset, ENTRY_HEADER_BYTES + payloadLength);
-    checksumValid = !verifyChecksum || entryChecksum(lap, bytes, payloadLength) === crc;
+    crcOk = !verifyChecksum || entryChecksum(lap, bytes, payloadLength) === crc;
   }
+  const checksumValid = crcOk && clientId === expect.clientId;
+  const foreign = crcOk && clientId !== expect.clientId;
   const seq = seqBig <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(seqBig) : -1;
   const expLap = lapOf(expect.seq, g.ringSlots);
   let rel: LapRelation = 'other';
   if (lap === expLap && seq === expect.seq) rel = 'expected';
   else if (lap === expLap - 1 && seq === expect.seq - g.ringSlots) rel = 'previous';
-  const out: SlotInspection = { blank, commitZero, checksumValid, lap: rel };
+  const out: SlotInspection = { blank, commitZero, checksumValid, foreign, lap: rel };
   if (checksumValid && rel === 'expected') {
     assert.ok(bytes !== undefined && new DataView(bytes.buffer).getUint32(8, true) === expect.clientId);
     out.entry = { clientId, seq, methodId, payload: bytes.subarray(ENTRY_HEADER_BYTES) };
@@ -217,7 +221,8 @@ export class Ring {
 
   /**
    * Looks at the slot of the next sequence. 'entry' consumes it (the caller must process it);
-   * 'empty': the commit word is zero or still the previous lap's. 'partial': a commit word or
+   * 'empty': the commit word is zero, still the previous lap's, or a former occupant's (another
+   * client id: a reused connection slot needs no clearing). 'partial': a commit word or
    * bytes are there but the checksum does not match yet (still arriving).
    */
   poll(): PollResult {
@@ -229,7 +234,7 @@ export class Ring {
       this.#nextSeq = seq + 1;
       return { kind: 'entry', entry: s.entry, slotOffset: off };
     }
-    if (s.commitZero || (s.checksumValid && s.lap === 'previous')) {
+    if (s.commitZero || s.foreign || (s.checksumValid && s.lap === 'previous')) {
       this.#partialPolls = 0;
       return { kind: 'empty' };
     }

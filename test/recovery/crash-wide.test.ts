@@ -9,6 +9,7 @@ const runs: [string, Partial<HarnessConfig>][] = [
   ['eviction 20%', { seed: SEED + 1, eviction: 0.2 }],
   ['crash at every crash point of recovery', { seed: SEED, nestedAll: true, pointStride: 2, imagesPerPoint: 2 }],
   ['any subset of a line\'s pending words survives (kill model)', { seed: SEED, lineModel: 'subset', imagesPerPoint: 8 }],
+  ['client churn: finished clients release their slot to new ones', { seed: SEED, churn: 3, imagesPerPoint: 4 }],
   ['4 clients x 12 requests, batches up to 4', { seed: SEED + 2, clients: 4, requestsPerClient: 12, batchMax: 4, imagesPerPoint: 6 }],
 ];
 
@@ -17,6 +18,6 @@ for (const [name, cfg] of runs) {
     const r = new CrashHarness(cfg).run();
     t.comment(`${name}: seed ${r.seed} (replay: PMRPC_SEED=${SEED}), ${r.crashPoints} crash points, ${r.imagesChecked} images + ${r.nestedImagesChecked} crashed during recovery, ${r.seconds.toFixed(1)} s`);
     t.same(r.violations, [], 'no violations');
-    t.equal(r.finalApplied, (cfg.clients ?? 3) * (cfg.requestsPerClient ?? 12));
+    t.equal(r.finalApplied, ((cfg.clients ?? 3) + (cfg.churn ?? 0)) * (cfg.requestsPerClient ?? 12), 'every request processed');
   });
 }

@@ -86,6 +86,24 @@ t.test('an entry placed beyond the credits: PMRPC_ERR_RING_OVERRUN; other client
   t.equal(s.checksumValid, false, "another client's entry is not valid for this ring");
 });
 
+t.test("a reused connection slot: the former client's entries read as empty, never as torn", async (t) => {
+  const { region, store, clientId, place, apply } = setup();
+  for (let seq = 1; seq <= 3; seq++) {
+    place(seq);
+    const p = store.ring(clientId).poll();
+    if (p.kind === 'entry') apply(seq);
+  }
+  store.release(clientId);
+  const next = store.register();
+  t.equal(next.connSlot, 0, 'same slot, same ring');
+  t.not(next.clientId, clientId);
+  const ring = store.ring(next.clientId);
+  for (let i = 0; i < 5; i++) t.same(ring.poll(), { kind: 'empty' });
+  const b = store.encodeEntry({ clientId: next.clientId, seq: 1, methodId: 1, payload: new Uint8Array([1]) });
+  region.store(store.entryOffset(next.clientId, 1), b);
+  t.equal(ring.poll().kind, 'entry');
+});
+
 t.test('invalidation makes a slot empty, durably', async (t) => {
   const { region, store, clientId, place } = setup();
   place(1);

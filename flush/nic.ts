@@ -355,6 +355,13 @@ export class Rnic {
     this.#drainWhere(() => true);
   }
 
+  /** Orderly shutdown: the NIC cache drains into host memory, then the NIC leaves the region's crash states. */
+  close(): void {
+    this.drainAll();
+    this.#removeContributor();
+    for (const e of this.#qps.values()) e.sink = undefined;
+  }
+
   /** Drops the NIC's volatile state without draining it, as a crash does (the region's media is untouched). */
   detach(): void {
     this.#cache.clear();

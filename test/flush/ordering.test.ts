@@ -192,3 +192,12 @@ t.test("'ascending' without DDIO: a QP's undrained writes reach media in posting
   t.same(await images(true, [[0, 128]], [0, 56, 64, 120]), ['0000', '0010', '0011', '1000', '1010', '1011', '1100', '1110', '1111'], 'DDIO: one WRITE over two lines — a prefix of each line');
   t.same(await images(false, [[0, 128]], [0, 56, 64, 120]), ['0000', '1000', '1100', '1110', '1111'], 'no DDIO: one ascending prefix');
 });
+
+t.test('close() drains the NIC cache and leaves the crash states', async (t) => {
+  const s = setup({ nic: { drain: 'onFlush' }, fabric: { idleDrain: false } });
+  await s.qp.write({ rkey: s.mr.rkey, addr: 64 }, u64le(5));
+  t.equal(s.region.crashState().components.filter((c) => c.source.startsWith('nic')).length, 1);
+  s.nic.close();
+  t.equal(s.region.loadU64(64), 5n);
+  t.equal(s.region.crashState().components.filter((c) => c.source.startsWith('nic')).length, 0);
+});

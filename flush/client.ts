@@ -86,7 +86,12 @@ export class QueuePair {
     }
     const seq = this.#seq++;
     const p = new Promise<Completion[]>((resolve, reject) => this.#outstanding.set(seq, { resolve, reject, count: wrs.length }));
-    this.link.send({ type: 'request', qpn: this.qpn, seq, wrs: [...wrs] });
+    try {
+      this.link.send({ type: 'request', qpn: this.qpn, seq, wrs: [...wrs] });
+    } catch (e) {
+      this.#outstanding.delete(seq);
+      throw e;
+    }
     return p;
   }
 

@@ -155,6 +155,7 @@ t.test('closing a link rejects what is outstanding and refuses new sends', async
   s.qp.close();
   await t.rejects(p, { code: 'PMRPC_ERR_LINK_CLOSED' });
   t.throws(() => s.qp.postChain([Wr.read({ rkey: s.mr.rkey, addr: 0 }, 8)]), { code: 'PMRPC_ERR_LINK_CLOSED' });
+  t.equal(s.qp.outstanding, 0, 'a refused send leaves nothing outstanding');
 });
 
 t.test('bounds: outstanding messages per QP, posted receives, inbound queue', async (t) => {

@@ -21,7 +21,7 @@ import type {
   ServerMessage,
   WorkRequest,
   WrOp,
-} from '../../flush/types.js';
+} from '../../flush/index.js';
 
 export const BAD_FRAME = 'PMRPC_ERR_BAD_FRAME';
 export const FRAME_TOO_LARGE = 'PMRPC_ERR_FRAME_TOO_LARGE';

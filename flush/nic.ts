@@ -294,23 +294,28 @@ export class Rnic {
 
   // ---------------------------------------------------------------- execution
 
-  /** A request message arrived from a link. It queues; step() / runQp() / runAll() execute it. */
-  submit(msg: RequestMessage): void {
+  /**
+   * A request message arrived from a link. It queues; step() / runQp() / runAll() execute it (a
+   * transport's server end: attach(), then submit() + runQp(), and drainAll() when idle).
+   * false: no such QP — nothing to answer on, as a real NIC drops packets for an unknown QPN.
+   */
+  submit(msg: RequestMessage): boolean {
     const e = this.#qps.get(msg?.qpn);
-    if (e === undefined) return; // no QP to answer on: a real NIC drops packets for an unknown QPN
+    if (e === undefined) return false;
     this.#stats.messages++;
     const wrs = Array.isArray(msg.wrs) ? msg.wrs : [];
     const item: Inbound = { msg: { ...msg, wrs }, completions: [], next: 0 };
     if (!Array.isArray(msg.wrs) || wrs.length > MAX_WRS_PER_MESSAGE) {
       e.state = 'error';
       this.#respond(e, { ...item, completions: wrs.slice(0, MAX_WRS_PER_MESSAGE).map((w, i) => errorCompletion(w, i, NicErrorCodes.BAD_WR, `a message carries 1..${MAX_WRS_PER_MESSAGE} work requests`)) });
-      return;
+      return true;
     }
     if (e.inbound.length >= this.options.inboundMessagesMax) {
       this.#respond(e, { ...item, completions: wrs.map((w, i) => errorCompletion(w, i, NicErrorCodes.QUEUE_FULL, `QP ${e.qpn} has ${e.inbound.length} messages queued (inboundMessagesMax)`)) });
-      return;
+      return true;
     }
     e.inbound.push(item);
+    return true;
   }
 
   /** QPs with queued work, in QP number order. */

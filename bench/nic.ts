@@ -80,7 +80,7 @@ export const nicBench: BenchSuite = {
   name: 'nic',
   description: 'ops/s of each RNIC verb and flush strategy (64 B, 4 KiB), in-process, beside memcpy and CAS limits measured in the same run',
   async run(o: BenchOptions): Promise<BenchReport> {
-    const plan: Plan = o.quick ? { minMs: 40, repeats: 3 } : { minMs: 250, repeats: 5 };
+    const plan: Plan = o.quick ? { minMs: 80, repeats: 3 } : { minMs: 250, repeats: 5 };
     const rows: Array<Record<string, unknown>> = [];
     const ratios: Record<string, number> = {};
     const summary: string[] = [];

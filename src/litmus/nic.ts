@@ -153,6 +153,9 @@ export const nicLitmus: Litmus[] = [
       const r = rig(seed, { drain: 'onFlush' });
       const states = captureCompletions(r.region);
       await r.qp.postChain([Wr.write({ rkey: r.mr.rkey, addr: A }, u64(1)), Wr.write({ rkey: r.mr.rkey, addr: B }, u64(2)), Wr.flush('persistent', r.mr.rkey)]);
+      // A later store of the CPU, outside the MR, leaves something pending: several images.
+      r.region.storeU64(6000, 3n);
+      states.push(r.region.crashState());
       return check(outcomes(states, (i) => `A=${word(i, A)},B=${word(i, B)}`), ['A=1,B=2'], (o) => o !== 'A=1,B=2');
     },
   },

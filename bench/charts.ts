@@ -16,3 +16,22 @@ export async function renderSvg(spec: TopLevelSpec): Promise<string> {
     view.finalize();
   }
 }
+
+/** A log-scale line chart of ops/s against payload size, one line per series. */
+export function opsBySizeChart(name: string, title: string, rows: Array<{ series: string; sizeBytes: number; opsPerSecond: number }>): ChartSpec {
+  return {
+    name,
+    spec: {
+      title,
+      width: 480,
+      height: 300,
+      data: { values: rows },
+      mark: { type: 'line', point: true },
+      encoding: {
+        x: { field: 'sizeBytes', type: 'quantitative', scale: { type: 'log', base: 2 }, title: 'payload (bytes)' },
+        y: { field: 'opsPerSecond', type: 'quantitative', scale: { type: 'log' }, title: 'operations per second (median)' },
+        color: { field: 'series', type: 'nominal', title: null },
+      },
+    },
+  };
+}

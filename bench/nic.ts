@@ -10,6 +10,7 @@
 import { performance } from 'node:perf_hooks';
 import { Access, CpuPoller, FLUSH_STRATEGIES, FlushClient, InProcessFabric, QueuePair, Rnic, StrategyServer, Wr, type FlushStrategy, type MemoryRegion, type ServerQp } from '../flush/index.js';
 import { createPrng, PmemRegion, seededEntropy } from '../pmem/index.js';
+import { opsBySizeChart } from './charts.js';
 import { fmtRate, machineDescription, measureOps, median } from './measure.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
@@ -221,6 +222,9 @@ export const nicBench: BenchSuite = {
       }
     }
     o.progress(total, total, 'done');
-    return { suite: 'nic', config: { ...machineDescription(), quick: o.quick, plan, sizes: SIZES, nic: { ddio: true, drain: 'lazy', lazyBound: 16 }, link: 'in-process immediate' }, rows, ratios, summary };
+    const chartRows = (cell: string) =>
+      rows.filter((r) => r.cell === cell || (r.cell === 'limit' && r.name === 'memcpy')).map((r) => ({ series: String(r.name), sizeBytes: Number(r.sizeBytes), opsPerSecond: Number(r.opsPerSecond) }));
+    const charts = [opsBySizeChart('verbs', 'RNIC verbs in-process vs memcpy', chartRows('verb')), opsBySizeChart('strategies', 'flush strategies in-process vs memcpy', chartRows('strategy'))];
+    return { charts, suite: 'nic', config: { ...machineDescription(), quick: o.quick, plan, sizes: SIZES, nic: { ddio: true, drain: 'lazy', lazyBound: 16 }, link: 'in-process immediate' }, rows, ratios, summary };
   },
 };

@@ -14,6 +14,7 @@ import { mkdtempSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crashImages, countImages, createPrng, LINE_BYTES, materialize, PmemRegion, type CrashState, type ImageChoice } from '../pmem/index.js';
+import { opsBySizeChart } from './charts.js';
 import { fmtRate, machineDescription, measureOps, median } from './measure.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
@@ -189,7 +190,11 @@ export const pmemBench: BenchSuite = {
       ratios.exhaustive_choice_vectors_per_second = Math.round(en.opsPerSecond * exCount);
       o.progress(total, total, 'done');
 
+      const persistRows = rows
+        .filter((r) => r.cell === 'persist')
+        .map((r) => ({ series: String(r.mode), sizeBytes: Number(r.sizeBytes), opsPerSecond: Number(r.opsPerSecond) }));
       return {
+        charts: [opsBySizeChart('persist', 'store + persist vs memcpy of the same bytes', persistRows)],
         suite: 'pmem',
         config: {
           machine: machineDescription(),

@@ -7,5 +7,32 @@ export * from '../pmem/index.js';
 export * from '../flush/index.js';
 export * from '../recovery/index.js';
 export { checkLinearizable, kvModel, CHECK_DEFAULTS, type Model, type Operation, type CheckResult, type CheckOptions, type KvInput, type KvOutput } from './check/linearizability.js';
-export { encodeMessage, decodeMessage, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT } from './transport/codec.js';
+export {
+  encodeMessage,
+  decodeMessage,
+  FrameReader,
+  frameBytes,
+  MAX_FRAME_BYTES_DEFAULT,
+  PROTOCOL_VERSION,
+  type HelloMessage,
+  type WelcomeMessage,
+  type GoodbyeMessage,
+  type ControlMessage,
+  type WireMessage,
+} from './transport/codec.js';
+export {
+  TcpNicServer,
+  TcpLink,
+  TCP_SERVER_DEFAULTS,
+  TCP_LINK_DEFAULTS,
+  TransportErrorCodes,
+  isLoopbackHost,
+  type TcpNicServerOptions,
+  type TcpLinkOptions,
+  type HelloInfo,
+  type AcceptResult,
+  type DisconnectInfo,
+  type ConnectionStats,
+  type TcpServerStats,
+} from './transport/tcp.js';
 export { litmusCatalogue, runLitmus, type Litmus, type LitmusResult } from './litmus/index.js';

@@ -26,6 +26,49 @@ import type {
 export const BAD_FRAME = 'PMRPC_ERR_BAD_FRAME';
 export const FRAME_TOO_LARGE = 'PMRPC_ERR_FRAME_TOO_LARGE';
 
+/** The connection-setup protocol version this codec speaks (Hello.version / Welcome.version). */
+export const PROTOCOL_VERSION = 1;
+/** Bounds of the handshake's strings: a peer cannot make the other side hold megabytes of names. */
+export const AUTH_TOKEN_CHARS_MAX = 1024;
+export const CLIENT_NAME_CHARS_MAX = 256;
+export const GOODBYE_MESSAGE_CHARS_MAX = 4096;
+const CODE_PATTERN = /^PMRPC_ERR_[A-Z0-9_]{1,64}$/;
+
+/** Client -> server, first frame of a connection. */
+export interface HelloMessage {
+  type: 'hello';
+  version: number;
+  /** '' when the client has none. */
+  authToken: string;
+  clientName: string;
+  /** Largest frame the client accepts. */
+  maxFrameBytes: number;
+  /** Opaque application payload for the server's accept callback. */
+  payload: Uint8Array;
+}
+
+/** Server -> client, the answer to an accepted Hello. */
+export interface WelcomeMessage {
+  type: 'welcome';
+  version: number;
+  qpn: number;
+  /** Largest frame the server accepts. */
+  maxFrameBytes: number;
+  /** Opaque application payload chosen by the accept callback. */
+  payload: Uint8Array;
+}
+
+/** Either side, just before it closes the connection: a PMRPC_ERR_ code and why. */
+export interface GoodbyeMessage {
+  type: 'goodbye';
+  code: string;
+  message: string;
+}
+
+export type ControlMessage = HelloMessage | WelcomeMessage | GoodbyeMessage;
+/** Everything a frame can carry. */
+export type WireMessage = ClientMessage | ServerMessage | ControlMessage;
+
 /** Default bound on one frame: a request of many 64 KiB payloads fits; a bogus length does not. */
 export const MAX_FRAME_BYTES_DEFAULT = 16 * 1024 * 1024;
 
@@ -137,9 +180,19 @@ function completionOut(c: Completion): Obj {
 }
 
 /** Encodes one message as a protobuf Frame (no length prefix). */
-export function encodeMessage(msg: ClientMessage | ServerMessage): Uint8Array {
+export function encodeMessage(msg: WireMessage): Uint8Array {
   let body: Obj;
   switch (msg.type) {
+    case 'hello':
+      body = { hello: { version: msg.version, authToken: msg.authToken, clientName: msg.clientName, maxFrameBytes: msg.maxFrameBytes, payload: msg.payload } };
+      break;
+    case 'welcome':
+      body = { welcome: { version: msg.version, qpn: msg.qpn, maxFrameBytes: msg.maxFrameBytes, payload: msg.payload } };
+      break;
+    case 'goodbye':
+      // Truncated rather than refused: a Goodbye is sent on the way out and must not fail.
+      body = { goodbye: { code: msg.code, message: msg.message.slice(0, GOODBYE_MESSAGE_CHARS_MAX) } };
+      break;
     case 'request':
       body = { request: { qpn: msg.qpn, seq: msg.seq, wrs: msg.wrs.map(wrOut) } };
       break;
@@ -290,8 +343,15 @@ function completionIn(o: Obj, i: number): Completion {
   });
 }
 
+function str(v: unknown, what: string, maxChars: number): string {
+  const x = v === undefined || v === null ? '' : v;
+  if (typeof x !== 'string') return bad(`${what} is not a string`);
+  if (x.length > maxChars) return bad(`${what} is longer than ${maxChars} characters`);
+  return x;
+}
+
 /** Decodes one Frame; anything malformed is PMRPC_ERR_BAD_FRAME. */
-export function decodeMessage(frame: Uint8Array): ClientMessage | ServerMessage {
+export function decodeMessage(frame: Uint8Array): WireMessage {
   const F = Frame();
   let o: Obj;
   try {
@@ -311,6 +371,28 @@ export function decodeMessage(frame: Uint8Array): ClientMessage | ServerMessage 
     case 'notify': {
       const r = o.notify as Obj;
       return defined({ type: 'notify', qpn: num(r.qpn ?? 0, 'notify qpn'), data: maybeBytes(r.data) ?? new Uint8Array(0), imm: maybeNum(r.imm, 'notify imm') }) as ServerMessage;
+    }
+    case 'hello': {
+      const r = o.hello as Obj;
+      return {
+        type: 'hello',
+        version: num(r.version ?? 0, 'hello version'),
+        authToken: str(r.authToken, 'hello authToken', AUTH_TOKEN_CHARS_MAX),
+        clientName: str(r.clientName, 'hello clientName', CLIENT_NAME_CHARS_MAX),
+        maxFrameBytes: num(r.maxFrameBytes ?? 0, 'hello maxFrameBytes'),
+        payload: bytes(r.payload),
+      };
+    }
+    case 'welcome': {
+      const r = o.welcome as Obj;
+      return { type: 'welcome', version: num(r.version ?? 0, 'welcome version'), qpn: num(r.qpn ?? 0, 'welcome qpn'), maxFrameBytes: num(r.maxFrameBytes ?? 0, 'welcome maxFrameBytes'), payload: bytes(r.payload) };
+    }
+    case 'goodbye': {
+      const r = o.goodbye as Obj;
+      const code = str(r.code, 'goodbye code', 80);
+      // The code reaches the peer's error objects: only well-formed codes are believed.
+      if (!CODE_PATTERN.test(code)) return bad(`goodbye code ${JSON.stringify(code.slice(0, 80))} is not a PMRPC_ERR_ code`);
+      return { type: 'goodbye', code, message: str(r.message, 'goodbye message', GOODBYE_MESSAGE_CHARS_MAX) };
     }
     default:
       return bad('frame carries no message');

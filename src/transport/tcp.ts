@@ -303,6 +303,7 @@ export class TcpNicServer {
   #byQpn = new Map<number, ServerConn>();
   #running = false;
   #closing: Promise<void> | undefined;
+  #onEmpty: (() => void) | undefined;
   #stats: TcpServerStats = { connectionsAccepted: 0, connectionsOpened: 0, framesIn: 0, framesOut: 0, goodbyes: {} };
 
   constructor(nic: Rnic, options: Partial<TcpNicServerOptions>) {
@@ -394,8 +395,12 @@ export class TcpNicServer {
         resolve();
         return;
       }
-      // net.Server's close callback runs once every connection is gone; the linger timer bounds that.
-      server.close(() => resolve());
+      // net.Server's close callback runs once every socket is gone (the linger timer bounds that);
+      // our own 'close' handlers (onDisconnect) may still be pending then, so wait for them too.
+      server.close(() => {
+        if (this.#conns.size === 0) resolve();
+        else this.#onEmpty = resolve;
+      });
       for (const c of [...this.#conns]) this.#goodbye(c, TransportErrorCodes.SERVER_CLOSED, 'the server is shutting down');
     });
     return this.#closing;
@@ -681,7 +686,15 @@ export class TcpNicServer {
       }
     }
     const reason = c.reason ?? { code: TransportErrorCodes.LINK_CLOSED, message: 'the connection closed' };
-    this.options.onDisconnect?.({ qpn, clientName: c.clientName, remoteAddress: c.remoteAddress, remotePort: c.remotePort, code: reason.code, message: reason.message });
+    try {
+      this.options.onDisconnect?.({ qpn, clientName: c.clientName, remoteAddress: c.remoteAddress, remotePort: c.remotePort, code: reason.code, message: reason.message });
+    } finally {
+      if (this.#conns.size === 0 && this.#onEmpty !== undefined) {
+        const done = this.#onEmpty;
+        this.#onEmpty = undefined;
+        done();
+      }
+    }
   }
 }
 

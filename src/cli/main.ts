@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { registerBench } from './bench.js';
+import { registerCrashTest } from './crash-test.js';
 import { registerDemo } from './demo.js';
 import { registerLitmus } from './litmus.js';
 
@@ -18,6 +19,7 @@ program
 registerDemo(program);
 registerLitmus(program);
 registerBench(program);
+registerCrashTest(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   const err = e as { code?: string; message?: string };

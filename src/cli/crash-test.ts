@@ -1,0 +1,93 @@
+/**
+ * `pmrpc crash-test`: simulated crashes of the durable RPC stack (DESIGN §8). The engine is
+ * src/crash; this module parses options, measures time (the CLI may read the real clock), shows
+ * progress on a terminal and prints the report.
+ */
+import type { Command } from 'commander';
+import { wallClockMs } from '../../pmem/index.js';
+import { MUTANTS, resolveCrashTestOptions, runCrashTest, type CrashTestResult } from '../crash/index.js';
+import { RPC_STRATEGIES, type RpcStrategy } from '../rpc/index.js';
+import { intOption, log, printJson, progressBar } from './output.js';
+
+interface Opts {
+  strategy: string;
+  ddio: string;
+  seed: number;
+  requests?: number;
+  clients?: number;
+  imagesPerPoint?: number;
+  engine: string;
+  mutant?: string;
+  listMutants?: boolean;
+  point?: number;
+  pointsMax?: number;
+  json?: boolean;
+  nested: boolean;
+  resumeEvery?: number;
+}
+
+export function registerCrashTest(program: Command): void {
+  program
+    .command('crash-test')
+    .description('crash-test durable RPC in-process: crash at every crash point of a seeded workload, recover every image, check that nothing acknowledged is lost or applied twice')
+    .option('--strategy <name>', `one of ${RPC_STRATEGIES.join(', ')}`, 'wflush')
+    .option('--ddio <on|off>', 'DDIO of the emulated NIC', 'on')
+    .option('--seed <n>', 'seed of the workload, the NIC scheduling and the images', intOption('seed'), 1)
+    .option('--requests <n>', 'requests in all (default 48)', intOption('requests'))
+    .option('--clients <n>', 'clients (default 3)', intOption('clients'))
+    .option('--images-per-point <n>', 'crash images per crash point (default 4)', intOption('images-per-point'))
+    .option('--engine <random|exhaustive>', 'image engine: seeded random images, or every image of each state (bounded)', 'random')
+    .option('--points-max <n>', 'most crash points checked; beyond it they are sampled (default 2000)', intOption('points-max'))
+    .option('--point <n>', 'check only this crash point (what a violation\'s command names)', intOption('point'))
+    .option('--resume-every <n>', 'reconnect the clients after recovery on every n-th image (default 1; 0 = never)', intOption('resume-every'))
+    .option('--no-nested', 'do not crash each image once more during its recovery')
+    .option('--mutant <name>', 'remove one persistence step (test-only fault switch): the run must then report violations')
+    .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught')
+    .option('--json', 'print exactly one JSON document on stdout: {strategy, seed, crashPoints, imagesChecked, imagesPerSecond, violations, ...}')
+    .addHelpText('after', '\nExit status: 0 when no violation was found, 1 when violations were found (or on bad options).')
+    .action(async (opts: Opts) => {
+      if (opts.listMutants) {
+        for (const m of MUTANTS) process.stdout.write(`${m.name}\t${m.strategies.join(',')}\n`);
+        return;
+      }
+      if (opts.ddio !== 'on' && opts.ddio !== 'off') throw new TypeError(`--ddio must be on or off, got ${opts.ddio}`);
+      const bar = opts.json ? { update() {}, stop() {} } : progressBar('crash-test');
+      const o = resolveCrashTestOptions({
+        strategy: opts.strategy as RpcStrategy,
+        ddio: opts.ddio === 'on',
+        seed: opts.seed,
+        requests: opts.requests,
+        clients: opts.clients,
+        imagesPerPoint: opts.imagesPerPoint,
+        engine: opts.engine as 'random' | 'exhaustive',
+        mutant: opts.mutant,
+        point: opts.point,
+        pointsMax: opts.pointsMax,
+        nested: opts.nested,
+        resumeEvery: opts.resumeEvery,
+        onProgress: (p) => bar.update(p.pointsDone, p.points, `${p.imagesChecked} images`),
+      });
+      if (!opts.json) log(`pmrpc crash-test: strategy ${o.strategy}, ddio ${opts.ddio}, seed ${o.seed}, ${o.requests} requests, engine ${o.engine}${o.mutant ? `, mutant ${o.mutant}` : ''}`);
+      const t0 = wallClockMs();
+      let r: CrashTestResult;
+      try {
+        r = await runCrashTest(o);
+      } finally {
+        bar.stop();
+      }
+      const seconds = Math.max(1e-9, (wallClockMs() - t0) / 1000);
+      const imagesPerSecond = Math.round(r.imagesChecked / seconds);
+      if (opts.json) {
+        printJson({
+          strategy: r.strategy, seed: r.seed, crashPoints: r.crashPoints, imagesChecked: r.imagesChecked, imagesPerSecond, violations: r.violations,
+          ddio: r.ddio, mutant: r.mutant, requests: r.requests, crashPointsTotal: r.crashPointsTotal, nestedImagesChecked: r.nestedImagesChecked,
+          resumesChecked: r.resumesChecked, sampledStates: r.sampledStates, acknowledged: r.acknowledged, applied: r.applied, seconds: Number(seconds.toFixed(3)),
+        });
+      } else {
+        log(`seed ${r.seed}: ${r.crashPoints} of ${r.crashPointsTotal} crash points, ${r.imagesChecked} images (+ ${r.nestedImagesChecked} crashed again during recovery, ${r.resumesChecked} resumed), ${imagesPerSecond} images/s, ${r.acknowledged} requests acknowledged, ${r.applied} applied`);
+        for (const v of r.violations) log(`VIOLATION at crash point ${v.point} (${v.kind})${v.image === undefined ? '' : `, image ${v.image}`}: ${v.message}\n  reproduce: ${v.command}`);
+        log(`${r.violations.length} violation${r.violations.length === 1 ? '' : 's'}${r.violations.length > 0 ? '' : ''} (replay: ${`pmrpc crash-test --strategy ${r.strategy} --ddio ${opts.ddio} --seed ${r.seed}`})`);
+      }
+      if (r.violations.length > 0) process.exitCode = 1;
+    });
+}

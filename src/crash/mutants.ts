@@ -1,0 +1,41 @@
+/**
+ * Mutants of the crash test (DESIGN §8 "the suite must have teeth"): each removes one persistence
+ * or validation step through a test-only fault switch — of recovery/ (RecoveryFaults) or of the
+ * RPC layer (RpcFaults) — and lists the strategies under which `pmrpc crash-test` must report
+ * violations with it. test/crash/mutants.test.ts holds every listed pair to that.
+ */
+import type { RecoveryFaults } from '../../recovery/index.js';
+import type { RpcFaults, RpcStrategy } from '../rpc/index.js';
+
+export interface Mutant {
+  /** [a-z][a-z0-9-]* */
+  name: string;
+  /** The step removed. */
+  step: string;
+  /** Strategies under which the crash test must catch it. */
+  strategies: readonly RpcStrategy[];
+  recoveryFaults?: RecoveryFaults;
+  rpcFaults?: RpcFaults;
+}
+
+const DURABLE: readonly RpcStrategy[] = ['wflush', 'sflush', 'wrflush', 'srflush', 'gpspm', 'farm', 'darpc'];
+
+export const MUTANTS: readonly Mutant[] = Object.freeze([
+  { name: 'skip-flush', step: 'the client FLUSH(persistent) after the request (wflush, sflush): durable at the message completion', strategies: ['wflush', 'sflush'], rpcFaults: { skipFlush: true } },
+  { name: 'flush-global', step: 'persistence of the FLUSH: FLUSH(global) instead of FLUSH(persistent) (lands in CPU caches under DDIO)', strategies: ['wflush', 'sflush'], rpcFaults: { flushGlobal: true } },
+  { name: 'skip-receiver-persist', step: 'the server CPU persist of the entry before its ACK (wrflush, srflush, gpspm)', strategies: ['wrflush', 'srflush', 'gpspm'], rpcFaults: { skipReceiverPersist: true } },
+  { name: 'ack-before-persist', step: 'the order ACK after persist: the server ACKs, then persists the entry', strategies: ['wrflush', 'srflush', 'gpspm'], rpcFaults: { ackBeforePersist: true } },
+  { name: 'reply-before-apply', step: 'the coupled baselines reply only after the effects are committed (farm, darpc)', strategies: ['farm', 'darpc'], rpcFaults: { replyBeforeApply: true } },
+  { name: 'early-credit', step: 'credits return only after the applied flag is durable: one slot early lets a client overwrite an entry not yet applied', strategies: DURABLE, rpcFaults: { earlyCredit: true } },
+  { name: 'skip-record-persist', step: 'redo log: persist the record before applying its after-images', strategies: DURABLE, recoveryFaults: { skipPersistRecordBeforeApply: true } },
+  { name: 'skip-apply-persist', step: 'redo log: persist the after-images before setting the applied flag', strategies: DURABLE, recoveryFaults: { skipPersistApplyBeforeFlag: true } },
+  { name: 'skip-flag-persist', step: 'redo log: persist the applied flag before the credit returns', strategies: DURABLE, recoveryFaults: { skipPersistAppliedFlag: true } },
+  { name: 'skip-credit-persist', step: 'redo log: make the applied sequence durable before a record slot is reused', strategies: DURABLE, recoveryFaults: { skipPersistCreditBeforeReuse: true } },
+  { name: 'skip-checksum-recovery', step: 'recovery: verify entry and record checksums (torn entries and records)', strategies: DURABLE, recoveryFaults: { skipChecksumAtRecovery: true } },
+] satisfies Mutant[]);
+
+export function findMutant(name: string): Mutant {
+  const m = MUTANTS.find((x) => x.name === name);
+  if (m === undefined) throw new TypeError(`unknown mutant ${name}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
+  return m;
+}

@@ -1,0 +1,321 @@
+/**
+ * DurableRpcClient: the client half of durable RPC (DESIGN §4). call() assigns the next sequence
+ * number, places the request when the ring has credit (a full ring makes calls wait, bounded by
+ * pendingCallsMax: nothing is dropped), and returns two promises: `durable` — resolved at the
+ * moment the strategy's table row says (FLUSH or READ completion, the server's ACK, the coupled
+ * reply), never earlier — and `result` — the handler's result once the request is applied.
+ */
+import { PmrpcError } from '../../pmem/index.js';
+import { Wr, type NotifyMessage, type QueuePair, type WorkRequest, type Completion } from '../../flush/index.js';
+import { encodeEntry } from '../../recovery/index.js';
+import { RpcErrorCodes } from './errors.js';
+import { checkRpcFaults, methodId, type ConnectionInfo, type RpcFaults } from './server.js';
+import { ACK_STRATEGIES, type RpcStrategy } from './strategies.js';
+import { decodeAck, decodeError, decodeResult, RPC_ACK_IMM, RPC_RESULT_IMM, STATUS_OK } from './wire.js';
+
+export interface RpcCall {
+  /** The request's sequence number (FIFO per client). */
+  seq: number;
+  /** Resolves when the request is durable in the server's PM (the strategy's "durable at"). */
+  durable: Promise<void>;
+  /** The handler's result once the request is applied; rejects with a coded error result, or PMRPC_ERR_RESULT_LOST. */
+  result: Promise<Uint8Array>;
+}
+
+export interface RpcClientOptions {
+  /** Most calls waiting for ring credit; a call beyond it throws PMRPC_ERR_CALLS_PENDING_FULL (nothing is sent). */
+  pendingCallsMax: number;
+  /** Called synchronously when a sequence becomes durable, before `durable` resolves (crash tests record what clients were told). */
+  onDurable: ((seq: number) => void) | undefined;
+  /** Test-only fault switches (client-side ones: skipFlush, flushGlobal). */
+  faults: RpcFaults | undefined;
+}
+
+export const RPC_CLIENT_DEFAULTS: Readonly<RpcClientOptions> = Object.freeze({ pendingCallsMax: 1024, onDurable: undefined, faults: undefined });
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve: (v: T) => void;
+  reject: (e: unknown) => void;
+  settled: boolean;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // A caller that ignores one of the two promises must not crash the process with an unhandled rejection.
+  promise.catch(() => undefined);
+  const d: Deferred<T> = {
+    promise,
+    settled: false,
+    resolve: (v) => {
+      if (d.settled) return;
+      d.settled = true;
+      resolve(v);
+    },
+    reject: (e) => {
+      if (d.settled) return;
+      d.settled = true;
+      reject(e);
+    },
+  };
+  return d;
+}
+
+interface Pending {
+  seq: number;
+  bytes: Uint8Array;
+  durable: Deferred<void>;
+  result: Deferred<Uint8Array>;
+  /** Sent on the current connection. */
+  sent: boolean;
+}
+
+export class DurableRpcClient {
+  readonly options: Readonly<RpcClientOptions>;
+  #qp: QueuePair;
+  #info: ConnectionInfo;
+  #faults: Readonly<RpcFaults>;
+  #nextSeq: number;
+  #credit: number;
+  #durableUpTo: number;
+  /** Requests whose durability or result is still open, by sequence (bounded: ringSlots + pendingCallsMax). */
+  #pending = new Map<number, Pending>();
+  #unsubscribe: () => void = () => undefined;
+  #closed = false;
+  #connected = true;
+
+  constructor(qp: QueuePair, info: ConnectionInfo, options: Partial<RpcClientOptions> = {}) {
+    if (qp === null || typeof qp !== 'object' || typeof (qp as QueuePair).postChain !== 'function') throw new TypeError('qp must be a QueuePair');
+    checkInfo(info);
+    if (options === null || typeof options !== 'object') throw new TypeError(`options must be an object, got ${String(options)}`);
+    const o = { ...RPC_CLIENT_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RpcClientOptions;
+    if (!Number.isSafeInteger(o.pendingCallsMax) || o.pendingCallsMax < 0) throw new RangeError(`pendingCallsMax must be a non-negative integer, got ${String(o.pendingCallsMax)}`);
+    if (o.onDurable !== undefined && typeof o.onDurable !== 'function') throw new TypeError('onDurable must be a function');
+    this.#faults = checkRpcFaults(o.faults);
+    this.options = Object.freeze(o);
+    this.#qp = qp;
+    this.#info = info;
+    this.#nextSeq = info.resumeSeq;
+    this.#credit = info.appliedSeq;
+    this.#durableUpTo = info.resumeSeq - 1;
+    this.#attach();
+  }
+
+  get clientId(): number {
+    return this.#info.clientId;
+  }
+
+  get strategy(): RpcStrategy {
+    return this.#info.strategy;
+  }
+
+  /** The longest payload a request may carry. */
+  get maxPayloadBytes(): number {
+    return this.#info.slotBytes - 32;
+  }
+
+  /** Sequences whose result is still awaited (what a reconnect hands to accept()). */
+  get awaiting(): number[] {
+    return [...this.#pending.values()].filter((p) => !p.result.settled).map((p) => p.seq);
+  }
+
+  /** Calls issued but not yet placed for lack of ring credit. */
+  get waitingForCredit(): number {
+    let n = 0;
+    for (const p of this.#pending.values()) if (!p.sent && p.seq > this.#credit + this.#info.ringSlots) n++;
+    return n;
+  }
+
+  get durableUpTo(): number {
+    return this.#durableUpTo;
+  }
+
+  call(method: string, payload: Uint8Array): RpcCall {
+    if (typeof method !== 'string' || method.length === 0) throw new TypeError(`method must be a non-empty string, got ${String(method)}`);
+    if (!(payload instanceof Uint8Array)) throw new TypeError('payload must be a Uint8Array');
+    if (this.#closed) throw new PmrpcError(RpcErrorCodes.DISCONNECTED, 'the client is closed');
+    if (payload.length > this.maxPayloadBytes) {
+      throw new PmrpcError('PMRPC_ERR_TOO_LARGE', `payload of ${payload.length} bytes exceeds the ring slot's ${this.maxPayloadBytes} bytes`);
+    }
+    if (this.waitingForCredit >= this.options.pendingCallsMax && this.#nextSeq > this.#credit + this.#info.ringSlots) {
+      throw new PmrpcError(RpcErrorCodes.CALLS_PENDING_FULL, `${this.options.pendingCallsMax} calls already wait for ring credit (pendingCallsMax)`);
+    }
+    const seq = this.#nextSeq++;
+    const bytes = encodeEntry({ clientId: this.#info.clientId, seq, methodId: methodId(method), payload }, this.#info);
+    const p: Pending = { seq, bytes, durable: deferred<void>(), result: deferred<Uint8Array>(), sent: false };
+    this.#pending.set(seq, p);
+    if (this.strategy === 'none') p.durable.reject(new PmrpcError(RpcErrorCodes.NEVER_DURABLE, 'strategy none never makes a request durable'));
+    this.#pump();
+    return { seq, durable: p.durable.promise, result: p.result.promise };
+  }
+
+  /**
+   * Reconnects over a new QP with the handshake's answer (server.accept({clientId, awaiting})):
+   * everything before the resume point is durable; results the server kept are delivered, lost
+   * ones reject with PMRPC_ERR_RESULT_LOST; requests from the resume point on are sent again.
+   */
+  reconnect(qp: QueuePair, info: ConnectionInfo): void {
+    if (qp === null || typeof qp !== 'object' || typeof (qp as QueuePair).postChain !== 'function') throw new TypeError('qp must be a QueuePair');
+    checkInfo(info);
+    if (info.clientId !== this.#info.clientId) throw new TypeError(`info is for client ${info.clientId}, not ${this.#info.clientId}`);
+    if (this.#closed) throw new PmrpcError(RpcErrorCodes.DISCONNECTED, 'the client is closed');
+    if (info.resumeSeq > this.#nextSeq) throw new RangeError(`resume point ${info.resumeSeq} is past the next sequence ${this.#nextSeq}`);
+    this.#unsubscribe();
+    this.#qp = qp;
+    this.#info = info;
+    this.#connected = true;
+    this.#credit = Math.max(this.#credit, info.appliedSeq);
+    this.#markDurable(info.resumeSeq - 1);
+    for (const r of info.results) {
+      const p = this.#pending.get(r.seq);
+      if (p === undefined) continue;
+      if (r.status === 'ok') p.result.resolve(r.bytes ?? new Uint8Array(0));
+      else if (r.status === 'error') p.result.reject(decodeError(r.bytes ?? new Uint8Array(0)));
+      else p.result.reject(new PmrpcError(RpcErrorCodes.RESULT_LOST, `client ${this.clientId} seq ${r.seq}: durable and applied, but its result was not kept across the server's restart`));
+      this.#gc(p);
+    }
+    for (const p of this.#pending.values()) {
+      if (p.seq <= info.appliedSeq && !p.result.settled) {
+        p.result.reject(new PmrpcError(RpcErrorCodes.RESULT_LOST, `client ${this.clientId} seq ${p.seq}: applied, but the server no longer knows its result`));
+        this.#gc(p);
+      } else if (p.seq >= info.resumeSeq) p.sent = false;
+    }
+    this.#attach();
+    this.#pump();
+  }
+
+  /** Closes the connection; requests not yet durable reject `durable`, unknown results reject `result` (PMRPC_ERR_DISCONNECTED). */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#unsubscribe();
+    this.#qp.close();
+    const err = new PmrpcError(RpcErrorCodes.DISCONNECTED, `client ${this.clientId} closed`);
+    for (const p of this.#pending.values()) {
+      p.durable.reject(err);
+      p.result.reject(err);
+    }
+    this.#pending.clear();
+  }
+
+  #attach(): void {
+    this.#unsubscribe = this.#qp.onNotify((m) => this.#onNotify(m));
+  }
+
+  #pump(): void {
+    if (!this.#connected || this.#closed) return;
+    for (const p of [...this.#pending.values()].sort((a, b) => a.seq - b.seq)) {
+      if (p.sent) continue;
+      if (p.seq > this.#credit + this.#info.ringSlots) break;
+      p.sent = true;
+      const qp = this.#qp;
+      let sent: Promise<Completion[]>;
+      try {
+        sent = qp.postChain(this.#wrs(p));
+      } catch (e) {
+        p.sent = false;
+        this.#disconnected(e);
+        return;
+      }
+      sent.then(
+        (cs) => this.#onCompletions(qp, p, cs),
+        (e) => {
+          if (qp === this.#qp) this.#disconnected(e);
+        },
+      );
+    }
+  }
+
+  #wrs(p: Pending): WorkRequest[] {
+    const info = this.#info;
+    const addr = info.ringOffset + ((p.seq - 1) % info.ringSlots) * info.slotBytes;
+    const to = { rkey: info.rkey, addr };
+    const f = this.#faults;
+    const placement = f.flushGlobal ? 'global' : 'persistent';
+    switch (info.strategy) {
+      case 'wflush':
+        return f.skipFlush ? [Wr.write(to, p.bytes)] : [Wr.write(to, p.bytes), Wr.flush(placement, info.rkey, { addr, len: p.bytes.length })];
+      case 'sflush':
+        return f.skipFlush ? [Wr.send(p.bytes)] : [Wr.send(p.bytes), Wr.flush(placement, info.rkey)];
+      case 'raw':
+        return [Wr.write(to, p.bytes), Wr.read({ rkey: info.rkey, addr: addr + p.bytes.length - 1 }, 1)];
+      case 'gpspm':
+        return [Wr.write(to, p.bytes), Wr.send(new Uint8Array(0), p.seq >>> 0)];
+      case 'srflush':
+      case 'darpc':
+        return [Wr.send(p.bytes)];
+      case 'wrflush':
+      case 'farm':
+      case 'none':
+        return [Wr.write(to, p.bytes)];
+    }
+  }
+
+  #onCompletions(qp: QueuePair, p: Pending, cs: Completion[]): void {
+    if (qp !== this.#qp) return; // an answer from a connection that was replaced
+    const bad = cs.find((c) => c.status !== 'ok');
+    if (bad !== undefined) {
+      this.#disconnected(new PmrpcError((bad.code ?? 'PMRPC_ERR_WR_FAILED') as `PMRPC_ERR_${string}`, `${bad.op} ${bad.status}${bad.message ? `: ${bad.message}` : ''}`));
+      return;
+    }
+    const s = this.strategy;
+    if (s === 'wflush' || s === 'sflush' || s === 'raw') this.#markDurable(p.seq);
+  }
+
+  #onNotify(m: NotifyMessage): void {
+    if (m.imm === RPC_ACK_IMM) {
+      const upTo = decodeAck(m.data);
+      if (upTo !== undefined && ACK_STRATEGIES.has(this.strategy)) this.#markDurable(Math.min(upTo, this.#nextSeq - 1));
+      return;
+    }
+    if (m.imm !== RPC_RESULT_IMM) return;
+    const r = decodeResult(m.data);
+    if (r === undefined) return;
+    const p = this.#pending.get(r.seq);
+    // A result is sent after the request's applied flag is durable: it implies durability
+    // (for a decoupled strategy the ACK or FLUSH completion may simply not have arrived yet).
+    if (this.strategy !== 'none') this.#markDurable(Math.min(r.seq, this.#nextSeq - 1));
+    if (r.appliedSeq > this.#credit) this.#credit = r.appliedSeq;
+    if (p !== undefined) {
+      if (r.status === STATUS_OK) p.result.resolve(r.bytes);
+      else p.result.reject(decodeError(r.bytes));
+      this.#gc(p);
+    }
+    this.#pump();
+  }
+
+  #markDurable(upTo: number): void {
+    if (this.strategy === 'none') return;
+    while (this.#durableUpTo < upTo) {
+      const s = ++this.#durableUpTo;
+      this.options.onDurable?.(s);
+      const p = this.#pending.get(s);
+      if (p !== undefined) {
+        p.durable.resolve();
+        this.#gc(p);
+      }
+    }
+  }
+
+  #gc(p: Pending): void {
+    if (p.durable.settled && p.result.settled) this.#pending.delete(p.seq);
+  }
+
+  #disconnected(_e: unknown): void {
+    // The QP failed (or the link closed): requests stay pending, to be sent again after reconnect().
+    this.#connected = false;
+  }
+}
+
+function checkInfo(info: ConnectionInfo): void {
+  if (info === null || typeof info !== 'object') throw new TypeError('info must be a ConnectionInfo from DurableRpcServer.accept()');
+  for (const k of ['clientId', 'ringOffset', 'ringSlots', 'slotBytes', 'rkey', 'resumeSeq', 'appliedSeq'] as const) {
+    if (!Number.isSafeInteger(info[k]) || info[k] < 0) throw new TypeError(`info.${k} must be a non-negative integer, got ${String(info[k])}`);
+  }
+  if (!Array.isArray(info.results)) throw new TypeError('info.results must be an array');
+}

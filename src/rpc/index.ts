@@ -1,0 +1,21 @@
+/** src/rpc — durable RPC over the emulated RNIC and the recovery layer (DESIGN §4). */
+export { RpcErrorCodes } from './errors.js';
+export { RPC_STRATEGIES, ACK_STRATEGIES, SEND_STRATEGIES, COUPLED_STRATEGIES, COMPLETION_STRATEGIES, ALWAYS_CORRECT, checkStrategy, type RpcStrategy } from './strategies.js';
+export {
+  DurableRpcServer,
+  RPC_SERVER_DEFAULTS,
+  RPC_FAULT_NAMES,
+  methodId,
+  checkRpcFaults,
+  type RpcServerOptions,
+  type RpcHandler,
+  type RpcRequest,
+  type RpcEffects,
+  type RpcFaults,
+  type ConnectionInfo,
+  type KnownResult,
+  type AcceptRequest,
+} from './server.js';
+export { DurableRpcClient, RPC_CLIENT_DEFAULTS, type RpcCall, type RpcClientOptions } from './client.js';
+export { RPC_ACK_IMM, RPC_RESULT_IMM } from './wire.js';
+export { connectInProcess, reconnectInProcess } from './inprocess.js';

@@ -1,0 +1,417 @@
+/**
+ * DurableRpcServer: the server CPU's half of durable RPC (DESIGN §4). A validating shell over a
+ * RecoveryStore (rings, redo log, recovery) and an Rnic; one engine per connection.
+ *
+ * Per connection and strategy: entries arrive in the client's ring (WRITE strategies) or in
+ * receive slots posted at the ring's slots in sequence order (SEND strategies). The CpuPoller —
+ * driven by NIC notifications (drained writes into the ring, receive completions), never a spin
+ * loop — runs a pass: poll the ring FIFO, persist and ACK (wrflush, srflush; gpspm on its flush
+ * request), then process: the handler computes effects, the store commits them through the redo
+ * log (FIFO, one total order), and a RESULT carrying the credit (the applied sequence) goes back.
+ * Coupled baselines (farm, darpc) only ever answer with that RESULT.
+ */
+import assert from 'node:assert/strict';
+import { PmrpcError, crc32c, type PmemRegion } from '../../pmem/index.js';
+import { Access, CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../flush/index.js';
+import {
+  checkEffects,
+  RECORD_HEADER_BYTES,
+  RecoveryStore,
+  type AppView,
+  type EffectImage,
+  type Effects,
+  type RecoveryReport,
+  type Ring,
+  type RingEntry,
+} from '../../recovery/index.js';
+import { RpcErrorCodes } from './errors.js';
+import { ACK_STRATEGIES, checkStrategy, COUPLED_STRATEGIES, SEND_STRATEGIES, type RpcStrategy } from './strategies.js';
+import { decodeKept, encodeAck, encodeError, encodeKept, encodeResult, RPC_ACK_IMM, RPC_RESULT_IMM, STATUS_ERROR, STATUS_OK } from './wire.js';
+
+/** A request as a handler sees it. */
+export interface RpcRequest {
+  clientId: number;
+  seq: number;
+  method: string;
+  payload: Uint8Array;
+}
+
+/** What a handler returns: after-images of the application area (offsets relative to it) and a result. */
+export interface RpcEffects {
+  images: EffectImage[];
+  result?: Uint8Array;
+}
+
+/**
+ * Computes a request's effects from the current state of the application area (read-only view).
+ * It must not store anything: the server applies the after-images through the redo log, so it may
+ * run again at recovery over the same state (it is not required to be idempotent).
+ */
+export type RpcHandler = (request: RpcRequest, view: AppView) => RpcEffects;
+
+/** Test-only fault switches of the RPC layer (the crash-test mutants); never set in production. */
+export interface RpcFaults {
+  /** Client: send the request without its FLUSH and treat the message's completion as durable (wflush, sflush). */
+  skipFlush?: boolean;
+  /** Client: FLUSH(global) instead of FLUSH(persistent) (wflush, sflush). */
+  flushGlobal?: boolean;
+  /** Server: ACK without persisting the entry (wrflush, srflush, gpspm). */
+  skipReceiverPersist?: boolean;
+  /** Server: ACK first, persist after (wrflush, srflush, gpspm). */
+  ackBeforePersist?: boolean;
+  /** Server: the coupled reply goes out before the request's effects are committed (farm, darpc). */
+  replyBeforeApply?: boolean;
+  /** Server: return the ring credit one slot early (the client may overwrite an entry not yet applied). */
+  earlyCredit?: boolean;
+}
+
+export const RPC_FAULT_NAMES = Object.freeze(['skipFlush', 'flushGlobal', 'skipReceiverPersist', 'ackBeforePersist', 'replyBeforeApply', 'earlyCredit'] as const) satisfies readonly (keyof RpcFaults)[];
+
+export function checkRpcFaults(f: unknown): Readonly<RpcFaults> {
+  if (f === undefined) return Object.freeze({});
+  if (f === null || typeof f !== 'object') throw new TypeError(`faults must be an object, got ${String(f)}`);
+  for (const [k, v] of Object.entries(f)) {
+    if (!(RPC_FAULT_NAMES as readonly string[]).includes(k)) throw new TypeError(`unknown fault switch ${k}`);
+    if (typeof v !== 'boolean' && v !== undefined) throw new TypeError(`fault switch ${k} must be a boolean, got ${String(v)}`);
+  }
+  return Object.freeze({ ...(f as RpcFaults) });
+}
+
+export interface RpcServerOptions {
+  strategy: RpcStrategy;
+  /** Keep each request's result in its effect record, so it survives a server crash (while the record is in the log). */
+  keepResults: boolean;
+  /** How a CPU pass is scheduled (the CpuPoller's; default queueMicrotask). */
+  schedule: (fn: () => void) => void;
+  /** Most entries one connection processes in one CPU pass (the rest in the next pass). */
+  batchMax: number;
+  /** Test-only fault switches. */
+  faults: RpcFaults | undefined;
+}
+
+export const RPC_SERVER_DEFAULTS: Readonly<RpcServerOptions> = Object.freeze({
+  strategy: 'wflush',
+  keepResults: false,
+  schedule: queueMicrotask,
+  batchMax: 64,
+  faults: undefined,
+});
+
+/** A result the server still knows for a reconnecting client. */
+export interface KnownResult {
+  seq: number;
+  status: 'ok' | 'error' | 'lost';
+  bytes?: Uint8Array;
+}
+
+/** What a client needs to (re)connect: handed over by the connection handshake (accept). */
+export interface ConnectionInfo {
+  clientId: number;
+  strategy: RpcStrategy;
+  /** Region offset of the client's ring, its slots and their size. */
+  ringOffset: number;
+  ringSlots: number;
+  slotBytes: number;
+  /** rkey of the MR over the client's ring (WRITE target; FLUSH target of sflush). */
+  rkey: number;
+  /** First sequence to (re)send: past the durable prefix. */
+  resumeSeq: number;
+  /** Applied sequence: the credit (sequence s may be placed when s <= appliedSeq + ringSlots). */
+  appliedSeq: number;
+  /** The server's epoch (bumped by every recovery). */
+  epoch: number;
+  /** For each awaited sequence at or below appliedSeq: its kept result, or 'lost'. */
+  results: KnownResult[];
+}
+
+export interface AcceptRequest {
+  /** Reconnect as this client (omit for a new client). */
+  clientId?: number;
+  /** Sequences whose result the client still waits for. */
+  awaiting?: readonly number[];
+}
+
+interface Conn {
+  clientId: number;
+  sqp: ServerQp;
+  mr: MemoryRegion;
+  ring: Ring;
+  stops: Array<() => void>;
+  ackedUpTo: number;
+  failed: boolean;
+}
+
+/** A method name's id on the wire (CRC-32C of its UTF-8 bytes): client and server agree without a handshake. */
+export function methodId(method: string): number {
+  return crc32c(new TextEncoder().encode(method));
+}
+
+const METHOD_RE = /^[A-Za-z_][A-Za-z0-9_.:/-]{0,127}$/;
+
+export class DurableRpcServer {
+  readonly nic: Rnic;
+  readonly store: RecoveryStore;
+  readonly region: PmemRegion;
+  readonly options: Readonly<RpcServerOptions>;
+  readonly strategy: RpcStrategy;
+  #faults: Readonly<RpcFaults>;
+  #methods = new Map<number, { name: string; handler: RpcHandler }>();
+  #conns = new Map<number, Conn>();
+  #poller: CpuPoller;
+  #state: 'new' | 'serving' | 'closed' = 'new';
+  /** Errors of connections that were cut (a misbehaving client); the server keeps serving the others. */
+  readonly connectionErrors: Array<{ clientId: number; error: unknown }> = [];
+
+  constructor(nic: Rnic, store: RecoveryStore, options: Partial<RpcServerOptions> = {}) {
+    if (nic === null || typeof nic !== 'object' || typeof (nic as Rnic).createQp !== 'function') throw new TypeError('nic must be an Rnic');
+    if (!(store instanceof RecoveryStore)) throw new TypeError('store must be a RecoveryStore');
+    if (store.region !== nic.region) throw new TypeError('store and nic must be on the same region');
+    if (options === null || typeof options !== 'object') throw new TypeError(`options must be an object, got ${String(options)}`);
+    const o = { ...RPC_SERVER_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RpcServerOptions;
+    checkStrategy(o.strategy);
+    if (typeof o.keepResults !== 'boolean') throw new TypeError(`keepResults must be a boolean, got ${String(o.keepResults)}`);
+    if (typeof o.schedule !== 'function') throw new TypeError('schedule must be a function');
+    if (!Number.isSafeInteger(o.batchMax) || o.batchMax < 1) throw new RangeError(`batchMax must be a positive integer, got ${String(o.batchMax)}`);
+    this.#faults = checkRpcFaults(o.faults);
+    this.options = Object.freeze(o);
+    this.strategy = o.strategy;
+    this.nic = nic;
+    this.store = store;
+    this.region = nic.region;
+    this.#poller = new CpuPoller(nic, { schedule: o.schedule });
+  }
+
+  get serving(): boolean {
+    return this.#state === 'serving';
+  }
+
+  /** The longest payload a request may carry (a ring slot less its header). */
+  get maxPayloadBytes(): number {
+    return this.store.geometry.slotBytes - 32;
+  }
+
+  register(method: string, handler: RpcHandler): this {
+    if (typeof method !== 'string' || !METHOD_RE.test(method)) throw new TypeError(`method must be a name matching ${METHOD_RE}, got ${String(method)}`);
+    if (typeof handler !== 'function') throw new TypeError('handler must be a function');
+    if (this.#state === 'closed') throw new PmrpcError(RpcErrorCodes.NOT_SERVING, 'the server is closed');
+    const id = methodId(method);
+    const had = this.#methods.get(id);
+    if (had !== undefined) throw new PmrpcError(RpcErrorCodes.METHOD_EXISTS, had.name === method ? `method ${method} is already registered` : `method ${method} has the same id as ${had.name}`);
+    this.#methods.set(id, { name: method, handler });
+    return this;
+  }
+
+  /**
+   * Starts serving. A store that was opened (after a restart) is recovered first, with the
+   * registered handlers re-executing the durable requests past the applied ones: register every
+   * method before start().
+   */
+  start(): RecoveryReport | undefined {
+    if (this.#state !== 'new') throw new PmrpcError(RpcErrorCodes.NOT_SERVING, `start() on a server that is ${this.#state}`);
+    let report: RecoveryReport | undefined;
+    if (!this.store.ready) report = this.store.recover((e, view) => this.#effects(e, view).record);
+    this.#state = 'serving';
+    return report;
+  }
+
+  /**
+   * The connection handshake (in-process: a call; over a transport: its connect exchange). A new
+   * client gets a fresh id and ring; a reconnecting one (`clientId`) gets its resume point and the
+   * results the server still knows for the sequences it awaits. The returned server QP is what the
+   * client's link connects to.
+   */
+  accept(request: AcceptRequest = {}): { sqp: ServerQp; info: ConnectionInfo } {
+    if (this.#state !== 'serving') throw new PmrpcError(RpcErrorCodes.NOT_SERVING, 'the server is not serving: call start() first');
+    if (request === null || typeof request !== 'object') throw new TypeError(`request must be an object, got ${String(request)}`);
+    const awaiting = request.awaiting ?? [];
+    if (!Array.isArray(awaiting) || awaiting.some((s) => !Number.isSafeInteger(s) || s < 1)) throw new TypeError('awaiting must be an array of positive integers');
+    const store = this.store;
+    let clientId: number;
+    let resumeSeq: number;
+    if (request.clientId === undefined) {
+      clientId = store.register().clientId;
+      resumeSeq = 1;
+    } else {
+      clientId = request.clientId;
+      store.client(clientId); // PMRPC_ERR_UNKNOWN_CLIENT
+      const old = this.#conns.get(clientId);
+      if (old !== undefined) {
+        // A live reconnect: take in what already arrived, make every consumed entry durable (the
+        // client will count everything before the resume point as durable), drop the old QP.
+        if (!old.failed) this.#service(old);
+        for (let s = store.conn.appliedSeq(clientId) + 1; s < old.ring.nextSeq; s++) old.ring.persistEntry(s);
+        resumeSeq = old.ring.nextSeq;
+        this.#drop(old);
+      } else {
+        resumeSeq = store.resumeSeq(clientId);
+      }
+    }
+    const info = store.client(clientId);
+    const g = store.geometry;
+    const ringBytes = g.ringSlots * g.slotBytes;
+    const pd = this.nic.allocPd();
+    const mr = this.nic.registerMr(pd, info.ringOffset, ringBytes, Access.REMOTE_WRITE | Access.REMOTE_READ | Access.FLUSH_PERSISTENT | Access.FLUSH_GLOBAL);
+    const sqp = this.nic.createQp(pd);
+    const ring = store.ring(clientId);
+    assert.equal(ring.nextSeq, resumeSeq, 'the ring polls from the resume point');
+    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, failed: false };
+    this.#conns.set(clientId, conn);
+    const applied = store.conn.appliedSeq(clientId);
+    if (SEND_STRATEGIES.has(this.strategy)) {
+      for (let s = resumeSeq; s <= applied + g.ringSlots; s++) sqp.postRecv({ id: s, addr: ring.slotOffset(s), len: g.slotBytes });
+      conn.stops.push(this.#poller.watchRecv(sqp, () => this.#service(conn)));
+    } else {
+      if (this.strategy === 'gpspm') {
+        // Flush requests carry the sequence in imm and no payload: zero-length receive buffers.
+        for (let i = 0; i < g.ringSlots; i++) sqp.postRecv({ id: i, addr: 0, len: 0 });
+        conn.stops.push(this.#poller.watchRecv(sqp, (c) => this.#onFlushRequest(conn, c)));
+      }
+      // gpspm's doorbell is its flush request; the other WRITE strategies watch the ring for drained writes.
+      else conn.stops.push(this.#poller.watchMemory({ offset: info.ringOffset, len: ringBytes, qpn: sqp.qpn }, () => this.#service(conn)));
+    }
+    const results: KnownResult[] = [];
+    for (const s of awaiting) {
+      if (s > applied) continue;
+      const kept = store.resultOf(clientId, s);
+      if (kept === undefined) results.push({ seq: s, status: 'lost' });
+      else {
+        const k = decodeKept(kept);
+        results.push({ seq: s, status: k.status === STATUS_OK ? 'ok' : 'error', bytes: k.bytes });
+      }
+    }
+    return {
+      sqp,
+      info: Object.freeze({
+        clientId, strategy: this.strategy, ringOffset: info.ringOffset, ringSlots: g.ringSlots, slotBytes: g.slotBytes,
+        rkey: mr.rkey, resumeSeq, appliedSeq: applied, epoch: store.epoch, results,
+      }),
+    };
+  }
+
+  /** Stops serving: the poller stops, every connection's QP is destroyed (the NIC cache drains). */
+  close(): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    for (const c of [...this.#conns.values()]) this.#drop(c);
+    this.#poller.close();
+  }
+
+  /** Runs pending CPU passes now (tests and the crash-test driver; normally they run on `schedule`). */
+  runPending(): number {
+    return this.#poller.runPending();
+  }
+
+  #drop(c: Conn): void {
+    for (const s of c.stops.splice(0)) s();
+    this.nic.destroyQp(c.sqp.qpn);
+    this.nic.deregisterMr(c.mr);
+    if (this.#conns.get(c.clientId) === c) this.#conns.delete(c.clientId);
+  }
+
+  #fail(c: Conn, error: unknown): void {
+    // A client that broke the protocol (an entry beyond its credits, a torn entry that never
+    // completes): its connection is cut, the others are served on.
+    c.failed = true;
+    this.connectionErrors.push({ clientId: c.clientId, error });
+    if (this.connectionErrors.length > 1024) this.connectionErrors.shift();
+    for (const s of c.stops.splice(0)) s();
+  }
+
+  /** gpspm: the client asks the CPU to persist the entry of sequence `imm`. */
+  #onFlushRequest(c: Conn, rc: RecvCompletion): void {
+    if (c.failed || this.#state !== 'serving') return;
+    c.sqp.postRecv({ id: rc.recvId, addr: 0, len: 0 });
+    const seq = rc.imm;
+    if (seq === undefined || seq < 1) return;
+    // Poll first: the entry (which the same chain wrote) is in visible memory (rule ii).
+    this.#service(c, () => this.#persistAndAck(c, [seq]));
+  }
+
+  #persistAndAck(c: Conn, seqs: number[]): void {
+    if (seqs.length === 0) return;
+    const upTo = Math.max(c.ackedUpTo, seqs[seqs.length - 1]!);
+    const ack = (): void => {
+      if (upTo > c.ackedUpTo) {
+        c.ackedUpTo = upTo;
+        c.sqp.notify(encodeAck(upTo), RPC_ACK_IMM);
+      }
+    };
+    if (this.#faults.ackBeforePersist) ack();
+    if (!this.#faults.skipReceiverPersist) {
+      for (const s of seqs) this.region.flush(c.ring.slotOffset(s), this.store.geometry.slotBytes);
+      this.region.drain();
+    }
+    if (!this.#faults.ackBeforePersist) ack();
+  }
+
+  /** One CPU pass for a connection: poll FIFO, ACK what needs the CPU's persist, process. */
+  #service(c: Conn, beforeProcess?: () => void): void {
+    if (c.failed || this.#state !== 'serving') return;
+    const polled: RingEntry[] = [];
+    try {
+      for (let i = 0; i < this.options.batchMax; i++) {
+        const p = c.ring.poll();
+        if (p.kind !== 'entry') break;
+        polled.push(p.entry);
+      }
+    } catch (e) {
+      // Entries before the failure are still acknowledged and processed; the connection is cut.
+      this.#fail(c, e);
+    }
+    try {
+      if (this.strategy !== 'gpspm' && ACK_STRATEGIES.has(this.strategy)) this.#persistAndAck(c, polled.map((e) => e.seq));
+      beforeProcess?.();
+      for (const entry of polled) this.#process(c, entry);
+    } catch (e) {
+      // The store refused (a full log, a broken layout): this connection stops, the others go on.
+      this.#fail(c, e);
+      return;
+    }
+    // More may have arrived than one batch: another pass.
+    if (polled.length === this.options.batchMax && !c.failed) this.options.schedule(() => this.#service(c));
+  }
+
+  #process(c: Conn, entry: RingEntry): void {
+    const { record, status, bytes } = this.#effects(entry, this.store.appView);
+    const coupled = COUPLED_STRATEGIES.has(this.strategy);
+    if (coupled && this.#faults.replyBeforeApply) this.#reply(c, entry.seq, status, bytes, this.store.conn.appliedSeq(c.clientId));
+    this.store.commit(entry.clientId, entry.seq, record);
+    const applied = this.store.conn.appliedSeq(c.clientId);
+    const g = this.store.geometry;
+    // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.
+    if (SEND_STRATEGIES.has(this.strategy)) c.sqp.postRecv({ id: entry.seq + g.ringSlots, addr: c.ring.slotOffset(entry.seq + g.ringSlots), len: g.slotBytes });
+    if (!(coupled && this.#faults.replyBeforeApply)) this.#reply(c, entry.seq, status, bytes, applied + (this.#faults.earlyCredit ? 1 : 0));
+  }
+
+  #reply(c: Conn, seq: number, status: number, bytes: Uint8Array, appliedSeq: number): void {
+    c.sqp.notify(encodeResult({ seq, appliedSeq, status, bytes }), RPC_RESULT_IMM);
+  }
+
+  /** The effects of an entry, as committed (record) and as answered (status, bytes). Never throws for a request's fault. */
+  #effects(entry: RingEntry, view: AppView): { record: Effects; status: number; bytes: Uint8Array } {
+    const keep = this.options.keepResults;
+    const roomBytes = this.store.geometry.recordBytes - RECORD_HEADER_BYTES - 8;
+    const failed = (code: string, message: string): { record: Effects; status: number; bytes: Uint8Array } => {
+      const bytes = encodeError(code, message, Math.min(256, roomBytes - 1));
+      return { record: { images: [], ...(keep ? { result: encodeKept(STATUS_ERROR, bytes) } : {}) }, status: STATUS_ERROR, bytes };
+    };
+    const m = this.#methods.get(entry.methodId);
+    if (m === undefined) return failed(RpcErrorCodes.UNKNOWN_METHOD, `no method with id ${entry.methodId}`);
+    let eff: RpcEffects;
+    try {
+      eff = m.handler({ clientId: entry.clientId, seq: entry.seq, method: m.name, payload: entry.payload }, view);
+    } catch (e) {
+      const err = e as { code?: unknown; message?: unknown };
+      return failed(typeof err?.code === 'string' && err.code.startsWith('PMRPC_ERR_') ? err.code : RpcErrorCodes.HANDLER_FAILED, String(err?.message ?? e));
+    }
+    const result = eff?.result ?? new Uint8Array(0);
+    const record: Effects = { images: eff?.images, ...(keep ? { result: encodeKept(STATUS_OK, result instanceof Uint8Array ? result : new Uint8Array(0)) } : {}) };
+    try {
+      if (!(result instanceof Uint8Array)) throw new TypeError('effects.result must be a Uint8Array');
+      checkEffects(record, this.store.layout);
+    } catch (e) {
+      return failed(RpcErrorCodes.HANDLER_FAILED, `invalid effects: ${(e as Error).message}`);
+    }
+    return { record, status: STATUS_OK, bytes: result };
+  }
+}

@@ -1,0 +1,290 @@
+/**
+ * PRISM-KV's durable layout in server PM (DESIGN §2.4, §5). All integers little-endian.
+ *
+ * KV area at `base` (64-byte aligned), registered as one MR:
+ *   header   [base, base+256)       line 0–1: config (magic, version, geometry, crc); line 2: epoch word
+ *   index    slotCount × 32 B        slot = ptr u64 | bound u64 | version u64 | reserved u64
+ *   arena    one sub-arena per size class, buffers of 2^k bytes, sizeBytes-aligned offsets from base
+ *   mailbox  recv buffers for the buffer-return RPC (SEND payloads)
+ *
+ * The slot's ptr word is the one aligned 8-byte word readers follow and the single durable truth:
+ * the emulated NIC dereferences the whole word as an address, so size class and version cannot
+ * be packed into it; the bound word (for bounded READs) and the version word (for the CAS) are
+ * derived from the item ptr points at, and recovery rewrites them after a crash that tore the
+ * 24-byte CAS (DESIGN §2.4: "or recovery must repair what a torn wider slot leaves").
+ * An empty slot holds ptr = base (the KV header: always inside the MR, so a bounded READ of
+ * min(len, 0) = 0 bytes never faults), bound 0, version 0.
+ *
+ * Item (self-describing, in one ALLOCATEd buffer):
+ *   +0 crc32c u32 over [4, 24 + keyLen + valueLen)   +4 flags u8 (1 = tombstone)   +5 keyLen u8
+ *   +6 reserved u16   +8 valueLen u32   +12 reserved u32   +16 version u64   +24 key   then value
+ */
+import { crc32c, PmrpcError } from '../../../pmem/index.js';
+
+export const KV_MAGIC = 0x31304b5650534d52n; // 'RMSPVK01' little-endian
+export const KV_LAYOUT_VERSION = 1;
+export const KV_HEADER_BYTES = 256;
+export const KV_EPOCH_OFFSET = 128;
+export const SLOT_BYTES = 32;
+/** Bytes of the slot a PUT's CAS swaps: ptr, bound, version. */
+export const SLOT_CAS_BYTES = 24;
+export const ITEM_HEADER_BYTES = 24;
+export const FLAG_TOMBSTONE = 1;
+export const MAX_CLASSES = 8;
+export const MAILBOX_BUFFER_BYTES = 1024;
+/** Pointers one return batch carries: (MAILBOX_BUFFER_BYTES - 16) / 8. */
+export const RETURN_BATCH_MAX = (MAILBOX_BUFFER_BYTES - 16) / 8;
+
+export const KvErrorCodes = Object.freeze({
+  /** The key is longer than keyBytesMax (or empty). */
+  KEY_TOO_LONG: 'PMRPC_ERR_KV_KEY_TOO_LONG',
+  /** Item (24 B header + key + value) larger than the largest size class. */
+  VALUE_TOO_LARGE: 'PMRPC_ERR_KV_VALUE_TOO_LARGE',
+  /** Every slot of the key's probe window is claimed by other keys. */
+  INDEX_FULL: 'PMRPC_ERR_KV_INDEX_FULL',
+  /** The free list of the item's size class stayed empty after returning the client's buffers. */
+  FULL: 'PMRPC_ERR_KV_FULL',
+  /** ALLOCATE refused: the server is rebuilding its free lists after a crash (retry later). */
+  RECOVERING: 'PMRPC_ERR_KV_RECOVERING',
+  /** Concurrent writers kept winning the slot past the retry bound. */
+  CONTENDED: 'PMRPC_ERR_KV_CONTENDED',
+  /** An item failed its checksum on every retry (a torn read that did not go away, or damage). */
+  CORRUPT: 'PMRPC_ERR_KV_CORRUPT',
+  /** The region holds no KV area at this offset, or its header is damaged. */
+  NOT_FORMATTED: 'PMRPC_ERR_KV_NOT_FORMATTED',
+  /** The server refused a buffer return (stale epoch, bad pointer, buffer still reachable). */
+  RETURN_REFUSED: 'PMRPC_ERR_KV_RETURN_REFUSED',
+  /** The KV layout does not fit where it was asked to go. */
+  LAYOUT_TOO_LARGE: 'PMRPC_ERR_KV_LAYOUT_TOO_LARGE',
+});
+
+export interface SizeClass {
+  sizeBytes: number;
+  count: number;
+}
+
+export interface KvGeometry {
+  base: number;
+  slotCount: number;
+  probeSlots: number;
+  keyBytesMax: number;
+  classes: Array<SizeClass & { offset: number }>;
+  indexOffset: number;
+  arenaOffset: number;
+  arenaEnd: number;
+  mailboxOffset: number;
+  mailboxBuffers: number;
+  /** Bytes from base to the end of the mailbox. */
+  totalBytes: number;
+}
+
+export interface KvLayoutOptions {
+  slotCount: number;
+  probeSlots: number;
+  keyBytesMax: number;
+  classes: readonly SizeClass[];
+  mailboxBuffers: number;
+}
+
+export const KV_LAYOUT_DEFAULTS: Readonly<KvLayoutOptions> = Object.freeze({
+  slotCount: 1024,
+  probeSlots: 4,
+  keyBytesMax: 64,
+  classes: Object.freeze([
+    Object.freeze({ sizeBytes: 64, count: 1024 }),
+    Object.freeze({ sizeBytes: 128, count: 1024 }),
+    Object.freeze({ sizeBytes: 256, count: 512 }),
+    Object.freeze({ sizeBytes: 1024, count: 256 }),
+  ]),
+  mailboxBuffers: 64,
+});
+
+export function validateLayoutOptions(options: Partial<KvLayoutOptions>): KvLayoutOptions {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  const o = { ...KV_LAYOUT_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as KvLayoutOptions;
+  if (!Number.isSafeInteger(o.slotCount) || o.slotCount < 1 || o.slotCount > 1 << 24) throw new RangeError(`slotCount must be an integer in [1, 2^24], got ${String(o.slotCount)}`);
+  if (!Number.isSafeInteger(o.probeSlots) || o.probeSlots < 1 || o.probeSlots > Math.min(16, o.slotCount)) {
+    throw new RangeError(`probeSlots must be an integer in [1, min(16, slotCount)], got ${String(o.probeSlots)}`);
+  }
+  if (!Number.isSafeInteger(o.keyBytesMax) || o.keyBytesMax < 1 || o.keyBytesMax > 255) throw new RangeError(`keyBytesMax must be an integer in [1, 255], got ${String(o.keyBytesMax)}`);
+  if (!Array.isArray(o.classes) || o.classes.length < 1 || o.classes.length > MAX_CLASSES) throw new RangeError(`classes must hold 1..${MAX_CLASSES} size classes`);
+  let prev = 0;
+  for (const c of o.classes) {
+    const s = c?.sizeBytes;
+    if (!Number.isSafeInteger(s) || s < 64 || s > 1 << 20 || (s & (s - 1)) !== 0) throw new RangeError(`class sizeBytes must be a power of two in [64, 2^20], got ${String(s)}`);
+    if (s <= prev) throw new RangeError('classes must be in increasing sizeBytes order');
+    if (!Number.isSafeInteger(c.count) || c.count < 1 || c.count > 1 << 22) throw new RangeError(`class count must be an integer in [1, 2^22], got ${String(c.count)}`);
+    prev = s;
+  }
+  if (!Number.isSafeInteger(o.mailboxBuffers) || o.mailboxBuffers < 1 || o.mailboxBuffers > 4096) throw new RangeError(`mailboxBuffers must be an integer in [1, 4096], got ${String(o.mailboxBuffers)}`);
+  return o;
+}
+
+/** Where everything lies, for a KV area at `base`. */
+export function computeKvGeometry(base: number, o: KvLayoutOptions): KvGeometry {
+  if (!Number.isSafeInteger(base) || base < 0 || base % 64 !== 0) throw new RangeError(`base must be a non-negative multiple of 64, got ${String(base)}`);
+  const indexOffset = base + KV_HEADER_BYTES;
+  let at = indexOffset + o.slotCount * SLOT_BYTES;
+  const classes = o.classes.map((c) => {
+    at = Math.ceil(at / c.sizeBytes) * c.sizeBytes;
+    const offset = at;
+    at += c.sizeBytes * c.count;
+    return { sizeBytes: c.sizeBytes, count: c.count, offset };
+  });
+  const arenaOffset = classes[0]!.offset;
+  const arenaEnd = at;
+  const mailboxOffset = Math.ceil(at / 64) * 64;
+  const end = mailboxOffset + o.mailboxBuffers * MAILBOX_BUFFER_BYTES;
+  return {
+    base,
+    slotCount: o.slotCount,
+    probeSlots: o.probeSlots,
+    keyBytesMax: o.keyBytesMax,
+    classes,
+    indexOffset,
+    arenaOffset,
+    arenaEnd,
+    mailboxOffset,
+    mailboxBuffers: o.mailboxBuffers,
+    totalBytes: end - base,
+  };
+}
+
+export function encodeKvHeader(g: KvGeometry): Uint8Array {
+  const b = new Uint8Array(128);
+  const dv = new DataView(b.buffer);
+  dv.setBigUint64(0, KV_MAGIC, true);
+  dv.setUint32(8, KV_LAYOUT_VERSION, true);
+  dv.setUint32(12, g.slotCount, true);
+  dv.setUint32(16, g.probeSlots, true);
+  dv.setUint32(20, g.classes.length, true);
+  dv.setUint32(24, g.keyBytesMax, true);
+  dv.setUint32(28, g.mailboxBuffers, true);
+  g.classes.forEach((c, i) => {
+    dv.setUint32(32 + i * 8, c.sizeBytes, true);
+    dv.setUint32(36 + i * 8, c.count, true);
+  });
+  dv.setUint32(124, crc32c(b.subarray(0, 124)), true);
+  return b;
+}
+
+/** The geometry a KV header describes; NOT_FORMATTED for anything but a valid header. */
+export function decodeKvHeader(b: Uint8Array, base: number): KvGeometry {
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  if (b.length < 128 || dv.getBigUint64(0, true) !== KV_MAGIC) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `no KV area at offset ${base}`);
+  if (dv.getUint32(124, true) !== crc32c(b.subarray(0, 124))) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `the KV header at offset ${base} fails its checksum`);
+  if (dv.getUint32(8, true) !== KV_LAYOUT_VERSION) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `KV layout version ${dv.getUint32(8, true)} is not supported`);
+  const n = dv.getUint32(20, true);
+  const classes: SizeClass[] = [];
+  for (let i = 0; i < n && i < MAX_CLASSES; i++) classes.push({ sizeBytes: dv.getUint32(32 + i * 8, true), count: dv.getUint32(36 + i * 8, true) });
+  const o = validateLayoutOptions({ slotCount: dv.getUint32(12, true), probeSlots: dv.getUint32(16, true), keyBytesMax: dv.getUint32(24, true), classes, mailboxBuffers: dv.getUint32(28, true) });
+  return computeKvGeometry(base, o);
+}
+
+// ------------------------------------------------------------------ slots
+
+export interface SlotWord {
+  ptr: number;
+  bound: number;
+  version: bigint;
+}
+
+export function slotOffset(g: KvGeometry, index: number): number {
+  return g.indexOffset + index * SLOT_BYTES;
+}
+
+export function encodeSlot(s: SlotWord): Uint8Array {
+  const b = new Uint8Array(SLOT_CAS_BYTES);
+  const dv = new DataView(b.buffer);
+  dv.setBigUint64(0, BigInt(s.ptr), true);
+  dv.setBigUint64(8, BigInt(s.bound), true);
+  dv.setBigUint64(16, s.version, true);
+  return b;
+}
+
+export function decodeSlot(b: Uint8Array, off = 0): SlotWord {
+  const dv = new DataView(b.buffer, b.byteOffset + off, SLOT_CAS_BYTES);
+  const p = dv.getBigUint64(0, true);
+  const bd = dv.getBigUint64(8, true);
+  return { ptr: p > BigInt(Number.MAX_SAFE_INTEGER) ? -1 : Number(p), bound: bd > BigInt(Number.MAX_SAFE_INTEGER) ? -1 : Number(bd), version: dv.getBigUint64(16, true) };
+}
+
+export function emptySlot(g: KvGeometry): SlotWord {
+  return { ptr: g.base, bound: 0, version: 0n };
+}
+
+/** FNV-1a 32 of the key. */
+export function hashKey(key: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (const x of key) h = Math.imul(h ^ x, 0x01000193) >>> 0;
+  return h >>> 0;
+}
+
+/** First slot of the key's probe window; the window is [home, home + probeSlots), never wrapping. */
+export function homeSlot(g: KvGeometry, key: Uint8Array): number {
+  return hashKey(key) % (g.slotCount - g.probeSlots + 1);
+}
+
+/** The size class whose buffers hold `ptr` (inside its sub-arena, aligned to its size), or undefined. */
+export function classOf(g: KvGeometry, ptr: number): (SizeClass & { offset: number }) | undefined {
+  for (const c of g.classes) {
+    if (ptr >= c.offset && ptr < c.offset + c.sizeBytes * c.count) return (ptr - c.offset) % c.sizeBytes === 0 ? c : undefined;
+  }
+  return undefined;
+}
+
+/** The smallest class that holds an item of `itemBytes`. */
+export function classFor(g: KvGeometry, itemBytes: number): (SizeClass & { offset: number }) | undefined {
+  return g.classes.find((c) => c.sizeBytes >= itemBytes);
+}
+
+// ------------------------------------------------------------------ items
+
+export interface Item {
+  key: Uint8Array;
+  value: Uint8Array;
+  version: bigint;
+  tombstone: boolean;
+}
+
+export function itemBytes(keyLen: number, valueLen: number): number {
+  return ITEM_HEADER_BYTES + keyLen + valueLen;
+}
+
+export function encodeItem(it: Item): Uint8Array {
+  const b = new Uint8Array(itemBytes(it.key.length, it.value.length));
+  const dv = new DataView(b.buffer);
+  dv.setUint8(4, it.tombstone ? FLAG_TOMBSTONE : 0);
+  dv.setUint8(5, it.key.length);
+  dv.setUint32(8, it.value.length, true);
+  dv.setBigUint64(16, it.version, true);
+  b.set(it.key, ITEM_HEADER_BYTES);
+  b.set(it.value, ITEM_HEADER_BYTES + it.key.length);
+  dv.setUint32(0, crc32c(b.subarray(4)), true);
+  return b;
+}
+
+/** The item in `b` (a buffer or the prefix a READ returned), or undefined when it does not check out. */
+export function decodeItem(b: Uint8Array): Item | undefined {
+  if (b.length < ITEM_HEADER_BYTES) return undefined;
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const flags = dv.getUint8(4);
+  const keyLen = dv.getUint8(5);
+  const valueLen = dv.getUint32(8, true);
+  if ((flags & ~FLAG_TOMBSTONE) !== 0 || keyLen === 0) return undefined;
+  const n = itemBytes(keyLen, valueLen);
+  if (n > b.length) return undefined;
+  if (dv.getUint32(0, true) !== crc32c(b.subarray(4, n))) return undefined;
+  return {
+    key: b.slice(ITEM_HEADER_BYTES, ITEM_HEADER_BYTES + keyLen),
+    value: b.slice(ITEM_HEADER_BYTES + keyLen, n),
+    version: dv.getBigUint64(16, true),
+    tombstone: (flags & FLAG_TOMBSTONE) !== 0,
+  };
+}
+
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

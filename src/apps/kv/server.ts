@@ -1,0 +1,381 @@
+/**
+ * The PRISM-KV server. Its CPU formats the KV area, recovers it after a crash (slot repair +
+ * allocator recovery through recovery/allocator.ts), posts free lists to the NIC, and handles the
+ * buffer-return RPC. GET, PUT and DELETE never reach it: they are NIC chains (client.ts).
+ */
+import { Access, CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
+import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
+import { auditAllocator, checkReturn, postFreeLists, recoverFreeLists, type AllocatorAudit, type ArenaClass, type PointerVerdict, type ReturnVerdict } from '../../../recovery/index.js';
+import { NO_KV_FAULTS, type KvFaults } from './faults.js';
+import {
+  KV_EPOCH_OFFSET,
+  KV_HEADER_BYTES,
+  KvErrorCodes,
+  MAILBOX_BUFFER_BYTES,
+  SLOT_BYTES,
+  bytesEqual,
+  classOf,
+  computeKvGeometry,
+  decodeItem,
+  decodeKvHeader,
+  decodeSlot,
+  emptySlot,
+  encodeKvHeader,
+  encodeSlot,
+  homeSlot,
+  slotOffset,
+  validateLayoutOptions,
+  type KvGeometry,
+  type KvLayoutOptions,
+} from './layout.js';
+
+/** imm of a return-batch SEND, and of the server's replies. */
+export const RETURN_IMM = 0x4b56_0001;
+export const RETURN_ACK_IMM = 0x4b56_0002;
+export const RETURN_STALE_IMM = 0x4b56_0003;
+
+export interface KvServerOptions {
+  /** Offset of the KV area in the region (multiple of 64). */
+  base: number;
+  /** Test-only fault switches (mutants). */
+  faults: Partial<KvFaults>;
+  /** The CPU poller that runs the return RPC (default: a new one on the NIC). */
+  poller: CpuPoller | undefined;
+  /** Do not recover in open(): call recover() later (tests of ALLOCATE during recovery). */
+  deferRecovery: boolean;
+}
+
+export const KV_SERVER_DEFAULTS: Readonly<KvServerOptions> = Object.freeze({ base: 0, faults: Object.freeze({}), poller: undefined, deferRecovery: false });
+
+export interface KvRecoveryReport {
+  epoch: bigint;
+  slotsScanned: number;
+  slotsRepaired: number;
+  pointersRejected: Array<{ slot: number; ptr: number; verdict: PointerVerdict }>;
+  reachable: number;
+  reclaimed: number;
+}
+
+export interface KvServerStats {
+  returnBatches: number;
+  returnsAccepted: number;
+  returnsRefused: Record<string, number>;
+}
+
+export interface SlotProblem {
+  slot: number;
+  problem: string;
+}
+
+function resolve(options: Partial<KvServerOptions>): KvServerOptions {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  const o = { ...KV_SERVER_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as KvServerOptions;
+  if (!Number.isSafeInteger(o.base) || o.base < 0 || o.base % 64 !== 0) throw new RangeError(`base must be a non-negative multiple of 64, got ${String(o.base)}`);
+  if (typeof o.deferRecovery !== 'boolean') throw new TypeError(`deferRecovery must be a boolean, got ${String(o.deferRecovery)}`);
+  return o;
+}
+
+export class PrismKvServer {
+  readonly region: PmemRegion;
+  readonly nic: Rnic;
+  readonly geometry: KvGeometry;
+  readonly mr: MemoryRegion;
+  readonly pd: ReturnType<Rnic['allocPd']>;
+  readonly faults: Readonly<KvFaults>;
+  #poller: CpuPoller;
+  #ownPoller: boolean;
+  #epoch = 0n;
+  #recovered = false;
+  /** What the CPU posted to each free list, in order (the NIC pops from the front). */
+  #posted = new Map<number, number[]>();
+  #mailboxNext = 0;
+  #stats: KvServerStats = { returnBatches: 0, returnsAccepted: 0, returnsRefused: {} };
+  #stops: Array<() => void> = [];
+  #lastReport: KvRecoveryReport | undefined;
+
+  /** Writes an empty KV area (header, empty slots, epoch 0) at options.base and persists it. Refuses to overwrite one. */
+  static format(region: PmemRegion, layout: Partial<KvLayoutOptions> = {}, options: { base?: number } = {}): KvGeometry {
+    if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
+    const base = options.base ?? 0;
+    const g = computeKvGeometry(base, validateLayoutOptions(layout));
+    if (base + g.totalBytes > region.sizeBytes) throw new PmrpcError(KvErrorCodes.LAYOUT_TOO_LARGE, `the KV area needs ${g.totalBytes} bytes at ${base}; the region has ${region.sizeBytes}`);
+    try {
+      decodeKvHeader(region.load(base, 128), base);
+      throw new PmrpcError(KvErrorCodes.LAYOUT_TOO_LARGE, `offset ${base} already holds a KV area; it is never overwritten`);
+    } catch (e) {
+      if (!(e instanceof PmrpcError) || e.code !== KvErrorCodes.NOT_FORMATTED) throw e;
+    }
+    const empty = encodeSlot(emptySlot(g));
+    for (let i = 0; i < g.slotCount; i++) region.store(slotOffset(g, i), empty);
+    region.storeU64(base + KV_EPOCH_OFFSET, 0n);
+    region.persist(base + KV_EPOCH_OFFSET, g.totalBytes - KV_EPOCH_OFFSET);
+    // The header last: a format cut short leaves no magic, so open() says NOT_FORMATTED.
+    region.store(base, encodeKvHeader(g));
+    region.persist(base, 128);
+    return g;
+  }
+
+  /** Opens the KV area at options.base: registers its MR and (unless deferRecovery) recovers it. */
+  static open(region: PmemRegion, nic: Rnic, options: Partial<KvServerOptions> = {}): PrismKvServer {
+    if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
+    if (nic === null || typeof nic !== 'object' || nic.region !== region) throw new TypeError('nic must be an Rnic on the same region');
+    const o = resolve(options);
+    const s = new PrismKvServer(region, nic, o);
+    if (!o.deferRecovery) s.recover();
+    return s;
+  }
+
+  private constructor(region: PmemRegion, nic: Rnic, o: KvServerOptions) {
+    this.region = region;
+    this.nic = nic;
+    this.faults = Object.freeze({ ...NO_KV_FAULTS, ...o.faults });
+    this.geometry = decodeKvHeader(region.load(o.base, 128), o.base);
+    if (o.base + this.geometry.totalBytes > region.sizeBytes) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, 'the KV area runs past the end of the region');
+    // ALLOCATE waits for the rebuilt lists (unless the mutant lets it through).
+    if (this.faults.allowAllocateBeforeRebuild) nic.acceptAllocate();
+    else nic.refuseAllocate();
+    this.pd = nic.allocPd();
+    this.mr = nic.registerMr(this.pd, o.base, this.geometry.mailboxOffset - o.base, Access.ALL);
+    this.#ownPoller = o.poller === undefined;
+    this.#poller = o.poller ?? new CpuPoller(nic);
+  }
+
+  get epoch(): bigint {
+    return this.#epoch;
+  }
+
+  get recovered(): boolean {
+    return this.#recovered;
+  }
+
+  get stats(): Readonly<KvServerStats> {
+    return { ...this.#stats, returnsRefused: { ...this.#stats.returnsRefused } };
+  }
+
+  get lastRecovery(): KvRecoveryReport | undefined {
+    return this.#lastReport;
+  }
+
+  /** What a client needs to reach the KV area. */
+  get address(): { rkey: number; base: number } {
+    return { rkey: this.mr.rkey, base: this.geometry.base };
+  }
+
+  get arenaClasses(): ArenaClass[] {
+    return this.geometry.classes.map((c) => ({ sizeBytes: c.sizeBytes, offset: c.offset, count: c.count }));
+  }
+
+  /**
+   * Recovery: repair or clear every slot (validating its pointer), bump the epoch durably,
+   * rebuild the free lists from what the index does not reach, then accept ALLOCATE. Idempotent,
+   * and a crash at any point of it leaves an image that recovers the same way.
+   */
+  recover(): KvRecoveryReport {
+    const g = this.geometry;
+    const region = this.region;
+    if (!this.faults.allowAllocateBeforeRebuild) this.nic.refuseAllocate();
+    let scanned = 0;
+    let repaired = 0;
+    const rejected: KvRecoveryReport['pointersRejected'] = [];
+    const empty = emptySlot(g);
+    const writeSlot = (i: number, bytes: Uint8Array): void => {
+      region.store(slotOffset(g, i), bytes);
+      region.persist(slotOffset(g, i), SLOT_BYTES);
+      repaired++;
+    };
+    const result = recoverFreeLists({
+      classes: this.arenaClasses,
+      faults: { skipPointerValidation: this.faults.skipPointerValidation, skipReclaim: this.faults.skipReclaim },
+      reach: (visit) => {
+        for (let i = 0; i < g.slotCount; i++) {
+          scanned++;
+          const raw = region.load(slotOffset(g, i), 24);
+          const s = decodeSlot(raw);
+          if (s.ptr === g.base) {
+            // An empty slot whose bound / version words a torn install left behind.
+            if (!this.faults.skipPointerValidation && (s.bound !== 0 || s.version !== 0n)) writeSlot(i, encodeSlot(empty));
+            continue;
+          }
+          this.#checking = i;
+          const verdict = visit(s.ptr);
+          if (verdict !== 'ok') {
+            rejected.push({ slot: i, ptr: s.ptr, verdict });
+            writeSlot(i, encodeSlot(empty));
+            continue;
+          }
+          if (this.faults.skipPointerValidation) continue;
+          // The ptr word is the truth; bound and version are derived from the item it points at.
+          const c = classOf(g, s.ptr)!;
+          const item = decodeItem(region.load(s.ptr, c.sizeBytes))!;
+          const want = encodeSlot({ ptr: s.ptr, bound: c.sizeBytes, version: item.version });
+          if (!bytesEqual(raw, want)) writeSlot(i, want);
+        }
+      },
+      checkObject: (ptr, cls) => {
+        const item = decodeItem(region.load(ptr, cls.sizeBytes));
+        if (item === undefined) return false;
+        const h = homeSlot(g, item.key);
+        return this.#checking >= h && this.#checking < h + g.probeSlots;
+      },
+    });
+    // A new epoch before any return is accepted: returns stamped earlier name buffers this
+    // recovery already reclaimed.
+    this.#epoch = region.loadU64(g.base + KV_EPOCH_OFFSET) + 1n;
+    region.storeU64(g.base + KV_EPOCH_OFFSET, this.#epoch);
+    region.persist(g.base + KV_EPOCH_OFFSET, 8);
+    this.#posted = new Map([...result.free].map(([k, v]) => [k, [...v]]));
+    postFreeLists(this.nic, this.mr, result.free);
+    this.#recovered = true;
+    this.#lastReport = { epoch: this.#epoch, slotsScanned: scanned, slotsRepaired: repaired, pointersRejected: rejected, reachable: result.reachable.size, reclaimed: result.reclaimed };
+    return this.#lastReport;
+  }
+
+  #checking = -1;
+
+  /** A server QP for one client, with receive buffers for the return RPC. */
+  accept(): ServerQp {
+    const g = this.geometry;
+    if (this.#mailboxNext + 2 > g.mailboxBuffers) throw new RangeError(`the KV area has ${g.mailboxBuffers} mailbox buffers: at most ${g.mailboxBuffers >> 1} connections`);
+    const qp = this.nic.createQp(this.pd);
+    const bufs = [this.#mailboxNext++, this.#mailboxNext++].map((i) => ({ addr: g.mailboxOffset + i * MAILBOX_BUFFER_BYTES, len: MAILBOX_BUFFER_BYTES }));
+    bufs.forEach((b, id) => qp.postRecv({ id, ...b }));
+    this.#stops.push(this.#poller.watchRecv(qp, (c) => this.#onRecv(qp, bufs, c)));
+    return qp;
+  }
+
+  close(): void {
+    for (const s of this.#stops.splice(0)) s();
+    if (this.#ownPoller) this.#poller.close();
+  }
+
+  /** The NIC's current free lists (what was posted, less what ALLOCATE popped from the front). */
+  freeLists(): Map<number, number[]> {
+    const out = new Map<number, number[]>();
+    for (const [size, list] of this.#posted) {
+      const n = this.nic.freeBufferCount(this.mr, size);
+      out.set(size, list.slice(list.length - n));
+    }
+    return out;
+  }
+
+  /**
+   * Independent check of the durable index (for tests and the crash suite): every slot empty or a
+   * valid item in the key's window with matching bound and version, no buffer or key twice.
+   */
+  inspect(): { reachable: Set<number>; problems: SlotProblem[]; items: Map<string, { slot: number; value: Uint8Array | undefined; version: bigint }> } {
+    const g = this.geometry;
+    const reachable = new Set<number>();
+    const problems: SlotProblem[] = [];
+    const items = new Map<string, { slot: number; value: Uint8Array | undefined; version: bigint }>();
+    for (let i = 0; i < g.slotCount; i++) {
+      const s = decodeSlot(this.region.load(slotOffset(g, i), 24));
+      if (s.ptr === g.base) {
+        if (s.bound !== 0 || s.version !== 0n) problems.push({ slot: i, problem: 'empty slot with a non-zero bound or version' });
+        continue;
+      }
+      const c = classOf(g, s.ptr);
+      if (c === undefined) {
+        problems.push({ slot: i, problem: `pointer ${s.ptr} is not a buffer of the arena` });
+        continue;
+      }
+      const item = decodeItem(this.region.load(s.ptr, c.sizeBytes));
+      if (item === undefined) {
+        problems.push({ slot: i, problem: `pointer ${s.ptr} reaches garbage (checksum)` });
+        continue;
+      }
+      const h = homeSlot(g, item.key);
+      if (i < h || i >= h + g.probeSlots) problems.push({ slot: i, problem: `item of key ${hex(item.key)} outside its probe window` });
+      if (s.bound !== c.sizeBytes || s.version !== item.version) problems.push({ slot: i, problem: `slot bound ${s.bound} / version ${s.version} do not match the item (${c.sizeBytes} / ${item.version})` });
+      if (reachable.has(s.ptr)) problems.push({ slot: i, problem: `buffer ${s.ptr} reached twice` });
+      reachable.add(s.ptr);
+      const k = hex(item.key);
+      if (items.has(k)) problems.push({ slot: i, problem: `key ${k} in two slots` });
+      items.set(k, { slot: i, value: item.tombstone ? undefined : item.value, version: item.version });
+    }
+    return { reachable, problems, items };
+  }
+
+  /** Allocator audit against the index as inspect() sees it. */
+  auditAllocator(): AllocatorAudit {
+    return auditAllocator(this.arenaClasses, this.freeLists(), this.inspect().reachable);
+  }
+
+  // ---------------------------------------------------------------- the return RPC
+
+  #onRecv(qp: ServerQp, bufs: Array<{ addr: number; len: number }>, c: RecvCompletion): void {
+    const b = bufs[c.recvId]!;
+    const reply = new Uint8Array(8);
+    if (c.op === 'send' && c.imm === RETURN_IMM && c.byteLen >= 16) {
+      const msg = this.region.load(c.addr, c.byteLen);
+      const dv = new DataView(msg.buffer);
+      const epoch = dv.getBigUint64(0, true);
+      const count = dv.getUint32(8, true);
+      if (16 + count * 8 <= c.byteLen) {
+        const ptrs: number[] = [];
+        for (let i = 0; i < count; i++) ptrs.push(Number(dv.getBigUint64(16 + i * 8, true)));
+        const { accepted, refused } = this.#acceptReturns(epoch, ptrs);
+        new DataView(reply.buffer).setUint32(0, accepted, true);
+        new DataView(reply.buffer).setUint32(4, refused, true);
+        qp.postRecv({ id: c.recvId, ...b });
+        qp.notify(reply, epoch === this.#epoch || this.faults.acceptStaleEpoch ? RETURN_ACK_IMM : RETURN_STALE_IMM);
+        return;
+      }
+    }
+    qp.postRecv({ id: c.recvId, ...b });
+    qp.notify(reply, RETURN_STALE_IMM);
+  }
+
+  /** Returns buffers to their free lists after checking each (epoch, arena, not reachable, not free). */
+  #acceptReturns(epoch: bigint, ptrs: readonly number[]): { accepted: number; refused: number } {
+    this.#stats.returnBatches++;
+    let accepted = 0;
+    let refused = 0;
+    const g = this.geometry;
+    const free = this.#recovered ? this.freeLists() : new Map<number, number[]>();
+    const freeSet = new Set<number>([...free.values()].flat());
+    for (const ptr of ptrs) {
+      const v: ReturnVerdict = this.#recovered
+        ? checkReturn(
+            { epoch, ptr },
+            {
+              epoch: this.#epoch,
+              classes: this.arenaClasses,
+              isFree: (p) => freeSet.has(p),
+              isReachable: (p) => this.#isReachable(p),
+            },
+            { acceptStaleEpoch: this.faults.acceptStaleEpoch },
+          )
+        : 'stale-epoch';
+      if (v !== 'ok') {
+        refused++;
+        this.#stats.returnsRefused[v] = (this.#stats.returnsRefused[v] ?? 0) + 1;
+        continue;
+      }
+      const c = classOf(g, ptr)!;
+      this.nic.postFreeBuffers(this.mr, c.sizeBytes, [ptr]);
+      this.#posted.get(c.sizeBytes)!.push(ptr);
+      freeSet.add(ptr);
+      accepted++;
+      this.#stats.returnsAccepted++;
+    }
+    return { accepted, refused };
+  }
+
+  /** Whether a slot of the buffer's item's window points at the buffer (the only slots that can). */
+  #isReachable(ptr: number): boolean {
+    const g = this.geometry;
+    const c = classOf(g, ptr);
+    if (c === undefined) return false;
+    const item = decodeItem(this.region.load(ptr, c.sizeBytes));
+    if (item === undefined) return false;
+    const h = homeSlot(g, item.key);
+    for (let i = h; i < h + g.probeSlots; i++) if (decodeSlot(this.region.load(slotOffset(g, i), 24)).ptr === ptr) return true;
+    return false;
+  }
+}
+
+export const KV_AREA_HEADER_BYTES = KV_HEADER_BYTES;
+
+function hex(b: Uint8Array): string {
+  return Buffer.from(b).toString('hex');
+}

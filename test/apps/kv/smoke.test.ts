@@ -1,0 +1,26 @@
+import t from 'tap';
+import { kvSetup, te, td } from '/work/main/test/apps/kv/helpers.js';
+t.test('smoke', async (t) => {
+  const s = await kvSetup();
+  const c = await s.client();
+  t.equal(await c.get('a'), undefined);
+  t.equal(c.stats.lastOpRoundTrips, 1);
+  await c.put('a', te.encode('hello'));
+  t.equal(c.stats.lastOpRoundTrips, 1, 'cached after get');
+  t.equal(td.decode(await c.get('a')), 'hello');
+  t.equal(c.stats.lastOpRoundTrips, 1);
+  const c2 = await s.client();
+  await c2.put('a', te.encode('x2'));
+  t.equal(c2.stats.lastOpRoundTrips, 2);
+  await c.put('a', te.encode('x3'));
+  t.equal(c.stats.lastOpRoundTrips, 3, 'stale cache: cas fails, relocate, retry');
+  t.equal(td.decode(await c2.get('a')), 'x3');
+  await c.delete('a');
+  t.equal(await c2.get('a'), undefined);
+  t.same(s.server.inspect().problems, []);
+  const a = s.server.auditAllocator();
+  console.log(a.leaked.length, c.pendingReturns, c2.pendingReturns, s.server.stats);
+  await c.flushReturns(); await c2.flushReturns();
+  const a2 = s.server.auditAllocator();
+  t.same([a2.leaked, a2.doubleFree, a2.freeAndReachable], [[], [], []]);
+});

@@ -273,7 +273,8 @@ export class DurableRpcServer {
     for (const s of awaiting) {
       if (s > applied) continue;
       const kept = store.resultOf(clientId, s);
-      if (kept === undefined) results.push({ seq: s, status: 'lost' });
+      // A record without a kept result (keepResults off) reads back as an empty result.
+      if (kept === undefined || kept.length === 0) results.push({ seq: s, status: 'lost' });
       else {
         const k = decodeKept(kept);
         results.push({ seq: s, status: k.status === STATUS_OK ? 'ok' : 'error', bytes: k.bytes });

@@ -1,7 +1,7 @@
 // The wire codec: every message round-trips; malformed input is a coded error, never a crash.
 import t from 'tap';
 import fc from 'fast-check';
-import { decodeMessage, encodeMessage, FrameReader, frameBytes } from '../../src/transport/codec.js';
+import { decodeMessage, encodeMessage, FrameReader, frameBytes, PROTOCOL_VERSION } from '../../src/transport/codec.js';
 import type { ClientMessage, Loc, ServerMessage, WorkRequest } from '../../flush/types.js';
 
 const seed = Number(process.env.PMRPC_SEED ?? 1 + (Date.now() % 1_000_000));
@@ -125,4 +125,30 @@ t.test('FrameReader splits a stream at any chunking and bounds frame length', as
   const r = new FrameReader(100);
   t.throws(() => r.push(new Uint8Array([0xff, 0xff, 0xff, 0x7f])), { code: 'PMRPC_ERR_FRAME_TOO_LARGE' });
   t.throws(() => new FrameReader(0), { name: 'RangeError', message: 'maxFrameBytes must be a positive integer, got 0' });
+});
+
+t.test('connection setup: Hello, Welcome and Goodbye round-trip', async (t) => {
+  const control = fc.oneof(
+    fc.record({ type: fc.constant('hello' as const), version: u32, authToken: fc.string({ maxLength: 64 }), clientName: fc.string({ maxLength: 64 }), maxFrameBytes: u32, payload: bytes(100) }),
+    fc.record({ type: fc.constant('welcome' as const), version: u32, qpn: u32, maxFrameBytes: u32, payload: bytes(100) }),
+    fc.record({ type: fc.constant('goodbye' as const), code: fc.stringMatching(/^PMRPC_ERR_[A-Z0-9_]{1,20}$/), message: fc.string({ maxLength: 100 }) }),
+  );
+  fc.assert(
+    fc.property(control, (m) => {
+      t.same(clean(decodeMessage(encodeMessage(m))), clean(m));
+      return true;
+    }),
+    { seed, numRuns: 300 },
+  );
+});
+
+t.test('connection setup: bounded strings, believable codes; a long Goodbye message is truncated, not refused', async (t) => {
+  const hello = { type: 'hello' as const, version: PROTOCOL_VERSION, authToken: '', clientName: 'x'.repeat(257), maxFrameBytes: 1024, payload: new Uint8Array(0) };
+  t.throws(() => decodeMessage(encodeMessage(hello)), { code: 'PMRPC_ERR_BAD_FRAME', message: 'PMRPC_ERR_BAD_FRAME: hello clientName is longer than 256 characters' });
+  t.throws(() => decodeMessage(encodeMessage({ ...hello, clientName: '', authToken: 't'.repeat(1025) })), { code: 'PMRPC_ERR_BAD_FRAME', message: 'PMRPC_ERR_BAD_FRAME: hello authToken is longer than 1024 characters' });
+  t.throws(() => decodeMessage(encodeMessage({ type: 'goodbye', code: 'EVIL', message: '' })), { code: 'PMRPC_ERR_BAD_FRAME', message: 'PMRPC_ERR_BAD_FRAME: goodbye code "EVIL" is not a PMRPC_ERR_ code' });
+  const g = decodeMessage(encodeMessage({ type: 'goodbye', code: 'PMRPC_ERR_AUTH', message: 'm'.repeat(10_000) }));
+  t.equal(g.type === 'goodbye' && g.message.length, 4096);
+  const w = decodeMessage(new Uint8Array([0x2a, 0x00])); // Frame{welcome{}}: every field at its default
+  t.same(clean(w), clean({ type: 'welcome', version: 0, qpn: 0, maxFrameBytes: 0, payload: new Uint8Array(0) }), 'defaults decode; the link checks version and bounds');
 });

@@ -461,3 +461,22 @@ t.test('server close(): every client hears PMRPC_ERR_SERVER_CLOSED; an owner clo
   t.same((await Promise.all(causes)).map((e) => e?.code), ['PMRPC_ERR_SERVER_CLOSED', 'PMRPC_ERR_SERVER_CLOSED']);
   await t.rejects(TcpLink.connect({ port: s.port }), { code: 'PMRPC_ERR_CONNECT' }, 'no longer listening');
 });
+
+t.test('no handler yet: past backlogMessagesMax the link stops reading; every message arrives once a handler is set', async (t) => {
+  const s = await serve();
+  t.teardown(() => s.server.close());
+  const { link } = await TcpLink.connect({ port: s.port, backlogMessagesMax: 2 });
+  // One at a time, so that the responses arrive in separate reads (the link pauses between reads).
+  for (let seq = 0; seq < 10; seq++) {
+    link.send({ type: 'request', qpn: link.qpn, seq, wrs: [{ op: 'faa', at: { rkey: s.mr.rkey, addr: 0 }, add: Uint8Array.of(1, 0, 0, 0, 0, 0, 0, 0) }] });
+    await until(() => s.region.loadU64(0) === BigInt(seq + 1), 5000, `request ${seq}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  t.ok(link.outstanding > 0, `the link stopped reading: ${link.outstanding} responses not yet taken`);
+  const got: number[] = [];
+  link.onMessage((m) => m.type === 'response' && got.push(m.seq));
+  await until(() => got.length === 10, 5000, 'every response');
+  t.same(got, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  t.equal(link.outstanding, 0);
+  link.close();
+});

@@ -49,6 +49,9 @@ export const LOG_BASE = 64;
 export const METHOD = 'append-digest';
 /** Most microtask hops a server CPU pass is delayed by in the workload. */
 export const CPU_DELAY_HOPS_MAX = 24;
+/** Bound of the microtask rounds the workload may take to answer every request (beyond it: 'stalled'). */
+export const SETTLE_ROUNDS_BASE = 20_000;
+export const SETTLE_ROUNDS_PER_REQUEST = 1_000;
 
 /** The workload's handler: not idempotent (appends at the counter's position, bumps the counter on another line). */
 export const digestHandler: RpcHandler = (req, view) => {
@@ -153,7 +156,7 @@ interface Snapshot {
 
 /** Geometry of the workload's region: small rings and log, so both wrap many times. */
 export function crashGeometry(requests: number, clients: number): Partial<LayoutOptions> {
-  return { maxClients: clients, ringSlots: 4, slotBytes: 128, logRecords: 4, recordBytes: 128, appBytes: LOG_BASE + DIGEST_BYTES * (requests + 8) + 64 };
+  return { maxClients: clients, ringSlots: 4, slotBytes: 128, logRecords: 4, recordBytes: 128, appBytes: Math.ceil((LOG_BASE + DIGEST_BYTES * (requests + 8)) / 64) * 64 + 64 };
 }
 
 function mix(a: number, b: number, c = 0): number {
@@ -306,7 +309,7 @@ class CrashTestRun {
       }
     });
     await Promise.all(streams);
-    const finished = await settle(() => settledResults >= issued, 2_000_000);
+    const finished = await settle(() => settledResults >= issued, SETTLE_ROUNDS_BASE + SETTLE_ROUNDS_PER_REQUEST * o.requests);
     region.setCrashPointHook(undefined);
     const crashPointsTotal = pointIndex;
     if (!finished && o.point === undefined) this.#violate({ point: -1, kind: 'workload' }, undefined, `workload stalled: ${issued - settledResults} of ${issued} requests never answered`);
@@ -425,7 +428,7 @@ class CrashTestRun {
       out.push(`resume failed: ${(e as Error).message}`);
       return;
     }
-    if (!(await settle(() => settled >= issued, 200_000))) out.push(`after resume: ${issued - settled} resent requests never answered`);
+    if (!(await settle(() => settled >= issued, SETTLE_ROUNDS_BASE + SETTLE_ROUNDS_PER_REQUEST * issued))) out.push(`after resume: ${issued - settled} resent requests never answered`);
     for (const c of clients) c.close();
     for (const e of server.connectionErrors) out.push(`after resume: connection of client ${e.clientId} failed: ${(e.error as Error).message}`);
     checkDigests(store.appView, snap, this.payloads, out, true);

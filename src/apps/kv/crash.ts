@@ -99,6 +99,8 @@ export interface KvCrashTestResult {
   undecided: number;
   /** How to replay this run. */
   replay: string;
+  /** The workload's history without a crash (operations that failed have an unknown outcome). */
+  history: Array<Operation<KvInput, KvOutput>>;
 }
 
 /** The KV area the crash workload uses: small, so keys collide and buffers run short. */
@@ -177,6 +179,7 @@ export async function runKvCrashTest(options: Partial<KvCrashTestOptions> = {}):
     violations: w.live,
     violationCounts: {},
     undecided: 0,
+    history: w.ops.map(cutAt(Number.POSITIVE_INFINITY)),
     replay: `PMRPC_SEED=${o.seed}${o.mutant ? ` mutant=${o.mutant}` : ''} engine=${o.engine} imagesPerPoint=${o.imagesPerPoint}`,
   };
   // Which crash points: all, or a seeded sample.

@@ -275,3 +275,61 @@ t.test('fuzzing the wire: coded errors or closed connections, other clients serv
   for (let i = 0; i < got.length && diff < 0; i++) if (got[i] !== expected[i]) diff = F.len + i;
   t.equal(diff, -1, 'the region file reopens and nothing outside the fuzzed MR changed (beyond the good client’s writes)');
 });
+
+t.test('fuzzing the client: a server that answers with junk after its Welcome gets a coded close, never a crash', async (t) => {
+  const net = await import('node:net');
+  let next = new Uint8Array(0);
+  const clientGoodbyes: string[] = [];
+  const srv = net.createServer((s) => {
+    s.on('error', () => {});
+    const junk = next;
+    let greeted = false;
+    s.on('data', (c: Buffer) => {
+      if (!greeted) {
+        greeted = true;
+        s.write(frameBytes(encodeMessage({ type: 'welcome', version: PROTOCOL_VERSION, qpn: 1, maxFrameBytes: 1 << 20, payload: new Uint8Array(0) })));
+        s.write(junk);
+        return;
+      }
+      // What the client says on its way out: a Goodbye frame (4-byte length, then tag 0x32 = field 6).
+      if (c.length > 4 && c[4] === 0x32) clientGoodbyes.push('goodbye');
+    });
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => srv.close(() => r())));
+  const port = (srv.address() as { port: number }).port;
+  const outcomes: Record<string, number> = {};
+  const junk = fc.oneof(
+    fc.uint8Array({ maxLength: 200 }),
+    fc.uint8Array({ maxLength: 200 }).map((b) => frameBytes(b)),
+    fc.integer({ min: 1 << 20, max: 0xffffffff }).map((n) => {
+      const b = new Uint8Array(4);
+      new DataView(b.buffer).setUint32(0, n, true);
+      return b;
+    }),
+  );
+  await fc.assert(
+    fc.asyncProperty(junk, async (bytes) => {
+      next = bytes;
+      let link: TcpLink;
+      try {
+        ({ link } = await TcpLink.connect({ port, maxFrameBytes: 1 << 20 }));
+      } catch (e) {
+        const code = (e as { code?: string }).code ?? 'uncoded';
+        outcomes[`connect:${code}`] = (outcomes[`connect:${code}`] ?? 0) + 1;
+        return /^PMRPC_ERR_/.test(code);
+      }
+      link.onMessage(() => {});
+      await new Promise((r) => setTimeout(r, 2));
+      const code = link.closed ? (link.closeError?.code ?? 'uncoded') : 'open';
+      outcomes[code] = (outcomes[code] ?? 0) + 1;
+      link.close();
+      return code === 'open' || /^PMRPC_ERR_/.test(code);
+    }),
+    { seed, numRuns: 300 },
+  );
+  t.comment(`client fuzz: 300 inputs; outcomes ${JSON.stringify(outcomes)}`);
+  t.ok((outcomes.PMRPC_ERR_BAD_FRAME ?? 0) + (outcomes.PMRPC_ERR_FRAME_TOO_LARGE ?? 0) + (outcomes['connect:PMRPC_ERR_FRAME_TOO_LARGE'] ?? 0) > 0, 'junk was refused with codes');
+  await new Promise((r) => setTimeout(r, 20));
+  t.ok(clientGoodbyes.length > 0, 'the client says Goodbye before closing on a bad frame');
+});

@@ -480,3 +480,37 @@ t.test('no handler yet: past backlogMessagesMax the link stops reading; every me
   t.equal(link.outstanding, 0);
   link.close();
 });
+
+t.test('QP lifetime: destroyQpOnClose false keeps the QP; a connection gone while accept() ran has its QP destroyed', async (t) => {
+  const keep = await serve({ destroyQpOnClose: false });
+  t.teardown(() => keep.server.close());
+  const { link } = await TcpLink.connect({ port: keep.port });
+  const qpn = link.qpn;
+  link.close();
+  await until(() => keep.disconnects.length === 1, 5000, 'the disconnect');
+  t.doesNotThrow(() => keep.nic.attach(qpn, () => {}), 'the QP outlives its connection');
+
+  const clock = new VirtualClock();
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const s = await serve({ clock, handshakeTimeoutMs: 100 });
+  const slow = new TcpNicServer(s.nic, {
+    clock,
+    handshakeTimeoutMs: 100,
+    accept: async () => {
+      const qp = s.nic.createQp(s.pd);
+      s.qps.push(qp);
+      await gate;
+      return { qp };
+    },
+  });
+  await slow.listen();
+  t.teardown(() => Promise.all([s.server.close(), slow.close()]));
+  const p = TcpLink.connect({ port: slow.address().port });
+  await until(() => s.qps.length === 1, 5000, 'accept() to start');
+  clock.advanceMs(100);
+  await t.rejects(p, { code: 'PMRPC_ERR_HANDSHAKE_TIMEOUT' }, 'the server gave up while accept() ran');
+  release();
+  await new Promise((r) => setImmediate(r));
+  t.throws(() => s.nic.attach(s.qps[0]!.qpn, () => {}), new RangeError(`no QP ${s.qps[0]!.qpn}`), 'the orphaned QP was destroyed');
+});

@@ -36,3 +36,5 @@ export {
   type TcpServerStats,
 } from './transport/tcp.js';
 export { litmusCatalogue, runLitmus, type Litmus, type LitmusResult } from './litmus/index.js';
+export * from './rpc/index.js';
+export { runCrashTest, MUTANTS, CRASH_TEST_DEFAULTS, type CrashTestOptions, type CrashTestResult, type Violation, type Mutant } from './crash/index.js';

@@ -19,3 +19,5 @@ export {
 export { DurableRpcClient, RPC_CLIENT_DEFAULTS, type RpcCall, type RpcClientOptions } from './client.js';
 export { RPC_ACK_IMM, RPC_RESULT_IMM } from './wire.js';
 export { connectInProcess, reconnectInProcess } from './inprocess.js';
+export { rpcWorker, type RpcPool, type PoolTask, type PoolAnswer } from './worker.js';
+export type { MethodOptions } from './server.js';

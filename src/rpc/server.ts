@@ -26,6 +26,7 @@ import {
 } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
 import { ACK_STRATEGIES, checkStrategy, COUPLED_STRATEGIES, SEND_STRATEGIES, type RpcStrategy } from './strategies.js';
+import type { PoolAnswer, RpcPool } from './worker.js';
 import { decodeKept, encodeAck, encodeError, encodeKept, encodeResult, RPC_ACK_IMM, RPC_RESULT_IMM, STATUS_ERROR, STATUS_OK } from './wire.js';
 
 /** A request as a handler sees it. */
@@ -87,6 +88,13 @@ export interface RpcServerOptions {
   batchMax: number;
   /** Test-only fault switches. */
   faults: RpcFaults | undefined;
+  /**
+   * A worker pool (a Piscina instance whose worker module exports rpcWorker(...)) for the methods
+   * registered with `{ pooled: true }`; undefined: every handler runs inline on the owner thread.
+   */
+  pool: RpcPool | undefined;
+  /** Most pooled requests computing at once. */
+  poolInFlightMax: number;
 }
 
 export const RPC_SERVER_DEFAULTS: Readonly<RpcServerOptions> = Object.freeze({
@@ -95,7 +103,21 @@ export const RPC_SERVER_DEFAULTS: Readonly<RpcServerOptions> = Object.freeze({
   schedule: queueMicrotask,
   batchMax: 64,
   faults: undefined,
+  pool: undefined,
+  poolInFlightMax: 64,
 });
+
+export interface MethodOptions {
+  /** Compute this method's effects in the pool (the worker module must export the same handler under the same name). */
+  pooled: boolean;
+  /**
+   * The keys a request touches (reads or writes). Requests run in parallel only when their keys are
+   * disjoint; without keys a pooled request runs alone. The after-images of requests computed in
+   * parallel are checked for overlap before they are applied; an overlap (keys that lied) makes the
+   * later request compute again, serially, inline.
+   */
+  keys: ((request: RpcRequest) => readonly string[]) | undefined;
+}
 
 /** A result the server still knows for a reconnecting client. */
 export interface KnownResult {
@@ -141,6 +163,21 @@ interface Conn {
   failed: boolean;
 }
 
+interface PoolTaskState {
+  c: Conn;
+  entry: RingEntry;
+  keys: ReadonlySet<string> | undefined;
+  /** Tasks in flight when this one was dispatched (computed side by side with it). */
+  concurrent: PoolTaskState[];
+  answer: PoolAnswer | undefined;
+  images?: readonly EffectImage[];
+}
+
+function overlaps(a: readonly EffectImage[], b: readonly EffectImage[]): boolean {
+  for (const x of a) for (const y of b) if (x.offset < y.offset + y.bytes.length && y.offset < x.offset + x.bytes.length) return true;
+  return false;
+}
+
 /** A method name's id on the wire (CRC-32C of its UTF-8 bytes): client and server agree without a handshake. */
 export function methodId(method: string): number {
   return crc32c(new TextEncoder().encode(method));
@@ -155,7 +192,11 @@ export class DurableRpcServer {
   readonly options: Readonly<RpcServerOptions>;
   readonly strategy: RpcStrategy;
   #faults: Readonly<RpcFaults>;
-  #methods = new Map<number, { name: string; handler: RpcHandler }>();
+  #methods = new Map<number, { name: string; handler: RpcHandler; pooled: boolean; keys: MethodOptions['keys'] }>();
+  /** Pool mode: polled entries waiting for dispatch, in the one total order (FIFO per client). */
+  #queue: Array<{ c: Conn; entry: RingEntry }> = [];
+  /** Pool mode: dispatched, in dispatch (= commit) order. */
+  #inFlight: PoolTaskState[] = [];
   #conns = new Map<number, Conn>();
   #poller: CpuPoller;
   #state: 'new' | 'serving' | 'closed' = 'new';
@@ -172,6 +213,8 @@ export class DurableRpcServer {
     if (typeof o.keepResults !== 'boolean') throw new TypeError(`keepResults must be a boolean, got ${String(o.keepResults)}`);
     if (typeof o.schedule !== 'function') throw new TypeError('schedule must be a function');
     if (!Number.isSafeInteger(o.batchMax) || o.batchMax < 1) throw new RangeError(`batchMax must be a positive integer, got ${String(o.batchMax)}`);
+    if (o.pool !== undefined && (o.pool === null || typeof (o.pool as RpcPool).run !== 'function')) throw new TypeError('pool must have a run(task) method (a Piscina instance)');
+    if (!Number.isSafeInteger(o.poolInFlightMax) || o.poolInFlightMax < 1) throw new RangeError(`poolInFlightMax must be a positive integer, got ${String(o.poolInFlightMax)}`);
     this.#faults = checkRpcFaults(o.faults);
     this.options = Object.freeze(o);
     this.strategy = o.strategy;
@@ -190,14 +233,19 @@ export class DurableRpcServer {
     return this.store.geometry.slotBytes - 32;
   }
 
-  register(method: string, handler: RpcHandler): this {
+  register(method: string, handler: RpcHandler, options: Partial<MethodOptions> = {}): this {
     if (typeof method !== 'string' || !METHOD_RE.test(method)) throw new TypeError(`method must be a name matching ${METHOD_RE}, got ${String(method)}`);
     if (typeof handler !== 'function') throw new TypeError('handler must be a function');
+    if (options === null || typeof options !== 'object') throw new TypeError(`options must be an object, got ${String(options)}`);
+    const pooled = options.pooled ?? false;
+    if (typeof pooled !== 'boolean') throw new TypeError(`pooled must be a boolean, got ${String(pooled)}`);
+    if (pooled && this.options.pool === undefined) throw new TypeError(`method ${method} is pooled but the server has no pool`);
+    if (options.keys !== undefined && typeof options.keys !== 'function') throw new TypeError('keys must be a function');
     if (this.#state === 'closed') throw new PmrpcError(RpcErrorCodes.NOT_SERVING, 'the server is closed');
     const id = methodId(method);
     const had = this.#methods.get(id);
     if (had !== undefined) throw new PmrpcError(RpcErrorCodes.METHOD_EXISTS, had.name === method ? `method ${method} is already registered` : `method ${method} has the same id as ${had.name}`);
-    this.#methods.set(id, { name: method, handler });
+    this.#methods.set(id, { name: method, handler, pooled, keys: options.keys });
     return this;
   }
 
@@ -362,7 +410,11 @@ export class DurableRpcServer {
     try {
       if (this.strategy !== 'gpspm' && ACK_STRATEGIES.has(this.strategy)) this.#persistAndAck(c, polled.map((e) => e.seq));
       beforeProcess?.();
-      for (const entry of polled) this.#process(c, entry);
+      if (this.options.pool === undefined) for (const entry of polled) this.#process(c, entry);
+      else {
+        for (const entry of polled) this.#queue.push({ c, entry });
+        this.#dispatch();
+      }
     } catch (e) {
       // The store refused (a full log, a broken layout): this connection stops, the others go on.
       this.#fail(c, e);
@@ -372,8 +424,10 @@ export class DurableRpcServer {
     if (polled.length === this.options.batchMax && !c.failed) this.options.schedule(() => this.#service(c));
   }
 
-  #process(c: Conn, entry: RingEntry): void {
-    const { record, status, bytes } = this.#effects(entry, this.store.appView);
+  #process(from: Conn, entry: RingEntry, computed?: { record: Effects; status: number; bytes: Uint8Array }): void {
+    // The client may have reconnected since the entry was polled (pool mode): answer on its current connection.
+    const c = this.#conns.get(from.clientId) ?? from;
+    const { record, status, bytes } = computed ?? this.#effects(entry, this.store.appView);
     const coupled = COUPLED_STRATEGIES.has(this.strategy);
     if (coupled && this.#faults.replyBeforeApply) this.#reply(c, entry.seq, status, bytes, this.store.conn.appliedSeq(c.clientId));
     this.store.commit(entry.clientId, entry.seq, record);
@@ -384,12 +438,100 @@ export class DurableRpcServer {
     if (!(coupled && this.#faults.replyBeforeApply)) this.#reply(c, entry.seq, status, bytes, applied + (this.#faults.earlyCredit ? 1 : 0));
   }
 
+  // ------------------------------------------------------------ pool mode
+
+  /** Dispatches queued entries in order while they may run beside what is in flight (disjoint keys). */
+  #dispatch(): void {
+    while (this.#queue.length > 0 && this.#state === 'serving') {
+      const { c, entry } = this.#queue[0]!;
+      if (c.failed) {
+        this.#queue.shift();
+        continue;
+      }
+      const m = this.#methods.get(entry.methodId);
+      if (m === undefined || !m.pooled) {
+        // Inline: only once everything before it is committed (one total order).
+        if (this.#inFlight.length > 0) return;
+        this.#queue.shift();
+        this.#guarded(c, () => this.#process(c, entry));
+        continue;
+      }
+      const req: RpcRequest = { clientId: entry.clientId, seq: entry.seq, method: m.name, payload: entry.payload };
+      let keys: readonly string[] | undefined;
+      try {
+        keys = m.keys?.(req);
+      } catch {
+        keys = undefined; // a keys function that throws: the request runs alone
+      }
+      const ks = keys === undefined ? undefined : new Set(keys);
+      const blocked = this.#inFlight.length >= this.options.poolInFlightMax || (this.#inFlight.length > 0 && (ks === undefined || this.#inFlight.some((t) => t.keys === undefined || [...ks].some((k) => t.keys!.has(k)))));
+      if (blocked) return;
+      this.#queue.shift();
+      const task: PoolTaskState = { c, entry, keys: ks, concurrent: [...this.#inFlight], answer: undefined };
+      this.#inFlight.push(task);
+      if (this.#inFlight.length > this.poolInFlightPeak) this.poolInFlightPeak = this.#inFlight.length;
+      const g = this.store.geometry;
+      this.options.pool!.run({
+        shared: this.region.shared(), appOffset: g.appOffset, appBytes: g.appBytes, method: m.name, clientId: entry.clientId, seq: entry.seq, payload: entry.payload,
+      }).then(
+        (a) => this.#answered(task, a),
+        (e: unknown) => this.#answered(task, { ok: false, code: undefined, message: `worker failed: ${String((e as Error)?.message ?? e)}` }),
+      );
+    }
+  }
+
+  #answered(task: PoolTaskState, answer: PoolAnswer): void {
+    task.answer = answer;
+    if (this.#state !== 'serving') return;
+    // Commit in dispatch order: the head first.
+    while (this.#inFlight.length > 0 && this.#inFlight[0]!.answer !== undefined) {
+      const t = this.#inFlight.shift()!;
+      this.#guarded(t.c, () => this.#commitPooled(t));
+    }
+    this.#dispatch();
+  }
+
+  #commitPooled(t: PoolTaskState): void {
+    const a = t.answer!;
+    let computed: { record: Effects; status: number; bytes: Uint8Array };
+    if (!a.ok) {
+      computed = this.#effects(t.entry, this.store.appView, () => {
+        throw Object.assign(new Error(a.message), a.code === undefined ? {} : { code: a.code });
+      });
+    } else {
+      computed = this.#effects(t.entry, this.store.appView, () => a.effects);
+      // Checked before apply: requests computed side by side must not write the same bytes.
+      // If they do (their keys lied), this one is computed again now, serially, inline.
+      t.images = computed.record.images;
+      const clash = t.concurrent.some((o) => o.images !== undefined && overlaps(o.images, computed.record.images));
+      if (clash) {
+        this.poolClashes++;
+        computed = this.#effects(t.entry, this.store.appView);
+      }
+    }
+    this.#process(t.c, t.entry, computed);
+  }
+
+  /** Most pooled requests that were computing at once. */
+  poolInFlightPeak = 0;
+
+  /** Requests whose pooled effects overlapped a concurrent request's and were recomputed serially. */
+  poolClashes = 0;
+
+  #guarded(c: Conn, fn: () => void): void {
+    try {
+      fn();
+    } catch (e) {
+      this.#fail(c, e);
+    }
+  }
+
   #reply(c: Conn, seq: number, status: number, bytes: Uint8Array, appliedSeq: number): void {
     c.sqp.notify(encodeResult({ seq, appliedSeq, status, bytes }), RPC_RESULT_IMM);
   }
 
   /** The effects of an entry, as committed (record) and as answered (status, bytes). Never throws for a request's fault. */
-  #effects(entry: RingEntry, view: AppView): { record: Effects; status: number; bytes: Uint8Array } {
+  #effects(entry: RingEntry, view: AppView, compute?: () => RpcEffects): { record: Effects; status: number; bytes: Uint8Array } {
     const keep = this.options.keepResults;
     const roomBytes = this.store.geometry.recordBytes - RECORD_HEADER_BYTES - 8;
     const failed = (code: string, message: string): { record: Effects; status: number; bytes: Uint8Array } => {
@@ -400,7 +542,7 @@ export class DurableRpcServer {
     if (m === undefined) return failed(RpcErrorCodes.UNKNOWN_METHOD, `no method with id ${entry.methodId}`);
     let eff: RpcEffects;
     try {
-      eff = m.handler({ clientId: entry.clientId, seq: entry.seq, method: m.name, payload: entry.payload }, view);
+      eff = compute !== undefined ? compute() : m.handler({ clientId: entry.clientId, seq: entry.seq, method: m.name, payload: entry.payload }, view);
     } catch (e) {
       const err = e as { code?: unknown; message?: unknown };
       return failed(typeof err?.code === 'string' && err.code.startsWith('PMRPC_ERR_') ? err.code : RpcErrorCodes.HANDLER_FAILED, String(err?.message ?? e));

@@ -69,6 +69,8 @@ export const TransportErrorCodes = Object.freeze({
   QUEUE_FULL: NicErrorCodes.QUEUE_FULL,
   /** The server failed while executing a frame (a bug, or a closed region): that connection closes. */
   INTERNAL: 'PMRPC_ERR_INTERNAL',
+  /** The connection's QP was destroyed (or the NIC closed) under it: a request could not be answered. */
+  NO_SUCH_QP: NicErrorCodes.NO_SUCH_QP,
 } as const);
 
 /** A frame bound smaller than this could not carry a handshake. */
@@ -277,6 +279,9 @@ class ServerConn {
   bytesIn = 0;
   bytesOut = 0;
   backpressurePauses = 0;
+  /** The request being executed, and whether the NIC answered it. */
+  awaiting: number | undefined;
+  answered = false;
   readonly remoteAddress: string;
   readonly remotePort: number;
   constructor(
@@ -519,9 +524,15 @@ export class TcpNicServer {
 
   /** Exactly the in-process fabric's immediate mode: submit, run everything, drain when idle. */
   #execute(c: ServerConn, m: RequestMessage): void {
+    if (this.#running) {
+      // Only a sink or a host-write listener could get here; the running loop serves the request.
+      this.nic.submit(m);
+      return;
+    }
+    c.awaiting = m.seq;
+    c.answered = false;
     try {
       this.nic.submit(m);
-      if (this.#running) return; // a sink that causes another request is served by the running loop
       this.#running = true;
       try {
         this.nic.runAll();
@@ -531,7 +542,13 @@ export class TcpNicServer {
       }
     } catch (e) {
       this.#goodbye(c, codeOf(e, TransportErrorCodes.INTERNAL), `executing request ${m.seq} failed: ${bareMessage(e)}`);
+      return;
+    } finally {
+      c.awaiting = undefined;
     }
+    // In immediate mode every request is answered before runAll() returns. No answer means the
+    // QP is gone (destroyed, or the NIC closed) and the client would wait forever: say so.
+    if (!c.answered) this.#goodbye(c, NicErrorCodes.NO_SUCH_QP, `QP ${m.qpn} no longer exists on the server (destroyed, or the NIC was closed)`);
   }
 
   #onHello(c: ServerConn, h: HelloMessage): void {
@@ -606,6 +623,7 @@ export class TcpNicServer {
 
   /** The NIC's (and the server CPU's) messages for this connection's QP. */
   #sink(c: ServerConn, m: ServerMessage): void {
+    if (m.type === 'response' && m.seq === c.awaiting) c.answered = true;
     if (c.state !== 'open') return;
     this.#write(c, m);
   }

@@ -514,3 +514,15 @@ t.test('QP lifetime: destroyQpOnClose false keeps the QP; a connection gone whil
   await new Promise((r) => setImmediate(r));
   t.throws(() => s.nic.attach(s.qps[0]!.qpn, () => {}), new RangeError(`no QP ${s.qps[0]!.qpn}`), 'the orphaned QP was destroyed');
 });
+
+t.test('a QP destroyed under a live connection: the next request gets Goodbye PMRPC_ERR_NO_SUCH_QP, not silence', async (t) => {
+  const s = await serve({ destroyQpOnClose: false });
+  t.teardown(() => s.server.close());
+  const { link } = await TcpLink.connect({ port: s.port });
+  const qp = new QueuePair(link);
+  await qp.write({ rkey: s.mr.rkey, addr: 0 }, fill(8, 1));
+  s.nic.destroyQp(link.qpn);
+  const cause = new Promise<PmrpcError | undefined>((res) => link.onClose(res));
+  await t.rejects(qp.read({ rkey: s.mr.rkey, addr: 0 }, 8), { code: 'PMRPC_ERR_LINK_CLOSED' });
+  t.equal((await cause)?.code, 'PMRPC_ERR_NO_SUCH_QP');
+});

@@ -34,7 +34,7 @@ for (const strategy of ['wflush', 'srflush', 'farm'] as const) {
       const v = (await Promise.all(cs.map((x) => x.result))).map((r) => Number(readU64(r)));
       t.same(v, [1, 2, 3, 4, 5, 6, 7, 8], `client ${k}: its own counter, in order`);
     }
-    for (const c of clients) t.equal(Number(store.appView.loadU64(64 + 8 * c.clientId)), 8);
+    for (const c of clients) t.equal(Number(store.appView.loadU64(512 + 8 * c.clientId)), 8);
     t.ok(s.poolInFlightPeak > 1, `requests with disjoint keys ran side by side (peak ${s.poolInFlightPeak})`);
     s.close();
   });
@@ -46,7 +46,7 @@ t.test('requests without keys run alone; mixed with inline and keyed ones the to
   const all = clients.flatMap((c) => Array.from({ length: 6 }, (_, i) => c.call(i % 3 === 0 ? 'inc' : i % 3 === 1 ? 'total' : 'bump', new Uint8Array(8))));
   await Promise.all(all.map((x) => x.result));
   t.equal(Number(store.appView.loadU64(0)), 6 + 6, 'the global counter counts inc (inline) and total (pooled) exactly once each');
-  for (const c of clients) t.equal(Number(store.appView.loadU64(64 + 8 * c.clientId)), 2, 'and bump twice per client');
+  for (const c of clients) t.equal(Number(store.appView.loadU64(512 + 8 * c.clientId)), 2, 'and bump twice per client');
 });
 
 t.test('keys that lie are caught before apply: the later request is recomputed serially', async (t) => {

@@ -526,3 +526,56 @@ t.test('a QP destroyed under a live connection: the next request gets Goodbye PM
   await t.rejects(qp.read({ rkey: s.mr.rkey, addr: 0 }, 8), { code: 'PMRPC_ERR_LINK_CLOSED' });
   t.equal((await cause)?.code, 'PMRPC_ERR_NO_SUCH_QP');
 });
+
+t.test('several clients with different flush strategies at once over TCP: every persist acknowledged, on media at its ack', async (t) => {
+  const { CpuPoller, StrategyServer, FlushClient } = await import('../../flush/index.js');
+  const { crashImages, materialize, HEADER_BYTES } = await import('../../pmem/index.js');
+  const region = PmemRegion.createInMemory(REGION, { tracing: true, entropy: seededEntropy(createPrng(21)) });
+  const nic = new Rnic(region, { entropy: seededEntropy(createPrng(22)) });
+  const pd = nic.allocPd();
+  const mr = nic.registerMr(pd, 0, REGION, Access.ALL);
+  const poller = new CpuPoller(nic);
+  const strategies = ['wflush', 'wrflush', 'srflush', 'gpspm', 'sflush'] as const;
+  const area = (i: number) => ({ offset: 4096 + i * 8192, len: 8192 });
+  const servers: Array<{ close(): void }> = [];
+  const server = new TcpNicServer(nic, {
+    accept: (h) => {
+      const i = Number(h.clientName);
+      const qp = nic.createQp(pd);
+      const a = area(i);
+      const recvBuffers = Array.from({ length: 16 }, (_, k) => (strategies[i] === 'gpspm' ? { addr: 49152 + k * 64, len: 64 } : { addr: a.offset + k * 256, len: 256 }));
+      servers.push(new StrategyServer(poller, { strategy: strategies[i]!, qp, ring: a, recvBuffers }));
+      return { qp };
+    },
+  });
+  const { port } = await server.listen();
+  t.teardown(async () => {
+    for (const s of servers) s.close();
+    poller.close();
+    await server.close();
+  });
+  let lostAtAck = 0;
+  await Promise.all(
+    strategies.map(async (strategy, i) => {
+      const { link } = await TcpLink.connect({ port, name: String(i) });
+      const client = new FlushClient(new QueuePair(link), { strategy, rkey: mr.rkey, recvRkey: mr.rkey });
+      const a = area(i);
+      for (let round = 0; round < 4; round++) {
+        // 8 in flight per client; SEND strategies land in receive buffers in posting order.
+        await Promise.all(
+          Array.from({ length: 8 }, async (_, k) => {
+            const off = a.offset + (round * 8 + k) * 256;
+            const data = fill(200, (i * 50 + round * 8 + k + 1) & 0xff);
+            await client.persist(off, data);
+            const st = region.crashState();
+            const media = materialize(st, [...crashImages(st, { engine: 'none' })][0]!);
+            const at = strategy === 'sflush' || strategy === 'srflush' ? undefined : off;
+            if (at !== undefined && !media.subarray(HEADER_BYTES + at, HEADER_BYTES + at + 200).every((b) => b === data[0])) lostAtAck++;
+          }),
+        );
+      }
+      link.close();
+    }),
+  );
+  t.equal(lostAtAck, 0, 'for the WRITE strategies, the data is on media when persist() resolves');
+});

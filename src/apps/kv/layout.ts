@@ -23,6 +23,8 @@ import { crc32c, PmrpcError } from '../../../pmem/index.js';
 
 export const KV_MAGIC = 0x31304b5650534d52n; // 'RMSPVK01' little-endian
 export const KV_LAYOUT_VERSION = 1;
+/** The Pilaf-style baseline's area: the same header with its own magic ('RMSPLP01'). */
+export const PILAF_MAGIC = 0x3130504c50534d52n;
 export const KV_HEADER_BYTES = 256;
 export const KV_EPOCH_OFFSET = 128;
 export const SLOT_BYTES = 32;
@@ -150,10 +152,10 @@ export function computeKvGeometry(base: number, o: KvLayoutOptions): KvGeometry 
   };
 }
 
-export function encodeKvHeader(g: KvGeometry): Uint8Array {
+export function encodeKvHeader(g: KvGeometry, magic: bigint = KV_MAGIC): Uint8Array {
   const b = new Uint8Array(128);
   const dv = new DataView(b.buffer);
-  dv.setBigUint64(0, KV_MAGIC, true);
+  dv.setBigUint64(0, magic, true);
   dv.setUint32(8, KV_LAYOUT_VERSION, true);
   dv.setUint32(12, g.slotCount, true);
   dv.setUint32(16, g.probeSlots, true);
@@ -169,9 +171,9 @@ export function encodeKvHeader(g: KvGeometry): Uint8Array {
 }
 
 /** The geometry a KV header describes; NOT_FORMATTED for anything but a valid header. */
-export function decodeKvHeader(b: Uint8Array, base: number): KvGeometry {
+export function decodeKvHeader(b: Uint8Array, base: number, magic: bigint = KV_MAGIC): KvGeometry {
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  if (b.length < 128 || dv.getBigUint64(0, true) !== KV_MAGIC) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `no KV area at offset ${base}`);
+  if (b.length < 128 || dv.getBigUint64(0, true) !== magic) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `no KV area at offset ${base}`);
   if (dv.getUint32(124, true) !== crc32c(b.subarray(0, 124))) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `the KV header at offset ${base} fails its checksum`);
   if (dv.getUint32(8, true) !== KV_LAYOUT_VERSION) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `KV layout version ${dv.getUint32(8, true)} is not supported`);
   const n = dv.getUint32(20, true);

@@ -1,3 +1,4 @@
+import { kvBench } from './kv.js';
 import { nicBench } from './nic.js';
 import { pmemBench } from './pmem.js';
 import type { BenchSuite } from './types.js';
@@ -5,4 +6,4 @@ import type { BenchSuite } from './types.js';
 export type { BenchSuite, BenchReport, BenchOptions } from './types.js';
 
 /** Every benchmark suite, by name. */
-export const benchSuites: BenchSuite[] = [pmemBench, nicBench];
+export const benchSuites: BenchSuite[] = [pmemBench, nicBench, kvBench];

@@ -38,3 +38,27 @@ export {
 export { litmusCatalogue, runLitmus, type Litmus, type LitmusResult } from './litmus/index.js';
 export * from './rpc/index.js';
 export { runCrashTest, MUTANTS, CRASH_TEST_DEFAULTS, type CrashTestOptions, type CrashTestResult, type Violation, type Mutant } from './crash/index.js';
+export {
+  PrismKvServer,
+  PrismKvClient,
+  PilafServer,
+  PilafClient,
+  runKvCrashTest,
+  KV_MUTANTS,
+  KV_CRASH_DEFAULTS,
+  KV_LAYOUT_DEFAULTS,
+  KV_SERVER_DEFAULTS,
+  KV_CLIENT_DEFAULTS,
+  KvErrorCodes,
+  type KvFaults,
+  type KvFaultName,
+  type KvMutant,
+  type KvLayoutOptions,
+  type KvServerOptions,
+  type KvClientOptions,
+  type KvClientStats,
+  type KvRecoveryReport,
+  type KvCrashTestOptions,
+  type KvCrashTestResult,
+  type KvViolation,
+} from './apps/kv/index.js';

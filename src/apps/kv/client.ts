@@ -147,6 +147,7 @@ export class PrismKvClient {
 
   async get(key: string | Uint8Array): Promise<Uint8Array | undefined> {
     const k = this.#key(key);
+    const name = cacheName(key, k);
     this.#begin();
     this.#stats.gets++;
     try {
@@ -157,7 +158,7 @@ export class PrismKvClient {
         const [c] = await this.#post([Wr.read(this.#slot(home), this.#maxRead, { bounded: true })]);
         const first = this.#classify(k, home, check(c!).data!);
         if (first === 'torn') continue;
-        if (first !== 'other') return this.#answer(k, first);
+        if (first !== 'other') return this.#answer(name, first);
         if (g.probeSlots === 1) return undefined;
         const rest: WorkRequest[] = [];
         for (let i = home + 1; i < home + g.probeSlots; i++) rest.push(Wr.read(this.#slot(i), this.#maxRead, { bounded: true }));
@@ -169,7 +170,7 @@ export class PrismKvClient {
             torn = true;
             break;
           }
-          if (r !== 'other') return this.#answer(k, r);
+          if (r !== 'other') return this.#answer(name, r);
         }
         if (!torn) return undefined;
       }
@@ -186,8 +187,8 @@ export class PrismKvClient {
     return bytesEqual(item.key, k) ? { slot, item } : 'other';
   }
 
-  #answer(k: Uint8Array, r: { slot: number; item: ReturnType<typeof decodeItem> }): Uint8Array | undefined {
-    this.#cache.set(show(k), { slot: r.slot, version: r.item?.version ?? 0n });
+  #answer(name: string, r: { slot: number; item: ReturnType<typeof decodeItem> }): Uint8Array | undefined {
+    this.#cache.set(name, { slot: r.slot, version: r.item?.version ?? 0n });
     return r.item === undefined || r.item.tombstone ? undefined : r.item.value;
   }
 
@@ -200,7 +201,7 @@ export class PrismKvClient {
     this.#begin();
     this.#stats.puts++;
     try {
-      await this.#install(k, value, false);
+      await this.#install(k, cacheName(key, k), value, false);
     } finally {
       this.#end();
     }
@@ -212,16 +213,15 @@ export class PrismKvClient {
     this.#begin();
     this.#stats.deletes++;
     try {
-      await this.#install(k, new Uint8Array(0), true);
+      await this.#install(k, cacheName(key, k), new Uint8Array(0), true);
     } finally {
       this.#end();
     }
   }
 
-  async #install(k: Uint8Array, value: Uint8Array, tombstone: boolean): Promise<void> {
+  async #install(k: Uint8Array, name: string, value: Uint8Array, tombstone: boolean): Promise<void> {
     const g = this.geometry;
     const cls = classFor(g, itemBytes(k.length, value.length))!;
-    const name = show(k);
     let refilled = false;
     for (let attempt = 0; attempt <= this.options.casRetriesMax; attempt++) {
       let ref = this.#cache.get(name);
@@ -274,8 +274,13 @@ export class PrismKvClient {
       // A concurrent writer moved the slot: the new buffer was never linked; give it back.
       const mine = Number(new DataView(check(cs[cs.length - 1]!).data!.buffer).getBigUint64(0, true));
       this.#pendingReturns.push(mine);
-      this.#cache.delete(name);
       this.#stats.casRetries++;
+      // A slot that held this key holds it for good (slots are never handed to another key), so
+      // the CAS's old value is the version to try next: no re-read. A slot that was free may have
+      // gone to another key: locate again.
+      const now = cas.status === 'ok' ? decodeSlot(cas.data!) : undefined;
+      if (ref.version > 0n && now !== undefined && now.ptr !== g.base) this.#cache.set(name, { slot: ref.slot, version: now.version });
+      else this.#cache.delete(name);
     }
     throw new PmrpcError(KvErrorCodes.CONTENDED, `key ${name}: ${this.options.casRetriesMax + 1} CAS attempts lost to concurrent writers`);
   }
@@ -385,7 +390,7 @@ export class PrismKvClient {
     this.#stats.lastOpRoundTrips = this.#opRtts;
   }
 
-  async #post(wrs: WorkRequest[]): Promise<Completion[]> {
+  #post(wrs: WorkRequest[]): Promise<Completion[]> {
     this.#stats.roundTrips++;
     this.#opRtts++;
     return this.qp.postChain(wrs);
@@ -396,6 +401,11 @@ export class PrismKvClient {
 function check(c: Completion): Completion {
   if (c.status === 'error') throw new PmrpcError((c.code ?? NicErrorCodes.WR_FAILED) as `PMRPC_ERR_${string}`, `${c.op} failed: ${c.message ?? 'error'}`);
   return c;
+}
+
+/** The slot-cache key: the caller's string, or the hex of its bytes (a cache entry is only a hint: the CAS checks it). */
+function cacheName(key: string | Uint8Array, k: Uint8Array): string {
+  return typeof key === 'string' ? key : `#${show(k)}`;
 }
 
 function show(k: Uint8Array): string {

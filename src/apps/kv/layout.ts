@@ -276,7 +276,7 @@ export function decodeItem(b: Uint8Array): Item | undefined {
   if ((flags & ~FLAG_TOMBSTONE) !== 0 || keyLen === 0) return undefined;
   const n = itemBytes(keyLen, valueLen);
   if (n > b.length) return undefined;
-  if (dv.getUint32(0, true) !== crc32c(b.subarray(4, n))) return undefined;
+  if (dv.getUint32(0, true) !== crc32c(b, 4, n)) return undefined;
   return {
     key: b.slice(ITEM_HEADER_BYTES, ITEM_HEADER_BYTES + keyLen),
     value: b.slice(ITEM_HEADER_BYTES + keyLen, n),

@@ -54,7 +54,7 @@ interface Entry {
   version: number;
 }
 
-export function encodeEntry(e: Entry): Uint8Array {
+export function encodePilafEntry(e: Entry): Uint8Array {
   const b = new Uint8Array(SLOT_BYTES);
   const dv = new DataView(b.buffer);
   dv.setBigUint64(0, BigInt(e.ptr), true);
@@ -65,13 +65,13 @@ export function encodeEntry(e: Entry): Uint8Array {
 }
 
 /** The entry, 'empty' (never used), or undefined when its checksum fails (torn by a concurrent write). */
-export function decodeEntry(b: Uint8Array, off = 0): Entry | 'empty' | undefined {
+export function decodePilafEntry(b: Uint8Array, off = 0): Entry | 'empty' | undefined {
   const dv = new DataView(b.buffer, b.byteOffset + off, SLOT_BYTES);
   const ptr = dv.getBigUint64(0, true);
   const len = dv.getUint32(8, true);
   const version = dv.getUint32(12, true);
   if (ptr === 0n && len === 0 && version === 0 && dv.getUint32(16, true) === 0) return 'empty';
-  if (dv.getUint32(16, true) !== crc32c(b.subarray(off, off + 16))) return undefined;
+  if (dv.getUint32(16, true) !== crc32c(b, off, off + 16)) return undefined;
   return { ptr: Number(ptr), len, version };
 }
 
@@ -150,7 +150,7 @@ export class PilafServer {
     const g = this.geometry;
     const reachable = new Set<number>();
     for (let i = 0; i < g.slotCount; i++) {
-      const e = decodeEntry(this.region.load(slotOffset(g, i), SLOT_BYTES));
+      const e = decodePilafEntry(this.region.load(slotOffset(g, i), SLOT_BYTES));
       if (e === 'empty' || (e !== undefined && e.ptr === 0)) continue;
       const c = e === undefined ? undefined : classOf(g, e.ptr);
       const item = e !== undefined && c !== undefined && e.len <= c.sizeBytes ? decodeItem(this.region.load(e.ptr, e.len)) : undefined;
@@ -196,7 +196,7 @@ export class PilafServer {
     let free = -1;
     let old: Entry | undefined;
     for (let i = home; i < home + g.probeSlots; i++) {
-      const e = decodeEntry(this.region.load(slotOffset(g, i), SLOT_BYTES));
+      const e = decodePilafEntry(this.region.load(slotOffset(g, i), SLOT_BYTES));
       if (e === 'empty' || e === undefined) {
         if (free < 0) free = i;
         break;
@@ -215,7 +215,7 @@ export class PilafServer {
     const slot = found >= 0 ? found : free;
     if (op === OP_DELETE) {
       if (found < 0) return STATUS_OK;
-      this.region.store(slotOffset(g, slot), encodeEntry({ ptr: 0, len: 0, version: old!.version + 1 }));
+      this.region.store(slotOffset(g, slot), encodePilafEntry({ ptr: 0, len: 0, version: old!.version + 1 }));
       this.region.persist(slotOffset(g, slot), SLOT_BYTES);
       this.#release(old!.ptr);
       return STATUS_OK;
@@ -226,11 +226,11 @@ export class PilafServer {
     if (cls === undefined) return STATUS_BAD;
     const buf = this.#free.get(cls.sizeBytes)!.pop();
     if (buf === undefined) return STATUS_FULL;
-    const prev = decodeEntry(this.region.load(slotOffset(g, slot), SLOT_BYTES));
+    const prev = decodePilafEntry(this.region.load(slotOffset(g, slot), SLOT_BYTES));
     const version = (prev !== undefined && prev !== 'empty' ? prev.version : 0) + 1;
     this.region.store(buf, encodeItem({ key, value, version: BigInt(version), tombstone: false }));
     this.region.persist(buf, n);
-    this.region.store(slotOffset(g, slot), encodeEntry({ ptr: buf, len: n, version }));
+    this.region.store(slotOffset(g, slot), encodePilafEntry({ ptr: buf, len: n, version }));
     this.region.persist(slotOffset(g, slot), SLOT_BYTES);
     if (old !== undefined) this.#release(old.ptr);
     return STATUS_OK;
@@ -292,11 +292,11 @@ export class PilafClient {
         if (attempt > 0) this.#stats.readRetries++;
         // Home entry first (the common case: no collision), then the rest of the window in one READ.
         const first = await this.#read(slotOffset(g, home), SLOT_BYTES);
-        let entries: Array<Entry | 'empty' | undefined> = [decodeEntry(first)];
+        let entries: Array<Entry | 'empty' | undefined> = [decodePilafEntry(first)];
         let r = await this.#scan(k, entries);
         if (r === 'next' && g.probeSlots > 1) {
           const rest = await this.#read(slotOffset(g, home + 1), (g.probeSlots - 1) * SLOT_BYTES);
-          entries = Array.from({ length: g.probeSlots - 1 }, (_, i) => decodeEntry(rest, i * SLOT_BYTES));
+          entries = Array.from({ length: g.probeSlots - 1 }, (_, i) => decodePilafEntry(rest, i * SLOT_BYTES));
           r = await this.#scan(k, entries);
         }
         if (r === 'retry') continue;
@@ -371,11 +371,12 @@ export class PilafClient {
     return k;
   }
 
-  async #read(addr: number, len: number): Promise<Uint8Array> {
+  #read(addr: number, len: number): Promise<Uint8Array> {
     this.#stats.roundTrips++;
     this.#op++;
-    const [c] = await this.qp.postChain([Wr.read({ rkey: this.rkey, addr }, len)]);
-    if (c!.status !== 'ok') throw new PmrpcError((c!.code ?? 'PMRPC_ERR_WR_FAILED') as `PMRPC_ERR_${string}`, `READ: ${c!.message ?? c!.status}`);
-    return c!.data!;
+    return this.qp.postChain([Wr.read({ rkey: this.rkey, addr }, len)]).then(([c]) => {
+      if (c!.status !== 'ok') throw new PmrpcError((c!.code ?? 'PMRPC_ERR_WR_FAILED') as `PMRPC_ERR_${string}`, `READ: ${c!.message ?? c!.status}`);
+      return c!.data!;
+    });
   }
 }

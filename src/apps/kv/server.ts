@@ -86,8 +86,8 @@ export class PrismKvServer {
   #ownPoller: boolean;
   #epoch = 0n;
   #recovered = false;
-  /** What the CPU posted to each free list, in order (the NIC pops from the front). */
-  #posted = new Map<number, number[]>();
+  /** A mirror of each NIC free list: what the CPU posted, in order, from `head` (the NIC pops from the front). */
+  #posted = new Map<number, { list: number[]; head: number; members: Set<number> }>();
   #mailboxNext = 0;
   #stats: KvServerStats = { returnBatches: 0, returnsAccepted: 0, returnsRefused: {} };
   #stops: Array<() => void> = [];
@@ -223,7 +223,7 @@ export class PrismKvServer {
     this.#epoch = region.loadU64(g.base + KV_EPOCH_OFFSET) + 1n;
     region.storeU64(g.base + KV_EPOCH_OFFSET, this.#epoch);
     region.persist(g.base + KV_EPOCH_OFFSET, 8);
-    this.#posted = new Map([...result.free].map(([k, v]) => [k, [...v]]));
+    this.#posted = new Map([...result.free].map(([k, v]) => [k, { list: [...v], head: 0, members: new Set(v) }]));
     postFreeLists(this.nic, this.mr, result.free);
     this.#recovered = true;
     this.#lastReport = { epoch: this.#epoch, slotsScanned: scanned, slotsRepaired: repaired, pointersRejected: rejected, reachable: result.reachable.size, reclaimed: result.reclaimed };
@@ -251,11 +251,21 @@ export class PrismKvServer {
   /** The NIC's current free lists (what was posted, less what ALLOCATE popped from the front). */
   freeLists(): Map<number, number[]> {
     const out = new Map<number, number[]>();
-    for (const [size, list] of this.#posted) {
-      const n = this.nic.freeBufferCount(this.mr, size);
-      out.set(size, list.slice(list.length - n));
-    }
+    for (const [size, m] of this.#sync()) out.set(size, m.list.slice(m.head));
     return out;
+  }
+
+  /** Catches the mirror up with what ALLOCATE popped since. */
+  #sync(): Map<number, { list: number[]; head: number; members: Set<number> }> {
+    for (const [size, m] of this.#posted) {
+      const n = this.nic.freeBufferCount(this.mr, size);
+      while (m.list.length - m.head > n) m.members.delete(m.list[m.head++]!);
+      if (m.head > 1024 && m.head * 2 > m.list.length) {
+        m.list.splice(0, m.head);
+        m.head = 0;
+      }
+    }
+    return this.#posted;
   }
 
   /**
@@ -331,8 +341,11 @@ export class PrismKvServer {
     let accepted = 0;
     let refused = 0;
     const g = this.geometry;
-    const free = this.#recovered ? this.freeLists() : new Map<number, number[]>();
-    const freeSet = new Set<number>([...free.values()].flat());
+    const mirror = this.#sync();
+    const isFree = (p: number): boolean => {
+      const c = classOf(g, p);
+      return c !== undefined && mirror.get(c.sizeBytes)!.members.has(p);
+    };
     for (const ptr of ptrs) {
       const v: ReturnVerdict = this.#recovered
         ? checkReturn(
@@ -340,7 +353,7 @@ export class PrismKvServer {
             {
               epoch: this.#epoch,
               classes: this.arenaClasses,
-              isFree: (p) => freeSet.has(p),
+              isFree,
               isReachable: (p) => this.#isReachable(p),
             },
             { acceptStaleEpoch: this.faults.acceptStaleEpoch },
@@ -353,8 +366,9 @@ export class PrismKvServer {
       }
       const c = classOf(g, ptr)!;
       this.nic.postFreeBuffers(this.mr, c.sizeBytes, [ptr]);
-      this.#posted.get(c.sizeBytes)!.push(ptr);
-      freeSet.add(ptr);
+      const m = mirror.get(c.sizeBytes)!;
+      m.list.push(ptr);
+      m.members.add(ptr);
       accepted++;
       this.#stats.returnsAccepted++;
     }

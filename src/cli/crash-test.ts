@@ -24,6 +24,7 @@ interface Opts {
   json?: boolean;
   nested: boolean;
   resumeEvery?: number;
+  eviction?: number;
 }
 
 export function registerCrashTest(program: Command): void {
@@ -40,6 +41,11 @@ export function registerCrashTest(program: Command): void {
     .option('--points-max <n>', 'most crash points checked; beyond it they are sampled (default 2000)', intOption('points-max'))
     .option('--point <n>', 'check only this crash point (what a violation\'s command names)', intOption('point'))
     .option('--resume-every <n>', 'reconnect the clients after recovery on every n-th image (default 1; 0 = never)', intOption('resume-every'))
+    .option('--eviction <p>', 'probability per store of an unasked write-back of a dirty line (default 0)', (v: string) => {
+      const n = Number(v);
+      if (!(n >= 0 && n <= 1)) throw new TypeError(`--eviction must be a probability in [0, 1], got ${v}`);
+      return n;
+    })
     .option('--no-nested', 'do not crash each image once more during its recovery')
     .option('--mutant <name>', 'remove one persistence step (test-only fault switch): the run must then report violations')
     .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught')
@@ -65,6 +71,7 @@ export function registerCrashTest(program: Command): void {
         pointsMax: opts.pointsMax,
         nested: opts.nested,
         resumeEvery: opts.resumeEvery,
+        eviction: opts.eviction,
         onProgress: (p) => bar.update(p.pointsDone, p.points, `${p.imagesChecked} images`),
       });
       if (!opts.json) log(`pmrpc crash-test: strategy ${o.strategy}, ddio ${opts.ddio}, seed ${o.seed}, ${o.requests} requests, engine ${o.engine}${o.mutant ? `, mutant ${o.mutant}` : ''}`);

@@ -94,6 +94,8 @@ export interface CrashTestOptions {
   resumeEvery: number;
   /** Stop after this many violations. */
   violationsMax: number;
+  /** Probability per store of an unasked write-back of a dirty line in the workload (eviction crash points). */
+  eviction: number;
   /** Progress callback (images checked so far, crash points to check, points done). */
   onProgress: ((p: { imagesChecked: number; points: number; pointsDone: number }) => void) | undefined;
 }
@@ -113,6 +115,7 @@ export const CRASH_TEST_DEFAULTS: Readonly<CrashTestOptions> = Object.freeze({
   nested: true,
   resumeEvery: 1,
   violationsMax: 20,
+  eviction: 0,
   onProgress: undefined,
 });
 
@@ -193,6 +196,7 @@ export function resolveCrashTestOptions(options: Partial<CrashTestOptions>): Cra
   int('pointsMax', 1, 10_000_000);
   int('resumeEvery', 0, 1_000_000);
   int('violationsMax', 1, 1_000_000);
+  if (typeof o.eviction !== 'number' || !(o.eviction >= 0 && o.eviction <= 1)) throw new RangeError(`eviction must be a probability in [0, 1], got ${String(o.eviction)}`);
   if (o.engine !== 'random' && o.engine !== 'exhaustive') throw new TypeError(`engine must be 'random' or 'exhaustive', got ${String(o.engine)}`);
   if (o.point !== undefined && (!Number.isSafeInteger(o.point) || o.point < 0)) throw new RangeError(`point must be a non-negative integer, got ${String(o.point)}`);
   if (o.mutant !== undefined) findMutant(o.mutant);
@@ -203,6 +207,7 @@ export function resolveCrashTestOptions(options: Partial<CrashTestOptions>): Cra
 /** The command line that reproduces a run (or one crash point of it). */
 export function reproduceCommand(o: CrashTestOptions, point?: number): string {
   const parts = ['pmrpc crash-test', `--strategy ${o.strategy}`, `--ddio ${o.ddio ? 'on' : 'off'}`, `--seed ${o.seed}`, `--requests ${o.requests}`, `--images-per-point ${o.imagesPerPoint}`, `--engine ${o.engine}`];
+  if (o.eviction > 0) parts.push(`--eviction ${o.eviction}`);
   if (o.mutant !== undefined) parts.push(`--mutant ${o.mutant}`);
   if (point !== undefined) parts.push(`--point ${point}`);
   return parts.join(' ');
@@ -261,7 +266,7 @@ class CrashTestRun {
   async run(): Promise<CrashTestResult> {
     const o = this.o;
     const prng = createPrng(mix(o.seed, 0));
-    const region = PmemRegion.createInMemory(layoutBytes(this.geometry), { tracing: true, seed: o.seed, entropy: seededEntropy(createPrng(mix(o.seed, 3))) });
+    const region = PmemRegion.createInMemory(layoutBytes(this.geometry), { tracing: true, seed: o.seed, eviction: o.eviction, entropy: seededEntropy(createPrng(mix(o.seed, 3))) });
     const store = RecoveryStore.format(region, { ...this.geometry, faults: this.recoveryFaults, partialPollsMax: 1_000_000 });
     const { server, fabric } = this.#server(region, store, o.seed);
     server.start();

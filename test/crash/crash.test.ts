@@ -22,6 +22,15 @@ for (const strategy of ALWAYS_CORRECT) {
   });
 }
 
+t.test('with unasked write-backs (eviction crash points) and 4 clients: no violation', async (t) => {
+  for (const strategy of ['wflush', 'srflush', 'darpc'] as const) {
+    const r = await runCrashTest({ strategy, seed: SEED, requests: 16, clients: 4, imagesPerPoint: 2, eviction: 0.2 });
+    t.same(r.violations, [], `${strategy}: no violations over ${r.imagesChecked} images`);
+    t.equal(r.applied, 16);
+  }
+  t.throws(() => resolveCrashTestOptions({ eviction: 2 }), new RangeError('eviction must be a probability in [0, 1], got 2'));
+});
+
 t.test('raw: violations with DDIO, none without', async (t) => {
   const on = await runCrashTest({ strategy: 'raw', ddio: true, seed: SEED, ...SIZE, violationsMax: 3 });
   t.ok(on.violations.length > 0, `ddio on: ${on.violations.length} violations`);

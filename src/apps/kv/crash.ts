@@ -64,7 +64,7 @@ export const KV_CRASH_DEFAULTS: Readonly<KvCrashTestOptions> = Object.freeze({
   stopAfterViolations: 0,
 });
 
-export type KvViolationKind = 'index' | 'allocator' | 'lost' | 'linearizability' | 'read-error' | 'spurious-full' | 'recovery-error' | 'live-index';
+export type KvViolationKind = 'index' | 'allocator' | 'lost' | 'linearizability' | 'read-error' | 'spurious-full' | 'recovery-error' | 'live-index' | 'live-allocator';
 
 export interface KvViolation {
   kind: KvViolationKind;
@@ -110,7 +110,7 @@ export const CRASH_LAYOUT: Readonly<Partial<KvLayoutOptions>> = Object.freeze({
   keyBytesMax: 16,
   classes: [
     { sizeBytes: 64, count: 12 },
-    { sizeBytes: 128, count: 5 },
+    { sizeBytes: 128, count: 4 },
   ],
   mailboxBuffers: 14,
 });
@@ -281,6 +281,11 @@ async function runWorkload(o: KvCrashTestOptions, faults: KvFaults, prng: Prng):
   region.setCrashPointHook(undefined);
   const live: KvViolation[] = [];
   for (const p of server.inspect().problems) live.push({ kind: 'live-index', detail: `slot ${p.slot}: ${p.problem}`, crashPoint: -1, image: -1, phase: 'live' });
+  // Without a crash, once every client returned its replaced buffers: free ⊎ reachable = the arena.
+  for (const c of clients) if (c.qp.state === 'ready') await c.flushReturns().catch(() => undefined);
+  const audit = server.auditAllocator();
+  const bad = { leaked: audit.leaked.length, doubleFree: audit.doubleFree.length, freeAndReachable: audit.freeAndReachable.length, foreign: audit.foreign.length };
+  if (Object.values(bad).some((n) => n > 0)) live.push({ kind: 'live-allocator', detail: `after the workload and every return: ${JSON.stringify(bad)}`, crashPoint: -1, image: -1, phase: 'live' });
   const lin = checkLinearizable(kvModel, ops.map(cutAt(Number.POSITIVE_INFINITY)));
   if (lin.ok === false) live.push({ kind: 'linearizability', detail: `live history: ${lin.reason}: ${lin.operations.map((x) => kvModel.describe!(x)).join('; ')}`, crashPoint: -1, image: -1, phase: 'live' });
   server.close();

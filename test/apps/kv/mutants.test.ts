@@ -11,7 +11,7 @@ const seed = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEE
 const EXPECTED: Record<KvFaultName, string[]> = {
   dropHeapFlush: ['lost', 'linearizability'],
   dropIndexFlush: ['lost', 'linearizability'],
-  unconditionalCas: ['live-index', 'index', 'lost', 'linearizability'],
+  unconditionalCas: ['live-index', 'live-allocator', 'index', 'lost', 'linearizability'],
   blindCas: ['lost', 'linearizability', 'live-index', 'index'],
   skipPointerValidation: ['index', 'read-error'],
   skipReclaim: ['allocator'],

@@ -440,18 +440,28 @@ export class DurableRpcServer {
 
   // ------------------------------------------------------------ pool mode
 
-  /** Dispatches queued entries in order while they may run beside what is in flight (disjoint keys). */
+  /**
+   * Dispatches queued entries while they may run beside what is in flight: FIFO per client; an
+   * entry of another client may overtake a blocked one (the dispatch order is the total order, and
+   * commits follow it). Inline methods and pooled ones without keys run alone and are barriers:
+   * nothing after them is dispatched before them.
+   */
   #dispatch(): void {
-    while (this.#queue.length > 0 && this.#state === 'serving') {
-      const { c, entry } = this.#queue[0]!;
+    if (this.#state !== 'serving') return;
+    const waiting = new Set<number>();
+    for (let i = 0; i < this.#queue.length; ) {
+      const { c, entry } = this.#queue[i]!;
       if (c.failed) {
-        this.#queue.shift();
+        this.#queue.splice(i, 1);
+        continue;
+      }
+      if (waiting.has(c.clientId)) {
+        i++;
         continue;
       }
       const m = this.#methods.get(entry.methodId);
       if (m === undefined || !m.pooled) {
-        // Inline: only once everything before it is committed (one total order).
-        if (this.#inFlight.length > 0) return;
+        if (i > 0 || this.#inFlight.length > 0) return;
         this.#queue.shift();
         this.#guarded(c, () => this.#process(c, entry));
         continue;
@@ -464,9 +474,14 @@ export class DurableRpcServer {
         keys = undefined; // a keys function that throws: the request runs alone
       }
       const ks = keys === undefined ? undefined : new Set(keys);
-      const blocked = this.#inFlight.length >= this.options.poolInFlightMax || (this.#inFlight.length > 0 && (ks === undefined || this.#inFlight.some((t) => t.keys === undefined || [...ks].some((k) => t.keys!.has(k)))));
-      if (blocked) return;
-      this.#queue.shift();
+      if (ks === undefined && (i > 0 || this.#inFlight.length > 0)) return;
+      const blocked = this.#inFlight.length >= this.options.poolInFlightMax || this.#inFlight.some((t) => t.keys === undefined || [...ks!].some((k) => t.keys!.has(k)));
+      if (blocked) {
+        waiting.add(c.clientId);
+        i++;
+        continue;
+      }
+      this.#queue.splice(i, 1);
       const task: PoolTaskState = { c, entry, keys: ks, concurrent: [...this.#inFlight], answer: undefined };
       this.#inFlight.push(task);
       if (this.#inFlight.length > this.poolInFlightPeak) this.poolInFlightPeak = this.#inFlight.length;

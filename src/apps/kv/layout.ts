@@ -16,7 +16,7 @@
  * min(len, 0) = 0 bytes never faults), bound 0, version 0.
  *
  * Item (self-describing, in one ALLOCATEd buffer):
- *   +0 crc32c u32 over [4, 24 + keyLen + valueLen)   +4 flags u8 (1 = tombstone)   +5 keyLen u8
+ *   +0 crc32c u32 over [4, 24 + keyLen + valueLen)   +4 flags u8 (1 = tombstone, 2 = dead)   +5 keyLen u8
  *   +6 reserved u16   +8 valueLen u32   +12 reserved u32   +16 version u64   +24 key   then value
  */
 import { crc32c, PmrpcError } from '../../../pmem/index.js';
@@ -32,6 +32,8 @@ export const SLOT_BYTES = 32;
 export const SLOT_CAS_BYTES = 24;
 export const ITEM_HEADER_BYTES = 24;
 export const FLAG_TOMBSTONE = 1;
+/** A dead item (no key): recovery puts one where it rejected a slot's pointer, so probing goes on past the slot. */
+export const FLAG_DEAD = 2;
 export const MAX_CLASSES = 8;
 export const MAILBOX_BUFFER_BYTES = 1024;
 /** Pointers one return batch carries: (MAILBOX_BUFFER_BYTES - 16) / 8. */
@@ -247,6 +249,8 @@ export interface Item {
   value: Uint8Array;
   version: bigint;
   tombstone: boolean;
+  /** Present (true) only on the dead items recovery writes: no key, never matched, never replaced. */
+  dead?: true;
 }
 
 export function itemBytes(keyLen: number, valueLen: number): number {
@@ -256,7 +260,7 @@ export function itemBytes(keyLen: number, valueLen: number): number {
 export function encodeItem(it: Item): Uint8Array {
   const b = new Uint8Array(itemBytes(it.key.length, it.value.length));
   const dv = new DataView(b.buffer);
-  dv.setUint8(4, it.tombstone ? FLAG_TOMBSTONE : 0);
+  dv.setUint8(4, it.dead === true ? FLAG_DEAD : it.tombstone ? FLAG_TOMBSTONE : 0);
   dv.setUint8(5, it.key.length);
   dv.setUint32(8, it.value.length, true);
   dv.setBigUint64(16, it.version, true);
@@ -273,7 +277,8 @@ export function decodeItem(b: Uint8Array): Item | undefined {
   const flags = dv.getUint8(4);
   const keyLen = dv.getUint8(5);
   const valueLen = dv.getUint32(8, true);
-  if ((flags & ~FLAG_TOMBSTONE) !== 0 || keyLen === 0) return undefined;
+  const dead = flags === FLAG_DEAD;
+  if (dead ? keyLen !== 0 : (flags & ~FLAG_TOMBSTONE) !== 0 || keyLen === 0) return undefined;
   const n = itemBytes(keyLen, valueLen);
   if (n > b.length) return undefined;
   if (dv.getUint32(0, true) !== crc32c(b, 4, n)) return undefined;
@@ -282,6 +287,7 @@ export function decodeItem(b: Uint8Array): Item | undefined {
     value: b.slice(ITEM_HEADER_BYTES + keyLen, n),
     version: dv.getBigUint64(16, true),
     tombstone: (flags & FLAG_TOMBSTONE) !== 0,
+    ...(dead ? { dead: true as const } : {}),
   };
 }
 

@@ -21,6 +21,7 @@ import {
   decodeSlot,
   emptySlot,
   encodeKvHeader,
+  encodeItem,
   encodeSlot,
   homeSlot,
   slotOffset,
@@ -203,7 +204,6 @@ export class PrismKvServer {
           const verdict = visit(s.ptr);
           if (verdict !== 'ok') {
             rejected.push({ slot: i, ptr: s.ptr, verdict });
-            writeSlot(i, encodeSlot(empty));
             continue;
           }
           if (this.faults.skipPointerValidation) continue;
@@ -217,10 +217,29 @@ export class PrismKvServer {
       checkObject: (ptr, cls) => {
         const item = decodeItem(region.load(ptr, cls.sizeBytes));
         if (item === undefined) return false;
+        if (item.dead === true) return true;
         const h = homeSlot(g, item.key);
         return this.#checking >= h && this.#checking < h + g.probeSlots;
       },
     });
+    // A rejected slot cannot simply become empty: an empty slot ends every probe, and keys stored
+    // past it in their windows would vanish. It gets a dead item (durable before the slot points
+    // at it), taken from the reclaimed buffers; a crash in between leaves the slot rejected again
+    // and the buffer unreachable, so the next recovery redoes it.
+    for (const r of rejected) {
+      const cls = [...result.free.entries()].find(([, list]) => list.length > 0);
+      if (cls === undefined) {
+        writeSlot(r.slot, encodeSlot(empty)); // no buffer left at all: the last resort
+        continue;
+      }
+      const buf = cls[1].shift()!;
+      result.reclaimed--;
+      const dead = encodeItem({ key: new Uint8Array(0), value: new Uint8Array(0), version: 1n, tombstone: false, dead: true });
+      region.store(buf, dead);
+      region.persist(buf, dead.length);
+      result.reachable.add(buf);
+      writeSlot(r.slot, encodeSlot({ ptr: buf, bound: cls[0], version: 1n }));
+    }
     // A new epoch before any return is accepted: returns stamped earlier name buffers this
     // recovery already reclaimed.
     this.#epoch = region.loadU64(g.base + KV_EPOCH_OFFSET) + 1n;
@@ -296,11 +315,12 @@ export class PrismKvServer {
         problems.push({ slot: i, problem: `pointer ${s.ptr} reaches garbage (checksum)` });
         continue;
       }
-      const h = homeSlot(g, item.key);
-      if (i < h || i >= h + g.probeSlots) problems.push({ slot: i, problem: `item of key ${hex(item.key)} outside its probe window` });
       if (s.bound !== c.sizeBytes || s.version !== item.version) problems.push({ slot: i, problem: `slot bound ${s.bound} / version ${s.version} do not match the item (${c.sizeBytes} / ${item.version})` });
       if (reachable.has(s.ptr)) problems.push({ slot: i, problem: `buffer ${s.ptr} reached twice` });
       reachable.add(s.ptr);
+      if (item.dead === true) continue;
+      const h = homeSlot(g, item.key);
+      if (i < h || i >= h + g.probeSlots) problems.push({ slot: i, problem: `item of key ${hex(item.key)} outside its probe window` });
       const k = hex(item.key);
       if (items.has(k)) problems.push({ slot: i, problem: `key ${k} in two slots` });
       items.set(k, { slot: i, value: item.tombstone ? undefined : item.value, version: item.version });
@@ -385,6 +405,7 @@ export class PrismKvServer {
     if (c === undefined) return false;
     const item = decodeItem(this.region.load(ptr, c.sizeBytes));
     if (item === undefined) return false;
+    if (item.dead === true) return true; // dead items are never handed to clients: refuse
     const h = homeSlot(g, item.key);
     for (let i = h; i < h + g.probeSlots; i++) if (decodeSlot(this.region.load(slotOffset(g, i), 24)).ptr === ptr) return true;
     return false;

@@ -161,6 +161,33 @@ t.test('ALLOCATE is refused until recovery rebuilt the lists; then PUTs work', a
   t.equal(td.decode((await late.get('k'))!), 'v');
 });
 
+t.test('recovery rejects a damaged item: the slot gets a dead item, so keys further in the window stay reachable', async (t) => {
+  const s = await kvSetup();
+  const c = await s.client();
+  const [k1, k2] = collidingKeys(s.server.geometry);
+  await c.put(k1, te.encode('one'));
+  await c.put(k2, te.encode('two'));
+  const g = s.server.geometry;
+  const home = homeSlot(g, te.encode(k1));
+  const ptr = decodeSlot(s.region.load(slotOffset(g, home), 24)).ptr;
+  // Media damage in k1's item (a bit flip in its value), persisted.
+  const b = s.region.load(ptr + 30, 1);
+  b[0]! ^= 0x10;
+  s.region.store(ptr + 30, b);
+  s.region.persist(ptr + 30, 1);
+  s.server.close();
+  const s2 = PrismKvServer.open(s.region, s.nic);
+  t.same(s2.lastRecovery!.pointersRejected.map((r) => [r.slot, r.verdict]), [[home, 'bad-object']]);
+  t.same(s2.inspect().problems, []);
+  t.same(s2.auditAllocator(), { leaked: [], doubleFree: [], freeAndReachable: [], foreign: [] });
+  const c2 = await PrismKvClient.connect(new QueuePair(s.fabric.connect(s2.accept())), s2.address);
+  t.equal(td.decode((await c2.get(k2))!), 'two', 'the key past the rejected slot is still found');
+  t.equal(await c2.get(k1), undefined, 'the damaged key is gone');
+  await c2.put(k1, te.encode('again'));
+  t.equal(td.decode((await c2.get(k1))!), 'again');
+  t.not(s2.inspect().items.get(Buffer.from(k1).toString('hex'))!.slot, home, 'a dead slot is never claimed again');
+});
+
 t.test('buffer returns carry the epoch: a return from before a restart is refused', async (t) => {
   const s = await kvSetup();
   const c = await s.client({ returnBatch: 8 });

@@ -311,7 +311,9 @@ export class DurableRpcServer {
     } else {
       if (this.strategy === 'gpspm') {
         // Flush requests carry the sequence in imm and no payload: zero-length receive buffers.
-        for (let i = 0; i < g.ringSlots; i++) sqp.postRecv({ id: i, addr: 0, len: 0 });
+        // 2 × ringSlots: up to ringSlots requests may be applied (their entries polled on an
+        // earlier request's pass) while their own SENDs wait for a pass, and ringSlots more sent.
+        for (let i = 0; i < 2 * g.ringSlots; i++) sqp.postRecv({ id: i, addr: 0, len: 0 });
         conn.stops.push(this.#poller.watchRecv(sqp, (c) => this.#onFlushRequest(conn, c)));
       }
       // gpspm's doorbell is its flush request; the other WRITE strategies watch the ring for drained writes.

@@ -88,7 +88,7 @@ export function registerCrashTest(program: Command): void {
         printJson({
           strategy: r.strategy, seed: r.seed, crashPoints: r.crashPoints, imagesChecked: r.imagesChecked, imagesPerSecond, violations: r.violations,
           ddio: r.ddio, mutant: r.mutant, requests: r.requests, crashPointsTotal: r.crashPointsTotal, nestedImagesChecked: r.nestedImagesChecked,
-          resumesChecked: r.resumesChecked, sampledStates: r.sampledStates, acknowledged: r.acknowledged, applied: r.applied, seconds: Number(seconds.toFixed(3)),
+          resumesChecked: r.resumesChecked, keptResultsChecked: r.keptResultsChecked, sampledStates: r.sampledStates, acknowledged: r.acknowledged, applied: r.applied, seconds: Number(seconds.toFixed(3)),
         });
       } else {
         log(`seed ${r.seed}: ${r.crashPoints} of ${r.crashPointsTotal} crash points, ${r.imagesChecked} images (+ ${r.nestedImagesChecked} crashed again during recovery, ${r.resumesChecked} resumed), ${imagesPerSecond} images/s, ${r.acknowledged} requests acknowledged, ${r.applied} applied`);

@@ -142,6 +142,8 @@ export interface CrashTestResult {
   resumesChecked: number;
   /** States whose images were sampled although the exhaustive engine was asked for. */
   sampledStates: number;
+  /** Results kept in effect records, delivered at a reconnect after recovery, and checked. */
+  keptResultsChecked: number;
   /** Requests acknowledged durable during the workload / applied at its end. */
   acknowledged: number;
   applied: number;
@@ -230,6 +232,7 @@ class CrashTestRun {
   nestedImagesChecked = 0;
   resumesChecked = 0;
   sampledStates = 0;
+  keptResultsChecked = 0;
 
   constructor(o: CrashTestOptions) {
     this.o = o;
@@ -354,7 +357,7 @@ class CrashTestRun {
     return {
       strategy: o.strategy, ddio: o.ddio, seed: o.seed, mutant: o.mutant ?? null, requests: o.requests,
       crashPointsTotal, crashPoints: pointsDone, imagesChecked: this.imagesChecked, nestedImagesChecked: this.nestedImagesChecked,
-      resumesChecked: this.resumesChecked, sampledStates: this.sampledStates, acknowledged, applied, violations: this.violations,
+      resumesChecked: this.resumesChecked, keptResultsChecked: this.keptResultsChecked, sampledStates: this.sampledStates, acknowledged, applied, violations: this.violations,
     };
   }
 
@@ -421,6 +424,13 @@ class CrashTestRun {
         for (const r of info.results) {
           // Results are kept while their record is in the log: 'lost' is allowed, an error is not (the handler never fails here).
           if (r.status === 'error') out.push(`after resume: client ${c.clientId} seq ${r.seq} has an error result`);
+          // A kept result is the handler's: the payload checksum of that very request.
+          else if (r.status === 'ok') {
+            const p = this.payloads.get(c.clientId)?.get(r.seq);
+            const got = r.bytes !== undefined && r.bytes.length >= 4 ? new DataView(r.bytes.buffer, r.bytes.byteOffset, 4).getUint32(0, true) : -1;
+            if (p === undefined || got !== crc32c(p)) out.push(`after resume: client ${c.clientId} seq ${r.seq}: the kept result is not this request's`);
+            else this.keptResultsChecked++;
+          }
         }
         const payloads = this.payloads.get(c.clientId)!;
         for (let s = info.resumeSeq; s <= sent; s++) {

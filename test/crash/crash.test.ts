@@ -19,6 +19,7 @@ for (const strategy of ALWAYS_CORRECT) {
     t.ok(r.crashPoints >= 50, 'crash points of the RPC stack were visited');
     t.equal(r.crashPoints, r.crashPointsTotal, 'all of them (no sampling at this size)');
     t.ok(r.nestedImagesChecked > 0 && r.resumesChecked > 0, 'recoveries were crashed and clients resumed');
+    t.ok(r.keptResultsChecked > 0, `${r.keptResultsChecked} kept results delivered after recovery were the requests' own`);
   });
 }
 

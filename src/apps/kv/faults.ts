@@ -42,17 +42,19 @@ export interface KvMutant {
   layer: 'put-chain' | 'allocator-recovery';
   /** The persistence step it removes. */
   step: string;
+  /** Protocols it applies to (a CLI prints `name<TAB>strategies`, as for the RPC mutants). */
+  strategies: readonly string[];
 }
 
 export const KV_MUTANTS: readonly KvMutant[] = Object.freeze([
-  { name: 'dropHeapFlush', layer: 'put-chain', step: 'FLUSH(persistent) of the heap between ALLOCATE and the CAS' },
-  { name: 'dropIndexFlush', layer: 'put-chain', step: 'FLUSH(persistent) of the index slot after the CAS (durable when acknowledged)' },
-  { name: 'unconditionalCas', layer: 'put-chain', step: 'the conditional flag on the CAS (install only what ALLOCATE just wrote)' },
-  { name: 'blindCas', layer: 'put-chain', step: 'the compare of the CAS against the slot version the client last saw' },
-  { name: 'skipPointerValidation', layer: 'allocator-recovery', step: 'validating and repairing every slot pointer before rebuilding the free lists' },
-  { name: 'skipReclaim', layer: 'allocator-recovery', step: 'reclaiming buffers the index does not reach' },
-  { name: 'acceptStaleEpoch', layer: 'allocator-recovery', step: 'refusing buffer returns stamped with an earlier server epoch' },
-  { name: 'allowAllocateBeforeRebuild', layer: 'allocator-recovery', step: 'refusing ALLOCATE until the free lists are rebuilt' },
+  { name: 'dropHeapFlush', layer: 'put-chain', step: 'FLUSH(persistent) of the heap between ALLOCATE and the CAS', strategies: ['prism-kv'] },
+  { name: 'dropIndexFlush', layer: 'put-chain', step: 'FLUSH(persistent) of the index slot after the CAS (durable when acknowledged)', strategies: ['prism-kv'] },
+  { name: 'unconditionalCas', layer: 'put-chain', step: 'the conditional flag on the CAS (install only what ALLOCATE just wrote)', strategies: ['prism-kv'] },
+  { name: 'blindCas', layer: 'put-chain', step: 'the compare of the CAS against the slot version the client last saw', strategies: ['prism-kv'] },
+  { name: 'skipPointerValidation', layer: 'allocator-recovery', step: 'validating and repairing every slot pointer before rebuilding the free lists', strategies: ['prism-kv'] },
+  { name: 'skipReclaim', layer: 'allocator-recovery', step: 'reclaiming buffers the index does not reach', strategies: ['prism-kv'] },
+  { name: 'acceptStaleEpoch', layer: 'allocator-recovery', step: 'refusing buffer returns stamped with an earlier server epoch', strategies: ['prism-kv'] },
+  { name: 'allowAllocateBeforeRebuild', layer: 'allocator-recovery', step: 'refusing ALLOCATE until the free lists are rebuilt', strategies: ['prism-kv'] },
 ] as const satisfies readonly KvMutant[]);
 
 export function faultsFor(mutant: KvFaultName | undefined): KvFaults {

@@ -407,7 +407,10 @@ export class PrismKvServer {
     if (item === undefined) return false;
     if (item.dead === true) return true; // dead items are never handed to clients: refuse
     const h = homeSlot(g, item.key);
-    for (let i = h; i < h + g.probeSlots; i++) if (decodeSlot(this.region.load(slotOffset(g, i), 24)).ptr === ptr) return true;
+    for (let i = h; i < h + g.probeSlots; i++) {
+      const o = slotOffset(g, i);
+      if (this.region.loadU32(o) + this.region.loadU32(o + 4) * 0x1_0000_0000 === ptr) return true;
+    }
     return false;
   }
 }

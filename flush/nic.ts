@@ -655,6 +655,14 @@ export class Rnic {
     const e = this.#qps.get(c.qpn);
     // Per-QP order: an entry never drains before its QP's earlier entries.
     if (e !== undefined) while (e.entries[0] !== c && e.entries.length > 0) this.#drainEntry(e.entries[0]!);
+    // Coherence across QPs: an older entry of another QP on overlapping bytes lands first, or it
+    // would land later and revert this newer one (e.g. an atomic that read it through the overlay).
+    const end = c.offset + c.bytes.length;
+    for (const o of [...this.#cache.values()]) {
+      if (o.seq >= c.seq) break; // the cache iterates in seq order
+      if (o.qpn !== c.qpn && o.offset < end && c.offset < o.offset + o.bytes.length && this.#cache.has(o.seq)) this.#drainEntry(o);
+    }
+    assert.ok(this.#cache.has(c.seq), `NIC cache entry ${c.seq} drained twice`);
     if (this.options.ddio) this.region.store(c.offset, c.bytes);
     else this.region.storeNonTemporal(c.offset, c.bytes, 'nic-drain', { qpn: c.qpn, offset: c.offset, len: c.bytes.length });
     this.#cache.delete(c.seq);

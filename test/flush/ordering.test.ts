@@ -201,3 +201,18 @@ t.test('close() drains the NIC cache and leaves the crash states', async (t) => 
   t.equal(s.region.loadU64(64), 5n);
   t.equal(s.region.crashState().components.filter((c) => c.source.startsWith('nic')).length, 0);
 });
+
+t.test('coherence across QPs: an older undrained atomic of one QP never reverts a newer one of another QP', async (t) => {
+  // QP A's CAS result stays in the NIC cache (onFlush); QP B's CAS reads it through the overlay and
+  // swaps again. Draining B's QP first must land A's older entry first, not after.
+  const s = setup({ nic: { drain: 'onFlush' }, fabric: { idleDrain: false } });
+  const b = s.connect();
+  const rkey = s.mr.rkey;
+  t.equal((await s.qp.postChain([Wr.cas({ rkey, addr: 0 }, 0n, 1n)]))[0]!.swapped, true, 'A: 0 -> 1');
+  t.equal((await b.qp.postChain([Wr.cas({ rkey, addr: 0 }, 1n, 2n)]))[0]!.swapped, true, 'B sees A through the overlay: 1 -> 2');
+  t.equal(s.nic.cacheEntries, 2, 'both results undrained');
+  await b.qp.postChain([Wr.flush('global', rkey, { addr: 0, len: 8 })]); // drains B's QP
+  t.equal(s.region.loadU64(0), 2n, "B's newer value is in host memory after B's flush");
+  s.nic.drainAll();
+  t.equal(s.region.loadU64(0), 2n, "A's older entry did not land on top of it");
+});

@@ -272,7 +272,8 @@ export class PrismKvClient {
         continue;
       }
       // A concurrent writer moved the slot: the new buffer was never linked; give it back.
-      const mine = Number(new DataView(check(cs[cs.length - 1]!).data!.buffer).getBigUint64(0, true));
+      const got = check(cs[cs.length - 1]!).data!;
+      const mine = Number(new DataView(got.buffer, got.byteOffset, got.byteLength).getBigUint64(0, true));
       this.#pendingReturns.push(mine);
       this.#stats.casRetries++;
       // A slot that held this key holds it for good (slots are never handed to another key), so

@@ -48,6 +48,8 @@ export interface KvCrashTestOptions {
   recoveryCrash: boolean;
   /** Stop after this many violations (0: never). */
   stopAfterViolations: number;
+  /** The server NIC's DDIO: true — its writes land in volatile CPU lines; false — straight to media, where a crash mid-drain leaves any subset of a message's words. */
+  ddio: boolean;
 }
 
 export const KV_CRASH_DEFAULTS: Readonly<KvCrashTestOptions> = Object.freeze({
@@ -62,6 +64,7 @@ export const KV_CRASH_DEFAULTS: Readonly<KvCrashTestOptions> = Object.freeze({
   crashPointsMax: 400,
   recoveryCrash: true,
   stopAfterViolations: 0,
+  ddio: true,
 });
 
 export type KvViolationKind = 'index' | 'allocator' | 'lost' | 'linearizability' | 'read-error' | 'spurious-full' | 'recovery-error' | 'live-index' | 'live-allocator';
@@ -143,6 +146,7 @@ function validate(options: Partial<KvCrashTestOptions>): KvCrashTestOptions {
   int('keys', 1, 8);
   int('crashPointsMax', 1, 1_000_000);
   int('stopAfterViolations', 0, 1_000_000);
+  if (typeof o.ddio !== 'boolean') throw new TypeError(`ddio must be a boolean, got ${String(o.ddio)}`);
   if (typeof o.recoveryCrash !== 'boolean') throw new TypeError(`recoveryCrash must be a boolean, got ${String(o.recoveryCrash)}`);
   return o;
 }
@@ -180,7 +184,7 @@ export async function runKvCrashTest(options: Partial<KvCrashTestOptions> = {}):
     violationCounts: {},
     undecided: 0,
     history: w.ops.map(cutAt(Number.POSITIVE_INFINITY)),
-    replay: `PMRPC_SEED=${o.seed}${o.mutant ? ` mutant=${o.mutant}` : ''} engine=${o.engine} imagesPerPoint=${o.imagesPerPoint}`,
+    replay: `PMRPC_SEED=${o.seed}${o.mutant ? ` mutant=${o.mutant}` : ''} engine=${o.engine} imagesPerPoint=${o.imagesPerPoint}${o.ddio ? '' : ' ddio=false'}`,
   };
   // Which crash points: all, or a seeded sample.
   let points = w.captures.map((_, i) => i);
@@ -226,7 +230,7 @@ interface Workload {
 async function runWorkload(o: KvCrashTestOptions, faults: KvFaults, prng: Prng): Promise<Workload> {
   const region = PmemRegion.createInMemory(REGION_BYTES, { tracing: true, entropy: seededEntropy(prng.fork()) });
   PrismKvServer.format(region, CRASH_LAYOUT);
-  const nic = new Rnic(region, { drain: 'eager', entropy: seededEntropy(prng.fork()) });
+  const nic = new Rnic(region, { drain: 'eager', ddio: o.ddio, entropy: seededEntropy(prng.fork()) });
   const fabric = new InProcessFabric(nic, { delivery: 'seeded', prng: prng.fork() });
   // The workload's server is a freshly formatted one: recovery faults act on the servers that recover crash images.
   const server = PrismKvServer.open(region, nic);

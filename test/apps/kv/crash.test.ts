@@ -43,6 +43,15 @@ t.test('more seeds, more clients', async (t) => {
   }
 });
 
+t.test('DDIO off: NIC writes go straight to media, a crash mid-drain leaves any subset of a message\'s words (torn slots), recovery repairs them', async (t) => {
+  const t0 = process.hrtime.bigint();
+  const r = await runKvCrashTest({ seed, ddio: false, imagesPerPoint: 4 });
+  report(t, 'ddio off', r, Number(process.hrtime.bigint() - t0) / 1e9);
+  t.same(r.violations, []);
+  const m = await runKvCrashTest({ seed, ddio: false, imagesPerPoint: 4, mutant: 'skipPointerValidation', stopAfterViolations: 10 });
+  t.ok(m.violations.length > 0, 'without slot repair, torn slots show');
+});
+
 t.test('options are validated', async (t) => {
   await t.rejects(runKvCrashTest({ engine: 'all' as never }), new TypeError("engine must be 'random' or 'exhaustive', got all"));
   await t.rejects(runKvCrashTest({ mutant: 'nope' as never }), TypeError);

@@ -121,6 +121,27 @@ t.test('bad input: coded errors and exact messages', async (t) => {
   t.equal(c.qp.state, 'ready', 'rejected arguments never reach the NIC');
 });
 
+t.test('full: a window of other keys is INDEX_FULL; an empty size class is FULL after the client returned its own buffers', async (t) => {
+  const s = await kvSetup({ layout: { slotCount: 4, probeSlots: 4, keyBytesMax: 16, classes: [{ sizeBytes: 64, count: 6 }], mailboxBuffers: 4 } });
+  const c = await s.client({ returnBatch: 8 });
+  for (const k of ['a', 'b', 'c', 'd']) await c.put(k, te.encode(k));
+  await t.rejects(c.put('e', te.encode('e')), code(KvErrorCodes.INDEX_FULL));
+  // 4 items linked; 2 buffers free. Two overwrites take them and leave 2 replaced buffers pending.
+  await c.put('a', te.encode('a2'));
+  await c.put('b', te.encode('b2'));
+  t.equal(c.pendingReturns, 2);
+  await c.put('c', te.encode('c2')); // ALLOCATE runs dry: the client returns its 2 buffers and retries
+  t.equal(c.stats.returnRpcs, 1);
+  t.equal(td.decode((await c.get('c'))!), 'c2');
+  const other = await s.client();
+  await other.get('d');
+  await other.put('d', te.encode('d2'));
+  await other.flushReturns(); // other holds nothing now; the one free buffer goes to c
+  await c.put('a', te.encode('a3'));
+  await t.rejects(other.put('d', te.encode('d3')), code(KvErrorCodes.FULL), 'nothing of its own to return: full');
+  t.same(s.server.inspect().problems, []);
+});
+
 t.test('layout: items and slots round-trip; a damaged item fails its checksum', async (t) => {
   const it = { key: te.encode('key'), value: te.encode('value'), version: 7n, tombstone: false };
   const b = encodeItem(it);

@@ -58,6 +58,8 @@ export const KvErrorCodes = Object.freeze({
   NOT_FORMATTED: 'PMRPC_ERR_KV_NOT_FORMATTED',
   /** The server refused a buffer return (stale epoch, bad pointer, buffer still reachable). */
   RETURN_REFUSED: 'PMRPC_ERR_KV_RETURN_REFUSED',
+  /** format() found a KV area already there: it is never overwritten. */
+  ALREADY_FORMATTED: 'PMRPC_ERR_KV_ALREADY_FORMATTED',
   /** The KV layout does not fit where it was asked to go. */
   LAYOUT_TOO_LARGE: 'PMRPC_ERR_KV_LAYOUT_TOO_LARGE',
 });

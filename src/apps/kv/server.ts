@@ -102,7 +102,7 @@ export class PrismKvServer {
     if (base + g.totalBytes > region.sizeBytes) throw new PmrpcError(KvErrorCodes.LAYOUT_TOO_LARGE, `the KV area needs ${g.totalBytes} bytes at ${base}; the region has ${region.sizeBytes}`);
     try {
       decodeKvHeader(region.load(base, 128), base);
-      throw new PmrpcError(KvErrorCodes.LAYOUT_TOO_LARGE, `offset ${base} already holds a KV area; it is never overwritten`);
+      throw new PmrpcError(KvErrorCodes.ALREADY_FORMATTED, `offset ${base} already holds a KV area; it is never overwritten`);
     } catch (e) {
       if (!(e instanceof PmrpcError) || e.code !== KvErrorCodes.NOT_FORMATTED) throw e;
     }

@@ -393,22 +393,7 @@ async function checkImage(ctx: ImageCtx, bytes: Uint8Array, phase: 'first' | 're
       violate('read-error', `get(${key}) after recovery: ${String(e)}`);
     }
   }
-  // Lost: the value read must come from a write that no acknowledged write followed in real time.
-  for (const [key, got] of finals) {
-    const writes = history.filter((h) => h.input.key === key && h.input.kind !== 'get' && h.client !== -1);
-    const acked = writes.filter((h) => h.ret !== undefined);
-    const producers: Array<{ ret: number | undefined }> = writes.filter((h) => (got === null ? h.input.kind === 'delete' : h.input.kind === 'put' && h.input.value === got));
-    if (got === null) producers.push({ ret: -1 }); // the initial absence
-    if (producers.length === 0) {
-      violate('lost', `get(${key}) after recovery returned ${got}, which no write wrote`);
-      continue;
-    }
-    const superseded = (p: { ret: number | undefined }): boolean => p.ret !== undefined && acked.some((a) => a !== p && p.ret! < a.call);
-    if (producers.every(superseded)) {
-      const last = acked.reduce((a, b) => (b.ret! > a.ret! ? b : a));
-      violate('lost', `acknowledged ${describeInput(last.input)} [${last.call}, ${last.ret}] lost: get(${key}) after recovery returned ${got === null ? 'absent' : got}`);
-    }
-  }
+  for (const d of lostWrites(history, finals)) violate('lost', d);
   const lin = checkLinearizable(kvModel, history);
   if (lin.ok === false) violate('linearizability', `${lin.reason}: ${lin.operations.map((x) => kvModel.describe!(x)).join('; ')}`);
   else if (lin.ok === 'unknown') result.undecided++;
@@ -422,6 +407,36 @@ async function checkImage(ctx: ImageCtx, bytes: Uint8Array, phase: 'first' | 're
     result.recoveryImagesChecked++;
     await checkImage(ctx, materialize(st, img), 'recovery');
   }
+}
+
+/**
+ * Jepsen-style "acknowledged then absent": for each key, the value read after recovery must come
+ * from a write (or the initial absence) that no acknowledged write to the key followed in real
+ * time. Returns a description of each loss. Reads after recovery have client -1.
+ */
+export function lostWrites(history: ReadonlyArray<Operation<KvInput, KvOutput>>, finals: ReadonlyMap<string, string | null>): string[] {
+  const out: string[] = [];
+  for (const [key, got] of finals) {
+    const writes = history.filter((h) => h.input.key === key && h.input.kind !== 'get' && h.client !== -1);
+    const acked = writes.filter((h) => h.ret !== undefined);
+    const producers: Array<{ ret: number | undefined }> = writes.filter((h) => (got === null ? h.input.kind === 'delete' : h.input.kind === 'put' && h.input.value === got));
+    if (got === null) producers.push({ ret: -1 }); // the initial absence
+    if (producers.length === 0) {
+      out.push(`get(${key}) after recovery returned ${got}, which no write wrote`);
+      continue;
+    }
+    const superseded = (p: { ret: number | undefined }): boolean => p.ret !== undefined && acked.some((a) => a !== p && p.ret! < a.call);
+    if (producers.every(superseded)) {
+      const last = acked.reduce((a, b) => (b.ret! > a.ret! ? b : a));
+      out.push(`acknowledged ${describeInput(last.input)} [${last.call}, ${last.ret}] lost: get(${key}) after recovery returned ${got === null ? 'absent' : got}`);
+    }
+  }
+  return out;
+}
+
+/** The history as of a crash at `t`: completed operations keep their output; the rest are unknown. */
+export function cutHistoryAt<T extends Operation<KvInput, KvOutput> & { error?: string }>(ops: readonly T[], t: number): Array<Operation<KvInput, KvOutput>> {
+  return ops.filter((op) => op.call < t).map(cutAt(t));
 }
 
 function describeInput(i: KvInput): string {

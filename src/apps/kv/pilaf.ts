@@ -149,17 +149,30 @@ export class PilafServer {
   #recover(): void {
     const g = this.geometry;
     const reachable = new Set<number>();
+    const put = (i: number, b: Uint8Array): void => {
+      this.region.store(slotOffset(g, i), b);
+      this.region.persist(slotOffset(g, i), SLOT_BYTES);
+    };
     for (let i = 0; i < g.slotCount; i++) {
-      const e = decodePilafEntry(this.region.load(slotOffset(g, i), SLOT_BYTES));
+      const raw = this.region.load(slotOffset(g, i), SLOT_BYTES);
+      const e = decodePilafEntry(raw);
       if (e === 'empty' || (e !== undefined && e.ptr === 0)) continue;
-      const c = e === undefined ? undefined : classOf(g, e.ptr);
-      const item = e !== undefined && c !== undefined && e.len <= c.sizeBytes ? decodeItem(this.region.load(e.ptr, e.len)) : undefined;
-      if (e === undefined || item === undefined || reachable.has(e.ptr)) {
-        this.region.store(slotOffset(g, i), new Uint8Array(SLOT_BYTES));
-        this.region.persist(slotOffset(g, i), SLOT_BYTES);
+      // The ptr word (the first 8 bytes, persisted first within the line) is the truth: a crash
+      // in the middle of an entry update leaves a new ptr with an old length, version and CRC.
+      const ptr = Number(new DataView(raw.buffer).getBigUint64(0, true));
+      if (ptr === 0) {
+        put(i, encodePilafEntry({ ptr: 0, len: 0, version: 1 })); // a torn DELETE: the tombstone
         continue;
       }
-      reachable.add(e.ptr);
+      const c = classOf(g, ptr);
+      const item = c !== undefined && !reachable.has(ptr) ? decodeItem(this.region.load(ptr, c.sizeBytes)) : undefined;
+      if (item === undefined) {
+        put(i, encodePilafEntry({ ptr: 0, len: 0, version: 1 })); // keeps probing going past it
+        continue;
+      }
+      const want = encodePilafEntry({ ptr, len: itemBytes(item.key.length, item.value.length), version: Number(BigInt.asUintN(32, item.version)) });
+      if (e === undefined || e.len !== itemBytes(item.key.length, item.value.length) || e.version !== Number(BigInt.asUintN(32, item.version))) put(i, want);
+      reachable.add(ptr);
     }
     for (const c of g.classes) {
       const list: number[] = [];

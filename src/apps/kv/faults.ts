@@ -62,3 +62,8 @@ export function faultsFor(mutant: KvFaultName | undefined): KvFaults {
   if (!KV_MUTANTS.some((m) => m.name === mutant)) throw new TypeError(`mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${String(mutant)}`);
   return { ...NO_KV_FAULTS, [mutant]: true };
 }
+
+/** `--list-mutants` output for the KV app: one `name<TAB>strategies` line per mutant, as for the RPC mutants. */
+export function listKvMutants(): string {
+  return KV_MUTANTS.map((m) => `${m.name}\t${m.strategies.join(',')}`).join('\n');
+}

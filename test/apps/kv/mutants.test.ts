@@ -3,7 +3,7 @@
 // linearizability checker must reject a real buggy history (from the blind-CAS mutant).
 import t from 'tap';
 import { checkLinearizable, kvModel } from '../../../src/check/linearizability.js';
-import { KV_MUTANTS, faultsFor, runKvCrashTest, type KvFaultName } from '../../../src/apps/kv/index.js';
+import { KV_MUTANTS, faultsFor, listKvMutants, runKvCrashTest, type KvFaultName } from '../../../src/apps/kv/index.js';
 
 const seed = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
 
@@ -26,6 +26,8 @@ t.test('mutants are data: a name and the persistence step each removes', async (
   t.same(Object.keys(EXPECTED).sort(), KV_MUTANTS.map((m) => m.name).sort());
   t.equal(faultsFor('dropHeapFlush').dropHeapFlush, true);
   t.throws(() => faultsFor('nope' as never), TypeError);
+  t.equal(listKvMutants().split('\n')[0], 'dropHeapFlush\tprism-kv');
+  t.equal(listKvMutants().split('\n').length, 8);
 });
 
 for (const m of KV_MUTANTS) {

@@ -4,6 +4,7 @@
  * message). Completions never reject for a remote failure — the status says; the convenience
  * helpers (write, read, cas, …) turn a non-'ok' status into a PmrpcError with its code.
  */
+import assert from 'node:assert/strict';
 import { PmrpcError, type ErrorCode } from '../pmem/index.js';
 import { NicErrorCodes } from './mr.js';
 import { bigintToLe, leToBigint } from './prism.js';
@@ -18,6 +19,7 @@ import type {
   NotifyMessage,
   PrismCasWr,
   ReadWr,
+  RequestMessage,
   ServerMessage,
   WorkRequest,
   WriteWr,
@@ -25,11 +27,15 @@ import type {
 import { MAX_WRS_PER_MESSAGE, wrError } from './validate.js';
 
 export interface QueuePairOptions {
-  /** Most request messages awaiting their response; posting beyond it throws PMRPC_ERR_QUEUE_FULL. */
+  /** Most request messages awaiting their response (held for back-pressure included); posting beyond it throws PMRPC_ERR_QUEUE_FULL. */
   outstandingMessagesMax: number;
+  /** Sequence number of the first message (then +1, wrapping within 32 bits as the wire carries u32). Tests start near the wrap. */
+  firstSeq: number;
 }
 
-export const QUEUE_PAIR_DEFAULTS: Readonly<QueuePairOptions> = Object.freeze({ outstandingMessagesMax: 4096 });
+export const QUEUE_PAIR_DEFAULTS: Readonly<QueuePairOptions> = Object.freeze({ outstandingMessagesMax: 4096, firstSeq: 0 });
+
+const SEQ_MOD = 2 ** 32;
 
 interface Outstanding {
   resolve: (c: Completion[]) => void;
@@ -45,6 +51,11 @@ export class QueuePair {
   #notify: Array<(m: NotifyMessage) => void> = [];
   #notifyBacklog: NotifyMessage[] = [];
   #state: 'ready' | 'error' = 'ready';
+  /** Messages held while the link is not writable (back-pressure), in posting order; each also in #outstanding. */
+  #held: RequestMessage[] = [];
+  #flushing = false;
+  #closed = false;
+  #closeListeners: Array<(err: PmrpcError) => void> = [];
 
   constructor(link: Link, options: Partial<QueuePairOptions> = {}) {
     if (link === null || typeof link !== 'object' || typeof link.send !== 'function' || typeof link.onMessage !== 'function') {
@@ -54,9 +65,15 @@ export class QueuePair {
     if (!Number.isSafeInteger(o.outstandingMessagesMax) || o.outstandingMessagesMax < 1) {
       throw new RangeError(`outstandingMessagesMax must be a positive integer, got ${String(o.outstandingMessagesMax)}`);
     }
+    if (!Number.isSafeInteger(o.firstSeq) || o.firstSeq < 0 || o.firstSeq >= SEQ_MOD) {
+      throw new RangeError(`firstSeq must be an integer in [0, 2^32), got ${String(o.firstSeq)}`);
+    }
     this.options = Object.freeze(o);
     this.link = link;
+    this.#seq = o.firstSeq;
     link.onMessage((m) => this.#onMessage(m));
+    // A link that says when it closes: what is outstanding rejects instead of hanging.
+    link.onClose?.((err) => this.#linkClosed(err));
   }
 
   get qpn(): number {
@@ -81,18 +98,96 @@ export class QueuePair {
       const e = wrError(w);
       if (e !== undefined) throw new TypeError(`work request ${i}: ${e}`);
     });
+    if (this.#closed || this.link.closed) throw new PmrpcError(NicErrorCodes.LINK_CLOSED, `the link to QP ${this.qpn} is closed`);
     if (this.#outstanding.size >= this.options.outstandingMessagesMax) {
       throw new PmrpcError(NicErrorCodes.QUEUE_FULL, `QP ${this.qpn} has ${this.#outstanding.size} messages outstanding (outstandingMessagesMax)`);
     }
-    const seq = this.#seq++;
+    const seq = this.#seq;
+    // Bounded by outstandingMessagesMax (< 2^32): a wrapped sequence can only meet a finished one.
+    assert.ok(!this.#outstanding.has(seq), `sequence ${seq} is still outstanding`);
+    this.#seq = (this.#seq + 1) % SEQ_MOD;
     const p = new Promise<Completion[]>((resolve, reject) => this.#outstanding.set(seq, { resolve, reject, count: wrs.length }));
+    const msg: RequestMessage = { type: 'request', qpn: this.qpn, seq, wrs: [...wrs] };
+    // Back-pressure: while the link is full (or messages are already held), hold this one too, in order.
+    if (this.#held.length > 0 || (this.link.whenWritable !== undefined && this.link.writable === false)) {
+      this.#hold(msg);
+      return p;
+    }
     try {
-      this.link.send({ type: 'request', qpn: this.qpn, seq, wrs: [...wrs] });
+      this.link.send(msg);
     } catch (e) {
+      if (this.link.whenWritable !== undefined && !this.link.closed && e instanceof PmrpcError && e.code === BACKPRESSURE) {
+        this.#hold(msg);
+        return p;
+      }
       this.#outstanding.delete(seq);
       throw e;
     }
     return p;
+  }
+
+  /** Messages held back by the link's back-pressure, not yet sent. */
+  get held(): number {
+    return this.#held.length;
+  }
+
+  /** Runs `fn` once when this QP's link closes (owner close() included): outstanding work rejected with PMRPC_ERR_LINK_CLOSED. Returns its remover. */
+  onClose(fn: (err: PmrpcError) => void): () => void {
+    if (typeof fn !== 'function') throw new TypeError('onClose takes a function');
+    if (this.#closed) {
+      const err = this.#closedError(undefined);
+      queueMicrotask(() => fn(err));
+      return () => {};
+    }
+    this.#closeListeners.push(fn);
+    return () => {
+      const i = this.#closeListeners.indexOf(fn);
+      if (i >= 0) this.#closeListeners.splice(i, 1);
+    };
+  }
+
+  #hold(msg: RequestMessage): void {
+    this.#held.push(msg);
+    if (this.#flushing) return;
+    this.#flushing = true;
+    void this.#flushHeld();
+  }
+
+  /** Sends held messages as the link drains; a link that closes rejects them (#linkClosed). */
+  async #flushHeld(): Promise<void> {
+    try {
+      while (this.#held.length > 0 && !this.#closed) {
+        if (this.link.writable === false) {
+          try {
+            await this.link.whenWritable!();
+          } catch {
+            return; // closed: #linkClosed (or close()) settles what is held
+          }
+          continue;
+        }
+        const m = this.#held[0]!;
+        try {
+          this.link.send(m);
+        } catch (e) {
+          if (e instanceof PmrpcError && e.code === BACKPRESSURE && !this.link.closed) {
+            try {
+              await this.link.whenWritable!();
+            } catch {
+              return;
+            }
+            continue;
+          }
+          this.#held.shift();
+          const o = this.#outstanding.get(m.seq);
+          this.#outstanding.delete(m.seq);
+          o?.reject(e);
+          continue;
+        }
+        this.#held.shift();
+      }
+    } finally {
+      this.#flushing = false;
+    }
   }
 
   /** Posts one work request as one message. */
@@ -114,9 +209,23 @@ export class QueuePair {
   /** Closes the link; outstanding requests reject with PMRPC_ERR_LINK_CLOSED. */
   close(): void {
     this.link.close();
-    const err = new PmrpcError(NicErrorCodes.LINK_CLOSED, `the link to QP ${this.qpn} was closed`);
-    for (const o of this.#outstanding.values()) o.reject(err);
+    this.#linkClosed(undefined);
+  }
+
+  #closedError(cause: Error | undefined): PmrpcError {
+    return new PmrpcError(NicErrorCodes.LINK_CLOSED, `the link to QP ${this.qpn} was closed${cause === undefined ? '' : ` (${cause.message})`}`);
+  }
+
+  /** The link is gone: outstanding and held work rejects with PMRPC_ERR_LINK_CLOSED, then the listeners run. */
+  #linkClosed(cause: Error | undefined): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    const err = this.#closedError(cause);
+    this.#held.length = 0;
+    const outstanding = [...this.#outstanding.values()];
     this.#outstanding.clear();
+    for (const o of outstanding) o.reject(err);
+    for (const fn of this.#closeListeners.splice(0)) fn(err);
   }
 
   // ---------------------------------------------------------------- helpers (throw on a non-'ok' completion)
@@ -173,6 +282,9 @@ export function ok(c: Completion): Completion {
   if (c.status === 'ok') return c;
   throw new PmrpcError((c.code ?? NicErrorCodes.WR_FAILED) as ErrorCode, `${c.op} #${c.id} ${c.status}${c.message ? `: ${c.message}` : ''}`);
 }
+
+/** The code a link's send() throws when its buffer is full (src/transport's PMRPC_ERR_BACKPRESSURE). */
+const BACKPRESSURE = 'PMRPC_ERR_BACKPRESSURE';
 
 const u64 = (v: bigint): Uint8Array => bigintToLe(v, 8);
 

@@ -9,7 +9,7 @@
  * Whatever is undrained joins the region's crash states as one component per cache entry.
  */
 import assert from 'node:assert/strict';
-import { cryptoEntropy, LINE_BYTES, PmemRegion, type CrashComponent, type CrashPiece, type Entropy } from '../pmem/index.js';
+import { cryptoEntropy, LINE_BYTES, PmemRegion, PmrpcError, type CrashComponent, type CrashPiece, type Entropy } from '../pmem/index.js';
 import { MrTable, NicErrorCodes, WrError, type MemoryRegion, type ProtectionDomain } from './mr.js';
 import { bigintToLe, casResult, casSucceeds, leToBigint, readPtr, u64le } from './prism.js';
 import {
@@ -193,6 +193,7 @@ export class Rnic {
   #hostWriteListeners: Array<(e: HostWriteEvent) => void> = [];
   #freeLists = new Map<string, number[]>();
   #allocRefused = false;
+  #closed = false;
   #removeContributor: () => void;
   #stats: RnicStats = { wrs: 0, errors: 0, messages: 0, cacheEntriesDrained: 0, bytesDrained: 0, flushes: 0, recvCompletions: 0 };
 
@@ -297,11 +298,14 @@ export class Rnic {
   /**
    * A request message arrived from a link. It queues; step() / runQp() / runAll() execute it (a
    * transport's server end: attach(), then submit() + runQp(), and drainAll() when idle).
-   * false: no such QP — nothing to answer on, as a real NIC drops packets for an unknown QPN.
+   * No such QP (never created, or destroyed): nothing here could answer, so it throws a
+   * PmrpcError PMRPC_ERR_NO_SUCH_QP for the transport to answer with (a real NIC would drop the
+   * packets and the requester would time out; an emulator can say so at once).
    */
-  submit(msg: RequestMessage): boolean {
+  submit(msg: RequestMessage): true {
+    if (this.#closed) throw new PmrpcError(NicErrorCodes.NO_SUCH_QP, `the NIC is closed: QP ${String(msg?.qpn)} no longer exists`);
     const e = this.#qps.get(msg?.qpn);
-    if (e === undefined) return false;
+    if (e === undefined) throw new PmrpcError(NicErrorCodes.NO_SUCH_QP, `no QP ${String(msg?.qpn)} on this NIC (never created, or destroyed)`);
     this.#stats.messages++;
     const wrs = Array.isArray(msg.wrs) ? msg.wrs : [];
     const item: Inbound = { msg: { ...msg, wrs }, completions: [], next: 0 };
@@ -362,6 +366,7 @@ export class Rnic {
 
   /** Orderly shutdown: the NIC cache drains into host memory, then the NIC leaves the region's crash states. */
   close(): void {
+    this.#closed = true;
     this.drainAll();
     this.#removeContributor();
     for (const e of this.#qps.values()) e.sink = undefined;

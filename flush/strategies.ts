@@ -241,7 +241,13 @@ export class FlushClient {
     this.strategy = options.strategy;
     this.#rkey = options.rkey;
     this.#recvRkey = options.recvRkey;
-    if (ACK_STRATEGIES.has(this.strategy)) qp.onNotify((m) => this.#onNotify(m));
+    if (ACK_STRATEGIES.has(this.strategy)) {
+      qp.onNotify((m) => this.#onNotify(m));
+      // No ACK can come over a closed link: its waiters reject instead of hanging.
+      qp.onClose((err) => {
+        for (const w of this.#ackWaiters.splice(0)) w.reject(err);
+      });
+    }
   }
 
   /**
@@ -278,12 +284,29 @@ export class FlushClient {
         break;
       }
     }
-    const ackP = ACK_STRATEGIES.has(this.strategy) ? new Promise<{ offset: number; len: number }>((resolve, reject) => this.#ackWaiters.push({ resolve, reject })) : undefined;
-    const completions = await this.qp.postChain(wrs);
+    let waiter: { resolve: (a: { offset: number; len: number }) => void; reject: (e: unknown) => void } | undefined;
+    const ackP = ACK_STRATEGIES.has(this.strategy)
+      ? new Promise<{ offset: number; len: number }>((resolve, reject) => {
+          waiter = { resolve, reject };
+          this.#ackWaiters.push(waiter);
+        })
+      : undefined;
+    ackP?.catch(() => undefined); // rejected by a close while postChain still runs: observed below
+    const dropWaiter = (): void => {
+      const i = waiter === undefined ? -1 : this.#ackWaiters.indexOf(waiter);
+      if (i >= 0) this.#ackWaiters.splice(i, 1);
+    };
+    let completions: Completion[];
+    try {
+      completions = await this.qp.postChain(wrs);
+    } catch (e) {
+      dropWaiter();
+      throw e;
+    }
     const bad = completions.find((c) => c.status !== 'ok');
     if (bad !== undefined) {
-      // No ACK will come for a request that failed: drop its waiter (the last one pushed).
-      if (ackP !== undefined) this.#ackWaiters.pop();
+      // No ACK will come for a request that failed: drop its own waiter.
+      dropWaiter();
       ok(bad);
     }
     if (ackP === undefined) return { completions };

@@ -200,6 +200,15 @@ export interface Link {
   /** Sets the single handler of server messages (responses and notifications). */
   onMessage(handler: (msg: ServerMessage) => void): void;
   close(): void;
+  /**
+   * Back-pressure (optional): false while the link's send buffer is full. A QueuePair then holds
+   * new messages (in order) until whenWritable() resolves, instead of failing them.
+   */
+  readonly writable?: boolean;
+  /** Resolves once the link can take more; rejects (PMRPC_ERR_LINK_CLOSED) if it closes first. */
+  whenWritable?(): Promise<void>;
+  /** Runs `fn` once when the link closes (with the cause, or undefined after close()). Returns its remover. */
+  onClose?(fn: (err: Error | undefined) => void): () => void;
 }
 
 /** A receive completion on the server: a SEND's payload placed in a posted buffer, or a WRITE_WITH_IMM's immediate. */

@@ -279,9 +279,6 @@ class ServerConn {
   bytesIn = 0;
   bytesOut = 0;
   backpressurePauses = 0;
-  /** The request being executed, and whether the NIC answered it. */
-  awaiting: number | undefined;
-  answered = false;
   readonly remoteAddress: string;
   readonly remotePort: number;
   constructor(
@@ -526,11 +523,15 @@ export class TcpNicServer {
   #execute(c: ServerConn, m: RequestMessage): void {
     if (this.#running) {
       // Only a sink or a host-write listener could get here; the running loop serves the request.
-      this.nic.submit(m);
+      try {
+        this.nic.submit(m);
+      } catch (e) {
+        this.#goodbye(c, codeOf(e, TransportErrorCodes.INTERNAL), `request ${m.seq}: ${bareMessage(e)}`);
+      }
       return;
     }
-    c.awaiting = m.seq;
-    c.answered = false;
+    // A QP destroyed under the connection (or a closed NIC): submit() throws PMRPC_ERR_NO_SUCH_QP,
+    // which becomes this connection's Goodbye, so the client does not wait forever.
     try {
       this.nic.submit(m);
       this.#running = true;
@@ -542,13 +543,7 @@ export class TcpNicServer {
       }
     } catch (e) {
       this.#goodbye(c, codeOf(e, TransportErrorCodes.INTERNAL), `executing request ${m.seq} failed: ${bareMessage(e)}`);
-      return;
-    } finally {
-      c.awaiting = undefined;
     }
-    // In immediate mode every request is answered before runAll() returns. No answer means the
-    // QP is gone (destroyed, or the NIC closed) and the client would wait forever: say so.
-    if (!c.answered) this.#goodbye(c, NicErrorCodes.NO_SUCH_QP, `QP ${m.qpn} no longer exists on the server (destroyed, or the NIC was closed)`);
   }
 
   #onHello(c: ServerConn, h: HelloMessage): void {
@@ -623,7 +618,6 @@ export class TcpNicServer {
 
   /** The NIC's (and the server CPU's) messages for this connection's QP. */
   #sink(c: ServerConn, m: ServerMessage): void {
-    if (m.type === 'response' && m.seq === c.awaiting) c.answered = true;
     if (c.state !== 'open') return;
     this.#write(c, m);
   }

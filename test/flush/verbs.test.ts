@@ -219,9 +219,9 @@ t.test('messages on the link are plain data (no bigint, no class instances)', as
   t.ok(JSON.stringify(seen[0], (_k, v: unknown) => (v instanceof Uint8Array ? [...v] : v)).length > 0, 'serialisable');
 });
 
-t.test('submit() to an unknown QP number is dropped and says so', async (t) => {
+t.test('submit() to an unknown QP number throws PMRPC_ERR_NO_SUCH_QP (the transport answers with it)', async (t) => {
   const s = setup();
-  t.equal(s.nic.submit({ type: 'request', qpn: 999, seq: 0, wrs: [Wr.read({ rkey: s.mr.rkey, addr: 0 }, 8)] }), false);
+  t.throws(() => s.nic.submit({ type: 'request', qpn: 999, seq: 0, wrs: [Wr.read({ rkey: s.mr.rkey, addr: 0 }, 8)] }), { code: 'PMRPC_ERR_NO_SUCH_QP', message: 'PMRPC_ERR_NO_SUCH_QP: no QP 999 on this NIC (never created, or destroyed)' });
   t.equal(s.nic.submit({ type: 'request', qpn: s.sqp.qpn, seq: 77, wrs: [Wr.read({ rkey: s.mr.rkey, addr: 0 }, 8)] }), true);
   t.same(s.nic.busyQps(), [s.sqp.qpn]);
   s.nic.runQp(s.sqp.qpn);

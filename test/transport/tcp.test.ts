@@ -376,7 +376,7 @@ t.test('client flow control: bufferedBytes, writable and whenWritable; send refu
   const { link } = await TcpLink.connect({ port: fake.port, highWaterBytes: 64 * 1024, sendBufferBytesMax: 256 * 1024 });
   await until(() => fake.sockets.length === 1, 5000, 'the server socket');
   fake.sockets[0]!.pause(); // the server stops reading
-  const qp = new QueuePair(link, { outstandingMessagesMax: 100_000 });
+  // The link itself, not a QueuePair (which would hold messages while the link is full).
   let sent = 0;
   let refused: unknown;
   // Fill the kernel's buffers first: send until refused, let the kernel take what it will, and
@@ -384,7 +384,7 @@ t.test('client flow control: bufferedBytes, writable and whenWritable; send refu
   for (let round = 0; round < 200 && sent < 4096; round++) {
     for (;;) {
       try {
-        void qp.postChain([Wr.write({ rkey: 1, addr: 0 }, fill(16 * 1024, 1))]).catch(() => {});
+        link.send({ type: 'request', qpn: link.qpn, seq: sent, wrs: [Wr.write({ rkey: 1, addr: 0 }, fill(16 * 1024, 1))] });
         sent++;
       } catch (e) {
         refused = e;
@@ -398,7 +398,7 @@ t.test('client flow control: bufferedBytes, writable and whenWritable; send refu
   t.match(refused, { code: 'PMRPC_ERR_BACKPRESSURE' }, `refused after ${sent} sends`);
   t.ok(link.bufferedBytes <= 256 * 1024, `bufferedBytes ${link.bufferedBytes} within sendBufferBytesMax`);
   t.equal(link.writable, false);
-  t.equal(qp.outstanding, sent, 'a refused send leaves nothing outstanding');
+  t.equal(link.outstanding, sent, 'a refused send leaves nothing outstanding');
   let drained = false;
   const w = link.whenWritable().then(() => (drained = true));
   await new Promise((r) => setTimeout(r, 20));

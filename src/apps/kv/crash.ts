@@ -230,7 +230,7 @@ interface Workload {
 async function runWorkload(o: KvCrashTestOptions, faults: KvFaults, prng: Prng): Promise<Workload> {
   const region = PmemRegion.createInMemory(REGION_BYTES, { tracing: true, entropy: seededEntropy(prng.fork()) });
   PrismKvServer.format(region, CRASH_LAYOUT);
-  const nic = new Rnic(region, { drain: 'eager', ddio: o.ddio, entropy: seededEntropy(prng.fork()) });
+  const nic = new Rnic(region, { ddio: o.ddio, entropy: seededEntropy(prng.fork()) });
   const fabric = new InProcessFabric(nic, { delivery: 'seeded', prng: prng.fork() });
   // The workload's server is a freshly formatted one: recovery faults act on the servers that recover crash images.
   const server = PrismKvServer.open(region, nic);
@@ -326,7 +326,7 @@ async function checkImage(ctx: ImageCtx, bytes: Uint8Array, phase: 'first' | 're
     result.violations.push({ kind, detail, crashPoint: ctx.crashPoint, image: ctx.image, phase });
   };
   const region = PmemRegion.openImage(bytes, { tracing: true });
-  const nic = new Rnic(region, { drain: 'eager', entropy: seededEntropy(ctx.prng.fork()) });
+  const nic = new Rnic(region, { entropy: seededEntropy(ctx.prng.fork()) });
   const fabric = new InProcessFabric(nic);
   let server: PrismKvServer;
   try {

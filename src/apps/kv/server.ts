@@ -121,9 +121,6 @@ export class PrismKvServer {
     if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
     if (nic === null || typeof nic !== 'object' || nic.region !== region) throw new TypeError('nic must be an Rnic on the same region');
     const o = resolve(options);
-    // Workaround for the emulated NIC: with a lazy DMA drain, an older undrained atomic result of
-    // one QP can drain after a newer atomic of another QP on the same word and revert it.
-    if (nic.options.drain !== 'eager') throw new TypeError(`PRISM-KV needs an Rnic with drain 'eager', got '${nic.options.drain}'`);
     const s = new PrismKvServer(region, nic, o);
     if (!o.deferRecovery) s.recover();
     return s;

@@ -112,7 +112,6 @@ t.test('bad input: coded errors and exact messages', async (t) => {
   t.throws(() => validateLayoutOptions({ classes: [{ sizeBytes: 128, count: 1 }, { sizeBytes: 64, count: 1 }] }), new RangeError('classes must be in increasing sizeBytes order'));
   t.throws(() => PrismKvServer.open(s.region, s.nic, { base: 3 }), new RangeError('base must be a non-negative multiple of 64, got 3'));
   t.throws(() => PrismKvServer.open(s.region, {} as never), new TypeError('nic must be an Rnic on the same region'));
-  t.throws(() => PrismKvServer.open(s.region, new Rnic(s.region, { drain: 'lazy' })), new TypeError("PRISM-KV needs an Rnic with drain 'eager', got 'lazy'"));
   t.throws(() => PrismKvServer.format(s.region, SMALL_LAYOUT), code(KvErrorCodes.ALREADY_FORMATTED), 'never formats over a KV area');
   t.throws(() => PrismKvServer.format(PmemRegion.createInMemory(4096), SMALL_LAYOUT), code(KvErrorCodes.LAYOUT_TOO_LARGE));
   t.throws(() => PrismKvServer.open(PmemRegion.createInMemory(1 << 16), s.nic), TypeError);

@@ -7,9 +7,11 @@ import type { Command } from 'commander';
 import { wallClockMs } from '../../pmem/index.js';
 import { MUTANTS, resolveCrashTestOptions, runCrashTest, type CrashTestResult } from '../crash/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../rpc/index.js';
+import { KV_MUTANTS, runKvCrashTest, type KvFaultName } from '../apps/kv/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
 interface Opts {
+  app: string;
   strategy: string;
   ddio: string;
   seed: number;
@@ -30,7 +32,8 @@ interface Opts {
 export function registerCrashTest(program: Command): void {
   program
     .command('crash-test')
-    .description('crash-test durable RPC in-process: crash at every crash point of a seeded workload, recover every image, check that nothing acknowledged is lost or applied twice')
+    .description('crash-test durable RPC (or, with --app kv, PRISM-KV) in-process: crash at every crash point of a seeded workload, recover every image, check that nothing acknowledged is lost or applied twice')
+    .option('--app <name>', "the workload: 'rpc' (durable RPC, per --strategy) or 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, linearizability)", 'rpc')
     .option('--strategy <name>', `one of ${RPC_STRATEGIES.join(', ')}`, 'wflush')
     .option('--ddio <on|off>', 'DDIO of the emulated NIC', 'on')
     .option('--seed <n>', 'seed of the workload, the NIC scheduling and the images', intOption('seed'), 1)
@@ -52,11 +55,13 @@ export function registerCrashTest(program: Command): void {
     .option('--json', 'print exactly one JSON document on stdout: {strategy, seed, crashPoints, imagesChecked, imagesPerSecond, violations, ...}')
     .addHelpText('after', '\nExit status: 0 when no violation was found, 1 when violations were found (or on bad options).')
     .action(async (opts: Opts) => {
+      if (opts.app !== 'rpc' && opts.app !== 'kv') throw new TypeError(`--app must be rpc or kv, got ${opts.app}`);
       if (opts.listMutants) {
-        for (const m of MUTANTS) process.stdout.write(`${m.name}\t${m.strategies.join(',')}\n`);
+        for (const m of opts.app === 'kv' ? KV_MUTANTS : MUTANTS) process.stdout.write(`${m.name}\t${m.strategies.join(',')}\n`);
         return;
       }
       if (opts.ddio !== 'on' && opts.ddio !== 'off') throw new TypeError(`--ddio must be on or off, got ${opts.ddio}`);
+      if (opts.app === 'kv') return runKv(opts);
       const bar = opts.json ? { update() {}, stop() {} } : progressBar('crash-test');
       const o = resolveCrashTestOptions({
         strategy: opts.strategy as RpcStrategy,
@@ -97,4 +102,40 @@ export function registerCrashTest(program: Command): void {
       }
       if (r.violations.length > 0) process.exitCode = 1;
     });
+}
+
+/** `--app kv`: the PRISM-KV crash engine (src/apps/kv/crash.ts), same reporting conventions. */
+async function runKv(opts: Opts): Promise<void> {
+  if (opts.engine !== 'random' && opts.engine !== 'exhaustive') throw new TypeError(`--engine must be random or exhaustive, got ${opts.engine}`);
+  if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) {
+    throw new TypeError(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
+  }
+  const replay = `pmrpc crash-test --app kv --ddio ${opts.ddio} --seed ${opts.seed} --engine ${opts.engine}${opts.mutant ? ` --mutant ${opts.mutant}` : ''}${opts.imagesPerPoint ? ` --images-per-point ${opts.imagesPerPoint}` : ''}`;
+  if (!opts.json) log(`pmrpc crash-test --app kv: ddio ${opts.ddio}, seed ${opts.seed}, engine ${opts.engine}${opts.mutant ? `, mutant ${opts.mutant}` : ''}`);
+  const t0 = wallClockMs();
+  const r = await runKvCrashTest({
+    seed: opts.seed,
+    engine: opts.engine,
+    ddio: opts.ddio === 'on',
+    mutant: opts.mutant as KvFaultName | undefined,
+    recoveryCrash: opts.nested,
+    ...(opts.imagesPerPoint !== undefined ? { imagesPerPoint: opts.imagesPerPoint } : {}),
+    ...(opts.clients !== undefined ? { clients: opts.clients } : {}),
+    ...(opts.pointsMax !== undefined ? { crashPointsMax: opts.pointsMax } : {}),
+  });
+  const seconds = Math.max(1e-9, (wallClockMs() - t0) / 1000);
+  const imagesPerSecond = Math.round(r.imagesChecked / seconds);
+  const violations = r.violations.map((v) => ({ ...v, command: replay }));
+  if (opts.json) {
+    printJson({
+      app: 'kv', strategy: 'prism-kv', seed: r.seed, crashPoints: r.crashPoints, imagesChecked: r.imagesChecked, imagesPerSecond, violations,
+      ddio: opts.ddio === 'on', mutant: r.mutant, engine: r.engine, crashPointsTotal: r.crashPointsTotal, recoveryImagesChecked: r.recoveryImagesChecked,
+      exhaustiveImages: r.exhaustiveImages, operations: r.operations, acknowledged: r.acknowledged, violationCounts: r.violationCounts, undecided: r.undecided, seconds: Number(seconds.toFixed(3)),
+    });
+  } else {
+    log(`seed ${r.seed}: ${r.crashPoints} of ${r.crashPointsTotal} crash points, ${r.imagesChecked} images (${r.recoveryImagesChecked} from a crash during recovery, ${r.exhaustiveImages} enumerated exhaustively), ${imagesPerSecond} images/s, ${r.acknowledged} of ${r.operations} operations acknowledged, ${r.undecided} linearizability checks undecided`);
+    for (const v of violations.slice(0, 20)) log(`VIOLATION (${v.kind}) at crash point ${v.crashPoint}, image ${v.image} (${v.phase}): ${v.detail}\n  reproduce: ${v.command}`);
+    log(`${violations.length} violation${violations.length === 1 ? '' : 's'} (replay: ${replay})`);
+  }
+  if (violations.length > 0) process.exitCode = 1;
 }

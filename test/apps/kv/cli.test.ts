@@ -1,0 +1,40 @@
+// `pmrpc crash-test --app kv` through the compiled CLI: the listing format, a clean run, a mutant caught.
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { KV_MUTANTS } from '../../../src/apps/kv/index.js';
+
+const CLI = fileURLToPath(new URL('../../../dist/src/cli/main.js', import.meta.url));
+const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'crash-test', '--app', 'kv', ...args], { encoding: 'utf8', timeout: 120_000 });
+
+t.test('--list-mutants prints name<TAB>strategies for every KV mutant', async (t) => {
+  const r = run('--list-mutants');
+  t.equal(r.status, 0);
+  const lines = r.stdout.trim().split('\n');
+  t.same(lines, KV_MUTANTS.map((m) => `${m.name}\t${m.strategies.join(',')}`));
+});
+
+t.test('--seed 1 --json: one JSON document, >= 1,000 images, no violation, exit 0', async (t) => {
+  const r = run('--seed', '1', '--json');
+  t.equal(r.status, 0, r.stderr);
+  const d = JSON.parse(r.stdout) as { app: string; seed: number; crashPoints: number; imagesChecked: number; imagesPerSecond: number; violations: unknown[] };
+  t.equal(d.app, 'kv');
+  t.equal(d.seed, 1);
+  t.ok(d.imagesChecked >= 1000, `${d.imagesChecked} images`);
+  t.ok(d.crashPoints > 0);
+  t.same(d.violations, []);
+});
+
+t.test('a mutant shows violations, each with the command that reproduces it, and exits 1', async (t) => {
+  const r = run('--seed', '1', '--mutant', 'dropIndexFlush', '--json');
+  t.equal(r.status, 1);
+  const d = JSON.parse(r.stdout) as { violations: Array<{ command: string }> };
+  t.ok(d.violations.length > 0);
+  t.match(d.violations[0]!.command, /^pmrpc crash-test --app kv .*--mutant dropIndexFlush/);
+});
+
+t.test('bad options are refused with a message', async (t) => {
+  const r = run('--mutant', 'nope');
+  t.equal(r.status, 1);
+  t.match(r.stderr, /--mutant must be one of dropHeapFlush, /);
+});

@@ -1,3 +1,4 @@
+import { flushBench } from './flush.js';
 import { kvBench } from './kv.js';
 import { nicBench } from './nic.js';
 import { pmemBench } from './pmem.js';
@@ -6,4 +7,4 @@ import type { BenchSuite } from './types.js';
 export type { BenchSuite, BenchReport, BenchOptions } from './types.js';
 
 /** Every benchmark suite, by name. */
-export const benchSuites: BenchSuite[] = [pmemBench, nicBench, kvBench];
+export const benchSuites: BenchSuite[] = [pmemBench, nicBench, kvBench, flushBench];

@@ -6,6 +6,8 @@ import { registerBench } from './bench.js';
 import { registerCrashTest } from './crash-test.js';
 import { registerDemo } from './demo.js';
 import { registerLitmus } from './litmus.js';
+import { registerServe } from './serve.js';
+import { registerInspect } from './inspect.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -16,6 +18,8 @@ program
   .version(pkg.version)
   .showHelpAfterError();
 
+registerServe(program);
+registerInspect(program);
 registerDemo(program);
 registerLitmus(program);
 registerBench(program);

@@ -1,0 +1,122 @@
+/**
+ * The client end of an RpcNode: a DurableRpcClient over a TcpLink, with the RPC handshake in the
+ * Hello / Welcome payloads. A client whose connection dropped (the server crashed or restarted)
+ * reconnects — to the same or a new address — and resumes from the server's resume point.
+ */
+import { PmrpcError, systemClock, type Clock } from '../../pmem/index.js';
+import { QueuePair } from '../../flush/index.js';
+import { DurableRpcClient, type RpcClientOptions } from '../rpc/index.js';
+import { TcpLink } from '../transport/tcp.js';
+import { decodeWelcomePayload, encodeHelloPayload } from './handshake.js';
+
+export interface RemoteClientOptions {
+  host: string;
+  port: number;
+  authToken: string | undefined;
+  /** Shown in the server's logs. */
+  name: string;
+  rpc: Partial<RpcClientOptions>;
+  clock: Clock;
+}
+
+export const REMOTE_CLIENT_DEFAULTS: Readonly<Omit<RemoteClientOptions, 'port'>> = Object.freeze({
+  host: '127.0.0.1',
+  authToken: undefined,
+  name: 'pmrpc-client',
+  rpc: {},
+  clock: systemClock,
+});
+
+export class RemoteRpcClient {
+  readonly rpc: DurableRpcClient;
+  #options: Readonly<RemoteClientOptions>;
+  #link: TcpLink;
+  #connected = true;
+  #closed = false;
+  #listeners: Array<(err: PmrpcError | undefined) => void> = [];
+
+  private constructor(rpc: DurableRpcClient, link: TcpLink, o: RemoteClientOptions) {
+    this.rpc = rpc;
+    this.#link = link;
+    this.#options = Object.freeze(o);
+    this.#watch(link);
+  }
+
+  /** Connects as a new client. */
+  static async connect(options: Partial<RemoteClientOptions> & { port: number }): Promise<RemoteRpcClient> {
+    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+    const o = { ...REMOTE_CLIENT_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RemoteClientOptions;
+    const { link, welcome } = await TcpLink.connect({ host: o.host, port: o.port, authToken: o.authToken, name: o.name, clock: o.clock, hello: encodeHelloPayload({}) });
+    let rpc: DurableRpcClient;
+    try {
+      rpc = new DurableRpcClient(new QueuePair(link), decodeWelcomePayload(welcome), o.rpc);
+    } catch (e) {
+      link.close();
+      throw e;
+    }
+    return new RemoteRpcClient(rpc, link, o);
+  }
+
+  /** The options, with the address last connected to. */
+  get options(): Readonly<RemoteClientOptions> {
+    return this.#options;
+  }
+
+  get clientId(): number {
+    return this.rpc.clientId;
+  }
+
+  /** false from the moment the connection drops until reconnect() succeeds. */
+  get connected(): boolean {
+    return this.#connected;
+  }
+
+  /** Runs `fn` each time the connection drops (with the cause). Returns its remover. */
+  onDisconnect(fn: (err: PmrpcError | undefined) => void): () => void {
+    this.#listeners.push(fn);
+    return () => {
+      const i = this.#listeners.indexOf(fn);
+      if (i >= 0) this.#listeners.splice(i, 1);
+    };
+  }
+
+  /**
+   * Reconnects (to `to`, default the last address) as the same client: the server answers with its
+   * resume point and the results it kept for the sequences this client still awaits; requests from
+   * the resume point on are sent again.
+   */
+  async reconnect(to: { host?: string; port?: number } = {}): Promise<void> {
+    if (this.#closed) throw new PmrpcError('PMRPC_ERR_DISCONNECTED', 'the client is closed');
+    const host = to.host ?? this.options.host;
+    const port = to.port ?? this.options.port;
+    if (!this.#link.closed) this.#link.close();
+    const hello = encodeHelloPayload({ clientId: this.rpc.clientId, awaiting: this.rpc.awaiting });
+    const { link, welcome } = await TcpLink.connect({ host, port, authToken: this.options.authToken, name: this.options.name, clock: this.options.clock, hello });
+    try {
+      this.rpc.reconnect(new QueuePair(link), decodeWelcomePayload(welcome));
+    } catch (e) {
+      link.close();
+      throw e;
+    }
+    this.#options = Object.freeze({ ...this.#options, host, port });
+    this.#link = link;
+    this.#connected = true;
+    this.#watch(link);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#connected = false;
+    this.rpc.close();
+    this.#link.close();
+  }
+
+  #watch(link: TcpLink): void {
+    link.onClose((err) => {
+      if (link !== this.#link || this.#closed) return;
+      this.#connected = false;
+      for (const fn of [...this.#listeners]) fn(err);
+    });
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * The durable-RPC handshake carried in the TCP Hello and Welcome payloads (docs/cli.md): the client
+ * says who it is (nothing for a new client; its id and the sequences whose results it awaits for a
+ * reconnect), the server answers with the ConnectionInfo of DurableRpcServer.accept(). JSON, with
+ * result bytes in base64: a handshake happens once per connection, so clarity beats size.
+ */
+import { PmrpcError } from '../../pmem/index.js';
+import type { AcceptRequest, ConnectionInfo, KnownResult } from '../rpc/index.js';
+
+export const HandshakeErrorCodes = Object.freeze({
+  /** A Hello or Welcome payload that is not a valid RPC handshake. */
+  BAD_HANDSHAKE: 'PMRPC_ERR_BAD_HANDSHAKE',
+} as const);
+
+const MAX_AWAITING = 1 << 16;
+
+export function encodeHelloPayload(req: AcceptRequest): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify({ clientId: req.clientId, awaiting: req.awaiting === undefined ? undefined : [...req.awaiting] }));
+}
+
+function bad(msg: string): PmrpcError {
+  return new PmrpcError(HandshakeErrorCodes.BAD_HANDSHAKE, msg);
+}
+
+function parse(bytes: Uint8Array, what: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = bytes.length === 0 ? {} : JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch {
+    throw bad(`the ${what} payload is not JSON`);
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw bad(`the ${what} payload is not an object`);
+  return v as Record<string, unknown>;
+}
+
+const posInt = (v: unknown): boolean => Number.isSafeInteger(v) && (v as number) >= 1;
+
+/** Server side: the client's accept request, validated (a bad one refuses the connection with a coded Goodbye). */
+export function decodeHelloPayload(bytes: Uint8Array): AcceptRequest {
+  const o = parse(bytes, 'Hello');
+  const out: { clientId?: number; awaiting?: number[] } = {};
+  if (o.clientId !== undefined) {
+    if (!posInt(o.clientId)) throw bad(`clientId must be a positive integer, got ${String(o.clientId)}`);
+    out.clientId = o.clientId as number;
+  }
+  if (o.awaiting !== undefined) {
+    if (!Array.isArray(o.awaiting) || o.awaiting.length > MAX_AWAITING || !o.awaiting.every(posInt)) throw bad(`awaiting must be an array of at most ${MAX_AWAITING} positive integers`);
+    out.awaiting = o.awaiting as number[];
+  }
+  return out;
+}
+
+export function encodeWelcomePayload(info: ConnectionInfo): Uint8Array {
+  return new TextEncoder().encode(
+    JSON.stringify({ ...info, results: info.results.map((r) => ({ seq: r.seq, status: r.status, ...(r.bytes === undefined ? {} : { bytes: Buffer.from(r.bytes).toString('base64') }) })) }),
+  );
+}
+
+/** Client side: the server's ConnectionInfo (DurableRpcClient checks its fields again). */
+export function decodeWelcomePayload(bytes: Uint8Array): ConnectionInfo {
+  const o = parse(bytes, 'Welcome');
+  if (!Array.isArray(o.results)) throw bad('the Welcome carries no results array');
+  const results: KnownResult[] = (o.results as Array<Record<string, unknown>>).map((r) => {
+    if (r === null || typeof r !== 'object' || !posInt(r.seq) || !['ok', 'error', 'lost'].includes(r.status as string)) throw bad('a malformed result in the Welcome');
+    return { seq: r.seq as number, status: r.status as KnownResult['status'], ...(typeof r.bytes === 'string' ? { bytes: new Uint8Array(Buffer.from(r.bytes, 'base64')) } : {}) };
+  });
+  return { ...(o as unknown as ConnectionInfo), results };
+}

@@ -1,0 +1,127 @@
+/**
+ * The real-crash workload: the crash test's non-idempotent handler (DESIGN §8: it appends a digest
+ * of each request — client, sequence, payload checksum, position — to a log in the application
+ * area and bumps a counter on another line), payloads that the verifier can recompute from
+ * (seed, client, sequence), and the verifier that reads the digest log back from PM.
+ */
+import { crc32c } from '../../pmem/index.js';
+import type { AppView } from '../../recovery/index.js';
+import type { RpcHandler } from '../rpc/index.js';
+import { digestHandler, DIGEST_BYTES, LOG_BASE, METHOD } from '../crash/engine.js';
+
+export { DIGEST_BYTES, LOG_BASE };
+/** The method the workload calls. */
+export const WORKLOAD_METHOD = METHOD;
+/** The handlers a node serving the workload registers. */
+export const WORKLOAD_HANDLERS: Readonly<Record<string, RpcHandler>> = Object.freeze({ [METHOD]: digestHandler });
+export const PAYLOAD_BYTES = 32;
+
+/** The payload of (client, seq) under `seed`: 32 bytes of a hash chain, so a resent request carries the same bytes. */
+export function workloadPayload(seed: number, clientId: number, seq: number): Uint8Array {
+  const out = new Uint8Array(PAYLOAD_BYTES);
+  const dv = new DataView(out.buffer);
+  let h = (seed ^ Math.imul(clientId, 0x9e3779b1) ^ Math.imul(seq, 0x85ebca6b)) >>> 0;
+  for (let i = 0; i < PAYLOAD_BYTES; i += 4) {
+    h ^= h >>> 16;
+    h = Math.imul(h, 0x7feb352d);
+    h ^= h >>> 15;
+    h = Math.imul(h, 0x846ca68b);
+    h ^= h >>> 16;
+    dv.setUint32(i, (h + i) >>> 0, true);
+  }
+  return out;
+}
+
+/** What one client did, as it saw it. */
+export interface ClientLedger {
+  clientId: number;
+  /** Highest sequence issued. */
+  sentUpTo: number;
+  /** Highest sequence the client was told is durable (acknowledged). */
+  ackedUpTo: number;
+}
+
+export interface DigestVerdict {
+  /** Digests in the log (the counter). */
+  applied: number;
+  /** Acknowledged (durable) requests absent from the log. */
+  lost: number;
+  /** Requests applied more than once. */
+  duplicates: number;
+  /** Applied out of FIFO order or after a hole. */
+  outOfOrder: number;
+  /** Digests naming a request never sent, or with a payload other than the one sent, or at a wrong position. */
+  corrupt: number;
+  /** Requests sent and never applied (only an error when every call was answered). */
+  unapplied: number;
+  /** The first few problems, in words. */
+  messages: string[];
+}
+
+const MESSAGES_MAX = 20;
+
+/** Reads the digest log and judges it against the clients' ledgers. Reads only. */
+export function verifyDigestLog(view: AppView, seed: number, ledgers: readonly ClientLedger[]): DigestVerdict {
+  const v: DigestVerdict = { applied: 0, lost: 0, duplicates: 0, outOfOrder: 0, corrupt: 0, unapplied: 0, messages: [] };
+  const say = (m: string): void => {
+    if (v.messages.length < MESSAGES_MAX) v.messages.push(m);
+  };
+  const n = Number(view.loadU64(0));
+  const cap = Math.floor((view.sizeBytes - LOG_BASE) / DIGEST_BYTES);
+  if (n > cap) {
+    v.corrupt++;
+    say(`counter ${n} exceeds the digest log's ${cap} entries`);
+    return v;
+  }
+  v.applied = n;
+  const byId = new Map(ledgers.map((l) => [l.clientId, l]));
+  const seen = new Map<number, Set<number>>();
+  const last = new Map<number, number>();
+  for (let i = 0; i < n; i++) {
+    const d = view.load(LOG_BASE + i * DIGEST_BYTES, DIGEST_BYTES);
+    const dv = new DataView(d.buffer, d.byteOffset, DIGEST_BYTES);
+    const c = dv.getUint32(0, true);
+    const s = dv.getUint32(4, true);
+    const crc = dv.getUint32(8, true);
+    const idx = dv.getUint32(12, true);
+    if (idx !== i) {
+      v.corrupt++;
+      say(`digest ${i} records position ${idx} (effects of two requests mixed)`);
+    }
+    const l = byId.get(c);
+    if (l === undefined || s < 1 || s > l.sentUpTo) {
+      v.corrupt++;
+      say(`digest ${i}: client ${c} seq ${s} was never sent`);
+      continue;
+    }
+    if (crc32c(workloadPayload(seed, c, s)) !== crc) {
+      v.corrupt++;
+      say(`digest ${i}: client ${c} seq ${s} applied with a payload that is not the one sent (torn or stale)`);
+    }
+    let set = seen.get(c);
+    if (set === undefined) seen.set(c, (set = new Set()));
+    if (set.has(s)) {
+      v.duplicates++;
+      say(`client ${c} seq ${s} applied twice`);
+      continue;
+    }
+    set.add(s);
+    const prev = last.get(c) ?? 0;
+    if (s !== prev + 1) {
+      v.outOfOrder++;
+      say(`client ${c} seq ${s} applied after ${prev} (FIFO broken)`);
+    }
+    last.set(c, Math.max(prev, s));
+  }
+  for (const l of ledgers) {
+    const set = seen.get(l.clientId) ?? new Set<number>();
+    for (let s = 1; s <= l.sentUpTo; s++) {
+      if (set.has(s)) continue;
+      if (s <= l.ackedUpTo) {
+        v.lost++;
+        say(`client ${l.clientId} seq ${s} was acknowledged durable and is not applied: lost`);
+      } else v.unapplied++;
+    }
+  }
+  return v;
+}

@@ -1,63 +1,100 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+/**
+ * `pmrpc demo`: the README's main job on an embedded default — a PM file in a temp dir, a real
+ * `pmrpc serve` child process, clients sending durable RPCs over TCP (many in flight), SIGKILLs of
+ * the server mid-load, restarts on the same file with recovery, clients reconnecting and resuming,
+ * and a verification of the digest log in PM (src/server/harness.ts).
+ */
 import { fileURLToPath } from 'node:url';
-import { performance } from 'node:perf_hooks';
 import type { Command } from 'commander';
-import { PmemRegion, randomSeed } from '../../pmem/index.js';
-import { readRecord, RECORD_BYTES, runPmemWriter } from '../demo/pmem-crash.js';
-import { intOption, log, printJson } from './output.js';
-
-export interface DemoReport {
-  layer: 'pmem';
-  seed: number;
-  pmFile: string;
-  acked: number;
-  lost: number;
-  corrupt: number;
-  tornUnacknowledged: number;
-  unpersistedSurvived: number;
-  crashes: number;
-  recoveryMs: number;
-  opsPerSecond: number;
-}
+import { randomSeed } from '../../pmem/index.js';
+import type { RpcStrategy } from '../rpc/index.js';
+import { runRealCrash, type RealCrashReport } from '../server/harness.js';
+import { runPmemWriter } from '../demo/pmem-crash.js';
+import { intOption, log, printJson, progressBar } from './output.js';
+import { strategyOption } from './serve.js';
 
 const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
+
+export const DEMO_SECONDS_DEFAULT = 6;
+
+interface DemoOpts {
+  strategy: RpcStrategy;
+  clients: number;
+  seconds: number;
+  seed?: number;
+  crashes: number;
+  selfKills: number;
+  window: number;
+  keep?: boolean;
+  json?: boolean;
+}
+
+export function formatDemo(r: RealCrashReport, keep: boolean): string {
+  const ok = r.violations === 0;
+  const lines = [
+    `pmrpc demo — durable RPC over TCP with real crashes (strategy ${r.strategy}, ${r.clients} clients, seed ${r.seed})`,
+    `  PM file:                          ${r.pmFile}${keep ? '' : ' (removed)'}`,
+    `  requests acknowledged durable:    ${r.acked} (${Math.round(r.opsPerSecond)}/s over ${r.loadSeconds.toFixed(1)} s, restarts included)`,
+    `  real crashes (SIGKILL):           ${r.crashes} (${r.externalKills} external at a seeded moment, ${r.selfKills} self-kill after a seeded number of persistence events)`,
+    `  recovery (open + recover):        ${r.recoveryMs.toFixed(1)} ms mean; kill → serving again ${r.restartMs.toFixed(0)} ms mean (process start included)`,
+    `  re-executed / replayed on recovery: ${r.replayed} (durable requests the crash cut before they were applied)`,
+    `  applied (digests in PM):          ${r.applied} of ${r.sent} sent`,
+    `  results: ${r.resultsOk} delivered, ${r.resultsLost} lost with the crash (PMRPC_ERR_RESULT_LOST), ${r.resultErrors} errors`,
+    `  acknowledged but lost:            ${r.lost}`,
+    `  applied twice (duplicates):       ${r.duplicates}`,
+    `  out of FIFO order / corrupt:      ${r.outOfOrder} / ${r.corrupt}`,
+  ];
+  for (const e of r.errors) lines.push(`  error: ${e}`);
+  for (const m of r.messages.slice(0, 5)) lines.push(`  violation: ${m}`);
+  lines.push(`  verdict: ${ok ? 'OK — nothing acknowledged was lost, nothing applied twice' : 'FAIL'}`);
+  lines.push(`  replay: pmrpc demo --strategy ${r.strategy} --clients ${r.clients} --seconds ${r.loadSecondsAsked} --seed ${r.seed}`);
+  return `${lines.join('\n')}\n`;
+}
 
 export function registerDemo(program: Command): void {
   program
     .command('demo')
-    .description('the main job on an embedded default: a PM file in a temp dir, a writer child process, a real SIGKILL mid-run, reopen, verify')
-    .option('--records <n>', 'records the writer child writes before it idles', intOption('records'), 200_000)
-    .option('--kill-after <n>', 'SIGKILL the writer once it has acknowledged this many records (default: a seeded point in the first half)', intOption('kill-after'))
-    .option('--seed <n>', 'seed of the record contents and kill point (default random, printed)', intOption('seed'))
-    .option('--keep', 'keep the PM file and print its path')
+    .description('durable RPC between processes over TCP, a real SIGKILL of the server mid-load, restart and recovery on the same PM file, then a verification')
+    .option('--strategy <s>', 'remote-persistence strategy (wflush sflush wrflush srflush gpspm farm darpc raw)', strategyOption, 'wflush')
+    .option('--clients <n>', 'clients (each keeps --window calls in flight)', intOption('clients'), 4)
+    .option('--seconds <t>', 'seconds of load (crashes and restarts included)', (v: string) => {
+      const n = Number(v);
+      if (!(n > 0 && n <= 3600)) throw new TypeError(`--seconds must be a number in (0, 3600], got ${v}`);
+      return n;
+    }, DEMO_SECONDS_DEFAULT)
+    .option('--seed <n>', 'seed of the payloads and kill moments (default random, printed)', intOption('seed'))
+    .option('--crashes <n>', 'external SIGKILLs at seeded moments', intOption('crashes'), 1)
+    .option('--self-kills <n>', 'server incarnations that SIGKILL themselves after a seeded number of persistence events', intOption('self-kills'), 1)
+    .option('--window <n>', 'calls in flight per client', intOption('window'), 96)
+    .option('--keep', 'keep the PM file and print its path (then: pmrpc inspect FILE)')
     .option('--json', 'print one JSON document on stdout')
-    .action(async (opts: { records: number; killAfter?: number; seed?: number; keep?: boolean; json?: boolean }) => {
+    .action(async (opts: DemoOpts) => {
       const seed = opts.seed ?? randomSeed();
-      const report = await runDemo({ records: opts.records, killAfter: opts.killAfter, seed, keep: opts.keep === true, quiet: opts.json === true });
-      if (opts.json) printJson(report);
-      else {
-        process.stdout.write(
-          [
-            `pmrpc demo (layer 1: PM device) — seed ${seed}`,
-            `  PM file:                       ${report.pmFile}${opts.keep ? '' : ' (removed)'}`,
-            `  records acknowledged durable:  ${report.acked} (${Math.round(report.opsPerSecond)} persists/s)`,
-            `  real crashes (SIGKILL):        ${report.crashes}`,
-            `  reopen + verify after crash:   ${report.recoveryMs.toFixed(1)} ms`,
-            `  acknowledged but lost:         ${report.lost}`,
-            `  acknowledged but corrupt:      ${report.corrupt}`,
-            `  never-persisted that survived: ${report.unpersistedSurvived} (must be 0: ADR, no eviction)`,
-            `  verdict: ${report.lost + report.corrupt + report.unpersistedSurvived === 0 ? 'OK — nothing acknowledged was lost' : 'FAIL'}`,
-            `  replay: pmrpc demo --seed ${seed}`,
-            '',
-          ].join('\n'),
-        );
-      }
-      if (report.lost + report.corrupt + report.unpersistedSurvived > 0) process.exitCode = 1;
+      const quiet = opts.json === true;
+      const bar = quiet ? { update() {}, stop() {} } : progressBar('demo');
+      if (!quiet) log(`pmrpc demo: strategy ${opts.strategy}, ${opts.clients} clients × ${opts.window} calls in flight, ${opts.seconds} s, seed ${seed}`);
+      const r = await runRealCrash({
+        mainScript: MAIN,
+        strategy: opts.strategy,
+        clients: opts.clients,
+        seconds: opts.seconds,
+        seed,
+        externalKills: opts.crashes,
+        selfKills: opts.selfKills,
+        window: opts.window,
+        keep: opts.keep === true,
+        onProgress: (p) => bar.update(Math.round(p.elapsedS * 10), Math.round(p.seconds * 10), `${p.acked} acked, ${p.crashes} crashes`),
+        log: quiet || process.stderr.isTTY ? undefined : (l) => log(`demo: ${l}`),
+      });
+      bar.stop();
+      if (opts.json) {
+        const { incarnations, messages, ...rest } = r;
+        printJson({ ...rest, messages, restarts: incarnations.map((i) => ({ end: i.end, killAfterEvents: i.killAfterEvents ?? null, restartMs: i.restartMs ?? null, recovered: i.recovered })) });
+      } else process.stdout.write(formatDemo(r, opts.keep === true));
+      if (r.violations > 0 || r.crashes < 1) process.exitCode = 1;
     });
 
+  // The layer-1 PM writer of test/pmem/sigkill.test.ts: a child that persists records until killed.
   program
     .command('_pmem-writer', { hidden: true })
     .requiredOption('--pm <file>')
@@ -67,71 +104,4 @@ export function registerDemo(program: Command): void {
     .action(async (opts: { pm: string; records: number; seed: number; reportEvery: number }) => {
       await runPmemWriter(opts.pm, opts.records, opts.seed, opts.reportEvery);
     });
-}
-
-export async function runDemo(o: { records: number; killAfter: number | undefined; seed: number; keep: boolean; quiet: boolean }): Promise<DemoReport> {
-  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-demo-'));
-  const pmFile = join(dir, 'demo.pm');
-  const killAfter = o.killAfter ?? 1000 + (Math.abs(o.seed) % Math.max(1, Math.floor(o.records / 2)));
-  PmemRegion.create(pmFile, o.records * RECORD_BYTES).close();
-  if (!o.quiet) log(`demo: PM file ${pmFile}; writer will be killed after ≥ ${killAfter} acknowledged records`);
-
-  const child = spawn(process.execPath, [MAIN, '_pmem-writer', '--pm', pmFile, '--records', String(o.records), '--seed', String(o.seed)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const t0 = performance.now();
-  let acked = 0;
-  let tAck = t0;
-  let buf = '';
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    const deadline = setTimeout(() => reject(new Error('demo: the writer made no progress for 60 s')), 60_000);
-    child.stdout.on('data', (chunk: Buffer) => {
-      buf += chunk.toString('utf8');
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        const m = /^acked (\d+)$/.exec(line);
-        if (m) {
-          acked = Number(m[1]);
-          tAck = performance.now();
-        }
-        if ((acked >= killAfter || line === 'done') && child.exitCode === null && !child.killed) {
-          child.kill('SIGKILL');
-          clearTimeout(deadline);
-          resolve();
-        }
-      }
-    });
-    child.on('exit', (code, signal) => {
-      clearTimeout(deadline);
-      if (signal !== 'SIGKILL') reject(new Error(`demo: the writer exited (code ${code}, signal ${signal}) before it was killed`));
-      else resolve();
-    });
-  });
-  await exited;
-  const opsPerSecond = acked / ((tAck - t0) / 1000);
-
-  const r0 = performance.now();
-  const region = PmemRegion.open(pmFile);
-  let lost = 0;
-  let corrupt = 0;
-  let tornUnacknowledged = 0;
-  let unpersistedSurvived = 0;
-  for (let i = 0; i < o.records; i++) {
-    const s = readRecord(region, i * RECORD_BYTES, o.seed, i);
-    if (i < acked && s === 'absent') lost++;
-    // A kill can interrupt a write-back mid-line (DESIGN §2.1): an unacknowledged record may be
-    // torn; an acknowledged one never.
-    if (s === 'corrupt') {
-      if (i < acked) corrupt++;
-      else tornUnacknowledged++;
-    }
-    if (region.view(i * RECORD_BYTES + 64, 24).some((x) => x !== 0)) unpersistedSurvived++;
-  }
-  region.close({ writeBack: false });
-  const recoveryMs = performance.now() - r0;
-  if (!o.keep) rmSync(dir, { recursive: true, force: true });
-  return { layer: 'pmem', seed: o.seed, pmFile, acked, lost, corrupt, tornUnacknowledged, unpersistedSurvived, crashes: 1, recoveryMs, opsPerSecond };
 }

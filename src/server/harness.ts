@@ -105,6 +105,8 @@ export interface RealCrashReport extends DigestVerdict {
   /** Acknowledged requests per second over the whole load (downtime included). */
   opsPerSecond: number;
   loadSeconds: number;
+  /** The load duration asked for (--seconds). */
+  loadSecondsAsked: number;
   resultsOk: number;
   resultsLost: number;
   resultErrors: number;
@@ -478,6 +480,7 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
     restartMs: mean(restarts.map((r) => r.restartMs ?? 0)),
     opsPerSecond: loadSeconds > 0 ? acked / loadSeconds : 0,
     loadSeconds,
+    loadSecondsAsked: o.seconds,
     resultsOk: clients.reduce((a, c) => a + c.resultsOk, 0),
     resultsLost: clients.reduce((a, c) => a + c.resultsLost, 0),
     resultErrors: clients.reduce((a, c) => a + c.resultErrors, 0),

@@ -64,6 +64,9 @@ export const FULL_PLAN: FlushPlan = {
   sqliteGroup: 16,
 };
 
+/** Extra warm-up of a TCP cell (its server child starts cold). */
+export const TCP_EXTRA_WARMUP_MS = 300;
+
 type Group = 'payload' | 'concurrency' | 'tcp' | 'strict';
 
 interface PlannedCell {
@@ -195,7 +198,9 @@ export async function runFlushBench(o: BenchOptions, plan: FlushPlan, clock: Ben
       for (const cell of cells) {
         if (pass >= cell.repeats) continue;
         o.progress(done, total, `${cell.key} (pass ${pass + 1})`);
-        cell.results.push(await runCell(cell.config, plan.cell, o.seed + pass, clock));
+        // A TCP cell's server is a fresh child process: a longer warm-up lets its JIT settle.
+        const cellPlan = cell.config.link === 'tcp' ? { ...plan.cell, warmupMs: plan.cell.warmupMs + TCP_EXTRA_WARMUP_MS } : plan.cell;
+        cell.results.push(await runCell(cell.config, cellPlan, o.seed + pass, clock));
         done++;
       }
     }

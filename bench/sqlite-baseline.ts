@@ -7,7 +7,9 @@
  * bench handler's effect. Modes:
  * - `txn`: one transaction per request (a client with one outstanding request);
  * - `group`: group commit — `groupSize` requests per transaction (a client with `groupSize`
- *   outstanding requests: each waits for the batch's commit, so its latency is the batch's).
+ *   outstanding requests: each waits for the batch's commit, so its latency is the batch's);
+ * - `txn-sync-off`: one transaction per request with `synchronous = OFF` — durable against a crash
+ *   of the process only (the page cache keeps the file), like pmrpc without `strict`.
  */
 import * as hdr from 'hdr-histogram-js';
 import Database from 'better-sqlite3';
@@ -17,8 +19,10 @@ import { join } from 'node:path';
 import type { BenchClock, CellPlan } from './flush-cell.js';
 import { makePayload, spin } from './flush-handlers.js';
 
+export type SqliteMode = 'txn' | 'group' | 'txn-sync-off';
+
 export interface SqliteResult {
-  mode: 'txn' | 'group';
+  mode: SqliteMode;
   payloadBytes: number;
   groupSize: number;
   throughputPerSecond: number;
@@ -28,18 +32,18 @@ export interface SqliteResult {
   dir: string;
 }
 
-export function runSqlite(mode: 'txn' | 'group', payloadBytes: number, groupSize: number, plan: CellPlan, clock: BenchClock): SqliteResult {
+export function runSqlite(mode: SqliteMode, payloadBytes: number, groupSize: number, plan: CellPlan, clock: BenchClock): SqliteResult {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-bench-sqlite-'));
   const db = new Database(join(dir, 'requests.db'));
   const h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: 3 });
   try {
     db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
+    db.pragma(mode === 'txn-sync-off' ? 'synchronous = OFF' : 'synchronous = FULL');
     db.exec('CREATE TABLE requests (seq INTEGER PRIMARY KEY, payload BLOB NOT NULL); CREATE TABLE state (slot INTEGER PRIMARY KEY, digest INTEGER NOT NULL);');
     const insert = db.prepare('INSERT INTO requests (seq, payload) VALUES (?, ?)');
     const effect = db.prepare('INSERT INTO state (slot, digest) VALUES (?, ?) ON CONFLICT(slot) DO UPDATE SET digest = excluded.digest');
     const payload = makePayload(payloadBytes, 0, 7);
-    const n = mode === 'txn' ? 1 : groupSize;
+    const n = mode === 'group' ? groupSize : 1;
     let seq = 0;
     const batch = db.transaction((k: number) => {
       for (let i = 0; i < k; i++) {

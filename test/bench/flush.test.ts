@@ -54,7 +54,7 @@ t.test('a tiny run: every strategy, sane counts, finite ratios, history and char
     t.ok(Number(r.durableP99Us) > 0 && Number(r.resultP99Us) > 0, `${name}: latencies`);
     if (r.link === 'in-process') t.ok(Number(r.throughputPerSecond) > 0, `${name}: throughput`);
   }
-  for (const k of ['decoupledVsCoupledThroughput', 'decoupledVsCoupledP99', 'rawVsWflush', 'noneVsBestDecoupled', 'decoupledVsCoupledThroughputTcp', 'decoupledVsCoupledP99Tcp', 'pmrpcStrictVsSqliteTxn_64BThroughput', 'pmrpcStrictVsSqliteGroup_64BThroughput']) {
+  for (const k of ['decoupledVsCoupledThroughput', 'decoupledVsCoupledP99', 'rawVsWflush', 'noneVsBestDecoupled', 'decoupledVsCoupledThroughputTcp', 'decoupledVsCoupledP99Tcp', 'pmrpcStrictVsSqliteTxn_64B_Throughput', 'pmrpcStrictVsSqliteGroup_64B_Throughput', 'pmrpcVsSqliteSyncOff_64B_Throughput']) {
     t.ok(Number.isFinite(report.ratios[k]) && report.ratios[k]! > 0, `${k} = ${report.ratios[k]}`);
   }
   t.ok(report.rows.some((r) => r.group === 'sqlite' && r.mode === 'txn') && report.rows.some((r) => r.group === 'sqlite' && r.mode === 'group'), 'better-sqlite3 rows');

@@ -2,7 +2,6 @@
 /** The pmrpc command line. Each command lives in its own module and registers itself here. */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { registerBench } from './bench.js';
 import { registerCrashTest } from './crash-test.js';
 import { registerDemo } from './demo.js';
 import { registerLitmus } from './litmus.js';
@@ -22,7 +21,9 @@ registerServe(program);
 registerInspect(program);
 registerDemo(program);
 registerLitmus(program);
-registerBench(program);
+// The bench suites pull in vega, SQLite and the benchmark matrix: a `serve` child restarting after
+// a crash should not pay for them (restart time is part of the demo's recovery figures).
+if (!['serve', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (await import('./bench.js')).registerBench(program);
 registerCrashTest(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {

@@ -79,7 +79,8 @@ export interface RestartRecord {
   /** How this incarnation ended: 'external' SIGKILL, 'self' kill after N events, or 'stop' (SIGTERM). */
   end: 'external' | 'self' | 'stop' | 'failed';
   killAfterEvents: number | undefined;
-  recovered: RecoverySummary;
+  /** undefined when the incarnation died before it was listening. */
+  recovered: RecoverySummary | undefined;
   /** From the kill to the new incarnation listening (process start + recovery). */
   restartMs: number | undefined;
 }
@@ -120,6 +121,9 @@ export interface RealCrashReport extends DigestVerdict {
   violations: number;
 }
 
+/** An external kill waits until the server has served this long since it last started. */
+const MIN_SERVE_MS = 250;
+
 interface Up {
   port: number;
   generation: number;
@@ -138,6 +142,8 @@ class Supervisor {
   #exited: Promise<void> = Promise.resolve();
   failures: string[] = [];
   restartsMax: number;
+  /** When the current incarnation started listening. */
+  upAtMs = 0;
 
   constructor(
     readonly o: RealCrashOptions,
@@ -168,7 +174,8 @@ class Supervisor {
     });
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.on('exit', (code, signal) => res({ code, signal })));
     this.#exited = exited.then(() => undefined);
-    const record: RestartRecord = { end: 'failed', killAfterEvents: killAfter, recovered: undefined as unknown as RecoverySummary, restartMs: undefined };
+    const record: RestartRecord = { end: 'failed', killAfterEvents: killAfter, recovered: undefined, restartMs: undefined };
+    this.incarnations.push(record);
     const killedAt = this.#killedAt;
     this.#up = new Promise<Up>((resolve, reject) => {
       let buf = '';
@@ -183,7 +190,7 @@ class Supervisor {
           const line = JSON.parse(buf.slice(0, nl)) as { port: number; recovered: RecoverySummary };
           record.recovered = line.recovered;
           record.restartMs = killedAt === undefined ? undefined : this.o.clock.nowMs() - killedAt;
-          this.incarnations.push(record);
+          this.upAtMs = this.o.clock.nowMs();
           resolve({ port: line.port, generation });
         } catch {
           reject(new PmrpcError(HarnessErrorCodes.SERVER_FAILED, `serve printed no address: ${buf.slice(0, 200)}`));
@@ -402,9 +409,9 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
     const t0 = clock.nowMs();
     const end = t0 + o.seconds * 1000;
     let stopped = false;
-    const drainDeadline = (): number => (stopped ? clock.nowMs() + 0 : end) + o.drainSeconds * 1000;
     let drainEnd = Number.POSITIVE_INFINITY;
-    const loops = clients.map((c) => c.run(sup, o, () => stopped, () => (stopped ? drainEnd : drainDeadline())));
+    // While loading, a reconnect may wait as long as the run lasts; once stopped, drainSeconds.
+    const loops = clients.map((c) => c.run(sup, o, () => stopped, () => (stopped ? drainEnd : clock.nowMs() + o.drainSeconds * 1000)));
     const progress = (): void => {
       const acked = clients.reduce((a, c) => a + c.ledger.ackedUpTo, 0);
       o.onProgress?.({ elapsedS: Math.min(o.seconds, (clock.nowMs() - t0) / 1000), seconds: o.seconds, acked, crashes: sup.incarnations.filter((r) => r.end === 'external' || r.end === 'self').length });
@@ -419,10 +426,16 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
     const ticker = tick();
     for (const at of killTimes) {
       await sleep(t0 + at - clock.nowMs());
+      // Each kill hits a server that has been serving a while (not one still starting up); on a
+      // slow machine the load runs past --seconds until every asked-for kill has happened.
+      await sup.up().catch(() => undefined);
+      await sleep(sup.upAtMs + MIN_SERVE_MS - clock.nowMs());
       o.log?.(`SIGKILL of the server at ${((clock.nowMs() - t0) / 1000).toFixed(2)} s`);
       await sup.kill();
     }
-    await sleep(end - clock.nowMs());
+    // After the last crash the clients resume and load the restarted server a while.
+    await sup.up().catch(() => undefined);
+    await sleep(Math.max(end, sup.upAtMs + 2 * MIN_SERVE_MS) - clock.nowMs());
     drainEnd = clock.nowMs() + o.drainSeconds * 1000;
     stopped = true;
     loadSeconds = (clock.nowMs() - t0) / 1000;

@@ -1,0 +1,33 @@
+// Real crash-restart, longer: repeated kill/restart cycles (3 external SIGKILLs at seeded moments
+// and 2 seeded self-kills) under load from 4 clients, for wflush and srflush. See real-crash.test.ts.
+//
+// Replay: PMRPC_SEED=<printed seed> npx tap test/server/real-crash-cycles.test.ts
+import t from 'tap';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+// The compiled harness (as the CLI runs it): tap's TypeScript loader would slow the clients' hot path.
+import { runRealCrash } from '../../dist/src/server/harness.js';
+import type { RpcStrategy } from '../../dist/src/rpc/index.js';
+
+const MAIN = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);
+const SEED = Number(process.env.PMRPC_SEED ?? Date.now() % 2 ** 31);
+t.comment(`real-crash-cycles seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/server/real-crash-cycles.test.ts)`);
+
+for (const [i, strategy] of (['wflush', 'srflush'] as RpcStrategy[]).entries()) {
+  t.test(`${strategy}: 5 kill/restart cycles, clients reconnect and resume every time`, async (t) => {
+    const seed = SEED + 100 + i;
+    const r = await runRealCrash({ mainScript: MAIN, strategy, seed, clients: 4, seconds: 5, externalKills: 3, selfKills: 2, selfKillEvents: [1000, 6000], window: 96, drainSeconds: 20 });
+    t.comment(`${strategy} seed ${seed}: acked ${r.acked} in ${r.loadSeconds.toFixed(1)} s, crashes ${r.crashes} (${r.externalKills} external, ${r.selfKills} self), re-executed ${r.replayed}, recovery ${r.recoveryMs.toFixed(1)} ms mean, restart ${r.restartMs.toFixed(0)} ms mean`);
+    t.same(r.errors, []);
+    t.same(r.messages, []);
+    t.equal(r.lost, 0, 'acknowledged and lost');
+    t.equal(r.duplicates, 0, 'applied twice');
+    t.equal(r.outOfOrder + r.corrupt + r.unapplied, 0);
+    t.ok(r.crashes >= 3, `at least 3 kill/restart cycles (${r.crashes})`);
+    t.equal(r.externalKills, 3);
+    t.ok(r.incarnations.slice(1).every((x) => x.recovered !== undefined && !x.recovered.created), 'every restart recovered the same file');
+    t.equal(r.incarnations.at(-1)?.end, 'stop');
+    t.ok(r.acked > 1000, `${r.acked} acknowledged`);
+  });
+}

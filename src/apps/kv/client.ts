@@ -94,7 +94,7 @@ export class PrismKvClient {
   #cache = new Map<string, SlotRef>();
   #pendingReturns: number[] = [];
   #returning: Promise<void> | undefined;
-  #notifyWaiter: ((m: NotifyMessage) => void) | undefined;
+  #notifyWaiter: { resolve: (m: NotifyMessage) => void; reject: (e: Error) => void } | undefined;
   #stats: KvClientStats = { roundTrips: 0, lastOpRoundTrips: 0, gets: 0, puts: 0, deletes: 0, casRetries: 0, readRetries: 0, returnRpcs: 0, returnsRefused: 0 };
   #opRtts = 0;
   #maxRead: number;
@@ -121,7 +121,13 @@ export class PrismKvClient {
     qp.onNotify((m) => {
       const w = this.#notifyWaiter;
       this.#notifyWaiter = undefined;
-      w?.(m);
+      w?.resolve(m);
+    });
+    // A reply that will never come (the connection died after the SEND completed) must not hang the caller.
+    qp.onClose((err) => {
+      const w = this.#notifyWaiter;
+      this.#notifyWaiter = undefined;
+      w?.reject(err);
     });
   }
 
@@ -326,7 +332,8 @@ export class PrismKvClient {
         dv.setUint32(8, ptrs.length, true);
         ptrs.forEach((p, i) => dv.setBigUint64(16 + i * 8, BigInt(p), true));
         this.options.onReturnBatch?.(payload);
-        const reply = new Promise<NotifyMessage>((resolve) => (this.#notifyWaiter = resolve));
+        const reply = new Promise<NotifyMessage>((resolve, reject) => (this.#notifyWaiter = { resolve, reject }));
+        reply.catch(() => undefined); // awaited below unless the SEND itself fails
         this.#stats.roundTrips++;
         this.#stats.returnRpcs++;
         const [c] = await this.qp.postChain([Wr.send(payload, RETURN_IMM)]);

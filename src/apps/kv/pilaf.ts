@@ -270,7 +270,7 @@ export class PilafClient {
   readonly readRetriesMax: number;
   #stats: PilafClientStats = { roundTrips: 0, lastOpRoundTrips: 0, readRetries: 0 };
   #op = 0;
-  #waiter: ((status: number) => void) | undefined;
+  #waiter: { resolve: (status: number) => void; reject: (e: Error) => void } | undefined;
   #busy: Promise<unknown> | undefined;
 
   static async connect(qp: QueuePair, address: { rkey: number; base: number }, options: { readRetriesMax?: number } = {}): Promise<PilafClient> {
@@ -287,7 +287,13 @@ export class PilafClient {
     qp.onNotify((m) => {
       const w = this.#waiter;
       this.#waiter = undefined;
-      w?.(m.data.length >= 4 ? new DataView(m.data.buffer, m.data.byteOffset).getUint32(0, true) : STATUS_BAD);
+      w?.resolve(m.data.length >= 4 ? new DataView(m.data.buffer, m.data.byteOffset).getUint32(0, true) : STATUS_BAD);
+    });
+    // A reply that will never come (the connection died after the SEND completed) must not hang the caller.
+    qp.onClose((err) => {
+      const w = this.#waiter;
+      this.#waiter = undefined;
+      w?.reject(err);
     });
   }
 
@@ -358,7 +364,8 @@ export class PilafClient {
       dv.setUint32(4, value.length, true);
       req.set(k, 8);
       req.set(value, 8 + k.length);
-      const reply = new Promise<number>((resolve) => (this.#waiter = resolve));
+      const reply = new Promise<number>((resolve, reject) => (this.#waiter = { resolve, reject }));
+      reply.catch(() => undefined); // awaited below unless the SEND itself fails
       this.#stats.roundTrips++;
       const [c] = await this.qp.postChain([Wr.send(req, PILAF_REQUEST_IMM)]);
       if (c!.status !== 'ok') throw new PmrpcError((c!.code ?? 'PMRPC_ERR_WR_FAILED') as `PMRPC_ERR_${string}`, `PUT request: ${c!.message ?? c!.status}`);

@@ -1,0 +1,472 @@
+// Real crashes (issue 7, DESIGN §8 "Real crashes"): a PRISM-KV server in a child process
+// (fixtures/kv-server.mjs, compiled code) owns a region FILE and serves 127.0.0.1 over TcpNicServer;
+// several PrismKvClients in this process run seeded put / get / delete over TcpLinks while the
+// server is SIGKILLed (at a seeded moment, after a seeded count of acknowledged operations, or by
+// itself at a seeded persistence event), restarted on the same file (recovery: free lists rebuilt,
+// epoch bumped), and the clients reconnect. ≥ 3 kill / restart cycles, then a final restart.
+//
+// Checkers:
+// - lost: after every restart, a read of every key; an acknowledged put / delete that the read
+//   does not reflect (acknowledged then absent) is lost (lostWrites, Jepsen set-full style);
+// - linearizability (checkLinearizable + kvModel, partitioned by key): each cycle on its own —
+//   initial values = the reads after the previous restart, then the cycle's operations (those cut
+//   by the kill: unknown outcome), then the reads after the next restart, so a cut operation can
+//   take effect before the crash or never, not after the restart — and the whole history plus a
+//   final read of every key;
+// - allocator: auditAllocator() right after every recovery, and of the live state at the end once
+//   every client returned its replaced buffers: no leaked, doubly free or free-and-reachable buffer;
+//   the index has no slot pointing at garbage;
+// - a return batch sent before a crash is refused as stale after it (epoch).
+// Seeds are printed; PMRPC_SEED=<n> replays the seeded choices (the interleaving over real TCP is
+// the OS's). Loopback only; every child is SIGKILLed in teardown.
+import t from 'tap';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { QueuePair, Wr, type NotifyMessage } from '../../../flush/index.js';
+import { createPrng, type Prng } from '../../../pmem/index.js';
+import { TcpLink } from '../../../src/transport/tcp.js';
+import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../../src/check/linearizability.js';
+import {
+  computeKvGeometry,
+  homeSlot,
+  lostWrites,
+  PilafClient,
+  PrismKvClient,
+  RETURN_IMM,
+  RETURN_STALE_IMM,
+  validateLayoutOptions,
+  type KvFaults,
+  type KvLayoutOptions,
+} from '../../../src/apps/kv/index.js';
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/kv-server.mjs', import.meta.url));
+const COMPILED = fileURLToPath(new URL('../../../dist/src/apps/kv/index.js', import.meta.url));
+if (!existsSync(COMPILED)) throw new Error(`${COMPILED} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);
+
+const BASE_SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
+if (!Number.isSafeInteger(BASE_SEED)) throw new Error(`PMRPC_SEED must be an integer, got ${process.env.PMRPC_SEED}`);
+
+const REGION_BYTES = 1 << 16;
+const LAYOUT: Partial<KvLayoutOptions> = {
+  slotCount: 32,
+  probeSlots: 4,
+  keyBytesMax: 16,
+  classes: [
+    { sizeBytes: 64, count: 96 },
+    { sizeBytes: 128, count: 48 },
+  ],
+  mailboxBuffers: 16,
+};
+const CLIENTS = 4;
+const te = new TextEncoder();
+const td = new TextDecoder();
+
+type System = 'prism' | 'pilaf';
+type KillMode = 'time' | 'ops' | 'events';
+type Op = Operation<KvInput, KvOutput> & { error?: string; cycle: number };
+
+interface KvLike {
+  get(key: string): Promise<Uint8Array | undefined>;
+  put(key: string, value: Uint8Array): Promise<void>;
+  delete(key: string): Promise<void>;
+  readonly qp: QueuePair;
+}
+
+interface ServerInfo {
+  port: number;
+  pid: number;
+  address: { rkey: number; base: number };
+  epoch?: string;
+  formatted: boolean;
+  recovery?: { slotsScanned: number; slotsRepaired: number; reachable: number; reclaimed: number; pointersRejected: unknown[] };
+  audit?: { leaked: number; doubleFree: number; freeAndReachable: number; foreign: number };
+  problems?: Array<{ slot: number; problem: string }>;
+  items?: number;
+  stats?: { returnsAccepted: number; returnsRefused: Record<string, number> };
+}
+
+interface Server {
+  child: ChildProcess;
+  info: ServerInfo;
+  exited: Promise<{ code: number | null; signal: string | null }>;
+  /** Sends a stdin command; resolves with the next JSON line. */
+  ask(cmd: string): Promise<ServerInfo>;
+}
+
+const children = new Set<ChildProcess>();
+t.teardown(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+async function startServer(cfg: { path: string; system: System; killAfterEvents?: number }): Promise<Server> {
+  const child = spawn(process.execPath, [FIXTURE, JSON.stringify({ ...cfg, regionBytes: REGION_BYTES, layout: LAYOUT })], { stdio: ['pipe', 'pipe', 'pipe'] });
+  children.add(child);
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.stdin!.on('error', () => {});
+  const exited = new Promise<{ code: number | null; signal: string | null }>((res) => child.on('exit', (code, signal) => res({ code, signal })));
+  const lines: string[] = [];
+  const waiters: Array<() => void> = [];
+  createInterface({ input: child.stdout! }).on('line', (l) => {
+    lines.push(l);
+    for (const w of waiters.splice(0)) w();
+  });
+  const next = async (what: string): Promise<ServerInfo> => {
+    const deadline = Date.now() + 15_000;
+    while (lines.length === 0) {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the server exited (${child.exitCode ?? child.signalCode}) before ${what}; stderr: ${stderr}`);
+      if (Date.now() > deadline) throw new Error(`no ${what} from the server in 15 s; stderr: ${stderr}`);
+      await new Promise<void>((res) => {
+        waiters.push(res);
+        setTimeout(res, 50);
+      });
+    }
+    return JSON.parse(lines.shift()!) as ServerInfo;
+  };
+  const info = await next('its listening line');
+  return {
+    child,
+    info,
+    exited,
+    ask: (cmd) => {
+      child.stdin!.write(`${cmd}\n`);
+      return next(`an answer to ${cmd}`);
+    },
+  };
+}
+
+/** `count` keys with collisions (overlapping probe windows) but never more than probeSlots keys competing for one window. */
+function pickKeys(count: number): { keys: string[]; collisions: number } {
+  const g = computeKvGeometry(0, validateLayoutOptions(LAYOUT));
+  const homes: number[] = [];
+  const keys: string[] = [];
+  for (let i = 0; keys.length < count && i < 10_000; i++) {
+    const k = `k${i}`;
+    const h = homeSlot(g, te.encode(k));
+    const near = homes.filter((x) => Math.abs(x - h) < g.probeSlots).length;
+    if (near >= g.probeSlots - 1) continue;
+    if (homes.some((x) => Math.abs(x - h) < g.probeSlots && homes.filter((y) => Math.abs(y - x) < g.probeSlots).length >= g.probeSlots - 1)) continue;
+    homes.push(h);
+    keys.push(k);
+  }
+  let collisions = 0;
+  for (let i = 0; i < homes.length; i++) for (let j = i + 1; j < homes.length; j++) if (Math.abs(homes[i]! - homes[j]!) < g.probeSlots) collisions++;
+  return { keys, collisions };
+}
+
+interface RunOptions {
+  system: System;
+  kill: KillMode;
+  seed: number;
+  cycles: number;
+  /** Client fault switches (a mutant: the suite must catch it). */
+  faults?: Partial<KvFaults>;
+}
+
+interface RunResult {
+  seed: number;
+  cycles: number;
+  operations: number;
+  acknowledged: number;
+  cut: number;
+  lost: string[];
+  /** Failures other than the kill's (a refused or contended operation, an unexpected error). */
+  unexpectedErrors: string[];
+  /** Operations still pending 5 s after the server died. */
+  hung: number;
+  segmentViolations: string[];
+  wholeHistory: ReturnType<typeof checkLinearizable<string | null, KvInput, KvOutput>>;
+  epochs: string[];
+  auditsAfterRecovery: Array<NonNullable<ServerInfo['audit']>>;
+  problemsAfterRecovery: number;
+  finalLiveAudit: ServerInfo | undefined;
+  staleReturns: { sent: number; refusedAsStale: number };
+  killedBySelf: number;
+  seconds: number;
+}
+
+const LINK_GONE = new Set(['PMRPC_ERR_LINK_CLOSED', 'PMRPC_ERR_SERVER_CLOSED']);
+
+async function connect(system: System, port: number, address: ServerInfo['address'], name: string, faults: Partial<KvFaults> | undefined, onReturnBatch: (p: Uint8Array) => void): Promise<KvLike> {
+  const { link } = await TcpLink.connect({ port, name });
+  const qp = new QueuePair(link);
+  return system === 'prism' ? PrismKvClient.connect(qp, address, { returnBatch: 2, faults, onReturnBatch }) : PilafClient.connect(qp, address);
+}
+
+async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
+  const t0 = performance.now();
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-kv-sigkill-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'kv.pm');
+  const prng: Prng = createPrng(o.seed);
+  const { keys, collisions } = pickKeys(12);
+  t.ok(collisions > 0, `the ${keys.length} keys share probe windows (${collisions} overlapping pairs)`);
+  const ops: Op[] = [];
+  const readsAfter: Array<Map<string, string | null>> = []; // reads after restart k (k = 1..cycles)
+  const readOps: Op[][] = [];
+  const r: RunResult = {
+    seed: o.seed, cycles: 0, operations: 0, acknowledged: 0, cut: 0, lost: [], unexpectedErrors: [], hung: 0, segmentViolations: [],
+    wholeHistory: { ok: true, explored: 0, partitions: 0 }, epochs: [], auditsAfterRecovery: [], problemsAfterRecovery: 0, finalLiveAudit: undefined,
+    staleReturns: { sent: 0, refusedAsStale: 0 }, killedBySelf: 0, seconds: 0,
+  };
+  let lastReturnBatch: Uint8Array | undefined;
+  const now = (): number => performance.now();
+
+  /** One client reads every key (client -1: the checkers' "after recovery" reads). */
+  const readAll = async (c: KvLike, cycle: number): Promise<Map<string, string | null>> => {
+    const finals = new Map<string, string | null>();
+    const mine: Op[] = [];
+    for (const key of keys) {
+      const op: Op = { client: -1, input: { kind: 'get', key }, output: undefined, call: now(), ret: undefined, cycle };
+      const v = await c.get(key);
+      op.output = v === undefined ? null : td.decode(v);
+      op.ret = now();
+      finals.set(key, op.output);
+      mine.push(op);
+    }
+    readOps.push(mine);
+    return finals;
+  };
+
+  const afterRecovery = (info: ServerInfo): void => {
+    if (o.system !== 'prism') return;
+    r.epochs.push(info.epoch!);
+    r.auditsAfterRecovery.push(info.audit!);
+    r.problemsAfterRecovery += info.problems!.length;
+  };
+
+  for (let cycle = 0; cycle < o.cycles; cycle++) {
+    const killAfterEvents = o.kill === 'events' ? prng.int(300, 3000) : undefined;
+    const srv = await startServer({ path, system: o.system, ...(killAfterEvents !== undefined ? { killAfterEvents } : {}) });
+    t.equal(srv.info.formatted, cycle === 0, cycle === 0 ? 'the first start formats the file' : `restart ${cycle} opens the same file`);
+    afterRecovery(srv.info);
+    const clients: KvLike[] = [];
+    for (let c = 0; c < CLIENTS; c++) clients.push(await connect(o.system, srv.info.port, srv.info.address, `c${c}`, o.faults, (p) => (lastReturnBatch = p.slice())));
+    if (cycle > 0) {
+      // A return batch sent before the crash, delivered now: the epoch moved on, it must be refused.
+      if (o.system === 'prism' && lastReturnBatch !== undefined) {
+        const { link } = await TcpLink.connect({ port: srv.info.port, name: 'stale' });
+        const qp = new QueuePair(link);
+        const reply = new Promise<NotifyMessage>((res) => qp.onNotify(res));
+        await qp.postChain([Wr.send(lastReturnBatch, RETURN_IMM)]);
+        r.staleReturns.sent++;
+        if ((await reply).imm === RETURN_STALE_IMM) r.staleReturns.refusedAsStale++;
+        qp.close();
+        lastReturnBatch = undefined;
+      }
+      readsAfter.push(await readAll(clients[0]!, cycle));
+    }
+    // The load, until the server dies.
+    let dead = false;
+    let acked = 0;
+    const killAtOps = o.kill === 'ops' ? prng.int(30, 400) : undefined;
+    const killAtMs = o.kill === 'time' ? prng.int(100, 700) : undefined;
+    const pending = new Set<Op>();
+    const loops = clients.map(async (c, ci) => {
+      const rr = prng.fork();
+      for (let n = 0; !dead; n++) {
+        const key = keys[rr.int(0, keys.length - 1)]!;
+        const roll = rr.int(0, 99);
+        const input: KvInput = roll < 50 ? { kind: 'put', key, value: `c${ci}y${cycle}n${n}`.padEnd(rr.int(4, 80), '.') } : roll < 85 ? { kind: 'get', key } : { kind: 'delete', key };
+        const op: Op = { client: ci, input, output: undefined, call: now(), ret: undefined, cycle };
+        ops.push(op);
+        pending.add(op);
+        try {
+          if (input.kind === 'put') await c.put(key, te.encode(input.value));
+          else if (input.kind === 'delete') await c.delete(key);
+          else {
+            const v = await c.get(key);
+            op.output = v === undefined ? null : td.decode(v);
+          }
+          if (input.kind !== 'get') op.output = null;
+          op.ret = now();
+          pending.delete(op);
+          acked++;
+          if (killAtOps !== undefined && acked === killAtOps) srv.child.kill('SIGKILL');
+        } catch (e) {
+          pending.delete(op);
+          const code = (e as { code?: string }).code ?? String(e);
+          op.error = code;
+          if (LINK_GONE.has(code)) return;
+          r.unexpectedErrors.push(`cycle ${cycle} client ${ci} ${input.kind}(${key}): ${String(e)}`);
+        }
+      }
+    });
+    let timer: NodeJS.Timeout | undefined;
+    if (killAtMs !== undefined) timer = setTimeout(() => srv.child.kill('SIGKILL'), killAtMs);
+    let safetyKill = false;
+    const safety = setTimeout(() => {
+      safetyKill = true;
+      srv.child.kill('SIGKILL');
+    }, 20_000);
+    const exit = await srv.exited;
+    clearTimeout(timer);
+    clearTimeout(safety);
+    dead = true;
+    t.same(exit, { code: null, signal: 'SIGKILL' }, `cycle ${cycle}: the server died by SIGKILL`);
+    t.notOk(safetyKill, `cycle ${cycle}: the kill came from the test's plan, not from the 20 s safety net`);
+    if (o.kill === 'events' && !safetyKill) r.killedBySelf++;
+    // Every client learns the connection is gone; an operation that never settles is a bug.
+    const settled = await Promise.race([Promise.all(loops).then(() => true), new Promise<boolean>((res) => setTimeout(() => res(false), 5000))]);
+    if (!settled) r.hung += pending.size;
+    for (const c of clients) c.qp.close();
+    r.cycles++;
+  }
+  // The final restart: recovery once more, reads of every key, a few more operations, the live audit.
+  const srv = await startServer({ path, system: o.system });
+  afterRecovery(srv.info);
+  const clients: KvLike[] = [];
+  for (let c = 0; c < 2; c++) clients.push(await connect(o.system, srv.info.port, srv.info.address, `final${c}`, o.faults, () => {}));
+  readsAfter.push(await readAll(clients[0]!, o.cycles));
+  const finalCycle = o.cycles;
+  const rr = prng.fork();
+  await Promise.all(
+    clients.map(async (c, ci) => {
+      for (let n = 0; n < 20; n++) {
+        const key = keys[rr.int(0, keys.length - 1)]!;
+        const input: KvInput = n % 2 === 0 ? { kind: 'put', key, value: `f${ci}n${n}` } : { kind: 'get', key };
+        const op: Op = { client: ci, input, output: undefined, call: now(), ret: undefined, cycle: finalCycle };
+        ops.push(op);
+        try {
+          if (input.kind === 'put') await c.put(key, te.encode(input.value));
+          else {
+            const v = await c.get(key);
+            op.output = v === undefined ? null : td.decode(v);
+          }
+          if (input.kind !== 'get') op.output = null;
+          op.ret = now();
+        } catch (e) {
+          op.error = String(e);
+          r.unexpectedErrors.push(`final client ${ci}: ${String(e)}`);
+        }
+      }
+    }),
+  );
+  const finalReads = await readAll(clients[0]!, finalCycle + 1);
+  if (o.system === 'prism') {
+    for (const c of clients) await (c as PrismKvClient).flushReturns();
+    r.finalLiveAudit = await srv.ask('audit');
+  }
+  for (const c of clients) c.qp.close();
+  srv.child.kill('SIGTERM');
+  t.same(await srv.exited, { code: 0, signal: null }, 'the last server shuts down cleanly');
+
+  // ---- the checkers
+  const asOp = (op: Op): Operation<KvInput, KvOutput> =>
+    op.ret !== undefined && op.error === undefined ? { client: op.client, input: op.input, output: op.output, call: op.call, ret: op.ret } : { client: op.client, input: op.input, output: undefined, call: op.call, ret: undefined };
+  for (let k = 0; k < o.cycles; k++) {
+    const start = k === 0 ? undefined : readsAfter[k - 1]!;
+    const segStart = Math.min(...ops.filter((x) => x.cycle === k).map((x) => x.call), ...(readOps[k - 1] ?? []).map((x) => x.call));
+    const init: Array<Operation<KvInput, KvOutput>> = [];
+    if (start !== undefined) {
+      for (const [key, v] of start) init.push({ client: -2, input: v === null ? { kind: 'delete', key } : { kind: 'put', key, value: v }, output: null, call: segStart - 2, ret: segStart - 1 });
+    }
+    const history = [...init, ...(readOps[k - 1] ?? []).map(asOp), ...ops.filter((x) => x.cycle === k).map(asOp), ...readOps[k]!.map(asOp)];
+    for (const d of lostWrites(history, readsAfter[k]!)) r.lost.push(`cycle ${k}: ${d}`);
+    const lin = checkLinearizable(kvModel, history);
+    if (lin.ok !== true) r.segmentViolations.push(`cycle ${k}: ${lin.ok === false ? `${lin.reason}: ${lin.operations.map((x) => kvModel.describe!(x)).join('; ')}` : lin.reason}`);
+  }
+  const whole = [...ops.map(asOp), ...readOps.flat().map(asOp)];
+  for (const d of lostWrites(whole, finalReads)) r.lost.push(`whole history: ${d}`);
+  r.wholeHistory = checkLinearizable(kvModel, whole);
+  r.operations = ops.length + readOps.flat().length;
+  r.acknowledged = ops.filter((x) => x.ret !== undefined && x.error === undefined).length + readOps.flat().length;
+  r.cut = ops.filter((x) => x.ret === undefined || x.error !== undefined).length;
+  r.seconds = Math.round((performance.now() - t0) / 100) / 10;
+  return r;
+}
+
+function report(t: Tap.Test, name: string, r: RunResult): void {
+  t.comment(
+    `${name}: seed ${r.seed} (replay: PMRPC_SEED=${BASE_SEED} npx tap test/apps/kv/sigkill.test.ts) — ${r.cycles} kill/restart cycles, ${r.operations} operations, ${r.acknowledged} acknowledged, ${r.cut} cut, lost ${r.lost.length}, ` +
+      `linearizable ${String(r.wholeHistory.ok)} (whole history, ${r.wholeHistory.explored} steps) / ${r.cycles - r.segmentViolations.length} of ${r.cycles} cycles, epochs ${r.epochs.join(',') || '-'}, ` +
+      `stale returns refused ${r.staleReturns.refusedAsStale}/${r.staleReturns.sent}, hung ${r.hung}, ${r.seconds} s`,
+  );
+}
+
+function checkClean(t: Tap.Test, r: RunResult, o: RunOptions): void {
+  t.ok(r.cycles >= 3, `${r.cycles} kill/restart cycles`);
+  t.same(r.lost, [], 'no acknowledged put / delete lost');
+  t.same(r.segmentViolations, [], 'every cycle is linearizable (cut operations before the crash or never)');
+  t.equal(r.wholeHistory.ok, true, `the whole history is linearizable${r.wholeHistory.ok === false ? `: ${r.wholeHistory.reason}` : ''}`);
+  t.same(r.unexpectedErrors, [], 'no operation failed except those the kill cut');
+  t.equal(r.hung, 0, 'every operation in flight at the kill settled (rejected with the link)');
+  t.ok(r.acknowledged > r.cycles * 20, `operations were acknowledged in every cycle (${r.acknowledged})`);
+  t.ok(r.cut >= 1, `the kills cut operations in flight (${r.cut})`);
+  if (o.system === 'prism') {
+    t.same(r.epochs, Array.from({ length: r.cycles + 1 }, (_, i) => String(i + 1)), 'every restart recovers and bumps the epoch');
+    t.same(r.auditsAfterRecovery, Array.from({ length: r.cycles + 1 }, () => ({ leaked: 0, doubleFree: 0, freeAndReachable: 0, foreign: 0 })), 'after every recovery: no leaked or doubly used buffer');
+    t.equal(r.problemsAfterRecovery, 0, 'after every recovery: no slot points at garbage');
+    t.same(r.finalLiveAudit?.audit, { leaked: 0, doubleFree: 0, freeAndReachable: 0, foreign: 0 }, 'the final live state, once every client returned its buffers: no leak, no double use');
+    t.same(r.finalLiveAudit?.problems, [], 'the final index is clean');
+    t.ok(r.staleReturns.sent >= 1, `return batches from before a crash were replayed (${r.staleReturns.sent})`);
+    t.equal(r.staleReturns.refusedAsStale, r.staleReturns.sent, 'every return batch from before a crash is refused as stale');
+  }
+}
+
+t.test(`PRISM-KV: SIGKILL at a seeded moment, 4 clients over TCP, 3 cycles (seed ${BASE_SEED})`, async (t) => {
+  const o: RunOptions = { system: 'prism', kill: 'time', seed: BASE_SEED, cycles: 3 };
+  const r = await runSigkill(t, o);
+  report(t, 'time', r);
+  checkClean(t, r, o);
+});
+
+t.test(`PRISM-KV: SIGKILL after a seeded count of acknowledged operations (seed ${BASE_SEED + 1})`, async (t) => {
+  const o: RunOptions = { system: 'prism', kill: 'ops', seed: BASE_SEED + 1, cycles: 3 };
+  const r = await runSigkill(t, o);
+  report(t, 'ops', r);
+  checkClean(t, r, o);
+});
+
+t.test(`PRISM-KV: the server SIGKILLs itself at a seeded persistence event (seed ${BASE_SEED + 2})`, async (t) => {
+  const o: RunOptions = { system: 'prism', kill: 'events', seed: BASE_SEED + 2, cycles: 3 };
+  const r = await runSigkill(t, o);
+  report(t, 'events', r);
+  checkClean(t, r, o);
+  t.equal(r.killedBySelf, 3, 'each kill came from the server itself, mid-chain');
+});
+
+t.test(`Pilaf-style: SIGKILL at a seeded moment (seed ${BASE_SEED + 3})`, async (t) => {
+  const o: RunOptions = { system: 'pilaf', kill: 'time', seed: BASE_SEED + 3, cycles: 3 };
+  const r = await runSigkill(t, o);
+  report(t, 'pilaf', r);
+  checkClean(t, r, o);
+});
+
+t.test(`the checkers have teeth: without the index FLUSH of the PUT chain, a SIGKILL loses acknowledged puts (seed ${BASE_SEED + 4})`, async (t) => {
+  const o: RunOptions = { system: 'prism', kill: 'ops', seed: BASE_SEED + 4, cycles: 1, faults: { dropIndexFlush: true } };
+  const r = await runSigkill(t, o);
+  report(t, 'mutant dropIndexFlush', r);
+  t.ok(r.lost.length > 0 || r.segmentViolations.length > 0, `the mutant is caught: ${r.lost.length} lost, ${r.segmentViolations.length} non-linearizable cycles${r.lost.length > 0 ? ` (${r.lost[0]})` : ''}`);
+});
+
+for (const system of ['prism', 'pilaf'] as System[]) {
+  t.test(`${system}: an RPC whose reply the crash swallowed rejects with the link (it does not hang)`, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'pmrpc-kv-sigkill-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const srv = await startServer({ path: join(dir, 'kv.pm'), system });
+    const c = await connect(system, srv.info.port, srv.info.address, 'rpc', undefined, () => {});
+    if (system === 'prism') await c.put('a', te.encode('1'));
+    t.same(await srv.ask('stall-cpu'), { stalled: true });
+    // PRISM-KV: two more puts replace two buffers, so the return RPC (returnBatch 2) runs and waits
+    // for the stalled server CPU's reply. Pilaf-style: the PUT itself is an RPC to the server CPU.
+    const op = (async () => {
+      if (system === 'prism') {
+        await c.put('a', te.encode('2'));
+        await c.put('a', te.encode('3'));
+      } else await c.put('a', te.encode('1'));
+    })();
+    const outcome = op.then(() => 'resolved', (e: unknown) => (e as { code?: string }).code ?? String(e));
+    await new Promise((res) => setTimeout(res, 200));
+    srv.child.kill('SIGKILL');
+    await srv.exited;
+    const got = await Promise.race([outcome, new Promise<string>((res) => setTimeout(() => res('still pending 3 s after the kill'), 3000))]);
+    t.equal(got, 'PMRPC_ERR_LINK_CLOSED', 'the operation rejects when the connection goes');
+    c.qp.close();
+  });
+}

@@ -2,9 +2,10 @@ import { flushBench } from './flush.js';
 import { kvBench } from './kv.js';
 import { nicBench } from './nic.js';
 import { pmemBench } from './pmem.js';
+import { tcpBench } from './tcp.js';
 import type { BenchSuite } from './types.js';
 
 export type { BenchSuite, BenchReport, BenchOptions } from './types.js';
 
 /** Every benchmark suite, by name. */
-export const benchSuites: BenchSuite[] = [pmemBench, nicBench, kvBench, flushBench];
+export const benchSuites: BenchSuite[] = [pmemBench, nicBench, kvBench, flushBench, tcpBench];

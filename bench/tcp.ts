@@ -1,0 +1,281 @@
+/**
+ * bench tcp: durable RPC between processes over loopback TCP (DESIGN §6, §9).
+ *
+ * Per strategy: a `pmrpc serve` child process on a fresh PM file (the demo workload: a
+ * non-idempotent handler that appends a digest and bumps a counter), and clients in this process
+ * (a separate process from the server), each keeping `window` calls in flight. Throughput counts
+ * requests acknowledged durable AND processed (their result arrived); latency is call → durable
+ * and call → result, in HDR histograms (p50, p99). Beside them, in the same run, the limit the
+ * transport sets: a raw TCP echo (another child process) of messages of the same size as a
+ * request's ring entry, with the same connections and messages in flight. Ratio = RPC ÷ echo.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import * as hdr from 'hdr-histogram-js';
+import type { RpcStrategy } from '../src/rpc/index.js';
+import { RemoteRpcClient } from '../src/server/client.js';
+import { PAYLOAD_BYTES, WORKLOAD_METHOD, workloadPayload } from '../src/server/workload.js';
+import type { ChartSpec } from './charts.js';
+import { fmtRate, machineDescription } from './measure.js';
+import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
+
+const MAIN = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const STRATEGIES: RpcStrategy[] = ['wflush', 'sflush', 'wrflush', 'srflush', 'gpspm', 'farm', 'darpc'];
+/** A ring entry: 32-byte header + the workload's payload. */
+const ENTRY_BYTES = 32 + PAYLOAD_BYTES;
+
+interface Plan {
+  clients: number;
+  window: number;
+  warmMs: number;
+  cellMs: number;
+}
+
+const ECHO_SERVER = `
+const net = require('node:net');
+const s = net.createServer({ noDelay: true }, (c) => { c.on('data', (b) => c.write(b)); c.on('error', () => {}); });
+s.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: s.address().port }) + '\\n'));
+process.on('SIGTERM', () => process.exit(0));
+`;
+
+function startChild(args: string[]): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      buf += b.toString('utf8');
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) resolve({ child, port: (JSON.parse(buf.slice(0, nl)) as { port: number }).port });
+    });
+    child.on('exit', (code, signal) => reject(new Error(`bench tcp: child ${args.slice(0, 2).join(' ')} exited (code ${code}, signal ${signal}) before listening`)));
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => child.on('exit', () => r()));
+  child.kill('SIGTERM');
+  const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(t);
+}
+
+const histogram = () => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+
+interface RpcCell {
+  opsPerSecond: number;
+  durableP50us: number;
+  durableP99us: number;
+  resultP50us: number;
+  resultP99us: number;
+  completed: number;
+}
+
+/** Closed loop: each client keeps `window` calls in flight; after the warm-up, counts results for cellMs. */
+async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number): Promise<RpcCell> {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-bench-tcp-'));
+  const { child, port } = await startChild([MAIN, 'serve', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json']);
+  const clients: RemoteRpcClient[] = [];
+  try {
+    for (let k = 0; k < plan.clients; k++) clients.push(await RemoteRpcClient.connect({ port, name: `bench-${k}` }));
+    const durableH = histogram();
+    const resultH = histogram();
+    let measuring = false;
+    let stop = false;
+    let completed = 0;
+    const loops = clients.map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          let inflight = 0;
+          let seq = 0;
+          const issue = (): void => {
+            while (!stop && inflight < plan.window) {
+              const t0 = performance.now();
+              const call = c.rpc.call(WORKLOAD_METHOD, workloadPayload(seed, c.clientId, ++seq));
+              inflight++;
+              const m = measuring;
+              call.durable.then(() => {
+                if (m && measuring) durableH.recordValue(Math.max(1, Math.round((performance.now() - t0) * 1000)));
+              }, () => undefined);
+              call.result.then(
+                () => {
+                  inflight--;
+                  if (m && measuring) {
+                    completed++;
+                    resultH.recordValue(Math.max(1, Math.round((performance.now() - t0) * 1000)));
+                  }
+                  if (stop && inflight === 0) resolve();
+                  else issue();
+                },
+                () => {
+                  inflight--;
+                  if (stop && inflight === 0) resolve();
+                },
+              );
+            }
+          };
+          issue();
+        }),
+    );
+    await new Promise((r) => setTimeout(r, plan.warmMs));
+    measuring = true;
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, plan.cellMs));
+    measuring = false;
+    const seconds = (performance.now() - t0) / 1000;
+    const done = completed;
+    stop = true;
+    await Promise.race([Promise.all(loops), new Promise((r) => setTimeout(r, 10_000))]);
+    return {
+      opsPerSecond: done / seconds,
+      durableP50us: durableH.getValueAtPercentile(50),
+      durableP99us: durableH.getValueAtPercentile(99),
+      resultP50us: resultH.getValueAtPercentile(50),
+      resultP99us: resultH.getValueAtPercentile(99),
+      completed: done,
+    };
+  } finally {
+    for (const c of clients) c.close();
+    await stopChild(child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Raw TCP echo of `bytes`-byte messages, `window` in flight per connection: the transport's limit. */
+async function echoCell(plan: Plan, bytes: number): Promise<{ opsPerSecond: number; p50us: number; p99us: number }> {
+  const { child, port } = await startChild(['-e', ECHO_SERVER]);
+  const sockets: net.Socket[] = [];
+  try {
+    const h = histogram();
+    let measuring = false;
+    let received = 0;
+    const msg = Buffer.alloc(bytes, 0x5a);
+    for (let k = 0; k < plan.clients; k++) {
+      const s = net.connect({ host: '127.0.0.1', port, noDelay: true });
+      await new Promise<void>((r, j) => {
+        s.once('connect', () => r());
+        s.once('error', j);
+      });
+      s.on('error', () => {});
+      sockets.push(s);
+      // Messages are echoed in order: the send time of each in-flight message, FIFO.
+      const sentAt: number[] = [];
+      let pending = 0;
+      s.on('data', (b: Buffer) => {
+        pending += b.length;
+        while (pending >= bytes) {
+          pending -= bytes;
+          const t0 = sentAt.shift()!;
+          if (measuring) {
+            received++;
+            h.recordValue(Math.max(1, Math.round((performance.now() - t0) * 1000)));
+          }
+          sentAt.push(performance.now());
+          s.write(msg);
+        }
+      });
+      for (let i = 0; i < plan.window; i++) {
+        sentAt.push(performance.now());
+        s.write(msg);
+      }
+    }
+    await new Promise((r) => setTimeout(r, plan.warmMs));
+    measuring = true;
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, plan.cellMs));
+    measuring = false;
+    const seconds = (performance.now() - t0) / 1000;
+    return { opsPerSecond: received / seconds, p50us: h.getValueAtPercentile(50), p99us: h.getValueAtPercentile(99) };
+  } finally {
+    for (const s of sockets) s.destroy();
+    await stopChild(child);
+  }
+}
+
+const round = (x: number, d = 3): number => Math.round(x * 10 ** d) / 10 ** d;
+const pad = (s: string, n: number): string => s.padEnd(n);
+
+function barChart(name: string, title: string, rows: Array<{ name: string; opsPerSecond: number }>): ChartSpec {
+  return {
+    name,
+    spec: {
+      title,
+      width: 480,
+      height: 300,
+      data: { values: rows },
+      mark: 'bar',
+      encoding: {
+        x: { field: 'name', type: 'nominal', sort: null, title: null },
+        y: { field: 'opsPerSecond', type: 'quantitative', title: 'operations per second' },
+      },
+    },
+  };
+}
+
+function latencyChart(name: string, title: string, rows: Array<{ name: string; percentile: string; us: number }>): ChartSpec {
+  return {
+    name,
+    spec: {
+      title,
+      width: 480,
+      height: 300,
+      data: { values: rows },
+      mark: 'bar',
+      encoding: {
+        x: { field: 'name', type: 'nominal', sort: null, title: null },
+        xOffset: { field: 'percentile' },
+        y: { field: 'us', type: 'quantitative', scale: { type: 'log' }, title: 'latency call → durable (µs)' },
+        color: { field: 'percentile', type: 'nominal' },
+      },
+    },
+  };
+}
+
+export const tcpBench: BenchSuite = {
+  name: 'tcp',
+  description: 'durable RPC per strategy between processes over loopback TCP (ops/s, p50/p99), beside a raw TCP echo of the same message size',
+  async run(o: BenchOptions): Promise<BenchReport> {
+    const plan: Plan = o.quick ? { clients: 2, window: 32, warmMs: 400, cellMs: 1500 } : { clients: 4, window: 64, warmMs: 1000, cellMs: 5000 };
+    const rows: Array<Record<string, unknown>> = [];
+    const ratios: Record<string, number> = {};
+    const summary: string[] = [];
+    const total = STRATEGIES.length + 1;
+    o.progress(0, total, 'raw TCP echo');
+    const echo = await echoCell(plan, ENTRY_BYTES);
+    rows.push({ cell: 'echo', name: 'tcp-echo', sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(echo.opsPerSecond), p50us: echo.p50us, p99us: echo.p99us });
+    summary.push(`pmrpc bench tcp${o.quick ? ' --quick' : ''} — server (pmrpc serve) and clients in separate processes over 127.0.0.1`);
+    summary.push(`${plan.clients} clients × ${plan.window} calls in flight; ${plan.cellMs} ms per cell after ${plan.warmMs} ms warm-up; ${machineDescription().cpus} CPUs, Node ${process.version}`);
+    summary.push(`workload: the demo's non-idempotent digest handler; ${PAYLOAD_BYTES}-byte payloads (${ENTRY_BYTES}-byte ring entries); ddio on`);
+    summary.push('ops/s = requests acknowledged durable and processed (result received); latency from call to durable');
+    summary.push('');
+    summary.push(`limit: raw TCP echo of ${ENTRY_BYTES}-byte messages, same connections and messages in flight: ${fmtRate(echo.opsPerSecond)}, p50 ${echo.p50us} µs, p99 ${echo.p99us} µs`);
+    summary.push('');
+    summary.push(`${pad('strategy', 9)} ${pad('ops/s', 11)} ${pad('÷ echo', 8)} ${pad('durable p50', 12)} ${pad('p99', 9)} ${pad('result p50', 11)} p99`);
+    let i = 1;
+    for (const strategy of STRATEGIES) {
+      o.progress(i++, total, strategy);
+      const r = await rpcCell(strategy, plan, o.seed);
+      const ratio = r.opsPerSecond / echo.opsPerSecond;
+      ratios[`${strategy}_over_echo`] = round(ratio, 4);
+      rows.push({ cell: 'rpc', name: strategy, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(r.opsPerSecond), completed: r.completed, durableP50us: r.durableP50us, durableP99us: r.durableP99us, resultP50us: r.resultP50us, resultP99us: r.resultP99us, overEcho: round(ratio, 4) });
+      summary.push(`${pad(strategy, 9)} ${pad(fmtRate(r.opsPerSecond), 11)} ${pad(round(ratio, 4).toFixed(4), 8)} ${pad(`${r.durableP50us} µs`, 12)} ${pad(`${r.durableP99us} µs`, 9)} ${pad(`${r.resultP50us} µs`, 11)} ${r.resultP99us} µs`);
+    }
+    o.progress(total, total, 'done');
+    const rpc = rows.filter((r) => r.cell === 'rpc');
+    const dec = ['wflush', 'wrflush', 'srflush', 'sflush', 'gpspm'].map((s) => Number(rpc.find((r) => r.name === s)?.opsPerSecond ?? 0));
+    const coupled = ['farm', 'darpc'].map((s) => Number(rpc.find((r) => r.name === s)?.opsPerSecond ?? 0));
+    ratios.best_decoupled_over_best_coupled = round(Math.max(...dec) / Math.max(...coupled));
+    summary.push('');
+    summary.push(`best decoupled ÷ best coupled (measured here, the NIC and the server CPU share one process): ×${ratios.best_decoupled_over_best_coupled}`);
+    const charts = [
+      barChart('ops', 'durable RPC over loopback TCP vs raw TCP echo (ops/s)', [{ name: 'tcp-echo', opsPerSecond: Math.round(echo.opsPerSecond) }, ...rpc.map((r) => ({ name: String(r.name), opsPerSecond: Number(r.opsPerSecond) }))]),
+      latencyChart('latency', 'durable RPC over loopback TCP: call → durable', rpc.flatMap((r) => [{ name: String(r.name), percentile: 'p50', us: Number(r.durableP50us) }, { name: String(r.name), percentile: 'p99', us: Number(r.durableP99us) }])),
+    ];
+    return { suite: 'tcp', config: { ...machineDescription(), quick: o.quick, plan, entryBytes: ENTRY_BYTES, strategies: STRATEGIES, server: 'pmrpc serve (child process), ddio on' }, rows, ratios, summary, charts };
+  },
+};

@@ -337,7 +337,7 @@ function report(o: BenchOptions, plan: FlushPlan, cells: PlannedCell[], sqlite: 
         encoding: {
           x: { field: 'strategy', type: 'nominal', sort: [...RPC_STRATEGIES], title: null },
           xOffset: { field: 'percentile' },
-          y: { field: 'us', type: 'quantitative', scale: { type: 'log' }, title: 'latency (µs, log)' },
+          y: { field: 'us', type: 'quantitative', scale: { type: 'symlog' }, title: 'latency (µs, symlog scale)' },
           color: { field: 'percentile', type: 'nominal', title: null },
         },
       },
@@ -384,7 +384,7 @@ function report(o: BenchOptions, plan: FlushPlan, cells: PlannedCell[], sqlite: 
         encoding: {
           x: { field: 'payload', type: 'nominal', title: null },
           xOffset: { field: 'system' },
-          y: { field: 'throughput', type: 'quantitative', scale: { type: 'log' }, title: 'requests per second (log)' },
+          y: { field: 'throughput', type: 'quantitative', scale: { type: 'symlog' }, title: 'requests per second (symlog scale)' },
           color: { field: 'system', type: 'nominal', title: null, legend: { labelLimit: 300 } },
         },
       },

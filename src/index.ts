@@ -62,3 +62,5 @@ export {
   type KvCrashTestResult,
   type KvViolation,
 } from './apps/kv/index.js';
+export * from './server/index.js';
+export { inspectFile, type InspectReport } from './server/inspect.js';

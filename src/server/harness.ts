@@ -375,7 +375,7 @@ export function resolveRealCrashOptions(options: Partial<RealCrashOptions> & { m
   int('clients', 1, 64);
   int('externalKills', 0, 100);
   int('selfKills', 0, 100);
-  int('window', 1, 4096);
+  int('window', 1, 1024); // within the client's pendingCallsMax (1024) beyond the ring's credit
   int('seed', -(2 ** 31), 2 ** 32 - 1);
   if (typeof o.seconds !== 'number' || !(o.seconds > 0 && o.seconds <= 3600)) throw new RangeError(`seconds must be in (0, 3600], got ${String(o.seconds)}`);
   const [lo, hi] = o.selfKillEvents;

@@ -69,7 +69,8 @@ export function registerDemo(program: Command): void {
     .option('--keep', 'keep the PM file and print its path (then: pmrpc inspect FILE)')
     .option('--json', 'print one JSON document on stdout')
     .action(async (opts: DemoOpts) => {
-      const seed = opts.seed ?? randomSeed();
+      // Non-negative, so the printed replay command parses (a leading '-' would read as an option).
+      const seed = (opts.seed ?? randomSeed()) >>> 0;
       const quiet = opts.json === true;
       const bar = quiet ? { update() {}, stop() {} } : progressBar('demo');
       if (!quiet) log(`pmrpc demo: strategy ${opts.strategy}, ${opts.clients} clients × ${opts.window} calls in flight, ${opts.seconds} s, seed ${seed}`);

@@ -32,7 +32,7 @@ export function wallClockMs(): number {
   return Date.now();
 }
 
-/** A fresh random 32-bit seed, for runs that were not given one (it is printed, so it replays). */
+/** A fresh random seed in [0, 2^31), for runs that were not given one (it is printed, so it replays). */
 export function randomSeed(): number {
-  return randomBytes(4).readInt32LE(0);
+  return randomBytes(4).readUInt32LE(0) >>> 1;
 }

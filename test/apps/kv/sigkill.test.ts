@@ -233,6 +233,19 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
     return finals;
   };
 
+  /** A return batch sent before the crash, delivered now: the epoch moved on, it must be refused. */
+  const replayStaleReturn = async (srv: Server): Promise<void> => {
+    if (o.system !== 'prism' || lastReturnBatch === undefined) return;
+    const { link } = await TcpLink.connect({ port: srv.info.port, name: 'stale' });
+    const qp = new QueuePair(link);
+    const reply = new Promise<NotifyMessage>((res) => qp.onNotify(res));
+    await qp.postChain([Wr.send(lastReturnBatch, RETURN_IMM)]);
+    r.staleReturns.sent++;
+    if ((await reply).imm === RETURN_STALE_IMM) r.staleReturns.refusedAsStale++;
+    qp.close();
+    lastReturnBatch = undefined;
+  };
+
   const afterRecovery = (info: ServerInfo): void => {
     if (o.system !== 'prism') return;
     r.epochs.push(info.epoch!);
@@ -248,17 +261,7 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
     const clients: KvLike[] = [];
     for (let c = 0; c < CLIENTS; c++) clients.push(await connect(o.system, srv.info.port, srv.info.address, `c${c}`, o.faults, (p) => (lastReturnBatch = p.slice())));
     if (cycle > 0) {
-      // A return batch sent before the crash, delivered now: the epoch moved on, it must be refused.
-      if (o.system === 'prism' && lastReturnBatch !== undefined) {
-        const { link } = await TcpLink.connect({ port: srv.info.port, name: 'stale' });
-        const qp = new QueuePair(link);
-        const reply = new Promise<NotifyMessage>((res) => qp.onNotify(res));
-        await qp.postChain([Wr.send(lastReturnBatch, RETURN_IMM)]);
-        r.staleReturns.sent++;
-        if ((await reply).imm === RETURN_STALE_IMM) r.staleReturns.refusedAsStale++;
-        qp.close();
-        lastReturnBatch = undefined;
-      }
+      await replayStaleReturn(srv);
       readsAfter.push(await readAll(clients[0]!, cycle));
     }
     // The load, until the server dies.
@@ -322,6 +325,7 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
   afterRecovery(srv.info);
   const clients: KvLike[] = [];
   for (let c = 0; c < 2; c++) clients.push(await connect(o.system, srv.info.port, srv.info.address, `final${c}`, o.faults, () => {}));
+  await replayStaleReturn(srv);
   readsAfter.push(await readAll(clients[0]!, o.cycles));
   const finalCycle = o.cycles;
   const rr = prng.fork();

@@ -119,23 +119,24 @@ async function runKv(opts: Opts): Promise<void> {
     ddio: opts.ddio === 'on',
     mutant: opts.mutant as KvFaultName | undefined,
     recoveryCrash: opts.nested,
+    stopAfterViolations: 20, // like the rpc engine: enough to diagnose, bounded output
     ...(opts.imagesPerPoint !== undefined ? { imagesPerPoint: opts.imagesPerPoint } : {}),
     ...(opts.clients !== undefined ? { clients: opts.clients } : {}),
     ...(opts.pointsMax !== undefined ? { crashPointsMax: opts.pointsMax } : {}),
   });
   const seconds = Math.max(1e-9, (wallClockMs() - t0) / 1000);
   const imagesPerSecond = Math.round(r.imagesChecked / seconds);
-  const violations = r.violations.map((v) => ({ ...v, command: replay }));
+  const violations = r.violations.slice(0, 20).map((v) => ({ ...v, command: replay }));
   if (opts.json) {
     printJson({
-      app: 'kv', strategy: 'prism-kv', seed: r.seed, crashPoints: r.crashPoints, imagesChecked: r.imagesChecked, imagesPerSecond, violations,
+      app: 'kv', strategy: 'prism-kv', seed: r.seed, crashPoints: r.crashPoints, imagesChecked: r.imagesChecked, imagesPerSecond, violations, violationsTotal: r.violations.length,
       ddio: opts.ddio === 'on', mutant: r.mutant, engine: r.engine, crashPointsTotal: r.crashPointsTotal, recoveryImagesChecked: r.recoveryImagesChecked,
       exhaustiveImages: r.exhaustiveImages, operations: r.operations, acknowledged: r.acknowledged, violationCounts: r.violationCounts, undecided: r.undecided, seconds: Number(seconds.toFixed(3)),
     });
   } else {
     log(`seed ${r.seed}: ${r.crashPoints} of ${r.crashPointsTotal} crash points, ${r.imagesChecked} images (${r.recoveryImagesChecked} from a crash during recovery, ${r.exhaustiveImages} enumerated exhaustively), ${imagesPerSecond} images/s, ${r.acknowledged} of ${r.operations} operations acknowledged, ${r.undecided} linearizability checks undecided`);
     for (const v of violations.slice(0, 20)) log(`VIOLATION (${v.kind}) at crash point ${v.crashPoint}, image ${v.image} (${v.phase}): ${v.detail}\n  reproduce: ${v.command}`);
-    log(`${violations.length} violation${violations.length === 1 ? '' : 's'} (replay: ${replay})`);
+    log(`${r.violations.length} violation${r.violations.length === 1 ? '' : 's'}${r.violations.length > violations.length ? ` (first ${violations.length} shown)` : ''} (replay: ${replay})`);
   }
-  if (violations.length > 0) process.exitCode = 1;
+  if (r.violations.length > 0) process.exitCode = 1;
 }

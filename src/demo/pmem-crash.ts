@@ -7,7 +7,7 @@
  * Layout: record i owns two cache lines at 128·i. Line 0 holds the persisted record, line 1 the
  * unpersisted one. A record is ⟨seq+1 u64, value u64, crc u32⟩ with value derived from the seed.
  */
-import { crc32c, PmemRegion } from '../../pmem/index.js';
+import { crc32c, PmemRegion, systemClock } from '../../pmem/index.js';
 
 export const RECORD_BYTES = 128;
 
@@ -56,5 +56,5 @@ export async function runPmemWriter(path: string, records: number, seed: number,
   }
   process.stdout.write('done\n');
   // Stay alive, without flushing, until the parent kills us (bounded).
-  await new Promise<void>((resolve) => setTimeout(resolve, 60_000));
+  await new Promise<void>((resolve) => systemClock.setTimer(60_000, resolve));
 }

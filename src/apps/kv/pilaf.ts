@@ -17,6 +17,7 @@
 import { CpuPoller, QueuePair, Wr, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { Access } from '../../../flush/index.js';
 import { crc32c, PmemRegion, PmrpcError } from '../../../pmem/index.js';
+import { Mailbox } from './mailbox.js';
 import {
   KV_HEADER_BYTES,
   KvErrorCodes,
@@ -88,12 +89,9 @@ export class PilafServer {
   readonly geometry: KvGeometry;
   readonly mr: MemoryRegion;
   readonly pd: ReturnType<Rnic['allocPd']>;
-  #poller: CpuPoller;
-  #ownPoller: boolean;
+  #mailbox: Mailbox;
   /** CPU free lists per class size. */
   #free = new Map<number, number[]>();
-  #mailboxNext = 0;
-  #stops: Array<() => void> = [];
   requests = 0;
 
   static format(region: PmemRegion, layout: Partial<KvLayoutOptions> = {}, options: { base?: number } = {}): KvGeometry {
@@ -122,8 +120,7 @@ export class PilafServer {
     this.geometry = decodeKvHeader(region.load(o.base, 128), o.base, PILAF_MAGIC);
     this.pd = nic.allocPd();
     this.mr = nic.registerMr(this.pd, o.base, this.geometry.mailboxOffset - o.base, Access.REMOTE_READ);
-    this.#ownPoller = o.poller === undefined;
-    this.#poller = o.poller ?? new CpuPoller(nic);
+    this.#mailbox = new Mailbox(nic, this.geometry, o.poller);
     this.#recover();
   }
 
@@ -132,18 +129,11 @@ export class PilafServer {
   }
 
   accept(): ServerQp {
-    const g = this.geometry;
-    if (this.#mailboxNext + 2 > g.mailboxBuffers) throw new RangeError(`the KV area has ${g.mailboxBuffers} mailbox buffers: at most ${g.mailboxBuffers >> 1} connections`);
-    const qp = this.nic.createQp(this.pd);
-    const bufs = [this.#mailboxNext++, this.#mailboxNext++].map((i) => ({ addr: g.mailboxOffset + i * MAILBOX_BUFFER_BYTES, len: MAILBOX_BUFFER_BYTES }));
-    bufs.forEach((b, id) => qp.postRecv({ id, ...b }));
-    this.#stops.push(this.#poller.watchRecv(qp, (c) => this.#onRecv(qp, bufs, c)));
-    return qp;
+    return this.#mailbox.accept(this.pd, (qp, bufs, c) => this.#onRecv(qp, bufs, c));
   }
 
   close(): void {
-    for (const s of this.#stops.splice(0)) s();
-    if (this.#ownPoller) this.#poller.close();
+    this.#mailbox.close();
   }
 
   #recover(): void {

@@ -7,11 +7,11 @@ import { Access, CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, t
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
 import { auditAllocator, checkReturn, postFreeLists, recoverFreeLists, type AllocatorAudit, type ArenaClass, type PointerVerdict, type ReturnVerdict } from '../../../recovery/index.js';
 import { NO_KV_FAULTS, type KvFaults } from './faults.js';
+import { Mailbox } from './mailbox.js';
 import {
   KV_EPOCH_OFFSET,
   KV_HEADER_BYTES,
   KvErrorCodes,
-  MAILBOX_BUFFER_BYTES,
   SLOT_BYTES,
   bytesEqual,
   classOf,
@@ -83,15 +83,12 @@ export class PrismKvServer {
   readonly mr: MemoryRegion;
   readonly pd: ReturnType<Rnic['allocPd']>;
   readonly faults: Readonly<KvFaults>;
-  #poller: CpuPoller;
-  #ownPoller: boolean;
+  #mailbox: Mailbox;
   #epoch = 0n;
   #recovered = false;
   /** A mirror of each NIC free list: what the CPU posted, in order, from `head` (the NIC pops from the front). */
   #posted = new Map<number, { list: number[]; head: number; members: Set<number> }>();
-  #mailboxNext = 0;
   #stats: KvServerStats = { returnBatches: 0, returnsAccepted: 0, returnsRefused: {} };
-  #stops: Array<() => void> = [];
   #lastReport: KvRecoveryReport | undefined;
 
   /** Writes an empty KV area (header, empty slots, epoch 0) at options.base and persists it. Refuses to overwrite one. */
@@ -137,8 +134,7 @@ export class PrismKvServer {
     else nic.refuseAllocate();
     this.pd = nic.allocPd();
     this.mr = nic.registerMr(this.pd, o.base, this.geometry.mailboxOffset - o.base, Access.ALL);
-    this.#ownPoller = o.poller === undefined;
-    this.#poller = o.poller ?? new CpuPoller(nic);
+    this.#mailbox = new Mailbox(nic, this.geometry, o.poller);
   }
 
   get epoch(): bigint {
@@ -253,18 +249,11 @@ export class PrismKvServer {
 
   /** A server QP for one client, with receive buffers for the return RPC. */
   accept(): ServerQp {
-    const g = this.geometry;
-    if (this.#mailboxNext + 2 > g.mailboxBuffers) throw new RangeError(`the KV area has ${g.mailboxBuffers} mailbox buffers: at most ${g.mailboxBuffers >> 1} connections`);
-    const qp = this.nic.createQp(this.pd);
-    const bufs = [this.#mailboxNext++, this.#mailboxNext++].map((i) => ({ addr: g.mailboxOffset + i * MAILBOX_BUFFER_BYTES, len: MAILBOX_BUFFER_BYTES }));
-    bufs.forEach((b, id) => qp.postRecv({ id, ...b }));
-    this.#stops.push(this.#poller.watchRecv(qp, (c) => this.#onRecv(qp, bufs, c)));
-    return qp;
+    return this.#mailbox.accept(this.pd, (qp, bufs, c) => this.#onRecv(qp, bufs, c));
   }
 
   close(): void {
-    for (const s of this.#stops.splice(0)) s();
-    if (this.#ownPoller) this.#poller.close();
+    this.#mailbox.close();
   }
 
   /** The NIC's current free lists (what was posted, less what ALLOCATE popped from the front). */

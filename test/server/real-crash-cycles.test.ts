@@ -26,7 +26,15 @@ for (const [i, strategy] of (['wflush', 'srflush'] as RpcStrategy[]).entries()) 
     t.equal(r.outOfOrder + r.corrupt + r.unapplied, 0);
     t.ok(r.crashes >= 3, `at least 3 kill/restart cycles (${r.crashes})`);
     t.equal(r.externalKills, 3);
-    t.ok(r.incarnations.slice(1).every((x) => x.recovered !== undefined && !x.recovered.created), 'every restart recovered the same file');
+    // A restart either recovered the same file, or was killed before it listened — by itself
+    // (--kill-after-events counts the recovery's own persistence events) or by an external kill
+    // that raced a self-kill's restart: a crash during recovery, which the next incarnation must
+    // recover from.
+    const restarts = r.incarnations.slice(1);
+    const crashedInRecovery = restarts.filter((x) => x.recovered === undefined);
+    t.ok(restarts.every((x) => (x.recovered !== undefined ? !x.recovered.created : x.end === 'self' || x.end === 'external')), 'every restart recovered the same file or crashed during its recovery');
+    t.ok(restarts.at(-1)?.recovered !== undefined && !restarts.at(-1)!.recovered!.created, 'the last incarnation recovered the same file');
+    t.comment(`${crashedInRecovery.length} restart(s) crashed during their own recovery`);
     t.equal(r.incarnations.at(-1)?.end, 'stop');
     t.ok(r.acked > 1000, `${r.acked} acknowledged`);
   });

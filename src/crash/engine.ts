@@ -68,6 +68,32 @@ export const digestHandler: RpcHandler = (req, view) => {
   return { images: [{ offset: LOG_BASE + n * DIGEST_BYTES, bytes: d }, { offset: 0, bytes: c }], result: d.slice(8, 16) };
 };
 
+/** One entry of the digest log, as digestHandler wrote it. */
+export interface DigestEntry {
+  clientId: number;
+  seq: number;
+  payloadCrc: number;
+  /** The log position the handler recorded (equals the entry's index unless effects were mixed). */
+  position: number;
+}
+
+/**
+ * Reads the digest log (the one place that decodes what digestHandler encodes): its entries, or
+ * `overflow` when the counter points past the log's capacity (a corrupt counter).
+ */
+export function readDigestLog(view: AppView): { entries: DigestEntry[]; overflow?: { counter: number; capacity: number } } {
+  const n = Number(view.loadU64(0));
+  const capacity = Math.floor((view.sizeBytes - LOG_BASE) / DIGEST_BYTES);
+  if (n > capacity) return { entries: [], overflow: { counter: n, capacity } };
+  const entries: DigestEntry[] = [];
+  for (let i = 0; i < n; i++) {
+    const d = view.load(LOG_BASE + i * DIGEST_BYTES, DIGEST_BYTES);
+    const dv = new DataView(d.buffer, d.byteOffset, DIGEST_BYTES);
+    entries.push({ clientId: dv.getUint32(0, true), seq: dv.getUint32(4, true), payloadCrc: dv.getUint32(8, true), position: dv.getUint32(12, true) });
+  }
+  return { entries };
+}
+
 export type ImageEngine = 'random' | 'exhaustive';
 
 export interface CrashTestOptions {
@@ -474,20 +500,13 @@ function digestState(view: AppView): string {
  * `complete`: every request sent must be applied (after the clients resent from their resume points).
  */
 export function checkDigests(view: AppView, snap: Snapshot, payloads: Map<number, Map<number, Uint8Array>>, out: string[], complete: boolean): number {
-  const n = Number(view.loadU64(0));
-  const cap = Math.floor((view.sizeBytes - LOG_BASE) / DIGEST_BYTES);
-  if (n > cap) {
-    out.push(`counter ${n} exceeds the digest log`);
-    return n;
+  const log = readDigestLog(view);
+  if (log.overflow) {
+    out.push(`counter ${log.overflow.counter} exceeds the digest log`);
+    return log.overflow.counter;
   }
   const lastSeq = new Map<number, number>();
-  for (let i = 0; i < n; i++) {
-    const d = view.load(LOG_BASE + i * DIGEST_BYTES, DIGEST_BYTES);
-    const dv = new DataView(d.buffer, d.byteOffset, DIGEST_BYTES);
-    const c = dv.getUint32(0, true);
-    const s = dv.getUint32(4, true);
-    const crc = dv.getUint32(8, true);
-    const idx = dv.getUint32(12, true);
+  log.entries.forEach(({ clientId: c, seq: s, payloadCrc: crc, position: idx }, i) => {
     if (idx !== i) out.push(`digest ${i} records position ${idx} (effects of two requests mixed)`);
     const sent = snap.sentUpTo.get(c) ?? 0;
     const payload = s <= sent ? payloads.get(c)?.get(s) : undefined;
@@ -497,7 +516,7 @@ export function checkDigests(view: AppView, snap: Snapshot, payloads: Map<number
     if (s <= prev) out.push(`client ${c} seq ${s} applied again or out of order (after ${prev})`);
     else if (s !== prev + 1) out.push(`client ${c} seq ${s} applied after ${prev}: FIFO hole`);
     lastSeq.set(c, Math.max(prev, s));
-  }
+  });
   for (const [c, a] of snap.acked) {
     if ((lastSeq.get(c) ?? 0) < a) out.push(`client ${c} was told durable up to ${a}, applied up to ${lastSeq.get(c) ?? 0}: acknowledged request lost`);
   }
@@ -506,5 +525,5 @@ export function checkDigests(view: AppView, snap: Snapshot, payloads: Map<number
       if ((lastSeq.get(c) ?? 0) !== s) out.push(`after resume: client ${c} sent up to ${s}, applied up to ${lastSeq.get(c) ?? 0}`);
     }
   }
-  return n;
+  return log.entries.length;
 }

@@ -7,7 +7,7 @@
 import { crc32c } from '../../pmem/index.js';
 import type { AppView } from '../../recovery/index.js';
 import type { RpcHandler } from '../rpc/index.js';
-import { digestHandler, DIGEST_BYTES, LOG_BASE, METHOD } from '../crash/engine.js';
+import { digestHandler, DIGEST_BYTES, LOG_BASE, METHOD, readDigestLog } from '../crash/engine.js';
 
 export { DIGEST_BYTES, LOG_BASE };
 /** The method the workload calls. */
@@ -66,24 +66,17 @@ export function verifyDigestLog(view: AppView, seed: number, ledgers: readonly C
   const say = (m: string): void => {
     if (v.messages.length < MESSAGES_MAX) v.messages.push(m);
   };
-  const n = Number(view.loadU64(0));
-  const cap = Math.floor((view.sizeBytes - LOG_BASE) / DIGEST_BYTES);
-  if (n > cap) {
+  const log = readDigestLog(view);
+  if (log.overflow) {
     v.corrupt++;
-    say(`counter ${n} exceeds the digest log's ${cap} entries`);
+    say(`counter ${log.overflow.counter} exceeds the digest log's ${log.overflow.capacity} entries`);
     return v;
   }
-  v.applied = n;
+  v.applied = log.entries.length;
   const byId = new Map(ledgers.map((l) => [l.clientId, l]));
   const seen = new Map<number, Set<number>>();
   const last = new Map<number, number>();
-  for (let i = 0; i < n; i++) {
-    const d = view.load(LOG_BASE + i * DIGEST_BYTES, DIGEST_BYTES);
-    const dv = new DataView(d.buffer, d.byteOffset, DIGEST_BYTES);
-    const c = dv.getUint32(0, true);
-    const s = dv.getUint32(4, true);
-    const crc = dv.getUint32(8, true);
-    const idx = dv.getUint32(12, true);
+  for (const [i, { clientId: c, seq: s, payloadCrc: crc, position: idx }] of log.entries.entries()) {
     if (idx !== i) {
       v.corrupt++;
       say(`digest ${i} records position ${idx} (effects of two requests mixed)`);

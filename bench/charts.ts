@@ -35,3 +35,31 @@ export function opsBySizeChart(name: string, title: string, rows: Array<{ series
     },
   };
 }
+
+/**
+ * A bar chart of `y` per category `x`; with `group`, bars of each category side by side, one
+ * colour per group. Categories keep the order of the rows.
+ */
+export function barChart(
+  name: string,
+  title: string,
+  rows: Array<Record<string, unknown>>,
+  o: { x: string; y: string; yTitle: string; group?: string; width?: number; height?: number },
+): ChartSpec {
+  return {
+    name,
+    spec: {
+      title,
+      width: o.width ?? 480,
+      height: o.height ?? 300,
+      data: { values: rows },
+      mark: 'bar',
+      encoding: {
+        x: { field: o.x, type: 'nominal', sort: null, title: null },
+        ...(o.group !== undefined ? { xOffset: { field: o.group }, color: { field: o.group, type: 'nominal', title: null } } : {}),
+        // Linear only: vega draws bars from 0, which a log scale cannot place (the bars vanish).
+        y: { field: o.y, type: 'quantitative', title: o.yTitle },
+      },
+    },
+  };
+}

@@ -31,7 +31,7 @@ import { InProcessFabric, QueuePair, Rnic } from '../flush/index.js';
 import { createPrng, PmemRegion, seededEntropy, type Prng } from '../pmem/index.js';
 import { PilafClient, PilafServer, PrismKvClient, PrismKvServer } from '../src/apps/kv/index.js';
 import { TcpLink } from '../src/transport/tcp.js';
-import type { ChartSpec } from './charts.js';
+import { barChart, type ChartSpec } from './charts.js';
 import { KV_BENCH_LAYOUT as LAYOUT, KV_BENCH_REGION_BYTES as REGION_BYTES, kvServerFile, type KvSystem } from './kv-common.js';
 import { fmtRate, machineDescription } from './measure.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
@@ -382,53 +382,9 @@ export const kvBench: BenchSuite = {
       .map((r) => ({ series: String(r.system), cell: `${r.link === 'tcp' ? 'tcp ' : ''}${String(r.readPct)}%r ${String(r.dist)} ${String(r.clients)}c`, getP50us: Number(r.getP50Ns) / 1000, opsPerSecond: Number(r.opsPerSecond) }));
     const durableRows = rows.filter((r) => r.region !== 'memory').map((r) => ({ series: r.system === 'sqlite' ? 'better-sqlite3 WAL FULL' : `PRISM-KV ${String(r.region)}`, putP50us: Number(r.putP50Ns) / 1000 }));
     const charts: ChartSpec[] = [
-      {
-        name: 'kv-get-latency',
-        spec: {
-          title: 'GET p50 latency (µs), PRISM-KV vs Pilaf-style, in-process and TCP',
-          width: 640,
-          height: 300,
-          data: { values: latencyRows },
-          mark: 'bar',
-          encoding: {
-            x: { field: 'cell', type: 'nominal', title: null },
-            xOffset: { field: 'series' },
-            y: { field: 'getP50us', type: 'quantitative', title: 'GET p50 (µs)' },
-            color: { field: 'series', type: 'nominal', title: null },
-          },
-        },
-      },
-      {
-        name: 'kv-throughput',
-        spec: {
-          title: 'throughput (ops/s), PRISM-KV vs Pilaf-style, in-process and TCP',
-          width: 640,
-          height: 300,
-          data: { values: latencyRows },
-          mark: 'bar',
-          encoding: {
-            x: { field: 'cell', type: 'nominal', title: null },
-            xOffset: { field: 'series' },
-            y: { field: 'opsPerSecond', type: 'quantitative', title: 'operations per second' },
-            color: { field: 'series', type: 'nominal', title: null },
-          },
-        },
-      },
-      {
-        name: 'kv-durable-put',
-        spec: {
-          title: 'durable PUT p50 latency (µs), 1 client: PRISM-KV on a region file vs better-sqlite3',
-          width: 360,
-          height: 240,
-          data: { values: durableRows },
-          mark: 'bar',
-          encoding: {
-            x: { field: 'series', type: 'nominal', title: null },
-            y: { field: 'putP50us', type: 'quantitative', title: 'PUT p50 (µs)' },
-            color: { field: 'series', type: 'nominal', title: null },
-          },
-        },
-      },
+      barChart('kv-get-latency', 'GET p50 latency (µs), PRISM-KV vs Pilaf-style, in-process and TCP', latencyRows, { x: 'cell', y: 'getP50us', yTitle: 'GET p50 (µs)', group: 'series', width: 640 }),
+      barChart('kv-throughput', 'throughput (ops/s), PRISM-KV vs Pilaf-style, in-process and TCP', latencyRows, { x: 'cell', y: 'opsPerSecond', yTitle: 'operations per second', group: 'series', width: 640 }),
+      barChart('kv-durable-put', 'durable PUT p50 latency (µs), 1 client: PRISM-KV on a region file vs better-sqlite3', durableRows, { x: 'series', y: 'putP50us', yTitle: 'PUT p50 (µs)', group: 'series', width: 360, height: 240 }),
     ];
     return {
       suite: 'kv',

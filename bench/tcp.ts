@@ -20,7 +20,7 @@ import * as hdr from 'hdr-histogram-js';
 import type { RpcStrategy } from '../src/rpc/index.js';
 import { RemoteRpcClient } from '../src/server/client.js';
 import { PAYLOAD_BYTES, WORKLOAD_METHOD, workloadPayload } from '../src/server/workload.js';
-import type { ChartSpec } from './charts.js';
+import { barChart } from './charts.js';
 import { fmtRate, machineDescription } from './measure.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
@@ -200,42 +200,6 @@ async function echoCell(plan: Plan, bytes: number): Promise<{ opsPerSecond: numb
 const round = (x: number, d = 3): number => Math.round(x * 10 ** d) / 10 ** d;
 const pad = (s: string, n: number): string => s.padEnd(n);
 
-function barChart(name: string, title: string, rows: Array<{ name: string; opsPerSecond: number }>): ChartSpec {
-  return {
-    name,
-    spec: {
-      title,
-      width: 480,
-      height: 300,
-      data: { values: rows },
-      mark: 'bar',
-      encoding: {
-        x: { field: 'name', type: 'nominal', sort: null, title: null },
-        y: { field: 'opsPerSecond', type: 'quantitative', title: 'operations per second' },
-      },
-    },
-  };
-}
-
-function latencyChart(name: string, title: string, rows: Array<{ name: string; percentile: string; us: number }>): ChartSpec {
-  return {
-    name,
-    spec: {
-      title,
-      width: 480,
-      height: 300,
-      data: { values: rows },
-      mark: 'bar',
-      encoding: {
-        x: { field: 'name', type: 'nominal', sort: null, title: null },
-        xOffset: { field: 'percentile' },
-        y: { field: 'us', type: 'quantitative', scale: { type: 'log' }, title: 'latency call → durable (µs)' },
-        color: { field: 'percentile', type: 'nominal' },
-      },
-    },
-  };
-}
-
 export const tcpBench: BenchSuite = {
   name: 'tcp',
   description: 'durable RPC per strategy between processes over loopback TCP (ops/s, p50/p99), beside a raw TCP echo of the same message size',
@@ -273,8 +237,8 @@ export const tcpBench: BenchSuite = {
     summary.push('');
     summary.push(`best decoupled ÷ best coupled (measured here, the NIC and the server CPU share one process): ×${ratios.best_decoupled_over_best_coupled}`);
     const charts = [
-      barChart('ops', 'durable RPC over loopback TCP vs raw TCP echo (ops/s)', [{ name: 'tcp-echo', opsPerSecond: Math.round(echo.opsPerSecond) }, ...rpc.map((r) => ({ name: String(r.name), opsPerSecond: Number(r.opsPerSecond) }))]),
-      latencyChart('latency', 'durable RPC over loopback TCP: call → durable', rpc.flatMap((r) => [{ name: String(r.name), percentile: 'p50', us: Number(r.durableP50us) }, { name: String(r.name), percentile: 'p99', us: Number(r.durableP99us) }])),
+      barChart('ops', 'durable RPC over loopback TCP vs raw TCP echo (ops/s)', [{ name: 'tcp-echo', opsPerSecond: Math.round(echo.opsPerSecond) }, ...rpc.map((r) => ({ name: String(r.name), opsPerSecond: Number(r.opsPerSecond) }))], { x: 'name', y: 'opsPerSecond', yTitle: 'operations per second' }),
+      barChart('latency', 'durable RPC over loopback TCP: call → durable', rpc.flatMap((r) => [{ name: String(r.name), percentile: 'p50', us: Number(r.durableP50us) }, { name: String(r.name), percentile: 'p99', us: Number(r.durableP99us) }]), { x: 'name', y: 'us', yTitle: 'latency call → durable (µs)', group: 'percentile' }),
     ];
     return { suite: 'tcp', config: { ...machineDescription(), quick: o.quick, plan, entryBytes: ENTRY_BYTES, strategies: STRATEGIES, server: 'pmrpc serve (child process), ddio on' }, rows, ratios, summary, charts };
   },

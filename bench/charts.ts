@@ -1,6 +1,5 @@
 /** SVG charts from vega-lite specs, rendered headless by vega (no browser). */
-import * as vega from 'vega';
-import { compile, type TopLevelSpec } from 'vega-lite';
+import type { TopLevelSpec } from 'vega-lite';
 
 export interface ChartSpec {
   /** File name stem: `<name>.svg`. */
@@ -9,6 +8,8 @@ export interface ChartSpec {
 }
 
 export async function renderSvg(spec: TopLevelSpec): Promise<string> {
+  // Loaded on first use: vega is most of the CLI's start-up time, and only a bench run draws.
+  const [vega, { compile }] = await Promise.all([import('vega'), import('vega-lite')]);
   const view = new vega.View(vega.parse(compile(spec).spec), { renderer: 'none' });
   try {
     return await view.toSVG();

@@ -21,8 +21,9 @@ registerServe(program);
 registerInspect(program);
 registerDemo(program);
 registerLitmus(program);
-// The bench suites pull in vega, SQLite and the benchmark matrix: a `serve` child restarting after
-// a crash should not pay for them (restart time is part of the demo's recovery figures).
+// The bench suites pull in SQLite, HDR histograms and the benchmark matrix (~70 ms; vega loads only
+// when a chart is drawn): a `serve` child restarting after a crash should not pay for them
+// (restart time is part of the demo's recovery figures).
 if (!['serve', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (await import('./bench.js')).registerBench(program);
 registerCrashTest(program);
 

@@ -31,7 +31,7 @@ import { InProcessFabric, QueuePair, Rnic } from '../flush/index.js';
 import { createPrng, PmemRegion, seededEntropy } from '../pmem/index.js';
 import { layoutBytes, RecoveryStore, type LayoutOptions } from '../recovery/index.js';
 import { connectInProcess, DurableRpcClient, DurableRpcServer, type ConnectionInfo, type RpcCall, type RpcStrategy } from '../src/rpc/index.js';
-import { TcpLink } from '../src/transport/tcp.js';
+import { TcpLink } from '../src/transport/index.js';
 import { APP_BYTES, handlers, keysOf, makePayload, METHOD, spin } from './flush-handlers.js';
 
 /** The only source of time of the cell runner (real time here; a virtual clock can drive it later). */

@@ -10,7 +10,7 @@ import { Piscina } from 'piscina';
 import { Rnic } from '../flush/index.js';
 import { createPrng, PmemRegion, seededEntropy } from '../pmem/index.js';
 import { layoutBytes, RecoveryStore } from '../recovery/index.js';
-import { TcpNicServer } from '../src/transport/tcp.js';
+import { TcpNicServer } from '../src/transport/index.js';
 import { compiledBenchFile, geometryFor, makeServer, type CellConfig } from './flush-cell.js';
 
 const { cell, seed } = JSON.parse(process.argv[2] ?? '{}') as { cell: CellConfig; seed: number };

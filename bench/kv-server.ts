@@ -8,7 +8,7 @@
 import { Rnic } from '../flush/index.js';
 import { createPrng, PmemRegion, seededEntropy } from '../pmem/index.js';
 import { PilafServer, PrismKvServer } from '../src/apps/kv/index.js';
-import { TcpNicServer } from '../src/transport/tcp.js';
+import { TcpNicServer } from '../src/transport/index.js';
 import { KV_BENCH_LAYOUT, KV_BENCH_REGION_BYTES, type KvSystem } from './kv-common.js';
 
 const { system, seed } = JSON.parse(process.argv[2] ?? '{}') as { system: KvSystem; seed: number };

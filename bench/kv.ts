@@ -30,7 +30,7 @@ import { createInterface } from 'node:readline';
 import { InProcessFabric, QueuePair, Rnic } from '../flush/index.js';
 import { createPrng, PmemRegion, seededEntropy, type Prng } from '../pmem/index.js';
 import { PilafClient, PilafServer, PrismKvClient, PrismKvServer } from '../src/apps/kv/index.js';
-import { TcpLink } from '../src/transport/tcp.js';
+import { TcpLink } from '../src/transport/index.js';
 import { barChart, type ChartSpec } from './charts.js';
 import { KV_BENCH_LAYOUT as LAYOUT, KV_BENCH_REGION_BYTES as REGION_BYTES, kvServerFile, type KvSystem } from './kv-common.js';
 import { fmtRate, machineDescription } from './measure.js';

@@ -24,7 +24,7 @@ import { barChart } from './charts.js';
 import { fmtRate, machineDescription } from './measure.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
-const MAIN = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 const STRATEGIES: RpcStrategy[] = ['wflush', 'sflush', 'wrflush', 'srflush', 'gpspm', 'farm', 'darpc'];
 /** A ring entry: 32-byte header + the workload's payload. */
 const ENTRY_BYTES = 32 + PAYLOAD_BYTES;

@@ -19,7 +19,7 @@ export {
   type GoodbyeMessage,
   type ControlMessage,
   type WireMessage,
-} from './transport/codec.js';
+} from './transport/index.js';
 export {
   TcpNicServer,
   TcpLink,
@@ -34,7 +34,7 @@ export {
   type DisconnectInfo,
   type ConnectionStats,
   type TcpServerStats,
-} from './transport/tcp.js';
+} from './transport/index.js';
 export { litmusCatalogue, runLitmus, type Litmus, type LitmusResult } from './litmus/index.js';
 export * from './rpc/index.js';
 export { runCrashTest, MUTANTS, CRASH_TEST_DEFAULTS, type CrashTestOptions, type CrashTestResult, type Violation, type Mutant } from './crash/index.js';

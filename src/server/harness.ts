@@ -26,7 +26,7 @@ export const HarnessErrorCodes = Object.freeze({
 } as const);
 
 export interface RealCrashOptions {
-  /** The compiled CLI (dist/src/cli/main.js). */
+  /** The compiled CLI (dist/cli/main.js). */
   mainScript: string;
   strategy: RpcStrategy;
   clients: number;

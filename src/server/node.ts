@@ -12,7 +12,7 @@ import { PmemRegion, PmrpcError, systemClock, type Clock, type CrashPointEvent }
 import { Rnic } from '../../flush/index.js';
 import { computeGeometry, layoutBytes, RecoveryStore, type LayoutOptions, type RecoveryReport } from '../../recovery/index.js';
 import { checkStrategy, DurableRpcServer, type RpcHandler, type RpcStrategy } from '../rpc/index.js';
-import { isLoopbackHost, TcpNicServer, TransportErrorCodes, type DisconnectInfo } from '../transport/tcp.js';
+import { isLoopbackHost, TcpNicServer, TransportErrorCodes, type DisconnectInfo } from '../transport/index.js';
 import { decodeHelloPayload, encodeWelcomePayload } from './handshake.js';
 
 export const ServerErrorCodes = Object.freeze({

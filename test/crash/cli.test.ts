@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { MUTANTS } from '../../src/crash/index.js';
 
-const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const SEED = Number(process.env.PMRPC_SEED ?? 1);
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/crash/cli.test.ts)`);
 

@@ -13,7 +13,7 @@ import { createPrng, PmemRegion } from '../../pmem/index.js';
 import { readRecord, RECORD_BYTES, type RecordState } from '../../src/demo/pmem-crash.js';
 import { tempDir } from './fixtures/helpers.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);
 
 const baseSeed = Number(process.env.PMRPC_SEED ?? Date.now() % 2 ** 31);

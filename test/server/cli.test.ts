@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { RemoteRpcClient } from '../../dist/src/server/client.js';
 import { WORKLOAD_METHOD, workloadPayload } from '../../dist/src/server/workload.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);
 
 const children: ChildProcess[] = [];

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QueuePair, Wr, type WorkRequest } from '../../flush/index.js';
-import { TcpLink } from '../../src/transport/tcp.js';
+import { TcpLink } from '../../src/transport/index.js';
 import { RpcNode } from '../../src/server/node.js';
 import { RemoteRpcClient } from '../../src/server/client.js';
 import { decodeWelcomePayload, encodeHelloPayload } from '../../src/server/handshake.js';

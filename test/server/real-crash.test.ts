@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { runRealCrash } from '../../dist/src/server/harness.js';
 import type { RpcStrategy } from '../../dist/src/rpc/index.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);
 const SEED = Number(process.env.PMRPC_SEED ?? Date.now() % 2 ** 31);
 t.comment(`real-crash seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/server/real-crash.test.ts)`);

@@ -1,7 +1,7 @@
 // The wire codec: every message round-trips; malformed input is a coded error, never a crash.
 import t from 'tap';
 import fc from 'fast-check';
-import { decodeMessage, encodeMessage, FrameReader, frameBytes, PROTOCOL_VERSION } from '../../src/transport/codec.js';
+import { decodeMessage, encodeMessage, FrameReader, frameBytes, PROTOCOL_VERSION } from '../../src/transport/index.js';
 import type { ClientMessage, Loc, ServerMessage, WorkRequest } from '../../flush/types.js';
 
 const seed = Number(process.env.PMRPC_SEED ?? 1 + (Date.now() % 1_000_000));

@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Access, QueuePair, Rnic, Wr, type Loc, type WorkRequest } from '../../flush/index.js';
 import { createPrng, PmemRegion, seededEntropy } from '../../pmem/index.js';
-import { encodeMessage, frameBytes, PROTOCOL_VERSION, type WireMessage } from '../../src/transport/codec.js';
-import { TcpLink, TcpNicServer, type DisconnectInfo } from '../../src/transport/tcp.js';
+import { encodeMessage, frameBytes, PROTOCOL_VERSION, type WireMessage } from '../../src/transport/index.js';
+import { TcpLink, TcpNicServer, type DisconnectInfo } from '../../src/transport/index.js';
 import { RawClient } from './fixtures/helpers.js';
 
 const seed = Number(process.env.PMRPC_SEED ?? Date.now() % 2 ** 31);

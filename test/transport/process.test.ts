@@ -10,11 +10,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { QueuePair, Wr } from '../../flush/index.js';
 import { PmemRegion, type PmrpcError } from '../../pmem/index.js';
-import { TcpLink } from '../../src/transport/tcp.js';
+import { TcpLink } from '../../src/transport/index.js';
 import { fill } from './fixtures/helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/nic-server.mjs', import.meta.url));
-const COMPILED = fileURLToPath(new URL('../../dist/src/transport/tcp.js', import.meta.url));
+const COMPILED = fileURLToPath(new URL('../../dist/src/transport/index.js', import.meta.url));
 if (!existsSync(COMPILED)) throw new Error(`${COMPILED} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);
 
 const REGION = 1 << 16;

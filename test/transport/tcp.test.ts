@@ -4,8 +4,8 @@ import t from 'tap';
 import net from 'node:net';
 import { Access, QueuePair, Rnic, Wr, leToBigint, type ServerMessage, type ServerQp } from '../../flush/index.js';
 import { PmemRegion, PmrpcError, VirtualClock, createPrng, seededEntropy } from '../../pmem/index.js';
-import { TCP_LINK_DEFAULTS, TCP_SERVER_DEFAULTS, TcpLink, TcpNicServer, isLoopbackHost, type DisconnectInfo, type TcpNicServerOptions } from '../../src/transport/tcp.js';
-import { decodeMessage, encodeMessage, FrameReader, frameBytes, PROTOCOL_VERSION, type WireMessage } from '../../src/transport/codec.js';
+import { TCP_LINK_DEFAULTS, TCP_SERVER_DEFAULTS, TcpLink, TcpNicServer, isLoopbackHost, type DisconnectInfo, type TcpNicServerOptions } from '../../src/transport/index.js';
+import { decodeMessage, encodeMessage, FrameReader, frameBytes, PROTOCOL_VERSION, type WireMessage } from '../../src/transport/index.js';
 import { fill, RawClient, until } from './fixtures/helpers.js';
 
 const REGION = 1 << 16;

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { KV_MUTANTS } from '../../../src/apps/kv/index.js';
 
-const CLI = fileURLToPath(new URL('../../../dist/src/cli/main.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../../dist/cli/main.js', import.meta.url));
 const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'crash-test', '--app', 'kv', ...args], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
 
 t.test('--list-mutants prints name<TAB>strategies for every KV mutant', async (t) => {

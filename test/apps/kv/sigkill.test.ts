@@ -29,7 +29,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { QueuePair, Wr, type NotifyMessage } from '../../../flush/index.js';
 import { createPrng, type Prng } from '../../../pmem/index.js';
-import { TcpLink } from '../../../src/transport/tcp.js';
+import { TcpLink } from '../../../src/transport/index.js';
 import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../../src/check/linearizability.js';
 import {
   computeKvGeometry,

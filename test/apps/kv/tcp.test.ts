@@ -3,7 +3,7 @@
 import t from 'tap';
 import { QueuePair, Rnic } from '../../../flush/index.js';
 import { createPrng, PmemRegion, seededEntropy } from '../../../pmem/index.js';
-import { TcpLink, TcpNicServer } from '../../../src/transport/tcp.js';
+import { TcpLink, TcpNicServer } from '../../../src/transport/index.js';
 import { PilafClient, PilafServer, PrismKvClient, PrismKvServer } from '../../../src/apps/kv/index.js';
 import { SMALL_LAYOUT, td, te } from './helpers.js';
 

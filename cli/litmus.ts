@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { randomSeed } from '../../pmem/index.js';
-import { litmusCatalogue, runLitmus, type LitmusResult } from '../litmus/index.js';
+import { randomSeed } from '../pmem/index.js';
+import { litmusCatalogue, runLitmus, type LitmusResult } from '../src/litmus/index.js';
 import { intOption, log, printJson } from './output.js';
 
 export function registerLitmus(program: Command): void {

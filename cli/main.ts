@@ -8,7 +8,7 @@ import { registerLitmus } from './litmus.js';
 import { registerServe } from './serve.js';
 import { registerInspect } from './inspect.js';
 
-const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 const program = new Command();
 program

@@ -4,10 +4,10 @@
  * progress on a terminal and prints the report.
  */
 import type { Command } from 'commander';
-import { wallClockMs } from '../../pmem/index.js';
-import { MUTANTS, resolveCrashTestOptions, runCrashTest, type CrashTestResult } from '../crash/index.js';
-import { RPC_STRATEGIES, type RpcStrategy } from '../rpc/index.js';
-import { KV_MUTANTS, runKvCrashTest, type KvFaultName } from '../apps/kv/index.js';
+import { wallClockMs } from '../pmem/index.js';
+import { MUTANTS, resolveCrashTestOptions, runCrashTest, type CrashTestResult } from '../src/crash/index.js';
+import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
+import { KV_MUTANTS, runKvCrashTest, type KvFaultName } from '../src/apps/kv/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
 interface Opts {

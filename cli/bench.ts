@@ -1,10 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { randomSeed, wallClockMs } from '../../pmem/index.js';
-import { benchSuites } from '../../bench/index.js';
-import { renderSvg } from '../../bench/charts.js';
-import { readHistory, recordRun } from '../../bench/history.js';
+import { randomSeed, wallClockMs } from '../pmem/index.js';
+import { benchSuites } from '../bench/index.js';
+import { renderSvg } from '../bench/charts.js';
+import { readHistory, recordRun } from '../bench/history.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
 /** Where results go unless --out says otherwise (relative to the working directory). */

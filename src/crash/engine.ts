@@ -44,56 +44,13 @@ import {
 import { QueuePair } from '../../flush/index.js';
 import { findMutant } from './mutants.js';
 
-export const DIGEST_BYTES = 16;
-export const LOG_BASE = 64;
-export const METHOD = 'append-digest';
+export { DIGEST_BYTES, LOG_BASE, METHOD, digestHandler, readDigestLog, type DigestEntry } from '../apps/rpc/index.js';
+import { DIGEST_BYTES, LOG_BASE, METHOD, digestHandler, readDigestLog } from '../apps/rpc/index.js';
 /** Most microtask hops a server CPU pass is delayed by in the workload. */
 export const CPU_DELAY_HOPS_MAX = 24;
 /** Bound of the microtask rounds the workload may take to answer every request (beyond it: 'stalled'). */
 export const SETTLE_ROUNDS_BASE = 20_000;
 export const SETTLE_ROUNDS_PER_REQUEST = 1_000;
-
-/** The workload's handler: not idempotent (appends at the counter's position, bumps the counter on another line). */
-export const digestHandler: RpcHandler = (req, view) => {
-  const n = Number(view.loadU64(0));
-  if (LOG_BASE + (n + 1) * DIGEST_BYTES > view.sizeBytes) throw new Error('digest log full');
-  const d = new Uint8Array(DIGEST_BYTES);
-  const dv = new DataView(d.buffer);
-  dv.setUint32(0, req.clientId, true);
-  dv.setUint32(4, req.seq, true);
-  dv.setUint32(8, crc32c(req.payload), true);
-  dv.setUint32(12, n, true);
-  const c = new Uint8Array(8);
-  new DataView(c.buffer).setBigUint64(0, BigInt(n + 1), true);
-  return { images: [{ offset: LOG_BASE + n * DIGEST_BYTES, bytes: d }, { offset: 0, bytes: c }], result: d.slice(8, 16) };
-};
-
-/** One entry of the digest log, as digestHandler wrote it. */
-export interface DigestEntry {
-  clientId: number;
-  seq: number;
-  payloadCrc: number;
-  /** The log position the handler recorded (equals the entry's index unless effects were mixed). */
-  position: number;
-}
-
-/**
- * Reads the digest log (the one place that decodes what digestHandler encodes): its entries, or
- * `overflow` when the counter points past the log's capacity (a corrupt counter).
- */
-export function readDigestLog(view: AppView): { entries: DigestEntry[]; overflow?: { counter: number; capacity: number } } {
-  const n = Number(view.loadU64(0));
-  const capacity = Math.floor((view.sizeBytes - LOG_BASE) / DIGEST_BYTES);
-  if (n > capacity) return { entries: [], overflow: { counter: n, capacity } };
-  const entries: DigestEntry[] = [];
-  for (let i = 0; i < n; i++) {
-    const d = view.load(LOG_BASE + i * DIGEST_BYTES, DIGEST_BYTES);
-    const dv = new DataView(d.buffer, d.byteOffset, DIGEST_BYTES);
-    entries.push({ clientId: dv.getUint32(0, true), seq: dv.getUint32(4, true), payloadCrc: dv.getUint32(8, true), position: dv.getUint32(12, true) });
-  }
-  return { entries };
-}
-
 export type ImageEngine = 'random' | 'exhaustive';
 
 export interface CrashTestOptions {

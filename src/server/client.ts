@@ -7,7 +7,7 @@ import { PmrpcError, systemClock, type Clock } from '../../pmem/index.js';
 import { QueuePair } from '../../flush/index.js';
 import { DurableRpcClient, type RpcClientOptions } from '../rpc/index.js';
 import { TcpLink } from '../transport/index.js';
-import { decodeWelcomePayload, encodeHelloPayload } from './handshake.js';
+import { decodeWelcomePayload, encodeHelloPayload } from '../apps/rpc/index.js';
 
 export interface RemoteClientOptions {
   host: string;

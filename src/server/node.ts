@@ -13,7 +13,7 @@ import { Rnic } from '../../flush/index.js';
 import { computeGeometry, layoutBytes, RecoveryStore, type LayoutOptions, type RecoveryReport } from '../../recovery/index.js';
 import { checkStrategy, DurableRpcServer, type RpcHandler, type RpcStrategy } from '../rpc/index.js';
 import { isLoopbackHost, TcpNicServer, TransportErrorCodes, type DisconnectInfo } from '../transport/index.js';
-import { decodeHelloPayload, encodeWelcomePayload } from './handshake.js';
+import { decodeHelloPayload, encodeWelcomePayload } from '../apps/rpc/index.js';
 
 export const ServerErrorCodes = Object.freeze({
   /** `--size` is too small for the recovery layout (rings, log, and a minimal application area). */

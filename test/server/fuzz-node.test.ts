@@ -15,7 +15,7 @@ import { QueuePair, Wr, type WorkRequest } from '../../flush/index.js';
 import { TcpLink } from '../../src/transport/index.js';
 import { RpcNode } from '../../src/server/node.js';
 import { RemoteRpcClient } from '../../src/server/client.js';
-import { decodeWelcomePayload, encodeHelloPayload } from '../../src/server/handshake.js';
+import { decodeWelcomePayload, encodeHelloPayload } from '../../src/apps/rpc/index.js';
 import { inspectFile } from '../../src/server/inspect.js';
 import { verifyDigestLog, WORKLOAD_HANDLERS, WORKLOAD_METHOD, workloadPayload } from '../../src/server/workload.js';
 

@@ -4,8 +4,8 @@
  * reconnect), the server answers with the ConnectionInfo of DurableRpcServer.accept(). JSON, with
  * result bytes in base64: a handshake happens once per connection, so clarity beats size.
  */
-import { PmrpcError } from '../../pmem/index.js';
-import type { AcceptRequest, ConnectionInfo, KnownResult } from '../rpc/index.js';
+import { PmrpcError } from '../../../pmem/index.js';
+import type { AcceptRequest, ConnectionInfo, KnownResult } from '../../rpc/index.js';
 
 export const HandshakeErrorCodes = Object.freeze({
   /** A Hello or Welcome payload that is not a valid RPC handshake. */

@@ -1,0 +1,154 @@
+/**
+ * The durable RPC app (DESIGN §3–§4) behind the App contract: a recovery layout (rings, connection
+ * table, redo log) plus an application area that the registered handlers change through the redo
+ * log. By default it serves the digest workload (digest.ts), which the crash explorer and the
+ * real-crash harness verify; a library user passes handlers of their own.
+ */
+import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
+import { layoutBytes, RecoveryStore, type LayoutOptions, type RecoveryFaults, type RecoveryReport } from '../../../recovery/index.js';
+import { checkStrategy, DurableRpcServer, type RpcFaults, type RpcHandler, type RpcPool, type RpcStrategy } from '../../rpc/index.js';
+import type { AcceptedClient, App, AppHost, AppProblem, AppServer } from '../app.js';
+import { DIGEST_HANDLERS } from './digest.js';
+import { decodeHelloPayload, encodeWelcomePayload } from './handshake.js';
+
+export const RpcAppErrorCodes = Object.freeze({
+  /** The region is too small for the recovery layout (rings, log, and a minimal application area). */
+  SIZE_TOO_SMALL: 'PMRPC_ERR_SIZE_TOO_SMALL',
+} as const);
+
+/** The recovery layout of an RPC app; the application area takes the rest of the region. */
+export type RpcAppLayout = Omit<LayoutOptions, 'appBytes' | 'baseOffset'>;
+
+export interface RpcAppOptions {
+  strategy: RpcStrategy;
+  /** Keep each result in its effect record, so a result survives a crash. */
+  keepResults: boolean;
+  layout: RpcAppLayout;
+  /** Handlers by method name (registered before recovery, which re-executes durable requests with them). */
+  handlers: Readonly<Record<string, RpcHandler>>;
+  /** The smallest application area accepted (bytes, a multiple of 64). */
+  appBytesMin: number;
+  /** Consecutive polls that may see an entry partially arrived before PMRPC_ERR_ENTRY_TORN. */
+  partialPollsMax: number;
+  /** A worker pool for methods registered as pooled (undefined: every handler inline). */
+  pool: RpcPool | undefined;
+  /** Test-only fault switches (mutants). */
+  rpcFaults: RpcFaults | undefined;
+  recoveryFaults: RecoveryFaults | undefined;
+}
+
+export const RPC_APP_DEFAULTS: Readonly<RpcAppOptions> = Object.freeze({
+  strategy: 'wflush',
+  keepResults: false,
+  layout: Object.freeze({ maxClients: 64, ringSlots: 64, slotBytes: 128, logRecords: 256, recordBytes: 256 }),
+  handlers: DIGEST_HANDLERS,
+  appBytesMin: 4096,
+  partialPollsMax: 1000,
+  pool: undefined,
+  rpcFaults: undefined,
+  recoveryFaults: undefined,
+});
+
+function resolveRpcAppOptions(options: Partial<RpcAppOptions>): RpcAppOptions {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  const o = { ...RPC_APP_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RpcAppOptions;
+  checkStrategy(o.strategy);
+  if (typeof o.keepResults !== 'boolean') throw new TypeError(`keepResults must be a boolean, got ${String(o.keepResults)}`);
+  if (o.handlers === null || typeof o.handlers !== 'object') throw new TypeError('handlers must be an object of method name -> handler');
+  if (o.layout === null || typeof o.layout !== 'object') throw new TypeError('layout must be an object');
+  if (!Number.isSafeInteger(o.appBytesMin) || o.appBytesMin < 64 || o.appBytesMin % 64 !== 0) throw new RangeError(`appBytesMin must be a positive multiple of 64, got ${String(o.appBytesMin)}`);
+  return o;
+}
+
+/** Bytes of the layout without its application area. */
+function fixedBytes(layout: RpcAppLayout): number {
+  return layoutBytes({ ...layout, appBytes: 64 }) - 64;
+}
+
+/** The application-area bytes a region of `sizeBytes` leaves after `layout`. */
+export function rpcAppBytes(layout: RpcAppLayout, sizeBytes: number): number {
+  return Math.floor((sizeBytes - fixedBytes(layout)) / 64) * 64;
+}
+
+/** What recovery did, JSON-able. */
+export interface RpcRecoverySummary {
+  epoch: number;
+  /** Redo-log records replayed (complete, not marked applied). */
+  replayed: number;
+  /** Durable requests re-executed (past the applied ones). */
+  reexecuted: number;
+  /** Slots durably invalidated past a client's durable prefix. */
+  invalidated: number;
+  clients: Array<{ clientId: number; appliedSeq: number; resumeSeq: number; reexecuted: number }>;
+}
+
+export function summarizeRecovery(report: RecoveryReport | undefined, epoch: number): RpcRecoverySummary {
+  if (report === undefined) return { epoch, replayed: 0, reexecuted: 0, invalidated: 0, clients: [] };
+  return {
+    epoch: report.epoch,
+    replayed: report.replayedLsns.length,
+    reexecuted: report.clients.reduce((a, c) => a + c.reexecute.length, 0),
+    invalidated: report.invalidated,
+    clients: report.clients.map((c) => ({ clientId: c.clientId, appliedSeq: c.appliedSeq, resumeSeq: c.resumeSeq, reexecuted: c.reexecute.length })),
+  };
+}
+
+/** The RPC app opened on a region: `rpc` and `store` are there for tests and checkers. */
+export class RpcAppServer implements AppServer {
+  readonly app = 'rpc';
+  readonly store: RecoveryStore;
+  readonly rpc: DurableRpcServer;
+
+  constructor(host: AppHost, o: RpcAppOptions) {
+    this.store = RecoveryStore.open(host.region, { faults: o.recoveryFaults, partialPollsMax: o.partialPollsMax });
+    this.rpc = new DurableRpcServer(host.nic, this.store, { strategy: o.strategy, keepResults: o.keepResults, faults: o.rpcFaults, schedule: host.schedule, pool: o.pool });
+    for (const [name, h] of Object.entries(o.handlers)) this.rpc.register(name, h);
+  }
+
+  recover(): RpcRecoverySummary & Record<string, unknown> {
+    return { ...summarizeRecovery(this.rpc.start(), this.store.epoch) };
+  }
+
+  accept(hello: Uint8Array): AcceptedClient {
+    const { sqp, info } = this.rpc.accept(decodeHelloPayload(hello));
+    return { qp: sqp, welcome: encodeWelcomePayload(info) };
+  }
+
+  inspect(): Record<string, unknown> {
+    const s = this.store;
+    return {
+      app: 'rpc',
+      epoch: s.epoch,
+      geometry: s.geometry,
+      clients: s.conn.entries().map((c) => ({ clientId: c.clientId, appliedSeq: s.conn.appliedSeq(c.clientId), resumeSeq: s.resumeSeq(c.clientId) })),
+    };
+  }
+
+  audit(): AppProblem[] {
+    return this.rpc.connectionErrors.map((e) => ({ kind: 'connection', detail: `client ${e.clientId}: ${(e.error as Error).message}` }));
+  }
+
+  close(): void {
+    this.rpc.close();
+  }
+}
+
+export const rpcApp: App<RpcAppOptions> = Object.freeze({
+  name: 'rpc',
+  defaults: RPC_APP_DEFAULTS,
+  resolveOptions: resolveRpcAppOptions,
+  minRegionBytes(o: RpcAppOptions): number {
+    return fixedBytes(o.layout) + o.appBytesMin;
+  },
+  format(region: PmemRegion, o: RpcAppOptions): void {
+    if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
+    const appBytes = rpcAppBytes(o.layout, region.sizeBytes);
+    if (appBytes < o.appBytesMin) {
+      throw new PmrpcError(RpcAppErrorCodes.SIZE_TOO_SMALL, `the rpc app needs at least ${fixedBytes(o.layout) + o.appBytesMin} bytes (rings, redo log and a ${o.appBytesMin}-byte application area), got ${region.sizeBytes}`);
+    }
+    RecoveryStore.format(region, { ...o.layout, appBytes, faults: o.recoveryFaults, partialPollsMax: o.partialPollsMax });
+  },
+  open(host: AppHost, o: RpcAppOptions): RpcAppServer {
+    return new RpcAppServer(host, o);
+  },
+});

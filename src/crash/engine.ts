@@ -42,7 +42,7 @@ import {
   type RpcStrategy,
 } from '../rpc/index.js';
 import { QueuePair } from '../../flush/index.js';
-import { findMutant } from './mutants.js';
+import { findMutant } from '../testing/crash/rpc-mutants.js';
 
 export { DIGEST_BYTES, LOG_BASE, METHOD, digestHandler, readDigestLog, type DigestEntry } from '../apps/rpc/index.js';
 import { DIGEST_BYTES, LOG_BASE, METHOD, digestHandler, readDigestLog } from '../apps/rpc/index.js';

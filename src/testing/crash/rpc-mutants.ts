@@ -4,8 +4,8 @@
  * RPC layer (RpcFaults) — and lists the strategies under which `pmrpc crash-test` must report
  * violations with it. test/crash/mutants.test.ts holds every listed pair to that.
  */
-import type { RecoveryFaults } from '../../recovery/index.js';
-import type { RpcFaults, RpcStrategy } from '../rpc/index.js';
+import type { RecoveryFaults } from '../../../recovery/index.js';
+import type { RpcFaults, RpcStrategy } from '../../rpc/index.js';
 
 export interface Mutant {
   /** [a-z][a-z0-9-]* */

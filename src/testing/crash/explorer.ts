@@ -1,0 +1,332 @@
+/**
+ * The one crash explorer (DESIGN §8), for every app: an app supplies its nodes (through the App
+ * contract), a workload of clients and checkers (`ExplorerApp`); the explorer owns the scheduler
+ * (world.ts), the crash points, the image engines, the nested crash during recovery, the seeds,
+ * the replay command and the report.
+ *
+ * 1. The workload runs once on a World; at every crash point (any node's region, and every
+ *    delivery to a client) the explorer takes each node's crash state — a multi-node image is a
+ *    tuple — and the app's snapshot of what its clients have observed by then.
+ * 2. Each crash point (all, or a stride past `pointsMax`) is expanded into images per node (random
+ *    or exhaustive engine). Each tuple is opened in a fresh World, every node recovers through the
+ *    App contract (crashed once more at a sampled crash point of its own recovery when `nested`),
+ *    and the app's checker judges it against the snapshot.
+ *
+ * Deterministic: time is read only from an injected clock (for imagesPerSecond), randomness only
+ * from the seed, and the images of crash point p depend only on (seed, p).
+ */
+import { countImages, crashImages, createPrng, materialize, PmemRegion, seededEntropy, type Clock, type CrashState, type Prng } from '../../../pmem/index.js';
+import type { AppHost, AppProblem, AppServer } from '../../apps/app.js';
+import { checkPins, configName, nicConfigFor, type NicConfig, type NicPins } from './config.js';
+import { mix } from './seeds.js';
+import { World } from './world.js';
+
+export type ImageEngine = 'random' | 'exhaustive';
+
+/** What an app supplies to the explorer. `S` is its snapshot of what clients have observed. */
+export interface ExplorerApp<S> {
+  readonly name: string;
+  /** Server nodes. */
+  readonly nodes: number;
+  /** Region data bytes per node. */
+  readonly regionBytes: number;
+  format(region: PmemRegion, node: number): void;
+  open(host: AppHost, node: number): AppServer;
+  /** Runs the workload's clients against `world` (connect through world.connect); resolves when every client is finished. */
+  workload(world: World, prng: Prng): Promise<void>;
+  /** What the clients have been told so far (a copy): taken at every crash point. */
+  snapshot(): S;
+  /** Checks after the workload, without a crash. */
+  checkLive(world: World): Promise<AppProblem[]>;
+  /** Before recovery of a freshly opened image (e.g. a request that must be refused until recovery). */
+  beforeRecover?(world: World, node: number): Promise<AppProblem[]>;
+  /** Checks recovered nodes (world holds them, recovered) against the snapshot of the crash point. */
+  checkRecovered(world: World, snap: S, ctx: { phase: 'first' | 'nested'; prng: Prng }): Promise<AppProblem[]>;
+  /** Arguments of the replay command that select this app and its options (e.g. "--app kv --mutant x"). */
+  replayArgs(): string;
+}
+
+export interface ExploreOptions {
+  seed: number;
+  engine: ImageEngine;
+  /** Images per crash point (random engine; points with at most this many images are enumerated). */
+  imagesPerPoint: number;
+  /** Exhaustive engine: most images of one point (beyond it imagesPerPoint random ones, counted in sampledPoints). */
+  exhaustiveMax: number;
+  /** Most crash points checked; beyond it a stride. */
+  pointsMax: number;
+  /** Check only this crash point. */
+  point: number | undefined;
+  /** Crash each image once more during its recovery. */
+  nested: boolean;
+  violationsMax: number;
+  /** NIC dimensions pinned (the rest drawn from the seed). */
+  pins: NicPins;
+  /**
+   * When an outcome enters the history: 'delivery' (the real rule: a step that delivered to a
+   * client is a crash point, judged with the outcome in the history) or 'late' (test only: as the
+   * old engines did — no delivery crash points, so an answer is judged only at later media events).
+   */
+  observe: 'delivery' | 'late';
+  /** Most scheduler steps of the workload (beyond it: a 'stalled' violation). */
+  stepsMax: number;
+  /** For imagesPerSecond only (the CLI passes the system clock). */
+  clock: Clock | undefined;
+  onProgress: ((p: { imagesChecked: number; points: number; pointsDone: number }) => void) | undefined;
+}
+
+export const EXPLORE_DEFAULTS: Readonly<ExploreOptions> = Object.freeze({
+  seed: 1,
+  engine: 'random',
+  imagesPerPoint: 4,
+  exhaustiveMax: 4096,
+  pointsMax: 2000,
+  point: undefined,
+  nested: true,
+  violationsMax: 20,
+  pins: Object.freeze({}),
+  observe: 'delivery',
+  stepsMax: 2_000_000,
+  clock: undefined,
+  onProgress: undefined,
+});
+
+export interface ExplorerViolation {
+  kind: string;
+  detail: string;
+  /** The command that reproduces it. */
+  replay: string;
+  point: number;
+  /** Image index per node of the tuple (undefined: the live run). */
+  image: number | undefined;
+  phase: 'live' | 'first' | 'nested';
+}
+
+/** The one report shape of every app. */
+export interface ExploreReport {
+  app: string;
+  seed: number;
+  /** NIC configurations the run used (one per seed). */
+  configs: string[];
+  crashPointsTotal: number;
+  crashPoints: number;
+  /** Crash points at a delivery to a client. */
+  deliveryPoints: number;
+  imagesChecked: number;
+  nestedImagesChecked: number;
+  /** Points whose images were sampled although the exhaustive engine was asked for. */
+  sampledPoints: number;
+  imagesPerSecond: number;
+  seconds: number;
+  violations: ExplorerViolation[];
+}
+
+interface Capture<S> {
+  point: number;
+  kind: string;
+  states: CrashState[];
+  snap: S;
+}
+
+export function resolveExploreOptions(options: Partial<ExploreOptions>): ExploreOptions {
+  if (options === null || typeof options !== 'object') throw new TypeError(`options must be an object, got ${String(options)}`);
+  const o = { ...EXPLORE_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as ExploreOptions;
+  if (!Number.isSafeInteger(o.seed)) throw new TypeError(`seed must be an integer, got ${String(o.seed)}`);
+  const int = (name: keyof ExploreOptions, min: number, max: number): void => {
+    const v = o[name];
+    if (!Number.isSafeInteger(v) || (v as number) < min || (v as number) > max) throw new RangeError(`${name} must be an integer in [${min}, ${max}], got ${String(v)}`);
+  };
+  int('imagesPerPoint', 1, 100_000);
+  int('exhaustiveMax', 1, 1_000_000);
+  int('pointsMax', 1, 10_000_000);
+  int('violationsMax', 1, 1_000_000);
+  int('stepsMax', 1, 1e9);
+  if (o.engine !== 'random' && o.engine !== 'exhaustive') throw new TypeError(`engine must be 'random' or 'exhaustive', got ${String(o.engine)}`);
+  if (o.point !== undefined && (!Number.isSafeInteger(o.point) || o.point < 0)) throw new RangeError(`point must be a non-negative integer, got ${String(o.point)}`);
+  if (typeof o.nested !== 'boolean') throw new TypeError(`nested must be a boolean, got ${String(o.nested)}`);
+  if (o.observe !== 'delivery' && o.observe !== 'late') throw new TypeError(`observe must be 'delivery' or 'late', got ${String(o.observe)}`);
+  checkPins(o.pins);
+  return o;
+}
+
+/** The command line that reproduces a run of `app` (or one crash point of it). */
+export function replayCommand(app: ExplorerApp<unknown>, o: ExploreOptions, point?: number): string {
+  const parts = ['pmrpc crash-test', app.replayArgs(), `--seed ${o.seed}`, `--images-per-point ${o.imagesPerPoint}`, `--engine ${o.engine}`];
+  if (o.pins.drain !== undefined) parts.push(`--drain ${o.pins.drain}`);
+  if (o.pins.ddio !== undefined) parts.push(`--ddio ${o.pins.ddio ? 'on' : 'off'}`);
+  if (o.pins.placement !== undefined) parts.push(`--placement ${o.pins.placement}`);
+  if (!o.nested) parts.push('--no-nested');
+  if (point !== undefined) parts.push(`--point ${point}`);
+  return parts.filter((p) => p !== '').join(' ');
+}
+
+/** Explores one seed of `app`. */
+export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOptions> = {}): Promise<ExploreReport> {
+  const o = resolveExploreOptions(options);
+  const t0 = o.clock?.nowMs();
+  const config = nicConfigFor(o.seed, o.pins);
+  const report: ExploreReport = {
+    app: app.name, seed: o.seed, configs: [configName(config)], crashPointsTotal: 0, crashPoints: 0, deliveryPoints: 0,
+    imagesChecked: 0, nestedImagesChecked: 0, sampledPoints: 0, imagesPerSecond: 0, seconds: 0, violations: [],
+  };
+  const violate = (kind: string, detail: string, point: number, image: number | undefined, phase: ExplorerViolation['phase']): void => {
+    if (report.violations.length >= o.violationsMax) return;
+    report.violations.push({ kind, detail, replay: replayCommand(app as ExplorerApp<unknown>, o, point >= 0 ? point : undefined), point, image, phase });
+  };
+
+  // 1. The workload, once, capturing every crash point.
+  const world = new World(config, o.seed);
+  for (let n = 0; n < app.nodes; n++) {
+    const region = PmemRegion.createInMemory(app.regionBytes, { tracing: true, seed: mix(o.seed, 0x7e, n), eviction: config.eviction, entropy: seededEntropy(createPrng(mix(o.seed, 3, n))) });
+    app.format(region, n);
+    world.addNode(region, (host) => app.open(host, n)).server!.recover();
+  }
+  const captures: Capture<S>[] = [];
+  let pointIndex = 0;
+  world.onCrashPoint = (kind) => {
+    if (kind === 'delivery' && o.observe === 'late') return;
+    const p = pointIndex++;
+    if (kind === 'delivery') report.deliveryPoints++;
+    if (o.point !== undefined && p !== o.point) return;
+    captures.push({ point: p, kind, states: world.nodes.map((n) => n.region.crashState()), snap: app.snapshot() });
+  };
+  let finished = false;
+  let workloadError: unknown;
+  const wl = app.workload(world, createPrng(mix(o.seed, 0))).then(
+    () => void (finished = true),
+    (e: unknown) => {
+      finished = true;
+      workloadError = e;
+    },
+  );
+  const r = await world.run(() => finished, o.stepsMax);
+  world.onCrashPoint = undefined;
+  report.crashPointsTotal = pointIndex;
+  if (r.status !== 'done') violate('stalled', `workload ${r.status === 'bound' ? `still running after ${r.steps} steps` : `stalled after ${r.steps} steps: nothing can run and a client still waits`}`, -1, undefined, 'live');
+  if (workloadError !== undefined) violate('workload', `the workload failed: ${String(workloadError)}`, -1, undefined, 'live');
+  if (r.status === 'done') {
+    await wl;
+    for (const p of await app.checkLive(world)) violate(p.kind, `live: ${p.detail}`, -1, undefined, 'live');
+  }
+  world.close();
+
+  // 2. Crash points -> image tuples -> recovery -> checks.
+  const stride = Math.max(1, Math.ceil(captures.length / o.pointsMax));
+  const points = Math.ceil(captures.length / stride);
+  for (let i = 0; i < captures.length; i += stride) {
+    if (report.violations.length >= o.violationsMax) break;
+    const cap = captures[i]!;
+    report.crashPoints++;
+    const perNode = cap.states.map((st, n) => imagesOf(st, o, mix(o.seed, cap.point, 5, n), report));
+    const count = Math.max(...perNode.map((x) => x.length));
+    for (let k = 0; k < count; k++) {
+      if (report.violations.length >= o.violationsMax) break;
+      report.imagesChecked++;
+      const bytes = perNode.map((imgs, n) => materialize(cap.states[n]!, imgs[k % imgs.length]!));
+      const prng = createPrng(mix(o.seed, cap.point, 1000 + k));
+      const problems = await checkTuple(app, config, bytes, cap.snap, prng, 'first', o.nested, report, mix(o.seed, cap.point, k));
+      for (const pr of problems) violate(pr.kind, `${pr.phase === 'nested' ? 'crashed again during recovery: ' : ''}${pr.detail}`, cap.point, k, pr.phase);
+    }
+    o.onProgress?.({ imagesChecked: report.imagesChecked, points, pointsDone: report.crashPoints });
+  }
+  if (o.clock !== undefined && t0 !== undefined) {
+    report.seconds = Math.max(1e-9, (o.clock.nowMs() - t0) / 1000);
+    report.imagesPerSecond = Math.round(report.imagesChecked / report.seconds);
+  }
+  return report;
+}
+
+function imagesOf(state: CrashState, o: ExploreOptions, seed: number, report: ExploreReport) {
+  const n = countImages(state);
+  if (o.engine === 'exhaustive' && n <= BigInt(o.exhaustiveMax)) return [...crashImages(state, { engine: 'exhaustive', maxImages: o.exhaustiveMax })];
+  if (o.engine === 'random' && n <= BigInt(o.imagesPerPoint)) return [...crashImages(state, { engine: 'exhaustive' })];
+  if (o.engine === 'exhaustive') report.sampledPoints++;
+  return [...crashImages(state, { engine: 'random', seed, count: o.imagesPerPoint })];
+}
+
+/** Opens one image tuple in a fresh World, recovers every node (sampling a nested crash point), checks; then the nested image. */
+async function checkTuple<S>(
+  app: ExplorerApp<S>,
+  config: NicConfig,
+  images: Uint8Array[],
+  snap: S,
+  prng: Prng,
+  phase: 'first' | 'nested',
+  nested: boolean,
+  report: ExploreReport,
+  seed: number,
+): Promise<Array<AppProblem & { phase: 'first' | 'nested' }>> {
+  const out: Array<AppProblem & { phase: 'first' | 'nested' }> = [];
+  const add = (ps: AppProblem[]): void => {
+    for (const p of ps) out.push({ ...p, phase });
+  };
+  const world = new World(config, seed);
+  // A nested crash hits one node's recovery, at a crash point sampled uniformly (reservoir).
+  const nestedNode = phase === 'first' && nested ? prng.int(0, images.length - 1) : -1;
+  let sampled: CrashState | undefined;
+  let seen = 0;
+  try {
+    for (let n = 0; n < images.length; n++) {
+      const region = PmemRegion.openImage(images[n]!, { tracing: true });
+      let node;
+      try {
+        node = world.addNode(region, (host) => app.open(host, n));
+      } catch (e) {
+        add([{ kind: 'recovery', detail: `node ${n}: open failed: ${(e as Error).message}` }]);
+        return out;
+      }
+      if (phase === 'first' && app.beforeRecover) add(await app.beforeRecover(world, n));
+      if (n === nestedNode) {
+        region.setCrashPointHook(() => {
+          seen++;
+          if (prng.int(1, seen) === 1) sampled = region.crashState();
+        });
+      }
+      try {
+        node.server!.recover();
+      } catch (e) {
+        add([{ kind: 'recovery', detail: `node ${n}: recovery failed: ${(e as Error).message}` }]);
+        return out;
+      } finally {
+        region.setCrashPointHook(undefined);
+      }
+      for (const p of node.server!.audit()) out.push({ ...p, detail: `node ${n}: ${p.detail}`, phase });
+    }
+    if (out.length > 0) return out;
+    add(await app.checkRecovered(world, snap, { phase, prng }));
+  } finally {
+    world.close();
+  }
+  if (sampled !== undefined && out.length === 0) {
+    const st = sampled;
+    const imgs = [...crashImages(st, { engine: 'random', seed: prng.u32() | 0, count: 3 })];
+    const pick = imgs[prng.int(0, imgs.length - 1)]!;
+    report.nestedImagesChecked++;
+    const tuple = images.slice();
+    tuple[nestedNode] = materialize(st, pick);
+    out.push(...(await checkTuple(app, config, tuple, snap, prng, 'nested', false, report, mix(seed, 77))));
+  }
+  return out;
+}
+
+/** Merges the reports of several seeds of one app (a sweep, or the shards of one): by seed. */
+export function mergeReports(reports: readonly ExploreReport[]): ExploreReport & { seeds: number[] } {
+  const rs = [...reports].sort((a, b) => a.seed - b.seed);
+  const sum = (f: (r: ExploreReport) => number): number => rs.reduce((a, r) => a + f(r), 0);
+  const seconds = sum((r) => r.seconds);
+  return {
+    app: rs[0]?.app ?? '',
+    seed: rs[0]?.seed ?? 0,
+    seeds: rs.map((r) => r.seed),
+    configs: [...new Set(rs.flatMap((r) => r.configs))],
+    crashPointsTotal: sum((r) => r.crashPointsTotal),
+    crashPoints: sum((r) => r.crashPoints),
+    deliveryPoints: sum((r) => r.deliveryPoints),
+    imagesChecked: sum((r) => r.imagesChecked),
+    nestedImagesChecked: sum((r) => r.nestedImagesChecked),
+    sampledPoints: sum((r) => r.sampledPoints),
+    seconds,
+    imagesPerSecond: seconds > 0 ? Math.round(sum((r) => r.imagesChecked) / seconds) : 0,
+    violations: rs.flatMap((r) => r.violations),
+  };
+}

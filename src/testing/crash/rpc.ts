@@ -1,0 +1,268 @@
+/**
+ * The durable RPC app on the explorer (DESIGN §8 "the workload has teeth"): clients call the
+ * non-idempotent digest handler (a digest of each request appended to a PM log, a counter bumped
+ * on another line); the checker compares digests, not just sequence numbers:
+ * - every request whose `durable` resolved is applied exactly once; nothing applied that was never
+ *   sent; FIFO per client without holes; resume points consistent with what was applied;
+ * - clients then reconnect through the real hello/welcome handshake and resend from their resume
+ *   points: every request sent is applied exactly once, kept results are the requests' own;
+ * - the region reopens from media alone to the same state, with nothing left to re-execute.
+ */
+import { crc32c, materialize, crashImages, PmemRegion, type Prng } from '../../../pmem/index.js';
+import { layoutBytes, RecoveryStore, type AppView } from '../../../recovery/index.js';
+import { checkStrategy, DurableRpcClient, type RpcStrategy } from '../../rpc/index.js';
+import type { AppHost, AppProblem } from '../../apps/app.js';
+import { rpcApp, RpcAppServer, type RpcAppOptions } from '../../apps/rpc/app.js';
+import { DIGEST_BYTES, LOG_BASE, METHOD, digestHandler, readDigestLog } from '../../apps/rpc/digest.js';
+import { decodeWelcomePayload, encodeHelloPayload } from '../../apps/rpc/handshake.js';
+import type { ExplorerApp } from './explorer.js';
+import { findMutant } from './rpc-mutants.js';
+import type { World } from './world.js';
+
+export interface RpcWorkloadOptions {
+  strategy: RpcStrategy;
+  requests: number;
+  clients: number;
+  mutant: string | undefined;
+  /** Reconnect and resend after recovery on every n-th checked image (0 = never). */
+  resumeEvery: number;
+  /** Server nodes, each with its own clients (a multi-node run of independent RPC servers). */
+  nodes: number;
+}
+
+export const RPC_WORKLOAD_DEFAULTS: Readonly<RpcWorkloadOptions> = Object.freeze({ strategy: 'wflush', requests: 64, clients: 3, mutant: undefined, resumeEvery: 1, nodes: 1 });
+
+export interface RpcSnapshot {
+  /** "node/clientId" -> highest sequence issued / told durable. */
+  sentUpTo: Map<string, number>;
+  acked: Map<string, number>;
+}
+
+export function resolveRpcWorkload(options: Partial<RpcWorkloadOptions>): RpcWorkloadOptions {
+  const o = { ...RPC_WORKLOAD_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RpcWorkloadOptions;
+  checkStrategy(o.strategy);
+  const int = (name: keyof RpcWorkloadOptions, min: number, max: number): void => {
+    const v = o[name];
+    if (!Number.isSafeInteger(v) || (v as number) < min || (v as number) > max) throw new RangeError(`${name} must be an integer in [${min}, ${max}], got ${String(v)}`);
+  };
+  int('requests', 1, 100_000);
+  int('clients', 1, 64);
+  int('resumeEvery', 0, 1_000_000);
+  int('nodes', 1, 16);
+  if (o.mutant !== undefined) findMutant(o.mutant);
+  return o;
+}
+
+/** The RPC app's geometry in the explorer: small rings and log, so both wrap many times. */
+export function rpcCrashLayout(clients: number): RpcAppOptions['layout'] {
+  return { maxClients: clients, ringSlots: 4, slotBytes: 128, logRecords: 4, recordBytes: 128 };
+}
+
+const key = (node: number, clientId: number): string => `${node}/${clientId}`;
+
+/** A fresh RPC explorer app (it holds the workload's state: one per explore() call). */
+export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): ExplorerApp<RpcSnapshot> & { acknowledged(): number; applied: number } {
+  const w = resolveRpcWorkload(options);
+  const m = w.mutant === undefined ? undefined : findMutant(w.mutant);
+  const perNodeRequests = Math.ceil(w.requests / w.nodes);
+  const layout = rpcCrashLayout(w.clients + 1);
+  const appBytes = Math.ceil((LOG_BASE + DIGEST_BYTES * (perNodeRequests + 8)) / 64) * 64 + 64;
+  const appOptions = rpcApp.resolveOptions({ strategy: w.strategy, keepResults: true, layout, appBytesMin: appBytes, partialPollsMax: 1_000_000, rpcFaults: m?.rpcFaults, recoveryFaults: m?.recoveryFaults });
+  const sentUpTo = new Map<string, number>();
+  const acked = new Map<string, number>();
+  /** "node/clientId" -> seq -> payload. */
+  const payloads = new Map<string, Map<number, Uint8Array>>();
+  let imagesSeen = 0;
+  const app = {
+    name: 'rpc',
+    nodes: w.nodes,
+    regionBytes: layoutBytes({ ...layout, appBytes }),
+    applied: 0,
+    acknowledged: () => [...acked.values()].reduce((a, b) => a + b, 0),
+    format(region: PmemRegion): void {
+      rpcApp.format(region, appOptions);
+    },
+    open(host: AppHost) {
+      return rpcApp.open(host, appOptions);
+    },
+    async workload(world: World, prng: Prng): Promise<void> {
+      const streams: Promise<void>[] = [];
+      const results: Promise<unknown>[] = [];
+      for (let n = 0; n < w.nodes; n++) {
+        const reqs = Math.floor(w.requests / w.nodes) + (n < w.requests % w.nodes ? 1 : 0);
+        for (let k = 0; k < w.clients; k++) {
+          let id = 0;
+          const { qp, welcome } = world.connect(n, encodeHelloPayload({}));
+          const c = new DurableRpcClient(qp, decodeWelcomePayload(welcome), { onDurable: (s) => acked.set(key(n, id), Math.max(acked.get(key(n, id)) ?? 0, s)), faults: m?.rpcFaults });
+          id = c.clientId;
+          const kk = key(n, id);
+          sentUpTo.set(kk, 0);
+          acked.set(kk, 0);
+          payloads.set(kk, new Map());
+          const mine = Math.floor(reqs / w.clients) + (k < reqs % w.clients ? 1 : 0);
+          const cp = prng.fork();
+          streams.push(
+            (async () => {
+              for (let seq = 1; seq <= mine; seq++) {
+                const payload = new Uint8Array(cp.int(8, 90)).map(() => cp.int(0, 255));
+                payloads.get(kk)!.set(seq, payload);
+                sentUpTo.set(kk, seq);
+                const call = c.call(METHOD, payload);
+                results.push(call.result.catch(() => undefined));
+                // Sometimes a client waits for its request to be durable before the next one.
+                if (cp.chance(0.25)) await call.durable.catch(() => undefined);
+                else for (let y = cp.int(0, 6); y > 0; y--) await Promise.resolve();
+              }
+            })(),
+          );
+        }
+      }
+      await Promise.all(streams);
+      await Promise.all(results);
+    },
+    snapshot(): RpcSnapshot {
+      return { sentUpTo: new Map(sentUpTo), acked: new Map(acked) };
+    },
+    async checkLive(world: World): Promise<AppProblem[]> {
+      const out: AppProblem[] = [];
+      const end: RpcSnapshot = { sentUpTo, acked };
+      app.applied = 0;
+      for (const node of world.nodes) {
+        const s = node.server as RpcAppServer;
+        for (const p of s.audit()) out.push(p);
+        const msgs: string[] = [];
+        app.applied += checkDigests(s.store.appView, node.index, end, payloads, msgs, true);
+        for (const d of msgs) out.push({ kind: 'digest', detail: `node ${node.index}: end of run: ${d}` });
+      }
+      return out;
+    },
+    async checkRecovered(world: World, snap: RpcSnapshot, ctx: { phase: 'first' | 'nested' }): Promise<AppProblem[]> {
+      const msgs: string[] = [];
+      for (const node of world.nodes) {
+        const s = node.server as RpcAppServer;
+        const pre = `node ${node.index}: `;
+        const out: string[] = [];
+        checkDigests(s.store.appView, node.index, snap, payloads, out, false);
+        for (const c of s.store.conn.entries()) {
+          const resume = s.store.resumeSeq(c.clientId);
+          if (s.store.conn.appliedSeq(c.clientId) !== resume - 1) out.push(`client ${c.clientId} resumes at ${resume} but is applied up to ${s.store.conn.appliedSeq(c.clientId)}`);
+          const sent = snap.sentUpTo.get(key(node.index, c.clientId)) ?? 0;
+          if (resume - 1 > sent) out.push(`client ${c.clientId}: durable up to ${resume - 1}, only ${sent} sent`);
+        }
+        msgs.push(...out.map((x) => pre + x));
+      }
+      if (msgs.length === 0 && ctx.phase === 'first' && w.resumeEvery > 0 && imagesSeen++ % w.resumeEvery === 0) msgs.push(...(await resume(world, snap)));
+      if (msgs.length === 0 && ctx.phase === 'first') for (const node of world.nodes) msgs.push(...reopen(node.region, node.server as RpcAppServer).map((x) => `node ${node.index}: ${x}`));
+      return msgs.map((detail) => ({ kind: /lost/.test(detail) ? 'lost' : 'digest', detail }));
+    },
+    replayArgs(): string {
+      return `--app rpc --strategy ${w.strategy} --requests ${w.requests} --clients ${w.clients}${w.nodes > 1 ? ` --nodes ${w.nodes}` : ''}${w.mutant !== undefined ? ` --mutant ${w.mutant}` : ''}`;
+    },
+  };
+
+  /** Clients reconnect through the handshake and resend from their resume points. */
+  async function resume(world: World, snap: RpcSnapshot): Promise<string[]> {
+    const out: string[] = [];
+    let issued = 0;
+    let settled = 0;
+    try {
+      for (const node of world.nodes) {
+        const s = node.server as RpcAppServer;
+        for (const c of s.store.conn.entries()) {
+          const kk = key(node.index, c.clientId);
+          const sent = snap.sentUpTo.get(kk) ?? 0;
+          const awaiting: number[] = [];
+          for (let q = (snap.acked.get(kk) ?? 0) + 1; q <= sent; q++) awaiting.push(q);
+          const { qp, welcome } = world.connect(node.index, encodeHelloPayload({ clientId: c.clientId, awaiting }));
+          const info = decodeWelcomePayload(welcome);
+          const client = new DurableRpcClient(qp, info, { faults: m?.rpcFaults });
+          for (const r of info.results) {
+            if (r.status === 'error') out.push(`node ${node.index}: after resume: client ${c.clientId} seq ${r.seq} has an error result`);
+            else if (r.status === 'ok') {
+              const p = payloads.get(kk)?.get(r.seq);
+              const got = r.bytes !== undefined && r.bytes.length >= 4 ? new DataView(r.bytes.buffer, r.bytes.byteOffset, 4).getUint32(0, true) : -1;
+              if (p === undefined || got !== crc32c(p)) out.push(`node ${node.index}: after resume: client ${c.clientId} seq ${r.seq}: the kept result is not this request's`);
+            }
+          }
+          for (let q = info.resumeSeq; q <= sent; q++) {
+            const call = client.call(METHOD, payloads.get(kk)!.get(q)!);
+            issued++;
+            call.result.then(() => settled++, () => settled++);
+          }
+        }
+      }
+    } catch (e) {
+      return [`resume failed: ${(e as Error).message}`];
+    }
+    const r = await world.run(() => settled >= issued, 200_000);
+    if (r.status !== 'done') out.push(`after resume: ${issued - settled} resent requests never answered (${r.status})`);
+    for (const node of world.nodes) {
+      const s = node.server as RpcAppServer;
+      for (const p of s.audit()) out.push(`node ${node.index}: after resume: ${p.detail}`);
+      const msgs: string[] = [];
+      checkDigests(s.store.appView, node.index, snap, payloads, msgs, true);
+      out.push(...msgs.map((x) => `node ${node.index}: ${x}`));
+    }
+    return out;
+  }
+
+  /** Reopens from media alone: recovery finds nothing to re-execute and the same application state. */
+  function reopen(region: PmemRegion, s: RpcAppServer): string[] {
+    const media = region.crashState();
+    const again = PmemRegion.openImage(materialize(media, [...crashImages(media, { engine: 'none' })][0]!));
+    try {
+      const s2 = RecoveryStore.open(again, { faults: m?.recoveryFaults });
+      const r2 = s2.recover((e, v) => digestHandler({ clientId: e.clientId, seq: e.seq, method: METHOD, payload: e.payload }, v));
+      const out: string[] = [];
+      if (r2.clients.some((c) => c.reexecute.length > 0)) out.push('reopen found entries to re-execute after everything was applied');
+      if (digestState(s2.appView) !== digestState(s.store.appView)) out.push('reopen from media changed the application state');
+      return out;
+    } catch (e) {
+      return [`the region does not reopen cleanly: ${(e as Error).message}`];
+    }
+  }
+  return app;
+}
+
+function digestState(view: AppView): string {
+  const n = Math.min(Number(view.loadU64(0)), Math.floor((view.sizeBytes - LOG_BASE) / DIGEST_BYTES));
+  return Buffer.from(view.load(0, LOG_BASE + n * DIGEST_BYTES)).toString('hex');
+}
+
+/**
+ * Checks node `node`'s digest log against what was sent and acknowledged; returns how many requests it holds.
+ * `complete`: every request sent must be applied (after the clients resent from their resume points).
+ */
+export function checkDigests(view: AppView, node: number, snap: RpcSnapshot, payloads: Map<string, Map<number, Uint8Array>>, out: string[], complete: boolean): number {
+  const log = readDigestLog(view);
+  if (log.overflow) {
+    out.push(`counter ${log.overflow.counter} exceeds the digest log`);
+    return log.overflow.counter;
+  }
+  const lastSeq = new Map<number, number>();
+  log.entries.forEach(({ clientId: c, seq: s, payloadCrc: crc, position: idx }, i) => {
+    if (idx !== i) out.push(`digest ${i} records position ${idx} (effects of two requests mixed)`);
+    const sent = snap.sentUpTo.get(key(node, c)) ?? 0;
+    const payload = s <= sent ? payloads.get(key(node, c))?.get(s) : undefined;
+    if (payload === undefined) out.push(`applied client ${c} seq ${s}, never sent`);
+    else if (crc32c(payload) !== crc) out.push(`applied client ${c} seq ${s} with a payload that was not the one sent (torn or stale)`);
+    const prev = lastSeq.get(c) ?? 0;
+    if (s <= prev) out.push(`client ${c} seq ${s} applied again or out of order (after ${prev})`);
+    else if (s !== prev + 1) out.push(`client ${c} seq ${s} applied after ${prev}: FIFO hole`);
+    lastSeq.set(c, Math.max(prev, s));
+  });
+  const prefix = `${node}/`;
+  for (const [k, a] of snap.acked) {
+    if (!k.startsWith(prefix)) continue;
+    const c = Number(k.slice(prefix.length));
+    if ((lastSeq.get(c) ?? 0) < a) out.push(`client ${c} was told durable up to ${a}, applied up to ${lastSeq.get(c) ?? 0}: acknowledged request lost`);
+  }
+  if (complete) {
+    for (const [k, s] of snap.sentUpTo) {
+      if (!k.startsWith(prefix)) continue;
+      const c = Number(k.slice(prefix.length));
+      if ((lastSeq.get(c) ?? 0) !== s) out.push(`after resume: client ${c} sent up to ${s}, applied up to ${lastSeq.get(c) ?? 0}`);
+    }
+  }
+  return log.entries.length;
+}

@@ -1,0 +1,234 @@
+/**
+ * The explorer's deterministic fabric (DESIGN §8 "one explorer, many nodes"): N server nodes, each
+ * its own region, NIC and app server, and the clients connected to them, on one seeded scheduler.
+ *
+ * One scheduler step is one unit of work of one agent, picked by the seeded PRNG among everything
+ * runnable: a single work request of one busy QP of any node (so chains of different QPs and nodes
+ * interleave op by op), or one CPU pass a node's app scheduled. After every step the client
+ * continuations run to quiescence (a macrotask turn: every microtask first), so a completion is
+ * *observed* when it is delivered — the workload's history holds the outcome before anything
+ * else happens — and every step that delivered something to a client is a crash point
+ * ('delivery'), besides the region's own (before every media-changing event, per node).
+ *
+ * The DMA engine drains by the NIC's policy; while idle it drains only if the configuration says
+ * so (`idleDrain`), or when nothing else can run (a real NIC drains eventually). A logical clock
+ * (VirtualClock) moves only when nothing is runnable and timers are pending, so bounded waits,
+ * retries and leases are deterministic.
+ */
+import { NicErrorCodes, QueuePair, Rnic, type Link, type ServerMessage, type ClientMessage } from '../../../flush/index.js';
+import { PmemRegion, PmrpcError, seededEntropy, createPrng, VirtualClock, type Prng } from '../../../pmem/index.js';
+import type { AppHost, AppServer } from '../../apps/app.js';
+import { rnicOptions, type NicConfig } from './config.js';
+import { mix } from './seeds.js';
+
+/** Runs every queued microtask (client continuations) before returning: a macrotask turn. */
+export function quiesce(): Promise<void> {
+  return new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+export type CrashPointListener = (kind: string, node: number) => void;
+
+/** A client's end of a connection to one node: closes (with a cause) when that node crashes. */
+class ExplorerLink implements Link {
+  readonly qpn: number;
+  #node: WorldNode;
+  #world: World;
+  #handler: ((m: ServerMessage) => void) | undefined;
+  #backlog: ServerMessage[] = [];
+  #closed = false;
+  #onClose: Array<(err: Error | undefined) => void> = [];
+
+  constructor(world: World, node: WorldNode, qpn: number) {
+    this.#world = world;
+    this.#node = node;
+    this.qpn = qpn;
+    node.nic.attach(qpn, (m) => this.#deliver(m));
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  send(msg: ClientMessage): void {
+    if (this.#closed) throw new PmrpcError(NicErrorCodes.LINK_CLOSED, `the link to QP ${this.qpn} is closed`);
+    this.#node.nic.submit(msg);
+  }
+
+  onMessage(handler: (m: ServerMessage) => void): void {
+    this.#handler = handler;
+    for (const m of this.#backlog.splice(0)) handler(m);
+  }
+
+  onClose(fn: (err: Error | undefined) => void): () => void {
+    this.#onClose.push(fn);
+    return () => {
+      const i = this.#onClose.indexOf(fn);
+      if (i >= 0) this.#onClose.splice(i, 1);
+    };
+  }
+
+  close(): void {
+    this.down(undefined);
+  }
+
+  /** The node went away (crash): the client sees the link close. */
+  down(err: Error | undefined): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const fn of this.#onClose.splice(0)) fn(err);
+  }
+
+  #deliver(m: ServerMessage): void {
+    if (this.#closed) return;
+    this.#world.deliveries++;
+    if (this.#handler === undefined) this.#backlog.push(m);
+    else this.#handler(m);
+  }
+}
+
+/** One server node: its region, NIC and app server, and the CPU passes its app scheduled. */
+export class WorldNode {
+  readonly index: number;
+  readonly region: PmemRegion;
+  readonly nic: Rnic;
+  server: AppServer | undefined;
+  readonly cpu: Array<() => void> = [];
+  readonly links: ExplorerLink[] = [];
+  crashed = false;
+
+  constructor(index: number, region: PmemRegion, nic: Rnic) {
+    this.index = index;
+    this.region = region;
+    this.nic = nic;
+  }
+}
+
+export interface RunResult {
+  status: 'done' | 'stalled' | 'bound';
+  steps: number;
+}
+
+export class World {
+  readonly config: NicConfig;
+  readonly clock = new VirtualClock();
+  readonly nodes: WorldNode[] = [];
+  readonly seed: number;
+  /** Deliveries to clients so far (a step that raised it is a 'delivery' crash point). */
+  deliveries = 0;
+  /** Called at every crash point of every node, and after every step that delivered to a client. */
+  onCrashPoint: CrashPointListener | undefined;
+  #prng: Prng;
+  #running = false;
+
+  constructor(config: NicConfig, seed: number) {
+    this.config = config;
+    this.seed = seed;
+    this.#prng = createPrng(mix(seed, 0x5c4ed));
+  }
+
+  /** Adds a node on `region` (formatted or an image) and opens its app server through `open` (not yet recovered). */
+  addNode(region: PmemRegion, open: (host: AppHost) => AppServer): WorldNode {
+    const index = this.nodes.length;
+    const nic = new Rnic(region, { ...rnicOptions(this.config), entropy: seededEntropy(createPrng(mix(this.seed, 0x41c, index))) });
+    const node = new WorldNode(index, region, nic);
+    this.nodes.push(node);
+    region.setCrashPointHook((e) => this.onCrashPoint?.(e.kind, index));
+    const host: AppHost = {
+      region,
+      nic,
+      clock: this.clock,
+      schedule: (fn) => {
+        if (!node.crashed) node.cpu.push(fn);
+      },
+      entropy: seededEntropy(createPrng(mix(this.seed, 0xe27, index))),
+    };
+    node.server = open(host);
+    return node;
+  }
+
+  /** A new client connection to node `n`: the app accepts `hello`; returns the client's queue pair and the welcome. */
+  connect(n: number, hello: Uint8Array): { qp: QueuePair; welcome: Uint8Array } {
+    const node = this.nodes[n];
+    if (node === undefined || node.server === undefined) throw new RangeError(`no node ${n}`);
+    if (node.crashed) throw new PmrpcError(NicErrorCodes.LINK_CLOSED, `node ${n} is down`);
+    const { qp, welcome } = node.server.accept(hello);
+    const link = new ExplorerLink(this, node, qp.qpn);
+    node.links.push(link);
+    return { qp: new QueuePair(link), welcome };
+  }
+
+  /** Crashes node `n` now: its volatile state is gone, its clients see their links close. */
+  crash(n: number): void {
+    const node = this.nodes[n]!;
+    node.crashed = true;
+    node.region.setCrashPointHook(undefined);
+    node.cpu.length = 0;
+    node.nic.detach();
+    for (const l of node.links) l.down(new PmrpcError(NicErrorCodes.LINK_CLOSED, `node ${n} crashed`));
+  }
+
+  /** Stops every node in order (no crash): app servers close, NIC caches drain. */
+  close(): void {
+    for (const node of this.nodes) {
+      node.region.setCrashPointHook(undefined);
+      if (node.crashed) continue;
+      try {
+        node.server?.close();
+      } catch {
+        // a server that failed its recovery may not close cleanly; the region is discarded anyway
+      }
+      node.nic.close();
+    }
+  }
+
+  /**
+   * Drives the scheduler until `done()` (checked after every quiescence), nothing can run
+   * ('stalled'), or `stepsMax` steps ('bound').
+   */
+  async run(done: () => boolean, stepsMax: number): Promise<RunResult> {
+    if (this.#running) throw new Error('World.run is not reentrant');
+    this.#running = true;
+    let steps = 0;
+    try {
+      await quiesce();
+      for (;;) {
+        if (done()) return { status: 'done', steps };
+        if (steps >= stepsMax) return { status: 'bound', steps };
+        const before = this.deliveries;
+        if (!this.#step()) return { status: 'stalled', steps };
+        steps++;
+        await quiesce();
+        if (this.deliveries !== before) this.onCrashPoint?.('delivery', -1);
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  /** One scheduler step; false when nothing at all can run. */
+  #step(): boolean {
+    const choices: Array<() => void> = [];
+    for (const node of this.nodes) {
+      if (node.crashed) continue;
+      for (const qpn of node.nic.busyQps()) choices.push(() => void node.nic.step(qpn));
+      if (node.cpu.length > 0) choices.push(() => node.cpu.shift()!());
+    }
+    if (choices.length > 0) {
+      choices[choices.length === 1 ? 0 : this.#prng.int(0, choices.length - 1)]!();
+      if (this.config.idleDrain) for (const node of this.nodes) if (!node.crashed && node.nic.busyQps().length === 0 && node.cpu.length === 0) node.nic.drainAll();
+      return true;
+    }
+    // Nothing runnable: the DMA engine catches up (a NIC drains eventually), then the clock moves.
+    for (const node of this.nodes) {
+      if (!node.crashed && node.nic.cacheEntries > 0) {
+        node.nic.drainAll();
+        return true;
+      }
+    }
+    if (this.clock.pendingTimers > 0) {
+      this.clock.advanceMs(1);
+      return true;
+    }
+    return false;
+  }
+}

@@ -5,3 +5,4 @@ export { nicConfigFor, configName, checkPins, rnicOptions, DRAIN_CHOICES, type N
 export { mix, parseSeedRange } from './seeds.js';
 export { rpcExplorerApp, resolveRpcWorkload, checkDigests, RPC_WORKLOAD_DEFAULTS, type RpcWorkloadOptions, type RpcSnapshot } from './rpc.js';
 export { MUTANTS, findMutant, type Mutant } from './rpc-mutants.js';
+export { kvExplorerApp, resolveKvWorkload, lostWrites, cutHistoryAt, KV_WORKLOAD_DEFAULTS, KV_CRASH_LAYOUT, type KvWorkloadOptions, type KvOp } from './kv.js';

@@ -1,20 +1,26 @@
 /**
- * `pmrpc crash-test`: simulated crashes of the durable RPC stack (DESIGN §8). The engine is
- * src/crash; this module parses options, measures time (the CLI may read the real clock), shows
- * progress on a terminal and prints the report.
+ * `pmrpc crash-test`: simulated crashes of an app on the one crash explorer (src/testing/crash,
+ * DESIGN §8). This module parses options, measures time (the CLI may read the real clock), shows
+ * progress on a terminal and prints the one report shape.
  */
 import type { Command } from 'commander';
-import { wallClockMs } from '../pmem/index.js';
-import { MUTANTS, resolveCrashTestOptions, runCrashTest, type CrashTestResult } from '../src/crash/index.js';
+import { systemClock } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
-import { KV_MUTANTS, runKvCrashTest, type KvFaultName } from '../src/apps/kv/index.js';
+import { KV_MUTANTS, type KvFaultName } from '../src/apps/kv/index.js';
+import { DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec } from '../src/testing/crash/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
 interface Opts {
   app: string;
   strategy: string;
-  ddio: string;
+  system: string;
+  ddio?: string;
+  drain?: string;
+  placement?: string;
   seed: number;
+  seeds?: string;
+  jobs?: number;
+  nodes?: number;
   requests?: number;
   clients?: number;
   imagesPerPoint?: number;
@@ -32,19 +38,25 @@ interface Opts {
 export function registerCrashTest(program: Command): void {
   program
     .command('crash-test')
-    .description('crash-test durable RPC (or, with --app kv, PRISM-KV) in-process: crash at every crash point of a seeded workload, recover every image, check that nothing acknowledged is lost or applied twice')
-    .option('--app <name>', "the workload: 'rpc' (durable RPC, per --strategy) or 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, linearizability)", 'rpc')
-    .option('--strategy <name>', `one of ${RPC_STRATEGIES.join(', ')}`, 'wflush')
-    .option('--ddio <on|off>', 'DDIO of the emulated NIC', 'on')
-    .option('--seed <n>', 'seed of the workload, the NIC scheduling and the images', intOption('seed'), 1)
-    .option('--requests <n>', 'requests in all (default 48)', intOption('requests'))
+    .description('crash-test an app (durable RPC, or PRISM-KV with --app kv) on the crash explorer: crash at every crash point of a seeded workload (every media event and every delivery to a client), recover every image under a NIC configuration drawn per seed, check that nothing acknowledged is lost, applied twice or un-linearizable')
+    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy) or 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability)", 'rpc')
+    .option('--strategy <name>', `rpc: one of ${RPC_STRATEGIES.join(', ')}`, 'wflush')
+    .option('--system <name>', "kv: 'prism' or 'pilaf' (the baseline)", 'prism')
+    .option('--ddio <on|off>', 'pin DDIO of the emulated NIC (default: drawn per seed)')
+    .option('--drain <policy>', `pin the NIC drain policy: one of ${DRAIN_CHOICES.join(', ')} (default: drawn per seed)`)
+    .option('--placement <order>', "pin the placement order: 'any' or 'ascending' (default: drawn per seed)")
+    .option('--seed <n>', 'seed of the workload, the scheduling, the NIC configuration and the images', intOption('seed'), 1)
+    .option('--seeds <A..B>', 'a sweep over seeds A..B (each its own NIC configuration); reports merge by seed')
+    .option('--jobs <n>', 'worker threads for a sweep (piscina)', intOption('jobs'))
+    .option('--nodes <n>', 'rpc: server nodes, each with its own clients (default 1)', intOption('nodes'))
+    .option('--requests <n>', 'rpc: requests in all (default 64)', intOption('requests'))
     .option('--clients <n>', 'clients (default 3)', intOption('clients'))
     .option('--images-per-point <n>', 'crash images per crash point (default 4)', intOption('images-per-point'))
     .option('--engine <random|exhaustive>', 'image engine: seeded random images, or every image of each state (bounded)', 'random')
     .option('--points-max <n>', 'most crash points checked; beyond it they are sampled (default 2000)', intOption('points-max'))
-    .option('--point <n>', 'check only this crash point (what a violation\'s command names)', intOption('point'))
-    .option('--resume-every <n>', 'reconnect the clients after recovery on every n-th image (default 1; 0 = never)', intOption('resume-every'))
-    .option('--eviction <p>', 'probability per store of an unasked write-back of a dirty line (default 0)', (v: string) => {
+    .option('--point <n>', "check only this crash point (what a violation's command names)", intOption('point'))
+    .option('--resume-every <n>', 'rpc: reconnect the clients after recovery on every n-th image (default 1; 0 = never)', intOption('resume-every'))
+    .option('--eviction <p>', 'pin the probability per store of an unasked write-back of a dirty line (default: drawn per seed)', (v: string) => {
       const n = Number(v);
       if (!(n >= 0 && n <= 1)) throw new TypeError(`--eviction must be a probability in [0, 1], got ${v}`);
       return n;
@@ -52,7 +64,7 @@ export function registerCrashTest(program: Command): void {
     .option('--no-nested', 'do not crash each image once more during its recovery')
     .option('--mutant <name>', 'remove one persistence step (test-only fault switch): the run must then report violations')
     .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught')
-    .option('--json', 'print exactly one JSON document on stdout: {strategy, seed, crashPoints, imagesChecked, imagesPerSecond, violations, ...}')
+    .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
     .addHelpText('after', '\nExit status: 0 when no violation was found, 1 when violations were found (or on bad options).')
     .action(async (opts: Opts) => {
       if (opts.app !== 'rpc' && opts.app !== 'kv') throw new TypeError(`--app must be rpc or kv, got ${opts.app}`);
@@ -60,83 +72,54 @@ export function registerCrashTest(program: Command): void {
         for (const m of opts.app === 'kv' ? KV_MUTANTS : MUTANTS) process.stdout.write(`${m.name}\t${m.strategies.join(',')}\n`);
         return;
       }
-      if (opts.ddio !== 'on' && opts.ddio !== 'off') throw new TypeError(`--ddio must be on or off, got ${opts.ddio}`);
-      if (opts.app === 'kv') return runKv(opts);
-      const bar = opts.json ? { update() {}, stop() {} } : progressBar('crash-test');
-      const o = resolveCrashTestOptions({
-        strategy: opts.strategy as RpcStrategy,
-        ddio: opts.ddio === 'on',
-        seed: opts.seed,
-        requests: opts.requests,
-        clients: opts.clients,
-        imagesPerPoint: opts.imagesPerPoint,
+      if (opts.ddio !== undefined && opts.ddio !== 'on' && opts.ddio !== 'off') throw new TypeError(`--ddio must be on or off, got ${opts.ddio}`);
+      if (opts.drain !== undefined && !DRAIN_CHOICES.includes(opts.drain as DrainChoice)) throw new TypeError(`--drain must be one of ${DRAIN_CHOICES.join(', ')}, got ${opts.drain}`);
+      if (opts.placement !== undefined && opts.placement !== 'any' && opts.placement !== 'ascending') throw new TypeError(`--placement must be any or ascending, got ${opts.placement}`);
+      const pins: NicPins = {
+        ...(opts.ddio !== undefined ? { ddio: opts.ddio === 'on' } : {}),
+        ...(opts.drain !== undefined ? { drain: opts.drain as DrainChoice } : {}),
+        ...(opts.placement !== undefined ? { placement: opts.placement as 'any' | 'ascending' } : {}),
+        ...(opts.eviction !== undefined ? { eviction: opts.eviction } : {}),
+      };
+      const exploreOptions = resolveExploreOptions({
         engine: opts.engine as 'random' | 'exhaustive',
-        mutant: opts.mutant,
-        point: opts.point,
+        imagesPerPoint: opts.imagesPerPoint,
         pointsMax: opts.pointsMax,
+        point: opts.point,
         nested: opts.nested,
-        resumeEvery: opts.resumeEvery,
-        eviction: opts.eviction,
-        onProgress: (p) => bar.update(p.pointsDone, p.points, `${p.imagesChecked} images`),
+        pins,
       });
-      if (!opts.json) log(`pmrpc crash-test: strategy ${o.strategy}, ddio ${opts.ddio}, seed ${o.seed}, ${o.requests} requests, engine ${o.engine}${o.mutant ? `, mutant ${o.mutant}` : ''}`);
-      const t0 = wallClockMs();
-      let r: CrashTestResult;
+      const { clock: _c, onProgress: _p, seed: _s, ...ex } = exploreOptions;
+      let spec: SweepSpec;
+      if (opts.app === 'rpc') {
+        if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
+        spec = { app: 'rpc', workload: resolveRpcWorkload({ strategy: opts.strategy as RpcStrategy, requests: opts.requests, clients: opts.clients, mutant: opts.mutant, resumeEvery: opts.resumeEvery, nodes: opts.nodes }), explore: ex };
+      } else {
+        if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
+        spec = { app: 'kv', workload: resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients }), explore: ex };
+      }
+      const seeds = opts.seeds !== undefined ? parseSeedRange(opts.seeds) : [opts.seed];
+      const bar = opts.json ? { update() {}, stop() {} } : progressBar('crash-test');
+      if (!opts.json) log(`pmrpc crash-test --app ${opts.app}: seeds ${seeds.length === 1 ? seeds[0] : `${seeds[0]}..${seeds[seeds.length - 1]}`}${opts.app === 'rpc' ? `, strategy ${opts.strategy}` : ''}, engine ${opts.engine}${opts.mutant ? `, mutant ${opts.mutant}` : ''}`);
+      let r;
       try {
-        r = await runCrashTest(o);
+        r = await sweep(spec, seeds, { jobs: opts.jobs ?? 1, clock: systemClock, onSeed: (x, done, total) => bar.update(done, total, `seed ${x.seed}: ${x.imagesChecked} images`) });
       } finally {
         bar.stop();
       }
-      const seconds = Math.max(1e-9, (wallClockMs() - t0) / 1000);
-      const imagesPerSecond = Math.round(r.imagesChecked / seconds);
+      const violations = r.violations.slice(0, 20);
       if (opts.json) {
         printJson({
-          strategy: r.strategy, seed: r.seed, crashPoints: r.crashPoints, imagesChecked: r.imagesChecked, imagesPerSecond, violations: r.violations,
-          ddio: r.ddio, mutant: r.mutant, requests: r.requests, crashPointsTotal: r.crashPointsTotal, nestedImagesChecked: r.nestedImagesChecked,
-          resumesChecked: r.resumesChecked, keptResultsChecked: r.keptResultsChecked, sampledStates: r.sampledStates, acknowledged: r.acknowledged, applied: r.applied, seconds: Number(seconds.toFixed(3)),
+          app: r.app, seed: r.seed, ...(seeds.length > 1 ? { seeds } : {}), ...(opts.app === 'rpc' ? { strategy: opts.strategy } : { system: opts.system }), mutant: opts.mutant ?? null,
+          configs: r.configs, crashPoints: r.crashPoints, crashPointsTotal: r.crashPointsTotal, deliveryPoints: r.deliveryPoints, imagesChecked: r.imagesChecked,
+          nestedImagesChecked: r.nestedImagesChecked, sampledPoints: r.sampledPoints, imagesPerSecond: r.imagesPerSecond, seconds: Number(r.seconds.toFixed(3)),
+          violations, violationsTotal: r.violations.length,
         });
       } else {
-        log(`seed ${r.seed}: ${r.crashPoints} of ${r.crashPointsTotal} crash points, ${r.imagesChecked} images (+ ${r.nestedImagesChecked} crashed again during recovery, ${r.resumesChecked} resumed), ${imagesPerSecond} images/s, ${r.acknowledged} requests acknowledged, ${r.applied} applied`);
-        for (const v of r.violations) log(`VIOLATION at crash point ${v.point} (${v.kind})${v.image === undefined ? '' : `, image ${v.image}`}: ${v.message}\n  reproduce: ${v.command}`);
-        log(`${r.violations.length} violation${r.violations.length === 1 ? '' : 's'}${r.violations.length > 0 ? '' : ''} (replay: ${`pmrpc crash-test --strategy ${r.strategy} --ddio ${opts.ddio} --seed ${r.seed}`})`);
+        log(`${r.crashPoints} of ${r.crashPointsTotal} crash points (${r.deliveryPoints} at deliveries), ${r.imagesChecked} images (+ ${r.nestedImagesChecked} crashed again during recovery), ${r.imagesPerSecond} images/s, ${r.seconds.toFixed(1)} s; NIC configurations: ${r.configs.join(', ')}`);
+        for (const v of violations) log(`VIOLATION at crash point ${v.point} (${v.kind})${v.image === undefined ? '' : `, image ${v.image}`}: ${v.detail}\n  reproduce: ${v.replay}`);
+        log(`${r.violations.length} violation${r.violations.length === 1 ? '' : 's'}${r.violations.length > violations.length ? ` (first ${violations.length} shown)` : ''}`);
       }
       if (r.violations.length > 0) process.exitCode = 1;
     });
-}
-
-/** `--app kv`: the PRISM-KV crash engine (src/apps/kv/crash.ts), same reporting conventions. */
-async function runKv(opts: Opts): Promise<void> {
-  if (opts.engine !== 'random' && opts.engine !== 'exhaustive') throw new TypeError(`--engine must be random or exhaustive, got ${opts.engine}`);
-  if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) {
-    throw new TypeError(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
-  }
-  const replay = `pmrpc crash-test --app kv --ddio ${opts.ddio} --seed ${opts.seed} --engine ${opts.engine}${opts.mutant ? ` --mutant ${opts.mutant}` : ''}${opts.imagesPerPoint ? ` --images-per-point ${opts.imagesPerPoint}` : ''}`;
-  if (!opts.json) log(`pmrpc crash-test --app kv: ddio ${opts.ddio}, seed ${opts.seed}, engine ${opts.engine}${opts.mutant ? `, mutant ${opts.mutant}` : ''}`);
-  const t0 = wallClockMs();
-  const r = await runKvCrashTest({
-    seed: opts.seed,
-    engine: opts.engine,
-    ddio: opts.ddio === 'on',
-    mutant: opts.mutant as KvFaultName | undefined,
-    recoveryCrash: opts.nested,
-    stopAfterViolations: 20, // like the rpc engine: enough to diagnose, bounded output
-    ...(opts.imagesPerPoint !== undefined ? { imagesPerPoint: opts.imagesPerPoint } : {}),
-    ...(opts.clients !== undefined ? { clients: opts.clients } : {}),
-    ...(opts.pointsMax !== undefined ? { crashPointsMax: opts.pointsMax } : {}),
-  });
-  const seconds = Math.max(1e-9, (wallClockMs() - t0) / 1000);
-  const imagesPerSecond = Math.round(r.imagesChecked / seconds);
-  const violations = r.violations.slice(0, 20).map((v) => ({ ...v, command: replay }));
-  if (opts.json) {
-    printJson({
-      app: 'kv', strategy: 'prism-kv', seed: r.seed, crashPoints: r.crashPoints, imagesChecked: r.imagesChecked, imagesPerSecond, violations, violationsTotal: r.violations.length,
-      ddio: opts.ddio === 'on', mutant: r.mutant, engine: r.engine, crashPointsTotal: r.crashPointsTotal, recoveryImagesChecked: r.recoveryImagesChecked,
-      exhaustiveImages: r.exhaustiveImages, operations: r.operations, acknowledged: r.acknowledged, violationCounts: r.violationCounts, undecided: r.undecided, seconds: Number(seconds.toFixed(3)),
-    });
-  } else {
-    log(`seed ${r.seed}: ${r.crashPoints} of ${r.crashPointsTotal} crash points, ${r.imagesChecked} images (${r.recoveryImagesChecked} from a crash during recovery, ${r.exhaustiveImages} enumerated exhaustively), ${imagesPerSecond} images/s, ${r.acknowledged} of ${r.operations} operations acknowledged, ${r.undecided} linearizability checks undecided`);
-    for (const v of violations.slice(0, 20)) log(`VIOLATION (${v.kind}) at crash point ${v.crashPoint}, image ${v.image} (${v.phase}): ${v.detail}\n  reproduce: ${v.command}`);
-    log(`${r.violations.length} violation${r.violations.length === 1 ? '' : 's'}${r.violations.length > violations.length ? ` (first ${violations.length} shown)` : ''} (replay: ${replay})`);
-  }
-  if (r.violations.length > 0) process.exitCode = 1;
 }

@@ -24,7 +24,7 @@ export interface NicConfig {
 }
 
 /** Dimensions a caller may pin (the CLI's --drain, --ddio, --placement). */
-export type NicPins = Partial<Pick<NicConfig, 'drain' | 'ddio' | 'placement'>>;
+export type NicPins = Partial<Pick<NicConfig, 'drain' | 'ddio' | 'placement' | 'eviction'>>;
 
 export const CACHE_PRESSURE_SMALL = 4;
 export const CACHE_ENTRIES_LARGE = 65536;
@@ -44,7 +44,7 @@ export function nicConfigFor(seed: number, pins: NicPins = {}): NicConfig {
     ddio: pins.ddio ?? ddio,
     placement: pins.placement ?? placement,
     cacheEntriesMax,
-    eviction,
+    eviction: pins.eviction ?? eviction,
     idleDrain,
   };
 }
@@ -53,6 +53,7 @@ export function checkPins(pins: NicPins): NicPins {
   if (pins.drain !== undefined && !DRAIN_CHOICES.includes(pins.drain)) throw new TypeError(`drain must be one of ${DRAIN_CHOICES.join(', ')}, got ${String(pins.drain)}`);
   if (pins.ddio !== undefined && typeof pins.ddio !== 'boolean') throw new TypeError(`ddio must be a boolean, got ${String(pins.ddio)}`);
   if (pins.placement !== undefined && pins.placement !== 'any' && pins.placement !== 'ascending') throw new TypeError(`placement must be 'any' or 'ascending', got ${String(pins.placement)}`);
+  if (pins.eviction !== undefined && !(typeof pins.eviction === 'number' && pins.eviction >= 0 && pins.eviction <= 1)) throw new RangeError(`eviction must be a probability in [0, 1], got ${String(pins.eviction)}`);
   return pins;
 }
 

@@ -155,6 +155,7 @@ export function replayCommand(app: ExplorerApp<unknown>, o: ExploreOptions, poin
   if (o.pins.drain !== undefined) parts.push(`--drain ${o.pins.drain}`);
   if (o.pins.ddio !== undefined) parts.push(`--ddio ${o.pins.ddio ? 'on' : 'off'}`);
   if (o.pins.placement !== undefined) parts.push(`--placement ${o.pins.placement}`);
+  if (o.pins.eviction !== undefined) parts.push(`--eviction ${o.pins.eviction}`);
   if (!o.nested) parts.push('--no-nested');
   if (point !== undefined) parts.push(`--point ${point}`);
   return parts.filter((p) => p !== '').join(' ');

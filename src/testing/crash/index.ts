@@ -6,3 +6,4 @@ export { mix, parseSeedRange } from './seeds.js';
 export { rpcExplorerApp, resolveRpcWorkload, checkDigests, RPC_WORKLOAD_DEFAULTS, type RpcWorkloadOptions, type RpcSnapshot } from './rpc.js';
 export { MUTANTS, findMutant, type Mutant } from './rpc-mutants.js';
 export { kvExplorerApp, resolveKvWorkload, lostWrites, cutHistoryAt, KV_WORKLOAD_DEFAULTS, KV_CRASH_LAYOUT, type KvWorkloadOptions, type KvOp } from './kv.js';
+export { sweep, exploreSeed, appOf, type SweepSpec, type SweepOptions } from './sweep.js';

@@ -1,0 +1,59 @@
+/**
+ * A sweep: one app spec over many seeds (each seed its own NIC configuration), in-process or spread
+ * over worker threads with piscina (`jobs`). Reports merge by seed, so shards (`--seeds A..B` on
+ * several machines) merge the same way.
+ */
+import { Piscina } from 'piscina';
+import type { Clock } from '../../../pmem/index.js';
+import { explore, mergeReports, type ExploreOptions, type ExploreReport, type ExplorerApp } from './explorer.js';
+import { kvExplorerApp, type KvWorkloadOptions } from './kv.js';
+import { rpcExplorerApp, type RpcWorkloadOptions } from './rpc.js';
+
+/** A serialisable description of an app and its explorer options (what a worker needs). */
+export type SweepSpec =
+  | { app: 'rpc'; workload: Partial<RpcWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
+  | { app: 'kv'; workload: Partial<KvWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> };
+
+export function appOf(spec: SweepSpec): ExplorerApp<unknown> {
+  return (spec.app === 'rpc' ? rpcExplorerApp(spec.workload) : kvExplorerApp(spec.workload)) as ExplorerApp<unknown>;
+}
+
+/** Explores one seed of a spec (the worker's task). */
+export function exploreSeed(spec: SweepSpec, seed: number, extra: Partial<ExploreOptions> = {}): Promise<ExploreReport> {
+  return explore(appOf(spec), { ...spec.explore, ...extra, seed });
+}
+
+export interface SweepOptions {
+  jobs: number;
+  clock: Clock | undefined;
+  onSeed: ((r: ExploreReport, done: number, total: number) => void) | undefined;
+}
+
+export async function sweep(spec: SweepSpec, seeds: readonly number[], options: Partial<SweepOptions> = {}): Promise<ExploreReport & { seeds: number[] }> {
+  const jobs = options.jobs ?? 1;
+  if (!Number.isSafeInteger(jobs) || jobs < 1 || jobs > 64) throw new RangeError(`jobs must be an integer in [1, 64], got ${String(jobs)}`);
+  if (seeds.length === 0) throw new RangeError('seeds must not be empty');
+  const t0 = options.clock?.nowMs();
+  const reports: ExploreReport[] = [];
+  let done = 0;
+  const finish = (r: ExploreReport): void => {
+    reports.push(r);
+    options.onSeed?.(r, ++done, seeds.length);
+  };
+  if (jobs === 1 || seeds.length === 1) {
+    for (const s of seeds) finish(await exploreSeed(spec, s));
+  } else {
+    const pool = new Piscina({ filename: new URL('./sweep-worker.js', import.meta.url).href, minThreads: 1, maxThreads: jobs });
+    try {
+      await Promise.all(seeds.map(async (seed) => finish((await pool.run({ spec, seed })) as ExploreReport)));
+    } finally {
+      await pool.destroy();
+    }
+  }
+  const merged = mergeReports(reports);
+  if (options.clock !== undefined && t0 !== undefined) {
+    merged.seconds = Math.max(1e-9, (options.clock.nowMs() - t0) / 1000);
+    merged.imagesPerSecond = Math.round(merged.imagesChecked / merged.seconds);
+  }
+  return merged;
+}

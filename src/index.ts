@@ -37,15 +37,13 @@ export {
 } from './transport/index.js';
 export { litmusCatalogue, runLitmus, type Litmus, type LitmusResult } from './litmus/index.js';
 export * from './rpc/index.js';
-export { runCrashTest, MUTANTS, CRASH_TEST_DEFAULTS, type CrashTestOptions, type CrashTestResult, type Violation, type Mutant } from './crash/index.js';
+export { explore, sweep, rpcExplorerApp, kvExplorerApp, MUTANTS, EXPLORE_DEFAULTS, type ExploreOptions, type ExploreReport, type ExplorerViolation, type ExplorerApp, type Mutant } from './testing/crash/index.js';
 export {
   PrismKvServer,
   PrismKvClient,
   PilafServer,
   PilafClient,
-  runKvCrashTest,
   KV_MUTANTS,
-  KV_CRASH_DEFAULTS,
   KV_LAYOUT_DEFAULTS,
   KV_SERVER_DEFAULTS,
   KV_CLIENT_DEFAULTS,
@@ -58,9 +56,6 @@ export {
   type KvClientOptions,
   type KvClientStats,
   type KvRecoveryReport,
-  type KvCrashTestOptions,
-  type KvCrashTestResult,
-  type KvViolation,
 } from './apps/kv/index.js';
 export * from './server/index.js';
 export { inspectFile, type InspectReport } from './server/inspect.js';

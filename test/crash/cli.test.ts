@@ -2,7 +2,7 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { MUTANTS } from '../../src/crash/index.js';
+import { MUTANTS } from '../../src/testing/crash/index.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const SEED = Number(process.env.PMRPC_SEED ?? 1);
@@ -35,17 +35,17 @@ t.test('--json: exactly one JSON document; exit 0 without violations', async (t)
 t.test('violations: exit 1, each with the command that reproduces it', async (t) => {
   const r = run('--strategy', 'raw', '--ddio', 'on', '--seed', String(SEED), '--requests', '9', '--json');
   t.equal(r.status, 1);
-  const doc = JSON.parse(r.stdout) as { violations: Array<{ command: string; message: string }> };
+  const doc = JSON.parse(r.stdout) as { violations: Array<{ replay: string; detail: string }> };
   t.ok(doc.violations.length > 0);
-  const cmd = doc.violations[0]!.command;
-  t.match(cmd, /^pmrpc crash-test --strategy raw --ddio on /);
+  const cmd = doc.violations[0]!.replay;
+  t.match(cmd, /^pmrpc crash-test --app rpc --strategy raw .*--ddio on/);
   const again = run(...cmd.split(' ').slice(2), '--json');
   t.equal(again.status, 1, 'the printed command reproduces a violation');
   t.ok((JSON.parse(again.stdout) as { violations: unknown[] }).violations.length > 0);
-  const mutant = run('--strategy', 'farm', '--mutant', 'reply-before-apply', '--requests', '9');
+  const mutant = run('--strategy', 'farm', '--mutant', 'reply-before-apply', '--requests', '9', '--ddio', 'on', '--seed', '2');
   t.equal(mutant.status, 1);
   t.match(mutant.stderr, /VIOLATION at crash point \d+/);
-  t.match(mutant.stderr, /reproduce: pmrpc crash-test --strategy farm .*--mutant reply-before-apply --point \d+/);
+  t.match(mutant.stderr, /reproduce: pmrpc crash-test --app rpc --strategy farm .*--mutant reply-before-apply .*--point \d+/);
 });
 
 t.test('--help states the exit status; bad options are refused', async (t) => {

@@ -3,6 +3,5 @@ export * from './layout.js';
 export { KV_MUTANTS, NO_KV_FAULTS, faultsFor, listKvMutants, type KvFaults, type KvFaultName, type KvMutant } from './faults.js';
 export { PrismKvServer, KV_SERVER_DEFAULTS, RETURN_IMM, RETURN_ACK_IMM, RETURN_STALE_IMM, type KvServerOptions, type KvRecoveryReport, type KvServerStats, type SlotProblem } from './server.js';
 export { PrismKvClient, KV_CLIENT_DEFAULTS, type KvClientOptions, type KvClientStats } from './client.js';
-export { runKvCrashTest, lostWrites, cutHistoryAt, KV_CRASH_DEFAULTS, CRASH_LAYOUT, type KvCrashTestOptions, type KvCrashTestResult, type KvViolation, type KvViolationKind } from './crash.js';
 export { PilafServer, PilafClient, PILAF_SERVER_DEFAULTS, PILAF_REQUEST_IMM, PILAF_REPLY_IMM, encodePilafEntry, decodePilafEntry, type PilafServerOptions, type PilafClientStats } from './pilaf.js';
 export { kvApp, KvAppServer, KV_APP_DEFAULTS, connectKvClient, type KvAppOptions, type KvSystem } from './app.js';

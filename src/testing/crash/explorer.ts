@@ -177,6 +177,7 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
 
   // 1. The workload, once, capturing every crash point.
   const world = new World(config, o.seed);
+  world.lateObservation = o.observe === 'late';
   for (let n = 0; n < app.nodes; n++) {
     const region = PmemRegion.createInMemory(app.regionBytes, { tracing: true, seed: mix(o.seed, 0x7e, n), eviction: config.eviction, entropy: seededEntropy(createPrng(mix(o.seed, 3, n))) });
     app.format(region, n);

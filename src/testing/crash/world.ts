@@ -117,6 +117,11 @@ export class World {
   deliveries = 0;
   /** Called at every crash point of every node, and after every step that delivered to a client. */
   onCrashPoint: CrashPointListener | undefined;
+  /**
+   * Test only: client continuations run only once no QP has work left, as in the old engines'
+   * fabric (an answer observed late). The explorer's 'late' observation mode uses it.
+   */
+  lateObservation = false;
   #prng: Prng;
   #running = false;
 
@@ -197,6 +202,7 @@ export class World {
         const before = this.deliveries;
         if (!this.#step()) return { status: 'stalled', steps };
         steps++;
+        if (this.lateObservation && this.nodes.some((n) => !n.crashed && n.nic.busyQps().length > 0)) continue;
         await quiesce();
         if (this.deliveries !== before) this.onCrashPoint?.('delivery', -1);
       }

@@ -34,7 +34,6 @@ import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation
 import {
   computeKvGeometry,
   homeSlot,
-  lostWrites,
   PilafClient,
   PrismKvClient,
   RETURN_IMM,
@@ -43,6 +42,7 @@ import {
   type KvFaults,
   type KvLayoutOptions,
 } from '../../../src/apps/kv/index.js';
+import { lostWrites } from '../../../src/testing/crash/index.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/kv-server.mjs', import.meta.url));
 const COMPILED = fileURLToPath(new URL('../../../dist/src/apps/kv/index.js', import.meta.url));

@@ -58,7 +58,6 @@ const LANE_PAD_PX = 8;
 const TOP_PX = 46; // room for crash labels above the lanes
 const AXIS_PX = 34;
 const STEP_MIN_PX = 28;
-const STEP_MAX_PX = 120;
 const LABEL_MAX_CHARS = 48;
 
 interface Placed {
@@ -75,7 +74,7 @@ function laneName(client: number): string {
 }
 
 function fmtTime(t: number): string {
-  return Number.isInteger(t) ? String(t) : t.toFixed(2);
+  return Number.isInteger(t) ? String(t) : String(Math.round(t * 100) / 100);
 }
 
 /** The label as drawn: what the op did, with `cut` for a crash-cut op; full text goes in the tooltip. */
@@ -118,17 +117,24 @@ export function renderTimelineHtml(input: TimelineInput): string {
   const spans = ops.map((op) => {
     const r0 = rank.get(op.call)!;
     const r1 = op.ret === undefined ? cutEndRank(op) : rank.get(op.ret)!;
-    return { r0, r1: Math.max(r1, r0 + 0.5), cut: op.ret === undefined };
+    return { r0, r1: Math.max(r1, r0 + 1), cut: op.ret === undefined };
   });
-  // Wide enough steps that most labels fit inside their bars (bounded; longer ones are clipped).
-  let step = STEP_MIN_PX;
-  ops.forEach((op, i) => {
+  // Column widths: one gap per pair of neighbouring event times, each at least STEP_MIN_PX, widened
+  // (shortest operations first, the deficit spread over the gaps an operation spans) until each
+  // label fits inside its bar; labels longer than LABEL_MAX_CHARS are clipped (the tooltip and the
+  // table below the picture have them whole).
+  const gaps = new Array<number>(endRank + 1).fill(STEP_MIN_PX);
+  const order = ops.map((_, i) => i).sort((a, b) => spans[a]!.r1 - spans[a]!.r0 - (spans[b]!.r1 - spans[b]!.r0) || a - b);
+  for (const i of order) {
     const s = spans[i]!;
-    const need = (Math.min(drawnLabel(op, s.cut).length, LABEL_MAX_CHARS) * CHAR_PX + 12) / (s.r1 - s.r0);
-    step = Math.max(step, Math.min(STEP_MAX_PX, need));
-  });
-  step = Math.ceil(step);
-  const x = (r: number): number => LANE_LABEL_PX + 20 + r * step;
+    const need = Math.min(drawnLabel(ops[i]!, s.cut).length, LABEL_MAX_CHARS) * CHAR_PX + 12;
+    let have = 0;
+    for (let g = s.r0; g < s.r1; g++) have += gaps[g]!;
+    if (have < need) for (let g = s.r0; g < s.r1; g++) gaps[g]! += Math.ceil((need - have) / (s.r1 - s.r0));
+  }
+  const pos = [LANE_LABEL_PX + 20];
+  for (const g of gaps) pos.push(pos[pos.length - 1]! + g);
+  const x = (r: number): number => pos[r]!;
 
   // Lanes, and rows within a lane for operations that overlap (greedy interval colouring).
   const clients = [...new Set(ops.map((o) => o.client))].sort((a, b) => (a === -1 ? 1 : b === -1 ? -1 : a - b));
@@ -151,15 +157,15 @@ export function renderTimelineHtml(input: TimelineInput): string {
     y += rows * ROW_PX + 2 * LANE_PAD_PX;
   }
   const lanesBottom = y;
-  const width = Math.ceil(x(endRank) + step + 40);
+  const width = Math.ceil(x(endRank) + STEP_MIN_PX + 40);
   const height = lanesBottom + AXIS_PX;
 
   const svg: string[] = [];
   svg.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="timeline of the failing history">`);
   svg.push(
     '<defs>' +
-      '<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#eef2f7"/><line x1="0" y1="0" x2="0" y2="6" stroke="#8aa0b8" stroke-width="2"/></pattern>' +
-      '<pattern id="hatch-red" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fde8e8"/><line x1="0" y1="0" x2="0" y2="6" stroke="#e08080" stroke-width="2"/></pattern>' +
+      '<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#e9eff7"/><line x1="0" y1="0" x2="0" y2="6" stroke="#b4c4d8" stroke-width="2.5"/></pattern>' +
+      '<pattern id="hatch-red" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fde8e8"/><line x1="0" y1="0" x2="0" y2="6" stroke="#eaa0a0" stroke-width="2.5"/></pattern>' +
       '</defs>',
   );
   // Lane backgrounds and names.
@@ -171,12 +177,12 @@ export function renderTimelineHtml(input: TimelineInput): string {
   });
   // Time axis: a tick per distinct time.
   svg.push(`<line class="axis" x1="${x(0) - 10}" y1="${lanesBottom + 6}" x2="${x(endRank)}" y2="${lanesBottom + 6}"/>`);
-  const tickEvery = Math.max(1, Math.ceil(36 / step)); // keep tick labels apart
+  let lastTickX = Number.NEGATIVE_INFINITY; // keep tick labels apart
   times.forEach((t, i) => {
     const tx = x(i);
     svg.push(`<line class="grid" x1="${tx}" y1="${TOP_PX}" x2="${tx}" y2="${lanesBottom}"/>`);
     svg.push(`<line class="axis" x1="${tx}" y1="${lanesBottom + 2}" x2="${tx}" y2="${lanesBottom + 10}"/>`);
-    if (i % tickEvery === 0) svg.push(`<text class="tick" x="${tx}" y="${lanesBottom + 24}" text-anchor="middle">${escapeHtml(fmtTime(t))}</text>`);
+    if (tx - lastTickX >= 36 && (lastTickX = tx)) svg.push(`<text class="tick" x="${tx}" y="${lanesBottom + 24}" text-anchor="middle">${escapeHtml(fmtTime(t))}</text>`);
   });
   svg.push(`<text class="tick" x="${x(0) - 14}" y="${lanesBottom + 24}" text-anchor="end">t</text>`);
   // Operations.
@@ -247,11 +253,11 @@ svg .grid { stroke: #e6eaf0; stroke-width: 1; }
 svg .axis { stroke: #8893a2; stroke-width: 1; }
 svg .tick { fill: #5a6575; font-size: 11px; }
 svg .op .body { fill: #dbe7f5; stroke: #4a6a8f; stroke-width: 1.5; }
-svg .op.cut .body { stroke: none; }
+svg .op.cut .body { stroke: none; fill: url(#hatch); }
 svg .op .edge, svg .op .zig { fill: none; stroke: #4a6a8f; stroke-width: 1.5; }
 svg .op.cut .zig { stroke-dasharray: 2 2; }
 svg .op.hl .body { fill: #fbd5d5; stroke: #c0262d; stroke-width: 2; }
-svg .op.hl.cut .body { stroke: none; }
+svg .op.hl.cut .body { stroke: none; fill: url(#hatch-red); }
 svg .op.hl .edge, svg .op.hl .zig { stroke: #c0262d; stroke-width: 2; }
 svg .op .label { fill: #1d2430; }
 svg .op.hl .label { fill: #8a1016; font-weight: 700; }

@@ -87,8 +87,10 @@ export function compareTags(a: Cell, b: Cell): number {
   return a.ts !== b.ts ? (a.ts < b.ts ? -1 : 1) : a.writer !== b.writer ? (a.writer < b.writer ? -1 : 1) : 0;
 }
 
-/** Compare mask of the enhanced CAS: bytes 16..31 (the tag). */
-export const TAG_COMPARE_MASK: Uint8Array = Object.freeze(Uint8Array.from({ length: CELL_BYTES }, (_, i) => (i >= 16 ? 0xff : 0))) as Uint8Array;
+/** Compare mask of the enhanced CAS: bytes 16..31 (the tag). A fresh copy each call (typed arrays cannot be frozen). */
+export function tagCompareMask(): Uint8Array {
+  return Uint8Array.from({ length: CELL_BYTES }, (_, i) => (i >= 16 ? 0xff : 0));
+}
 
 function encodeHeader(registers: number): Uint8Array {
   const b = new Uint8Array(REGISTER_HEADER_BYTES);

@@ -17,7 +17,7 @@
 import { PmrpcError } from '../../../pmem/index.js';
 import { parseJsonBytes } from '../../apps/index.js';
 import { Wr, type Completion, type QueuePair, type WorkRequest } from '../../../flush/index.js';
-import { CELL_BYTES, compareTags, decodeCell, encodeCell, RegisterErrorCodes, TAG_COMPARE_MASK, type Cell } from './app.js';
+import { CELL_BYTES, compareTags, decodeCell, encodeCell, RegisterErrorCodes, tagCompareMask, type Cell } from './app.js';
 
 /** One node as the client sees it. */
 export interface RegisterNode {
@@ -150,7 +150,7 @@ export class RegisterClient {
     const at = { rkey: n.rkey, addr: n.cells + register * CELL_BYTES };
     const range = { addr: at.addr, len: CELL_BYTES };
     const cs = await this.#post(n, [
-      Wr.prismCas('gt', at, encodeCell(cell), { compareMask: TAG_COMPARE_MASK }),
+      Wr.prismCas('gt', at, encodeCell(cell), { compareMask: tagCompareMask() }),
       Wr.flush('persistent', n.rkey, range),
       Wr.read(at, CELL_BYTES),
       Wr.flush('persistent', n.rkey, range),

@@ -19,7 +19,7 @@ function cluster(seed: number, nodes = 3, clients = 2) {
     const region = PmemRegion.createInMemory(registerApp.minRegionBytes(o) + 64);
     registerApp.format(region, o);
     const nic = new Rnic(region, { entropy: seededEntropy(createPrng(seed + i)), drain: 'lazy' });
-    const s = registerApp.open({ region, nic, clock: systemClock, schedule: queueMicrotask, entropy: seededEntropy(createPrng(seed + 100 + i)) }, o);
+    const s = registerApp.open({ region, nic, clock: systemClock, schedule: queueMicrotask, entropy: seededEntropy(createPrng(seed + 100 + i)) }, o) as RegisterAppServer;
     s.recover();
     servers.push(s);
     const fabric = new InProcessFabric(nic, { delivery: 'seeded', seed: seed * 31 + i });

@@ -3,7 +3,7 @@
  * so that runs can be compared over time (`pmrpc bench history`).
  */
 import { execFileSync } from 'node:child_process';
-import Database from 'better-sqlite3';
+import { openDatabase } from './sqlite.js';
 import type { BenchReport } from './types.js';
 
 const SCHEMA = `
@@ -50,7 +50,7 @@ export function gitCommit(cwd = process.cwd()): string {
 
 /** Appends a run and its cells and ratios; returns the run id. */
 export function recordRun(dbPath: string, report: BenchReport, meta: RunMeta): number {
-  const db = new Database(dbPath);
+  const db = openDatabase(dbPath);
   try {
     db.pragma('journal_mode = WAL');
     db.exec(SCHEMA);
@@ -88,7 +88,7 @@ export interface HistoryRun {
 
 /** The most recent runs, newest first. */
 export function readHistory(dbPath: string, options: { suite?: string; limit?: number } = {}): HistoryRun[] {
-  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  const db = openDatabase(dbPath, { readonly: true, fileMustExist: true });
   try {
     const runs = db
       .prepare(

@@ -20,7 +20,6 @@
  * operation of the two protocols, not the hardware latencies of the PRISM paper.
  */
 import * as hdr from 'hdr-histogram-js';
-import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,6 +34,7 @@ import { barChart, type ChartSpec } from './charts.js';
 import { KV_BENCH_LAYOUT as LAYOUT, KV_BENCH_REGION_BYTES as REGION_BYTES, kvServerFile, type KvSystem } from './kv-common.js';
 import { fmtRate, machineDescription } from './measure.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
+import { openDatabase } from './sqlite.js';
 
 type System = KvSystem;
 type Dist = 'uniform' | 'zipf';
@@ -262,7 +262,7 @@ async function runDurablePrism(strict: boolean, ms: number, seed: number): Promi
 /** better-sqlite3, WAL, synchronous = FULL, one transaction per put (an upsert), same keys / values / key sequence. */
 function runSqlitePuts(ms: number, seed: number): CellResult {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-bench-kv-sqlite-'));
-  const db = new Database(join(dir, 'kv.db'));
+  const db = openDatabase(join(dir, 'kv.db'));
   const getH = histogram();
   const putH = histogram();
   try {

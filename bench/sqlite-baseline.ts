@@ -12,12 +12,12 @@
  *   of the process only (the page cache keeps the file), like pmrpc without `strict`.
  */
 import * as hdr from 'hdr-histogram-js';
-import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchClock, CellPlan } from './flush-cell.js';
 import { makePayload, spin } from './flush-handlers.js';
+import { openDatabase } from './sqlite.js';
 
 export type SqliteMode = 'txn' | 'group' | 'txn-sync-off';
 
@@ -34,7 +34,7 @@ export interface SqliteResult {
 
 export function runSqlite(mode: SqliteMode, payloadBytes: number, groupSize: number, plan: CellPlan, clock: BenchClock): SqliteResult {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-bench-sqlite-'));
-  const db = new Database(join(dir, 'requests.db'));
+  const db = openDatabase(join(dir, 'requests.db'));
   const h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: 3 });
   try {
     db.pragma('journal_mode = WAL');

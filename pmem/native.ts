@@ -1,5 +1,6 @@
 /**
- * The mmap addon (native/mmap.cc), loaded once. Arguments are validated here, in TypeScript;
+ * The mmap addon (native/mmap.cc), loaded once by node-gyp-build: a source build in build/Release, else the
+ * prebuilt binary in prebuilds/<platform>-<arch>/. Arguments are validated here, in TypeScript;
  * an errno from the addon becomes a PmrpcIoError (code PMRPC_ERR_IO, errno name, syscall).
  */
 import { createRequire } from 'node:module';
@@ -17,18 +18,45 @@ interface NativeMmap {
 
 let loaded: NativeMmap | undefined;
 
-function findAddon(): string {
-  // pmem/native.ts runs from <root>/pmem (sources under tap) or <root>/dist/pmem (compiled).
-  const here = dirname(fileURLToPath(import.meta.url));
-  for (const up of ['..', '../..']) {
-    const p = join(here, up, 'build', 'Release', 'pmrpc_mmap.node');
-    if (existsSync(p)) return p;
-  }
-  throw new Error('pmrpc: the mmap addon is not built (build/Release/pmrpc_mmap.node); run `npm install` or `npx node-gyp rebuild`');
+/** node-gyp-build: picks build/Release (a source build) if it holds a .node, else prebuilds/<platform>-<arch>/. */
+interface NodeGypBuild {
+  (dir: string): unknown;
+  resolve(dir: string): string;
 }
 
+/** The package root: pmem/native.ts runs from <root>/pmem (sources under tap) or <root>/dist/pmem (compiled). */
+function packageRoot(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const up of ['..', '../..']) {
+    const root = join(here, up);
+    if (existsSync(join(root, 'binding.gyp'))) return root;
+  }
+  return join(here, '..');
+}
+
+/**
+ * Which binary loads (docs/install.md): a source build in build/Release if there is one (the
+ * install step builds one only when the prebuilt binary does not load, or a developer ran
+ * `npm run build`), else the prebuilt prebuilds/<platform>-<arch>/pmrpc.<libc>.node shipped in the
+ * package. PMRPC_PREBUILD=<dir> makes node-gyp-build look in <dir> instead.
+ */
 function addon(): NativeMmap {
-  if (loaded === undefined) loaded = createRequire(import.meta.url)(findAddon()) as NativeMmap;
+  if (loaded !== undefined) return loaded;
+  const root = packageRoot();
+  const req = createRequire(import.meta.url);
+  let path: string | undefined;
+  try {
+    path = (req('node-gyp-build') as NodeGypBuild).resolve(root);
+    loaded = req(path) as NativeMmap;
+  } catch (e) {
+    const why = e instanceof Error ? e.message.trim() : String(e);
+    throw new Error(
+      `pmrpc: the mmap addon does not load (${path === undefined ? 'no binary found' : path}): ${why}\n` +
+        `  looked for a source build in ${join(root, 'build', 'Release')} and a prebuilt binary in ${join(root, 'prebuilds', `${process.platform}-${process.arch}`)};\n` +
+        '  build it from source with `npm rebuild pmrpc` (in a project using pmrpc) or `npx node-gyp rebuild` (in a pmrpc checkout); needs a C++ toolchain (docs/install.md)',
+      { cause: e },
+    );
+  }
   return loaded;
 }
 
@@ -44,7 +72,8 @@ function wrap<T>(what: string, fn: () => T): T {
 /** Maps `length` bytes of `path` MAP_SHARED; with `create`, creates the file or extends it to `length`. */
 export function mapFile(path: string, length: number, create: boolean): ArrayBuffer {
   if (!Number.isSafeInteger(length) || length <= 0) throw new RangeError(`length must be a positive integer, got ${length}`);
-  return wrap(`map ${path}`, () => addon().map(path, length, create));
+  const native = addon(); // a load failure is not an I/O error: it throws as is
+  return wrap(`map ${path}`, () => native.map(path, length, create));
 }
 
 /** msync(MS_SYNC) of [offset, offset + length) of a mapping. */
@@ -53,12 +82,14 @@ export function syncMapping(buffer: ArrayBuffer, offset: number, length: number)
     throw new RangeError(`msync range [${offset}, ${offset + length}) outside a mapping of ${buffer.byteLength} bytes`);
   }
   if (length === 0) return;
-  wrap('msync', () => addon().msync(buffer, offset, length));
+  const native = addon();
+  wrap('msync', () => native.msync(buffer, offset, length));
 }
 
 /** Unmaps and detaches the buffer: every view of it becomes empty. Idempotent. */
 export function unmapFile(buffer: ArrayBuffer): void {
-  wrap('munmap', () => addon().unmap(buffer));
+  const native = addon();
+  wrap('munmap', () => native.unmap(buffer));
 }
 
 export function pageSize(): number {

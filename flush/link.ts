@@ -13,6 +13,7 @@
  */
 import { createPrng, PmrpcError, type Prng } from '../pmem/index.js';
 import { NicErrorCodes } from './mr.js';
+import { NicDriver } from './driver.js';
 import type { Rnic, ServerQp } from './nic.js';
 import type { ClientMessage, Link, ServerMessage } from './types.js';
 
@@ -45,7 +46,8 @@ export class InProcessFabric {
   readonly options: Readonly<FabricOptions>;
   #prng: Prng;
   #scheduled = false;
-  #running = false;
+  /** One loop, one re-entry guard, for both delivery modes. */
+  #driver: NicDriver;
 
   constructor(nic: Rnic, options: Partial<FabricOptions> = {}) {
     const o: FabricOptions = { ...FABRIC_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
@@ -57,6 +59,7 @@ export class InProcessFabric {
     this.nic = nic;
     this.options = Object.freeze(o);
     this.#prng = o.prng ?? createPrng(mix32(o.seed));
+    this.#driver = new NicDriver(nic, o.idleDrain);
   }
 
   /** A client link to server QP `target`: its responses and notifications come back through it. */
@@ -76,32 +79,17 @@ export class InProcessFabric {
 
   /** Runs queued work until idle (bounded by runStepsMax), then the idle drain. Returns the steps taken. */
   run(): number {
-    if (this.#running) return 0; // a response handler that sends again is served by the running loop
-    this.#running = true;
-    let n = 0;
-    try {
-      while (n < this.options.runStepsMax && this.step()) n++;
-      if (this.options.idleDrain && this.nic.busyQps().length === 0) this.nic.drainAll();
-    } finally {
-      this.#running = false;
-    }
-    return n;
+    // A response handler that sends again is served by the running loop.
+    return this.#driver.runSteps(() => this.step(), this.options.runStepsMax);
   }
 
   /** @internal */
   submit(msg: ClientMessage): void {
-    this.nic.submit(msg);
     if (this.options.delivery === 'immediate') {
-      if (this.#running) return;
-      this.#running = true;
-      try {
-        this.nic.runAll();
-        if (this.options.idleDrain) this.nic.drainAll();
-      } finally {
-        this.#running = false;
-      }
+      this.#driver.submit(msg);
       return;
     }
+    this.nic.submit(msg);
     if (this.options.autoRun && !this.#scheduled) {
       this.#scheduled = true;
       queueMicrotask(() => {

@@ -10,7 +10,7 @@
  */
 import net from 'node:net';
 import { PmrpcError, systemClock, type Clock, type TimerHandle } from '../../pmem/index.js';
-import { Rnic, ServerQp, type RequestMessage, type ServerMessage } from '../../flush/index.js';
+import { NicDriver, Rnic, ServerQp, type RequestMessage, type ServerMessage } from '../../flush/index.js';
 import { BAD_FRAME, decodeMessage, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
 import { isLoopbackHost, tokenEquals } from './auth.js';
 import { bareMessage, codeOf, messageOf, TransportErrorCodes } from './errors.js';
@@ -158,7 +158,7 @@ export class TcpNicServer {
   #server: net.Server | undefined;
   #conns = new Set<ServerConn>();
   #byQpn = new Map<number, ServerConn>();
-  #running = false;
+  #driver: NicDriver;
   #closing: Promise<void> | undefined;
   #onEmpty: (() => void) | undefined;
   #stats: TcpServerStats = { connectionsAccepted: 0, connectionsOpened: 0, framesIn: 0, framesOut: 0, goodbyes: {} };
@@ -188,6 +188,7 @@ export class TcpNicServer {
     }
     this.nic = nic;
     this.options = Object.freeze(o);
+    this.#driver = new NicDriver(nic, o.idleDrain);
   }
 
   /** Binds and starts accepting; resolves with the bound address. */
@@ -374,30 +375,16 @@ export class TcpNicServer {
     this.#execute(c, m);
   }
 
-  /** Exactly the in-process fabric's immediate mode: submit, run everything, drain when idle. */
+  /** Exactly the in-process fabric's immediate mode, through the same loop (flush/ NicDriver): submit, run everything, drain when idle. */
   #execute(c: ServerConn, m: RequestMessage): void {
-    if (this.#running) {
-      // Only a sink or a host-write listener could get here; the running loop serves the request.
-      try {
-        this.nic.submit(m);
-      } catch (e) {
-        this.#goodbye(c, codeOf(e, TransportErrorCodes.INTERNAL), `request ${m.seq}: ${bareMessage(e)}`);
-      }
-      return;
-    }
+    // Only a sink or a host-write listener could find the loop running; then the running loop serves the request.
+    const nested = this.#driver.running;
     // A QP destroyed under the connection (or a closed NIC): submit() throws PMRPC_ERR_NO_SUCH_QP,
     // which becomes this connection's Goodbye, so the client does not wait forever.
     try {
-      this.nic.submit(m);
-      this.#running = true;
-      try {
-        this.nic.runAll();
-        if (this.options.idleDrain) this.nic.drainAll();
-      } finally {
-        this.#running = false;
-      }
+      this.#driver.submit(m);
     } catch (e) {
-      this.#goodbye(c, codeOf(e, TransportErrorCodes.INTERNAL), `executing request ${m.seq} failed: ${bareMessage(e)}`);
+      this.#goodbye(c, codeOf(e, TransportErrorCodes.INTERNAL), nested ? `request ${m.seq}: ${bareMessage(e)}` : `executing request ${m.seq} failed: ${bareMessage(e)}`);
     }
   }
 

@@ -11,7 +11,7 @@
  * When no work is queued, the DMA engine catches up (`idleDrain`): a real NIC's cache does not hold
  * data forever, and a server CPU polling memory must see a WRITE eventually.
  */
-import { createPrng, PmrpcError, type Prng } from '../pmem/index.js';
+import { bool, createPrng, integer, oneOf, PmrpcError, positiveInt, resolveOptions, type OptionChecks, type Prng } from '../pmem/index.js';
 import { NicErrorCodes } from './mr.js';
 import { NicDriver } from './driver.js';
 import type { Rnic, ServerQp } from './nic.js';
@@ -41,6 +41,8 @@ export const FABRIC_DEFAULTS: Readonly<FabricOptions> = Object.freeze({
   runStepsMax: 1_000_000,
 });
 
+const FABRIC_CHECKS: OptionChecks<FabricOptions> = { delivery: oneOf(['immediate', 'seeded']), seed: integer, autoRun: bool, idleDrain: bool, runStepsMax: positiveInt };
+
 export class InProcessFabric {
   readonly nic: Rnic;
   readonly options: Readonly<FabricOptions>;
@@ -50,12 +52,7 @@ export class InProcessFabric {
   #driver: NicDriver;
 
   constructor(nic: Rnic, options: Partial<FabricOptions> = {}) {
-    const o: FabricOptions = { ...FABRIC_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
-    if (o.delivery !== 'immediate' && o.delivery !== 'seeded') throw new TypeError(`delivery must be 'immediate' or 'seeded', got ${String(o.delivery)}`);
-    if (!Number.isSafeInteger(o.seed)) throw new TypeError(`seed must be an integer, got ${String(o.seed)}`);
-    if (typeof o.autoRun !== 'boolean') throw new TypeError(`autoRun must be a boolean, got ${String(o.autoRun)}`);
-    if (typeof o.idleDrain !== 'boolean') throw new TypeError(`idleDrain must be a boolean, got ${String(o.idleDrain)}`);
-    if (!Number.isSafeInteger(o.runStepsMax) || o.runStepsMax < 1) throw new RangeError(`runStepsMax must be a positive integer, got ${String(o.runStepsMax)}`);
+    const o = resolveOptions(FABRIC_DEFAULTS, options, FABRIC_CHECKS);
     this.nic = nic;
     this.options = Object.freeze(o);
     this.#prng = o.prng ?? createPrng(mix32(o.seed));

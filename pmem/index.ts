@@ -21,3 +21,23 @@ export {
   type PmemStats,
 } from './region.js';
 export { crashImages, countImages, materialize, writeImageFile, CRASH_ENGINES, IMAGE_DEFAULTS, type CrashEngine, type CrashImage, type ImageChoice, type ImageOptions } from './crash.js';
+export {
+  resolveOptions,
+  definedOptions,
+  must,
+  optional,
+  onlyIf,
+  bool,
+  integer,
+  positiveInt,
+  nonNegativeInt,
+  intAtLeast,
+  intIn,
+  probability,
+  positiveMs,
+  oneOf,
+  nonEmptyString,
+  callable,
+  type OptionCheck,
+  type OptionChecks,
+} from './options.js';

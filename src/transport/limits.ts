@@ -2,7 +2,7 @@
  * The transport's bounds (DESIGN §6: every queue and frame has one) and the checks of the options
  * that set them; the bound of a Response, checked before a Request executes.
  */
-import type { Clock } from '../../pmem/index.js';
+import { intIn, must, optional, positiveInt, type Clock, type OptionCheck } from '../../pmem/index.js';
 import { MAX_WR_BYTES, MAX_WRS_PER_MESSAGE, type RequestMessage } from '../../flush/index.js';
 import { AUTH_TOKEN_CHARS_MAX } from './codec.js';
 
@@ -12,33 +12,24 @@ export const U32_MAX = 0xffffffff;
 /** Upper bound of one completion's encoding without its data (ids, op, status, code, message). */
 const COMPLETION_OVERHEAD_BYTES = 512;
 
-export function resolve<T extends object>(defaults: Readonly<T>, options: Partial<T>): T {
-  return { ...defaults, ...Object.fromEntries(Object.entries(options ?? {}).filter(([, v]) => v !== undefined)) } as T;
-}
+/** RangeError unless an integer in [MIN_FRAME_BYTES, 2^32 − 1] (a frame bound). */
+export const frameBound: OptionCheck = intIn(MIN_FRAME_BYTES, U32_MAX);
 
-export function positiveInt(name: string, v: unknown): void {
-  if (!Number.isSafeInteger(v) || (v as number) < 1) throw new RangeError(`${name} must be a positive integer, got ${String(v)}`);
-}
+/** TypeError unless a Clock. */
+export const clockCheck: OptionCheck = must((c) => {
+  const x = c as Partial<Clock> | null;
+  return x !== null && typeof x === 'object' && typeof x.setTimer === 'function' && typeof x.nowMs === 'function';
+}, 'must be a Clock (nowMs, setTimer)');
 
-export function positiveMs(name: string, v: unknown): void {
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new RangeError(`${name} must be a positive number of milliseconds, got ${String(v)}`);
-}
+/** TypeError unless undefined or a non-empty string of at most AUTH_TOKEN_CHARS_MAX characters. */
+export const authTokenCheck: OptionCheck = optional(must((v) => typeof v === 'string' && v.length > 0 && v.length <= AUTH_TOKEN_CHARS_MAX, `must be a non-empty string of at most ${AUTH_TOKEN_CHARS_MAX} characters`));
 
-export function frameBound(name: string, v: unknown): void {
-  if (!Number.isSafeInteger(v) || (v as number) < MIN_FRAME_BYTES || (v as number) > U32_MAX) {
-    throw new RangeError(`${name} must be an integer in [${MIN_FRAME_BYTES}, ${U32_MAX}], got ${String(v)}`);
-  }
-}
-
-export function checkClock(clock: unknown): void {
-  const c = clock as Partial<Clock> | null;
-  if (c === null || typeof c !== 'object' || typeof c.setTimer !== 'function' || typeof c.nowMs !== 'function') throw new TypeError('clock must be a Clock (nowMs, setTimer)');
-}
-
-export function checkToken(token: unknown): void {
-  if (token !== undefined && (typeof token !== 'string' || token.length === 0 || token.length > AUTH_TOKEN_CHARS_MAX)) {
-    throw new TypeError(`authToken must be a non-empty string of at most ${AUTH_TOKEN_CHARS_MAX} characters`);
-  }
+/** A positive integer, and at least the option `lower` (a hard bound above a high-water mark). */
+export function positiveIntAtLeast(lower: string): OptionCheck {
+  return (name, v, all) => {
+    positiveInt(name, v, all);
+    if ((v as number) < (all[lower] as number)) throw new RangeError(`${name} (${String(v)}) must be >= ${lower} (${String(all[lower])})`);
+  };
 }
 
 /** The largest Response a Request can produce: checked before executing, so a reply never exceeds the client's frame bound. */

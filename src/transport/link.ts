@@ -4,11 +4,11 @@
  * turn of the event loop leave in one write.
  */
 import net from 'node:net';
-import { PmrpcError, systemClock, type Clock, type ErrorCode, type TimerHandle } from '../../pmem/index.js';
+import { intIn, must, nonEmptyString, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type ErrorCode, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
 import type { ClientMessage, Completion, Link, ServerMessage, WrOp } from '../../flush/index.js';
 import { BAD_FRAME, CLIENT_NAME_CHARS_MAX, decodeMessage, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
 import { bareMessage, messageOf, TransportErrorCodes } from './errors.js';
-import { checkClock, checkToken, frameBound, MIN_FRAME_BYTES, positiveInt, positiveMs, resolve, U32_MAX } from './limits.js';
+import { authTokenCheck, clockCheck, frameBound, MIN_FRAME_BYTES, positiveIntAtLeast, U32_MAX } from './limits.js';
 
 export interface TcpLinkOptions {
   host: string;
@@ -50,6 +50,22 @@ export const TCP_LINK_DEFAULTS: Readonly<Omit<TcpLinkOptions, 'port'>> = Object.
   clock: systemClock,
 });
 
+const TCP_LINK_CHECKS: OptionChecks<TcpLinkOptions> = {
+  host: nonEmptyString,
+  port: intIn(1, 65535),
+  authToken: authTokenCheck,
+  name: must((v) => typeof v === 'string' && v.length <= CLIENT_NAME_CHARS_MAX, `must be a string of at most ${CLIENT_NAME_CHARS_MAX} characters`),
+  hello: must((v) => v instanceof Uint8Array, 'must be a Uint8Array'),
+  maxFrameBytes: frameBound,
+  highWaterBytes: positiveInt,
+  sendBufferBytesMax: positiveIntAtLeast('highWaterBytes'),
+  outstandingMessagesMax: positiveInt,
+  backlogMessagesMax: positiveInt,
+  handshakeTimeoutMs: positiveMs,
+  closeLingerMs: positiveMs,
+  clock: clockCheck,
+};
+
 const PRIVATE = Symbol('TcpLink');
 
 interface PendingWr {
@@ -88,22 +104,7 @@ export class TcpLink implements Link {
 
   /** Opens a connection, says Hello, and resolves once the server's Welcome arrives. */
   static async connect(options: Partial<TcpLinkOptions> & { port: number }): Promise<{ link: TcpLink; welcome: Uint8Array }> {
-    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-    const o = resolve(TCP_LINK_DEFAULTS as Readonly<TcpLinkOptions>, options);
-    if (typeof o.host !== 'string' || o.host.length === 0) throw new TypeError(`host must be a non-empty string, got ${String(o.host)}`);
-    if (!Number.isInteger(o.port) || o.port < 1 || o.port > 65535) throw new RangeError(`port must be an integer in [1, 65535], got ${String(o.port)}`);
-    checkToken(o.authToken);
-    if (typeof o.name !== 'string' || o.name.length > CLIENT_NAME_CHARS_MAX) throw new TypeError(`name must be a string of at most ${CLIENT_NAME_CHARS_MAX} characters`);
-    if (!(o.hello instanceof Uint8Array)) throw new TypeError('hello must be a Uint8Array');
-    frameBound('maxFrameBytes', o.maxFrameBytes);
-    positiveInt('highWaterBytes', o.highWaterBytes);
-    positiveInt('sendBufferBytesMax', o.sendBufferBytesMax);
-    if (o.sendBufferBytesMax < o.highWaterBytes) throw new RangeError(`sendBufferBytesMax (${o.sendBufferBytesMax}) must be >= highWaterBytes (${o.highWaterBytes})`);
-    positiveInt('outstandingMessagesMax', o.outstandingMessagesMax);
-    positiveInt('backlogMessagesMax', o.backlogMessagesMax);
-    positiveMs('handshakeTimeoutMs', o.handshakeTimeoutMs);
-    positiveMs('closeLingerMs', o.closeLingerMs);
-    checkClock(o.clock);
+    const o = resolveOptions(TCP_LINK_DEFAULTS as Readonly<TcpLinkOptions>, options, TCP_LINK_CHECKS);
     const opts = Object.freeze(o);
     const hello: HelloMessage = { type: 'hello', version: PROTOCOL_VERSION, authToken: o.authToken ?? '', clientName: o.name, maxFrameBytes: o.maxFrameBytes, payload: o.hello };
     const helloFrame = frameBytes(encodeMessage(hello));

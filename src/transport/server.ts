@@ -9,12 +9,12 @@
  * only timers.
  */
 import net from 'node:net';
-import { PmrpcError, systemClock, type Clock, type TimerHandle } from '../../pmem/index.js';
+import { bool, callable, intIn, nonEmptyString, optional, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
 import { NicDriver, Rnic, ServerQp, type RequestMessage, type ServerMessage } from '../../flush/index.js';
 import { BAD_FRAME, decodeMessage, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
 import { isLoopbackHost, tokenEquals } from './auth.js';
 import { bareMessage, codeOf, messageOf, TransportErrorCodes } from './errors.js';
-import { checkClock, checkToken, frameBound, MIN_FRAME_BYTES, positiveInt, positiveMs, resolve, responseBoundBytes } from './limits.js';
+import { authTokenCheck, clockCheck, frameBound, MIN_FRAME_BYTES, positiveIntAtLeast, responseBoundBytes } from './limits.js';
 
 
 /** What the server's accept callback learns about a client. */
@@ -115,6 +115,23 @@ export const TCP_SERVER_DEFAULTS: Readonly<TcpNicServerOptions> = Object.freeze(
   clock: systemClock,
 });
 
+const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
+  host: nonEmptyString,
+  port: intIn(0, 65535),
+  authToken: authTokenCheck,
+  accept: callable('must be a function (hello) => { qp, welcome }'),
+  maxFrameBytes: frameBound,
+  maxConnections: positiveInt,
+  highWaterBytes: positiveInt,
+  outgoingBytesMax: positiveIntAtLeast('highWaterBytes'),
+  handshakeTimeoutMs: positiveMs,
+  closeLingerMs: positiveMs,
+  idleDrain: bool,
+  destroyQpOnClose: bool,
+  onDisconnect: optional(callable()),
+  clock: clockCheck,
+};
+
 type ConnState = ConnectionStats['state'];
 
 class ServerConn {
@@ -165,23 +182,7 @@ export class TcpNicServer {
 
   constructor(nic: Rnic, options: Partial<TcpNicServerOptions>) {
     if (!(nic instanceof Rnic)) throw new TypeError('nic must be an Rnic');
-    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-    const o = resolve(TCP_SERVER_DEFAULTS, options);
-    if (typeof o.host !== 'string' || o.host.length === 0) throw new TypeError(`host must be a non-empty string, got ${String(o.host)}`);
-    if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) throw new RangeError(`port must be an integer in [0, 65535], got ${String(o.port)}`);
-    checkToken(o.authToken);
-    if (typeof o.accept !== 'function') throw new TypeError('accept must be a function (hello) => { qp, welcome }');
-    frameBound('maxFrameBytes', o.maxFrameBytes);
-    positiveInt('maxConnections', o.maxConnections);
-    positiveInt('highWaterBytes', o.highWaterBytes);
-    positiveInt('outgoingBytesMax', o.outgoingBytesMax);
-    if (o.outgoingBytesMax < o.highWaterBytes) throw new RangeError(`outgoingBytesMax (${o.outgoingBytesMax}) must be >= highWaterBytes (${o.highWaterBytes})`);
-    positiveMs('handshakeTimeoutMs', o.handshakeTimeoutMs);
-    positiveMs('closeLingerMs', o.closeLingerMs);
-    if (typeof o.idleDrain !== 'boolean') throw new TypeError(`idleDrain must be a boolean, got ${String(o.idleDrain)}`);
-    if (typeof o.destroyQpOnClose !== 'boolean') throw new TypeError(`destroyQpOnClose must be a boolean, got ${String(o.destroyQpOnClose)}`);
-    if (o.onDisconnect !== undefined && typeof o.onDisconnect !== 'function') throw new TypeError('onDisconnect must be a function');
-    checkClock(o.clock);
+    const o = resolveOptions(TCP_SERVER_DEFAULTS, options, TCP_SERVER_CHECKS);
     // Refused before anything binds: an unauthenticated NIC on a reachable address hands out PM.
     if (o.authToken === undefined && !isLoopbackHost(o.host)) {
       throw new PmrpcError(TransportErrorCodes.AUTH_REQUIRED, `binding ${o.host} (not loopback) requires an authToken`);

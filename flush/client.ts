@@ -277,8 +277,8 @@ export function ok(c: Completion): Completion {
   throw new PmrpcError((c.code ?? NicErrorCodes.WR_FAILED) as ErrorCode, `${c.op} #${c.id} ${c.status}${c.message ? `: ${c.message}` : ''}`);
 }
 
-/** The code a link's send() throws when its buffer is full (src/transport's PMRPC_ERR_BACKPRESSURE). */
-const BACKPRESSURE = 'PMRPC_ERR_BACKPRESSURE';
+/** The code a link's send() throws when its buffer is full (src/transport's TcpLink). */
+const BACKPRESSURE = NicErrorCodes.BACKPRESSURE;
 
 const u64 = (v: bigint): Uint8Array => bigintToLe(v, 8);
 

@@ -14,6 +14,7 @@
  */
 import assert from 'node:assert/strict';
 import { callable, PmrpcError, positiveInt, resolveOptions } from '../pmem/index.js';
+import { NicErrorCodes } from './mr.js';
 import { Wr, ok, type QueuePair } from './client.js';
 import type { HostWriteEvent, Rnic, ServerQp } from './nic.js';
 import { readPtr, u64le } from './prism.js';
@@ -314,7 +315,7 @@ export class FlushClient {
     if (m.imm !== ACK_IMM && m.imm !== NACK_IMM) return;
     const w = this.#ackWaiters.shift();
     if (w === undefined) return;
-    if (m.imm === NACK_IMM) w.reject(new PmrpcError('PMRPC_ERR_FLUSH_REFUSED', 'the server refused the flush request'));
+    if (m.imm === NACK_IMM) w.reject(new PmrpcError(NicErrorCodes.FLUSH_REFUSED, 'the server refused the flush request'));
     else w.resolve({ offset: readPtr(m.data, 0), len: readPtr(m.data, 8) });
   }
 }

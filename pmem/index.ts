@@ -1,5 +1,15 @@
 /** pmem/ — layer 1: the emulated persistent-memory device. Other layers import only this file. */
-export { ErrorCodes, PmrpcError, PmrpcIoError, isPmrpcError, type ErrorCode } from './errors.js';
+export {
+  ErrorCodes,
+  PmrpcError,
+  PmrpcIoError,
+  isPmrpcError,
+  defineErrorCodes,
+  registeredErrorCodes,
+  type ErrorCode,
+  type ErrorCodesOf,
+  type PmrpcErrorCodeRegistry,
+} from './errors.js';
 export { VirtualClock, type Clock, type TimerHandle } from './clock.js';
 export { createPrng, seededEntropy, type Prng, type Entropy } from './prng.js';
 export { systemClock, cryptoEntropy, randomSeed, wallClockMs } from './runtime.js';

@@ -9,7 +9,7 @@
  * its complement, so a damaged word is detected rather than trusted.
  */
 import assert from 'node:assert/strict';
-import { crc32c, ErrorCodes, LINE_BYTES, PmrpcError, resolveOptions, type OptionCheck, type OptionChecks, type PmemRegion } from '../pmem/index.js';
+import { crc32c, ErrorCodes, LINE_BYTES, PmrpcError, resolveOptions, type OptionCheck, type OptionChecks, type PmemRegion, defineErrorCodes, type ErrorCodesOf } from '../pmem/index.js';
 
 /** "PMRPCRCV": this layer's magic, as the little-endian u64 stored at offset 0. */
 export const RECOVERY_MAGIC = 0x5643524350524d50n;
@@ -22,7 +22,7 @@ const NEXT_CLIENT_WORD = LINE_BYTES + 8;
 /** Largest value of a counter word (u32, 0 excluded where it means "none"). */
 export const COUNTER_MAX = 0xffff_ffff;
 
-export const RecoveryErrorCodes = {
+export const RecoveryErrorCodes = defineErrorCodes('recovery', {
   /** The region holds no recovery layout at this offset (never formatted, or format interrupted). */
   NOT_FORMATTED: 'PMRPC_ERR_NOT_FORMATTED',
   /** format() found a layout already there: it is never overwritten. */
@@ -61,7 +61,11 @@ export const RecoveryErrorCodes = {
   OUT_OF_ORDER: 'PMRPC_ERR_OUT_OF_ORDER',
   /** The store is not ready: recover() must run after open() before requests are served. */
   NOT_RECOVERED: 'PMRPC_ERR_NOT_RECOVERED',
-} as const;
+});
+
+declare module '../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof RecoveryErrorCodes> {}
+}
 
 export interface LayoutOptions {
   /** Where the layout starts in the region (line-aligned). */

@@ -5,7 +5,7 @@
  * moment the strategy's table row says (FLUSH or READ completion, the server's ACK, the coupled
  * reply), never earlier — and `result` — the handler's result once the request is applied.
  */
-import { callable, nonNegativeInt, optional, PmrpcError, resolveOptions } from '../../pmem/index.js';
+import { callable, nonNegativeInt, optional, PmrpcError, resolveOptions, type ErrorCode } from '../../pmem/index.js';
 import { Wr, type NotifyMessage, type QueuePair, type WorkRequest, type Completion } from '../../flush/index.js';
 import { encodeEntry } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
@@ -257,7 +257,7 @@ export class DurableRpcClient {
     if (qp !== this.#qp) return; // an answer from a connection that was replaced
     const bad = cs.find((c) => c.status !== 'ok');
     if (bad !== undefined) {
-      this.#disconnected(new PmrpcError((bad.code ?? 'PMRPC_ERR_WR_FAILED') as `PMRPC_ERR_${string}`, `${bad.op} ${bad.status}${bad.message ? `: ${bad.message}` : ''}`));
+      this.#disconnected(new PmrpcError((bad.code ?? 'PMRPC_ERR_WR_FAILED') as ErrorCode, `${bad.op} ${bad.status}${bad.message ? `: ${bad.message}` : ''}`));
       return;
     }
     const s = this.strategy;

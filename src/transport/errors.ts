@@ -2,12 +2,12 @@
  * The transport's error codes (docs/errors.md, docs/wire.md) and the helpers that turn a thrown
  * value into the code and message of a Goodbye.
  */
-import { PmrpcError } from '../../pmem/index.js';
+import { PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
 import { NicErrorCodes } from '../../flush/index.js';
 import { BAD_FRAME, FRAME_TOO_LARGE } from './codec.js';
 
 /** The codes of the transport (docs/wire.md). */
-export const TransportErrorCodes = Object.freeze({
+export const TransportErrorCodes = defineErrorCodes('transport', {
   /** A frame that does not decode, or a message the receiver does not expect at that point. */
   BAD_FRAME,
   /** A length prefix past the receiver's bound, or a message that cannot fit the peer's bound. */
@@ -46,7 +46,11 @@ export const TransportErrorCodes = Object.freeze({
   INTERNAL: 'PMRPC_ERR_INTERNAL',
   /** The connection's QP was destroyed (or the NIC closed) under it: a request could not be answered. */
   NO_SUCH_QP: NicErrorCodes.NO_SUCH_QP,
-} as const);
+});
+
+declare module '../../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof TransportErrorCodes> {}
+}
 
 /** The code a Goodbye carries for a thrown value: a PmrpcError's own, else `fallback`. */
 export function codeOf(e: unknown, fallback: string): string {

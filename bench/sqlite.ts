@@ -7,7 +7,16 @@
  */
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
-import { PmrpcError } from '../pmem/errors.js';
+import { defineErrorCodes, PmrpcError, type ErrorCodesOf } from '../pmem/index.js';
+
+export const BenchErrorCodes = defineErrorCodes('bench', {
+  /** better-sqlite3 (an optional dependency) does not load: the SQLite baselines and the results history need it. */
+  SQLITE_UNAVAILABLE: 'PMRPC_ERR_SQLITE_UNAVAILABLE',
+});
+
+declare module '../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof BenchErrorCodes> {}
+}
 
 export type Database = BetterSqlite3.Database;
 
@@ -23,7 +32,7 @@ function sqlite(): typeof BetterSqlite3 {
   } catch (e) {
     const why = e instanceof Error ? e.message.split('\n')[0] : String(e);
     throw new PmrpcError(
-      'PMRPC_ERR_SQLITE_UNAVAILABLE',
+      BenchErrorCodes.SQLITE_UNAVAILABLE,
       `better-sqlite3 does not load (${why}): it is an optional dependency, needed by the SQLite baselines of \`bench flush\` and \`bench kv\` ` +
         'and by the results history (--no-history skips it); install it with `npm install better-sqlite3` (builds from source: needs a C++ toolchain)',
       { cause: e },

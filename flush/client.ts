@@ -5,7 +5,7 @@
  * helpers (write, read, cas, …) turn a non-'ok' status into a PmrpcError with its code.
  */
 import assert from 'node:assert/strict';
-import { PmrpcError, type ErrorCode } from '../pmem/index.js';
+import { intIn, PmrpcError, positiveInt, resolveOptions, type ErrorCode } from '../pmem/index.js';
 import { NicErrorCodes } from './mr.js';
 import { bigintToLe, leToBigint } from './prism.js';
 import type {
@@ -61,13 +61,7 @@ export class QueuePair {
     if (link === null || typeof link !== 'object' || typeof link.send !== 'function' || typeof link.onMessage !== 'function') {
       throw new TypeError('link must implement Link (send, onMessage, close)');
     }
-    const o = { ...QUEUE_PAIR_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as QueuePairOptions;
-    if (!Number.isSafeInteger(o.outstandingMessagesMax) || o.outstandingMessagesMax < 1) {
-      throw new RangeError(`outstandingMessagesMax must be a positive integer, got ${String(o.outstandingMessagesMax)}`);
-    }
-    if (!Number.isSafeInteger(o.firstSeq) || o.firstSeq < 0 || o.firstSeq >= SEQ_MOD) {
-      throw new RangeError(`firstSeq must be an integer in [0, 2^32), got ${String(o.firstSeq)}`);
-    }
+    const o = resolveOptions(QUEUE_PAIR_DEFAULTS, options, { outstandingMessagesMax: positiveInt, firstSeq: intIn(0, SEQ_MOD - 1, '[0, 2^32)') });
     this.options = Object.freeze(o);
     this.link = link;
     this.#seq = o.firstSeq;
@@ -283,8 +277,8 @@ export function ok(c: Completion): Completion {
   throw new PmrpcError((c.code ?? NicErrorCodes.WR_FAILED) as ErrorCode, `${c.op} #${c.id} ${c.status}${c.message ? `: ${c.message}` : ''}`);
 }
 
-/** The code a link's send() throws when its buffer is full (src/transport's PMRPC_ERR_BACKPRESSURE). */
-const BACKPRESSURE = 'PMRPC_ERR_BACKPRESSURE';
+/** The code a link's send() throws when its buffer is full (src/transport's TcpLink). */
+const BACKPRESSURE = NicErrorCodes.BACKPRESSURE;
 
 const u64 = (v: bigint): Uint8Array => bigintToLe(v, 8);
 

@@ -11,8 +11,9 @@
  * When no work is queued, the DMA engine catches up (`idleDrain`): a real NIC's cache does not hold
  * data forever, and a server CPU polling memory must see a WRITE eventually.
  */
-import { createPrng, PmrpcError, type Prng } from '../pmem/index.js';
+import { bool, createPrng, integer, oneOf, PmrpcError, positiveInt, resolveOptions, type OptionChecks, type Prng } from '../pmem/index.js';
 import { NicErrorCodes } from './mr.js';
+import { NicDriver } from './driver.js';
 import type { Rnic, ServerQp } from './nic.js';
 import type { ClientMessage, Link, ServerMessage } from './types.js';
 
@@ -40,23 +41,22 @@ export const FABRIC_DEFAULTS: Readonly<FabricOptions> = Object.freeze({
   runStepsMax: 1_000_000,
 });
 
+const FABRIC_CHECKS: OptionChecks<FabricOptions> = { delivery: oneOf(['immediate', 'seeded']), seed: integer, autoRun: bool, idleDrain: bool, runStepsMax: positiveInt };
+
 export class InProcessFabric {
   readonly nic: Rnic;
   readonly options: Readonly<FabricOptions>;
   #prng: Prng;
   #scheduled = false;
-  #running = false;
+  /** One loop, one re-entry guard, for both delivery modes. */
+  #driver: NicDriver;
 
   constructor(nic: Rnic, options: Partial<FabricOptions> = {}) {
-    const o: FabricOptions = { ...FABRIC_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
-    if (o.delivery !== 'immediate' && o.delivery !== 'seeded') throw new TypeError(`delivery must be 'immediate' or 'seeded', got ${String(o.delivery)}`);
-    if (!Number.isSafeInteger(o.seed)) throw new TypeError(`seed must be an integer, got ${String(o.seed)}`);
-    if (typeof o.autoRun !== 'boolean') throw new TypeError(`autoRun must be a boolean, got ${String(o.autoRun)}`);
-    if (typeof o.idleDrain !== 'boolean') throw new TypeError(`idleDrain must be a boolean, got ${String(o.idleDrain)}`);
-    if (!Number.isSafeInteger(o.runStepsMax) || o.runStepsMax < 1) throw new RangeError(`runStepsMax must be a positive integer, got ${String(o.runStepsMax)}`);
+    const o = resolveOptions(FABRIC_DEFAULTS, options, FABRIC_CHECKS);
     this.nic = nic;
     this.options = Object.freeze(o);
     this.#prng = o.prng ?? createPrng(mix32(o.seed));
+    this.#driver = new NicDriver(nic, o.idleDrain);
   }
 
   /** A client link to server QP `target`: its responses and notifications come back through it. */
@@ -76,32 +76,17 @@ export class InProcessFabric {
 
   /** Runs queued work until idle (bounded by runStepsMax), then the idle drain. Returns the steps taken. */
   run(): number {
-    if (this.#running) return 0; // a response handler that sends again is served by the running loop
-    this.#running = true;
-    let n = 0;
-    try {
-      while (n < this.options.runStepsMax && this.step()) n++;
-      if (this.options.idleDrain && this.nic.busyQps().length === 0) this.nic.drainAll();
-    } finally {
-      this.#running = false;
-    }
-    return n;
+    // A response handler that sends again is served by the running loop.
+    return this.#driver.runSteps(() => this.step(), this.options.runStepsMax);
   }
 
   /** @internal */
   submit(msg: ClientMessage): void {
-    this.nic.submit(msg);
     if (this.options.delivery === 'immediate') {
-      if (this.#running) return;
-      this.#running = true;
-      try {
-        this.nic.runAll();
-        if (this.options.idleDrain) this.nic.drainAll();
-      } finally {
-        this.#running = false;
-      }
+      this.#driver.submit(msg);
       return;
     }
+    this.nic.submit(msg);
     if (this.options.autoRun && !this.#scheduled) {
       this.#scheduled = true;
       queueMicrotask(() => {

@@ -3,10 +3,10 @@
  * random 32-bit rkeys drawn from the injected Entropy. A QP reaches only the MRs of its own
  * protection domain; an rkey that is unknown, deregistered or of another PD is PMRPC_ERR_BAD_RKEY.
  */
-import { PmrpcError, type Entropy } from '../pmem/index.js';
+import { PmrpcError, type Entropy, defineErrorCodes, type ErrorCodesOf } from '../pmem/index.js';
 import { Access } from './types.js';
 
-export const NicErrorCodes = Object.freeze({
+export const NicErrorCodes = defineErrorCodes('flush', {
   /** The rkey names no MR of this connection's protection domain (unknown, other PD, deregistered). */
   BAD_RKEY: 'PMRPC_ERR_BAD_RKEY',
   /** The MR lacks the access flag the request needs. */
@@ -37,7 +37,17 @@ export const NicErrorCodes = Object.freeze({
   QUEUE_FULL: 'PMRPC_ERR_QUEUE_FULL',
   /** A client-side helper saw a completion that was not 'ok'. */
   WR_FAILED: 'PMRPC_ERR_WR_FAILED',
+  /** A link's send() refused a message because its send buffer is full (src/transport's TcpLink); QueuePair holds it instead. */
+  BACKPRESSURE: 'PMRPC_ERR_BACKPRESSURE',
+  /** No unused rkey in 64 draws: the injected entropy source is not random. */
+  RKEY_SPACE: 'PMRPC_ERR_RKEY_SPACE',
+  /** A flush strategy's server half answered a flush request with a NACK. */
+  FLUSH_REFUSED: 'PMRPC_ERR_FLUSH_REFUSED',
 });
+
+declare module '../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof NicErrorCodes> {}
+}
 
 export class ProtectionDomain {
   readonly id: number;
@@ -114,7 +124,7 @@ export class MrTable {
       if (rkey !== 0 && !this.#byKey.has(rkey)) break;
       rkey = 0;
     }
-    if (rkey === 0) throw new PmrpcError('PMRPC_ERR_RKEY_SPACE', 'could not draw an unused rkey in 64 tries: the entropy source is not random');
+    if (rkey === 0) throw new PmrpcError(NicErrorCodes.RKEY_SPACE, 'could not draw an unused rkey in 64 tries: the entropy source is not random');
     const mr: MemoryRegion = Object.freeze({ rkey, pd, offset, len, access });
     this.#byKey.set(rkey, mr);
     return mr;

@@ -9,7 +9,7 @@
  * Whatever is undrained joins the region's crash states as one component per cache entry.
  */
 import assert from 'node:assert/strict';
-import { cryptoEntropy, LINE_BYTES, PmemRegion, PmrpcError, type CrashComponent, type CrashPiece, type Entropy } from '../pmem/index.js';
+import { bool, cryptoEntropy, intAtLeast, LINE_BYTES, must, oneOf, PmemRegion, PmrpcError, resolveOptions, type CrashComponent, type CrashPiece, type Entropy, type OptionChecks } from '../pmem/index.js';
 import { MrTable, NicErrorCodes, WrError, type MemoryRegion, type ProtectionDomain } from './mr.js';
 import { bigintToLe, casResult, casSucceeds, leToBigint, readPtr, u64le } from './prism.js';
 import {
@@ -200,7 +200,7 @@ export class Rnic {
   constructor(region: PmemRegion, options: Partial<RnicOptions> = {}) {
     if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
     this.region = region;
-    this.options = resolveOptions(options);
+    this.options = resolveOptions(RNIC_DEFAULTS, options, RNIC_CHECKS);
     this.#mrs = new MrTable(this.options.entropy, region.sizeBytes);
     this.#removeContributor = region.addCrashContributor(() => this.#crashComponents());
   }
@@ -737,20 +737,14 @@ function errorCompletion(wr: unknown, index: number, code: string, message: stri
   return { id, op: (w.op ?? 'write') as Completion['op'], status: 'error', code, message };
 }
 
-function resolveOptions(options: Partial<RnicOptions>): RnicOptions {
-  const o: RnicOptions = { ...RNIC_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
-  if (typeof o.ddio !== 'boolean') throw new TypeError(`ddio must be a boolean, got ${String(o.ddio)}`);
-  if (o.drain !== 'eager' && o.drain !== 'lazy' && o.drain !== 'onFlush') throw new TypeError(`drain must be 'eager', 'lazy' or 'onFlush', got ${String(o.drain)}`);
-  if (o.placement !== 'any' && o.placement !== 'ascending') throw new TypeError(`placement must be 'any' or 'ascending', got ${String(o.placement)}`);
-  const positive = (name: keyof RnicOptions, min: number): void => {
-    const v = o[name];
-    if (!Number.isSafeInteger(v) || (v as number) < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${String(v)}`);
-  };
-  positive('lazyBound', 0);
-  positive('cacheEntriesMax', 1);
-  positive('scratchBytes', 0);
-  positive('recvQueueMax', 1);
-  positive('inboundMessagesMax', 1);
-  if (typeof o.entropy?.bytes !== 'function') throw new TypeError('entropy must have a bytes(n) method');
-  return o;
-}
+const RNIC_CHECKS: OptionChecks<RnicOptions> = {
+  ddio: bool,
+  drain: oneOf(['eager', 'lazy', 'onFlush']),
+  placement: oneOf(['any', 'ascending']),
+  lazyBound: intAtLeast(0),
+  cacheEntriesMax: intAtLeast(1),
+  scratchBytes: intAtLeast(0),
+  recvQueueMax: intAtLeast(1),
+  inboundMessagesMax: intAtLeast(1),
+  entropy: must((v) => typeof (v as Partial<Entropy> | null | undefined)?.bytes === 'function', 'must have a bytes(n) method'),
+};

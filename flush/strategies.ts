@@ -13,7 +13,8 @@
  *   layer reuses it.
  */
 import assert from 'node:assert/strict';
-import { PmrpcError } from '../pmem/index.js';
+import { callable, PmrpcError, positiveInt, resolveOptions } from '../pmem/index.js';
+import { NicErrorCodes } from './mr.js';
 import { Wr, ok, type QueuePair } from './client.js';
 import type { HostWriteEvent, Rnic, ServerQp } from './nic.js';
 import { readPtr, u64le } from './prism.js';
@@ -63,10 +64,7 @@ export class CpuPoller {
   #unsubscribe: () => void;
 
   constructor(nic: Rnic, options: Partial<CpuPollerOptions> = {}) {
-    const o = { ...CPU_POLLER_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as CpuPollerOptions;
-    if (typeof o.schedule !== 'function') throw new TypeError('schedule must be a function');
-    if (!Number.isSafeInteger(o.batchMax) || o.batchMax < 1) throw new RangeError(`batchMax must be a positive integer, got ${String(o.batchMax)}`);
-    if (!Number.isSafeInteger(o.queueMax) || o.queueMax < 1) throw new RangeError(`queueMax must be a positive integer, got ${String(o.queueMax)}`);
+    const o = resolveOptions(CPU_POLLER_DEFAULTS, options, { schedule: callable(), batchMax: positiveInt, queueMax: positiveInt });
     this.nic = nic;
     this.options = Object.freeze(o);
     this.#unsubscribe = nic.onHostWrite((e) => this.#onHostWrite(e));
@@ -317,7 +315,7 @@ export class FlushClient {
     if (m.imm !== ACK_IMM && m.imm !== NACK_IMM) return;
     const w = this.#ackWaiters.shift();
     if (w === undefined) return;
-    if (m.imm === NACK_IMM) w.reject(new PmrpcError('PMRPC_ERR_FLUSH_REFUSED', 'the server refused the flush request'));
+    if (m.imm === NACK_IMM) w.reject(new PmrpcError(NicErrorCodes.FLUSH_REFUSED, 'the server refused the flush request'));
     else w.resolve({ offset: readPtr(m.data, 0), len: readPtr(m.data, 8) });
   }
 }

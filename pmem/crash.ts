@@ -13,6 +13,7 @@
 import { writeFileSync } from 'node:fs';
 import { ErrorCodes, PmrpcError, PmrpcIoError } from './errors.js';
 import { HEADER_BYTES } from './header.js';
+import { intIn, must, onlyIf, positiveInt, resolveOptions, type OptionChecks } from './options.js';
 import { createPrng } from './prng.js';
 import type { CrashComponent, CrashState } from './region.js';
 
@@ -31,6 +32,12 @@ export interface ImageOptions {
 }
 
 export const IMAGE_DEFAULTS: Readonly<ImageOptions> = Object.freeze({ engine: 'random', count: 64, seed: 0, maxImages: 100_000 });
+
+const IMAGE_CHECKS: OptionChecks<ImageOptions> = {
+  engine: must((v) => CRASH_ENGINES.includes(v as CrashEngine), (v) => `must be one of ${CRASH_ENGINES.join(', ')}, got ${String(v)}`),
+  count: onlyIf((o) => o.engine === 'random', positiveInt),
+  maxImages: onlyIf((o) => o.engine === 'exhaustive', intIn(1, 2 ** 31, '[1, 2^31]')),
+};
 
 /**
  * One choice per component: for 'prefix' the number of pieces kept (0..n); for 'subset' the
@@ -55,11 +62,8 @@ export function countImages(state: CrashState): bigint {
 export function crashImages(state: CrashState, options: Partial<ImageOptions> = {}): Generator<CrashImage> {
   // Validate here, not inside the generator: a bad option or an over-bound exhaustive request
   // fails at the call, not at the first iteration.
-  const o = { ...IMAGE_DEFAULTS, ...options };
-  if (!CRASH_ENGINES.includes(o.engine)) throw new TypeError(`engine must be one of ${CRASH_ENGINES.join(', ')}, got ${String(o.engine)}`);
-  if (o.engine === 'random' && (!Number.isSafeInteger(o.count) || o.count < 1)) throw new RangeError(`count must be a positive integer, got ${o.count}`);
+  const o = resolveOptions(IMAGE_DEFAULTS, options, IMAGE_CHECKS);
   if (o.engine === 'exhaustive') {
-    if (!Number.isSafeInteger(o.maxImages) || o.maxImages < 1 || o.maxImages > 2 ** 31) throw new RangeError(`maxImages must be an integer in [1, 2^31], got ${o.maxImages}`);
     const total = countImages(state);
     if (total > BigInt(o.maxImages)) {
       throw new PmrpcError(ErrorCodes.TOO_MANY_IMAGES, `exhaustive engine: ${total} images exceed the bound of ${o.maxImages}; use the random engine or raise maxImages`);

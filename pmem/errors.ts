@@ -2,9 +2,51 @@
  * Operating failures of pmrpc: every one is a PmrpcError with a stable string `code`, listed in
  * docs/errors.md. Programmer errors (a broken invariant of pmrpc itself, a store from a thread
  * that does not own a region) are node:assert assertions instead.
+ *
+ * The codes are registered, so that a code nobody defined does not compile: each layer defines its
+ * codes once with defineErrorCodes() (which also records them at run time, for the test that
+ * checks docs/errors.md) and adds them to the type registry by module augmentation:
+ *
+ *   export const NicErrorCodes = defineErrorCodes('flush', { BAD_RKEY: 'PMRPC_ERR_BAD_RKEY', ... });
+ *   declare module '../pmem/index.js' {
+ *     interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof NicErrorCodes> {}
+ *   }
+ *
+ * An application with codes of its own does the same (augmenting 'pmrpc' or 'pmrpc/pmem').
  */
 
-export const ErrorCodes = {
+/** Every registered code, as keys (the values are unused). Augmented by each layer; see above. */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof ErrorCodes> {}
+
+/** The registered codes: a PmrpcError's `code`. */
+export type ErrorCode = keyof PmrpcErrorCodeRegistry & `PMRPC_ERR_${string}`;
+
+/** The registry entries of a code object made by defineErrorCodes. */
+export type ErrorCodesOf<T extends Readonly<Record<string, `PMRPC_ERR_${string}`>>> = { [C in T[keyof T]]: true };
+
+const registered = new Map<string, Set<string>>();
+
+/**
+ * Freezes a layer's code object and records its codes at run time (registeredErrorCodes()). The
+ * type registry is augmented separately (module augmentation), as shown above.
+ */
+export function defineErrorCodes<const T extends Readonly<Record<string, `PMRPC_ERR_${string}`>>>(layer: string, codes: T): Readonly<T> {
+  for (const code of Object.values(codes)) {
+    if (!/^PMRPC_ERR_[A-Z0-9_]+$/.test(code)) throw new TypeError(`error code ${code} of ${layer} does not match PMRPC_ERR_[A-Z0-9_]+`);
+    let layers = registered.get(code);
+    if (layers === undefined) registered.set(code, (layers = new Set()));
+    layers.add(layer);
+  }
+  return Object.freeze(codes);
+}
+
+/** Every code registered so far (by the modules loaded), with the layers that define it. */
+export function registeredErrorCodes(): ReadonlyMap<string, readonly string[]> {
+  return new Map([...registered].map(([code, layers]) => [code, [...layers]]));
+}
+
+export const ErrorCodes = defineErrorCodes('pmem', {
   /** An access or range lies (partly) outside the region or memory region. */
   OUT_OF_BOUNDS: 'PMRPC_ERR_OUT_OF_BOUNDS',
   /** An access that must be aligned (8-byte atomics) is not. */
@@ -27,9 +69,7 @@ export const ErrorCodes = {
   NOT_TRACING: 'PMRPC_ERR_NOT_TRACING',
   /** The exhaustive crash-image engine would produce more images than its bound. */
   TOO_MANY_IMAGES: 'PMRPC_ERR_TOO_MANY_IMAGES',
-} as const;
-
-export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes] | `PMRPC_ERR_${string}`;
+});
 
 export class PmrpcError extends Error {
   readonly code: ErrorCode;

@@ -1,5 +1,15 @@
 /** pmem/ — layer 1: the emulated persistent-memory device. Other layers import only this file. */
-export { ErrorCodes, PmrpcError, PmrpcIoError, isPmrpcError, type ErrorCode } from './errors.js';
+export {
+  ErrorCodes,
+  PmrpcError,
+  PmrpcIoError,
+  isPmrpcError,
+  defineErrorCodes,
+  registeredErrorCodes,
+  type ErrorCode,
+  type ErrorCodesOf,
+  type PmrpcErrorCodeRegistry,
+} from './errors.js';
 export { VirtualClock, type Clock, type TimerHandle } from './clock.js';
 export { createPrng, seededEntropy, type Prng, type Entropy } from './prng.js';
 export { systemClock, cryptoEntropy, randomSeed, wallClockMs } from './runtime.js';
@@ -21,3 +31,23 @@ export {
   type PmemStats,
 } from './region.js';
 export { crashImages, countImages, materialize, writeImageFile, CRASH_ENGINES, IMAGE_DEFAULTS, type CrashEngine, type CrashImage, type ImageChoice, type ImageOptions } from './crash.js';
+export {
+  resolveOptions,
+  definedOptions,
+  must,
+  optional,
+  onlyIf,
+  bool,
+  integer,
+  positiveInt,
+  nonNegativeInt,
+  intAtLeast,
+  intIn,
+  probability,
+  positiveMs,
+  oneOf,
+  nonEmptyString,
+  callable,
+  type OptionCheck,
+  type OptionChecks,
+} from './options.js';

@@ -19,6 +19,7 @@ import type { Clock } from './clock.js';
 import { ErrorCodes, PmrpcError, PmrpcIoError } from './errors.js';
 import { decodeHeader, encodeHeader, HEADER_BYTES, LINE_BYTES, MAX_REGION_BYTES, type RegionHeader } from './header.js';
 import { mapFile, syncMapping, unmapFile } from './native.js';
+import { bool, integer, oneOf, probability, resolveOptions, type OptionChecks } from './options.js';
 import { createPrng, type Entropy, type Prng } from './prng.js';
 import { cryptoEntropy, systemClock } from './runtime.js';
 
@@ -153,7 +154,7 @@ export class PmemRegion {
 
   /** Creates a region file of `sizeBytes` data bytes. An existing non-empty file is refused. */
   static create(path: string, sizeBytes: number, options: Partial<PmemOptions> = {}): PmemRegion {
-    const opts = resolveOptions(options);
+    const opts = resolvePmemOptions(options);
     checkSize(sizeBytes);
     let existing = 0;
     try {
@@ -177,7 +178,7 @@ export class PmemRegion {
 
   /** Opens an existing region file; a foreign, truncated or corrupted file is refused untouched. */
   static open(path: string, options: Partial<PmemOptions> = {}): PmemRegion {
-    const opts = resolveOptions(options);
+    const opts = resolvePmemOptions(options);
     const fd = openReadOnly(path);
     let header: RegionHeader;
     try {
@@ -205,7 +206,7 @@ export class PmemRegion {
 
   /** A region whose media is process memory, not a file (simulation, tests). */
   static createInMemory(sizeBytes: number, options: Partial<PmemOptions> = {}): PmemRegion {
-    const opts = resolveOptions(options);
+    const opts = resolvePmemOptions(options);
     checkSize(sizeBytes);
     const buffer = new ArrayBuffer(HEADER_BYTES + sizeBytes);
     const bytes = new Uint8Array(buffer);
@@ -215,7 +216,7 @@ export class PmemRegion {
 
   /** Opens a crash image (a whole file's bytes, as pmem/crash.ts makes) as an in-memory region. The bytes are copied. */
   static openImage(image: Uint8Array, options: Partial<PmemOptions> = {}): PmemRegion {
-    const opts = resolveOptions(options);
+    const opts = resolvePmemOptions(options);
     const header = decodeHeader(image, image.length, 'crash image');
     const buffer = new ArrayBuffer(HEADER_BYTES + header.sizeBytes);
     const bytes = new Uint8Array(buffer);
@@ -684,20 +685,10 @@ function checkSize(sizeBytes: number): void {
   }
 }
 
-function resolveOptions(options: Partial<PmemOptions>): PmemOptions {
-  const o: PmemOptions = { ...PMEM_DEFAULTS, ...definedOnly(options) };
-  if (o.domain !== 'adr' && o.domain !== 'eadr') throw new TypeError(`domain must be 'adr' or 'eadr', got ${String(o.domain)}`);
-  if (typeof o.eviction !== 'number' || !(o.eviction >= 0 && o.eviction <= 1)) {
-    throw new RangeError(`eviction must be a probability in [0, 1], got ${String(o.eviction)}`);
-  }
-  if (typeof o.strict !== 'boolean') throw new TypeError(`strict must be a boolean, got ${String(o.strict)}`);
-  if (typeof o.tracing !== 'boolean') throw new TypeError(`tracing must be a boolean, got ${String(o.tracing)}`);
-  if (!Number.isSafeInteger(o.seed)) throw new TypeError(`seed must be an integer, got ${String(o.seed)}`);
-  return o;
-}
+const PMEM_CHECKS: OptionChecks<PmemOptions> = { domain: oneOf(['adr', 'eadr']), eviction: probability, strict: bool, tracing: bool, seed: integer };
 
-function definedOnly<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+function resolvePmemOptions(options: Partial<PmemOptions>): PmemOptions {
+  return resolveOptions(PMEM_DEFAULTS, options, PMEM_CHECKS);
 }
 
 function openReadOnly(path: string): number {

@@ -9,7 +9,7 @@
  * its complement, so a damaged word is detected rather than trusted.
  */
 import assert from 'node:assert/strict';
-import { crc32c, ErrorCodes, LINE_BYTES, PmrpcError, type PmemRegion } from '../pmem/index.js';
+import { crc32c, ErrorCodes, LINE_BYTES, PmrpcError, resolveOptions, type OptionCheck, type OptionChecks, type PmemRegion, defineErrorCodes, type ErrorCodesOf } from '../pmem/index.js';
 
 /** "PMRPCRCV": this layer's magic, as the little-endian u64 stored at offset 0. */
 export const RECOVERY_MAGIC = 0x5643524350524d50n;
@@ -22,7 +22,7 @@ const NEXT_CLIENT_WORD = LINE_BYTES + 8;
 /** Largest value of a counter word (u32, 0 excluded where it means "none"). */
 export const COUNTER_MAX = 0xffff_ffff;
 
-export const RecoveryErrorCodes = {
+export const RecoveryErrorCodes = defineErrorCodes('recovery', {
   /** The region holds no recovery layout at this offset (never formatted, or format interrupted). */
   NOT_FORMATTED: 'PMRPC_ERR_NOT_FORMATTED',
   /** format() found a layout already there: it is never overwritten. */
@@ -61,7 +61,11 @@ export const RecoveryErrorCodes = {
   OUT_OF_ORDER: 'PMRPC_ERR_OUT_OF_ORDER',
   /** The store is not ready: recover() must run after open() before requests are served. */
   NOT_RECOVERED: 'PMRPC_ERR_NOT_RECOVERED',
-} as const;
+});
+
+declare module '../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof RecoveryErrorCodes> {}
+}
 
 export interface LayoutOptions {
   /** Where the layout starts in the region (line-aligned). */
@@ -103,25 +107,29 @@ export interface Geometry extends Readonly<LayoutOptions> {
 
 const MAX_U32 = 0xffff_ffff;
 
-function checkInt(name: string, v: unknown, min: number, max: number, multipleOf = 1): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new TypeError(`${name} must be an integer, got ${String(v)}`);
-  if (v < min || v > max || v % multipleOf !== 0) {
-    throw new RangeError(`${name} must be ${multipleOf > 1 ? `a multiple of ${multipleOf} ` : ''}in [${min}, ${max}], got ${v}`);
-  }
-  return v;
+/** TypeError if not an integer; RangeError outside [min, max] or not a multiple of `multipleOf`. */
+function layoutInt(min: number, max: number, multipleOf = 1): OptionCheck {
+  return (name, v) => {
+    if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new TypeError(`${name} must be an integer, got ${String(v)}`);
+    if (v < min || v > max || v % multipleOf !== 0) {
+      throw new RangeError(`${name} must be ${multipleOf > 1 ? `a multiple of ${multipleOf} ` : ''}in [${min}, ${max}], got ${v}`);
+    }
+  };
 }
+
+const LAYOUT_CHECKS: OptionChecks<LayoutOptions> = {
+  baseOffset: layoutInt(0, MAX_U32, LINE_BYTES),
+  maxClients: layoutInt(1, 4096),
+  ringSlots: layoutInt(1, 65536),
+  slotBytes: layoutInt(LINE_BYTES, 1 << 20, LINE_BYTES),
+  logRecords: layoutInt(1, 65536),
+  recordBytes: layoutInt(2 * LINE_BYTES, 1 << 20, LINE_BYTES),
+  appBytes: layoutInt(LINE_BYTES, MAX_U32 - LINE_BYTES + 1, LINE_BYTES),
+};
 
 /** Validates layout options and computes the offsets (pure). */
 export function computeGeometry(options: Partial<LayoutOptions> = {}): Geometry {
-  if (options === null || typeof options !== 'object') throw new TypeError(`options must be an object, got ${String(options)}`);
-  const o: LayoutOptions = { ...LAYOUT_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
-  const baseOffset = checkInt('baseOffset', o.baseOffset, 0, MAX_U32, LINE_BYTES);
-  const maxClients = checkInt('maxClients', o.maxClients, 1, 4096);
-  const ringSlots = checkInt('ringSlots', o.ringSlots, 1, 65536);
-  const slotBytes = checkInt('slotBytes', o.slotBytes, LINE_BYTES, 1 << 20, LINE_BYTES);
-  const logRecords = checkInt('logRecords', o.logRecords, 1, 65536);
-  const recordBytes = checkInt('recordBytes', o.recordBytes, 2 * LINE_BYTES, 1 << 20, LINE_BYTES);
-  const appBytes = checkInt('appBytes', o.appBytes, LINE_BYTES, MAX_U32 - LINE_BYTES + 1, LINE_BYTES);
+  const { baseOffset, maxClients, ringSlots, slotBytes, logRecords, recordBytes, appBytes } = resolveOptions(LAYOUT_DEFAULTS, options, LAYOUT_CHECKS);
   const superblockOffset = baseOffset;
   const connTableOffset = superblockOffset + SUPERBLOCK_BYTES;
   const ringsOffset = connTableOffset + maxClients * CONN_ENTRY_BYTES;
@@ -258,7 +266,7 @@ export class Layout {
 
   /** Opens and validates an existing layout. Nothing is written. */
   static open(region: PmemRegion, options: { baseOffset?: number } = {}): Layout {
-    const baseOffset = checkInt('baseOffset', options.baseOffset ?? 0, 0, MAX_U32, LINE_BYTES);
+    const { baseOffset } = resolveOptions<{ baseOffset: number }>({ baseOffset: 0 }, options, { baseOffset: LAYOUT_CHECKS.baseOffset });
     const g = decodeSuperblock(region, baseOffset);
     const layout = new Layout(region, g);
     layout.epoch; // validates both counter words now

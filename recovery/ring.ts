@@ -17,7 +17,7 @@
  * then PMRPC_ERR_ENTRY_TORN), at recovery it means "torn".
  */
 import assert from 'node:assert/strict';
-import { crc32c, PmrpcError, type PmemRegion } from '../pmem/index.js';
+import { crc32c, PmrpcError, positiveInt, resolveOptions, type PmemRegion } from '../pmem/index.js';
 import { checkFaults, type RecoveryFaults } from './faults.js';
 import { COUNTER_MAX, RecoveryErrorCodes, type Geometry, type Layout } from './layout.js';
 
@@ -198,10 +198,7 @@ export class Ring {
   #faults: RecoveryFaults;
 
   constructor(layout: Layout, connSlot: number, clientId: number, nextSeq: number, options: Partial<RingOptions> = {}) {
-    const o = { ...RING_DEFAULTS, ...options };
-    if (!Number.isSafeInteger(o.partialPollsMax) || o.partialPollsMax < 1) {
-      throw new RangeError(`partialPollsMax must be a positive integer, got ${String(o.partialPollsMax)}`);
-    }
+    const o = resolveOptions(RING_DEFAULTS, options, { partialPollsMax: positiveInt });
     this.#faults = checkFaults(o.faults);
     this.layout = layout;
     this.connSlot = connSlot;

@@ -3,7 +3,7 @@
  * redo log, recovery), the object the durable RPC server holds. format() makes a fresh store that
  * is ready; open() validates an existing one, which then needs recover() before it serves.
  */
-import { PmrpcError, type PmemRegion } from '../pmem/index.js';
+import { PmrpcError, positiveInt, resolveOptions, type PmemRegion } from '../pmem/index.js';
 import { ConnTable, type ConnEntry } from './conn-table.js';
 import { checkFaults, type RecoveryFaults } from './faults.js';
 import { computeGeometry, Layout, RecoveryErrorCodes, type Geometry, type LayoutOptions } from './layout.js';
@@ -192,13 +192,8 @@ export class RecoveryStore {
 }
 
 function resolve(options: Partial<StoreOptions>): StoreOptions & { faults: RecoveryFaults } {
-  if (options === null || typeof options !== 'object') throw new TypeError(`options must be an object, got ${String(options)}`);
-  const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<StoreOptions>;
-  const g = computeGeometry(defined);
-  const o = { ...STORE_DEFAULTS, ...defined };
-  if (!Number.isSafeInteger(o.partialPollsMax) || o.partialPollsMax < 1) {
-    throw new RangeError(`partialPollsMax must be a positive integer, got ${String(o.partialPollsMax)}`);
-  }
+  const g = computeGeometry(options); // the layout options (and that options is an object)
+  const o = resolveOptions(STORE_DEFAULTS, options, { partialPollsMax: positiveInt });
   return {
     baseOffset: g.baseOffset, maxClients: g.maxClients, ringSlots: g.ringSlots, slotBytes: g.slotBytes,
     logRecords: g.logRecords, recordBytes: g.recordBytes, appBytes: g.appBytes,

@@ -5,7 +5,7 @@
  * moment the strategy's table row says (FLUSH or READ completion, the server's ACK, the coupled
  * reply), never earlier — and `result` — the handler's result once the request is applied.
  */
-import { PmrpcError } from '../../pmem/index.js';
+import { callable, nonNegativeInt, optional, PmrpcError, resolveOptions, type ErrorCode } from '../../pmem/index.js';
 import { Wr, type NotifyMessage, type QueuePair, type WorkRequest, type Completion } from '../../flush/index.js';
 import { encodeEntry } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
@@ -92,10 +92,7 @@ export class DurableRpcClient {
   constructor(qp: QueuePair, info: ConnectionInfo, options: Partial<RpcClientOptions> = {}) {
     if (qp === null || typeof qp !== 'object' || typeof (qp as QueuePair).postChain !== 'function') throw new TypeError('qp must be a QueuePair');
     checkInfo(info);
-    if (options === null || typeof options !== 'object') throw new TypeError(`options must be an object, got ${String(options)}`);
-    const o = { ...RPC_CLIENT_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RpcClientOptions;
-    if (!Number.isSafeInteger(o.pendingCallsMax) || o.pendingCallsMax < 0) throw new RangeError(`pendingCallsMax must be a non-negative integer, got ${String(o.pendingCallsMax)}`);
-    if (o.onDurable !== undefined && typeof o.onDurable !== 'function') throw new TypeError('onDurable must be a function');
+    const o = resolveOptions(RPC_CLIENT_DEFAULTS, options, { pendingCallsMax: nonNegativeInt, onDurable: optional(callable()) });
     this.#faults = checkRpcFaults(o.faults);
     this.options = Object.freeze(o);
     this.#qp = qp;
@@ -260,7 +257,7 @@ export class DurableRpcClient {
     if (qp !== this.#qp) return; // an answer from a connection that was replaced
     const bad = cs.find((c) => c.status !== 'ok');
     if (bad !== undefined) {
-      this.#disconnected(new PmrpcError((bad.code ?? 'PMRPC_ERR_WR_FAILED') as `PMRPC_ERR_${string}`, `${bad.op} ${bad.status}${bad.message ? `: ${bad.message}` : ''}`));
+      this.#disconnected(new PmrpcError((bad.code ?? 'PMRPC_ERR_WR_FAILED') as ErrorCode, `${bad.op} ${bad.status}${bad.message ? `: ${bad.message}` : ''}`));
       return;
     }
     const s = this.strategy;

@@ -1,5 +1,6 @@
+import { defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
 /** Operating failures of the durable RPC layer (docs/rpc.md lists them with when and what was touched). */
-export const RpcErrorCodes = Object.freeze({
+export const RpcErrorCodes = defineErrorCodes('rpc', {
   /** A durable request's result is not known after a server crash (results not kept, or its record was reused). */
   RESULT_LOST: 'PMRPC_ERR_RESULT_LOST',
   /** The server has no handler for the request's method (the request is still applied, with no effects). */
@@ -16,4 +17,8 @@ export const RpcErrorCodes = Object.freeze({
   NOT_SERVING: 'PMRPC_ERR_NOT_SERVING',
   /** A method name registered twice, or two names with the same method id. */
   METHOD_EXISTS: 'PMRPC_ERR_METHOD_EXISTS',
-} as const);
+});
+
+declare module '../../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof RpcErrorCodes> {}
+}

@@ -11,7 +11,7 @@
  * Coupled baselines (farm, darpc) only ever answer with that RESULT.
  */
 import assert from 'node:assert/strict';
-import { PmrpcError, crc32c, type PmemRegion } from '../../pmem/index.js';
+import { bool, callable, must, optional, PmrpcError, crc32c, positiveInt, resolveOptions, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
 import { Access, CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../flush/index.js';
 import {
   checkEffects,
@@ -107,6 +107,15 @@ export const RPC_SERVER_DEFAULTS: Readonly<RpcServerOptions> = Object.freeze({
   poolInFlightMax: 64,
 });
 
+const RPC_SERVER_CHECKS: OptionChecks<RpcServerOptions> = {
+  strategy: (_name, v) => void checkStrategy(v),
+  keepResults: bool,
+  schedule: callable(),
+  batchMax: positiveInt,
+  pool: must((v) => v === undefined || (v !== null && typeof (v as RpcPool).run === 'function'), 'must have a run(task) method (a Piscina instance)'),
+  poolInFlightMax: positiveInt,
+};
+
 export interface MethodOptions {
   /** Compute this method's effects in the pool (the worker module must export the same handler under the same name). */
   pooled: boolean;
@@ -118,6 +127,8 @@ export interface MethodOptions {
    */
   keys: ((request: RpcRequest) => readonly string[]) | undefined;
 }
+
+const METHOD_DEFAULTS: Readonly<MethodOptions> = Object.freeze({ pooled: false, keys: undefined });
 
 /** A result the server still knows for a reconnecting client. */
 export interface KnownResult {
@@ -207,14 +218,7 @@ export class DurableRpcServer {
     if (nic === null || typeof nic !== 'object' || typeof (nic as Rnic).createQp !== 'function') throw new TypeError('nic must be an Rnic');
     if (!(store instanceof RecoveryStore)) throw new TypeError('store must be a RecoveryStore');
     if (store.region !== nic.region) throw new TypeError('store and nic must be on the same region');
-    if (options === null || typeof options !== 'object') throw new TypeError(`options must be an object, got ${String(options)}`);
-    const o = { ...RPC_SERVER_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RpcServerOptions;
-    checkStrategy(o.strategy);
-    if (typeof o.keepResults !== 'boolean') throw new TypeError(`keepResults must be a boolean, got ${String(o.keepResults)}`);
-    if (typeof o.schedule !== 'function') throw new TypeError('schedule must be a function');
-    if (!Number.isSafeInteger(o.batchMax) || o.batchMax < 1) throw new RangeError(`batchMax must be a positive integer, got ${String(o.batchMax)}`);
-    if (o.pool !== undefined && (o.pool === null || typeof (o.pool as RpcPool).run !== 'function')) throw new TypeError('pool must have a run(task) method (a Piscina instance)');
-    if (!Number.isSafeInteger(o.poolInFlightMax) || o.poolInFlightMax < 1) throw new RangeError(`poolInFlightMax must be a positive integer, got ${String(o.poolInFlightMax)}`);
+    const o = resolveOptions(RPC_SERVER_DEFAULTS, options, RPC_SERVER_CHECKS);
     this.#faults = checkRpcFaults(o.faults);
     this.options = Object.freeze(o);
     this.strategy = o.strategy;
@@ -236,16 +240,13 @@ export class DurableRpcServer {
   register(method: string, handler: RpcHandler, options: Partial<MethodOptions> = {}): this {
     if (typeof method !== 'string' || !METHOD_RE.test(method)) throw new TypeError(`method must be a name matching ${METHOD_RE}, got ${String(method)}`);
     if (typeof handler !== 'function') throw new TypeError('handler must be a function');
-    if (options === null || typeof options !== 'object') throw new TypeError(`options must be an object, got ${String(options)}`);
-    const pooled = options.pooled ?? false;
-    if (typeof pooled !== 'boolean') throw new TypeError(`pooled must be a boolean, got ${String(pooled)}`);
+    const { pooled, keys } = resolveOptions(METHOD_DEFAULTS, options, { pooled: bool, keys: optional(callable()) });
     if (pooled && this.options.pool === undefined) throw new TypeError(`method ${method} is pooled but the server has no pool`);
-    if (options.keys !== undefined && typeof options.keys !== 'function') throw new TypeError('keys must be a function');
     if (this.#state === 'closed') throw new PmrpcError(RpcErrorCodes.NOT_SERVING, 'the server is closed');
     const id = methodId(method);
     const had = this.#methods.get(id);
     if (had !== undefined) throw new PmrpcError(RpcErrorCodes.METHOD_EXISTS, had.name === method ? `method ${method} is already registered` : `method ${method} has the same id as ${had.name}`);
-    this.#methods.set(id, { name: method, handler, pooled, keys: options.keys });
+    this.#methods.set(id, { name: method, handler, pooled, keys });
     return this;
   }
 

@@ -3,7 +3,7 @@
  * and the strategies' request shapes. A notification is one `ServerQp.notify` (a WRITE or SEND
  * from the server CPU to the client; a 'completion' crash point).
  */
-import { PmrpcError } from '../../pmem/index.js';
+import { PmrpcError, type ErrorCode } from '../../pmem/index.js';
 
 /** imm of an RPC ACK: data = u64 sequence durable up to (cumulative). */
 export const RPC_ACK_IMM = 0x52504341; // 'RPCA'
@@ -82,5 +82,5 @@ export function decodeError(bytes: Uint8Array): PmrpcError {
   const nl = text.indexOf('\n');
   const code = nl > 0 ? text.slice(0, nl) : 'PMRPC_ERR_HANDLER_FAILED';
   const message = nl > 0 ? text.slice(nl + 1) : text;
-  return new PmrpcError(code.startsWith('PMRPC_ERR_') ? (code as `PMRPC_ERR_${string}`) : 'PMRPC_ERR_HANDLER_FAILED', message);
+  return new PmrpcError(code.startsWith('PMRPC_ERR_') ? (code as ErrorCode) : 'PMRPC_ERR_HANDLER_FAILED', message);
 }

@@ -13,17 +13,21 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPrng, PmemRegion, PmrpcError, systemClock, type Clock } from '../../pmem/index.js';
+import { createPrng, PmemRegion, PmrpcError, systemClock, type Clock, defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
 import { RecoveryStore } from '../../recovery/index.js';
 import { checkStrategy, RpcErrorCodes, type RpcStrategy } from '../rpc/index.js';
 import { RemoteRpcClient } from './client.js';
 import type { RecoverySummary } from './node.js';
 import { verifyDigestLog, workloadPayload, WORKLOAD_METHOD, type ClientLedger, type DigestVerdict } from './workload.js';
 
-export const HarnessErrorCodes = Object.freeze({
+export const HarnessErrorCodes = defineErrorCodes('server', {
   /** The serve child exited on its own (not killed) or printed no address. */
   SERVER_FAILED: 'PMRPC_ERR_SERVER_FAILED',
-} as const);
+});
+
+declare module '../../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof HarnessErrorCodes> {}
+}
 
 export interface RealCrashOptions {
   /** The compiled CLI (dist/cli/main.js). */

@@ -8,17 +8,21 @@
  * Time comes from an injected Clock (DESIGN §7): recovery is timed with it.
  */
 import { existsSync, statSync } from 'node:fs';
-import { PmemRegion, PmrpcError, systemClock, type Clock, type CrashPointEvent } from '../../pmem/index.js';
+import { PmemRegion, PmrpcError, systemClock, type Clock, type CrashPointEvent, defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
 import { Rnic } from '../../flush/index.js';
 import { computeGeometry, layoutBytes, RecoveryStore, type LayoutOptions, type RecoveryReport } from '../../recovery/index.js';
 import { checkStrategy, DurableRpcServer, type RpcHandler, type RpcStrategy } from '../rpc/index.js';
 import { isLoopbackHost, TcpNicServer, TransportErrorCodes, type DisconnectInfo } from '../transport/index.js';
 import { decodeHelloPayload, encodeWelcomePayload } from '../apps/rpc/index.js';
 
-export const ServerErrorCodes = Object.freeze({
+export const ServerErrorCodes = defineErrorCodes('server', {
   /** `--size` is too small for the recovery layout (rings, log, and a minimal application area). */
   SIZE_TOO_SMALL: 'PMRPC_ERR_SIZE_TOO_SMALL',
-} as const);
+});
+
+declare module '../../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof ServerErrorCodes> {}
+}
 
 /** The layout every node formats (the application area takes the rest of the region). */
 export const NODE_LAYOUT: Readonly<Omit<LayoutOptions, 'appBytes' | 'baseOffset'>> = Object.freeze({

@@ -14,7 +14,7 @@
  * swap bytes it does not compare. Versions of a slot only grow, so `seen + 1 > current` holds
  * exactly when current == seen: it is the eq-on-last-seen test, and it swaps the new version in.
  */
-import { PmrpcError } from '../../../pmem/index.js';
+import { PmrpcError, type ErrorCode } from '../../../pmem/index.js';
 import { NicErrorCodes, QueuePair, Wr, type Completion, type NotifyMessage, type WorkRequest } from '../../../flush/index.js';
 import { NO_KV_FAULTS, type KvFaults } from './faults.js';
 import {
@@ -407,7 +407,7 @@ export class PrismKvClient {
 
 /** A completion that is not an error; 'error' (QP broken: bad rkey, out of bounds…) throws its code. */
 function check(c: Completion): Completion {
-  if (c.status === 'error') throw new PmrpcError((c.code ?? NicErrorCodes.WR_FAILED) as `PMRPC_ERR_${string}`, `${c.op} failed: ${c.message ?? 'error'}`);
+  if (c.status === 'error') throw new PmrpcError((c.code ?? NicErrorCodes.WR_FAILED) as ErrorCode, `${c.op} failed: ${c.message ?? 'error'}`);
   return c;
 }
 

@@ -19,7 +19,7 @@
  *   +0 crc32c u32 over [4, 24 + keyLen + valueLen)   +4 flags u8 (1 = tombstone, 2 = dead)   +5 keyLen u8
  *   +6 reserved u16   +8 valueLen u32   +12 reserved u32   +16 version u64   +24 key   then value
  */
-import { crc32c, PmrpcError } from '../../../pmem/index.js';
+import { crc32c, PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../../../pmem/index.js';
 
 export const KV_MAGIC = 0x31304b5650534d52n; // 'RMSPVK01' little-endian
 export const KV_LAYOUT_VERSION = 1;
@@ -39,7 +39,7 @@ export const MAILBOX_BUFFER_BYTES = 1024;
 /** Pointers one return batch carries: (MAILBOX_BUFFER_BYTES - 16) / 8. */
 export const RETURN_BATCH_MAX = (MAILBOX_BUFFER_BYTES - 16) / 8;
 
-export const KvErrorCodes = Object.freeze({
+export const KvErrorCodes = defineErrorCodes('kv', {
   /** The key is longer than keyBytesMax (or empty). */
   KEY_TOO_LONG: 'PMRPC_ERR_KV_KEY_TOO_LONG',
   /** Item (24 B header + key + value) larger than the largest size class. */
@@ -63,6 +63,10 @@ export const KvErrorCodes = Object.freeze({
   /** The KV layout does not fit where it was asked to go. */
   LAYOUT_TOO_LARGE: 'PMRPC_ERR_KV_LAYOUT_TOO_LARGE',
 });
+
+declare module '../../../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof KvErrorCodes> {}
+}
 
 export interface SizeClass {
   sizeBytes: number;

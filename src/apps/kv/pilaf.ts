@@ -16,7 +16,7 @@
  */
 import { CpuPoller, QueuePair, Wr, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { Access } from '../../../flush/index.js';
-import { crc32c, PmemRegion, PmrpcError } from '../../../pmem/index.js';
+import { crc32c, PmemRegion, PmrpcError, type ErrorCode } from '../../../pmem/index.js';
 import { Mailbox } from './mailbox.js';
 import {
   KV_HEADER_BYTES,
@@ -358,7 +358,7 @@ export class PilafClient {
       reply.catch(() => undefined); // awaited below unless the SEND itself fails
       this.#stats.roundTrips++;
       const [c] = await this.qp.postChain([Wr.send(req, PILAF_REQUEST_IMM)]);
-      if (c!.status !== 'ok') throw new PmrpcError((c!.code ?? 'PMRPC_ERR_WR_FAILED') as `PMRPC_ERR_${string}`, `PUT request: ${c!.message ?? c!.status}`);
+      if (c!.status !== 'ok') throw new PmrpcError((c!.code ?? 'PMRPC_ERR_WR_FAILED') as ErrorCode, `PUT request: ${c!.message ?? c!.status}`);
       const status = await reply;
       if (status === STATUS_FULL) throw new PmrpcError(KvErrorCodes.FULL, 'the server has no free buffer of that size');
       if (status === STATUS_INDEX_FULL) throw new PmrpcError(KvErrorCodes.INDEX_FULL, 'every slot of the probe window belongs to another key');
@@ -385,7 +385,7 @@ export class PilafClient {
     this.#stats.roundTrips++;
     this.#op++;
     return this.qp.postChain([Wr.read({ rkey: this.rkey, addr }, len)]).then(([c]) => {
-      if (c!.status !== 'ok') throw new PmrpcError((c!.code ?? 'PMRPC_ERR_WR_FAILED') as `PMRPC_ERR_${string}`, `READ: ${c!.message ?? c!.status}`);
+      if (c!.status !== 'ok') throw new PmrpcError((c!.code ?? 'PMRPC_ERR_WR_FAILED') as ErrorCode, `READ: ${c!.message ?? c!.status}`);
       return c!.data!;
     });
   }

@@ -4,13 +4,17 @@
  * reconnect), the server answers with the ConnectionInfo of DurableRpcServer.accept(). JSON, with
  * result bytes in base64: a handshake happens once per connection, so clarity beats size.
  */
-import { PmrpcError } from '../../../pmem/index.js';
+import { PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../../../pmem/index.js';
 import type { AcceptRequest, ConnectionInfo, KnownResult } from '../../rpc/index.js';
 
-export const HandshakeErrorCodes = Object.freeze({
+export const HandshakeErrorCodes = defineErrorCodes('server', {
   /** A Hello or Welcome payload that is not a valid RPC handshake. */
   BAD_HANDSHAKE: 'PMRPC_ERR_BAD_HANDSHAKE',
-} as const);
+});
+
+declare module '../../../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof HandshakeErrorCodes> {}
+}
 
 const MAX_AWAITING = 1 << 16;
 

@@ -15,11 +15,11 @@
  *
  * Recovery has nothing to rebuild (no free lists, no log): it validates the header, and says so.
  */
-import { crc32c, PmrpcError, type PmemRegion } from '../../../pmem/index.js';
+import { crc32c, defineErrorCodes, PmrpcError, type ErrorCodesOf, type PmemRegion } from '../../../pmem/index.js';
 import { Access, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { jsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../../apps/index.js';
 
-export const RegisterErrorCodes = Object.freeze({
+export const RegisterErrorCodes = defineErrorCodes('testing', {
   /** Fewer than a majority of nodes answered an operation. */
   NO_MAJORITY: 'PMRPC_ERR_REGISTER_NO_MAJORITY',
   /** The region holds no register area at `base` (or a damaged header). */
@@ -28,7 +28,13 @@ export const RegisterErrorCodes = Object.freeze({
   ALREADY_FORMATTED: 'PMRPC_ERR_ALREADY_FORMATTED',
   /** The region is smaller than the register area. */
   SIZE_TOO_SMALL: 'PMRPC_ERR_SIZE_TOO_SMALL',
-} as const);
+  /** The register app was used after close(). */
+  CLOSED: 'PMRPC_ERR_REGISTER_CLOSED',
+});
+
+declare module '../../../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof RegisterErrorCodes> {}
+}
 
 export const REGISTER_MAGIC = 0x3130474552524d50n; // "PMRREG01"
 export const REGISTER_VERSION = 1;
@@ -156,7 +162,7 @@ export class RegisterAppServer implements AppServer {
 
   accept(_hello: Uint8Array): AcceptedClient {
     if (!this.#recovered) throw new PmrpcError('PMRPC_ERR_NOT_RECOVERED', 'accept() before recover()');
-    if (this.#closed) throw new PmrpcError('PMRPC_ERR_CLOSED', 'the register app is closed');
+    if (this.#closed) throw new PmrpcError(RegisterErrorCodes.CLOSED, 'the register app is closed');
     const qp = this.#nic.createQp(this.#pd);
     this.#qps.push(qp);
     return { qp, welcome: jsonBytes({ app: 'register', rkey: this.mr.rkey, cells: this.base + REGISTER_HEADER_BYTES, registers: this.registers }) };

@@ -1,0 +1,554 @@
+/**
+ * The server end of the TCP link (DESIGN §6): one `Rnic` served over TCP. Each connection says
+ * Hello (client) → Welcome or Goodbye (server), then Request frames one way, Response and Notify
+ * frames the other. Whoever closes a connection because of a protocol error first sends a Goodbye
+ * naming a PMRPC_ERR_ code. docs/wire.md describes the handshake, flow control, auth and error
+ * behaviour.
+ *
+ * Time comes from an injected Clock (DESIGN §7): the handshake and close-linger timeouts are the
+ * only timers.
+ */
+import net from 'node:net';
+import { bool, callable, intIn, nonEmptyString, optional, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
+import { NicDriver, Rnic, ServerQp, type RequestMessage, type ServerMessage } from '../../flush/index.js';
+import { BAD_FRAME, decodeMessage, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
+import { isLoopbackHost, tokenEquals } from './auth.js';
+import { bareMessage, codeOf, messageOf, TransportErrorCodes } from './errors.js';
+import { authTokenCheck, clockCheck, frameBound, MIN_FRAME_BYTES, positiveIntAtLeast, responseBoundBytes } from './limits.js';
+
+
+/** What the server's accept callback learns about a client. */
+export interface HelloInfo {
+  version: number;
+  clientName: string;
+  /** The client's opaque application payload. */
+  payload: Uint8Array;
+  remoteAddress: string;
+  remotePort: number;
+}
+
+/** What the accept callback grants: the QP this connection reaches, and an opaque payload for the client. */
+export interface AcceptResult {
+  qp: ServerQp;
+  welcome?: Uint8Array;
+}
+
+/** Reported once per connection when it is gone. `code` is undefined for an orderly close by the client. */
+export interface DisconnectInfo {
+  qpn: number | undefined;
+  clientName: string;
+  remoteAddress: string;
+  remotePort: number;
+  code: string | undefined;
+  message: string;
+}
+
+export interface ConnectionStats {
+  qpn: number | undefined;
+  clientName: string;
+  state: 'handshake' | 'accepting' | 'open' | 'closing' | 'closed';
+  framesIn: number;
+  framesOut: number;
+  bytesIn: number;
+  bytesOut: number;
+  /** Bytes written to the socket and not yet taken by the kernel. */
+  outgoingBytes: number;
+  /** Whether the server stopped reading this socket (back-pressure or handshake in progress). */
+  readPaused: boolean;
+  /** How many times back-pressure paused reading. */
+  backpressurePauses: number;
+}
+
+export interface TcpServerStats {
+  connectionsAccepted: number;
+  connectionsOpened: number;
+  framesIn: number;
+  framesOut: number;
+  /** Goodbyes sent, by code. */
+  goodbyes: Record<string, number>;
+}
+
+export interface TcpNicServerOptions {
+  /** Address to bind. Any non-loopback host requires authToken. */
+  host: string;
+  /** 0 picks a free port (address() tells which). */
+  port: number;
+  /** When set, every Hello must carry it (compared in constant time). It crosses the wire in clear. */
+  authToken: string | undefined;
+  /** Decides what a client gets: its QP (usually nic.createQp(pd)) and an opaque welcome payload. May be async; throw to refuse. */
+  accept: ((hello: HelloInfo) => AcceptResult | Promise<AcceptResult>) | undefined;
+  /** Largest frame accepted from a client; a longer length prefix closes that connection. */
+  maxFrameBytes: number;
+  /** Most simultaneous connections (handshaking ones included); one more is refused with a Goodbye. */
+  maxConnections: number;
+  /** Stop reading a socket while its outgoing buffer holds more than this (back-pressure to that client). */
+  highWaterBytes: number;
+  /** A client whose outgoing buffer would grow past this is disconnected (it does not read). */
+  outgoingBytesMax: number;
+  /** A connection that has not completed its Hello within this is closed. */
+  handshakeTimeoutMs: number;
+  /** After a Goodbye, how long the peer has to close before the socket is destroyed. */
+  closeLingerMs: number;
+  /** Drain the whole NIC cache after each request frame, as the in-process fabric's idleDrain does. */
+  idleDrain: boolean;
+  /** Destroy a connection's QP when the connection ends (its NIC cache entries drain first). */
+  destroyQpOnClose: boolean;
+  /** Called once per connection when it is gone. */
+  onDisconnect: ((info: DisconnectInfo) => void) | undefined;
+  clock: Clock;
+}
+
+export const TCP_SERVER_DEFAULTS: Readonly<TcpNicServerOptions> = Object.freeze({
+  host: '127.0.0.1',
+  port: 0,
+  authToken: undefined,
+  accept: undefined,
+  maxFrameBytes: MAX_FRAME_BYTES_DEFAULT,
+  maxConnections: 64,
+  highWaterBytes: 1 << 20,
+  outgoingBytesMax: 64 << 20,
+  handshakeTimeoutMs: 10_000,
+  closeLingerMs: 2_000,
+  idleDrain: true,
+  destroyQpOnClose: true,
+  onDisconnect: undefined,
+  clock: systemClock,
+});
+
+const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
+  host: nonEmptyString,
+  port: intIn(0, 65535),
+  authToken: authTokenCheck,
+  accept: callable('must be a function (hello) => { qp, welcome }'),
+  maxFrameBytes: frameBound,
+  maxConnections: positiveInt,
+  highWaterBytes: positiveInt,
+  outgoingBytesMax: positiveIntAtLeast('highWaterBytes'),
+  handshakeTimeoutMs: positiveMs,
+  closeLingerMs: positiveMs,
+  idleDrain: bool,
+  destroyQpOnClose: bool,
+  onDisconnect: optional(callable()),
+  clock: clockCheck,
+};
+
+type ConnState = ConnectionStats['state'];
+
+class ServerConn {
+  state: ConnState = 'handshake';
+  readonly reader: FrameReader;
+  readonly queue: Uint8Array[] = [];
+  qp: ServerQp | undefined;
+  clientName = '';
+  /** The client's receive bound (from its Hello). */
+  outFrameMax = MIN_FRAME_BYTES;
+  readPaused = false;
+  handshakeTimer: TimerHandle | undefined;
+  lingerTimer: TimerHandle | undefined;
+  reason: { code: string | undefined; message: string } | undefined;
+  framesIn = 0;
+  framesOut = 0;
+  bytesIn = 0;
+  bytesOut = 0;
+  backpressurePauses = 0;
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  constructor(
+    readonly socket: net.Socket,
+    maxFrameBytes: number,
+  ) {
+    this.reader = new FrameReader(maxFrameBytes);
+    this.remoteAddress = socket.remoteAddress ?? '';
+    this.remotePort = socket.remotePort ?? 0;
+  }
+}
+
+/**
+ * Serves one Rnic over TCP. Each connection reaches the one QP that the accept callback gives it;
+ * its Request frames execute on the NIC as the in-process fabric's immediate mode does (submit,
+ * run, then drain the NIC cache when idle), and the NIC's responses and the server CPU's
+ * notifications on that QP go back as frames on that socket.
+ */
+export class TcpNicServer {
+  readonly nic: Rnic;
+  readonly options: Readonly<TcpNicServerOptions>;
+  #server: net.Server | undefined;
+  #conns = new Set<ServerConn>();
+  #byQpn = new Map<number, ServerConn>();
+  #driver: NicDriver;
+  #closing: Promise<void> | undefined;
+  #onEmpty: (() => void) | undefined;
+  #stats: TcpServerStats = { connectionsAccepted: 0, connectionsOpened: 0, framesIn: 0, framesOut: 0, goodbyes: {} };
+
+  constructor(nic: Rnic, options: Partial<TcpNicServerOptions>) {
+    if (!(nic instanceof Rnic)) throw new TypeError('nic must be an Rnic');
+    const o = resolveOptions(TCP_SERVER_DEFAULTS, options, TCP_SERVER_CHECKS);
+    // Refused before anything binds: an unauthenticated NIC on a reachable address hands out PM.
+    if (o.authToken === undefined && !isLoopbackHost(o.host)) {
+      throw new PmrpcError(TransportErrorCodes.AUTH_REQUIRED, `binding ${o.host} (not loopback) requires an authToken`);
+    }
+    this.nic = nic;
+    this.options = Object.freeze(o);
+    this.#driver = new NicDriver(nic, o.idleDrain);
+  }
+
+  /** Binds and starts accepting; resolves with the bound address. */
+  listen(): Promise<{ host: string; port: number }> {
+    if (this.#server !== undefined) return Promise.reject(new TypeError('listen() may be called only once'));
+    const server = net.createServer({ noDelay: true, highWaterMark: this.options.highWaterBytes }, (s) => this.#onConnection(s));
+    this.#server = server;
+    return new Promise((resolve, reject) => {
+      const onError = (e: Error): void => reject(new PmrpcError(TransportErrorCodes.LISTEN, `cannot listen on ${this.options.host}:${this.options.port}: ${e.message}`, { cause: e }));
+      server.once('error', onError);
+      server.listen({ host: this.options.host, port: this.options.port }, () => {
+        server.off('error', onError);
+        const a = this.address();
+        // A hostname that resolved to a non-loopback address is caught here (the check above sees names only).
+        if (this.options.authToken === undefined && !isLoopbackHost(a.host)) {
+          server.close();
+          reject(new PmrpcError(TransportErrorCodes.AUTH_REQUIRED, `${this.options.host} bound ${a.host} (not loopback): an authToken is required`));
+          return;
+        }
+        resolve(a);
+      });
+    });
+  }
+
+  /** The bound address (after listen()). */
+  address(): { host: string; port: number } {
+    const a = this.#server?.address();
+    if (a === undefined || a === null || typeof a === 'string') throw new TypeError('address(): the server is not listening');
+    return { host: a.address, port: a.port };
+  }
+
+  get connections(): number {
+    return this.#conns.size;
+  }
+
+  get stats(): TcpServerStats {
+    return { ...this.#stats, goodbyes: { ...this.#stats.goodbyes } };
+  }
+
+  connectionStats(): ConnectionStats[] {
+    return [...this.#conns].map((c) => ({
+      qpn: c.qp?.qpn,
+      clientName: c.clientName,
+      state: c.state,
+      framesIn: c.framesIn,
+      framesOut: c.framesOut,
+      bytesIn: c.bytesIn,
+      bytesOut: c.bytesOut,
+      outgoingBytes: c.socket.writableLength,
+      readPaused: c.readPaused,
+      backpressurePauses: c.backpressurePauses,
+    }));
+  }
+
+  /** Stops accepting, says Goodbye (PMRPC_ERR_SERVER_CLOSED) to every connection; resolves when all are closed. The Rnic stays open. */
+  close(): Promise<void> {
+    if (this.#closing !== undefined) return this.#closing;
+    const server = this.#server;
+    this.#closing = new Promise<void>((resolve) => {
+      if (server === undefined || !server.listening) {
+        for (const c of this.#conns) c.socket.destroy();
+        resolve();
+        return;
+      }
+      // net.Server's close callback runs once every socket is gone (the linger timer bounds that);
+      // our own 'close' handlers (onDisconnect) may still be pending then, so wait for them too.
+      server.close(() => {
+        if (this.#conns.size === 0) resolve();
+        else this.#onEmpty = resolve;
+      });
+      for (const c of [...this.#conns]) this.#goodbye(c, TransportErrorCodes.SERVER_CLOSED, 'the server is shutting down');
+    });
+    return this.#closing;
+  }
+
+  // ------------------------------------------------------------------ connection engine
+
+  #onConnection(socket: net.Socket): void {
+    if (this.#closing !== undefined) {
+      socket.destroy();
+      return;
+    }
+    const c = new ServerConn(socket, this.options.maxFrameBytes);
+    this.#stats.connectionsAccepted++;
+    socket.on('data', (chunk: Buffer) => this.#onData(c, chunk));
+    socket.on('drain', () => this.#pump(c));
+    socket.on('end', () => this.#setReason(c, undefined, 'the client closed the connection'));
+    socket.on('error', (e) => this.#setReason(c, TransportErrorCodes.LINK_CLOSED, `socket error: ${e.message}`));
+    socket.on('close', () => this.#finalize(c));
+    if (this.#conns.size >= this.options.maxConnections) {
+      this.#conns.add(c);
+      this.#goodbye(c, TransportErrorCodes.TOO_MANY_CONNECTIONS, `the server holds its maximum of ${this.options.maxConnections} connections`);
+      return;
+    }
+    this.#conns.add(c);
+    c.handshakeTimer = this.options.clock.setTimer(this.options.handshakeTimeoutMs, () => {
+      if (c.state === 'handshake' || c.state === 'accepting') this.#goodbye(c, TransportErrorCodes.HANDSHAKE_TIMEOUT, `no handshake within ${this.options.handshakeTimeoutMs} ms`);
+    });
+  }
+
+  #onData(c: ServerConn, chunk: Buffer): void {
+    if (c.state === 'closing' || c.state === 'closed') return; // after a Goodbye, input is discarded
+    c.bytesIn += chunk.length;
+    let frames: Uint8Array[];
+    try {
+      frames = c.reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
+    } catch (e) {
+      this.#goodbye(c, codeOf(e, BAD_FRAME), bareMessage(e));
+      return;
+    }
+    // Bounded: frames queue only from the chunk in hand; while any are left the socket is paused.
+    for (const f of frames) c.queue.push(f);
+    this.#pump(c);
+  }
+
+  /** Handles queued frames while the socket's outgoing buffer is below the high-water mark. */
+  #pump(c: ServerConn): void {
+    const s = c.socket;
+    s.cork();
+    try {
+      while (c.queue.length > 0 && (c.state === 'handshake' || c.state === 'open')) {
+        if (c.state === 'open' && s.writableLength > this.options.highWaterBytes) {
+          if (!c.readPaused) c.backpressurePauses++;
+          this.#pause(c);
+          return;
+        }
+        this.#onFrame(c, c.queue.shift()!);
+      }
+      if (c.state === 'open' && c.queue.length === 0 && s.writableLength <= this.options.highWaterBytes) this.#resume(c);
+    } finally {
+      s.uncork();
+    }
+  }
+
+  #pause(c: ServerConn): void {
+    if (c.readPaused) return;
+    c.readPaused = true;
+    c.socket.pause();
+  }
+
+  #resume(c: ServerConn): void {
+    if (!c.readPaused) return;
+    c.readPaused = false;
+    c.socket.resume();
+  }
+
+  #onFrame(c: ServerConn, frame: Uint8Array): void {
+    c.framesIn++;
+    this.#stats.framesIn++;
+    let m: WireMessage;
+    try {
+      m = decodeMessage(frame);
+    } catch (e) {
+      this.#goodbye(c, codeOf(e, BAD_FRAME), bareMessage(e));
+      return;
+    }
+    if (c.state === 'handshake') {
+      if (m.type !== 'hello') this.#goodbye(c, TransportErrorCodes.HANDSHAKE, `the first frame must be a Hello, got ${m.type}`);
+      else this.#onHello(c, m);
+      return;
+    }
+    if (m.type === 'goodbye') {
+      this.#setReason(c, m.code, `the client said goodbye: ${m.message}`);
+      c.socket.end();
+      c.state = 'closing';
+      this.#linger(c);
+      return;
+    }
+    if (m.type !== 'request') {
+      this.#goodbye(c, BAD_FRAME, `after the handshake a client sends only Request frames, got ${m.type}`);
+      return;
+    }
+    const qpn = c.qp!.qpn;
+    if (m.qpn !== qpn) {
+      // A client reaches only its own QP (and through it only its own PD's MRs).
+      this.#goodbye(c, TransportErrorCodes.WRONG_QP, `this connection reaches QP ${qpn}, the request names QP ${m.qpn}`);
+      return;
+    }
+    const bound = responseBoundBytes(m);
+    if (bound > c.outFrameMax) {
+      this.#goodbye(c, FRAME_TOO_LARGE, `the response to request ${m.seq} could take ${bound} bytes, past the client's frame bound of ${c.outFrameMax}`);
+      return;
+    }
+    this.#execute(c, m);
+  }
+
+  /** Exactly the in-process fabric's immediate mode, through the same loop (flush/ NicDriver): submit, run everything, drain when idle. */
+  #execute(c: ServerConn, m: RequestMessage): void {
+    // Only a sink or a host-write listener could find the loop running; then the running loop serves the request.
+    const nested = this.#driver.running;
+    // A QP destroyed under the connection (or a closed NIC): submit() throws PMRPC_ERR_NO_SUCH_QP,
+    // which becomes this connection's Goodbye, so the client does not wait forever.
+    try {
+      this.#driver.submit(m);
+    } catch (e) {
+      this.#goodbye(c, codeOf(e, TransportErrorCodes.INTERNAL), nested ? `request ${m.seq}: ${bareMessage(e)}` : `executing request ${m.seq} failed: ${bareMessage(e)}`);
+    }
+  }
+
+  #onHello(c: ServerConn, h: HelloMessage): void {
+    if (h.version !== PROTOCOL_VERSION) {
+      this.#goodbye(c, TransportErrorCodes.PROTOCOL_VERSION, `the server speaks protocol version ${PROTOCOL_VERSION}, the client ${h.version}`);
+      return;
+    }
+    if (this.options.authToken !== undefined && !tokenEquals(h.authToken, this.options.authToken)) {
+      this.#goodbye(c, TransportErrorCodes.AUTH, h.authToken === '' ? 'this server requires an auth token' : 'wrong auth token');
+      return;
+    }
+    if (h.maxFrameBytes < MIN_FRAME_BYTES) {
+      this.#goodbye(c, TransportErrorCodes.HANDSHAKE, `the client's maxFrameBytes ${h.maxFrameBytes} is below ${MIN_FRAME_BYTES}`);
+      return;
+    }
+    c.clientName = h.clientName;
+    c.outFrameMax = h.maxFrameBytes;
+    c.state = 'accepting';
+    // Nothing is read while the application decides: the client must wait for its Welcome anyway.
+    this.#pause(c);
+    const info: HelloInfo = { version: h.version, clientName: h.clientName, payload: h.payload, remoteAddress: c.remoteAddress, remotePort: c.remotePort };
+    let r: AcceptResult | Promise<AcceptResult>;
+    try {
+      r = this.options.accept!(info);
+    } catch (e) {
+      this.#goodbye(c, codeOf(e, TransportErrorCodes.REFUSED), bareMessage(e));
+      return;
+    }
+    if (r !== null && typeof r === 'object' && typeof (r as Promise<AcceptResult>).then === 'function') {
+      (r as Promise<AcceptResult>).then(
+        (ok) => this.#finishAccept(c, ok),
+        (e: unknown) => {
+          if (c.state === 'accepting') this.#goodbye(c, codeOf(e, TransportErrorCodes.REFUSED), bareMessage(e));
+        },
+      );
+    } else {
+      this.#finishAccept(c, r as AcceptResult);
+    }
+  }
+
+  #finishAccept(c: ServerConn, r: AcceptResult): void {
+    const valid = r !== null && typeof r === 'object' && r.qp instanceof ServerQp && (r.welcome === undefined || r.welcome instanceof Uint8Array);
+    if (c.state !== 'accepting') {
+      // The connection went away while the application decided: its QP has no client.
+      if (valid && this.options.destroyQpOnClose && !this.#byQpn.has(r.qp.qpn)) this.nic.destroyQp(r.qp.qpn);
+      return;
+    }
+    if (!valid) {
+      this.#goodbye(c, TransportErrorCodes.REFUSED, 'accept() must return { qp: ServerQp, welcome?: Uint8Array }');
+      return;
+    }
+    const qpn = r.qp.qpn;
+    if (this.#byQpn.has(qpn)) {
+      this.#goodbye(c, TransportErrorCodes.QP_IN_USE, `QP ${qpn} already serves another connection`);
+      return;
+    }
+    try {
+      this.nic.attach(qpn, (m) => this.#sink(c, m));
+    } catch (e) {
+      this.#goodbye(c, TransportErrorCodes.REFUSED, `accept() returned QP ${qpn}, which this NIC does not have: ${messageOf(e)}`);
+      return;
+    }
+    c.qp = r.qp;
+    this.#byQpn.set(qpn, c);
+    c.state = 'open';
+    c.handshakeTimer?.cancel();
+    this.#stats.connectionsOpened++;
+    const welcome: WelcomeMessage = { type: 'welcome', version: PROTOCOL_VERSION, qpn, maxFrameBytes: this.options.maxFrameBytes, payload: r.welcome ?? new Uint8Array(0) };
+    this.#write(c, welcome);
+    this.#pump(c);
+  }
+
+  /** The NIC's (and the server CPU's) messages for this connection's QP. */
+  #sink(c: ServerConn, m: ServerMessage): void {
+    if (c.state !== 'open') return;
+    this.#write(c, m);
+  }
+
+  #write(c: ServerConn, m: WireMessage): void {
+    let frame: Uint8Array;
+    try {
+      frame = encodeMessage(m);
+    } catch (e) {
+      this.#goodbye(c, TransportErrorCodes.INTERNAL, `cannot encode a ${m.type}: ${messageOf(e)}`);
+      return;
+    }
+    if (frame.length > c.outFrameMax) {
+      this.#goodbye(c, FRAME_TOO_LARGE, `a ${m.type} of ${frame.length} bytes exceeds the client's frame bound of ${c.outFrameMax}`);
+      return;
+    }
+    const s = c.socket;
+    if (s.writableLength + frame.length + 4 > this.options.outgoingBytesMax) {
+      // Requests are already held back by the pause; this is server-initiated traffic to a client that does not read.
+      this.#setReason(c, TransportErrorCodes.BACKPRESSURE, `the client does not read: ${s.writableLength} bytes wait to be sent (outgoingBytesMax ${this.options.outgoingBytesMax})`);
+      c.state = 'closing';
+      s.destroy();
+      return;
+    }
+    s.write(frameBytes(frame));
+    c.framesOut++;
+    c.bytesOut += frame.length + 4;
+    this.#stats.framesOut++;
+  }
+
+  /** Sends a Goodbye and closes the connection; every other connection is untouched. */
+  #goodbye(c: ServerConn, code: string, message: string): void {
+    if (c.state === 'closing' || c.state === 'closed') return;
+    this.#setReason(c, code, message);
+    this.#stats.goodbyes[code] = (this.#stats.goodbyes[code] ?? 0) + 1;
+    c.state = 'closing';
+    c.queue.length = 0;
+    c.handshakeTimer?.cancel();
+    let bytes: Uint8Array | undefined;
+    try {
+      bytes = frameBytes(encodeMessage({ type: 'goodbye', code, message }));
+    } catch {
+      bytes = undefined; // a code the codec refuses: close without a Goodbye
+    }
+    // Keep reading (and discarding) so the client's FIN is seen; end() sends the Goodbye first.
+    this.#resume(c);
+    if (bytes !== undefined) c.socket.end(bytes);
+    else c.socket.end();
+    this.#linger(c);
+  }
+
+  #linger(c: ServerConn): void {
+    c.lingerTimer ??= this.options.clock.setTimer(this.options.closeLingerMs, () => c.socket.destroy());
+  }
+
+  /** The first reason wins: it is the cause, later ones are consequences. */
+  #setReason(c: ServerConn, code: string | undefined, message: string): void {
+    c.reason ??= { code, message };
+  }
+
+  #finalize(c: ServerConn): void {
+    if (c.state === 'closed') return;
+    c.state = 'closed';
+    c.handshakeTimer?.cancel();
+    c.lingerTimer?.cancel();
+    c.queue.length = 0;
+    this.#conns.delete(c);
+    const qpn = c.qp?.qpn;
+    if (qpn !== undefined && this.#byQpn.get(qpn) === c) {
+      this.#byQpn.delete(qpn);
+      if (this.options.destroyQpOnClose) this.nic.destroyQp(qpn);
+      else {
+        try {
+          this.nic.attach(qpn, () => {}); // the QP outlives the connection: its messages now go nowhere
+        } catch {
+          // the application destroyed the QP itself
+        }
+      }
+    }
+    const reason = c.reason ?? { code: TransportErrorCodes.LINK_CLOSED, message: 'the connection closed' };
+    try {
+      this.options.onDisconnect?.({ qpn, clientName: c.clientName, remoteAddress: c.remoteAddress, remotePort: c.remotePort, code: reason.code, message: reason.message });
+    } finally {
+      if (this.#conns.size === 0 && this.#onEmpty !== undefined) {
+        const done = this.#onEmpty;
+        this.#onEmpty = undefined;
+        done();
+      }
+    }
+  }
+}

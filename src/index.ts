@@ -6,7 +6,7 @@
 export * from '../pmem/index.js';
 export * from '../flush/index.js';
 export * from '../recovery/index.js';
-export { checkLinearizable, kvModel, CHECK_DEFAULTS, type Model, type Operation, type CheckResult, type CheckOptions, type KvInput, type KvOutput } from './check/linearizability.js';
+export { checkLinearizable, kvModel, CHECK_DEFAULTS, type Model, type Operation, type CheckResult, type CheckOptions, type KvInput, type KvOutput } from './check/index.js';
 export {
   encodeMessage,
   decodeMessage,
@@ -63,4 +63,4 @@ export {
   type KvViolation,
 } from './apps/kv/index.js';
 export * from './server/index.js';
-export { inspectFile, type InspectReport } from './server/inspect.js';
+

@@ -7,7 +7,7 @@
 import { crc32c } from '../../pmem/index.js';
 import type { AppView } from '../../recovery/index.js';
 import type { RpcHandler } from '../rpc/index.js';
-import { digestHandler, DIGEST_BYTES, LOG_BASE, METHOD, readDigestLog } from '../crash/engine.js';
+import { digestHandler, DIGEST_BYTES, LOG_BASE, DIGEST_METHOD as METHOD, readDigestLog } from '../crash/index.js';
 
 export { DIGEST_BYTES, LOG_BASE };
 /** The method the workload calls. */

@@ -25,7 +25,7 @@
  */
 import { InProcessFabric, QueuePair, Rnic, Wr } from '../../../flush/index.js';
 import { countImages, crashImages, createPrng, materialize, PmemRegion, seededEntropy, type CrashState, type Prng } from '../../../pmem/index.js';
-import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../check/linearizability.js';
+import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
 import { PrismKvClient } from './client.js';
 import { faultsFor, KV_MUTANTS, type KvFaultName, type KvFaults } from './faults.js';
 import { homeSlot, KvErrorCodes, type KvGeometry, type KvLayoutOptions } from './layout.js';

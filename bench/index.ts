@@ -6,6 +6,8 @@ import { tcpBench } from './tcp.js';
 import type { BenchSuite } from './types.js';
 
 export type { BenchSuite, BenchReport, BenchOptions } from './types.js';
+export { renderSvg, barChart, opsBySizeChart, type ChartSpec } from './charts.js';
+export { recordRun, readHistory, gitCommit, type RunMeta, type HistoryRun } from './history.js';
 
 /** Every benchmark suite, by name. */
 export const benchSuites: BenchSuite[] = [pmemBench, nicBench, kvBench, flushBench, tcpBench];

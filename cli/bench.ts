@@ -2,9 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { randomSeed, wallClockMs } from '../pmem/index.js';
-import { benchSuites } from '../bench/index.js';
-import { renderSvg } from '../bench/charts.js';
-import { readHistory, recordRun } from '../bench/history.js';
+import { benchSuites, readHistory, recordRun, renderSvg } from '../bench/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
 /** Where results go unless --out says otherwise (relative to the working directory). */

@@ -8,8 +8,8 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { randomSeed } from '../pmem/index.js';
 import type { RpcStrategy } from '../src/rpc/index.js';
-import { runRealCrash, type RealCrashReport } from '../src/server/harness.js';
-import { runPmemWriter } from '../src/demo/pmem-crash.js';
+import { runRealCrash, type RealCrashReport } from '../src/server/index.js';
+import { runPmemWriter } from '../src/demo/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 import { strategyOption } from './serve.js';
 

@@ -1,6 +1,6 @@
 /** `pmrpc inspect FILE`: a PM file's header, connection table, rings and redo log, read-only. */
 import type { Command } from 'commander';
-import { inspectFile, type InspectReport } from '../src/server/inspect.js';
+import { inspectFile, type InspectReport } from '../src/server/index.js';
 import { printJson } from './output.js';
 
 export function formatInspect(r: InspectReport): string {

@@ -1,8 +1,7 @@
 /** `pmrpc serve`: one durable RPC node over TCP on a PM file (src/server/node.ts). */
 import type { Command } from 'commander';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
-import { RpcNode } from '../src/server/node.js';
-import { WORKLOAD_HANDLERS } from '../src/server/workload.js';
+import { RpcNode, WORKLOAD_HANDLERS } from '../src/server/index.js';
 import { intOption, log } from './output.js';
 
 /** Parses a byte count: an integer, optionally with a K/M/G (KiB, MiB, GiB) suffix. */

@@ -1,25 +1,145 @@
 /**
- * pmrpc — the public API. Each layer is also importable on its own:
- * `pmrpc/pmem` (PM device), `pmrpc/flush` (RNIC, verbs, flush strategies, PRISM),
- * `pmrpc/recovery` (ring, redo log, recovery).
+ * pmrpc — the public API: what a user building a durable service needs. The PM device, the RNIC
+ * (verbs, queue pairs, flush strategies), the recovery store, durable RPC (server, client,
+ * in-process and TCP links, handler pool), the node host and its remote client, and the errors.
+ *
+ * Everything else has its own entry point:
+ *   `pmrpc/pmem`, `pmrpc/flush`, `pmrpc/recovery` — each layer whole (crash images, verbs' wire
+ *     types, ring and redo-log internals, the recovery decision table, …);
+ *   `pmrpc/transport` — the wire codec (frames, messages) under the TCP link;
+ *   `pmrpc/testing` — checkers, litmus, crash-test engines, mutants and fault switches;
+ *   `pmrpc/apps/kv` — PRISM-KV and its Pilaf-style baseline.
  */
-export * from '../pmem/index.js';
-export * from '../flush/index.js';
-export * from '../recovery/index.js';
-export { checkLinearizable, kvModel, CHECK_DEFAULTS, type Model, type Operation, type CheckResult, type CheckOptions, type KvInput, type KvOutput } from './check/linearizability.js';
+
+// pmem/ — the PM device, errors, injected time and randomness.
 export {
-  encodeMessage,
-  decodeMessage,
-  FrameReader,
-  frameBytes,
-  MAX_FRAME_BYTES_DEFAULT,
-  PROTOCOL_VERSION,
-  type HelloMessage,
-  type WelcomeMessage,
-  type GoodbyeMessage,
-  type ControlMessage,
-  type WireMessage,
-} from './transport/index.js';
+  ErrorCodes,
+  PmrpcError,
+  PmrpcIoError,
+  isPmrpcError,
+  VirtualClock,
+  systemClock,
+  createPrng,
+  seededEntropy,
+  cryptoEntropy,
+  randomSeed,
+  LINE_BYTES,
+  MAX_REGION_BYTES,
+  PmemRegion,
+  PmemReadView,
+  PMEM_DEFAULTS,
+  type ErrorCode,
+  type Clock,
+  type TimerHandle,
+  type Prng,
+  type Entropy,
+  type PmemOptions,
+  type PersistenceDomain,
+  type PmemStats,
+} from '../pmem/index.js';
+
+// flush/ — the RNIC: memory registration, queue pairs, verbs, in-process fabric, flush strategies.
+export {
+  Access,
+  NicErrorCodes,
+  ProtectionDomain,
+  Rnic,
+  ServerQp,
+  RNIC_DEFAULTS,
+  InProcessFabric,
+  InProcessLink,
+  FABRIC_DEFAULTS,
+  QueuePair,
+  QUEUE_PAIR_DEFAULTS,
+  Wr,
+  ok,
+  WR_OPS,
+  CpuPoller,
+  CPU_POLLER_DEFAULTS,
+  StrategyServer,
+  FlushClient,
+  FLUSH_STRATEGIES,
+  type MemoryRegion,
+  type RnicOptions,
+  type RnicStats,
+  type DrainPolicy,
+  type PlacementOrder,
+  type FabricOptions,
+  type DeliveryMode,
+  type QueuePairOptions,
+  type Link,
+  type WorkRequest,
+  type WrOp,
+  type Completion,
+  type CompletionStatus,
+  type RecvCompletion,
+  type Loc,
+  type RemoteLoc,
+  type FlushPlacement,
+  type FlushSelectivity,
+  type CpuPollerOptions,
+  type StrategyServerOptions,
+  type FlushClientOptions,
+  type FlushStrategy,
+  type PersistResult,
+} from '../flush/index.js';
+
+// recovery/ — the recovery store (rings, redo log, recovery) and its layout.
+export {
+  RecoveryStore,
+  STORE_DEFAULTS,
+  RecoveryErrorCodes,
+  RecoveryRefusedError,
+  LAYOUT_DEFAULTS,
+  computeGeometry,
+  layoutBytes,
+  maxPayloadBytes,
+  type StoreOptions,
+  type ClientInfo,
+  type RecoveryReport,
+  type ClientRecovery,
+  type AppView,
+  type Handler,
+  type EffectImage,
+  type Effects,
+  type LayoutOptions,
+  type Geometry,
+} from '../recovery/index.js';
+
+// src/rpc — durable RPC.
+export {
+  RpcErrorCodes,
+  RPC_STRATEGIES,
+  ACK_STRATEGIES,
+  SEND_STRATEGIES,
+  COUPLED_STRATEGIES,
+  COMPLETION_STRATEGIES,
+  ALWAYS_CORRECT,
+  checkStrategy,
+  DurableRpcServer,
+  RPC_SERVER_DEFAULTS,
+  DurableRpcClient,
+  RPC_CLIENT_DEFAULTS,
+  connectInProcess,
+  reconnectInProcess,
+  rpcWorker,
+  type RpcStrategy,
+  type RpcServerOptions,
+  type MethodOptions,
+  type ConnectionInfo,
+  type KnownResult,
+  type AcceptRequest,
+  type RpcCall,
+  type RpcClientOptions,
+  type RpcHandler,
+  type RpcRequest,
+  type RpcEffects,
+  type RpcPool,
+  type PoolTask,
+  type PoolAnswer,
+} from './rpc/index.js';
+
+// src/transport — the TCP link and server.
 export {
   TcpNicServer,
   TcpLink,
@@ -35,27 +155,20 @@ export {
   type ConnectionStats,
   type TcpServerStats,
 } from './transport/index.js';
-export { litmusCatalogue, runLitmus, type Litmus, type LitmusResult } from './litmus/index.js';
-export * from './rpc/index.js';
-export { explore, sweep, rpcExplorerApp, kvExplorerApp, MUTANTS, EXPLORE_DEFAULTS, type ExploreOptions, type ExploreReport, type ExplorerViolation, type ExplorerApp, type Mutant } from './testing/crash/index.js';
+
+// src/server — a durable RPC node over TCP, its remote client, and the PM-file inspector.
 export {
-  PrismKvServer,
-  PrismKvClient,
-  PilafServer,
-  PilafClient,
-  KV_MUTANTS,
-  KV_LAYOUT_DEFAULTS,
-  KV_SERVER_DEFAULTS,
-  KV_CLIENT_DEFAULTS,
-  KvErrorCodes,
-  type KvFaults,
-  type KvFaultName,
-  type KvMutant,
-  type KvLayoutOptions,
-  type KvServerOptions,
-  type KvClientOptions,
-  type KvClientStats,
-  type KvRecoveryReport,
-} from './apps/kv/index.js';
-export * from './server/index.js';
-export { inspectFile, type InspectReport } from './server/inspect.js';
+  RpcNode,
+  RPC_NODE_DEFAULTS,
+  NODE_LAYOUT,
+  ServerErrorCodes,
+  HandshakeErrorCodes,
+  nodeAppBytes,
+  RemoteRpcClient,
+  REMOTE_CLIENT_DEFAULTS,
+  inspectFile,
+  type RpcNodeOptions,
+  type RecoverySummary,
+  type RemoteClientOptions,
+  type InspectReport,
+} from './server/index.js';

@@ -8,9 +8,6 @@ export {
   methodId,
   checkRpcFaults,
   type RpcServerOptions,
-  type RpcHandler,
-  type RpcRequest,
-  type RpcEffects,
   type RpcFaults,
   type ConnectionInfo,
   type KnownResult,
@@ -19,5 +16,6 @@ export {
 export { DurableRpcClient, RPC_CLIENT_DEFAULTS, type RpcCall, type RpcClientOptions } from './client.js';
 export { RPC_ACK_IMM, RPC_RESULT_IMM } from './wire.js';
 export { connectInProcess, reconnectInProcess } from './inprocess.js';
-export { rpcWorker, type RpcPool, type PoolTask, type PoolAnswer } from './worker.js';
+export type { RpcHandler, RpcRequest, RpcEffects, RpcPool, PoolTask, PoolAnswer } from './handler.js';
+export { rpcWorker } from './worker.js';
 export type { MethodOptions } from './server.js';

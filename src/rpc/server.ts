@@ -26,29 +26,8 @@ import {
 } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
 import { ACK_STRATEGIES, checkStrategy, COUPLED_STRATEGIES, SEND_STRATEGIES, type RpcStrategy } from './strategies.js';
-import type { PoolAnswer, RpcPool } from './worker.js';
+import type { PoolAnswer, RpcEffects, RpcHandler, RpcPool, RpcRequest } from './handler.js';
 import { decodeKept, encodeAck, encodeError, encodeKept, encodeResult, RPC_ACK_IMM, RPC_RESULT_IMM, STATUS_ERROR, STATUS_OK } from './wire.js';
-
-/** A request as a handler sees it. */
-export interface RpcRequest {
-  clientId: number;
-  seq: number;
-  method: string;
-  payload: Uint8Array;
-}
-
-/** What a handler returns: after-images of the application area (offsets relative to it) and a result. */
-export interface RpcEffects {
-  images: EffectImage[];
-  result?: Uint8Array;
-}
-
-/**
- * Computes a request's effects from the current state of the application area (read-only view).
- * It must not store anything: the server applies the after-images through the redo log, so it may
- * run again at recovery over the same state (it is not required to be idempotent).
- */
-export type RpcHandler = (request: RpcRequest, view: AppView) => RpcEffects;
 
 /** Test-only fault switches of the RPC layer (the crash-test mutants); never set in production. */
 export interface RpcFaults {

@@ -7,24 +7,7 @@
  */
 import { PmemReadView } from '../../pmem/index.js';
 import type { AppView } from '../../recovery/index.js';
-import type { RpcEffects, RpcHandler } from './server.js';
-
-export interface PoolTask {
-  shared: { buffer: SharedArrayBuffer; sizeBytes: number };
-  appOffset: number;
-  appBytes: number;
-  method: string;
-  clientId: number;
-  seq: number;
-  payload: Uint8Array;
-}
-
-export type PoolAnswer = { ok: true; effects: RpcEffects } | { ok: false; code: string | undefined; message: string };
-
-/** What DurableRpcServer needs of a pool: a Piscina instance (or anything with its run()). */
-export interface RpcPool {
-  run(task: PoolTask): Promise<PoolAnswer>;
-}
+import type { PoolAnswer, PoolTask, RpcHandler } from './handler.js';
 
 const views = new WeakMap<SharedArrayBuffer, PmemReadView>();
 

@@ -5,7 +5,7 @@
  */
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
 import type { QueuePair } from '../../../flush/index.js';
-import { jsonBytes, parseJsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../app.js';
+import { jsonBytes, parseJsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { PrismKvClient, type KvClientOptions } from './client.js';
 import type { KvFaults } from './faults.js';
 import { computeKvGeometry, KV_LAYOUT_DEFAULTS, KvErrorCodes, validateLayoutOptions, type KvLayoutOptions } from './layout.js';

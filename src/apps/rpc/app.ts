@@ -7,7 +7,7 @@
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
 import { layoutBytes, RecoveryStore, type LayoutOptions, type RecoveryFaults, type RecoveryReport } from '../../../recovery/index.js';
 import { checkStrategy, DurableRpcServer, type RpcFaults, type RpcHandler, type RpcPool, type RpcStrategy } from '../../rpc/index.js';
-import type { AcceptedClient, App, AppHost, AppProblem, AppServer } from '../app.js';
+import type { AcceptedClient, App, AppHost, AppProblem, AppServer } from '../index.js';
 import { DIGEST_HANDLERS } from './digest.js';
 import { decodeHelloPayload, encodeWelcomePayload } from './handshake.js';
 

@@ -16,7 +16,7 @@
  * from the seed, and the images of crash point p depend only on (seed, p).
  */
 import { countImages, crashImages, createPrng, materialize, PmemRegion, seededEntropy, type Clock, type CrashState, type Prng } from '../../../pmem/index.js';
-import type { AppHost, AppProblem, AppServer } from '../../apps/app.js';
+import type { AppHost, AppProblem, AppServer } from '../../apps/index.js';
 import { checkPins, configName, nicConfigFor, type NicConfig, type NicPins } from './config.js';
 import { mix } from './seeds.js';
 import { World } from './world.js';

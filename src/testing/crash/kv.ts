@@ -13,14 +13,14 @@
  */
 import { QueuePair, Wr } from '../../../flush/index.js';
 import type { PmemRegion, Prng } from '../../../pmem/index.js';
-import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../check/linearizability.js';
-import type { AppHost, AppProblem } from '../../apps/app.js';
-import { connectKvClient, kvApp, KvAppServer, type KvSystem } from '../../apps/kv/app.js';
-import { faultsFor, KV_MUTANTS, type KvFaultName } from '../../apps/kv/faults.js';
-import { homeSlot, KvErrorCodes, type KvGeometry, type KvLayoutOptions } from '../../apps/kv/layout.js';
-import type { PrismKvClient } from '../../apps/kv/client.js';
-import type { PilafClient } from '../../apps/kv/pilaf.js';
-import { PrismKvServer, RETURN_IMM } from '../../apps/kv/server.js';
+import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
+import type { AppHost, AppProblem } from '../../apps/index.js';
+import { connectKvClient, kvApp, KvAppServer, type KvSystem } from '../../apps/kv/index.js';
+import { faultsFor, KV_MUTANTS, type KvFaultName } from '../../apps/kv/index.js';
+import { homeSlot, KvErrorCodes, type KvGeometry, type KvLayoutOptions } from '../../apps/kv/index.js';
+import type { PrismKvClient } from '../../apps/kv/index.js';
+import type { PilafClient } from '../../apps/kv/index.js';
+import { PrismKvServer, RETURN_IMM } from '../../apps/kv/index.js';
 import type { ExplorerApp } from './explorer.js';
 import type { World } from './world.js';
 

@@ -11,10 +11,10 @@
 import { crc32c, materialize, crashImages, PmemRegion, type Prng } from '../../../pmem/index.js';
 import { layoutBytes, RecoveryStore, type AppView } from '../../../recovery/index.js';
 import { checkStrategy, DurableRpcClient, type RpcStrategy } from '../../rpc/index.js';
-import type { AppHost, AppProblem } from '../../apps/app.js';
-import { rpcApp, RpcAppServer, type RpcAppOptions } from '../../apps/rpc/app.js';
-import { DIGEST_BYTES, LOG_BASE, METHOD, digestHandler, readDigestLog } from '../../apps/rpc/digest.js';
-import { decodeWelcomePayload, encodeHelloPayload } from '../../apps/rpc/handshake.js';
+import type { AppHost, AppProblem } from '../../apps/index.js';
+import { rpcApp, RpcAppServer, type RpcAppOptions } from '../../apps/rpc/index.js';
+import { DIGEST_BYTES, LOG_BASE, METHOD, digestHandler, readDigestLog } from '../../apps/rpc/index.js';
+import { decodeWelcomePayload, encodeHelloPayload } from '../../apps/rpc/index.js';
 import type { ExplorerApp } from './explorer.js';
 import { findMutant } from './rpc-mutants.js';
 import type { World } from './world.js';

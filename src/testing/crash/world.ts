@@ -17,7 +17,7 @@
  */
 import { NicErrorCodes, QueuePair, Rnic, type Link, type ServerMessage, type ClientMessage } from '../../../flush/index.js';
 import { PmemRegion, PmrpcError, seededEntropy, createPrng, VirtualClock, type Prng } from '../../../pmem/index.js';
-import type { AppHost, AppServer } from '../../apps/app.js';
+import type { AppHost, AppServer } from '../../apps/index.js';
 import { rnicOptions, type NicConfig } from './config.js';
 import { mix } from './seeds.js';
 

@@ -1,5 +1,5 @@
 /** TEST-ONLY: the sequential specification of the register app, for checkLinearizable. */
-import type { Model, Operation } from '../../check/linearizability.js';
+import type { Model, Operation } from '../../check/index.js';
 
 export type RegisterInput = { kind: 'write'; register: number; value: bigint } | { kind: 'read'; register: number };
 /** read: the value; write: null. */

@@ -2,7 +2,7 @@
  * From a checker's history to a picture: labels for the key-value model, timeline operations from
  * checker operations, and the shortest non-linearizable sub-history of a failing history.
  */
-import { checkLinearizable, type KvInput, type KvOutput, type Model, type Operation } from '../../check/linearizability.js';
+import { checkLinearizable, type KvInput, type KvOutput, type Model, type Operation } from '../../check/index.js';
 import { shortenHistory, type ShortenOptions, type ShortenResult } from './shorten.js';
 import type { TimelineOperation } from './render.js';
 

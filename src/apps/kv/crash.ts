@@ -23,7 +23,7 @@
  *
  * Randomness comes from the seed only; the same seed replays the same run.
  */
-import { InProcessFabric, QueuePair, Rnic, Wr } from '../../../flush/index.js';
+import { InProcessFabric, QueuePair, Rnic, Wr, type DrainPolicy } from '../../../flush/index.js';
 import { countImages, crashImages, createPrng, materialize, PmemRegion, seededEntropy, type CrashState, type Prng } from '../../../pmem/index.js';
 import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../check/linearizability.js';
 import { PrismKvClient } from './client.js';
@@ -50,6 +50,10 @@ export interface KvCrashTestOptions {
   stopAfterViolations: number;
   /** The server NIC's DDIO: true — its writes land in volatile CPU lines; false — straight to media, where a crash mid-drain leaves any subset of a message's words. */
   ddio: boolean;
+  /** The workload server NIC's DMA drain policy (every policy is a legal NIC): 'lazy' (default), 'eager' (a chain's CAS result is visible to other QPs at once, before its FLUSH), 'onFlush'. */
+  drain: DrainPolicy;
+  /** 'lazy': most undrained NIC cache entries (the NIC's default when undefined). */
+  lazyBound: number | undefined;
 }
 
 export const KV_CRASH_DEFAULTS: Readonly<KvCrashTestOptions> = Object.freeze({
@@ -65,6 +69,8 @@ export const KV_CRASH_DEFAULTS: Readonly<KvCrashTestOptions> = Object.freeze({
   recoveryCrash: true,
   stopAfterViolations: 0,
   ddio: true,
+  drain: 'lazy',
+  lazyBound: undefined,
 });
 
 export type KvViolationKind = 'index' | 'allocator' | 'lost' | 'linearizability' | 'read-error' | 'spurious-full' | 'recovery-error' | 'live-index' | 'live-allocator';
@@ -146,6 +152,8 @@ function validate(options: Partial<KvCrashTestOptions>): KvCrashTestOptions {
   int('keys', 1, 8);
   int('crashPointsMax', 1, 1_000_000);
   int('stopAfterViolations', 0, 1_000_000);
+  if (o.drain !== 'eager' && o.drain !== 'lazy' && o.drain !== 'onFlush') throw new TypeError(`drain must be 'eager', 'lazy' or 'onFlush', got ${String(o.drain)}`);
+  if (o.lazyBound !== undefined && (!Number.isSafeInteger(o.lazyBound) || o.lazyBound < 0)) throw new RangeError(`lazyBound must be an integer >= 0, got ${String(o.lazyBound)}`);
   if (typeof o.ddio !== 'boolean') throw new TypeError(`ddio must be a boolean, got ${String(o.ddio)}`);
   if (typeof o.recoveryCrash !== 'boolean') throw new TypeError(`recoveryCrash must be a boolean, got ${String(o.recoveryCrash)}`);
   return o;
@@ -184,7 +192,7 @@ export async function runKvCrashTest(options: Partial<KvCrashTestOptions> = {}):
     violationCounts: {},
     undecided: 0,
     history: w.ops.map(cutAt(Number.POSITIVE_INFINITY)),
-    replay: `PMRPC_SEED=${o.seed}${o.mutant ? ` mutant=${o.mutant}` : ''} engine=${o.engine} imagesPerPoint=${o.imagesPerPoint}${o.ddio ? '' : ' ddio=false'}`,
+    replay: `PMRPC_SEED=${o.seed}${o.mutant ? ` mutant=${o.mutant}` : ''} engine=${o.engine} imagesPerPoint=${o.imagesPerPoint}${o.ddio ? '' : ' ddio=false'}${o.drain === 'lazy' ? '' : ` drain=${o.drain}`}${o.lazyBound === undefined ? '' : ` lazyBound=${o.lazyBound}`}`,
   };
   // Which crash points: all, or a seeded sample.
   let points = w.captures.map((_, i) => i);
@@ -230,7 +238,7 @@ interface Workload {
 async function runWorkload(o: KvCrashTestOptions, faults: KvFaults, prng: Prng): Promise<Workload> {
   const region = PmemRegion.createInMemory(REGION_BYTES, { tracing: true, entropy: seededEntropy(prng.fork()) });
   PrismKvServer.format(region, CRASH_LAYOUT);
-  const nic = new Rnic(region, { ddio: o.ddio, entropy: seededEntropy(prng.fork()) });
+  const nic = new Rnic(region, { ddio: o.ddio, drain: o.drain, lazyBound: o.lazyBound, entropy: seededEntropy(prng.fork()) });
   const fabric = new InProcessFabric(nic, { delivery: 'seeded', prng: prng.fork() });
   // The workload's server is a freshly formatted one: recovery faults act on the servers that recover crash images.
   const server = PrismKvServer.open(region, nic);

@@ -71,11 +71,18 @@ for (let i = 0; i < DRAIN_CONFIGS.length; i++) {
       const x = await dirtyRead(i, ddio, {});
       t.equal(x.read, 'new', "the GET saw A's CAS result before A's FLUSH (the scenario is reached)");
       t.same(x.bad, [], `${x.images} image(s) (${x.note}): the value the GET returned in each`);
+      // The mutant that takes the fix back (no FLUSH in the GET chain) is caught wherever drained placement is not already durable.
+      const m = await dirtyRead(i, ddio, { getWithoutFlush: true });
+      if (ddio) t.ok(m.bad.length > 0, `mutant getWithoutFlush caught: ${m.bad[0] ?? 'no bad image'}`);
+      else t.same(m.bad, [], 'ddio off: drained placement is durable, so the mutant loses nothing here');
     });
     t.test(`a GET past a slot another chain just claimed never returns a value a crash takes back (${name}, seed ${seed})`, async (t) => {
       const x = await dirtyProbe(i, ddio, {});
       t.equal(x.read, 'b2', 'the GET found k2 past the claimed slot');
       t.same(x.bad, [], `${x.images} image(s) (${x.note}): k2 in each`);
+      const m = await dirtyProbe(i, ddio, { getWithoutFlush: true });
+      if (ddio) t.ok(m.bad.length > 0, `mutant getWithoutFlush caught: ${m.bad[0] ?? 'no bad image'}`);
+      else t.same(m.bad, [], 'ddio off: drained placement is durable, so the mutant loses nothing here');
     });
   }
 }

@@ -68,11 +68,18 @@ for (let i = 0; i < DRAIN_CONFIGS.length; i++) {
       t.equal(x.bSlot, x.home + 1, 'B installed k2 on the next slot, another cache line');
       t.ok(x.images > 0);
       t.same(x.bad, [], `${x.images} image(s) (${x.note}): B's acknowledged PUT in each`);
+      // The mutant that takes the fix back (index FLUSH over the slot only) is caught wherever drained placement is not already durable.
+      const m = await lostPut(i, ddio, { narrowIndexFlush: true });
+      if (ddio) t.ok(m.bad.length > 0, `mutant narrowIndexFlush caught: ${m.bad[0] ?? 'no bad image'}`);
+      else t.same(m.bad, [], 'ddio off: drained placement is durable, so the mutant loses nothing here');
     });
     t.test(`an acknowledged no-op DELETE decided on another chain's not-yet-durable tombstone survives the crash (${name}, seed ${seed})`, async (t) => {
       const x = await lostDelete(i, ddio, {});
       t.ok(x.tombstoneVisible, "A's tombstone CAS is in host memory before B looks");
       t.same(x.bad, [], `${x.images} image(s) (${x.note}): the key absent in each`);
+      const m = await lostDelete(i, ddio, { deleteNoopWithoutFlush: true });
+      if (ddio) t.ok(m.bad.length > 0, `mutant deleteNoopWithoutFlush caught: ${m.bad[0] ?? 'no bad image'}`);
+      else t.same(m.bad, [], 'ddio off: drained placement is durable, so the mutant loses nothing here');
     });
   }
 }

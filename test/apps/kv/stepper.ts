@@ -142,7 +142,7 @@ export interface ImageReport {
  * sample of `sample`, the seed in the report) and reads `keys` after recovery; `expect` returns
  * an error string for a bad outcome.
  */
-export async function checkImages(state: CrashState, keys: string[], expect: (got: Map<string, string | undefined>) => string | undefined, seed: number, max = 2048, sample = 96): Promise<ImageReport> {
+export async function checkImages(state: CrashState, keys: string[], expect: (got: Map<string, string | undefined>) => string | undefined, seed: number, max = 256, sample = 64): Promise<ImageReport> {
   const exhaustive = countImages(state) <= BigInt(max);
   const imgs = exhaustive ? crashImages(state, { engine: 'exhaustive', maxImages: max }) : crashImages(state, { engine: 'random', count: sample, seed });
   const report: ImageReport = { images: 0, exhaustive, seed, bad: [] };

@@ -1,12 +1,16 @@
 /**
  * The PRISM-KV client: GET, PUT and DELETE as NIC chains over any Link (QueuePair), no server CPU.
  *
- * GET    1 RTT: bounded indirect READ of the key's home slot (the bound = the item's buffer size).
- *        On a collision, 1 more: a chain of bounded indirect READs of the rest of the window.
+ * GET    1 RTT: bounded indirect READ of the key's home slot (the bound = the item's buffer size),
+ *        then FLUSH(persistent) of that slot in the same message: what a GET returns is durable
+ *        (DESIGN §5: a read never returns state a crash can take back).
+ *        On a collision, 1 more: a chain of bounded indirect READs of the rest of the window + FLUSH.
  * PUT    1 RTT with a cached slot (slot index + version): WRITE scratch[8..24) ← (bound, version+1);
  *        ALLOCATE → redirect scratch[0]; FLUSH(persistent) heap (conditional); CAS 'gt' on the
  *        version word with dataIndirect from scratch (conditional); FLUSH(persistent) slot
- *        (conditional); READ scratch[0] (the allocated address, to return it if the CAS lost).
+ *        (conditional) — over the window from home to the slot, so the slots it went past (maybe
+ *        claimed by a chain whose own FLUSH has not run) are durable too; READ scratch[0] (the
+ *        allocated address, to return it if the CAS lost).
  *        Without a cached slot, 1 RTT before it to locate the key (chain of window READs).
  * DELETE the same chain with a tombstone item: a slot, once claimed by a key, stays that key's.
  *

@@ -165,12 +165,14 @@ export class PrismKvClient {
       const home = homeSlot(g, k);
       for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
         if (attempt > 0) this.#stats.readRetries++;
-        const [c] = await this.#post(this.#durableReads(home, 1));
+        const [c, fl] = await this.#post(this.#durableReads(home, 1));
+        if (fl !== undefined) check(fl); // a value is returned only once its FLUSH completed
         const first = this.#classify(k, home, check(c!).data!);
         if (first === 'torn') continue;
         if (first !== 'other') return this.#answer(name, first);
         if (g.probeSlots === 1) return undefined;
         const cs = await this.#post(this.#durableReads(home + 1, g.probeSlots - 1));
+        for (const x of cs.slice(g.probeSlots - 1)) check(x);
         let torn = false;
         for (let j = 0; j < g.probeSlots - 1; j++) {
           const r = this.#classify(k, home + 1 + j, check(cs[j]!).data!);

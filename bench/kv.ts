@@ -374,7 +374,7 @@ export const kvBench: BenchSuite = {
     }
     summary.push(
       'A round trip here costs CPU (message objects, the NIC engine, promise hops; over TCP also the codec, the syscalls and the other process), not wire time, and the emulated NIC shares',
-      'the CPU with clients and server: the ratios measure the work per operation of one bounded indirect READ vs two READs (+ CRC checks), not hardware latency.',
+      'the CPU with clients and server: the ratios measure the work per operation of one bounded indirect READ + FLUSH vs two READs, the first + FLUSH (+ CRC checks), not hardware latency.',
       'strict = msync of every drained range (durable across a machine crash, like synchronous = FULL); without it a PUT is durable across a process crash only.',
     );
     const latencyRows = rows

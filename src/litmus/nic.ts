@@ -244,6 +244,54 @@ export const nicLitmus: Litmus[] = [
     },
   },
   {
+    name: 'nic-flush-persistent-persists-other-qps-drained-writes',
+    layer: 'nic',
+    rule: "FLUSH(persistent, range) on QP X writes back every dirty CPU line of its range, whoever wrote it: QP Y's WRITE drained into visible memory (DDIO: a dirty line) and a CPU store are durable at X's FLUSH completion",
+    mustBePossible: "A=0 (Y's drained WRITE lost) at Y's FLUSH(global) completion; A=1,B=5 at X's FLUSH(persistent) completion",
+    mustBeImpossible: "A=0 or B=0 in any image at X's FLUSH(persistent) completion",
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (const drain of ['eager', 'onFlush'] as const) {
+        const r = rig(seed, { ddio: true, drain }, { idleDrain: false });
+        const y = r.connect().qp;
+        const states = captureCompletions(r.region);
+        // Y: WRITE A, then FLUSH(global): drained into visible memory, a dirty CPU line — not durable.
+        await y.postChain([Wr.write({ rkey: r.mr.rkey, addr: A }, u64(1)), Wr.flush('global', r.mr.rkey, { addr: A, len: 8 })]);
+        const drained = states.splice(0);
+        r.region.storeU64(B, 5n); // the server CPU's store, also a dirty line of X's range
+        await r.qp.flush('persistent', r.mr.rkey, { addr: A, len: B + 8 - A });
+        const visible = r.region.loadU64(A) === 1n ? '' : ' (A not visible!)';
+        outcomes(drained.slice(-1), (i) => `${drain} after Y's FLUSH(global): A=${word(i, A)}${visible}`, seen);
+        outcomes(states.slice(-1), (i) => `${drain} after X's FLUSH(persistent): A=${word(i, A)},B=${word(i, B)}`, seen);
+      }
+      const want = ['eager', 'onFlush'].flatMap((d) => [`${d} after Y's FLUSH(global): A=0`, `${d} after Y's FLUSH(global): A=1`, `${d} after X's FLUSH(persistent): A=1,B=5`]);
+      return check(seen, want, onlyIn(want));
+    },
+  },
+  {
+    name: 'nic-flush-persistent-does-not-reach-other-qps-undrained-entries',
+    layer: 'nic',
+    rule: "FLUSH(persistent, range) on QP X does not reach QP Y's undrained NIC-cache entry, even one that X's CAS compared against (the atomic unit sees it; X's READ, of host memory, does not): a crash at X's FLUSH completion can lose it",
+    mustBePossible: "X's CAS fails against Y's undrained 1, X's READ returns 0, and an image at X's FLUSH(persistent) completion holds A=0",
+    mustBeImpossible: "X's CAS swaps; X's READ returns Y's undrained 1",
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (const ddio of [true, false]) {
+        const r = rig(seed, { ddio, drain: 'onFlush' }, { idleDrain: false });
+        const y = r.connect().qp;
+        const at = { rkey: r.mr.rkey, addr: A };
+        await y.cas(at, 0n, 1n); // swaps; its result stays in Y's NIC cache (onFlush, no idle drain)
+        const states = captureCompletions(r.region);
+        const [cas, read] = await r.qp.postChain([Wr.cas(at, 0n, 2n), Wr.read(at, 8), Wr.flush('persistent', r.mr.rkey, { addr: A, len: 8 })]);
+        const head = `ddio=${ddio} cas=${cas!.swapped ? 'swap' : 'fail'} old=${new DataView(cas!.data!.buffer, cas!.data!.byteOffset).getBigUint64(0, true)} read=${new DataView(read!.data!.buffer, read!.data!.byteOffset).getBigUint64(0, true)}`;
+        outcomes(states.slice(-1), (i) => `${head} A=${word(i, A)}`, seen);
+      }
+      // Y's undrained entry is a subset component: an image may or may not hold it, so A=1 is possible too.
+      const want = [true, false].flatMap((d) => [`ddio=${d} cas=fail old=1 read=0 A=0`, `ddio=${d} cas=fail old=1 read=0 A=1`]);
+      return check(seen, want, onlyIn(want));
+    },
+  },
+  {
     name: 'nic-rc-in-order-execution',
     layer: 'nic',
     rule: 'work requests of one RC QP execute in order, whatever other QPs do in between (seeded interleavings)',

@@ -1,12 +1,16 @@
 /**
  * The PRISM-KV client: GET, PUT and DELETE as NIC chains over any Link (QueuePair), no server CPU.
  *
- * GET    1 RTT: bounded indirect READ of the key's home slot (the bound = the item's buffer size).
- *        On a collision, 1 more: a chain of bounded indirect READs of the rest of the window.
+ * GET    1 RTT: bounded indirect READ of the key's home slot (the bound = the item's buffer size),
+ *        then FLUSH(persistent) of that slot in the same message: what a GET returns is durable
+ *        (DESIGN §5: a read never returns state a crash can take back).
+ *        On a collision, 1 more: a chain of bounded indirect READs of the rest of the window + FLUSH.
  * PUT    1 RTT with a cached slot (slot index + version): WRITE scratch[8..24) ← (bound, version+1);
  *        ALLOCATE → redirect scratch[0]; FLUSH(persistent) heap (conditional); CAS 'gt' on the
  *        version word with dataIndirect from scratch (conditional); FLUSH(persistent) slot
- *        (conditional); READ scratch[0] (the allocated address, to return it if the CAS lost).
+ *        (conditional) — over the window from home to the slot, so the slots it went past (maybe
+ *        claimed by a chain whose own FLUSH has not run) are durable too; READ scratch[0] (the
+ *        allocated address, to return it if the CAS lost).
  *        Without a cached slot, 1 RTT before it to locate the key (chain of window READs).
  * DELETE the same chain with a tombstone item: a slot, once claimed by a key, stays that key's.
  *
@@ -161,16 +165,16 @@ export class PrismKvClient {
       const home = homeSlot(g, k);
       for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
         if (attempt > 0) this.#stats.readRetries++;
-        const [c] = await this.#post([Wr.read(this.#slot(home), this.#maxRead, { bounded: true })]);
+        const [c, fl] = await this.#post(this.#durableReads(home, 1));
+        if (fl !== undefined) check(fl); // a value is returned only once its FLUSH completed
         const first = this.#classify(k, home, check(c!).data!);
         if (first === 'torn') continue;
         if (first !== 'other') return this.#answer(name, first);
         if (g.probeSlots === 1) return undefined;
-        const rest: WorkRequest[] = [];
-        for (let i = home + 1; i < home + g.probeSlots; i++) rest.push(Wr.read(this.#slot(i), this.#maxRead, { bounded: true }));
-        const cs = await this.#post(rest);
+        const cs = await this.#post(this.#durableReads(home + 1, g.probeSlots - 1));
+        for (const x of cs.slice(g.probeSlots - 1)) check(x);
         let torn = false;
-        for (let j = 0; j < cs.length; j++) {
+        for (let j = 0; j < g.probeSlots - 1; j++) {
           const r = this.#classify(k, home + 1 + j, check(cs[j]!).data!);
           if (r === 'torn') {
             torn = true;
@@ -191,6 +195,22 @@ export class PrismKvClient {
     const item = decodeItem(data);
     if (item === undefined) return 'torn';
     return bytesEqual(item.key, k) ? { slot, item } : 'other';
+  }
+
+  /**
+   * Bounded READs of slots [first, first + n), then FLUSH(persistent) over those slots, in one
+   * message: what the READs returned is durable before the client sees it (DESIGN §5). A READ sees
+   * host memory — media or dirty CPU lines, never another QP's undrained NIC-cache entry (DESIGN
+   * §2.2 (i)) — and FLUSH(persistent, range) writes back every dirty line of its range whoever
+   * wrote it (§2.2 (iii)), so the slot words read are durable (or superseded by newer ones) once
+   * it completes. The items they point at need no FLUSH: every writer's chain FLUSHes its item
+   * before its CAS can make a pointer to it visible.
+   */
+  #durableReads(first: number, n: number): WorkRequest[] {
+    const wrs: WorkRequest[] = [];
+    for (let i = first; i < first + n; i++) wrs.push(Wr.read(this.#slot(i), this.#maxRead, { bounded: true }));
+    if (!this.faults.getWithoutFlush) wrs.push(Wr.flush('persistent', this.rkey, { addr: slotOffset(this.geometry, first), len: n * SLOT_BYTES }));
+    return wrs;
   }
 
   #answer(name: string, r: { slot: number; item: ReturnType<typeof decodeItem> }): Uint8Array | undefined {
@@ -228,6 +248,7 @@ export class PrismKvClient {
   async #install(k: Uint8Array, name: string, value: Uint8Array, tombstone: boolean): Promise<void> {
     const g = this.geometry;
     const cls = classFor(g, itemBytes(k.length, value.length))!;
+    const f = this.faults;
     let refilled = false;
     for (let attempt = 0; attempt <= this.options.casRetriesMax; attempt++) {
       let ref = this.#cache.get(name);
@@ -237,7 +258,13 @@ export class PrismKvClient {
           if (tombstone) return;
           throw new PmrpcError(KvErrorCodes.INDEX_FULL, `every slot of the probe window of key ${name} belongs to another key`);
         }
-        if (tombstone && (loc.kind === 'free' || loc.item.tombstone)) return; // absent: nothing to delete
+        if (tombstone && loc.kind === 'free') return; // absent: nothing to delete (no slot of the window ever held the key)
+        if (tombstone && loc.kind === 'found' && loc.item.tombstone) {
+          // Deleted already — but maybe by a chain whose FLUSH has not run: the tombstone must be
+          // durable before this DELETE is acknowledged as done (one more round trip, only here).
+          if (!f.deleteNoopWithoutFlush) check((await this.#post([Wr.flush('persistent', this.rkey, { addr: slotOffset(g, homeSlot(g, k)), len: (loc.ref.slot - homeSlot(g, k) + 1) * SLOT_BYTES })]))[0]!);
+          return;
+        }
         ref = loc.ref;
       }
       const version = ref.version + 1n;
@@ -246,7 +273,6 @@ export class PrismKvClient {
       new DataView(meta.buffer).setBigUint64(0, BigInt(cls.sizeBytes), true);
       new DataView(meta.buffer).setBigUint64(8, version, true);
       const slotLoc = this.#slot(ref.slot);
-      const f = this.faults;
       const chain: WorkRequest[] = [Wr.write({ scratch: SCRATCH_META }, meta), Wr.allocate(this.rkey, cls.sizeBytes, item, { redirect: SCRATCH_PTR })];
       if (!f.dropHeapFlush) chain.push(Wr.flush('persistent', this.rkey, { addr: cls.offset, len: cls.sizeBytes * cls.count }, { conditional: true }));
       const casAt = chain.length;
@@ -256,7 +282,12 @@ export class PrismKvClient {
           : Wr.prismCasFrom('gt', slotLoc, { scratch: SCRATCH_PTR }, SLOT_CAS_BYTES, { conditional: !f.unconditionalCas, compareMask: VERSION_MASK }),
       );
       const flushAt = chain.length;
-      if (!f.dropIndexFlush) chain.push(Wr.flush('persistent', this.rkey, { addr: slotOffset(g, ref.slot), len: SLOT_BYTES }, { conditional: true }));
+      // The index FLUSH covers the window from home to the slot: the slots this PUT went past
+      // (claimed by other keys, maybe by chains whose own FLUSH has not run yet: their CAS results
+      // are in host memory, where this FLUSH reaches them) are durable before it is acknowledged —
+      // else a crash could empty one and end the probe before this key (DESIGN §5).
+      const from = f.narrowIndexFlush ? ref.slot : homeSlot(g, k);
+      if (!f.dropIndexFlush) chain.push(Wr.flush('persistent', this.rkey, { addr: slotOffset(g, from), len: (ref.slot - from + 1) * SLOT_BYTES }, { conditional: true }));
       chain.push(Wr.read({ scratch: SCRATCH_PTR }, 8));
       const cs = await this.#post(chain);
       const alloc = check(cs[1]!);

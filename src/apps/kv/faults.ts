@@ -12,6 +12,12 @@ export interface KvFaults {
   unconditionalCas: boolean;
   /** PUT chain: the CAS compares nothing (blind swap), so it can overwrite a slot another key claimed. */
   blindCas: boolean;
+  /** GET chains: no FLUSH(persistent) of the slots they READ (a GET can return a CAS result a crash takes back). */
+  getWithoutFlush: boolean;
+  /** PUT chain: the index FLUSH covers only the slot, not the window slots the PUT went past (their claims may not be durable). */
+  narrowIndexFlush: boolean;
+  /** DELETE of a key whose slot holds a tombstone: acknowledged without making that tombstone durable first. */
+  deleteNoopWithoutFlush: boolean;
   /** Recovery: trust every slot word (no pointer validation, no repair of a torn slot). */
   skipPointerValidation: boolean;
   /** Recovery: post only what clients return; unreachable buffers are never reclaimed. */
@@ -27,6 +33,9 @@ export const NO_KV_FAULTS: Readonly<KvFaults> = Object.freeze({
   dropIndexFlush: false,
   unconditionalCas: false,
   blindCas: false,
+  getWithoutFlush: false,
+  narrowIndexFlush: false,
+  deleteNoopWithoutFlush: false,
   skipPointerValidation: false,
   skipReclaim: false,
   acceptStaleEpoch: false,
@@ -38,12 +47,19 @@ export type KvFaultName = keyof KvFaults;
 export interface KvMutant {
   /** Mutant name (the fault switch it sets). */
   name: KvFaultName;
-  /** 'put-chain' or 'allocator-recovery'. */
-  layer: 'put-chain' | 'allocator-recovery';
+  /** 'put-chain', 'get-chain' or 'allocator-recovery'. */
+  layer: 'put-chain' | 'get-chain' | 'allocator-recovery';
   /** The persistence step it removes. */
   step: string;
   /** Protocols it applies to (a CLI prints `name<TAB>strategies`, as for the RPC mutants). */
   strategies: readonly string[];
+  /**
+   * The step-driven test that catches it, when the seeded crash workload cannot: that engine
+   * records an outcome when the client's continuation runs, after the fabric has run every queued
+   * request (the other chain's FLUSH included), so no crash point falls between another chain's
+   * CAS and FLUSH after a read that saw the CAS returned.
+   */
+  caughtBy?: string;
 }
 
 export const KV_MUTANTS: readonly KvMutant[] = Object.freeze([
@@ -51,6 +67,9 @@ export const KV_MUTANTS: readonly KvMutant[] = Object.freeze([
   { name: 'dropIndexFlush', layer: 'put-chain', step: 'FLUSH(persistent) of the index slot after the CAS (durable when acknowledged)', strategies: ['prism-kv'] },
   { name: 'unconditionalCas', layer: 'put-chain', step: 'the conditional flag on the CAS (install only what ALLOCATE just wrote)', strategies: ['prism-kv'] },
   { name: 'blindCas', layer: 'put-chain', step: 'the compare of the CAS against the slot version the client last saw', strategies: ['prism-kv'] },
+  { name: 'getWithoutFlush', layer: 'get-chain', step: 'FLUSH(persistent) of the slots a GET READ, in its chain (a read returns only durable state)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/dirty-read.test.ts' },
+  { name: 'narrowIndexFlush', layer: 'put-chain', step: 'the index FLUSH covering the window slots the PUT went past (another chain\'s not-yet-durable claim)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/lost-put.test.ts' },
+  { name: 'deleteNoopWithoutFlush', layer: 'put-chain', step: 'FLUSH(persistent) of a tombstone before a DELETE that found it is acknowledged as done', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/lost-put.test.ts' },
   { name: 'skipPointerValidation', layer: 'allocator-recovery', step: 'validating and repairing every slot pointer before rebuilding the free lists', strategies: ['prism-kv'] },
   { name: 'skipReclaim', layer: 'allocator-recovery', step: 'reclaiming buffers the index does not reach', strategies: ['prism-kv'] },
   { name: 'acceptStaleEpoch', layer: 'allocator-recovery', step: 'refusing buffer returns stamped with an earlier server epoch', strategies: ['prism-kv'] },

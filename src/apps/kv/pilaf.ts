@@ -14,7 +14,7 @@
  * A deleted key leaves ptr 0 with a non-zero version (a tombstone: probing goes on past it).
  * Items use PRISM-KV's item format. The server CPU is the only writer, so no CAS is needed.
  */
-import { CpuPoller, QueuePair, Wr, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
+import { CpuPoller, QueuePair, Wr, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp, type WorkRequest } from '../../../flush/index.js';
 import { Access } from '../../../flush/index.js';
 import { crc32c, PmemRegion, PmrpcError, type ErrorCode } from '../../../pmem/index.js';
 import { Mailbox } from './mailbox.js';
@@ -119,7 +119,8 @@ export class PilafServer {
     this.nic = nic;
     this.geometry = decodeKvHeader(region.load(o.base, 128), o.base, PILAF_MAGIC);
     this.pd = nic.allocPd();
-    this.mr = nic.registerMr(this.pd, o.base, this.geometry.mailboxOffset - o.base, Access.REMOTE_READ);
+    // FLUSH_PERSISTENT: a GET makes the index entry it read durable in the same message (DESIGN §5).
+    this.mr = nic.registerMr(this.pd, o.base, this.geometry.mailboxOffset - o.base, Access.REMOTE_READ | Access.FLUSH_PERSISTENT);
     this.#mailbox = new Mailbox(nic, this.geometry, o.poller);
     this.#recover();
   }
@@ -263,17 +264,21 @@ export class PilafClient {
   #waiter: { resolve: (status: number) => void; reject: (e: Error) => void } | undefined;
   #busy: Promise<unknown> | undefined;
 
-  static async connect(qp: QueuePair, address: { rkey: number; base: number }, options: { readRetriesMax?: number } = {}): Promise<PilafClient> {
+  /** `getWithoutFlush` (test-only): the GET's entry READs carry no FLUSH (the dirty read of DESIGN §5 comes back). */
+  static async connect(qp: QueuePair, address: { rkey: number; base: number }, options: { readRetriesMax?: number; getWithoutFlush?: boolean } = {}): Promise<PilafClient> {
     if (!(qp instanceof QueuePair)) throw new TypeError('qp must be a QueuePair');
     const h = await qp.read({ rkey: address.rkey, addr: address.base }, KV_HEADER_BYTES);
-    return new PilafClient(qp, address.rkey, decodeKvHeader(h, address.base, PILAF_MAGIC), options.readRetriesMax ?? 8);
+    return new PilafClient(qp, address.rkey, decodeKvHeader(h, address.base, PILAF_MAGIC), options.readRetriesMax ?? 8, options.getWithoutFlush === true);
   }
 
-  private constructor(qp: QueuePair, rkey: number, g: KvGeometry, readRetriesMax: number) {
+  readonly getWithoutFlush: boolean;
+
+  private constructor(qp: QueuePair, rkey: number, g: KvGeometry, readRetriesMax: number, getWithoutFlush: boolean) {
     this.qp = qp;
     this.rkey = rkey;
     this.geometry = g;
     this.readRetriesMax = readRetriesMax;
+    this.getWithoutFlush = getWithoutFlush;
     qp.onNotify((m) => {
       const w = this.#waiter;
       this.#waiter = undefined;
@@ -300,11 +305,15 @@ export class PilafClient {
       for (let attempt = 0; attempt <= this.readRetriesMax; attempt++) {
         if (attempt > 0) this.#stats.readRetries++;
         // Home entry first (the common case: no collision), then the rest of the window in one READ.
-        const first = await this.#read(slotOffset(g, home), SLOT_BYTES);
+        // Each entry READ carries a FLUSH(persistent) of what it read, so a GET never returns an
+        // entry the server CPU has stored but not yet persisted (visible before durable, DESIGN
+        // §2.1): a crash could take it back (DESIGN §5). The item needs none: the server persists
+        // it before it stores the entry that points at it.
+        const first = await this.#read(slotOffset(g, home), SLOT_BYTES, true);
         let entries: Array<Entry | 'empty' | undefined> = [decodePilafEntry(first)];
         let r = await this.#scan(k, entries);
         if (r === 'next' && g.probeSlots > 1) {
-          const rest = await this.#read(slotOffset(g, home + 1), (g.probeSlots - 1) * SLOT_BYTES);
+          const rest = await this.#read(slotOffset(g, home + 1), (g.probeSlots - 1) * SLOT_BYTES, true);
           entries = Array.from({ length: g.probeSlots - 1 }, (_, i) => decodePilafEntry(rest, i * SLOT_BYTES));
           r = await this.#scan(k, entries);
         }
@@ -381,10 +390,13 @@ export class PilafClient {
     return k;
   }
 
-  #read(addr: number, len: number): Promise<Uint8Array> {
+  #read(addr: number, len: number, durable = false): Promise<Uint8Array> {
     this.#stats.roundTrips++;
     this.#op++;
-    return this.qp.postChain([Wr.read({ rkey: this.rkey, addr }, len)]).then(([c]) => {
+    const wrs: WorkRequest[] = [Wr.read({ rkey: this.rkey, addr }, len)];
+    if (durable && !this.getWithoutFlush) wrs.push(Wr.flush('persistent', this.rkey, { addr, len }));
+    return this.qp.postChain(wrs).then(([c, f]) => {
+      if (f !== undefined && f.status !== 'ok') throw new PmrpcError((f.code ?? 'PMRPC_ERR_WR_FAILED') as ErrorCode, `FLUSH: ${f.message ?? f.status}`);
       if (c!.status !== 'ok') throw new PmrpcError((c!.code ?? 'PMRPC_ERR_WR_FAILED') as ErrorCode, `READ: ${c!.message ?? c!.status}`);
       return c!.data!;
     });

@@ -7,11 +7,10 @@ import { configName, explore, kvExplorerApp, nicConfigFor, resolveKvWorkload } f
 const seed = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
 t.comment(`seed ${seed} (replay: PMRPC_SEED=${seed} npx tap test/apps/kv/crash.test.ts)`);
 
-// Seed 2 draws eager drain + DDIO + idle drain, under which the explorer finds a read that returned
-// an in-flight PUT's value that the crash then took back (item 5 of issue 10: the KV durability
-// fixes, another engineer's). It stays here as a todo until those land.
+// Seed 2 draws eager drain + DDIO + idle drain, under which the explorer found a read that returned
+// an in-flight PUT's value that the crash then took back, before the GET chain FLUSHed what it read.
 for (const s of [seed, seed + 1]) {
-  t.test(`the real protocol, seed ${s} (${configName(nicConfigFor(s))}): zero violations`, s === 2 ? { todo: 'PRISM-KV: a read returns state a crash can take back (issue 10 item 5)' } : {}, async (t) => {
+  t.test(`the real protocol, seed ${s} (${configName(nicConfigFor(s))}): zero violations`, async (t) => {
     const app = kvExplorerApp({ opsPerClient: 12 });
     const r = await explore(app, { seed: s, imagesPerPoint: 2 });
     t.comment(`seed ${s}: ${r.crashPoints} crash points (${r.deliveryPoints} deliveries), ${r.imagesChecked} images, ${r.nestedImagesChecked} nested; first: ${r.violations[0]?.kind}: ${r.violations[0]?.detail} ${r.violations[0]?.replay ?? ''}`);

@@ -1,7 +1,9 @@
-// Each KV mutant removes one persistence step of the PUT chain or of allocator recovery; the
-// explorer must report violations for each (DESIGN §8: "the suite must have teeth").
+// Each mutant removes one persistence step of the PUT chain or of allocator recovery; the crash
+// explorer must report violations for each (DESIGN §8: "the suite must have teeth"). The
+// linearizability checker must reject a real buggy history (from the blind-CAS mutant).
+import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { KV_MUTANTS, type KvFaultName } from '../../../src/apps/kv/index.js';
+import { KV_MUTANTS, faultsFor, listKvMutants, type KvFaultName } from '../../../src/apps/kv/index.js';
 import { explore, kvExplorerApp } from '../../../src/testing/crash/index.js';
 
 const seed = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
@@ -16,9 +18,32 @@ const EXPECTED: Record<KvFaultName, string[]> = {
   skipReclaim: ['allocator'],
   acceptStaleEpoch: ['allocator'],
   allowAllocateBeforeRebuild: ['spurious-full'],
+  // Caught by the step-driven tests named in the mutant's `caughtBy` (see KvMutant.caughtBy).
+  getWithoutFlush: [],
+  narrowIndexFlush: [],
+  deleteNoopWithoutFlush: [],
 };
 
+t.test('mutants are data: a name and the persistence step each removes', async (t) => {
+  t.equal(KV_MUTANTS.length, 11);
+  t.same(new Set(KV_MUTANTS.map((m) => m.layer)), new Set(['put-chain', 'get-chain', 'allocator-recovery']));
+  for (const m of KV_MUTANTS) t.match(m, { name: String, step: String });
+  t.same(Object.keys(EXPECTED).sort(), KV_MUTANTS.map((m) => m.name).sort());
+  t.equal(faultsFor('dropHeapFlush').dropHeapFlush, true);
+  t.throws(() => faultsFor('nope' as never), TypeError);
+  t.equal(listKvMutants().split('\n')[0], 'dropHeapFlush\tprism-kv');
+  t.equal(listKvMutants().split('\n').length, 11);
+});
+
 for (const m of KV_MUTANTS) {
+  if (m.caughtBy !== undefined) {
+    t.test(`mutant ${m.name} (${m.step}) is caught by ${m.caughtBy}`, async (t) => {
+      const src = readFileSync(new URL(`../../../${m.caughtBy!}`, import.meta.url), 'utf8');
+      t.match(src, new RegExp(`\\{ ${m.name}: true \\}`), `${m.caughtBy} runs its scenarios with the mutant`);
+      t.match(src, new RegExp(`mutant ${m.name} caught`), `${m.caughtBy} asserts it is caught`);
+    });
+    continue;
+  }
   t.test(`mutant ${m.name} (${m.step}) produces violations`, async (t) => {
     let found = false;
     for (let s = seed; s < seed + 6 && !found; s++) {

@@ -7,6 +7,7 @@ import { registerDemo } from './demo.js';
 import { registerLitmus } from './litmus.js';
 import { registerServe } from './serve.js';
 import { registerInspect } from './inspect.js';
+import { registerCluster } from './cluster.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -21,6 +22,7 @@ registerServe(program);
 registerInspect(program);
 registerDemo(program);
 registerLitmus(program);
+registerCluster(program);
 // The bench suites pull in SQLite, HDR histograms and the benchmark matrix (~70 ms; vega loads only
 // when a chart is drawn): a `serve` child restarting after a crash should not pay for them
 // (restart time is part of the demo's recovery figures).

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { createPrng, cryptoEntropy, PmemRegion, PmrpcError, systemClock, type Clock } from '../../pmem/index.js';
 import { QueuePair, Rnic } from '../../flush/index.js';
 import { TcpLink, TransportErrorCodes } from '../transport/index.js';
-import { connectKvClient, kvApp, type PilafClient, type PrismKvClient } from '../apps/kv/index.js';
+import { connectKvClient, kvApp, type KvFaults, type PilafClient, type PrismKvClient } from '../apps/kv/index.js';
 import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../check/linearizability.js';
 import { RecoveryStore } from '../../recovery/index.js';
 import { checkStrategy, RpcErrorCodes, type RpcStrategy } from '../rpc/index.js';
@@ -554,6 +554,8 @@ export interface KvRealCrashOptions {
   selfKillEvents: readonly [number, number];
   system: 'prism' | 'pilaf';
   sizeBytes: number;
+  /** Test-only fault switches of the PRISM-KV clients (a mutant: the checks must catch it). */
+  kvFaults: Partial<KvFaults> | undefined;
   dir: string | undefined;
   keep: boolean;
   clock: Clock;
@@ -571,6 +573,7 @@ export const KV_REAL_CRASH_DEFAULTS: Readonly<Omit<KvRealCrashOptions, 'mainScri
   selfKillEvents: [20, 150] as const,
   system: 'prism',
   sizeBytes: 4 << 20,
+  kvFaults: undefined,
   dir: undefined,
   keep: false,
   clock: systemClock,
@@ -636,7 +639,12 @@ const LINK_GONE = new Set<string>([TransportErrorCodes.LINK_CLOSED, TransportErr
 /** One client's connection to one node: reconnects (a new KV client) after the node restarts. */
 class KvConn {
   kv: PrismKvClient | PilafClient | undefined;
-  constructor(readonly sup: Supervisor, readonly name: string, readonly clock: Clock) {}
+  constructor(
+    readonly sup: Supervisor,
+    readonly name: string,
+    readonly clock: Clock,
+    readonly faults: Partial<KvFaults> | undefined,
+  ) {}
 
   async get(deadline: number): Promise<PrismKvClient | PilafClient | undefined> {
     for (let attempt = 0; this.kv === undefined && this.clock.nowMs() < deadline && attempt < 200; attempt++) {
@@ -645,7 +653,7 @@ class KvConn {
         const { link, welcome } = await TcpLink.connect({ port: up.port, name: this.name, clock: this.clock });
         const qp = new QueuePair(link);
         try {
-          this.kv = await connectKvClient(qp, welcome);
+          this.kv = await connectKvClient(qp, welcome, this.faults === undefined ? {} : { faults: this.faults });
         } catch (e) {
           qp.close();
           throw e;
@@ -724,7 +732,7 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
     const t0 = clock.nowMs();
     let stopped = false;
     const loops = Array.from({ length: o.clients }, async (_, ci) => {
-      const mine = sups.map((s, k) => new KvConn(s, `c${ci}@kv${k}`, clock));
+      const mine = sups.map((s, k) => new KvConn(s, `c${ci}@kv${k}`, clock, o.kvFaults));
       conns.push(...mine);
       const rr = prng.fork();
       for (let n = 0; !stopped; n++) {
@@ -774,7 +782,7 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
     await Promise.all(loops);
     // Read every key back (client -1), on a fresh connection to each node.
     for (let k = 0; k < o.nodes; k++) {
-      const c = new KvConn(sups[k]!, `final@kv${k}`, clock);
+      const c = new KvConn(sups[k]!, `final@kv${k}`, clock, undefined);
       const kv = await c.get(clock.nowMs() + 30_000);
       if (kv === undefined) {
         errors.push(`node kv${k} unreachable for the final reads`);

@@ -34,3 +34,18 @@ t.test('demo --app kv --nodes 3: kills of node subsets, restarts, every node che
   }
   t.equal(r.violations, 0);
 });
+
+// The checks have teeth: PRISM-KV clients whose PUT chain skips the FLUSH of the index slot
+// (acknowledged before durable) must be caught — an acknowledged PUT lost, or a history that is
+// not durably linearizable — once a kill round strikes.
+t.test('the real-crash checks catch a mutant (dropIndexFlush: acknowledged before durable)', async (t) => {
+  const { runKvRealCrash } = await import('../../dist/src/server/harness.js');
+  const seed = SEED + 1;
+  // One node, so every kill round strikes it (the mutant loses whatever its incarnation acknowledged).
+  const r = await runKvRealCrash({ mainScript: MAIN, nodes: 1, clients: 3, keysPerNode: 4, seconds: 3, seed, killRounds: 2, selfKills: 0, kvFaults: { dropIndexFlush: true } });
+  const lost = r.nodes.reduce((a, n) => a + n.lost.length, 0);
+  const nonLin = r.nodes.filter((n) => n.linearizable === false).length;
+  t.comment(`mutant seed ${seed}: ${r.acknowledged} acknowledged, ${r.crashes} crashes, ${lost} lost, ${nonLin} non-linearizable nodes${lost > 0 ? ` (${r.nodes.flatMap((n) => n.lost)[0]})` : ''}`);
+  t.ok(r.externalKills >= 2, 'the kill rounds happened');
+  t.ok(lost > 0 || nonLin > 0, 'the mutant is caught');
+});

@@ -7,7 +7,6 @@ import { registerDemo } from './demo.js';
 import { registerLitmus } from './litmus.js';
 import { registerServe } from './serve.js';
 import { registerInspect } from './inspect.js';
-import { registerCluster } from './cluster.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -22,7 +21,8 @@ registerServe(program);
 registerInspect(program);
 registerDemo(program);
 registerLitmus(program);
-registerCluster(program);
+// A `serve` child restarting after a crash does not load the launcher either.
+if (!['serve', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (await import('./cluster.js')).registerCluster(program);
 // The bench suites pull in SQLite, HDR histograms and the benchmark matrix (~70 ms; vega loads only
 // when a chart is drawn): a `serve` child restarting after a crash should not pay for them
 // (restart time is part of the demo's recovery figures).

@@ -556,6 +556,8 @@ export interface KvRealCrashOptions {
   sizeBytes: number;
   /** Test-only fault switches of the PRISM-KV clients (a mutant: the checks must catch it). */
   kvFaults: Partial<KvFaults> | undefined;
+  /** A kill round waits (at most 30 s) until each node it kills acknowledged this many PUTs since it last started: kills hit a loaded node whatever the machine's speed. */
+  putsBeforeKill: number;
   dir: string | undefined;
   keep: boolean;
   clock: Clock;
@@ -574,6 +576,7 @@ export const KV_REAL_CRASH_DEFAULTS: Readonly<Omit<KvRealCrashOptions, 'mainScri
   system: 'prism',
   sizeBytes: 4 << 20,
   kvFaults: undefined,
+  putsBeforeKill: 0,
   dir: undefined,
   keep: false,
   clock: systemClock,
@@ -626,6 +629,7 @@ export function resolveKvRealCrashOptions(options: Partial<KvRealCrashOptions> &
   int('keysPerNode', 1, 64);
   int('killRounds', 0, 100);
   int('selfKills', 0, 100);
+  int('putsBeforeKill', 0, 10_000);
   int('seed', -(2 ** 31), 2 ** 32 - 1);
   if (typeof o.seconds !== 'number' || !(o.seconds > 0 && o.seconds <= 3600)) throw new RangeError(`seconds must be in (0, 3600], got ${String(o.seconds)}`);
   if (o.system !== 'prism' && o.system !== 'pilaf') throw new TypeError(`system must be 'prism' or 'pilaf', got ${String(o.system)}`);
@@ -724,6 +728,8 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
   const killRounds: KvRealCrashReport['killRounds'] = [];
   const conns: KvConn[] = [];
   const finals: Array<Map<string, string | null>> = pmFiles.map(() => new Map());
+  /** PUTs acknowledged by each node's current incarnation (reset at each kill round). */
+  const putsAcked: number[] = pmFiles.map(() => 0);
   const te = new TextEncoder();
   const td = new TextDecoder();
   let loadSeconds = 0;
@@ -757,6 +763,7 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
           }
           if (input.kind !== 'get') op.output = null;
           op.ret = clock.nowMs();
+          if (input.kind === 'put') putsAcked[k]!++;
         } catch (e) {
           const code = (e as { code?: string }).code ?? String(e);
           op.error = code;
@@ -771,6 +778,9 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
       // Each kill hits nodes that have served a while (not ones still starting up).
       for (const k of r.nodes) await sups[k]!.up().catch(() => undefined);
       await sleep(Math.max(...r.nodes.map((k) => sups[k]!.upAtMs)) + MIN_SERVE_MS - clock.nowMs());
+      const enough = clock.nowMs() + 30_000;
+      while (r.nodes.some((k) => putsAcked[k]! < o.putsBeforeKill) && clock.nowMs() < enough) await sleep(20);
+      for (const k of r.nodes) putsAcked[k] = 0;
       o.log?.(`SIGKILL of node(s) ${r.nodes.map((k) => `kv${k}`).join(', ')} at ${((clock.nowMs() - t0) / 1000).toFixed(2)} s`);
       killRounds.push({ atS: (clock.nowMs() - t0) / 1000, nodes: r.nodes });
       await Promise.all(r.nodes.map((k) => sups[k]!.kill()));

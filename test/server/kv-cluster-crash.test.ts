@@ -41,8 +41,9 @@ t.test('demo --app kv --nodes 3: kills of node subsets, restarts, every node che
 t.test('the real-crash checks catch a mutant (dropIndexFlush: acknowledged before durable)', async (t) => {
   const { runKvRealCrash } = await import('../../dist/src/server/harness.js');
   const seed = SEED + 1;
-  // One node, so every kill round strikes it (the mutant loses whatever its incarnation acknowledged).
-  const r = await runKvRealCrash({ mainScript: MAIN, nodes: 1, clients: 3, keysPerNode: 4, seconds: 3, seed, killRounds: 2, selfKills: 0, kvFaults: { dropIndexFlush: true } });
+  // One node, so every kill round strikes it, after it acknowledged 3 PUTs (whatever the machine's
+  // speed): the mutant loses what its incarnation acknowledged.
+  const r = await runKvRealCrash({ mainScript: MAIN, nodes: 1, clients: 3, keysPerNode: 4, seconds: 3, seed, killRounds: 2, selfKills: 0, putsBeforeKill: 3, kvFaults: { dropIndexFlush: true } });
   const lost = r.nodes.reduce((a, n) => a + n.lost.length, 0);
   const nonLin = r.nodes.filter((n) => n.linearizable === false).length;
   t.comment(`mutant seed ${seed}: ${r.acknowledged} acknowledged, ${r.crashes} crashes, ${lost} lost, ${nonLin} non-linearizable nodes${lost > 0 ? ` (${r.nodes.flatMap((n) => n.lost)[0]})` : ''}`);

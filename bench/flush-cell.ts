@@ -30,8 +30,9 @@ import { Piscina } from 'piscina';
 import { InProcessFabric, QueuePair, Rnic } from '../flush/index.js';
 import { createPrng, PmemRegion, seededEntropy } from '../pmem/index.js';
 import { layoutBytes, RecoveryStore, type LayoutOptions } from '../recovery/index.js';
-import { connectInProcess, DurableRpcClient, DurableRpcServer, type ConnectionInfo, type RpcCall, type RpcStrategy } from '../src/rpc/index.js';
+import { connectInProcess, DurableRpcClient, DurableRpcServer, type RpcCall, type RpcStrategy } from '../src/rpc/index.js';
 import { TcpLink } from '../src/transport/index.js';
+import { decodeWelcomePayload } from '../src/apps/rpc/index.js';
 import { APP_BYTES, handlers, keysOf, makePayload, METHOD, spin } from './flush-handlers.js';
 
 /** The only source of time of the cell runner (real time here; a virtual clock can drive it later). */
@@ -230,8 +231,7 @@ async function tcpWorld(c: CellConfig, seed: number): Promise<World> {
   try {
     for (let i = 0; i < c.clients; i++) {
       const { link, welcome } = await TcpLink.connect({ port: srv.port, name: `bench-${i}` });
-      const info = JSON.parse(new TextDecoder().decode(welcome)) as ConnectionInfo;
-      clients.push(new DurableRpcClient(new QueuePair(link), info));
+      clients.push(new DurableRpcClient(new QueuePair(link), decodeWelcomePayload(welcome)));
     }
   } catch (e) {
     await srv.stop();

@@ -1,38 +1,44 @@
 /**
  * The TCP server of `bench flush`, run as a child process from the compiled code
- * (`node dist/bench/flush-server.js '<json {cell, seed}>'`): an in-memory region with the cell's
- * recovery layout, an Rnic, a DurableRpcServer with the bench handler (inline, or in a pool of one
- * worker thread) and a TcpNicServer on a free loopback port whose accept() is the RPC handshake
- * (the welcome carries the ConnectionInfo as JSON). Prints one JSON line {port} once listening;
- * SIGTERM closes everything and exits 0.
+ * (`node dist/bench/flush-server.js '<json {cell, seed}>'`): the node host (src/node) with the rpc
+ * app — the cell's recovery layout and strategy, the bench handler (inline, or in a pool of one
+ * worker thread) — on an in-memory region, on a free loopback port; the handshake is the rpc app's.
+ * In memory because the cell compares persistence methods on the emulated PM, as the in-process
+ * rows do; a file would add page-cache write-back that only the TCP rows pay (a `strict` cell runs
+ * in-process on a file). Prints one JSON line {port} once listening; SIGTERM closes everything and
+ * exits 0.
  */
 import { Piscina } from 'piscina';
-import { Rnic } from '../flush/index.js';
-import { createPrng, PmemRegion, seededEntropy } from '../pmem/index.js';
-import { layoutBytes, RecoveryStore } from '../recovery/index.js';
-import { TcpNicServer } from '../src/transport/index.js';
-import { compiledBenchFile, geometryFor, makeServer, type CellConfig } from './flush-cell.js';
+import { createPrng, seededEntropy } from '../pmem/index.js';
+import { layoutBytes } from '../recovery/index.js';
+import { rpcApp, type RpcAppServer } from '../src/apps/rpc/index.js';
+import { NodeHost } from '../src/node/index.js';
+import { compiledBenchFile, geometryFor, type CellConfig } from './flush-cell.js';
+import { APP_BYTES, handlers, keysOf, METHOD } from './flush-handlers.js';
 
 const { cell, seed } = JSON.parse(process.argv[2] ?? '{}') as { cell: CellConfig; seed: number };
-const g = geometryFor(cell);
-const region = PmemRegion.createInMemory(layoutBytes(g), { seed, entropy: seededEntropy(createPrng(seed)) });
-const store = RecoveryStore.format(region, g);
-const nic = new Rnic(region, { ddio: cell.ddio, entropy: seededEntropy(createPrng(seed + 1)) });
+const { appBytes: _appBytes, baseOffset: _baseOffset, ...layout } = geometryFor(cell);
 const pool = cell.placement === 'pool' ? new Piscina({ filename: compiledBenchFile('flush-worker.js'), minThreads: 1, maxThreads: 1, atomics: 'disabled', concurrentTasksPerWorker: 16 }) : undefined;
-const server = makeServer(nic, store, cell, pool);
-const tcp = new TcpNicServer(nic, {
-  accept: () => {
-    const { sqp, info } = server.accept();
-    return { qp: sqp, welcome: new TextEncoder().encode(JSON.stringify(info)) };
+const node = await NodeHost.start<RpcAppServer>({
+  app: rpcApp,
+  appOptions: {
+    strategy: cell.strategy,
+    layout,
+    handlers: { [METHOD]: handlers[METHOD]! },
+    methods: pool === undefined ? {} : { [METHOD]: { pooled: true, keys: keysOf } },
+    pool,
+    appBytesMin: APP_BYTES,
   },
+  pmPath: undefined,
+  sizeBytes: layoutBytes(geometryFor(cell)),
+  ddio: cell.ddio,
+  nodeId: 'bench-flush',
+  region: { seed, entropy: seededEntropy(createPrng(seed)) },
+  entropy: seededEntropy(createPrng(seed + 1)),
 });
-const { port } = await tcp.listen();
-process.stdout.write(`${JSON.stringify({ port })}\n`);
+process.stdout.write(`${JSON.stringify({ port: node.address().port })}\n`);
 process.on('SIGTERM', () => {
-  void tcp.close().then(async () => {
-    server.close();
-    nic.close();
-    region.close();
+  void node.close().then(async () => {
     await pool?.destroy();
     process.exit(0);
   });

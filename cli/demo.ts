@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { randomSeed } from '../pmem/index.js';
 import type { RpcStrategy } from '../src/rpc/index.js';
-import { runRealCrash, type RealCrashReport } from '../src/server/index.js';
+import { runKvRealCrash, runRealCrash, type KvRealCrashReport, type RealCrashReport } from '../src/server/index.js';
 import { runPmemWriter } from '../src/demo/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 import { strategyOption } from './serve.js';
@@ -18,6 +18,8 @@ const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
 export const DEMO_SECONDS_DEFAULT = 6;
 
 interface DemoOpts {
+  app: string;
+  nodes?: number;
   strategy: RpcStrategy;
   clients: number;
   seconds: number;
@@ -51,10 +53,33 @@ export function formatDemo(r: RealCrashReport, keep: boolean): string {
   return `${lines.join('\n')}\n`;
 }
 
+export function formatKvDemo(r: KvRealCrashReport): string {
+  const ok = r.violations === 0 && r.crashes > 0;
+  const lines = [
+    `pmrpc demo --app kv — a PRISM-KV cluster of ${r.nodes.length} nodes over TCP with real crashes (seed ${r.seed})`,
+    `  operations: ${r.operations} (${r.acknowledged} acknowledged, ${r.cut} cut by a crash) over ${r.loadSeconds.toFixed(1)} s`,
+    `  real crashes (SIGKILL): ${r.crashes} (${r.externalKills} external in ${r.killRounds.length} rounds, ${r.selfKills} self-kills after a seeded number of persistence events)`,
+  ];
+  for (const k of r.killRounds) lines.push(`    at ${k.atS.toFixed(2)} s: killed ${k.nodes.map((n) => `kv${n}`).join(' + ')}`);
+  for (const n of r.nodes) {
+    lines.push(`  node kv${n.node}: ${n.operations} ops, ${n.crashes} crashes, recovery ${n.recoveryMs.toFixed(1)} ms mean; lost ${n.lost.length}; linearizable ${String(n.linearizable)}${n.linearizabilityReason ? ` (${n.linearizabilityReason})` : ''}; audit ${n.auditProblems.length === 0 ? 'clean' : n.auditProblems.join('; ')}`);
+    for (const l of n.lost.slice(0, 3)) lines.push(`    lost: ${l}`);
+  }
+  for (const e of r.errors.slice(0, 5)) lines.push(`  error: ${e}`);
+  lines.push(`  verdict: ${ok ? 'OK — nothing acknowledged was lost, every node durably linearizable, every file sound' : 'FAIL'}`);
+  lines.push(`  replay: pmrpc demo --app kv --nodes ${r.nodes.length} --seed ${r.seed}`);
+  return `${lines.join('\n')}\n`;
+}
+
 export function registerDemo(program: Command): void {
   program
     .command('demo')
     .description('durable RPC between processes over TCP, a real SIGKILL of the server mid-load, restart and recovery on the same PM file, then a verification')
+    .option('--app <name>', 'rpc (durable RPC, one node) or kv (a PRISM-KV cluster)', (v: string) => {
+      if (v !== 'rpc' && v !== 'kv') throw new TypeError(`--app must be rpc or kv, got ${v}`);
+      return v;
+    }, 'rpc')
+    .option('--nodes <n>', 'kv: nodes of the cluster, each a serve process on its own PM file (default 3)', intOption('nodes'))
     .option('--strategy <s>', 'remote-persistence strategy (wflush sflush wrflush srflush gpspm farm darpc raw)', strategyOption, 'wflush')
     .option('--clients <n>', 'clients (each keeps --window calls in flight)', intOption('clients'), 4)
     .option('--seconds <t>', 'seconds of load (crashes and restarts included)', (v: string) => {
@@ -63,7 +88,7 @@ export function registerDemo(program: Command): void {
       return n;
     }, DEMO_SECONDS_DEFAULT)
     .option('--seed <n>', 'seed of the payloads and kill moments (default random, printed)', intOption('seed'))
-    .option('--crashes <n>', 'external SIGKILLs at seeded moments', intOption('crashes'), 1)
+    .option('--crashes <n>', 'external SIGKILLs at seeded moments (kv: kill rounds, each of a seeded subset of the nodes)', intOption('crashes'), 1)
     .option('--self-kills <n>', 'server incarnations that SIGKILL themselves after a seeded number of persistence events', intOption('self-kills'), 1)
     .option('--window <n>', 'calls in flight per client', intOption('window'), 96)
     .option('--keep', 'keep the PM file and print its path (then: pmrpc inspect FILE)')
@@ -72,6 +97,25 @@ export function registerDemo(program: Command): void {
       // Non-negative, so the printed replay command parses (a leading '-' would read as an option).
       const seed = (opts.seed ?? randomSeed()) >>> 0;
       const quiet = opts.json === true;
+      if (opts.app === 'kv') {
+        if (!quiet) log(`pmrpc demo: PRISM-KV cluster of ${opts.nodes ?? 3} nodes, ${Math.min(opts.clients, 8)} clients, ${opts.seconds} s, seed ${seed}`);
+        const r = await runKvRealCrash({
+          mainScript: MAIN,
+          nodes: opts.nodes ?? 3,
+          clients: Math.min(opts.clients, 8),
+          seconds: opts.seconds,
+          seed,
+          killRounds: opts.crashes,
+          selfKills: opts.selfKills,
+          keep: opts.keep === true,
+          log: quiet ? undefined : (l) => log(`demo: ${l}`),
+        });
+        if (opts.json) printJson(r);
+        else process.stdout.write(formatKvDemo(r));
+        if (r.violations > 0 || r.crashes < 1) process.exitCode = 1;
+        return;
+      }
+      if (opts.nodes !== undefined && opts.nodes !== 1) throw new TypeError('--nodes applies to --app kv (the rpc demo runs one node)');
       const bar = quiet ? { update() {}, stop() {} } : progressBar('demo');
       if (!quiet) log(`pmrpc demo: strategy ${opts.strategy}, ${opts.clients} clients × ${opts.window} calls in flight, ${opts.seconds} s, seed ${seed}`);
       const r = await runRealCrash({

@@ -21,6 +21,8 @@ registerServe(program);
 registerInspect(program);
 registerDemo(program);
 registerLitmus(program);
+// A `serve` child restarting after a crash does not load the launcher either.
+if (!['serve', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (await import('./cluster.js')).registerCluster(program);
 // The bench suites pull in SQLite, HDR histograms and the benchmark matrix (~70 ms; vega loads only
 // when a chart is drawn): a `serve` child restarting after a crash should not pay for them
 // (restart time is part of the demo's recovery figures).

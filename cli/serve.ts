@@ -1,7 +1,8 @@
-/** `pmrpc serve`: one durable RPC node over TCP on a PM file (src/server/node.ts). */
+/** `pmrpc serve`: one node — an app (rpc, kv) on a PM file, served over TCP (src/node). */
 import type { Command } from 'commander';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
-import { RpcNode, WORKLOAD_HANDLERS } from '../src/server/index.js';
+import { NODE_APP_NAMES, NodeHost, appByName, resolveAuthToken } from '../src/node/index.js';
+import { DIGEST_HANDLERS as WORKLOAD_HANDLERS } from '../src/apps/rpc/index.js';
 import { intOption, log } from './output.js';
 
 /** Parses a byte count: an integer, optionally with a K/M/G (KiB, MiB, GiB) suffix. */
@@ -30,62 +31,82 @@ export function strategyOption(v: string): RpcStrategy {
 }
 
 interface ServeOpts {
+  app: string;
+  node: string;
   pm: string;
   size: number;
   port: number;
   host: string;
   authToken?: string;
+  authTokenFile?: string;
   ddio: boolean;
   strategy: RpcStrategy;
+  system: 'prism' | 'pilaf';
   keepResults?: boolean;
   killAfterEvents?: number;
   strict?: boolean;
   json?: boolean;
 }
 
+/** The app options `serve` builds from its flags (the rest are the app's defaults). */
+export function serveAppOptions(app: string, o: { strategy: RpcStrategy; keepResults: boolean; system: 'prism' | 'pilaf' }): object {
+  if (app === 'rpc') return { strategy: o.strategy, keepResults: o.keepResults, handlers: WORKLOAD_HANDLERS };
+  if (app === 'kv') return { system: o.system };
+  return {};
+}
+
 export function registerServe(program: Command): void {
   program
     .command('serve')
-    .description('serve durable RPC over TCP on a PM file: create it, or open and recover it; SIGTERM shuts down in order, SIGKILL is a crash')
+    .description('one node: host an app (rpc, kv) on a PM file over TCP — create it, or open and recover it; SIGTERM shuts down in order, SIGKILL is a crash')
     .requiredOption('--pm <file>', 'the PM file (created when absent; an existing one is recovered)')
+    .option('--app <name>', `the app (${NODE_APP_NAMES.join(', ')})`, 'rpc')
+    .option('--node <id>', 'the node id in the start line (a cluster file id)', 'node')
     .option('--size <bytes>', 'data bytes of a new PM file (K, M, G suffixes)', sizeOption('size'), 16 << 20)
     .option('--port <n>', 'TCP port; 0 picks a free one (printed)', intOption('port'), 0)
-    .option('--host <h>', 'address to bind; anything but loopback requires --auth-token', '127.0.0.1')
-    .option('--auth-token <t>', 'token every client must present (it crosses the wire in clear)')
+    .option('--host <h>', 'address to bind; anything but loopback requires an auth token', '127.0.0.1')
+    .option('--auth-token-file <file>', 'read the token every client must present from this file (else PMRPC_AUTH_TOKEN)')
+    .option('--auth-token <t>', 'the token on the command line (visible in ps; prefer PMRPC_AUTH_TOKEN or --auth-token-file)')
     .option('--ddio <on|off>', 'DDIO: NIC writes land in the CPU cache (on) or in PM (off)', onOffOption('ddio'), true)
-    .option('--strategy <s>', `remote-persistence strategy (${RPC_STRATEGIES.join(', ')})`, strategyOption, 'wflush')
-    .option('--keep-results', 'keep each result in its effect record, so a result survives a crash')
+    .option('--strategy <s>', `rpc app: remote-persistence strategy (${RPC_STRATEGIES.join(', ')})`, strategyOption, 'wflush')
+    .option('--keep-results', 'rpc app: keep each result in its effect record, so a result survives a crash')
+    .option('--system <s>', 'kv app: prism (PRISM-KV) or pilaf (the Pilaf-style baseline)', (v: string) => {
+      if (v !== 'prism' && v !== 'pilaf') throw new TypeError(`--system must be prism or pilaf, got ${v}`);
+      return v;
+    }, 'prism')
     .option('--kill-after-events <n>', 'SIGKILL itself after this many persistence events (region crash points): a seeded real crash that replays', intOption('kill-after-events'))
     .option('--strict', 'msync on every drain (durability across a machine crash; slow)')
     .option('--json', 'logs off: only the one JSON line on stdout')
-    .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"port", "host", "pid", "pmFile", "strategy", "ddio", "recovered": {...}}.\nThe node serves the demo workload (method append-digest). Exit 2: PMRPC_ERR_AUTH_REQUIRED.')
+    .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"node", "app", "host", "port", "pid", "pm", "recovered": {...}, "recoveryMs", ...}.\nThe rpc app serves the demo workload (method append-digest); the kv app PRISM-KV (welcome {system, rkey, base}).\nExit 2: PMRPC_ERR_AUTH_REQUIRED.')
     .action(async (opts: ServeOpts) => {
       if (opts.port < 0 || opts.port > 65535) throw new RangeError(`--port must be in [0, 65535], got ${opts.port}`);
       if (opts.killAfterEvents !== undefined && opts.killAfterEvents < 1) throw new RangeError(`--kill-after-events must be >= 1, got ${opts.killAfterEvents}`);
+      const app = appByName(opts.app);
       let events = 0;
       const limit = opts.killAfterEvents;
-      const node = await RpcNode.start({
+      const node = await NodeHost.start({
+        app,
+        appOptions: serveAppOptions(app.name, { strategy: opts.strategy, keepResults: opts.keepResults === true, system: opts.system }),
+        nodeId: opts.node,
         pmPath: opts.pm,
         sizeBytes: opts.size,
         host: opts.host,
         port: opts.port,
-        authToken: opts.authToken,
+        authToken: resolveAuthToken(opts),
         ddio: opts.ddio,
-        strategy: opts.strategy,
-        keepResults: opts.keepResults === true,
         strict: opts.strict === true,
-        handlers: WORKLOAD_HANDLERS,
         // A crash point is just before a media-changing event (or after a completion): dying here is a real crash at a replayable place.
         onCrashPoint: limit === undefined ? undefined : () => {
           if (++events >= limit) process.kill(process.pid, 'SIGKILL');
         },
       });
-      const a = node.address();
-      process.stdout.write(`${JSON.stringify({ port: a.port, host: a.host, pid: process.pid, pmFile: opts.pm, strategy: opts.strategy, ddio: opts.ddio, recovered: node.recovery })}\n`);
+      const line = node.startLine();
+      const extra = app.name === 'rpc' ? { strategy: opts.strategy } : app.name === 'kv' ? { system: opts.system } : {};
+      process.stdout.write(`${JSON.stringify({ ...line, pid: process.pid, pmFile: opts.pm, ddio: opts.ddio, ...extra })}\n`);
       if (!opts.json) {
         const r = node.recovery;
-        log(`pmrpc serve: ${opts.pm} ${r.created ? 'created' : `recovered (epoch ${r.epoch}: ${r.replayed} records replayed, ${r.reexecuted} requests re-executed, ${r.invalidated} slots invalidated, ${r.recoveryMs.toFixed(1)} ms)`}`);
-        log(`pmrpc serve: ${opts.strategy} on ${a.host}:${a.port} (pid ${process.pid}); SIGTERM to stop`);
+        log(`pmrpc serve: ${opts.pm} ${r.created ? 'created' : `recovered (${JSON.stringify({ ...r, clients: undefined })})`}`);
+        log(`pmrpc serve: node ${opts.node}, app ${app.name} on ${line.host}:${line.port} (pid ${process.pid}); SIGTERM to stop`);
       }
       await new Promise<void>((resolve) => {
         const stop = (): void => {

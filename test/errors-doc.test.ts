@@ -8,6 +8,7 @@ import * as pmrpc from '../src/index.js';
 import * as kv from '../src/apps/kv/index.js';
 import * as testing from '../src/testing/index.js';
 import '../bench/sqlite.js';
+import '../cli/cluster.js';
 import { PmrpcError, registeredErrorCodes } from '../pmem/index.js';
 
 const doc = readFileSync(new URL('../docs/errors.md', import.meta.url), 'utf8');

@@ -13,12 +13,16 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPrng, PmemRegion, PmrpcError, systemClock, type Clock, defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
+import { createPrng, cryptoEntropy, PmemRegion, PmrpcError, systemClock, type Clock, defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
+import { QueuePair, Rnic } from '../../flush/index.js';
+import { TcpLink, TransportErrorCodes } from '../transport/index.js';
+import { connectKvClient, kvApp, type KvFaults, type PilafClient, type PrismKvClient } from '../apps/kv/index.js';
+import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../check/index.js';
 import { RecoveryStore } from '../../recovery/index.js';
 import { checkStrategy, RpcErrorCodes, type RpcStrategy } from '../rpc/index.js';
 import { RemoteRpcClient } from './client.js';
 import type { RecoverySummary } from './node.js';
-import { verifyDigestLog, workloadPayload, WORKLOAD_METHOD, type ClientLedger, type DigestVerdict } from './workload.js';
+import { describeKvInput, kvNodeKeys, lostWrites, verifyDigestLog, workloadPayload, WORKLOAD_METHOD, type ClientLedger, type DigestVerdict } from './workload.js';
 
 export const HarnessErrorCodes = defineErrorCodes('server', {
   /** The serve child exited on its own (not killed) or printed no address. */
@@ -133,14 +137,25 @@ interface Up {
   generation: number;
 }
 
-/** Runs `pmrpc serve` children one after another on the same PM file. */
+/** What a Supervisor needs: how to start one incarnation, time, logs, and a bound on restarts. */
+interface SupervisorOptions {
+  /** The `node` arguments of an incarnation (main script, `serve`, flags), given its --kill-after-events (if any). */
+  args: (killAfter: number | undefined) => string[];
+  clock: Clock;
+  log: ((line: string) => void) | undefined;
+  restartsMax: number;
+  /** The node's name in logs. */
+  name: string;
+}
+
+/** Runs `pmrpc serve` children one after another on the same PM file (one node; a cluster run has one per node). */
 class Supervisor {
   child: ChildProcess | undefined;
   generation = 0;
   incarnations: RestartRecord[] = [];
   #up: Promise<Up> | undefined;
   #expectKill: 'external' | 'stop' | undefined;
-  #killPlan: number[];
+  #killPlan: Array<number | undefined>;
   #killedAt: number | undefined;
   #stopping = false;
   #exited: Promise<void> = Promise.resolve();
@@ -150,12 +165,12 @@ class Supervisor {
   upAtMs = 0;
 
   constructor(
-    readonly o: RealCrashOptions,
+    readonly o: SupervisorOptions,
     readonly pmFile: string,
-    killPlan: number[],
+    killPlan: Array<number | undefined>,
   ) {
     this.#killPlan = [...killPlan];
-    this.restartsMax = o.externalKills + killPlan.length + 3;
+    this.restartsMax = o.restartsMax;
   }
 
   /** The current incarnation's address, once listening (rejects if it cannot start). */
@@ -166,9 +181,7 @@ class Supervisor {
   start(): Promise<Up> {
     const o = this.o;
     const killAfter = this.#killPlan.shift();
-    const args = [o.mainScript, 'serve', '--pm', this.pmFile, '--size', String(o.sizeBytes), '--port', '0', '--strategy', o.strategy, '--ddio', o.ddio ? 'on' : 'off', '--json'];
-    if (o.keepResults) args.push('--keep-results');
-    if (killAfter !== undefined) args.push('--kill-after-events', String(killAfter));
+    const args = o.args(killAfter);
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     const generation = ++this.generation;
@@ -228,7 +241,7 @@ class Supervisor {
         this.failures.push(`more than ${this.restartsMax} restarts: giving up`);
         return;
       }
-      this.o.log?.(`server incarnation ${generation} ${record.end === 'self' ? `killed itself after ${killAfter} persistence events` : record.end === 'external' ? 'SIGKILLed' : 'died'}; restarting on the same PM file`);
+      this.o.log?.(`${this.o.name} incarnation ${generation} ${record.end === 'self' ? `killed itself after ${killAfter} persistence events` : record.end === 'external' ? 'SIGKILLed' : 'died'}; restarting on the same PM file`);
       this.#killedAt = this.o.clock.nowMs();
       this.start();
     });
@@ -328,7 +341,7 @@ class LoadClient {
     });
   }
 
-  async #reconnect(sup: Supervisor, o: RealCrashOptions, deadline: number): Promise<boolean> {
+  async #reconnect(sup: Supervisor, o: { clock: Clock }, deadline: number): Promise<boolean> {
     for (let attempt = 0; o.clock.nowMs() < deadline && attempt < 200; attempt++) {
       let up: Up;
       try {
@@ -400,7 +413,22 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
     const slot = 0.7 / o.externalKills;
     killTimes.push(o.seconds * 1000 * (0.15 + slot * i + slot * (0.2 + 0.6 * prng.int(0, 1000) / 1000)));
   }
-  const sup = new Supervisor(o, pmFile, killPlan);
+  const sup = new Supervisor(
+    {
+      args: (killAfter) => {
+        const args = [o.mainScript, 'serve', '--app', 'rpc', '--pm', pmFile, '--size', String(o.sizeBytes), '--port', '0', '--strategy', o.strategy, '--ddio', o.ddio ? 'on' : 'off', '--json'];
+        if (o.keepResults) args.push('--keep-results');
+        if (killAfter !== undefined) args.push('--kill-after-events', String(killAfter));
+        return args;
+      },
+      clock,
+      log: o.log,
+      restartsMax: o.externalKills + killPlan.length + 3,
+      name: 'server',
+    },
+    pmFile,
+    killPlan,
+  );
   const clients: LoadClient[] = [];
   const errors: string[] = [];
   const sleep = (ms: number): Promise<void> => new Promise((r) => clock.setTimer(Math.max(0, ms), r));
@@ -507,5 +535,346 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
     errors,
     ...verdict,
     violations: verdict.lost + verdict.duplicates + verdict.outOfOrder + verdict.corrupt + errors.length,
+  };
+}
+
+// ---------------------------------------------------------------------------- a KV cluster under real crashes
+
+export interface KvRealCrashOptions {
+  /** The compiled CLI (dist/cli/main.js). */
+  mainScript: string;
+  /** Nodes, each a `pmrpc serve --app kv` process on its own PM file. */
+  nodes: number;
+  /** Client loops; each keeps one connection per node and one operation in flight. */
+  clients: number;
+  /** Keys per node (each key lives on one node). */
+  keysPerNode: number;
+  seconds: number;
+  seed: number;
+  /** External kill rounds, at seeded moments: each SIGKILLs a seeded non-empty subset of the nodes at once. */
+  killRounds: number;
+  /** Node incarnations that SIGKILL themselves after a seeded number of persistence events (spread over the nodes). */
+  selfKills: number;
+  selfKillEvents: readonly [number, number];
+  system: 'prism' | 'pilaf';
+  sizeBytes: number;
+  /** Test-only fault switches of the PRISM-KV clients (a mutant: the checks must catch it). */
+  kvFaults: Partial<KvFaults> | undefined;
+  /** A kill round waits (at most 30 s) until each node it kills acknowledged this many PUTs since it last started: kills hit a loaded node whatever the machine's speed. */
+  putsBeforeKill: number;
+  dir: string | undefined;
+  keep: boolean;
+  clock: Clock;
+  log: ((line: string) => void) | undefined;
+}
+
+export const KV_REAL_CRASH_DEFAULTS: Readonly<Omit<KvRealCrashOptions, 'mainScript'>> = Object.freeze({
+  nodes: 3,
+  clients: 3,
+  keysPerNode: 6,
+  seconds: 6,
+  seed: 1,
+  killRounds: 2,
+  selfKills: 1,
+  selfKillEvents: [20, 150] as const,
+  system: 'prism',
+  sizeBytes: 4 << 20,
+  kvFaults: undefined,
+  putsBeforeKill: 0,
+  dir: undefined,
+  keep: false,
+  clock: systemClock,
+  log: undefined,
+});
+
+export interface KvNodeReport {
+  node: number;
+  pmFile: string;
+  operations: number;
+  acknowledged: number;
+  /** Operations a crash cut (outcome unknown: may or may not have happened). */
+  cut: number;
+  crashes: number;
+  lost: string[];
+  /** Durable linearizability of the node's history (crash events removed, cut operations open). */
+  linearizable: true | false | 'unknown';
+  linearizabilityReason: string | undefined;
+  /** The app's audit of the final file (after recovery on a copy): index and allocator problems. */
+  auditProblems: string[];
+  recoveryMs: number;
+}
+
+export interface KvRealCrashReport {
+  seed: number;
+  nodes: KvNodeReport[];
+  /** Kill rounds done, each with the nodes it killed. */
+  killRounds: Array<{ atS: number; nodes: number[] }>;
+  crashes: number;
+  externalKills: number;
+  selfKills: number;
+  operations: number;
+  acknowledged: number;
+  cut: number;
+  lost: number;
+  errors: string[];
+  loadSeconds: number;
+  /** lost + non-linearizable nodes + audit problems + errors: 0 means the run passed. */
+  violations: number;
+}
+
+export function resolveKvRealCrashOptions(options: Partial<KvRealCrashOptions> & { mainScript: string }): KvRealCrashOptions {
+  const o = { ...KV_REAL_CRASH_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as KvRealCrashOptions;
+  const int = (name: keyof KvRealCrashOptions, min: number, max: number): void => {
+    const v = o[name];
+    if (!Number.isSafeInteger(v) || (v as number) < min || (v as number) > max) throw new RangeError(`${name} must be an integer in [${min}, ${max}], got ${String(v)}`);
+  };
+  int('nodes', 1, 16);
+  int('clients', 1, 32);
+  int('keysPerNode', 1, 64);
+  int('killRounds', 0, 100);
+  int('selfKills', 0, 100);
+  int('putsBeforeKill', 0, 10_000);
+  int('seed', -(2 ** 31), 2 ** 32 - 1);
+  if (typeof o.seconds !== 'number' || !(o.seconds > 0 && o.seconds <= 3600)) throw new RangeError(`seconds must be in (0, 3600], got ${String(o.seconds)}`);
+  if (o.system !== 'prism' && o.system !== 'pilaf') throw new TypeError(`system must be 'prism' or 'pilaf', got ${String(o.system)}`);
+  return o;
+}
+
+type KvOp = Operation<KvInput, KvOutput> & { error?: string };
+
+const LINK_GONE = new Set<string>([TransportErrorCodes.LINK_CLOSED, TransportErrorCodes.SERVER_CLOSED]);
+
+/** One client's connection to one node: reconnects (a new KV client) after the node restarts. */
+class KvConn {
+  kv: PrismKvClient | PilafClient | undefined;
+  constructor(
+    readonly sup: Supervisor,
+    readonly name: string,
+    readonly clock: Clock,
+    readonly faults: Partial<KvFaults> | undefined,
+  ) {}
+
+  async get(deadline: number): Promise<PrismKvClient | PilafClient | undefined> {
+    for (let attempt = 0; this.kv === undefined && this.clock.nowMs() < deadline && attempt < 200; attempt++) {
+      try {
+        const up = await this.sup.up();
+        const { link, welcome } = await TcpLink.connect({ port: up.port, name: this.name, clock: this.clock });
+        const qp = new QueuePair(link);
+        try {
+          this.kv = await connectKvClient(qp, welcome, this.faults === undefined ? {} : { faults: this.faults });
+        } catch (e) {
+          qp.close();
+          throw e;
+        }
+        link.onClose(() => {
+          if (this.kv?.qp === qp) this.kv = undefined;
+        });
+      } catch {
+        await new Promise<void>((r) => this.clock.setTimer(50, r));
+      }
+    }
+    return this.kv;
+  }
+
+  close(): void {
+    this.kv?.qp.close();
+    this.kv = undefined;
+  }
+}
+
+/**
+ * A PRISM-KV cluster under real crashes (DESIGN §8): `nodes` serve processes, each on its own PM
+ * file; clients spread puts, gets and deletes over every node's keys; kill rounds SIGKILL a seeded
+ * subset of the nodes at once at seeded moments, some incarnations kill themselves after a seeded
+ * number of persistence events; each node restarts on its own file and recovers; then every key is
+ * read back and each node's history is checked — nothing acknowledged lost, durably linearizable —
+ * and the app's audit runs on a copy of each final file.
+ */
+export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { mainScript: string }): Promise<KvRealCrashReport> {
+  const o = resolveKvRealCrashOptions(options);
+  const clock = o.clock;
+  const prng = createPrng(o.seed >>> 0);
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'pmrpc-kv-cluster-'));
+  const sleep = (ms: number): Promise<void> => new Promise((r) => clock.setTimer(Math.max(0, ms), r));
+  // A node's i-th self-kill goes to its i-th incarnation (counted from the open: format or recovery
+  // included — a few events).
+  const killPlans: Array<Array<number | undefined>> = Array.from({ length: o.nodes }, () => []);
+  for (let i = 0; i < o.selfKills; i++) killPlans[prng.int(0, o.nodes - 1)]!.push(prng.int(o.selfKillEvents[0], o.selfKillEvents[1]));
+  const rounds: Array<{ at: number; nodes: number[] }> = [];
+  for (let i = 0; i < o.killRounds; i++) {
+    const slot = 0.7 / o.killRounds;
+    const at = o.seconds * 1000 * (0.15 + slot * i + slot * (0.2 + (0.6 * prng.int(0, 1000)) / 1000));
+    const subset = Array.from({ length: o.nodes }, (_, k) => k).filter(() => prng.int(0, 1) === 1);
+    rounds.push({ at, nodes: subset.length > 0 ? subset : [prng.int(0, o.nodes - 1)] });
+  }
+  const pmFiles = Array.from({ length: o.nodes }, (_, k) => join(dir, `kv-${k}.pm`));
+  const sups = pmFiles.map(
+    (pm, k) =>
+      new Supervisor(
+        {
+          args: (killAfter) => {
+            const a = [o.mainScript, 'serve', '--app', 'kv', '--system', o.system, '--node', `kv${k}`, '--pm', pm, '--size', String(o.sizeBytes), '--port', '0', '--json'];
+            if (killAfter !== undefined) a.push('--kill-after-events', String(killAfter));
+            return a;
+          },
+          clock,
+          log: o.log,
+          restartsMax: o.killRounds + killPlans[k]!.length + 3,
+          name: `node kv${k}`,
+        },
+        pm,
+        killPlans[k]!,
+      ),
+  );
+  const histories: KvOp[][] = pmFiles.map(() => []);
+  const keys = pmFiles.map((_, k) => kvNodeKeys(k, o.keysPerNode));
+  const errors: string[] = [];
+  const killRounds: KvRealCrashReport['killRounds'] = [];
+  const conns: KvConn[] = [];
+  const finals: Array<Map<string, string | null>> = pmFiles.map(() => new Map());
+  /** PUTs acknowledged by each node's current incarnation (reset at each kill round). */
+  const putsAcked: number[] = pmFiles.map(() => 0);
+  const te = new TextEncoder();
+  const td = new TextDecoder();
+  let loadSeconds = 0;
+  try {
+    await Promise.all(sups.map((s) => s.start()));
+    const t0 = clock.nowMs();
+    let stopped = false;
+    const loops = Array.from({ length: o.clients }, async (_, ci) => {
+      const mine = sups.map((s, k) => new KvConn(s, `c${ci}@kv${k}`, clock, o.kvFaults));
+      conns.push(...mine);
+      const rr = prng.fork();
+      for (let n = 0; !stopped; n++) {
+        const k = rr.int(0, o.nodes - 1);
+        const key = keys[k]![rr.int(0, o.keysPerNode - 1)]!;
+        const kv = await mine[k]!.get(clock.nowMs() + o.seconds * 1000 + 30_000);
+        if (kv === undefined) {
+          errors.push(`client ${ci}: node kv${k} unreachable`);
+          return;
+        }
+        if (stopped) break;
+        const roll = rr.int(0, 99);
+        const input: KvInput = roll < 50 ? { kind: 'put', key, value: `c${ci}n${n}` } : roll < 85 ? { kind: 'get', key } : { kind: 'delete', key };
+        const op: KvOp = { client: ci, input, output: undefined, call: clock.nowMs(), ret: undefined };
+        histories[k]!.push(op);
+        try {
+          if (input.kind === 'put') await kv.put(key, te.encode(input.value));
+          else if (input.kind === 'delete') await kv.delete(key);
+          else {
+            const v = await kv.get(key);
+            op.output = v === undefined ? null : td.decode(v);
+          }
+          if (input.kind !== 'get') op.output = null;
+          op.ret = clock.nowMs();
+          if (input.kind === 'put') putsAcked[k]!++;
+        } catch (e) {
+          const code = (e as { code?: string }).code ?? String(e);
+          op.error = code;
+          op.output = undefined;
+          if (!LINK_GONE.has(code) && errors.length < 20) errors.push(`client ${ci} ${describeKvInput(input)} on kv${k}: ${(e as Error).message}`);
+          mine[k]!.close();
+        }
+      }
+    });
+    for (const r of rounds) {
+      await sleep(t0 + r.at - clock.nowMs());
+      // Each kill hits nodes that have served a while (not ones still starting up).
+      for (const k of r.nodes) await sups[k]!.up().catch(() => undefined);
+      await sleep(Math.max(...r.nodes.map((k) => sups[k]!.upAtMs)) + MIN_SERVE_MS - clock.nowMs());
+      const enough = clock.nowMs() + 30_000;
+      while (r.nodes.some((k) => putsAcked[k]! < o.putsBeforeKill) && clock.nowMs() < enough) await sleep(20);
+      for (const k of r.nodes) putsAcked[k] = 0;
+      o.log?.(`SIGKILL of node(s) ${r.nodes.map((k) => `kv${k}`).join(', ')} at ${((clock.nowMs() - t0) / 1000).toFixed(2)} s`);
+      killRounds.push({ atS: (clock.nowMs() - t0) / 1000, nodes: r.nodes });
+      await Promise.all(r.nodes.map((k) => sups[k]!.kill()));
+    }
+    await Promise.all(sups.map((s) => s.up().catch(() => undefined)));
+    await sleep(Math.max(t0 + o.seconds * 1000, ...sups.map((s) => s.upAtMs + 2 * MIN_SERVE_MS)) - clock.nowMs());
+    stopped = true;
+    loadSeconds = (clock.nowMs() - t0) / 1000;
+    await Promise.all(loops);
+    // Read every key back (client -1), on a fresh connection to each node.
+    for (let k = 0; k < o.nodes; k++) {
+      const c = new KvConn(sups[k]!, `final@kv${k}`, clock, undefined);
+      const kv = await c.get(clock.nowMs() + 30_000);
+      if (kv === undefined) {
+        errors.push(`node kv${k} unreachable for the final reads`);
+        continue;
+      }
+      for (const key of keys[k]!) {
+        const op: KvOp = { client: -1, input: { kind: 'get', key }, output: undefined, call: clock.nowMs(), ret: undefined };
+        const v = await kv.get(key);
+        op.output = v === undefined ? null : td.decode(v);
+        op.ret = clock.nowMs();
+        histories[k]!.push(op);
+        finals[k]!.set(key, op.output);
+      }
+      c.close();
+    }
+  } catch (e) {
+    errors.push((e as Error).message);
+  } finally {
+    for (const c of conns) c.close();
+    await Promise.all(sups.map(async (s) => {
+      try {
+        await s.stop();
+      } finally {
+        s.destroy();
+      }
+    }));
+  }
+  const nodes: KvNodeReport[] = [];
+  for (let k = 0; k < o.nodes; k++) {
+    const sup = sups[k]!;
+    errors.push(...sup.failures);
+    const h = histories[k]!.map((x): Operation<KvInput, KvOutput> => (x.ret !== undefined && x.error === undefined ? x : { client: x.client, input: x.input, output: undefined, call: x.call, ret: undefined }));
+    const lin = checkLinearizable(kvModel, h);
+    const auditProblems: string[] = [];
+    try {
+      const region = PmemRegion.openImage(new Uint8Array(readFileSync(pmFiles[k]!)));
+      const nic = new Rnic(region);
+      const server = kvApp.open({ region, nic, clock, schedule: queueMicrotask, entropy: cryptoEntropy }, kvApp.resolveOptions({ system: o.system }));
+      server.recover();
+      for (const p of server.audit()) auditProblems.push(`${p.kind}: ${p.detail}`);
+      server.close();
+      nic.detach();
+      region.close({ writeBack: false });
+    } catch (e) {
+      auditProblems.push(`the final file does not open: ${(e as Error).message}`);
+    }
+    const crashes = sup.incarnations.filter((r) => r.end === 'external' || r.end === 'self').length;
+    const restarts = sup.incarnations.slice(1);
+    nodes.push({
+      node: k,
+      pmFile: pmFiles[k]!,
+      operations: h.length,
+      acknowledged: h.filter((x) => x.ret !== undefined).length,
+      cut: h.filter((x) => x.ret === undefined).length,
+      crashes,
+      lost: lostWrites(h, finals[k]!),
+      linearizable: lin.ok,
+      linearizabilityReason: lin.ok === true ? undefined : lin.reason,
+      auditProblems,
+      recoveryMs: restarts.length === 0 ? 0 : restarts.reduce((a, r) => a + Number((r.recovered as { recoveryMs?: number } | undefined)?.recoveryMs ?? 0), 0) / restarts.length,
+    });
+  }
+  if (!o.keep && o.dir === undefined) rmSync(dir, { recursive: true, force: true });
+  const all = sups.flatMap((s) => s.incarnations);
+  const lost = nodes.reduce((a, n) => a + n.lost.length, 0);
+  return {
+    seed: o.seed,
+    nodes,
+    killRounds,
+    crashes: all.filter((r) => r.end === 'external' || r.end === 'self').length,
+    externalKills: all.filter((r) => r.end === 'external').length,
+    selfKills: all.filter((r) => r.end === 'self').length,
+    operations: nodes.reduce((a, n) => a + n.operations, 0),
+    acknowledged: nodes.reduce((a, n) => a + n.acknowledged, 0),
+    cut: nodes.reduce((a, n) => a + n.cut, 0),
+    lost,
+    errors,
+    loadSeconds,
+    violations: lost + nodes.filter((n) => n.linearizable === false).length + nodes.reduce((a, n) => a + n.auditProblems.length, 0) + errors.length,
   };
 }

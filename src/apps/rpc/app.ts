@@ -6,7 +6,7 @@
  */
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
 import { layoutBytes, RecoveryStore, type LayoutOptions, type RecoveryFaults, type RecoveryReport } from '../../../recovery/index.js';
-import { checkStrategy, DurableRpcServer, type RpcFaults, type RpcHandler, type RpcPool, type RpcStrategy } from '../../rpc/index.js';
+import { checkStrategy, DurableRpcServer, type MethodOptions, type RpcFaults, type RpcHandler, type RpcPool, type RpcStrategy } from '../../rpc/index.js';
 import type { AcceptedClient, App, AppHost, AppProblem, AppServer } from '../index.js';
 import { DIGEST_HANDLERS } from './digest.js';
 import { decodeHelloPayload, encodeWelcomePayload } from './handshake.js';
@@ -26,6 +26,8 @@ export interface RpcAppOptions {
   layout: RpcAppLayout;
   /** Handlers by method name (registered before recovery, which re-executes durable requests with them). */
   handlers: Readonly<Record<string, RpcHandler>>;
+  /** Per-method registration options (e.g. { pooled: true, keys } to run a handler in `pool`); absent: inline. */
+  methods: Readonly<Record<string, Partial<MethodOptions>>>;
   /** The smallest application area accepted (bytes, a multiple of 64). */
   appBytesMin: number;
   /** Consecutive polls that may see an entry partially arrived before PMRPC_ERR_ENTRY_TORN. */
@@ -42,6 +44,7 @@ export const RPC_APP_DEFAULTS: Readonly<RpcAppOptions> = Object.freeze({
   keepResults: false,
   layout: Object.freeze({ maxClients: 64, ringSlots: 64, slotBytes: 128, logRecords: 256, recordBytes: 256 }),
   handlers: DIGEST_HANDLERS,
+  methods: Object.freeze({}),
   appBytesMin: 4096,
   partialPollsMax: 1000,
   pool: undefined,
@@ -56,6 +59,8 @@ function resolveRpcAppOptions(options: Partial<RpcAppOptions>): RpcAppOptions {
   if (typeof o.keepResults !== 'boolean') throw new TypeError(`keepResults must be a boolean, got ${String(o.keepResults)}`);
   if (o.handlers === null || typeof o.handlers !== 'object') throw new TypeError('handlers must be an object of method name -> handler');
   if (o.layout === null || typeof o.layout !== 'object') throw new TypeError('layout must be an object');
+  if (o.methods === null || typeof o.methods !== 'object') throw new TypeError('methods must be an object of method name -> registration options');
+  for (const m of Object.keys(o.methods)) if (!Object.hasOwn(o.handlers, m)) throw new TypeError(`methods names ${m}, which has no handler`);
   if (!Number.isSafeInteger(o.appBytesMin) || o.appBytesMin < 64 || o.appBytesMin % 64 !== 0) throw new RangeError(`appBytesMin must be a positive multiple of 64, got ${String(o.appBytesMin)}`);
   return o;
 }
@@ -102,7 +107,7 @@ export class RpcAppServer implements AppServer {
   constructor(host: AppHost, o: RpcAppOptions) {
     this.store = RecoveryStore.open(host.region, { faults: o.recoveryFaults, partialPollsMax: o.partialPollsMax });
     this.rpc = new DurableRpcServer(host.nic, this.store, { strategy: o.strategy, keepResults: o.keepResults, faults: o.rpcFaults, schedule: host.schedule, pool: o.pool });
-    for (const [name, h] of Object.entries(o.handlers)) this.rpc.register(name, h);
+    for (const [name, h] of Object.entries(o.handlers)) this.rpc.register(name, h, o.methods[name] ?? {});
   }
 
   recover(): RpcRecoverySummary & Record<string, unknown> {

@@ -1,0 +1,125 @@
+/**
+ * `Cluster.connect`: one connection per node of a cluster, each speaking its app's handshake — a
+ * RemoteRpcClient to an rpc node, a PRISM-KV (or Pilaf) client to a kv node. `connectPeer` is the
+ * raw node-to-node link (a TcpLink with the same auth, the app's hello and welcome as bytes): what a
+ * node uses to reach another (PRISM-TX's resolver will).
+ */
+import { PmrpcError, systemClock, type Clock, defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
+import { QueuePair } from '../../flush/index.js';
+import { TcpLink } from '../transport/index.js';
+import { connectKvClient, type KvClientOptions, type PilafClient, type PrismKvClient } from '../apps/kv/index.js';
+import { RemoteRpcClient } from '../server/index.js';
+import { clusterNode, toClusterSpec, type ClusterNodeSpec, type ClusterSpec } from './spec.js';
+
+export const ClusterClientErrorCodes = defineErrorCodes('cluster', {
+  /** A node could not be reached (connect or handshake failed); the message names it. */
+  NODE_UNREACHABLE: 'PMRPC_ERR_NODE_UNREACHABLE',
+});
+
+declare module '../../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof ClusterClientErrorCodes> {}
+}
+
+export interface ClusterConnectOptions {
+  /** The token every node requires (resolveAuthToken(): a file or PMRPC_AUTH_TOKEN). */
+  authToken: string | undefined;
+  /** Connect only to these node ids (default: all). */
+  nodes: readonly string[] | undefined;
+  /** The client's name in the nodes' logs. */
+  name: string;
+  /** Options of the PRISM-KV clients. */
+  kv: Partial<KvClientOptions>;
+  clock: Clock;
+}
+
+export const CLUSTER_CONNECT_DEFAULTS: Readonly<ClusterConnectOptions> = Object.freeze({
+  authToken: undefined,
+  nodes: undefined,
+  name: 'pmrpc-cluster',
+  kv: Object.freeze({}),
+  clock: systemClock,
+});
+
+export type NodeConnection =
+  | { id: string; app: 'rpc'; node: ClusterNodeSpec; rpc: RemoteRpcClient }
+  | { id: string; app: 'kv'; node: ClusterNodeSpec; kv: PrismKvClient | PilafClient };
+
+/** A raw link to one node (node to node, or a client of an app this module does not wrap). */
+export async function connectPeer(node: ClusterNodeSpec, options: { authToken?: string | undefined; hello?: Uint8Array; name?: string; clock?: Clock } = {}): Promise<{ link: TcpLink; welcome: Uint8Array }> {
+  try {
+    return await TcpLink.connect({ host: node.host, port: node.port, authToken: options.authToken, hello: options.hello ?? new Uint8Array(0), name: options.name ?? 'pmrpc-peer', clock: options.clock ?? systemClock });
+  } catch (e) {
+    throw new PmrpcError(ClusterClientErrorCodes.NODE_UNREACHABLE, `node ${node.id} (${node.app} at ${node.host}:${node.port}): ${(e as Error).message}`, { cause: e });
+  }
+}
+
+async function connectOne(node: ClusterNodeSpec, o: ClusterConnectOptions): Promise<NodeConnection> {
+  const name = `${o.name}@${node.id}`;
+  if (node.app === 'rpc') {
+    try {
+      return { id: node.id, app: 'rpc', node, rpc: await RemoteRpcClient.connect({ host: node.host, port: node.port, authToken: o.authToken, name, clock: o.clock }) };
+    } catch (e) {
+      throw new PmrpcError(ClusterClientErrorCodes.NODE_UNREACHABLE, `node ${node.id} (rpc at ${node.host}:${node.port}): ${(e as Error).message}`, { cause: e });
+    }
+  }
+  if (node.app === 'kv') {
+    const { link, welcome } = await connectPeer(node, { authToken: o.authToken, name, clock: o.clock });
+    try {
+      return { id: node.id, app: 'kv', node, kv: await connectKvClient(new QueuePair(link), welcome, o.kv) };
+    } catch (e) {
+      link.close();
+      throw e;
+    }
+  }
+  throw new TypeError(`no client for app ${node.app}`);
+}
+
+export class Cluster {
+  readonly spec: ClusterSpec;
+  #conns: Map<string, NodeConnection>;
+  #closed = false;
+
+  private constructor(spec: ClusterSpec, conns: NodeConnection[]) {
+    this.spec = spec;
+    this.#conns = new Map(conns.map((c) => [c.id, c]));
+  }
+
+  /** Connects to every node (or options.nodes) of a cluster file or spec; all or nothing. */
+  static async connect(fileOrSpec: string | ClusterSpec | Record<string, unknown>, options: Partial<ClusterConnectOptions> = {}): Promise<Cluster> {
+    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+    const o = { ...CLUSTER_CONNECT_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as ClusterConnectOptions;
+    const spec = toClusterSpec(fileOrSpec);
+    const nodes = o.nodes === undefined ? spec.nodes : o.nodes.map((id) => clusterNode(spec, id));
+    const settled = await Promise.allSettled(nodes.map((n) => connectOne(n, o)));
+    const ok = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const bad = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason as Error] : []));
+    if (bad.length > 0) {
+      for (const c of ok) closeConnection(c);
+      throw bad[0]!;
+    }
+    return new Cluster(spec, ok);
+  }
+
+  /** The connection to node `id`. */
+  node(id: string): NodeConnection {
+    const c = this.#conns.get(id);
+    if (c === undefined) clusterNode(this.spec, id); // throws PMRPC_ERR_CLUSTER_UNKNOWN_NODE for a stranger
+    if (c === undefined) throw new TypeError(`node ${id} was not connected (options.nodes)`);
+    return c;
+  }
+
+  get connections(): NodeConnection[] {
+    return [...this.#conns.values()];
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const c of this.#conns.values()) closeConnection(c);
+  }
+}
+
+function closeConnection(c: NodeConnection): void {
+  if (c.app === 'rpc') c.rpc.close();
+  else c.kv.qp.close();
+}

@@ -1,0 +1,36 @@
+/**
+ * The apps a node can host, by name (what `pmrpc serve --app NAME` and a cluster file's `app`
+ * accept). PRISM-RS and PRISM-TX join this table when they land.
+ */
+import { PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
+import type { App } from '../apps/index.js';
+import { rpcApp } from '../apps/rpc/index.js';
+import { kvApp } from '../apps/kv/index.js';
+
+export const NodeErrorCodes = defineErrorCodes('node', {
+  /** An app name that no node can host. */
+  UNKNOWN_APP: 'PMRPC_ERR_UNKNOWN_APP',
+  /** The PM file would be too small for the app with these options. */
+  SIZE_TOO_SMALL: 'PMRPC_ERR_SIZE_TOO_SMALL',
+});
+
+/** Any app, whatever its options type (the host passes the options through the app's own resolveOptions). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyApp = App<any>;
+
+export const NODE_APPS: Readonly<Record<string, AnyApp>> = Object.freeze({ rpc: rpcApp, kv: kvApp });
+
+declare module '../../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof NodeErrorCodes> {}
+}
+
+export type NodeAppName = 'rpc' | 'kv';
+
+export const NODE_APP_NAMES: readonly string[] = Object.freeze(Object.keys(NODE_APPS));
+
+/** The app called `name`, or PMRPC_ERR_UNKNOWN_APP. */
+export function appByName(name: string): AnyApp {
+  const app = typeof name === 'string' && Object.hasOwn(NODE_APPS, name) ? NODE_APPS[name] : undefined;
+  if (app === undefined) throw new PmrpcError(NodeErrorCodes.UNKNOWN_APP, `unknown app ${JSON.stringify(name)}: a node hosts one of ${NODE_APP_NAMES.join(', ')}`);
+  return app;
+}

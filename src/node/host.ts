@@ -1,0 +1,198 @@
+/**
+ * The node host (DESIGN §6): one process owning one PM file and hosting one app through the App
+ * contract (src/apps/app.ts), served over TCP. One start-up (create + format, or open + recover),
+ * one handshake (the TCP Hello payload goes to the app's accept(), its welcome comes back), one
+ * shutdown order (Goodbye to every client, the app stops, the NIC cache drains, the region is
+ * written back and closed), one start line. `pmrpc serve`, the cluster launcher, the benchmark
+ * servers and the test fixtures all run this.
+ *
+ * Time comes from the injected Clock (DESIGN §7): recovery is timed with it.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { cryptoEntropy, PmemRegion, PmrpcError, systemClock, type Clock, type CrashPointEvent, type Entropy, type PmemOptions } from '../../pmem/index.js';
+import { Rnic, type RnicOptions } from '../../flush/index.js';
+import type { AppServer } from '../apps/index.js';
+import { isLoopbackHost, TcpNicServer, TransportErrorCodes, type DisconnectInfo, type TcpNicServerOptions } from '../transport/index.js';
+import { appByName, NodeErrorCodes, type AnyApp } from './apps.js';
+
+export interface NodeHostOptions {
+  /** The app (an App, or its name: 'rpc', 'kv'). */
+  app: AnyApp | string;
+  /** The app's options (its resolveOptions() validates them). */
+  appOptions: object;
+  /** The PM file: created (and formatted) when absent, else opened and recovered. undefined: an in-memory region (nothing survives the process). */
+  pmPath: string | undefined;
+  /** Data bytes of a new PM file (ignored when it exists). */
+  sizeBytes: number;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  authToken: string | undefined;
+  ddio: boolean;
+  /** msync on every drain (durability across a machine crash, not just a process crash; slow). */
+  strict: boolean;
+  clock: Clock;
+  /** Identities the app creates (and the region UUID of a new file). */
+  entropy: Entropy;
+  /** How the app schedules its CPU passes. */
+  schedule: (fn: () => void) => void;
+  /** More NIC options (drain policy, entropy…); `ddio` above wins. */
+  nic: Partial<RnicOptions>;
+  /** More region options for a new file or an in-memory region (seed, entropy…); `strict` above wins. */
+  region: Partial<PmemOptions>;
+  /** More TCP server options (maxConnections, timeouts…); host, port, authToken, accept above win. */
+  tcp: Partial<TcpNicServerOptions>;
+  /** The node's name in its start line and logs (a cluster file's id). */
+  nodeId: string;
+  onDisconnect: ((info: DisconnectInfo) => void) | undefined;
+  /** Set on the region as soon as it is open, before recovery (`--kill-after-events` counts crash points with it). */
+  onCrashPoint: ((e: CrashPointEvent) => void) | undefined;
+}
+
+export const NODE_HOST_DEFAULTS: Readonly<Omit<NodeHostOptions, 'app' | 'pmPath'>> = Object.freeze({
+  appOptions: Object.freeze({}),
+  sizeBytes: 16 << 20,
+  host: '127.0.0.1',
+  port: 0,
+  authToken: undefined,
+  ddio: true,
+  strict: false,
+  clock: systemClock,
+  entropy: cryptoEntropy,
+  schedule: queueMicrotask,
+  nic: Object.freeze({}),
+  region: Object.freeze({}),
+  tcp: Object.freeze({}),
+  nodeId: 'node',
+  onDisconnect: undefined,
+  onCrashPoint: undefined,
+});
+
+/** What start-up did: the app's recovery summary, plus whether the file was created. */
+export type NodeRecovery = { created: boolean; recoveryMs: number } & Record<string, unknown>;
+
+/** The one line a node prints once it serves (`pmrpc serve --json`, the cluster launcher reads it). */
+export interface NodeStartLine {
+  node: string;
+  app: string;
+  host: string;
+  port: number;
+  /** The PM file (null: in memory). */
+  pm: string | null;
+  recovered: NodeRecovery;
+  recoveryMs: number;
+}
+
+function resolveNodeOptions(options: Partial<NodeHostOptions>): NodeHostOptions {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  const o = { ...NODE_HOST_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)), pmPath: options.pmPath } as NodeHostOptions;
+  if (o.app === undefined) throw new TypeError('app must be an App or an app name');
+  if (o.pmPath !== undefined && (typeof o.pmPath !== 'string' || o.pmPath.length === 0)) throw new TypeError('pmPath must be a non-empty string (or undefined: in memory)');
+  if (!Number.isSafeInteger(o.sizeBytes) || o.sizeBytes < 1) throw new RangeError(`sizeBytes must be a positive integer, got ${String(o.sizeBytes)}`);
+  if (typeof o.host !== 'string' || o.host.length === 0) throw new TypeError(`host must be a non-empty string, got ${String(o.host)}`);
+  if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) throw new RangeError(`port must be an integer in [0, 65535], got ${String(o.port)}`);
+  if (typeof o.ddio !== 'boolean') throw new TypeError(`ddio must be a boolean, got ${String(o.ddio)}`);
+  if (typeof o.strict !== 'boolean') throw new TypeError(`strict must be a boolean, got ${String(o.strict)}`);
+  if (typeof o.nodeId !== 'string' || o.nodeId.length === 0) throw new TypeError(`nodeId must be a non-empty string, got ${String(o.nodeId)}`);
+  if (o.appOptions === null || typeof o.appOptions !== 'object') throw new TypeError('appOptions must be an object');
+  return o;
+}
+
+export class NodeHost<S extends AppServer = AppServer> {
+  readonly options: Readonly<NodeHostOptions>;
+  readonly app: AnyApp;
+  readonly region: PmemRegion;
+  readonly nic: Rnic;
+  /** The app opened on the region (an RpcAppServer, a KvAppServer…). */
+  readonly server: S;
+  readonly tcp: TcpNicServer;
+  readonly recovery: NodeRecovery;
+  #address: { host: string; port: number } | undefined;
+  #closed = false;
+
+  private constructor(o: NodeHostOptions, app: AnyApp, region: PmemRegion, nic: Rnic, server: S, recovery: NodeRecovery) {
+    this.options = Object.freeze(o);
+    this.app = app;
+    this.region = region;
+    this.nic = nic;
+    this.server = server;
+    this.recovery = recovery;
+    this.tcp = new TcpNicServer(nic, {
+      ...o.tcp,
+      host: o.host,
+      port: o.port,
+      authToken: o.authToken,
+      clock: o.clock,
+      onDisconnect: o.onDisconnect,
+      accept: (hello) => server.accept(hello.payload),
+    });
+  }
+
+  /**
+   * Opens (recovering) or creates (formatting) the PM file, recovers the app and starts serving;
+   * resolves once listening. Every refusal (bad option, unknown app, no auth token off loopback,
+   * file too small) comes before the file is touched.
+   */
+  static async start<S extends AppServer = AppServer>(options: Partial<NodeHostOptions> & Pick<NodeHostOptions, 'app'>): Promise<NodeHost<S>> {
+    const o = resolveNodeOptions(options);
+    const app = typeof o.app === 'string' ? appByName(o.app) : o.app;
+    const appOptions = app.resolveOptions(o.appOptions);
+    // Refused before the file is touched: an unauthenticated server on a reachable address hands out PM.
+    if (o.authToken === undefined && !isLoopbackHost(o.host)) {
+      throw new PmrpcError(TransportErrorCodes.AUTH_REQUIRED, `binding ${o.host} (not loopback) requires an auth token (--auth-token / PMRPC_AUTH_TOKEN)`);
+    }
+    const t0 = o.clock.nowMs();
+    const exists = o.pmPath !== undefined && existsSync(o.pmPath) && statSync(o.pmPath).size > 0;
+    if (!exists && o.sizeBytes < app.minRegionBytes(appOptions)) {
+      throw new PmrpcError(NodeErrorCodes.SIZE_TOO_SMALL, `the ${app.name} app needs at least ${app.minRegionBytes(appOptions)} bytes with these options, got ${o.sizeBytes}`);
+    }
+    const regionOptions: Partial<PmemOptions> = { entropy: o.entropy, ...o.region, strict: o.strict, clock: o.clock };
+    let region: PmemRegion;
+    if (exists) region = PmemRegion.open(o.pmPath!, regionOptions);
+    else if (o.pmPath !== undefined) region = PmemRegion.create(o.pmPath, o.sizeBytes, regionOptions);
+    else region = PmemRegion.createInMemory(o.sizeBytes, regionOptions);
+    let nic: Rnic | undefined;
+    let server: S | undefined;
+    try {
+      if (o.onCrashPoint !== undefined) region.setCrashPointHook(o.onCrashPoint);
+      if (!exists) app.format(region, appOptions);
+      nic = new Rnic(region, { entropy: o.entropy, ...o.nic, ddio: o.ddio });
+      server = app.open({ region, nic, clock: o.clock, schedule: o.schedule, entropy: o.entropy }, appOptions) as S;
+      const summary = server.recover();
+      const recovery: NodeRecovery = { created: !exists, ...summary, recoveryMs: o.clock.nowMs() - t0 };
+      const node = new NodeHost<S>(o, app, region, nic, server, recovery);
+      node.#address = await node.tcp.listen();
+      return node;
+    } catch (e) {
+      server?.close();
+      nic?.detach();
+      region.close({ writeBack: false });
+      throw e;
+    }
+  }
+
+  address(): { host: string; port: number } {
+    if (this.#address === undefined) throw new TypeError('the node is not listening');
+    return this.#address;
+  }
+
+  /** The one start line (JSON) a serving node prints. */
+  startLine(): NodeStartLine {
+    const a = this.address();
+    return { node: this.options.nodeId, app: this.app.name, host: a.host, port: a.port, pm: this.options.pmPath ?? null, recovered: this.recovery, recoveryMs: this.recovery.recoveryMs };
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Orderly shutdown: Goodbye to every client, the app stops, the NIC cache drains, the region is written back and closed. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.tcp.close();
+    this.server.close();
+    this.nic.close();
+    this.region.close();
+  }
+}

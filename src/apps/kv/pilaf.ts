@@ -92,6 +92,14 @@ export class PilafServer {
   #mailbox: Mailbox;
   /** CPU free lists per class size. */
   #free = new Map<number, number[]>();
+  /**
+   * The next entry version: one counter for the whole index, above every version on media, so a
+   * version is never given twice in a server's life. A GET checks that the item it read carries
+   * its entry's version; with per-slot versions, a buffer freed and reused for another key could
+   * carry the same small number, and a GET holding the stale entry would take the other key's item
+   * for its slot and report its own key absent (found by test/apps/kv/sigkill.test.ts).
+   */
+  #nextVersion = 1;
   requests = 0;
 
   static format(region: PmemRegion, layout: Partial<KvLayoutOptions> = {}, options: { base?: number } = {}): KvGeometry {
@@ -147,6 +155,7 @@ export class PilafServer {
     for (let i = 0; i < g.slotCount; i++) {
       const raw = this.region.load(slotOffset(g, i), SLOT_BYTES);
       const e = decodePilafEntry(raw);
+      if (e !== 'empty' && e !== undefined) this.#nextVersion = Math.max(this.#nextVersion, e.version + 1);
       if (e === 'empty' || (e !== undefined && e.ptr === 0)) continue;
       // The ptr word (the first 8 bytes, persisted first within the line) is the truth: a crash
       // in the middle of an entry update leaves a new ptr with an old length, version and CRC.
@@ -161,6 +170,7 @@ export class PilafServer {
         put(i, encodePilafEntry({ ptr: 0, len: 0, version: 1 })); // keeps probing going past it
         continue;
       }
+      this.#nextVersion = Math.max(this.#nextVersion, Number(BigInt.asUintN(32, item.version)) + 1);
       const want = encodePilafEntry({ ptr, len: itemBytes(item.key.length, item.value.length), version: Number(BigInt.asUintN(32, item.version)) });
       if (e === undefined || e.len !== itemBytes(item.key.length, item.value.length) || e.version !== Number(BigInt.asUintN(32, item.version))) put(i, want);
       reachable.add(ptr);
@@ -219,7 +229,7 @@ export class PilafServer {
     const slot = found >= 0 ? found : free;
     if (op === OP_DELETE) {
       if (found < 0) return STATUS_OK;
-      this.region.store(slotOffset(g, slot), encodePilafEntry({ ptr: 0, len: 0, version: old!.version + 1 }));
+      this.region.store(slotOffset(g, slot), encodePilafEntry({ ptr: 0, len: 0, version: this.#takeVersion() }));
       this.region.persist(slotOffset(g, slot), SLOT_BYTES);
       this.#release(old!.ptr);
       return STATUS_OK;
@@ -230,14 +240,19 @@ export class PilafServer {
     if (cls === undefined) return STATUS_BAD;
     const buf = this.#free.get(cls.sizeBytes)!.pop();
     if (buf === undefined) return STATUS_FULL;
-    const prev = decodePilafEntry(this.region.load(slotOffset(g, slot), SLOT_BYTES));
-    const version = (prev !== undefined && prev !== 'empty' ? prev.version : 0) + 1;
+    const version = this.#takeVersion();
     this.region.store(buf, encodeItem({ key, value, version: BigInt(version), tombstone: false }));
     this.region.persist(buf, n);
     this.region.store(slotOffset(g, slot), encodePilafEntry({ ptr: buf, len: n, version }));
     this.region.persist(slotOffset(g, slot), SLOT_BYTES);
     if (old !== undefined) this.#release(old.ptr);
     return STATUS_OK;
+  }
+
+  #takeVersion(): number {
+    // u32 on media: 2^32 PUTs and DELETEs in one server life before it would wrap.
+    if (this.#nextVersion > 0xffff_ffff) throw new PmrpcError(KvErrorCodes.CORRUPT, 'the entry version counter is exhausted');
+    return this.#nextVersion++;
   }
 
   #release(ptr: number): void {

@@ -44,6 +44,16 @@ export interface ExplorerApp<S> {
   checkRecovered(world: World, snap: S, ctx: { phase: 'first' | 'nested'; prng: Prng }): Promise<AppProblem[]>;
   /** Arguments of the replay command that select this app and its options (e.g. "--app kv --mutant x"). */
   replayArgs(): string;
+  /** Crash runs (multi.ts): how many clients the workload runs (client crashes pick among them). */
+  readonly clients?: number;
+  /** Crash runs: client `c` stops now, mid-operation, and never resumes (its in-flight operation is cut). */
+  crashClient?(c: number): void;
+  /**
+   * Crash runs: after the workload ran to its end through crashes and restarts (every node up and
+   * recovered again), judges the whole history (crash events removed; operations cut by a crash
+   * may or may not have happened).
+   */
+  checkHistory?(world: World): Promise<AppProblem[]>;
 }
 
 export interface ExploreOptions {

@@ -20,6 +20,7 @@ import type { AppHost, AppProblem, AppServer } from '../../apps/app.js';
 import { checkPins, configName, nicConfigFor, type NicConfig, type NicPins } from './config.js';
 import { mix } from './seeds.js';
 import { World } from './world.js';
+import { formatPlan, parsePlan, planFor, runCrashPlan } from './multi.js';
 
 export type ImageEngine = 'random' | 'exhaustive';
 
@@ -83,6 +84,14 @@ export interface ExploreOptions {
   /** For imagesPerSecond only (the CLI passes the system clock). */
   clock: Clock | undefined;
   onProgress: ((p: { imagesChecked: number; points: number; pointsDone: number }) => void) | undefined;
+  /**
+   * Crash runs (multi.ts) after the image tuples: this many seeded plans, each a replay of the
+   * workload in which subsets of nodes (and clients) crash at a crash point and the nodes restart
+   * from an image while the rest of the cluster goes on. Needs app.checkHistory.
+   */
+  crashRuns: number;
+  /** Replay exactly this crash plan (multi.ts syntax; what a crash-run violation's command names); the image tuples are skipped. */
+  crashPlan: string | undefined;
 }
 
 export const EXPLORE_DEFAULTS: Readonly<ExploreOptions> = Object.freeze({
@@ -99,6 +108,8 @@ export const EXPLORE_DEFAULTS: Readonly<ExploreOptions> = Object.freeze({
   stepsMax: 2_000_000,
   clock: undefined,
   onProgress: undefined,
+  crashRuns: 0,
+  crashPlan: undefined,
 });
 
 export interface ExplorerViolation {
@@ -109,7 +120,9 @@ export interface ExplorerViolation {
   point: number;
   /** Image index per node of the tuple (undefined: the live run). */
   image: number | undefined;
-  phase: 'live' | 'first' | 'nested';
+  phase: 'live' | 'first' | 'nested' | 'crash-run';
+  /** The crash plan of a crash-run violation. */
+  plan?: string;
 }
 
 /** The one report shape of every app. */
@@ -126,6 +139,8 @@ export interface ExploreReport {
   nestedImagesChecked: number;
   /** Points whose images were sampled although the exhaustive engine was asked for. */
   sampledPoints: number;
+  /** Crash runs (multi-node crashes and restarts while the cluster goes on) checked. */
+  crashRunsChecked?: number;
   imagesPerSecond: number;
   seconds: number;
   violations: ExplorerViolation[];
@@ -151,6 +166,8 @@ export function resolveExploreOptions(options: Partial<ExploreOptions>): Explore
   int('pointsMax', 1, 10_000_000);
   int('violationsMax', 1, 1_000_000);
   int('stepsMax', 1, 1e9);
+  int('crashRuns', 0, 1_000_000);
+  if (o.crashPlan !== undefined) parsePlan(o.crashPlan);
   if (o.engine !== 'random' && o.engine !== 'exhaustive') throw new TypeError(`engine must be 'random' or 'exhaustive', got ${String(o.engine)}`);
   if (o.point !== undefined && (!Number.isSafeInteger(o.point) || o.point < 0)) throw new RangeError(`point must be a non-negative integer, got ${String(o.point)}`);
   if (typeof o.nested !== 'boolean') throw new TypeError(`nested must be a boolean, got ${String(o.nested)}`);
@@ -160,7 +177,7 @@ export function resolveExploreOptions(options: Partial<ExploreOptions>): Explore
 }
 
 /** The command line that reproduces a run of `app` (or one crash point of it). */
-export function replayCommand(app: ExplorerApp<unknown>, o: ExploreOptions, point?: number): string {
+export function replayCommand(app: ExplorerApp<unknown>, o: ExploreOptions, point?: number, plan?: string): string {
   const parts = ['pmrpc crash-test', app.replayArgs(), `--seed ${o.seed}`, `--images-per-point ${o.imagesPerPoint}`, `--engine ${o.engine}`];
   if (o.pins.drain !== undefined) parts.push(`--drain ${o.pins.drain}`);
   if (o.pins.ddio !== undefined) parts.push(`--ddio ${o.pins.ddio ? 'on' : 'off'}`);
@@ -168,6 +185,7 @@ export function replayCommand(app: ExplorerApp<unknown>, o: ExploreOptions, poin
   if (o.pins.eviction !== undefined) parts.push(`--eviction ${o.pins.eviction}`);
   if (!o.nested) parts.push('--no-nested');
   if (point !== undefined) parts.push(`--point ${point}`);
+  if (plan !== undefined) parts.push(`--crash-plan '${plan}'`);
   return parts.filter((p) => p !== '').join(' ');
 }
 
@@ -180,9 +198,9 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
     app: app.name, seed: o.seed, configs: [configName(config)], crashPointsTotal: 0, crashPoints: 0, deliveryPoints: 0,
     imagesChecked: 0, nestedImagesChecked: 0, sampledPoints: 0, imagesPerSecond: 0, seconds: 0, violations: [],
   };
-  const violate = (kind: string, detail: string, point: number, image: number | undefined, phase: ExplorerViolation['phase']): void => {
+  const violate = (kind: string, detail: string, point: number, image: number | undefined, phase: ExplorerViolation['phase'], plan?: string): void => {
     if (report.violations.length >= o.violationsMax) return;
-    report.violations.push({ kind, detail, replay: replayCommand(app as ExplorerApp<unknown>, o, point >= 0 ? point : undefined), point, image, phase });
+    report.violations.push({ kind, detail, replay: replayCommand(app as ExplorerApp<unknown>, o, point >= 0 ? point : undefined, plan), point, image, phase, ...(plan !== undefined ? { plan } : {}) });
   };
 
   // 1. The workload, once, capturing every crash point.
@@ -225,7 +243,7 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
   // 2. Crash points -> image tuples -> recovery -> checks.
   const stride = Math.max(1, Math.ceil(captures.length / o.pointsMax));
   const points = Math.ceil(captures.length / stride);
-  for (let i = 0; i < captures.length; i += stride) {
+  for (let i = 0; i < captures.length && o.crashPlan === undefined; i += stride) {
     if (report.violations.length >= o.violationsMax) break;
     const cap = captures[i]!;
     report.crashPoints++;
@@ -240,6 +258,19 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
       for (const pr of problems) violate(pr.kind, `${pr.phase === 'nested' ? 'crashed again during recovery: ' : ''}${pr.detail}`, cap.point, k, pr.phase);
     }
     o.onProgress?.({ imagesChecked: report.imagesChecked, points, pointsDone: report.crashPoints });
+  }
+  // 3. Crash runs: subsets of nodes (and clients) crash mid-run, nodes restart while the cluster goes on.
+  if (o.crashPlan !== undefined || o.crashRuns > 0) {
+    if (app.checkHistory === undefined) throw new TypeError(`app ${app.name} does not support crash runs (no checkHistory)`);
+    const plans = o.crashPlan !== undefined ? [parsePlan(o.crashPlan)] : Array.from({ length: o.crashRuns }, (_, i) => planFor(o.seed, i, report.crashPointsTotal, app.nodes, app.clients ?? 0));
+    report.crashRunsChecked = 0;
+    for (const plan of plans) {
+      if (report.violations.length >= o.violationsMax) break;
+      const res = await runCrashPlan(app, o, config, plan);
+      report.crashRunsChecked++;
+      const name = formatPlan(plan);
+      for (const p of res.problems) violate(p.kind, `crash run ${name} (${res.events.join('; ')}): ${p.detail}`, -1, undefined, 'crash-run', name);
+    }
   }
   if (o.clock !== undefined && t0 !== undefined) {
     report.seconds = Math.max(1e-9, (o.clock.nowMs() - t0) / 1000);
@@ -337,6 +368,7 @@ export function mergeReports(reports: readonly ExploreReport[]): ExploreReport &
     imagesChecked: sum((r) => r.imagesChecked),
     nestedImagesChecked: sum((r) => r.nestedImagesChecked),
     sampledPoints: sum((r) => r.sampledPoints),
+    ...(rs.some((r) => r.crashRunsChecked !== undefined) ? { crashRunsChecked: sum((r) => r.crashRunsChecked ?? 0) } : {}),
     seconds,
     imagesPerSecond: seconds > 0 ? Math.round(sum((r) => r.imagesChecked) / seconds) : 0,
     violations: rs.flatMap((r) => r.violations),

@@ -8,3 +8,4 @@ export { MUTANTS, findMutant, type Mutant } from './rpc-mutants.js';
 export { kvExplorerApp, resolveKvWorkload, lostWrites, cutHistoryAt, KV_WORKLOAD_DEFAULTS, KV_CRASH_LAYOUT, type KvWorkloadOptions, type KvOp } from './kv.js';
 export { sweep, exploreSeed, appOf, type SweepSpec, type SweepOptions } from './sweep.js';
 export { registerExplorerApp, resolveRegisterWorkload, lostRegisterWrites, cutRegisterHistory, REGISTER_MUTANTS, REGISTER_WORKLOAD_DEFAULTS, type RegisterWorkloadOptions, type RegisterMutant, type RegisterOp } from './register.js';
+export { runCrashPlan, planFor, parsePlan, formatPlan, type CrashPlan, type CrashEvent, type CrashRunResult } from './multi.js';

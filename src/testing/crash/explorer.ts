@@ -288,7 +288,7 @@ function imagesOf(state: CrashState, o: ExploreOptions, seed: number, report: Ex
 }
 
 /** Opens one image tuple in a fresh World, recovers every node (sampling a nested crash point), checks; then the nested image. */
-async function checkTuple<S>(
+export async function checkTuple<S>(
   app: ExplorerApp<S>,
   config: NicConfig,
   images: Uint8Array[],

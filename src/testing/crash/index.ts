@@ -9,3 +9,4 @@ export { kvExplorerApp, resolveKvWorkload, lostWrites, cutHistoryAt, KV_WORKLOAD
 export { sweep, exploreSeed, appOf, type SweepSpec, type SweepOptions } from './sweep.js';
 export { registerExplorerApp, resolveRegisterWorkload, lostRegisterWrites, cutRegisterHistory, REGISTER_MUTANTS, REGISTER_WORKLOAD_DEFAULTS, type RegisterWorkloadOptions, type RegisterMutant, type RegisterOp } from './register.js';
 export { runCrashPlan, planFor, parsePlan, formatPlan, type CrashPlan, type CrashEvent, type CrashRunResult } from './multi.js';
+export { exploreExhaustive, resolveExhaustiveOptions, parseSchedule, exhaustiveConfig, independent, ExhaustiveErrorCodes, EXHAUSTIVE_DEFAULTS, type ExhaustiveOptions, type ExhaustiveReport, type ExhaustiveViolation, type StatesExplored } from './exhaustive.js';

@@ -39,9 +39,11 @@ export interface RegisterWorkloadOptions {
   opsPerClient: number;
   registers: number;
   mutant: string | undefined;
+  /** 'mixed': each client writes first, then writes or reads at random; 'writer-reader': client 0 only writes, the others only read (tiny exhaustive workloads). */
+  pattern: 'mixed' | 'writer-reader';
 }
 
-export const REGISTER_WORKLOAD_DEFAULTS: Readonly<RegisterWorkloadOptions> = Object.freeze({ nodes: 3, clients: 2, opsPerClient: 4, registers: 1, mutant: undefined });
+export const REGISTER_WORKLOAD_DEFAULTS: Readonly<RegisterWorkloadOptions> = Object.freeze({ nodes: 3, clients: 2, opsPerClient: 4, registers: 1, mutant: undefined, pattern: 'mixed' });
 
 /** Waits of one logical millisecond a client makes for a majority of nodes to be up, at most. */
 export const REGISTER_WAITS_MAX = 200;
@@ -57,6 +59,7 @@ export function resolveRegisterWorkload(options: Partial<RegisterWorkloadOptions
   int('clients', 1, 6);
   int('opsPerClient', 1, 1000);
   int('registers', 1, 8);
+  if (o.pattern !== 'mixed' && o.pattern !== 'writer-reader') throw new TypeError(`pattern must be 'mixed' or 'writer-reader', got ${String(o.pattern)}`);
   if (o.mutant !== undefined && !REGISTER_MUTANTS.some((m) => m.name === o.mutant)) throw new TypeError(`mutant must be one of ${REGISTER_MUTANTS.map((m) => m.name).join(', ')}, got ${String(o.mutant)}`);
   return o;
 }
@@ -212,7 +215,7 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
             if (crashedClients.has(c)) return;
           }
           const register = r.int(0, w.registers - 1);
-          const write = k === 0 || r.int(0, 1) === 0;
+          const write = w.pattern === 'writer-reader' ? c === 0 : k === 0 || r.int(0, 1) === 0;
           const value = BigInt((c + 1) * 1000 + k + 1);
           const op: RegisterOp = { client: c, input: write ? { kind: 'write', register, value } : { kind: 'read', register }, output: write ? null : undefined, call: ++now, ret: undefined };
           ops.push(op);
@@ -257,6 +260,7 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
         w.opsPerClient !== d.opsPerClient ? `--requests ${w.opsPerClient}` : '',
         w.registers !== d.registers ? `--registers ${w.registers}` : '',
         w.mutant !== undefined ? `--mutant ${w.mutant}` : '',
+        w.pattern !== d.pattern ? `--pattern ${w.pattern}` : '',
       ]
         .filter((x) => x !== '')
         .join(' ');

@@ -281,8 +281,10 @@ export async function exploreExhaustive<S>(makeApp: () => ExplorerApp<S>, option
     if (o.crashes) {
       world.onCrashPoint = (kind) => {
         const p = pointIndex++;
+        // The snapshot every time (it may advance the app's logical time: replays must match).
+        const snap = app.snapshot();
         if (o.schedule === undefined && depth - 1 < branchDepth) return;
-        captures.push({ point: p, kind, states: world.nodes.map((n) => n.region.crashState()), snap: app.snapshot() });
+        captures.push({ point: p, kind, states: world.nodes.map((n) => n.region.crashState()), snap });
       };
     }
     let finished = false;

@@ -173,7 +173,15 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
     const out: AppProblem[] = [];
     for (const node of world.nodes) if (!node.crashed) for (const p of node.server!.audit()) out.push({ kind: p.kind, detail: `${label}node ${node.index}: ${p.detail}` });
     const finals = await readAll(world, history, t0, out);
-    for (const d of lostRegisterWrites(history, finals)) out.push({ kind: 'lost', detail: `${label}${d}` });
+    const cells = (): string =>
+      world.nodes
+        .map((node) => {
+          if (node.crashed) return `node ${node.index}: down`;
+          const c = (node.server as RegisterAppServer).cell(0);
+          return `node ${node.index}: ${c === undefined ? 'torn' : isLostCell(c) ? 'lost copy' : `⟨${c.ts}, ${c.writer}⟩ ${c.value}`}`;
+        })
+        .join(', ');
+    for (const d of lostRegisterWrites(history, finals)) out.push({ kind: 'lost', detail: `${label}${d} (register 0 now: ${cells()})` });
     const lin = checkLinearizable(registerModel, history);
     if (lin.ok === false) out.push({ kind: 'linearizability', detail: `${label}${lin.reason}: ${lin.operations.map((x) => registerModel.describe!(x)).join('; ')}` });
     else if (lin.ok === 'unknown') {

@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { systemClock } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { KV_MUTANTS, type KvFaultName } from '../src/apps/kv/index.js';
+import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
 import { DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec } from '../src/testing/crash/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
@@ -33,6 +34,14 @@ interface Opts {
   nested: boolean;
   resumeEvery?: number;
   eviction?: number;
+  registers?: number;
+  pattern?: string;
+  crashRuns?: number;
+  crashPlan?: string;
+  exhaustive?: boolean;
+  statesMax?: number;
+  por: boolean;
+  schedule?: string;
 }
 
 export function registerCrashTest(program: Command): void {
@@ -62,14 +71,30 @@ export function registerCrashTest(program: Command): void {
       return n;
     })
     .option('--no-nested', 'do not crash each image once more during its recovery')
+    .option('--registers <n>', 'register: registers (default 1)', intOption('registers'))
+    .option('--pattern <p>', "register: 'mixed' (default) or 'writer-reader' (client 0 writes, the others read)")
+    .option('--crash-runs <n>', 'register: also n seeded crash runs — node subsets (f=1, all at once) and clients crash mid-run, nodes restart from an image while the cluster goes on; the whole history is judged', intOption('crash-runs'))
+    .option('--crash-plan <plan>', "register: replay one crash run, e.g. 'p40:n1@2/r12;p95:c1' (what a crash-run violation's command names)")
+    .option('--exhaustive', 'small-scope exhaustive mode: every interleaving (sleep-set POR) and every image at every crash point of a tiny workload (kv: 2 clients x PUT+GET; register: --nodes 2 --requests 1 --pattern writer-reader); drain eager, no eviction')
+    .option('--states-max <n>', 'exhaustive: most states (interleavings + crash points + images), past it PMRPC_ERR_TOO_MANY_STATES (default 200000)', intOption('states-max'))
+    .option('--no-por', 'exhaustive: no partial-order reduction (the full tree; to measure the reduction)')
+    .option('--schedule <s>', "exhaustive: replay one interleaving, choice indices separated by '.' (what a violation's command names)")
     .option('--mutant <name>', 'remove one persistence step (test-only fault switch): the run must then report violations')
     .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught')
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
     .addHelpText('after', '\nExit status: 0 when no violation was found, 1 when violations were found (or on bad options).')
     .action(async (opts: Opts) => {
-      if (opts.app !== 'rpc' && opts.app !== 'kv') throw new TypeError(`--app must be rpc or kv, got ${opts.app}`);
+      if (opts.app !== 'rpc' && opts.app !== 'kv' && opts.app !== 'register') throw new TypeError(`--app must be rpc, kv or register, got ${opts.app}`);
+      if (opts.listMutants && opts.app === 'register') {
+        for (const m of REGISTER_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
+        return;
+      }
       if (opts.listMutants) {
         for (const m of opts.app === 'kv' ? KV_MUTANTS : MUTANTS) process.stdout.write(`${m.name}\t${m.strategies.join(',')}\n`);
+        return;
+      }
+      if (opts.exhaustive) {
+        await runExhaustive(opts);
         return;
       }
       if (opts.ddio !== undefined && opts.ddio !== 'on' && opts.ddio !== 'off') throw new TypeError(`--ddio must be on or off, got ${opts.ddio}`);
@@ -88,10 +113,15 @@ export function registerCrashTest(program: Command): void {
         point: opts.point,
         nested: opts.nested,
         pins,
+        crashRuns: opts.crashRuns,
+        crashPlan: opts.crashPlan,
       });
+      if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && opts.app !== 'register') throw new TypeError('--crash-runs and --crash-plan need --app register (an app with a whole-history check)');
       const { clock: _c, onProgress: _p, seed: _s, ...ex } = exploreOptions;
       let spec: SweepSpec;
-      if (opts.app === 'rpc') {
+      if (opts.app === 'register') {
+        spec = { app: 'register', workload: resolveRegisterWorkload({ nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant, pattern: opts.pattern as 'mixed' | 'writer-reader' | undefined }), explore: ex };
+      } else if (opts.app === 'rpc') {
         if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
         spec = { app: 'rpc', workload: resolveRpcWorkload({ strategy: opts.strategy as RpcStrategy, requests: opts.requests, clients: opts.clients, mutant: opts.mutant, resumeEvery: opts.resumeEvery, nodes: opts.nodes }), explore: ex };
       } else {
@@ -122,4 +152,34 @@ export function registerCrashTest(program: Command): void {
       }
       if (r.violations.length > 0) process.exitCode = 1;
     });
+}
+
+/** `--exhaustive`: the small-scope exhaustive mode on a tiny workload (one JSON document with --json). */
+async function runExhaustive(opts: Opts): Promise<void> {
+  if (opts.app === 'rpc') throw new TypeError('--exhaustive supports --app kv and --app register');
+  if (opts.ddio !== undefined && opts.ddio !== 'on' && opts.ddio !== 'off') throw new TypeError(`--ddio must be on or off, got ${opts.ddio}`);
+  if (opts.placement !== undefined && opts.placement !== 'any' && opts.placement !== 'ascending') throw new TypeError(`--placement must be any or ascending, got ${opts.placement}`);
+  let makeApp: () => ExplorerApp<unknown>;
+  if (opts.app === 'kv') {
+    if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
+    const w = resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients ?? 2, opsPerClient: 2, keys: 2 });
+    makeApp = () => kvExplorerApp(w) as ExplorerApp<unknown>;
+  } else {
+    const w = resolveRegisterWorkload({ nodes: opts.nodes ?? 2, clients: opts.clients ?? 2, opsPerClient: opts.requests ?? 1, registers: opts.registers, mutant: opts.mutant, pattern: (opts.pattern ?? 'writer-reader') as 'mixed' | 'writer-reader' });
+    makeApp = () => registerExplorerApp(w) as ExplorerApp<unknown>;
+  }
+  const pins: NicPins = {
+    ...(opts.ddio !== undefined ? { ddio: opts.ddio === 'on' } : {}),
+    ...(opts.placement !== undefined ? { placement: opts.placement as 'any' | 'ascending' } : {}),
+  };
+  if (!opts.json) log(`pmrpc crash-test --app ${opts.app} --exhaustive: seed ${opts.seed}, POR ${opts.por ? 'on (sleep sets)' : 'off'}${opts.mutant ? `, mutant ${opts.mutant}` : ''}`);
+  const r = await exploreExhaustive(makeApp, { seed: opts.seed, statesMax: opts.statesMax, por: opts.por, pins, schedule: opts.schedule !== undefined ? parseSchedule(opts.schedule) : undefined, clock: systemClock });
+  if (opts.json) {
+    printJson({ app: r.app, seed: r.seed, mutant: opts.mutant ?? null, exhaustive: true, configs: r.configs, por: r.por, statesExplored: r.statesExplored, sleepBlocked: r.sleepBlocked, maxDepth: r.maxDepth, complete: r.complete, seconds: Number(r.seconds.toFixed(3)), violations: r.violations });
+  } else {
+    const s = r.statesExplored;
+    log(`${s.interleavings} interleavings (${r.sleepBlocked} cut asleep), ${s.crashPoints} crash points, ${s.images} image tuples: ${s.total} states, ${r.complete ? 'complete' : 'stopped early'}, ${r.seconds.toFixed(1)} s; NIC configuration: ${r.configs.join(', ')}`);
+    for (const v of r.violations) log(`VIOLATION at crash point ${v.point} (${v.kind}): ${v.detail}\n  reproduce: ${v.replay}`);
+  }
+  if (r.violations.length > 0) process.exitCode = 1;
 }

@@ -329,6 +329,18 @@ export class Rnic {
     return out;
   }
 
+  /**
+   * The work request QP `qpn` runs at its next step(), and whether it is the last of its message
+   * (that step then delivers the message's completions); undefined when the QP has no work.
+   * Read-only: for schedulers that reason about which steps commute (the crash explorer's POR).
+   */
+  peekWr(qpn: number): { wr: WorkRequest; last: boolean } | undefined {
+    const item = this.#qps.get(qpn)?.inbound[0];
+    if (item === undefined) return undefined;
+    const wr = item.msg.wrs[item.next];
+    return wr === undefined ? undefined : { wr, last: item.next >= item.msg.wrs.length - 1 };
+  }
+
   /** Executes one work request of QP `qpn` (the head of its oldest message). false if it had none. */
   step(qpn: number): boolean {
     const e = this.#qps.get(qpn);

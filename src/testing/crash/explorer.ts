@@ -20,60 +20,10 @@ import type { AppHost, AppProblem, AppServer } from '../../apps/index.js';
 import { checkPins, configName, nicConfigFor, type NicConfig, type NicPins } from './config.js';
 import { mix } from './seeds.js';
 import { World } from './world.js';
+import { formatPlan, parsePlan, planFor, runCrashPlan } from './multi.js';
 
-export type ImageEngine = 'random' | 'exhaustive';
-
-/** What an app supplies to the explorer. `S` is its snapshot of what clients have observed. */
-export interface ExplorerApp<S> {
-  readonly name: string;
-  /** Server nodes. */
-  readonly nodes: number;
-  /** Region data bytes per node. */
-  readonly regionBytes: number;
-  format(region: PmemRegion, node: number): void;
-  open(host: AppHost, node: number): AppServer;
-  /** Runs the workload's clients against `world` (connect through world.connect); resolves when every client is finished. */
-  workload(world: World, prng: Prng): Promise<void>;
-  /** What the clients have been told so far (a copy): taken at every crash point. */
-  snapshot(): S;
-  /** Checks after the workload, without a crash. */
-  checkLive(world: World): Promise<AppProblem[]>;
-  /** Before recovery of a freshly opened image (e.g. a request that must be refused until recovery). */
-  beforeRecover?(world: World, node: number): Promise<AppProblem[]>;
-  /** Checks recovered nodes (world holds them, recovered) against the snapshot of the crash point. */
-  checkRecovered(world: World, snap: S, ctx: { phase: 'first' | 'nested'; prng: Prng }): Promise<AppProblem[]>;
-  /** Arguments of the replay command that select this app and its options (e.g. "--app kv --mutant x"). */
-  replayArgs(): string;
-}
-
-export interface ExploreOptions {
-  seed: number;
-  engine: ImageEngine;
-  /** Images per crash point (random engine; points with at most this many images are enumerated). */
-  imagesPerPoint: number;
-  /** Exhaustive engine: most images of one point (beyond it imagesPerPoint random ones, counted in sampledPoints). */
-  exhaustiveMax: number;
-  /** Most crash points checked; beyond it a stride. */
-  pointsMax: number;
-  /** Check only this crash point. */
-  point: number | undefined;
-  /** Crash each image once more during its recovery. */
-  nested: boolean;
-  violationsMax: number;
-  /** NIC dimensions pinned (the rest drawn from the seed). */
-  pins: NicPins;
-  /**
-   * When an outcome enters the history: 'delivery' (the real rule: a step that delivered to a
-   * client is a crash point, judged with the outcome in the history) or 'late' (test only: as the
-   * old engines did — no delivery crash points, so an answer is judged only at later media events).
-   */
-  observe: 'delivery' | 'late';
-  /** Most scheduler steps of the workload (beyond it: a 'stalled' violation). */
-  stepsMax: number;
-  /** For imagesPerSecond only (the CLI passes the system clock). */
-  clock: Clock | undefined;
-  onProgress: ((p: { imagesChecked: number; points: number; pointsDone: number }) => void) | undefined;
-}
+export type { ImageEngine, ExplorerApp, ExploreOptions } from './types.js';
+import type { ExplorerApp, ExploreOptions } from './types.js';
 
 export const EXPLORE_DEFAULTS: Readonly<ExploreOptions> = Object.freeze({
   seed: 1,
@@ -89,6 +39,8 @@ export const EXPLORE_DEFAULTS: Readonly<ExploreOptions> = Object.freeze({
   stepsMax: 2_000_000,
   clock: undefined,
   onProgress: undefined,
+  crashRuns: 0,
+  crashPlan: undefined,
 });
 
 export interface ExplorerViolation {
@@ -99,7 +51,9 @@ export interface ExplorerViolation {
   point: number;
   /** Image index per node of the tuple (undefined: the live run). */
   image: number | undefined;
-  phase: 'live' | 'first' | 'nested';
+  phase: 'live' | 'first' | 'nested' | 'crash-run';
+  /** The crash plan of a crash-run violation. */
+  plan?: string;
 }
 
 /** The one report shape of every app. */
@@ -116,6 +70,8 @@ export interface ExploreReport {
   nestedImagesChecked: number;
   /** Points whose images were sampled although the exhaustive engine was asked for. */
   sampledPoints: number;
+  /** Crash runs (multi-node crashes and restarts while the cluster goes on) checked. */
+  crashRunsChecked?: number;
   imagesPerSecond: number;
   seconds: number;
   violations: ExplorerViolation[];
@@ -141,6 +97,8 @@ export function resolveExploreOptions(options: Partial<ExploreOptions>): Explore
   int('pointsMax', 1, 10_000_000);
   int('violationsMax', 1, 1_000_000);
   int('stepsMax', 1, 1e9);
+  int('crashRuns', 0, 1_000_000);
+  if (o.crashPlan !== undefined) parsePlan(o.crashPlan);
   if (o.engine !== 'random' && o.engine !== 'exhaustive') throw new TypeError(`engine must be 'random' or 'exhaustive', got ${String(o.engine)}`);
   if (o.point !== undefined && (!Number.isSafeInteger(o.point) || o.point < 0)) throw new RangeError(`point must be a non-negative integer, got ${String(o.point)}`);
   if (typeof o.nested !== 'boolean') throw new TypeError(`nested must be a boolean, got ${String(o.nested)}`);
@@ -150,7 +108,7 @@ export function resolveExploreOptions(options: Partial<ExploreOptions>): Explore
 }
 
 /** The command line that reproduces a run of `app` (or one crash point of it). */
-export function replayCommand(app: ExplorerApp<unknown>, o: ExploreOptions, point?: number): string {
+export function replayCommand(app: ExplorerApp<unknown>, o: ExploreOptions, point?: number, plan?: string): string {
   const parts = ['pmrpc crash-test', app.replayArgs(), `--seed ${o.seed}`, `--images-per-point ${o.imagesPerPoint}`, `--engine ${o.engine}`];
   if (o.pins.drain !== undefined) parts.push(`--drain ${o.pins.drain}`);
   if (o.pins.ddio !== undefined) parts.push(`--ddio ${o.pins.ddio ? 'on' : 'off'}`);
@@ -158,6 +116,7 @@ export function replayCommand(app: ExplorerApp<unknown>, o: ExploreOptions, poin
   if (o.pins.eviction !== undefined) parts.push(`--eviction ${o.pins.eviction}`);
   if (!o.nested) parts.push('--no-nested');
   if (point !== undefined) parts.push(`--point ${point}`);
+  if (plan !== undefined) parts.push(`--crash-plan '${plan}'`);
   return parts.filter((p) => p !== '').join(' ');
 }
 
@@ -170,9 +129,9 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
     app: app.name, seed: o.seed, configs: [configName(config)], crashPointsTotal: 0, crashPoints: 0, deliveryPoints: 0,
     imagesChecked: 0, nestedImagesChecked: 0, sampledPoints: 0, imagesPerSecond: 0, seconds: 0, violations: [],
   };
-  const violate = (kind: string, detail: string, point: number, image: number | undefined, phase: ExplorerViolation['phase']): void => {
+  const violate = (kind: string, detail: string, point: number, image: number | undefined, phase: ExplorerViolation['phase'], plan?: string): void => {
     if (report.violations.length >= o.violationsMax) return;
-    report.violations.push({ kind, detail, replay: replayCommand(app as ExplorerApp<unknown>, o, point >= 0 ? point : undefined), point, image, phase });
+    report.violations.push({ kind, detail, replay: replayCommand(app as ExplorerApp<unknown>, o, point >= 0 ? point : undefined, plan), point, image, phase, ...(plan !== undefined ? { plan } : {}) });
   };
 
   // 1. The workload, once, capturing every crash point.
@@ -215,7 +174,7 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
   // 2. Crash points -> image tuples -> recovery -> checks.
   const stride = Math.max(1, Math.ceil(captures.length / o.pointsMax));
   const points = Math.ceil(captures.length / stride);
-  for (let i = 0; i < captures.length; i += stride) {
+  for (let i = 0; i < captures.length && o.crashPlan === undefined; i += stride) {
     if (report.violations.length >= o.violationsMax) break;
     const cap = captures[i]!;
     report.crashPoints++;
@@ -230,6 +189,19 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
       for (const pr of problems) violate(pr.kind, `${pr.phase === 'nested' ? 'crashed again during recovery: ' : ''}${pr.detail}`, cap.point, k, pr.phase);
     }
     o.onProgress?.({ imagesChecked: report.imagesChecked, points, pointsDone: report.crashPoints });
+  }
+  // 3. Crash runs: subsets of nodes (and clients) crash mid-run, nodes restart while the cluster goes on.
+  if (o.crashPlan !== undefined || o.crashRuns > 0) {
+    if (app.checkHistory === undefined) throw new TypeError(`app ${app.name} does not support crash runs (no checkHistory)`);
+    const plans = o.crashPlan !== undefined ? [parsePlan(o.crashPlan)] : Array.from({ length: o.crashRuns }, (_, i) => planFor(o.seed, i, report.crashPointsTotal, app.nodes, app.clients ?? 0));
+    report.crashRunsChecked = 0;
+    for (const plan of plans) {
+      if (report.violations.length >= o.violationsMax) break;
+      const res = await runCrashPlan(app, o, config, plan);
+      report.crashRunsChecked++;
+      const name = formatPlan(plan);
+      for (const p of res.problems) violate(p.kind, `crash run ${name} (${res.events.join('; ')}): ${p.detail}`, -1, undefined, 'crash-run', name);
+    }
   }
   if (o.clock !== undefined && t0 !== undefined) {
     report.seconds = Math.max(1e-9, (o.clock.nowMs() - t0) / 1000);
@@ -247,7 +219,7 @@ function imagesOf(state: CrashState, o: ExploreOptions, seed: number, report: Ex
 }
 
 /** Opens one image tuple in a fresh World, recovers every node (sampling a nested crash point), checks; then the nested image. */
-async function checkTuple<S>(
+export async function checkTuple<S>(
   app: ExplorerApp<S>,
   config: NicConfig,
   images: Uint8Array[],
@@ -327,6 +299,7 @@ export function mergeReports(reports: readonly ExploreReport[]): ExploreReport &
     imagesChecked: sum((r) => r.imagesChecked),
     nestedImagesChecked: sum((r) => r.nestedImagesChecked),
     sampledPoints: sum((r) => r.sampledPoints),
+    ...(rs.some((r) => r.crashRunsChecked !== undefined) ? { crashRunsChecked: sum((r) => r.crashRunsChecked ?? 0) } : {}),
     seconds,
     imagesPerSecond: seconds > 0 ? Math.round(sum((r) => r.imagesChecked) / seconds) : 0,
     violations: rs.flatMap((r) => r.violations),

@@ -1,9 +1,12 @@
 /** src/testing/crash — the one crash explorer (DESIGN §8): scheduler, crash points, images, recovery, checkers per app. */
 export { explore, mergeReports, replayCommand, resolveExploreOptions, EXPLORE_DEFAULTS, type ExplorerApp, type ExploreOptions, type ExploreReport, type ExplorerViolation, type ImageEngine } from './explorer.js';
-export { World, WorldNode, quiesce, type RunResult } from './world.js';
+export { World, WorldNode, quiesce, type RunResult, type StepChoice, type Chooser } from './world.js';
 export { nicConfigFor, configName, checkPins, rnicOptions, DRAIN_CHOICES, type NicConfig, type NicPins, type DrainChoice } from './config.js';
 export { mix, parseSeedRange } from './seeds.js';
 export { rpcExplorerApp, resolveRpcWorkload, checkDigests, RPC_WORKLOAD_DEFAULTS, type RpcWorkloadOptions, type RpcSnapshot } from './rpc.js';
 export { MUTANTS, findMutant, type Mutant } from './rpc-mutants.js';
 export { kvExplorerApp, resolveKvWorkload, lostWrites, cutHistoryAt, KV_WORKLOAD_DEFAULTS, KV_CRASH_LAYOUT, type KvWorkloadOptions, type KvOp } from './kv.js';
 export { sweep, exploreSeed, appOf, type SweepSpec, type SweepOptions } from './sweep.js';
+export { registerExplorerApp, resolveRegisterWorkload, lostRegisterWrites, cutRegisterHistory, REGISTER_MUTANTS, REGISTER_WORKLOAD_DEFAULTS, type RegisterWorkloadOptions, type RegisterMutant, type RegisterOp } from './register.js';
+export { runCrashPlan, planFor, parsePlan, formatPlan, type CrashPlan, type CrashEvent, type CrashRunResult } from './multi.js';
+export { exploreExhaustive, resolveExhaustiveOptions, parseSchedule, exhaustiveConfig, independent, ExhaustiveErrorCodes, EXHAUSTIVE_DEFAULTS, type ExhaustiveOptions, type ExhaustiveReport, type ExhaustiveViolation, type StatesExplored } from './exhaustive.js';

@@ -31,6 +31,8 @@ export type CrashPointListener = (kind: string, node: number) => void;
 /** A client's end of a connection to one node: closes (with a cause) when that node crashes. */
 class ExplorerLink implements Link {
   readonly qpn: number;
+  /** The client this connection belongs to (-1: unlabelled). */
+  client = -1;
   #node: WorldNode;
   #world: World;
   #handler: ((m: ServerMessage) => void) | undefined;
@@ -95,6 +97,8 @@ export class WorldNode {
   readonly cpu: Array<() => void> = [];
   readonly links: ExplorerLink[] = [];
   crashed = false;
+  /** Restarts so far of this node index (0: the first incarnation). */
+  incarnation = 0;
 
   constructor(index: number, region: PmemRegion, nic: Rnic) {
     this.index = index;
@@ -102,6 +106,20 @@ export class WorldNode {
     this.nic = nic;
   }
 }
+
+/** One runnable unit of work the scheduler may pick (what a chooser sees). */
+export interface StepChoice {
+  node: number;
+  /** The QP whose next work request runs; -1 for one CPU pass of the node's app. */
+  qpn: number;
+  /** The client label of that QP's connection (world.connect's `client`); -1 for CPU passes. */
+  client: number;
+  /** Stable identity of the agent within a run: "node/qpn" or "node/cpu". */
+  key: string;
+}
+
+/** Picks the index of the choice to run (the default draws it from the world's seeded PRNG). */
+export type Chooser = (choices: readonly StepChoice[]) => number;
 
 export interface RunResult {
   status: 'done' | 'stalled' | 'bound';
@@ -122,8 +140,14 @@ export class World {
    * fabric (an answer observed late). The explorer's 'late' observation mode uses it.
    */
   lateObservation = false;
+  /** Scheduler steps taken so far (over every run() call). */
+  steps = 0;
+  /** Picks the next step among the runnable ones (exhaustive exploration); default: the seeded PRNG. */
+  chooser: Chooser | undefined;
   #prng: Prng;
   #running = false;
+  #events: Array<{ at: number; seq: number; fn: () => void }> = [];
+  #eventSeq = 0;
 
   constructor(config: NicConfig, seed: number) {
     this.config = config;
@@ -133,10 +157,27 @@ export class World {
 
   /** Adds a node on `region` (formatted or an image) and opens its app server through `open` (not yet recovered). */
   addNode(region: PmemRegion, open: (host: AppHost) => AppServer): WorldNode {
-    const index = this.nodes.length;
-    const nic = new Rnic(region, { ...rnicOptions(this.config), entropy: seededEntropy(createPrng(mix(this.seed, 0x41c, index))) });
+    const node = this.#makeNode(this.nodes.length, region, open, 0);
+    return node;
+  }
+
+  /**
+   * Restarts crashed node `n` on `region` (an image of it): a fresh NIC and app server in this
+   * World, opened through `open` (not yet recovered); the old node's links stay closed, clients
+   * reconnect through connect(n, ...).
+   */
+  restart(n: number, region: PmemRegion, open: (host: AppHost) => AppServer): WorldNode {
+    const old = this.nodes[n];
+    if (old === undefined) throw new RangeError(`no node ${n}`);
+    if (!old.crashed) throw new Error(`node ${n} is up: crash it before restarting it`);
+    return this.#makeNode(n, region, open, old.incarnation + 1);
+  }
+
+  #makeNode(index: number, region: PmemRegion, open: (host: AppHost) => AppServer, incarnation: number): WorldNode {
+    const nic = new Rnic(region, { ...rnicOptions(this.config), entropy: seededEntropy(createPrng(mix(this.seed, 0x41c, index, incarnation))) });
     const node = new WorldNode(index, region, nic);
-    this.nodes.push(node);
+    node.incarnation = incarnation;
+    this.nodes[index] = node;
     region.setCrashPointHook((e) => this.onCrashPoint?.(e.kind, index));
     const host: AppHost = {
       region,
@@ -145,19 +186,40 @@ export class World {
       schedule: (fn) => {
         if (!node.crashed) node.cpu.push(fn);
       },
-      entropy: seededEntropy(createPrng(mix(this.seed, 0xe27, index))),
+      entropy: seededEntropy(createPrng(mix(this.seed, 0xe27, index, incarnation))),
     };
     node.server = open(host);
     return node;
   }
 
+  /**
+   * Runs `fn` once `afterSteps` more scheduler steps have been taken — or earlier, when nothing
+   * else can run (no work request, CPU pass, drain or timer): e.g. a crashed node's restart.
+   */
+  after(afterSteps: number, fn: () => void): void {
+    if (!Number.isSafeInteger(afterSteps) || afterSteps < 0) throw new RangeError(`afterSteps must be a non-negative integer, got ${String(afterSteps)}`);
+    this.#events.push({ at: this.steps + afterSteps, seq: this.#eventSeq++, fn });
+    this.#events.sort((a, b) => a.at - b.at || a.seq - b.seq);
+  }
+
+  /** Events scheduled with after() that have not run yet. */
+  get pendingEvents(): number {
+    return this.#events.length;
+  }
+
+  /** Runs every event still scheduled, in order (e.g. restarts still due when the workload ended). */
+  flushEvents(): void {
+    while (this.#events.length > 0) this.#events.shift()!.fn();
+  }
+
   /** A new client connection to node `n`: the app accepts `hello`; returns the client's queue pair and the welcome. */
-  connect(n: number, hello: Uint8Array): { qp: QueuePair; welcome: Uint8Array } {
+  connect(n: number, hello: Uint8Array, client = -1): { qp: QueuePair; welcome: Uint8Array } {
     const node = this.nodes[n];
     if (node === undefined || node.server === undefined) throw new RangeError(`no node ${n}`);
     if (node.crashed) throw new PmrpcError(NicErrorCodes.LINK_CLOSED, `node ${n} is down`);
     const { qp, welcome } = node.server.accept(hello);
     const link = new ExplorerLink(this, node, qp.qpn);
+    link.client = client;
     node.links.push(link);
     return { qp: new QueuePair(link), welcome };
   }
@@ -200,8 +262,14 @@ export class World {
         if (done()) return { status: 'done', steps };
         if (steps >= stepsMax) return { status: 'bound', steps };
         const before = this.deliveries;
+        if (this.#events.length > 0 && this.#events[0]!.at <= this.steps) {
+          this.#events.shift()!.fn();
+          await quiesce();
+          continue;
+        }
         if (!this.#step()) return { status: 'stalled', steps };
         steps++;
+        this.steps++;
         if (this.lateObservation && this.nodes.some((n) => !n.crashed && n.nic.busyQps().length > 0)) continue;
         await quiesce();
         if (this.deliveries !== before) this.onCrashPoint?.('delivery', -1);
@@ -211,16 +279,32 @@ export class World {
     }
   }
 
-  /** One scheduler step; false when nothing at all can run. */
-  #step(): boolean {
-    const choices: Array<() => void> = [];
+  /** What can run now, in a stable order (nodes by index, QPs by number, then the node's CPU). */
+  choices(): StepChoice[] {
+    const out: StepChoice[] = [];
     for (const node of this.nodes) {
       if (node.crashed) continue;
-      for (const qpn of node.nic.busyQps()) choices.push(() => void node.nic.step(qpn));
-      if (node.cpu.length > 0) choices.push(() => node.cpu.shift()!());
+      for (const qpn of node.nic.busyQps()) {
+        const link = node.links.find((l) => l.qpn === qpn);
+        out.push({ node: node.index, qpn, client: link?.client ?? -1, key: `${node.index}.${node.incarnation}/${qpn}` });
+      }
+      if (node.cpu.length > 0) out.push({ node: node.index, qpn: -1, client: -1, key: `${node.index}.${node.incarnation}/cpu` });
     }
+    return out;
+  }
+
+  /** One scheduler step; false when nothing at all can run. */
+  #step(): boolean {
+    const choices = this.choices();
     if (choices.length > 0) {
-      choices[choices.length === 1 ? 0 : this.#prng.int(0, choices.length - 1)]!();
+      let i = 0;
+      if (this.chooser !== undefined) i = this.chooser(choices);
+      else if (choices.length > 1) i = this.#prng.int(0, choices.length - 1);
+      const c = choices[i];
+      if (c === undefined) throw new RangeError(`the chooser picked ${i} of ${choices.length} choices`);
+      const node = this.nodes[c.node]!;
+      if (c.qpn >= 0) node.nic.step(c.qpn);
+      else node.cpu.shift()!();
       if (this.config.idleDrain) for (const node of this.nodes) if (!node.crashed && node.nic.busyQps().length === 0 && node.cpu.length === 0) node.nic.drainAll();
       return true;
     }
@@ -230,6 +314,11 @@ export class World {
         node.nic.drainAll();
         return true;
       }
+    }
+    // Scheduled events (restarts) before time moves on: nothing else could happen meanwhile.
+    if (this.#events.length > 0) {
+      this.#events.shift()!.fn();
+      return true;
     }
     if (this.clock.pendingTimers > 0) {
       this.clock.advanceMs(1);

@@ -88,6 +88,17 @@ export function decodeCell(b: Uint8Array): Cell | undefined {
   return { value: u64At(b, 0), writer: u64At(b, 16), ts: u64At(b, 24) };
 }
 
+/**
+ * The cell recovery leaves where it found a torn one: tag ⟨0, 2^64-1⟩, value 0. This node lost its
+ * copy of the register: clients treat it as a node that did not answer (so it never answers with a
+ * state older than one it acknowledged), and any write (timestamp >= 1) installs over it.
+ */
+export const LOST_CELL: Readonly<Cell> = Object.freeze({ ts: 0n, writer: MASK64, value: 0n });
+
+export function isLostCell(c: Cell): boolean {
+  return c.ts === 0n && c.writer === MASK64 && c.value === 0n;
+}
+
 /** Tag order: timestamp, then writer id. */
 export function compareTags(a: Cell, b: Cell): number {
   return a.ts !== b.ts ? (a.ts < b.ts ? -1 : 1) : a.writer !== b.writer ? (a.writer < b.writer ? -1 : 1) : 0;
@@ -153,11 +164,23 @@ export class RegisterAppServer implements AppServer {
     this.mr = host.nic.registerMr(this.#pd, o.base + REGISTER_HEADER_BYTES, n * CELL_BYTES, Access.REMOTE_READ | Access.REMOTE_ATOMIC | Access.FLUSH_GLOBAL | Access.FLUSH_PERSISTENT);
   }
 
-  /** Nothing to rebuild (no free lists, no log): the header was validated by open. */
+  /**
+   * Nothing to rebuild (no free lists, no log): the header was validated by open. A torn cell (a
+   * CAS result a crash left half persisted; its write was never counted here, since a node counts
+   * only after the FLUSH in the same chain) becomes LOST_CELL: this node lost its copy.
+   */
   recover(): Record<string, unknown> {
     if (this.#recovered) return {};
+    let lost = 0;
+    for (let i = 0; i < this.registers; i++) {
+      if (this.cell(i) !== undefined) continue;
+      const at = this.base + REGISTER_HEADER_BYTES + i * CELL_BYTES;
+      this.#region.store(at, encodeCell(LOST_CELL));
+      this.#region.persist(at, CELL_BYTES);
+      lost++;
+    }
     this.#recovered = true;
-    return { app: 'register', registers: this.registers, rebuilt: 'nothing: the header is valid; cells are checked by clients and audit' };
+    return { app: 'register', registers: this.registers, lostCopies: lost, rebuilt: 'torn cells marked lost; cells are checked by clients and audit' };
   }
 
   accept(_hello: Uint8Array): AcceptedClient {
@@ -187,7 +210,7 @@ export class RegisterAppServer implements AppServer {
     for (let i = 0; i < this.registers; i++) {
       const c = this.cell(i);
       if (c === undefined) out.push({ kind: 'cell', detail: `register ${i}: torn cell (check word does not match)` });
-      else if (c.ts === 0n && (c.writer !== 0n || c.value !== 0n)) out.push({ kind: 'cell', detail: `register ${i}: timestamp 0 with writer ${c.writer} and value ${c.value}` });
+      else if (c.ts === 0n && !isLostCell(c) && (c.writer !== 0n || c.value !== 0n)) out.push({ kind: 'cell', detail: `register ${i}: timestamp 0 with writer ${c.writer} and value ${c.value}` });
     }
     return out;
   }

@@ -17,7 +17,13 @@
 import { PmrpcError } from '../../../pmem/index.js';
 import { parseJsonBytes } from '../../apps/index.js';
 import { Wr, type Completion, type QueuePair, type WorkRequest } from '../../../flush/index.js';
-import { CELL_BYTES, compareTags, decodeCell, encodeCell, RegisterErrorCodes, tagCompareMask, type Cell } from './app.js';
+import { CELL_BYTES, compareTags, decodeCell as decodeRaw, encodeCell, isLostCell, RegisterErrorCodes, tagCompareMask, type Cell } from './app.js';
+
+/** A cell as an answer: undefined when torn or lost (LOST_CELL: the node lost its copy). */
+function decodeCell(b: Uint8Array): Cell | undefined {
+  const c = decodeRaw(b);
+  return c === undefined || isLostCell(c) ? undefined : c;
+}
 
 /** One node as the client sees it. */
 export interface RegisterNode {
@@ -69,25 +75,40 @@ function quorum<T>(attempts: Array<Promise<T | undefined>>, need: number, alread
   });
 }
 
+/**
+ * Test-only fault switches (mutants of the protocol, for the crash explorer's teeth):
+ * - countFailedCas: a node whose CAS did not swap counts at once, without the flushed READ;
+ * - skipInstallFlush: the install chain has no FLUSH (CAS; READ): acknowledged before durable;
+ * - skipReadFlush: the READ of phase 1 is not FLUSHed: a read may return what a crash takes back.
+ */
+export interface RegisterFaults {
+  countFailedCas?: boolean;
+  skipInstallFlush?: boolean;
+  skipReadFlush?: boolean;
+}
+
 export class RegisterClient {
   readonly nodes: readonly RegisterNode[];
   readonly writerId: bigint;
   readonly registers: number;
+  readonly faults: Readonly<RegisterFaults>;
 
-  /** `writerId`: unique among the writers of these registers, >= 1. */
-  constructor(nodes: readonly RegisterNode[], writerId: number) {
+  /** `writerId`: unique among the writers of these registers, >= 1. `faults`: test-only mutants. */
+  constructor(nodes: readonly RegisterNode[], writerId: number, faults: RegisterFaults = {}) {
     if (!Array.isArray(nodes) || nodes.length === 0) throw new RangeError('nodes must be a non-empty array');
     if (!Number.isSafeInteger(writerId) || writerId < 1) throw new RangeError(`writerId must be a positive integer, got ${String(writerId)}`);
     this.nodes = Object.freeze([...nodes]);
     this.writerId = BigInt(writerId);
     this.registers = Math.min(...nodes.map((n) => n.registers));
+    this.faults = Object.freeze({ ...faults });
   }
 
   /** A client from each node's QueuePair and welcome. */
-  static connect(links: ReadonlyArray<{ qp: QueuePair; welcome: Uint8Array }>, writerId: number): RegisterClient {
+  static connect(links: ReadonlyArray<{ qp: QueuePair; welcome: Uint8Array }>, writerId: number, faults: RegisterFaults = {}): RegisterClient {
     return new RegisterClient(
       links.map((l) => ({ qp: l.qp, ...parseRegisterWelcome(l.welcome) })),
       writerId,
+      faults,
     );
   }
 
@@ -141,7 +162,7 @@ export class RegisterClient {
   /** READ + FLUSH(persistent) the cell: what it read is durable. Undefined: no answer or torn. */
   async #readCell(n: RegisterNode, register: number): Promise<Cell | undefined> {
     const at = { rkey: n.rkey, addr: n.cells + register * CELL_BYTES };
-    const cs = await this.#post(n, [Wr.read(at, CELL_BYTES), Wr.flush('persistent', n.rkey, { addr: at.addr, len: CELL_BYTES })]);
+    const cs = await this.#post(n, this.faults.skipReadFlush === true ? [Wr.read(at, CELL_BYTES)] : [Wr.read(at, CELL_BYTES), Wr.flush('persistent', n.rkey, { addr: at.addr, len: CELL_BYTES })]);
     return cs?.[0]?.data === undefined ? undefined : decodeCell(cs[0].data);
   }
 
@@ -149,15 +170,14 @@ export class RegisterClient {
   async #install(n: RegisterNode, register: number, cell: Cell): Promise<true | undefined> {
     const at = { rkey: n.rkey, addr: n.cells + register * CELL_BYTES };
     const range = { addr: at.addr, len: CELL_BYTES };
-    const cs = await this.#post(n, [
-      Wr.prismCas('gt', at, encodeCell(cell), { compareMask: tagCompareMask() }),
-      Wr.flush('persistent', n.rkey, range),
-      Wr.read(at, CELL_BYTES),
-      Wr.flush('persistent', n.rkey, range),
-    ]);
+    const cas = Wr.prismCas('gt', at, encodeCell(cell), { compareMask: tagCompareMask() });
+    const skip = this.faults.skipInstallFlush === true;
+    const cs = await this.#post(n, skip ? [cas, Wr.read(at, CELL_BYTES)] : [cas, Wr.flush('persistent', n.rkey, range), Wr.read(at, CELL_BYTES), Wr.flush('persistent', n.rkey, range)]);
     if (cs === undefined) return undefined;
     if (cs[0]!.swapped === true) return true;
-    const now = cs[2]!.data === undefined ? undefined : decodeCell(cs[2]!.data);
+    if (this.faults.countFailedCas === true) return true;
+    const read = cs[skip ? 1 : 2]!;
+    const now = read.data === undefined ? undefined : decodeCell(read.data);
     return now !== undefined && compareTags(now, cell) >= 0 ? true : undefined;
   }
 }

@@ -1,0 +1,174 @@
+/**
+ * Crash runs (DESIGN §8 "crashes any subset of nodes at a crash point, restarts each from its own
+ * images"): the cluster goes on while nodes are down. A run cannot be forked in memory, so a crash
+ * run replays the seeded workload from the start — same seed, same execution — up to crash point p,
+ * crashes a subset of nodes there (their clients see the links close; the other nodes keep running)
+ * and/or some clients (they stop mid-operation and never resume), restarts each crashed node
+ * `restartAfter` scheduler steps later from one of its crash images (a fresh region and NIC in the
+ * same World, recovered through the App contract; clients may reconnect), and lets the workload run
+ * to its end. The app then judges the whole history (checkHistory).
+ *
+ * A plan is a string, so the replay command can name it:
+ *   plan   := event (';' event)*
+ *   event  := 'p' point ':' target (',' target)* ['@' image] ['/r' restartAfter]
+ *   target := 'n' node | 'c' client
+ * e.g. "p40:n1@2/r12;p95:n0,n1,n2/r0;p120:c1". Points count every crash point of the replayed run
+ * (media events of every node and deliveries), in order, so a plan's later events refer to the
+ * run as changed by its earlier ones — still deterministic.
+ */
+import { countImages, crashImages, createPrng, materialize, PmemRegion, seededEntropy, type CrashState } from '../../../pmem/index.js';
+import type { AppProblem } from '../../apps/index.js';
+import type { NicConfig } from './config.js';
+import type { ExploreOptions, ExplorerApp } from './types.js';
+import { mix } from './seeds.js';
+import { World } from './world.js';
+
+export interface CrashEvent {
+  point: number;
+  nodes: number[];
+  clients: number[];
+  /** Which image of each crashed node's state it restarts from (index into a seeded list). */
+  image: number;
+  /** Scheduler steps between the crash and the restart (earlier if nothing else can run). */
+  restartAfter: number;
+}
+
+export type CrashPlan = CrashEvent[];
+
+export function formatPlan(plan: CrashPlan): string {
+  return plan
+    .map((e) => `p${e.point}:${[...e.nodes.map((n) => `n${n}`), ...e.clients.map((c) => `c${c}`)].join(',')}${e.nodes.length > 0 ? `@${e.image}/r${e.restartAfter}` : ''}`)
+    .join(';');
+}
+
+export function parsePlan(s: string): CrashPlan {
+  if (typeof s !== 'string' || s.trim() === '') throw new TypeError('a crash plan must be a non-empty string');
+  return s.split(';').map((part) => {
+    const m = /^p(\d+):((?:[nc]\d+)(?:,[nc]\d+)*)(?:@(\d+))?(?:\/r(\d+))?$/.exec(part.trim());
+    if (m === null) throw new TypeError(`bad crash plan event '${part}': expected p<point>:n<node>|c<client>[,...][@<image>][/r<steps>]`);
+    const targets = m[2]!.split(',');
+    return {
+      point: Number(m[1]),
+      nodes: targets.filter((x) => x.startsWith('n')).map((x) => Number(x.slice(1))),
+      clients: targets.filter((x) => x.startsWith('c')).map((x) => Number(x.slice(1))),
+      image: m[3] === undefined ? 0 : Number(m[3]),
+      restartAfter: m[4] === undefined ? 0 : Number(m[4]),
+    };
+  });
+}
+
+/**
+ * The seeded plan of crash run `i` of a run with `pointsTotal` crash points. Kinds cycle: one node
+ * (f = 1), every node at once, one node and one client, a client alone; a second node crash later
+ * in the run every other time.
+ */
+export function planFor(seed: number, i: number, pointsTotal: number, nodes: number, clients: number): CrashPlan {
+  const p = createPrng(mix(seed, 0xc7a5, i));
+  const point = (): number => p.int(0, Math.max(0, pointsTotal - 1));
+  const kind = i % 4;
+  const first: CrashEvent = { point: point(), nodes: [], clients: [], image: p.int(0, 3), restartAfter: p.int(0, 60) };
+  if (kind === 0 || kind === 2) first.nodes = [p.int(0, nodes - 1)];
+  if (kind === 1) first.nodes = Array.from({ length: nodes }, (_, n) => n);
+  if ((kind === 2 || kind === 3) && clients > 0) first.clients = [p.int(0, clients - 1)];
+  if (first.nodes.length === 0 && first.clients.length === 0) first.nodes = [p.int(0, nodes - 1)];
+  const plan: CrashPlan = [first];
+  if (i % 2 === 1 && nodes > 1) {
+    const later = first.point + p.int(1, Math.max(1, Math.floor(pointsTotal / 2)));
+    plan.push({ point: later, nodes: [p.int(0, nodes - 1)], clients: [], image: p.int(0, 3), restartAfter: p.int(0, 60) });
+  }
+  return plan;
+}
+
+/** The image a crashed node restarts from: the `k`-th (mod count) of its state's images, seeded. */
+function restartImage(state: CrashState, seed: number, k: number): Uint8Array {
+  const n = countImages(state);
+  const imgs = n <= BigInt(k + 1) ? [...crashImages(state, { engine: 'exhaustive' })] : [...crashImages(state, { engine: 'random', seed, count: k + 1 })];
+  return materialize(state, imgs[k % imgs.length]!);
+}
+
+export interface CrashRunResult {
+  problems: AppProblem[];
+  /** What happened, in order (for the report and the timeline). */
+  events: string[];
+  crashPoints: number;
+}
+
+/** Runs one crash plan of `app` (see the file comment). */
+export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, config: NicConfig, plan: CrashPlan): Promise<CrashRunResult> {
+  if (app.checkHistory === undefined) throw new TypeError(`app ${app.name} does not support crash runs (no checkHistory)`);
+  for (const e of plan) {
+    for (const n of e.nodes) if (!Number.isSafeInteger(n) || n < 0 || n >= app.nodes) throw new RangeError(`crash plan: node ${n} out of [0, ${app.nodes})`);
+    for (const c of e.clients) {
+      if (app.crashClient === undefined) throw new TypeError(`app ${app.name} cannot crash clients`);
+      if (!Number.isSafeInteger(c) || c < 0 || c >= (app.clients ?? 0)) throw new RangeError(`crash plan: client ${c} out of [0, ${app.clients ?? 0})`);
+    }
+  }
+  const problems: AppProblem[] = [];
+  const events: string[] = [];
+  const world = new World(config, o.seed);
+  world.lateObservation = o.observe === 'late';
+  for (let n = 0; n < app.nodes; n++) {
+    const region = PmemRegion.createInMemory(app.regionBytes, { tracing: true, seed: mix(o.seed, 0x7e, n), eviction: config.eviction, entropy: seededEntropy(createPrng(mix(o.seed, 3, n))) });
+    app.format(region, n);
+    world.addNode(region, (host) => app.open(host, n)).server!.recover();
+  }
+  const restart = (n: number, image: Uint8Array, point: number): void => {
+    const region = PmemRegion.openImage(image, { tracing: true, seed: mix(o.seed, 0x7f, n, point), eviction: config.eviction });
+    let node;
+    try {
+      node = world.restart(n, region, (host) => app.open(host, n));
+      node.server!.recover();
+    } catch (e) {
+      problems.push({ kind: 'recovery', detail: `node ${n} restarted after crash point ${point}: ${(e as Error).message}` });
+      return;
+    }
+    events.push(`step ${world.steps}: node ${n} restarted`);
+    for (const p of node.server!.audit()) problems.push({ kind: p.kind, detail: `node ${n} restarted after crash point ${point}: ${p.detail}` });
+  };
+  const byPoint = new Map<number, CrashEvent[]>();
+  for (const e of plan) byPoint.set(e.point, [...(byPoint.get(e.point) ?? []), e]);
+  let pointIndex = 0;
+  world.onCrashPoint = (kind) => {
+    if (kind === 'delivery' && o.observe === 'late') return;
+    const p = pointIndex++;
+    for (const e of byPoint.get(p) ?? []) {
+      // Take every state first (the subset crashes at one instant), then crash.
+      const down = e.nodes.filter((n) => !world.nodes[n]!.crashed);
+      const images = down.map((n) => restartImage(world.nodes[n]!.region.crashState(), mix(o.seed, p, n, 0xa11), e.image));
+      down.forEach((n, j) => {
+        world.crash(n);
+        events.push(`crash point ${p} (${kind}): node ${n} crashed`);
+        const img = images[j]!;
+        world.after(e.restartAfter, () => restart(n, img, p));
+      });
+      for (const c of e.clients) {
+        app.crashClient!(c);
+        events.push(`crash point ${p} (${kind}): client ${c} crashed`);
+      }
+    }
+  };
+  let finished = false;
+  let workloadError: unknown;
+  void app.workload(world, createPrng(mix(o.seed, 0))).then(
+    () => void (finished = true),
+    (e: unknown) => {
+      finished = true;
+      workloadError = e;
+    },
+  );
+  try {
+    const r = await world.run(() => finished, o.stepsMax);
+    world.onCrashPoint = undefined;
+    if (r.status !== 'done') problems.push({ kind: 'stalled', detail: `workload ${r.status === 'bound' ? `still running after ${r.steps} steps` : `stalled after ${r.steps} steps`}` });
+    if (workloadError !== undefined) problems.push({ kind: 'workload', detail: `the workload failed: ${String(workloadError)}` });
+    if (r.status === 'done' && workloadError === undefined) {
+      // Nodes still down come back before the final check (their restarts were still due).
+      world.flushEvents();
+      problems.push(...(await app.checkHistory(world)));
+    }
+  } finally {
+    world.onCrashPoint = undefined;
+    world.close();
+  }
+  return { problems, events, crashPoints: pointIndex };
+}

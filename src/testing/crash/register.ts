@@ -1,0 +1,283 @@
+/**
+ * The test-only replicated register (src/testing/register) on the explorer: N nodes, concurrent
+ * ABD clients writing and reading, one QP per client per node. Checks:
+ * - durable linearizability (registerModel): the history with crash events removed, where an
+ *   operation cut by a crash (its client crashed, or it failed for want of a majority) may or may
+ *   not have happened, plus a read of every register by a fresh client at the end;
+ * - acknowledged write not lost (Jepsen set-full style, per register);
+ * - the nodes' audits (torn or inconsistent cells).
+ * Works in both explorer modes: image tuples of every node at a crash point (checkRecovered), and
+ * crash runs where nodes crash and restart while the others go on (checkHistory, crashClient).
+ * A client that sees fewer than a majority of nodes up waits on the World's logical clock
+ * (bounded) and reconnects to the nodes that came back.
+ */
+import { PmrpcError, type PmemRegion, type Prng } from '../../../pmem/index.js';
+import type { QueuePair } from '../../../flush/index.js';
+import type { AppHost, AppProblem } from '../../apps/index.js';
+import { checkLinearizable, type Operation } from '../../check/index.js';
+import { compareTags, isLostCell, registerApp, RegisterErrorCodes, type Cell, type RegisterAppServer } from '../register/index.js';
+import { RegisterClient, type RegisterFaults } from '../register/index.js';
+import { registerModel, type RegisterInput, type RegisterOutput } from '../register/index.js';
+import type { ExplorerApp } from './explorer.js';
+import type { World } from './world.js';
+
+export interface RegisterMutant {
+  name: string;
+  step: string;
+  faults: RegisterFaults;
+}
+
+export const REGISTER_MUTANTS: readonly RegisterMutant[] = Object.freeze([
+  { name: 'count-failed-cas', step: 'a replica whose CAS did not swap counts only once a flushed READ shows a tag >= the writer\'s', faults: { countFailedCas: true } },
+  { name: 'skip-install-flush', step: 'the FLUSH(persistent) after the install CAS: a write is acknowledged before it is durable', faults: { skipInstallFlush: true } },
+  { name: 'skip-read-flush', step: 'the FLUSH(persistent) of what a read returns: a read may return a value a crash takes back', faults: { skipReadFlush: true } },
+] satisfies RegisterMutant[]);
+
+export interface RegisterWorkloadOptions {
+  nodes: number;
+  clients: number;
+  opsPerClient: number;
+  registers: number;
+  mutant: string | undefined;
+  /** 'mixed': each client writes first, then writes or reads at random; 'writer-reader': client 0 only writes, the others only read (tiny exhaustive workloads). */
+  pattern: 'mixed' | 'writer-reader';
+}
+
+export const REGISTER_WORKLOAD_DEFAULTS: Readonly<RegisterWorkloadOptions> = Object.freeze({ nodes: 3, clients: 2, opsPerClient: 4, registers: 1, mutant: undefined, pattern: 'mixed' });
+
+/** Waits of one logical millisecond a client makes for a majority of nodes to be up, at most. */
+export const REGISTER_WAITS_MAX = 200;
+
+export function resolveRegisterWorkload(options: Partial<RegisterWorkloadOptions>): RegisterWorkloadOptions {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  const o = { ...REGISTER_WORKLOAD_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RegisterWorkloadOptions;
+  const int = (name: keyof RegisterWorkloadOptions, lo: number, hi: number): void => {
+    const v = o[name];
+    if (!Number.isSafeInteger(v) || (v as number) < lo || (v as number) > hi) throw new RangeError(`${name} must be an integer in [${lo}, ${hi}], got ${String(v)}`);
+  };
+  int('nodes', 1, 7);
+  int('clients', 1, 6);
+  int('opsPerClient', 1, 1000);
+  int('registers', 1, 8);
+  if (o.pattern !== 'mixed' && o.pattern !== 'writer-reader') throw new TypeError(`pattern must be 'mixed' or 'writer-reader', got ${String(o.pattern)}`);
+  if (o.mutant !== undefined && !REGISTER_MUTANTS.some((m) => m.name === o.mutant)) throw new TypeError(`mutant must be one of ${REGISTER_MUTANTS.map((m) => m.name).join(', ')}, got ${String(o.mutant)}`);
+  return o;
+}
+
+export interface RegisterOp extends Operation<RegisterInput, RegisterOutput> {
+  error?: string;
+}
+
+/** The history as of time `t`: completed operations keep their output; the rest may or may not have happened. */
+export function cutRegisterHistory(ops: readonly RegisterOp[], t: number): Array<Operation<RegisterInput, RegisterOutput>> {
+  return ops
+    .filter((op) => op.call < t)
+    .map((op) =>
+      op.ret !== undefined && op.ret < t && op.error === undefined
+        ? { client: op.client, input: op.input, output: op.output, call: op.call, ret: op.ret }
+        : { client: op.client, input: op.input, output: undefined, call: op.call, ret: undefined },
+    );
+}
+
+/**
+ * Acknowledged then absent: the value read at the end (client -1) of each register must come from
+ * a write (or the initial 0) that no acknowledged write of that register followed in real time.
+ */
+export function lostRegisterWrites(history: ReadonlyArray<Operation<RegisterInput, RegisterOutput>>, finals: ReadonlyMap<number, bigint>): string[] {
+  const out: string[] = [];
+  for (const [r, got] of finals) {
+    const writes = history.filter((h) => h.input.register === r && h.input.kind === 'write' && h.client !== -1);
+    const acked = writes.filter((h) => h.ret !== undefined);
+    const producers: Array<{ ret: number | undefined }> = writes.filter((h) => h.input.kind === 'write' && h.input.value === got);
+    if (got === 0n) producers.push({ ret: -1 });
+    if (producers.length === 0) {
+      out.push(`read(r${r}) at the end returned ${got}, which no write wrote`);
+      continue;
+    }
+    const superseded = (p: { ret: number | undefined }): boolean => p.ret !== undefined && acked.some((a) => a !== p && p.ret! < a.call);
+    if (producers.every(superseded)) {
+      const last = acked.reduce((a, b) => (b.ret! > a.ret! ? b : a));
+      out.push(`acknowledged write(r${r}, ${(last.input as { value: bigint }).value}) [${last.call}, ${last.ret}] lost: read(r${r}) at the end returned ${got}`);
+    }
+  }
+  return out;
+}
+
+export type RegisterExplorerApp = ExplorerApp<{ time: number }> & { history(): RegisterOp[]; undecided: number };
+
+/** A fresh register explorer app (it holds the workload's history; workload() starts it afresh). */
+export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = {}): RegisterExplorerApp {
+  const w = resolveRegisterWorkload(options);
+  const faults = REGISTER_MUTANTS.find((m) => m.name === w.mutant)?.faults ?? {};
+  const appOptions = registerApp.resolveOptions({ registers: w.registers });
+  let now = 0;
+  let ops: RegisterOp[] = [];
+  /** conns[c][n]: client c's connection to node n (closed when the node crashed; replaced on reconnect). */
+  let conns: Array<Array<{ qp: QueuePair; welcome: Uint8Array } | undefined>> = [];
+  let crashedClients = new Set<number>();
+
+  const tryConnect = (world: World, c: number, n: number): void => {
+    const cur = conns[c]![n];
+    if (cur !== undefined && cur.qp.link.closed !== true) return;
+    if (world.nodes[n]!.crashed) return;
+    try {
+      conns[c]![n] = world.connect(n, new Uint8Array(0), c);
+    } catch {
+      // the node is not accepting (yet): it counts as down for this operation
+    }
+  };
+  const clientOf = (c: number): RegisterClient => RegisterClient.connect(conns[c]!.map((l) => l!), c + 1, faults);
+
+  /** A fresh reader (client -1) reads every register; appends to `history`; returns the values. */
+  const readAll = async (world: World, history: Array<Operation<RegisterInput, RegisterOutput>>, t0: number, out: AppProblem[]): Promise<Map<number, bigint>> => {
+    const finals = new Map<number, bigint>();
+    let t = t0;
+    let done = false;
+    (async () => {
+      const links = world.nodes.map((_, n) => world.connect(n, new Uint8Array(0), -1));
+      const reader = RegisterClient.connect(links, 99, {});
+      for (let r = 0; r < w.registers; r++) {
+        try {
+          const call = t++;
+          const v = await reader.read(r);
+          finals.set(r, v);
+          history.push({ client: -1, input: { kind: 'read', register: r }, output: v, call, ret: t++ });
+        } catch (e) {
+          if (!(e instanceof PmrpcError && e.code === RegisterErrorCodes.NO_MAJORITY)) {
+            out.push({ kind: 'read-error', detail: `read(r${r}) at the end: ${String(e)}` });
+            continue;
+          }
+          // Too many nodes lost their copy (torn cells; this test app does not repair from peers):
+          // unavailable, not unsafe. What a repair from the peers would find: the highest valid cell.
+          let best: Cell | undefined;
+          for (const node of world.nodes) {
+            const c = node.crashed ? undefined : (node.server as RegisterAppServer).cell(r);
+            if (c !== undefined && !isLostCell(c) && (best === undefined || compareTags(c, best) > 0)) best = c;
+          }
+          finals.set(r, best?.value ?? 0n);
+        }
+      }
+    })().then(
+      () => void (done = true),
+      (e: unknown) => {
+        done = true;
+        out.push({ kind: 'read-error', detail: `reader: ${String(e)}` });
+      },
+    );
+    const r = await world.run(() => done, 100_000);
+    if (r.status !== 'done') out.push({ kind: 'read-error', detail: `reads at the end never answered (${r.status})` });
+    return finals;
+  };
+
+  const judge = async (world: World, history: Array<Operation<RegisterInput, RegisterOutput>>, t0: number, label: string): Promise<AppProblem[]> => {
+    const out: AppProblem[] = [];
+    for (const node of world.nodes) if (!node.crashed) for (const p of node.server!.audit()) out.push({ kind: p.kind, detail: `${label}node ${node.index}: ${p.detail}` });
+    const finals = await readAll(world, history, t0, out);
+    const cells = (): string =>
+      world.nodes
+        .map((node) => {
+          if (node.crashed) return `node ${node.index}: down`;
+          const c = (node.server as RegisterAppServer).cell(0);
+          return `node ${node.index}: ${c === undefined ? 'torn' : isLostCell(c) ? 'lost copy' : `⟨${c.ts}, ${c.writer}⟩ ${c.value}`}`;
+        })
+        .join(', ');
+    for (const d of lostRegisterWrites(history, finals)) out.push({ kind: 'lost', detail: `${label}${d} (register 0 now: ${cells()})` });
+    const lin = checkLinearizable(registerModel, history);
+    if (lin.ok === false) out.push({ kind: 'linearizability', detail: `${label}${lin.reason}: ${lin.operations.map((x) => registerModel.describe!(x)).join('; ')}` });
+    else if (lin.ok === 'unknown') {
+      app.undecided++;
+      out.push({ kind: 'undecided', detail: `${label}the linearizability search gave up` });
+    }
+    return out;
+  };
+
+  const app: RegisterExplorerApp = {
+    name: 'register',
+    nodes: w.nodes,
+    clients: w.clients,
+    regionBytes: 4096,
+    undecided: 0,
+    history: () => ops,
+    format(region: PmemRegion): void {
+      registerApp.format(region, appOptions);
+    },
+    open(host: AppHost) {
+      return registerApp.open(host, appOptions);
+    },
+    async workload(world: World, prng: Prng): Promise<void> {
+      now = 0;
+      ops = [];
+      crashedClients = new Set();
+      conns = Array.from({ length: w.clients }, (_, c) => world.nodes.map((_, n) => world.connect(n, new Uint8Array(0), c)));
+      const majority = Math.floor(w.nodes / 2) + 1;
+      const run = async (c: number): Promise<void> => {
+        const r = prng.fork();
+        for (let k = 0; k < w.opsPerClient; k++) {
+          if (crashedClients.has(c)) return;
+          // Bounded wait (logical clock) for a majority of nodes to be up; reconnect to those that came back.
+          for (let waits = 0; ; waits++) {
+            for (let n = 0; n < w.nodes; n++) tryConnect(world, c, n);
+            const up = conns[c]!.filter((l) => l !== undefined && l.qp.link.closed !== true).length;
+            if (up >= majority || waits >= REGISTER_WAITS_MAX) break;
+            await new Promise<void>((resolve) => world.clock.setTimer(1, resolve));
+            if (crashedClients.has(c)) return;
+          }
+          const register = r.int(0, w.registers - 1);
+          const write = w.pattern === 'writer-reader' ? c === 0 : k === 0 || r.int(0, 1) === 0;
+          const value = BigInt((c + 1) * 1000 + k + 1);
+          const op: RegisterOp = { client: c, input: write ? { kind: 'write', register, value } : { kind: 'read', register }, output: write ? null : undefined, call: ++now, ret: undefined };
+          ops.push(op);
+          try {
+            const client = clientOf(c);
+            if (write) await client.write(register, value);
+            else op.output = await client.read(register);
+            if (crashedClients.has(c)) return; // a crashed client never saw it
+            op.ret = ++now;
+          } catch (e) {
+            if (crashedClients.has(c)) return;
+            op.error = e instanceof Error ? e.message : String(e);
+            if (!(e instanceof PmrpcError && e.code === RegisterErrorCodes.NO_MAJORITY)) throw e;
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: w.clients }, (_, c) => run(c)));
+    },
+    crashClient(c: number): void {
+      if (!Number.isSafeInteger(c) || c < 0 || c >= w.clients) throw new RangeError(`client must be in [0, ${w.clients}), got ${String(c)}`);
+      crashedClients.add(c);
+      for (const l of conns[c] ?? []) l?.qp.close();
+    },
+    snapshot(): { time: number } {
+      return { time: ++now };
+    },
+    async checkLive(world: World): Promise<AppProblem[]> {
+      return judge(world, cutRegisterHistory(ops, Number.POSITIVE_INFINITY), now + 1, 'live: ');
+    },
+    async checkRecovered(world: World, snap: { time: number }): Promise<AppProblem[]> {
+      return judge(world, cutRegisterHistory(ops, snap.time), snap.time + 1, '');
+    },
+    async checkHistory(world: World): Promise<AppProblem[]> {
+      return judge(world, cutRegisterHistory(ops, Number.POSITIVE_INFINITY), now + 1, '');
+    },
+    replayArgs(): string {
+      const d = REGISTER_WORKLOAD_DEFAULTS;
+      return [
+        '--app register',
+        w.nodes !== d.nodes ? `--nodes ${w.nodes}` : '',
+        w.clients !== d.clients ? `--clients ${w.clients}` : '',
+        w.opsPerClient !== d.opsPerClient ? `--requests ${w.opsPerClient}` : '',
+        w.registers !== d.registers ? `--registers ${w.registers}` : '',
+        w.mutant !== undefined ? `--mutant ${w.mutant}` : '',
+        w.pattern !== d.pattern ? `--pattern ${w.pattern}` : '',
+      ]
+        .filter((x) => x !== '')
+        .join(' ');
+    },
+  };
+  return app;
+}
+
+/** The RegisterAppServer of node `n` of `world`. */
+export function registerServerOf(world: World, n: number): RegisterAppServer {
+  return world.nodes[n]!.server as RegisterAppServer;
+}

@@ -86,7 +86,7 @@ export class Cluster {
 
   /** Connects to every node (or options.nodes) of a cluster file or spec; all or nothing. */
   static async connect(fileOrSpec: string | ClusterSpec | Record<string, unknown>, options: Partial<ClusterConnectOptions> = {}): Promise<Cluster> {
-    // authToken, name and clock are checked by TcpLink.connect, kv by the KV client, nodes by clusterNode.
+    // authToken, name and clock are checked by TcpLink.connect, kv by the KV client, the ids in nodes by clusterNode.
     const o = resolveOptions(CLUSTER_CONNECT_DEFAULTS, options, {});
     const spec = toClusterSpec(fileOrSpec);
     const nodes = o.nodes === undefined ? spec.nodes : o.nodes.map((id) => clusterNode(spec, id));

@@ -9,6 +9,7 @@
  * after its call, including after everything else (which is the same as never happening, for
  * every observer). Such an operation's output is unknown and never checked.
  */
+import { positiveInt, resolveOptions } from '../../pmem/index.js';
 
 export interface Operation<I, O> {
   /** Client or process id, for reports. */
@@ -61,7 +62,7 @@ interface Entry<I, O> {
 }
 
 export function checkLinearizable<S, I, O>(model: Model<S, I, O>, history: Operation<I, O>[], options: Partial<CheckOptions> = {}): CheckResult<I, O> {
-  const o = { ...CHECK_DEFAULTS, ...options };
+  const o = resolveOptions(CHECK_DEFAULTS, options, { maxSteps: positiveInt });
   for (const op of history) {
     if (!Number.isFinite(op.call) || (op.ret !== undefined && (!Number.isFinite(op.ret) || op.ret < op.call))) {
       throw new RangeError(`operation of client ${op.client} has call ${op.call} and return ${op.ret}: need finite call <= return`);

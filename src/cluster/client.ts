@@ -4,7 +4,7 @@
  * raw node-to-node link (a TcpLink with the same auth, the app's hello and welcome as bytes): what a
  * node uses to reach another (PRISM-TX's resolver will).
  */
-import { PmrpcError, systemClock, type Clock, defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
+import { PmrpcError, resolveOptions, systemClock, type Clock, defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
 import { QueuePair } from '../../flush/index.js';
 import { TcpLink } from '../transport/index.js';
 import { connectKvClient, type KvClientOptions, type PilafClient, type PrismKvClient } from '../apps/kv/index.js';
@@ -86,8 +86,8 @@ export class Cluster {
 
   /** Connects to every node (or options.nodes) of a cluster file or spec; all or nothing. */
   static async connect(fileOrSpec: string | ClusterSpec | Record<string, unknown>, options: Partial<ClusterConnectOptions> = {}): Promise<Cluster> {
-    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-    const o = { ...CLUSTER_CONNECT_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as ClusterConnectOptions;
+    // authToken, name and clock are checked by TcpLink.connect, kv by the KV client, the ids in nodes by clusterNode.
+    const o = resolveOptions(CLUSTER_CONNECT_DEFAULTS, options, {});
     const spec = toClusterSpec(fileOrSpec);
     const nodes = o.nodes === undefined ? spec.nodes : o.nodes.map((id) => clusterNode(spec, id));
     const settled = await Promise.allSettled(nodes.map((n) => connectOne(n, o)));

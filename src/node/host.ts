@@ -9,7 +9,7 @@
  * Time comes from the injected Clock (DESIGN §7): recovery is timed with it.
  */
 import { existsSync, statSync } from 'node:fs';
-import { cryptoEntropy, PmemRegion, PmrpcError, systemClock, type Clock, type CrashPointEvent, type Entropy, type PmemOptions } from '../../pmem/index.js';
+import { bool, cryptoEntropy, intIn, must, nonEmptyString, optional, PmemRegion, PmrpcError, positiveInt, resolveOptions, systemClock, type Clock, type CrashPointEvent, type Entropy, type OptionChecks, type PmemOptions } from '../../pmem/index.js';
 import { Rnic, type RnicOptions } from '../../flush/index.js';
 import type { AppServer } from '../apps/index.js';
 import { isLoopbackHost, TcpNicServer, TransportErrorCodes, type DisconnectInfo, type TcpNicServerOptions } from '../transport/index.js';
@@ -83,19 +83,20 @@ export interface NodeStartLine {
   recoveryMs: number;
 }
 
+const NODE_HOST_CHECKS: OptionChecks<NodeHostOptions> = {
+  app: must((v) => v !== undefined, 'must be an App or an app name'),
+  pmPath: optional(must((v) => typeof v === 'string' && v.length > 0, 'must be a non-empty string (or undefined: in memory)')),
+  sizeBytes: positiveInt,
+  host: nonEmptyString,
+  port: intIn(0, 65535),
+  ddio: bool,
+  strict: bool,
+  nodeId: nonEmptyString,
+  appOptions: must((v) => v !== null && typeof v === 'object', 'must be an object'),
+};
+
 function resolveNodeOptions(options: Partial<NodeHostOptions>): NodeHostOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-  const o = { ...NODE_HOST_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)), pmPath: options.pmPath } as NodeHostOptions;
-  if (o.app === undefined) throw new TypeError('app must be an App or an app name');
-  if (o.pmPath !== undefined && (typeof o.pmPath !== 'string' || o.pmPath.length === 0)) throw new TypeError('pmPath must be a non-empty string (or undefined: in memory)');
-  if (!Number.isSafeInteger(o.sizeBytes) || o.sizeBytes < 1) throw new RangeError(`sizeBytes must be a positive integer, got ${String(o.sizeBytes)}`);
-  if (typeof o.host !== 'string' || o.host.length === 0) throw new TypeError(`host must be a non-empty string, got ${String(o.host)}`);
-  if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) throw new RangeError(`port must be an integer in [0, 65535], got ${String(o.port)}`);
-  if (typeof o.ddio !== 'boolean') throw new TypeError(`ddio must be a boolean, got ${String(o.ddio)}`);
-  if (typeof o.strict !== 'boolean') throw new TypeError(`strict must be a boolean, got ${String(o.strict)}`);
-  if (typeof o.nodeId !== 'string' || o.nodeId.length === 0) throw new TypeError(`nodeId must be a non-empty string, got ${String(o.nodeId)}`);
-  if (o.appOptions === null || typeof o.appOptions !== 'object') throw new TypeError('appOptions must be an object');
-  return o;
+  return resolveOptions(NODE_HOST_DEFAULTS as Readonly<NodeHostOptions>, options, NODE_HOST_CHECKS);
 }
 
 export class NodeHost<S extends AppServer = AppServer> {

@@ -3,7 +3,7 @@
  * Hello / Welcome payloads. A client whose connection dropped (the server crashed or restarted)
  * reconnects — to the same or a new address — and resumes from the server's resume point.
  */
-import { PmrpcError, systemClock, type Clock } from '../../pmem/index.js';
+import { PmrpcError, resolveOptions, systemClock, type Clock } from '../../pmem/index.js';
 import { QueuePair } from '../../flush/index.js';
 import { DurableRpcClient, type RpcClientOptions } from '../rpc/index.js';
 import { TcpLink } from '../transport/index.js';
@@ -44,8 +44,8 @@ export class RemoteRpcClient {
 
   /** Connects as a new client. */
   static async connect(options: Partial<RemoteClientOptions> & { port: number }): Promise<RemoteRpcClient> {
-    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-    const o = { ...REMOTE_CLIENT_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RemoteClientOptions;
+    // host, port, authToken, name and clock are checked by TcpLink.connect, rpc by DurableRpcClient.
+    const o = resolveOptions(REMOTE_CLIENT_DEFAULTS as Readonly<RemoteClientOptions>, options, {});
     const { link, welcome } = await TcpLink.connect({ host: o.host, port: o.port, authToken: o.authToken, name: o.name, clock: o.clock, hello: encodeHelloPayload({}) });
     let rpc: DurableRpcClient;
     try {

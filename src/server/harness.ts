@@ -13,7 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPrng, cryptoEntropy, PmemRegion, PmrpcError, systemClock, type Clock, defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
+import { createPrng, cryptoEntropy, intIn, must, oneOf, PmemRegion, PmrpcError, resolveOptions, systemClock, type Clock, defineErrorCodes, type ErrorCodesOf, type OptionCheck, type OptionChecks } from '../../pmem/index.js';
 import { QueuePair, Rnic } from '../../flush/index.js';
 import { TcpLink, TransportErrorCodes } from '../transport/index.js';
 import { connectKvClient, kvApp, type KvFaults, type PilafClient, type PrismKvClient } from '../apps/kv/index.js';
@@ -381,23 +381,28 @@ class LoadClient {
   }
 }
 
+/** A seed: any integer a PRNG takes (negative ones are taken modulo 2^32). */
+const seedCheck: OptionCheck = intIn(-(2 ** 31), 2 ** 32 - 1);
+const secondsCheck: OptionCheck = must((v) => typeof v === 'number' && v > 0 && v <= 3600, (v) => `must be in (0, 3600], got ${String(v)}`, RangeError);
+
+const REAL_CRASH_CHECKS: OptionChecks<RealCrashOptions> = {
+  strategy: (_name, v) => {
+    if (checkStrategy(v) === 'none') throw new TypeError('strategy none never makes a request durable: nothing to verify');
+  },
+  clients: intIn(1, 64),
+  externalKills: intIn(0, 100),
+  selfKills: intIn(0, 100),
+  window: intIn(1, 1024), // within the client's pendingCallsMax (1024) beyond the ring's credit
+  seed: seedCheck,
+  seconds: secondsCheck,
+  selfKillEvents: must((v) => {
+    const [lo, hi] = Array.isArray(v) ? (v as unknown[]) : [];
+    return Number.isSafeInteger(lo) && Number.isSafeInteger(hi) && (lo as number) >= 1 && (hi as number) >= (lo as number);
+  }, (v) => `must be [lo, hi] with 1 <= lo <= hi, got ${String(v)}`, RangeError),
+};
+
 export function resolveRealCrashOptions(options: Partial<RealCrashOptions> & { mainScript: string }): RealCrashOptions {
-  const o = { ...REAL_CRASH_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RealCrashOptions;
-  checkStrategy(o.strategy);
-  if (o.strategy === 'none') throw new TypeError('strategy none never makes a request durable: nothing to verify');
-  const int = (name: keyof RealCrashOptions, min: number, max: number): void => {
-    const v = o[name];
-    if (!Number.isSafeInteger(v) || (v as number) < min || (v as number) > max) throw new RangeError(`${name} must be an integer in [${min}, ${max}], got ${String(v)}`);
-  };
-  int('clients', 1, 64);
-  int('externalKills', 0, 100);
-  int('selfKills', 0, 100);
-  int('window', 1, 1024); // within the client's pendingCallsMax (1024) beyond the ring's credit
-  int('seed', -(2 ** 31), 2 ** 32 - 1);
-  if (typeof o.seconds !== 'number' || !(o.seconds > 0 && o.seconds <= 3600)) throw new RangeError(`seconds must be in (0, 3600], got ${String(o.seconds)}`);
-  const [lo, hi] = o.selfKillEvents;
-  if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi) || lo < 1 || hi < lo) throw new RangeError(`selfKillEvents must be [lo, hi] with 1 <= lo <= hi, got ${String(o.selfKillEvents)}`);
-  return o;
+  return resolveOptions(REAL_CRASH_DEFAULTS as Readonly<RealCrashOptions>, options, REAL_CRASH_CHECKS);
 }
 
 export async function runRealCrash(options: Partial<RealCrashOptions> & { mainScript: string }): Promise<RealCrashReport> {
@@ -622,22 +627,20 @@ export interface KvRealCrashReport {
   violations: number;
 }
 
+const KV_REAL_CRASH_CHECKS: OptionChecks<KvRealCrashOptions> = {
+  nodes: intIn(1, 16),
+  clients: intIn(1, 32),
+  keysPerNode: intIn(1, 64),
+  killRounds: intIn(0, 100),
+  selfKills: intIn(0, 100),
+  putsBeforeKill: intIn(0, 10_000),
+  seed: seedCheck,
+  seconds: secondsCheck,
+  system: oneOf(['prism', 'pilaf']),
+};
+
 export function resolveKvRealCrashOptions(options: Partial<KvRealCrashOptions> & { mainScript: string }): KvRealCrashOptions {
-  const o = { ...KV_REAL_CRASH_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as KvRealCrashOptions;
-  const int = (name: keyof KvRealCrashOptions, min: number, max: number): void => {
-    const v = o[name];
-    if (!Number.isSafeInteger(v) || (v as number) < min || (v as number) > max) throw new RangeError(`${name} must be an integer in [${min}, ${max}], got ${String(v)}`);
-  };
-  int('nodes', 1, 16);
-  int('clients', 1, 32);
-  int('keysPerNode', 1, 64);
-  int('killRounds', 0, 100);
-  int('selfKills', 0, 100);
-  int('putsBeforeKill', 0, 10_000);
-  int('seed', -(2 ** 31), 2 ** 32 - 1);
-  if (typeof o.seconds !== 'number' || !(o.seconds > 0 && o.seconds <= 3600)) throw new RangeError(`seconds must be in (0, 3600], got ${String(o.seconds)}`);
-  if (o.system !== 'prism' && o.system !== 'pilaf') throw new TypeError(`system must be 'prism' or 'pilaf', got ${String(o.system)}`);
-  return o;
+  return resolveOptions(KV_REAL_CRASH_DEFAULTS as Readonly<KvRealCrashOptions>, options, KV_REAL_CRASH_CHECKS);
 }
 
 type KvOp = Operation<KvInput, KvOutput> & { error?: string };

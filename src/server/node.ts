@@ -4,7 +4,7 @@
  * NodeHost.start({ app: rpcApp, appOptions: { handlers, strategy, keepResults } }), with the RPC
  * server, its recovery store and the recovery summary at hand.
  */
-import { systemClock, defineErrorCodes, type Clock, type CrashPointEvent, type ErrorCodesOf, type PmemRegion } from '../../pmem/index.js';
+import { bool, must, resolveOptions, systemClock, defineErrorCodes, type Clock, type CrashPointEvent, type ErrorCodesOf, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
 import type { Rnic } from '../../flush/index.js';
 import type { LayoutOptions, RecoveryStore } from '../../recovery/index.js';
 import { checkStrategy, type DurableRpcServer, type RpcHandler, type RpcStrategy } from '../rpc/index.js';
@@ -56,6 +56,13 @@ export const RPC_NODE_DEFAULTS: Readonly<Omit<RpcNodeOptions, 'pmPath' | 'handle
   onCrashPoint: undefined,
 });
 
+// The host options (sizeBytes, host, port, ddio, ...) are checked by NodeHost.start.
+const RPC_NODE_CHECKS: OptionChecks<RpcNodeOptions> = {
+  pmPath: must((v) => typeof v === 'string' && v.length > 0, 'must be a non-empty string'),
+  keepResults: bool,
+  strategy: (_name, v) => void checkStrategy(v),
+};
+
 export interface RecoverySummary {
   /** Whether the file existed (and was recovered) or was created. */
   created: boolean;
@@ -106,11 +113,7 @@ export class RpcNode {
 
   /** Opens (recovering) or creates the PM file and starts serving; resolves once listening. */
   static async start(options: Partial<RpcNodeOptions> & Pick<RpcNodeOptions, 'pmPath' | 'handlers'>): Promise<RpcNode> {
-    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-    const o = { ...RPC_NODE_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RpcNodeOptions;
-    if (typeof o.pmPath !== 'string' || o.pmPath.length === 0) throw new TypeError('pmPath must be a non-empty string');
-    if (typeof o.keepResults !== 'boolean') throw new TypeError(`keepResults must be a boolean, got ${String(o.keepResults)}`);
-    checkStrategy(o.strategy);
+    const o = resolveOptions(RPC_NODE_DEFAULTS as Readonly<RpcNodeOptions>, options, RPC_NODE_CHECKS);
     const host = await NodeHost.start<RpcAppServer>({
       app: rpcApp,
       appOptions: { strategy: o.strategy, keepResults: o.keepResults, handlers: o.handlers, layout: NODE_LAYOUT },

@@ -58,6 +58,10 @@ t.test('rpc app: a region too small is refused with a coded error', async (t) =>
   const region = PmemRegion.createInMemory(rpcApp.minRegionBytes(o) - 64);
   t.throws(() => rpcApp.format(region, o), { code: 'PMRPC_ERR_SIZE_TOO_SMALL' });
   t.throws(() => rpcApp.resolveOptions({ strategy: 'nope' as never }), TypeError);
+  t.throws(() => rpcApp.resolveOptions({ appBytesMin: 100 }), new RangeError('appBytesMin must be a positive multiple of 64, got 100'));
+  t.throws(() => rpcApp.resolveOptions({ methods: { nope: { pooled: true } } }), new TypeError('methods names nope, which has no handler'));
+  t.throws(() => rpcApp.resolveOptions({ partialPollsMax: 0 }), new RangeError('partialPollsMax must be a positive integer, got 0'));
+  t.throws(() => kvApp.resolveOptions({ system: 'redis' as never }), new TypeError("system must be 'prism' or 'pilaf', got redis"));
 });
 
 for (const system of ['prism', 'pilaf'] as const) {

@@ -51,6 +51,7 @@ for (const [name, h] of reject) {
 
 t.test('bad operation times are a RangeError', async (t) => {
   t.throws(() => checkLinearizable(kvModel, [put(1, 'a', 'x', 5, 1)]), { name: 'RangeError', message: 'operation of client 1 has call 5 and return 1: need finite call <= return' });
+  t.throws(() => checkLinearizable(kvModel, [], { maxSteps: 0 }), new RangeError('maxSteps must be a positive integer, got 0'));
 });
 
 t.test('a search past its bound says unknown, never a verdict', async (t) => {

@@ -39,6 +39,13 @@ t.test('refusals come before the file is touched', async (t) => {
   await t.rejects(NodeHost.start({ app: 'rpc', pmPath: pm, sizeBytes: 4096 }), { code: 'PMRPC_ERR_SIZE_TOO_SMALL' });
   await t.rejects(NodeHost.start({ app: 'kv', pmPath: pm, host: '10.1.2.3' }), { code: 'PMRPC_ERR_AUTH_REQUIRED' });
   await t.rejects(NodeHost.start({ app: 'kv', pmPath: pm, appOptions: { system: 'redis' } }), TypeError);
+  await t.rejects(NodeHost.start({ app: undefined as never, pmPath: pm }), new TypeError('app must be an App or an app name'));
+  await t.rejects(NodeHost.start({ app: 'kv', pmPath: '' }), new TypeError('pmPath must be a non-empty string (or undefined: in memory)'));
+  await t.rejects(NodeHost.start({ app: 'kv', pmPath: pm, port: 70000 }), new RangeError('port must be an integer in [0, 65535], got 70000'));
+  await t.rejects(NodeHost.start({ app: 'kv', pmPath: pm, nodeId: '' }), new TypeError('nodeId must be a non-empty string, got '));
+  await t.rejects(NodeHost.start({ app: 'kv', pmPath: pm, appOptions: null as never }), new TypeError('appOptions must be an object'));
+  await t.rejects(RpcNode.start({ pmPath: '', handlers: WORKLOAD_HANDLERS }), new TypeError('pmPath must be a non-empty string'));
+  await t.rejects(RpcNode.start({ pmPath: pm, handlers: WORKLOAD_HANDLERS, keepResults: 1 as never }), new TypeError('keepResults must be a boolean, got 1'));
   t.notOk(existsSync(pm), 'no file was created');
 });
 

@@ -40,6 +40,7 @@ t.test('cells: the tag orders by timestamp then writer; a torn cell is refused',
   torn[24] = 6;
   t.equal(decodeCell(torn), undefined);
   t.throws(() => registerApp.resolveOptions({ registers: 0 }), new RangeError('registers must be an integer in [1, 4096], got 0'));
+  t.throws(() => registerApp.resolveOptions({ base: 32 }), new RangeError('base must be a non-negative multiple of 64, got 32'));
   const region = PmemRegion.createInMemory(4096);
   const o = registerApp.resolveOptions({});
   registerApp.format(region, o);

@@ -130,6 +130,7 @@ t.test('the shortener is bounded, keeps order, and refuses a passing history', a
   t.same(idx, [...idx].sort((a, b) => a - b), 'original order');
   t.throws(() => shortenHistory(core().slice(0, 2), fails), new RangeError('shortenHistory needs a failing history: the predicate holds no failure for the input'));
   t.throws(() => shortenHistory(history, fails, { maxAttempts: 0 }), new RangeError('maxAttempts must be an integer >= 1, got 0'));
+  t.equal(shortenHistory(history, fails, { maxAttempts: undefined }).ops.length > 0, true, 'maxAttempts undefined takes the default');
   // A generic predicate: "contains both 3 and 7".
   const nums = Array.from({ length: 40 }, (_, i) => i);
   const g = shortenHistory(nums, (xs) => xs.includes(3) && xs.includes(7));

@@ -3,9 +3,10 @@
  * host serves over TCP and what the crash explorer runs on crash images. A hello is empty; the
  * welcome is JSON {system, rkey, base}: what a client needs to reach the KV area.
  */
-import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
+import { oneOf, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import type { QueuePair } from '../../../flush/index.js';
 import { jsonBytes, parseJsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
+import { kvBase } from './checks.js';
 import { PrismKvClient, type KvClientOptions } from './client.js';
 import type { KvFaults } from './faults.js';
 import { computeKvGeometry, KV_LAYOUT_DEFAULTS, KvErrorCodes, validateLayoutOptions, type KvLayoutOptions } from './layout.js';
@@ -26,13 +27,14 @@ export interface KvAppOptions {
 
 export const KV_APP_DEFAULTS: Readonly<KvAppOptions> = Object.freeze({ system: 'prism', layout: KV_LAYOUT_DEFAULTS, base: 0, faults: Object.freeze({}) });
 
+const KV_APP_CHECKS: OptionChecks<KvAppOptions> = {
+  system: oneOf(['prism', 'pilaf']),
+  base: kvBase,
+  layout: (_name, v) => void validateLayoutOptions(v as Partial<KvLayoutOptions>),
+};
+
 function resolveKvAppOptions(options: Partial<KvAppOptions>): KvAppOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-  const o = { ...KV_APP_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as KvAppOptions;
-  if (o.system !== 'prism' && o.system !== 'pilaf') throw new TypeError(`system must be 'prism' or 'pilaf', got ${String(o.system)}`);
-  if (!Number.isSafeInteger(o.base) || o.base < 0 || o.base % 64 !== 0) throw new RangeError(`base must be a non-negative multiple of 64, got ${String(o.base)}`);
-  validateLayoutOptions(o.layout);
-  return o;
+  return resolveOptions(KV_APP_DEFAULTS, options, KV_APP_CHECKS);
 }
 
 /** The KV app opened on a region: `kv` is the PRISM-KV or Pilaf server, for tests and checkers. */

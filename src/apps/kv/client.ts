@@ -18,7 +18,7 @@
  * swap bytes it does not compare. Versions of a slot only grow, so `seen + 1 > current` holds
  * exactly when current == seen: it is the eq-on-last-seen test, and it swaps the new version in.
  */
-import { PmrpcError, type ErrorCode } from '../../../pmem/index.js';
+import { callable, intIn, optional, PmrpcError, resolveOptions, type ErrorCode, type OptionChecks } from '../../../pmem/index.js';
 import { NicErrorCodes, QueuePair, Wr, type Completion, type NotifyMessage, type WorkRequest } from '../../../flush/index.js';
 import { NO_KV_FAULTS, type KvFaults } from './faults.js';
 import {
@@ -451,12 +451,13 @@ function show(k: Uint8Array): string {
   return Buffer.from(k).toString('hex');
 }
 
+const KV_CLIENT_CHECKS: OptionChecks<KvClientOptions> = {
+  returnBatch: intIn(1, RETURN_BATCH_MAX),
+  casRetriesMax: intIn(0, 1024),
+  readRetriesMax: intIn(0, 1024),
+  onReturnBatch: optional(callable()),
+};
+
 function resolveClientOptions(options: Partial<KvClientOptions>): KvClientOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-  const o = { ...KV_CLIENT_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as KvClientOptions;
-  if (!Number.isSafeInteger(o.returnBatch) || o.returnBatch < 1 || o.returnBatch > RETURN_BATCH_MAX) throw new RangeError(`returnBatch must be an integer in [1, ${RETURN_BATCH_MAX}], got ${String(o.returnBatch)}`);
-  if (!Number.isSafeInteger(o.casRetriesMax) || o.casRetriesMax < 0 || o.casRetriesMax > 1024) throw new RangeError(`casRetriesMax must be an integer in [0, 1024], got ${String(o.casRetriesMax)}`);
-  if (!Number.isSafeInteger(o.readRetriesMax) || o.readRetriesMax < 0 || o.readRetriesMax > 1024) throw new RangeError(`readRetriesMax must be an integer in [0, 1024], got ${String(o.readRetriesMax)}`);
-  if (o.onReturnBatch !== undefined && typeof o.onReturnBatch !== 'function') throw new TypeError('onReturnBatch must be a function');
-  return o;
+  return resolveOptions(KV_CLIENT_DEFAULTS, options, KV_CLIENT_CHECKS);
 }

@@ -19,7 +19,7 @@
  *   +0 crc32c u32 over [4, 24 + keyLen + valueLen)   +4 flags u8 (1 = tombstone, 2 = dead)   +5 keyLen u8
  *   +6 reserved u16   +8 valueLen u32   +12 reserved u32   +16 version u64   +24 key   then value
  */
-import { crc32c, PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../../../pmem/index.js';
+import { crc32c, intIn, PmrpcError, resolveOptions, defineErrorCodes, type ErrorCodesOf, type OptionChecks } from '../../../pmem/index.js';
 
 export const KV_MAGIC = 0x31304b5650534d52n; // 'RMSPVK01' little-endian
 export const KV_LAYOUT_VERSION = 1;
@@ -109,25 +109,26 @@ export const KV_LAYOUT_DEFAULTS: Readonly<KvLayoutOptions> = Object.freeze({
   mailboxBuffers: 64,
 });
 
+const KV_LAYOUT_CHECKS: OptionChecks<KvLayoutOptions> = {
+  slotCount: intIn(1, 1 << 24, '[1, 2^24]'),
+  probeSlots: (name, v, all) => intIn(1, Math.min(16, all.slotCount as number), '[1, min(16, slotCount)]')(name, v, all),
+  keyBytesMax: intIn(1, 255),
+  classes: (name, v) => {
+    if (!Array.isArray(v) || v.length < 1 || v.length > MAX_CLASSES) throw new RangeError(`${name} must hold 1..${MAX_CLASSES} size classes`);
+    let prev = 0;
+    for (const c of v as Array<SizeClass | undefined>) {
+      const s = c?.sizeBytes;
+      if (!Number.isSafeInteger(s) || s! < 64 || s! > 1 << 20 || (s! & (s! - 1)) !== 0) throw new RangeError(`class sizeBytes must be a power of two in [64, 2^20], got ${String(s)}`);
+      if (s! <= prev) throw new RangeError(`${name} must be in increasing sizeBytes order`);
+      if (!Number.isSafeInteger(c!.count) || c!.count < 1 || c!.count > 1 << 22) throw new RangeError(`class count must be an integer in [1, 2^22], got ${String(c!.count)}`);
+      prev = s!;
+    }
+  },
+  mailboxBuffers: intIn(1, 4096),
+};
+
 export function validateLayoutOptions(options: Partial<KvLayoutOptions>): KvLayoutOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-  const o = { ...KV_LAYOUT_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as KvLayoutOptions;
-  if (!Number.isSafeInteger(o.slotCount) || o.slotCount < 1 || o.slotCount > 1 << 24) throw new RangeError(`slotCount must be an integer in [1, 2^24], got ${String(o.slotCount)}`);
-  if (!Number.isSafeInteger(o.probeSlots) || o.probeSlots < 1 || o.probeSlots > Math.min(16, o.slotCount)) {
-    throw new RangeError(`probeSlots must be an integer in [1, min(16, slotCount)], got ${String(o.probeSlots)}`);
-  }
-  if (!Number.isSafeInteger(o.keyBytesMax) || o.keyBytesMax < 1 || o.keyBytesMax > 255) throw new RangeError(`keyBytesMax must be an integer in [1, 255], got ${String(o.keyBytesMax)}`);
-  if (!Array.isArray(o.classes) || o.classes.length < 1 || o.classes.length > MAX_CLASSES) throw new RangeError(`classes must hold 1..${MAX_CLASSES} size classes`);
-  let prev = 0;
-  for (const c of o.classes) {
-    const s = c?.sizeBytes;
-    if (!Number.isSafeInteger(s) || s < 64 || s > 1 << 20 || (s & (s - 1)) !== 0) throw new RangeError(`class sizeBytes must be a power of two in [64, 2^20], got ${String(s)}`);
-    if (s <= prev) throw new RangeError('classes must be in increasing sizeBytes order');
-    if (!Number.isSafeInteger(c.count) || c.count < 1 || c.count > 1 << 22) throw new RangeError(`class count must be an integer in [1, 2^22], got ${String(c.count)}`);
-    prev = s;
-  }
-  if (!Number.isSafeInteger(o.mailboxBuffers) || o.mailboxBuffers < 1 || o.mailboxBuffers > 4096) throw new RangeError(`mailboxBuffers must be an integer in [1, 4096], got ${String(o.mailboxBuffers)}`);
-  return o;
+  return resolveOptions(KV_LAYOUT_DEFAULTS, options, KV_LAYOUT_CHECKS);
 }
 
 /** Where everything lies, for a KV area at `base`. */

@@ -16,7 +16,8 @@
  */
 import { CpuPoller, QueuePair, Wr, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp, type WorkRequest } from '../../../flush/index.js';
 import { Access } from '../../../flush/index.js';
-import { crc32c, PmemRegion, PmrpcError, type ErrorCode } from '../../../pmem/index.js';
+import { crc32c, PmemRegion, PmrpcError, resolveOptions, type ErrorCode } from '../../../pmem/index.js';
+import { kvBase } from './checks.js';
 import { Mailbox } from './mailbox.js';
 import {
   KV_HEADER_BYTES,
@@ -118,7 +119,7 @@ export class PilafServer {
   static open(region: PmemRegion, nic: Rnic, options: Partial<PilafServerOptions> = {}): PilafServer {
     if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
     if (nic === null || typeof nic !== 'object' || nic.region !== region) throw new TypeError('nic must be an Rnic on the same region');
-    const o = { ...PILAF_SERVER_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as PilafServerOptions;
+    const o = resolveOptions(PILAF_SERVER_DEFAULTS, options, { base: kvBase });
     return new PilafServer(region, nic, o);
   }
 

@@ -4,7 +4,8 @@
  * buffer-return RPC. GET, PUT and DELETE never reach it: they are NIC chains (client.ts).
  */
 import { Access, CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
-import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
+import { bool, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
+import { kvBase } from './checks.js';
 import { auditAllocator, checkReturn, postFreeLists, recoverFreeLists, type AllocatorAudit, type ArenaClass, type PointerVerdict, type ReturnVerdict } from '../../../recovery/index.js';
 import { NO_KV_FAULTS, type KvFaults } from './faults.js';
 import { Mailbox } from './mailbox.js';
@@ -68,12 +69,10 @@ export interface SlotProblem {
   problem: string;
 }
 
+const KV_SERVER_CHECKS: OptionChecks<KvServerOptions> = { base: kvBase, deferRecovery: bool };
+
 function resolve(options: Partial<KvServerOptions>): KvServerOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-  const o = { ...KV_SERVER_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as KvServerOptions;
-  if (!Number.isSafeInteger(o.base) || o.base < 0 || o.base % 64 !== 0) throw new RangeError(`base must be a non-negative multiple of 64, got ${String(o.base)}`);
-  if (typeof o.deferRecovery !== 'boolean') throw new TypeError(`deferRecovery must be a boolean, got ${String(o.deferRecovery)}`);
-  return o;
+  return resolveOptions(KV_SERVER_DEFAULTS, options, KV_SERVER_CHECKS);
 }
 
 export class PrismKvServer {

@@ -4,7 +4,7 @@
  * log. By default it serves the digest workload (digest.ts), which the crash explorer and the
  * real-crash harness verify; a library user passes handlers of their own.
  */
-import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
+import { bool, must, PmemRegion, PmrpcError, positiveInt, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import { layoutBytes, RecoveryStore, type LayoutOptions, type RecoveryFaults, type RecoveryReport } from '../../../recovery/index.js';
 import { checkStrategy, DurableRpcServer, type MethodOptions, type RpcFaults, type RpcHandler, type RpcPool, type RpcStrategy } from '../../rpc/index.js';
 import type { AcceptedClient, App, AppHost, AppProblem, AppServer } from '../index.js';
@@ -52,17 +52,24 @@ export const RPC_APP_DEFAULTS: Readonly<RpcAppOptions> = Object.freeze({
   recoveryFaults: undefined,
 });
 
+const isObject = (v: unknown): boolean => v !== null && typeof v === 'object';
+
+// layout is checked by the recovery layout, pool by the RPC server; partialPollsMax as the store does, but before the region is touched.
+const RPC_APP_CHECKS: OptionChecks<RpcAppOptions> = {
+  strategy: (_name, v) => void checkStrategy(v),
+  keepResults: bool,
+  handlers: must(isObject, 'must be an object of method name -> handler'),
+  layout: must(isObject, 'must be an object'),
+  methods: (name, v, all) => {
+    must(isObject, 'must be an object of method name -> registration options')(name, v, all);
+    for (const m of Object.keys(v as object)) if (!Object.hasOwn(all.handlers as object, m)) throw new TypeError(`${name} names ${m}, which has no handler`);
+  },
+  appBytesMin: must((v) => Number.isSafeInteger(v) && (v as number) >= 64 && (v as number) % 64 === 0, (v) => `must be a positive multiple of 64, got ${String(v)}`, RangeError),
+  partialPollsMax: positiveInt,
+};
+
 function resolveRpcAppOptions(options: Partial<RpcAppOptions>): RpcAppOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-  const o = { ...RPC_APP_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RpcAppOptions;
-  checkStrategy(o.strategy);
-  if (typeof o.keepResults !== 'boolean') throw new TypeError(`keepResults must be a boolean, got ${String(o.keepResults)}`);
-  if (o.handlers === null || typeof o.handlers !== 'object') throw new TypeError('handlers must be an object of method name -> handler');
-  if (o.layout === null || typeof o.layout !== 'object') throw new TypeError('layout must be an object');
-  if (o.methods === null || typeof o.methods !== 'object') throw new TypeError('methods must be an object of method name -> registration options');
-  for (const m of Object.keys(o.methods)) if (!Object.hasOwn(o.handlers, m)) throw new TypeError(`methods names ${m}, which has no handler`);
-  if (!Number.isSafeInteger(o.appBytesMin) || o.appBytesMin < 64 || o.appBytesMin % 64 !== 0) throw new RangeError(`appBytesMin must be a positive multiple of 64, got ${String(o.appBytesMin)}`);
-  return o;
+  return resolveOptions(RPC_APP_DEFAULTS, options, RPC_APP_CHECKS);
 }
 
 /** Bytes of the layout without its application area. */

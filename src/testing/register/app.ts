@@ -15,7 +15,7 @@
  *
  * Recovery has nothing to rebuild (no free lists, no log): it validates the header, and says so.
  */
-import { crc32c, defineErrorCodes, PmrpcError, type ErrorCodesOf, type PmemRegion } from '../../../pmem/index.js';
+import { crc32c, defineErrorCodes, intIn, must, PmrpcError, resolveOptions, type ErrorCodesOf, type OptionChecks, type PmemRegion } from '../../../pmem/index.js';
 import { Access, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { jsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../../apps/index.js';
 
@@ -129,12 +129,13 @@ function decodeHeader(b: Uint8Array): number | undefined {
   return n >= 1 && n <= 4096 ? n : undefined;
 }
 
+const REGISTER_APP_CHECKS: OptionChecks<RegisterAppOptions> = {
+  registers: intIn(1, 4096),
+  base: must((v) => Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) % 64 === 0, (v) => `must be a non-negative multiple of 64, got ${String(v)}`, RangeError),
+};
+
 function resolveRegisterOptions(options: Partial<RegisterAppOptions>): RegisterAppOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-  const o = { ...REGISTER_APP_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RegisterAppOptions;
-  if (!Number.isSafeInteger(o.registers) || o.registers < 1 || o.registers > 4096) throw new RangeError(`registers must be an integer in [1, 4096], got ${String(o.registers)}`);
-  if (!Number.isSafeInteger(o.base) || o.base < 0 || o.base % 64 !== 0) throw new RangeError(`base must be a non-negative multiple of 64, got ${String(o.base)}`);
-  return o;
+  return resolveOptions(REGISTER_APP_DEFAULTS, options, REGISTER_APP_CHECKS);
 }
 
 /** The register app on one node's region. */

@@ -8,6 +8,7 @@
  * history is a witness that the original failed — a smaller failing history that the checker
  * rejects for the same kind of reason — and the original history stays the one that was checked.
  */
+import { intAtLeast, resolveOptions } from '../../../pmem/index.js';
 
 export interface ShortenOptions {
   /** Bound on calls of the predicate (the initial check included). */
@@ -30,8 +31,7 @@ export interface ShortenResult<T> {
  * (a RangeError otherwise) and deterministic.
  */
 export function shortenHistory<T>(history: readonly T[], stillFails: (ops: T[]) => boolean, options: Partial<ShortenOptions> = {}): ShortenResult<T> {
-  const o = { ...SHORTEN_DEFAULTS, ...options };
-  if (!Number.isSafeInteger(o.maxAttempts) || o.maxAttempts < 1) throw new RangeError(`maxAttempts must be an integer >= 1, got ${o.maxAttempts}`);
+  const o = resolveOptions(SHORTEN_DEFAULTS, options, { maxAttempts: intAtLeast(1) });
   let attempts = 1;
   if (!stillFails([...history])) throw new RangeError('shortenHistory needs a failing history: the predicate holds no failure for the input');
   let cur = [...history];

@@ -7,3 +7,4 @@ export { rpcExplorerApp, resolveRpcWorkload, checkDigests, RPC_WORKLOAD_DEFAULTS
 export { MUTANTS, findMutant, type Mutant } from './rpc-mutants.js';
 export { kvExplorerApp, resolveKvWorkload, lostWrites, cutHistoryAt, KV_WORKLOAD_DEFAULTS, KV_CRASH_LAYOUT, type KvWorkloadOptions, type KvOp } from './kv.js';
 export { sweep, exploreSeed, appOf, type SweepSpec, type SweepOptions } from './sweep.js';
+export { recoveryExplorerApp, resolveRecoveryWorkload, RecoveryAppServer, recoveryDigestHandler, mediaImage, visibleImage, RECOVERY_WORKLOAD_DEFAULTS, RECOVERY_CRASH_GEOMETRY, type RecoveryWorkloadOptions, type RecoveryExplorerApp } from './recovery.js';

@@ -8,7 +8,7 @@
  *   points: every request sent is applied exactly once, kept results are the requests' own;
  * - the region reopens from media alone to the same state, with nothing left to re-execute.
  */
-import { crc32c, materialize, crashImages, PmemRegion, type Prng } from '../../../pmem/index.js';
+import { crc32c, PmemRegion, type Prng } from '../../../pmem/index.js';
 import { layoutBytes, RecoveryStore, type AppView } from '../../../recovery/index.js';
 import { checkStrategy, DurableRpcClient, type RpcStrategy } from '../../rpc/index.js';
 import type { AppHost, AppProblem } from '../../apps/app.js';
@@ -208,8 +208,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
 
   /** Reopens from media alone: recovery finds nothing to re-execute and the same application state. */
   function reopen(region: PmemRegion, s: RpcAppServer): string[] {
-    const media = region.crashState();
-    const again = PmemRegion.openImage(materialize(media, [...crashImages(media, { engine: 'none' })][0]!));
+    const again = PmemRegion.openImage(region.crashState().media);
     try {
       const s2 = RecoveryStore.open(again, { faults: m?.recoveryFaults });
       const r2 = s2.recover((e, v) => digestHandler({ clientId: e.clientId, seq: e.seq, method: METHOD, payload: e.payload }, v));

@@ -7,14 +7,17 @@ import { Piscina } from 'piscina';
 import type { Clock } from '../../../pmem/index.js';
 import { explore, mergeReports, type ExploreOptions, type ExploreReport, type ExplorerApp } from './explorer.js';
 import { kvExplorerApp, type KvWorkloadOptions } from './kv.js';
+import { recoveryExplorerApp, type RecoveryWorkloadOptions } from './recovery.js';
 import { rpcExplorerApp, type RpcWorkloadOptions } from './rpc.js';
 
 /** A serialisable description of an app and its explorer options (what a worker needs). */
 export type SweepSpec =
   | { app: 'rpc'; workload: Partial<RpcWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
-  | { app: 'kv'; workload: Partial<KvWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> };
+  | { app: 'kv'; workload: Partial<KvWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
+  | { app: 'recovery'; workload: Partial<RecoveryWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> };
 
 export function appOf(spec: SweepSpec): ExplorerApp<unknown> {
+  if (spec.app === 'recovery') return recoveryExplorerApp(spec.workload) as ExplorerApp<unknown>;
   return (spec.app === 'rpc' ? rpcExplorerApp(spec.workload) : kvExplorerApp(spec.workload)) as ExplorerApp<unknown>;
 }
 

@@ -6,5 +6,7 @@ export { mix, parseSeedRange } from './seeds.js';
 export { rpcExplorerApp, resolveRpcWorkload, checkDigests, RPC_WORKLOAD_DEFAULTS, type RpcWorkloadOptions, type RpcSnapshot } from './rpc.js';
 export { MUTANTS, findMutant, type Mutant } from './rpc-mutants.js';
 export { kvExplorerApp, resolveKvWorkload, lostWrites, cutHistoryAt, KV_WORKLOAD_DEFAULTS, KV_CRASH_LAYOUT, type KvWorkloadOptions, type KvOp } from './kv.js';
-export { sweep, exploreSeed, appOf, type SweepSpec, type SweepOptions } from './sweep.js';
+export { sweep, exploreSeed, appOf, type SweepSpec, type SweepOptions, type CountedReport } from './sweep.js';
+export { withDistinctImages, type Counted } from './distinct.js';
 export { recoveryExplorerApp, resolveRecoveryWorkload, RecoveryAppServer, recoveryDigestHandler, mediaImage, visibleImage, RECOVERY_WORKLOAD_DEFAULTS, RECOVERY_CRASH_GEOMETRY, type RecoveryWorkloadOptions, type RecoveryExplorerApp } from './recovery.js';
+export { timelineInput, writeViolationTimelines, type Picture, type PicturedProblem, type PicturedViolation } from './picture.js';

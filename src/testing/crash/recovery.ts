@@ -314,6 +314,9 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
       for (const c of server.report?.clients ?? []) {
         const applied = store.conn.appliedSeq(c.clientId);
         if (applied !== c.resumeSeq - 1) out.push(`client ${c.clientId} resumes at ${c.resumeSeq} but is applied up to ${applied}`);
+        // A durable prefix past what the client sent: a registration that took a former occupant's state.
+        const sent = snap.sentUpTo.get(key(c.clientId)) ?? 0;
+        if (c.resumeSeq - 1 > sent) out.push(`client ${c.clientId} is durable up to ${c.resumeSeq - 1} but sent only ${sent}: applied again or never sent`);
       }
       if (out.length === 0 && ctx.phase === 'first') out.push(...continueAndReopen(world.nodes[0]!.region, server, snap, ctx.prng, w.reopenEvery > 0 && imagesSeen++ % w.reopenEvery === 0));
       return out.map((detail) => ({ kind: kindOf(detail), detail }));

@@ -8,7 +8,7 @@ import { systemClock } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { KV_MUTANTS, type KvFaultName } from '../src/apps/kv/index.js';
 import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
-import { DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec } from '../src/testing/crash/index.js';
+import { DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
 interface Opts {
@@ -42,13 +42,18 @@ interface Opts {
   statesMax?: number;
   por: boolean;
   schedule?: string;
+  lineModel?: string;
+  timeline?: string;
 }
+
+/** Violations drawn with --timeline. */
+export const TIMELINES_MAX = 5;
 
 export function registerCrashTest(program: Command): void {
   program
     .command('crash-test')
     .description('crash-test an app (durable RPC, or PRISM-KV with --app kv) on the crash explorer: crash at every crash point of a seeded workload (every media event and every delivery to a client), recover every image under a NIC configuration drawn per seed, check that nothing acknowledged is lost, applied twice or un-linearizable')
-    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy) or 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability)", 'rpc')
+    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy), 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability) , 'register' (the test-only replicated register on --nodes nodes: crash runs, exhaustive mode) or 'recovery' (recovery/ alone: rings and redo log driven without a NIC)", 'rpc')
     .option('--strategy <name>', `rpc: one of ${RPC_STRATEGIES.join(', ')}`, 'wflush')
     .option('--system <name>', "kv: 'prism' or 'pilaf' (the baseline)", 'prism')
     .option('--ddio <on|off>', 'pin DDIO of the emulated NIC (default: drawn per seed)')
@@ -58,7 +63,7 @@ export function registerCrashTest(program: Command): void {
     .option('--seeds <A..B>', 'a sweep over seeds A..B (each its own NIC configuration); reports merge by seed')
     .option('--jobs <n>', 'worker threads for a sweep (piscina)', intOption('jobs'))
     .option('--nodes <n>', 'rpc: server nodes, each with its own clients (default 1)', intOption('nodes'))
-    .option('--requests <n>', 'rpc: requests in all (default 64)', intOption('requests'))
+    .option('--requests <n>', 'rpc: requests in all (default 64); recovery: requests per client (default 12)', intOption('requests'))
     .option('--clients <n>', 'clients (default 3)', intOption('clients'))
     .option('--images-per-point <n>', 'crash images per crash point (default 4)', intOption('images-per-point'))
     .option('--engine <random|exhaustive>', 'image engine: seeded random images, or every image of each state (bounded)', 'random')
@@ -70,6 +75,7 @@ export function registerCrashTest(program: Command): void {
       if (!(n >= 0 && n <= 1)) throw new TypeError(`--eviction must be a probability in [0, 1], got ${v}`);
       return n;
     })
+    .option('--line-model <prefix|subset>', "pin what a crash leaves of a dirty CPU line: an in-order 'prefix' of its pending words, or any 'subset' (a real kill) (default: drawn per seed)")
     .option('--no-nested', 'do not crash each image once more during its recovery')
     .option('--registers <n>', 'register: registers (default 1)', intOption('registers'))
     .option('--pattern <p>', "register: 'mixed' (default) or 'writer-reader' (client 0 writes, the others read)")
@@ -81,16 +87,17 @@ export function registerCrashTest(program: Command): void {
     .option('--schedule <s>', "exhaustive: replay one interleaving, choice indices separated by '.' (what a violation's command names)")
     .option('--mutant <name>', 'remove one persistence step (test-only fault switch): the run must then report violations')
     .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught')
+    .option('--timeline <dir>', `write a self-contained HTML timeline of the shortest failing history of each of the first ${TIMELINES_MAX} violations into <dir> (its path is printed beside the replay command; JSON: each violation's "timeline")`)
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
     .addHelpText('after', '\nExit status: 0 when no violation was found, 1 when violations were found (or on bad options).')
     .action(async (opts: Opts) => {
-      if (opts.app !== 'rpc' && opts.app !== 'kv' && opts.app !== 'register') throw new TypeError(`--app must be rpc, kv or register, got ${opts.app}`);
+      if (opts.app !== 'rpc' && opts.app !== 'kv' && opts.app !== 'register' && opts.app !== 'recovery') throw new TypeError(`--app must be rpc, kv, register or recovery, got ${opts.app}`);
       if (opts.listMutants && opts.app === 'register') {
         for (const m of REGISTER_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
         return;
       }
       if (opts.listMutants) {
-        for (const m of opts.app === 'kv' ? KV_MUTANTS : MUTANTS) process.stdout.write(`${m.name}\t${m.strategies.join(',')}\n`);
+        for (const m of opts.app === 'kv' ? KV_MUTANTS : opts.app === 'recovery' ? [] : MUTANTS) process.stdout.write(`${m.name}\t${m.strategies.join(',')}\n`);
         return;
       }
       if (opts.exhaustive) {
@@ -100,7 +107,9 @@ export function registerCrashTest(program: Command): void {
       if (opts.ddio !== undefined && opts.ddio !== 'on' && opts.ddio !== 'off') throw new TypeError(`--ddio must be on or off, got ${opts.ddio}`);
       if (opts.drain !== undefined && !DRAIN_CHOICES.includes(opts.drain as DrainChoice)) throw new TypeError(`--drain must be one of ${DRAIN_CHOICES.join(', ')}, got ${opts.drain}`);
       if (opts.placement !== undefined && opts.placement !== 'any' && opts.placement !== 'ascending') throw new TypeError(`--placement must be any or ascending, got ${opts.placement}`);
+      if (opts.lineModel !== undefined && opts.lineModel !== 'prefix' && opts.lineModel !== 'subset') throw new TypeError(`--line-model must be prefix or subset, got ${opts.lineModel}`);
       const pins: NicPins = {
+        ...(opts.lineModel !== undefined ? { lineModel: opts.lineModel as 'prefix' | 'subset' } : {}),
         ...(opts.ddio !== undefined ? { ddio: opts.ddio === 'on' } : {}),
         ...(opts.drain !== undefined ? { drain: opts.drain as DrainChoice } : {}),
         ...(opts.placement !== undefined ? { placement: opts.placement as 'any' | 'ascending' } : {}),
@@ -124,6 +133,9 @@ export function registerCrashTest(program: Command): void {
       } else if (opts.app === 'rpc') {
         if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
         spec = { app: 'rpc', workload: resolveRpcWorkload({ strategy: opts.strategy as RpcStrategy, requests: opts.requests, clients: opts.clients, mutant: opts.mutant, resumeEvery: opts.resumeEvery, nodes: opts.nodes }), explore: ex };
+      } else if (opts.app === 'recovery') {
+        if (opts.mutant !== undefined) throw new TypeError('--mutant: the recovery app has none (its fault switches are tested by test/recovery/faults.test.ts)');
+        spec = { app: 'recovery', workload: resolveRecoveryWorkload({ clients: opts.clients, requestsPerClient: opts.requests }), explore: ex };
       } else {
         if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
         spec = { app: 'kv', workload: resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients }), explore: ex };
@@ -137,17 +149,18 @@ export function registerCrashTest(program: Command): void {
       } finally {
         bar.stop();
       }
-      const violations = r.violations.slice(0, 20);
+      const paths = opts.timeline !== undefined ? writeViolationTimelines(r.violations, opts.timeline, TIMELINES_MAX, (v) => (v.timeline?.seed as number | undefined) ?? r.seed) : new Map<number, string>();
+      const violations = (r.violations as PicturedViolation[]).slice(0, 20).map(({ timeline: _t, ...v }, i) => (paths.has(i) ? { ...v, timeline: paths.get(i)! } : v));
       if (opts.json) {
         printJson({
-          app: r.app, seed: r.seed, ...(seeds.length > 1 ? { seeds } : {}), ...(opts.app === 'rpc' ? { strategy: opts.strategy } : { system: opts.system }), mutant: opts.mutant ?? null,
-          configs: r.configs, crashPoints: r.crashPoints, crashPointsTotal: r.crashPointsTotal, deliveryPoints: r.deliveryPoints, imagesChecked: r.imagesChecked,
+          app: r.app, seed: r.seed, ...(seeds.length > 1 ? { seeds } : {}), ...(opts.app === 'rpc' ? { strategy: opts.strategy } : opts.app === 'kv' ? { system: opts.system } : {}), mutant: opts.mutant ?? null,
+          configs: r.configs, crashPoints: r.crashPoints, crashPointsTotal: r.crashPointsTotal, deliveryPoints: r.deliveryPoints, imagesChecked: r.imagesChecked, distinctImages: r.distinctImages,
           nestedImagesChecked: r.nestedImagesChecked, sampledPoints: r.sampledPoints, imagesPerSecond: r.imagesPerSecond, seconds: Number(r.seconds.toFixed(3)),
           violations, violationsTotal: r.violations.length,
         });
       } else {
-        log(`${r.crashPoints} of ${r.crashPointsTotal} crash points (${r.deliveryPoints} at deliveries), ${r.imagesChecked} images (+ ${r.nestedImagesChecked} crashed again during recovery), ${r.imagesPerSecond} images/s, ${r.seconds.toFixed(1)} s; NIC configurations: ${r.configs.join(', ')}`);
-        for (const v of violations) log(`VIOLATION at crash point ${v.point} (${v.kind})${v.image === undefined ? '' : `, image ${v.image}`}: ${v.detail}\n  reproduce: ${v.replay}`);
+        log(`${r.crashPoints} of ${r.crashPointsTotal} crash points (${r.deliveryPoints} at deliveries), ${r.imagesChecked} images (${r.distinctImages} distinct (crash point, image) pairs; + ${r.nestedImagesChecked} crashed again during recovery), ${r.imagesPerSecond} images/s, ${r.seconds.toFixed(1)} s; NIC configurations: ${r.configs.join(', ')}`);
+        for (const v of violations) log(`VIOLATION at crash point ${v.point} (${v.kind})${v.image === undefined ? '' : `, image ${v.image}`}: ${v.detail}\n  reproduce: ${v.replay}${'timeline' in v ? `\n  timeline: ${v.timeline}` : ''}`);
         log(`${r.violations.length} violation${r.violations.length === 1 ? '' : 's'}${r.violations.length > violations.length ? ` (first ${violations.length} shown)` : ''}`);
       }
       if (r.violations.length > 0) process.exitCode = 1;

@@ -42,6 +42,12 @@ export interface PmemOptions {
   entropy: Entropy;
   /** Injected clock (kept for layers above that take it from the region). */
   clock: Clock;
+  /**
+   * What a crash can leave of a dirty line's pending pieces (crashState()): 'prefix' (the model of
+   * DESIGN §2.1: an in-order prefix) or 'subset' (any subset of its dirty 8-byte words: what a real
+   * kill interrupting a write-back mid-line can leave — the §2.1 caveat).
+   */
+  lineModel: 'prefix' | 'subset';
 }
 
 export const PMEM_DEFAULTS: Readonly<PmemOptions> = Object.freeze({
@@ -53,6 +59,7 @@ export const PMEM_DEFAULTS: Readonly<PmemOptions> = Object.freeze({
   prng: undefined,
   entropy: cryptoEntropy,
   clock: systemClock,
+  lineModel: 'prefix',
 });
 
 /** Events that change media, and client-visible completions: where a simulated crash can strike. */
@@ -524,7 +531,7 @@ export class PmemRegion {
         throw new PmrpcError(ErrorCodes.NOT_TRACING, 'crash images need a region opened with { tracing: true }');
       }
       for (const [line, pieces] of [...this.#pieces].sort((a, b) => a[0] - b[0])) {
-        if (pieces.length > 0) components.push({ kind: 'prefix', source: `line ${line}`, pieces: pieces.map((p) => ({ offset: p.offset, bytes: p.bytes })) });
+        if (pieces.length > 0) components.push({ kind: this.options.lineModel, source: `line ${line}`, pieces: pieces.map((p) => ({ offset: p.offset, bytes: p.bytes })) });
       }
     }
     for (const c of this.#contributors) components.push(...c());
@@ -685,7 +692,7 @@ function checkSize(sizeBytes: number): void {
   }
 }
 
-const PMEM_CHECKS: OptionChecks<PmemOptions> = { domain: oneOf(['adr', 'eadr']), eviction: probability, strict: bool, tracing: bool, seed: integer };
+const PMEM_CHECKS: OptionChecks<PmemOptions> = { domain: oneOf(['adr', 'eadr']), eviction: probability, strict: bool, tracing: bool, seed: integer, lineModel: oneOf(['prefix', 'subset']) };
 
 function resolvePmemOptions(options: Partial<PmemOptions>): PmemOptions {
   return resolveOptions(PMEM_DEFAULTS, options, PMEM_CHECKS);

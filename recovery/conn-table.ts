@@ -15,6 +15,7 @@
  */
 import assert from 'node:assert/strict';
 import { PmrpcError } from '../pmem/index.js';
+import { NO_FAULTS, type RecoveryFaults } from './faults.js';
 import { decodeCounterWord, encodeCounterWord, RecoveryErrorCodes, type Layout } from './layout.js';
 
 export interface ConnEntry {
@@ -32,9 +33,12 @@ export class ConnTable {
   #bySlot: (ConnEntry | undefined)[];
   #byId = new Map<number, ConnEntry>();
 
+  readonly #faults: RecoveryFaults;
+
   /** Reads and validates every slot. */
-  constructor(layout: Layout) {
+  constructor(layout: Layout, faults: RecoveryFaults = NO_FAULTS) {
     this.layout = layout;
+    this.#faults = faults;
     this.#bySlot = new Array(layout.geometry.maxClients).fill(undefined);
     const next = layout.nextClientId;
     for (let i = 0; i < layout.geometry.maxClients; i++) {
@@ -84,7 +88,9 @@ export class ConnTable {
     const r = this.layout.region;
     const off = this.layout.connOffset(slot);
     r.storeU64Atomic(off + APPLIED_WORD, 0n);
-    r.persist(off + APPLIED_WORD, 8);
+    // Same line as the id word, so only the kill model (any subset of a line's words) needs it:
+    // without it the id can persist over the former occupant's applied word.
+    if (!this.#faults.skipPersistRegisterReset) r.persist(off + APPLIED_WORD, 8);
     r.storeU64Atomic(off + ID_WORD, encodeCounterWord(id));
     r.persist(off + ID_WORD, 8);
     const e: ConnEntry = { clientId: id, connSlot: slot, appliedSeq: 0 };

@@ -18,6 +18,8 @@ export interface RecoveryFaults {
   skipChecksumAtRecovery?: boolean;
   /** recovery: leave entries beyond the first gap of a ring valid instead of invalidating them. */
   skipInvalidateBeyondGap?: boolean;
+  /** registration: write the new client's id word without first persisting the reset of the slot's applied word. */
+  skipPersistRegisterReset?: boolean;
 }
 
 export const FAULT_NAMES = Object.freeze([
@@ -28,6 +30,7 @@ export const FAULT_NAMES = Object.freeze([
   'skipChecksumAtPoll',
   'skipChecksumAtRecovery',
   'skipInvalidateBeyondGap',
+  'skipPersistRegisterReset',
 ] as const) satisfies readonly (keyof RecoveryFaults)[];
 
 export const NO_FAULTS: Readonly<RecoveryFaults> = Object.freeze({});

@@ -46,7 +46,7 @@ export class RecoveryStore {
     this.geometry = layout.geometry;
     this.faults = options.faults;
     this.partialPollsMax = options.partialPollsMax;
-    this.conn = new ConnTable(layout);
+    this.conn = new ConnTable(layout, this.faults);
     this.log = new RedoLog(layout, this.conn, { faults: this.faults });
     this.#ready = ready;
     const r = this.region;

@@ -2,6 +2,9 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { MUTANTS } from '../../src/testing/crash/index.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
@@ -22,7 +25,7 @@ t.test('--list-mutants: name<TAB>strategies per line, nothing else on stdout', a
 });
 
 t.test('--json: exactly one JSON document; exit 0 without violations', async (t) => {
-  const r = run('--strategy', 'wrflush', '--seed', String(SEED), '--requests', '9', '--json');
+  const r = run('--strategy', 'wrflush', '--seed', String(SEED), '--requests', '9', '--no-nested', '--json');
   t.equal(r.status, 0, r.stderr);
   const doc = JSON.parse(r.stdout) as Record<string, unknown>;
   t.equal(doc.strategy, 'wrflush');
@@ -33,16 +36,21 @@ t.test('--json: exactly one JSON document; exit 0 without violations', async (t)
 });
 
 t.test('violations: exit 1, each with the command that reproduces it', async (t) => {
-  const r = run('--strategy', 'raw', '--ddio', 'on', '--seed', String(SEED), '--requests', '9', '--json');
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-cli-timeline-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = run('--strategy', 'raw', '--ddio', 'on', '--seed', String(SEED), '--requests', '9', '--no-nested', '--json', '--timeline', dir);
   t.equal(r.status, 1);
-  const doc = JSON.parse(r.stdout) as { violations: Array<{ replay: string; detail: string }> };
+  const doc = JSON.parse(r.stdout) as { violations: Array<{ replay: string; detail: string; timeline?: string }> };
   t.ok(doc.violations.length > 0);
+  const page = doc.violations[0]!.timeline;
+  t.ok(page !== undefined && page.startsWith(dir) && existsSync(page), `--timeline: the first violation's page ${page}`);
+  t.match(readFileSync(page!, 'utf8'), /crash: point \d+/);
   const cmd = doc.violations[0]!.replay;
   t.match(cmd, /^pmrpc crash-test --app rpc --strategy raw .*--ddio on/);
   const again = run(...cmd.split(' ').slice(2), '--json');
   t.equal(again.status, 1, 'the printed command reproduces a violation');
   t.ok((JSON.parse(again.stdout) as { violations: unknown[] }).violations.length > 0);
-  const mutant = run('--strategy', 'farm', '--mutant', 'reply-before-apply', '--requests', '9', '--ddio', 'on', '--seed', '2');
+  const mutant = run('--strategy', 'farm', '--mutant', 'reply-before-apply', '--requests', '9', '--ddio', 'on', '--seed', '2', '--no-nested');
   t.equal(mutant.status, 1);
   t.match(mutant.stderr, /VIOLATION at crash point \d+/);
   t.match(mutant.stderr, /reproduce: pmrpc crash-test --app rpc --strategy farm .*--mutant reply-before-apply .*--point \d+/);

@@ -315,3 +315,23 @@ t.test('the fast path and tracing mode leave identical media and stats after the
   );
   t.pass(`held for ${NUM_RUNS} random programs`);
 });
+
+t.test("lineModel 'subset' (the kill model): any subset of a line's pending words, not only a prefix", async (t) => {
+  const r = PmemRegion.createInMemory(4096, { tracing: true, lineModel: 'subset' });
+  r.storeU64(0, 1n);
+  r.storeU64(8, 2n);
+  const st = r.crashState();
+  t.same(st.components.map((c) => c.kind), ['subset']);
+  t.equal(countImages(st), 4n, '2 words: 4 subsets (a prefix model has 3)');
+  const seen = new Set([...crashImages(st, { engine: 'exhaustive' })].map((img) => {
+    const b = materialize(st, img);
+    const dv = new DataView(b.buffer, b.byteOffset + HEADER_BYTES);
+    return `${dv.getBigUint64(0, true)},${dv.getBigUint64(8, true)}`;
+  }));
+  t.ok(seen.has('0,2'), 'the second word without the first: reachable only under the subset model');
+  const p = PmemRegion.createInMemory(4096, { tracing: true });
+  p.storeU64(0, 1n);
+  p.storeU64(8, 2n);
+  t.equal(countImages(p.crashState()), 3n, "the default 'prefix' model");
+  t.throws(() => PmemRegion.createInMemory(4096, { lineModel: 'any' as never }), new TypeError("lineModel must be 'prefix' or 'subset', got any"));
+});

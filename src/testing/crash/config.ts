@@ -21,10 +21,15 @@ export interface NicConfig {
   eviction: number;
   /** The DMA engine drains everything whenever the fabric is idle (else only when nothing else can run). */
   idleDrain: boolean;
+  /**
+   * What a crash leaves of a dirty CPU line (the region's lineModel, DESIGN §2.1): an in-order
+   * prefix of its pending words, or any subset (a real kill interrupting a write-back mid-line).
+   */
+  lineModel: 'prefix' | 'subset';
 }
 
 /** Dimensions a caller may pin (the CLI's --drain, --ddio, --placement). */
-export type NicPins = Partial<Pick<NicConfig, 'drain' | 'ddio' | 'placement' | 'eviction'>>;
+export type NicPins = Partial<Pick<NicConfig, 'drain' | 'ddio' | 'placement' | 'eviction' | 'lineModel'>>;
 
 export const CACHE_PRESSURE_SMALL = 4;
 export const CACHE_ENTRIES_LARGE = 65536;
@@ -39,6 +44,8 @@ export function nicConfigFor(seed: number, pins: NicPins = {}): NicConfig {
   const cacheEntriesMax = pick([CACHE_PRESSURE_SMALL, CACHE_ENTRIES_LARGE]);
   const eviction = pick([0, 0, 0.05]);
   const idleDrain = pick([false, false, true]);
+  // Drawn last, so the dimensions above stay what they were for every seed.
+  const lineModel = pick<'prefix' | 'subset'>(['prefix', 'prefix', 'subset']);
   return {
     drain: pins.drain ?? drain,
     ddio: pins.ddio ?? ddio,
@@ -46,6 +53,7 @@ export function nicConfigFor(seed: number, pins: NicPins = {}): NicConfig {
     cacheEntriesMax,
     eviction: pins.eviction ?? eviction,
     idleDrain,
+    lineModel: pins.lineModel ?? lineModel,
   };
 }
 
@@ -54,6 +62,7 @@ export function checkPins(pins: NicPins): NicPins {
   if (pins.ddio !== undefined && typeof pins.ddio !== 'boolean') throw new TypeError(`ddio must be a boolean, got ${String(pins.ddio)}`);
   if (pins.placement !== undefined && pins.placement !== 'any' && pins.placement !== 'ascending') throw new TypeError(`placement must be 'any' or 'ascending', got ${String(pins.placement)}`);
   if (pins.eviction !== undefined && !(typeof pins.eviction === 'number' && pins.eviction >= 0 && pins.eviction <= 1)) throw new RangeError(`eviction must be a probability in [0, 1], got ${String(pins.eviction)}`);
+  if (pins.lineModel !== undefined && pins.lineModel !== 'prefix' && pins.lineModel !== 'subset') throw new TypeError(`lineModel must be 'prefix' or 'subset', got ${String(pins.lineModel)}`);
   return pins;
 }
 
@@ -63,7 +72,7 @@ export function rnicOptions(c: NicConfig): { drain: DrainPolicy; lazyBound: numb
   return { drain, lazyBound: c.drain === 'lazy-small' ? 2 : 64, cacheEntriesMax: c.cacheEntriesMax, placement: c.placement, ddio: c.ddio };
 }
 
-/** A short stable name, e.g. "lazy-small/ddio/any/pressure/evict/idle". */
+/** A short stable name, e.g. "lazy-small/ddio/any/pressure/evict/idle-drain/line-subset". */
 export function configName(c: NicConfig): string {
-  return [c.drain, c.ddio ? 'ddio' : 'no-ddio', c.placement, c.cacheEntriesMax === CACHE_PRESSURE_SMALL ? 'pressure' : 'roomy', c.eviction > 0 ? 'evict' : 'no-evict', c.idleDrain ? 'idle-drain' : 'no-idle-drain'].join('/');
+  return [c.drain, c.ddio ? 'ddio' : 'no-ddio', c.placement, c.cacheEntriesMax === CACHE_PRESSURE_SMALL ? 'pressure' : 'roomy', c.eviction > 0 ? 'evict' : 'no-evict', c.idleDrain ? 'idle-drain' : 'no-idle-drain', c.lineModel === 'subset' ? 'line-subset' : 'line-prefix'].join('/');
 }

@@ -114,6 +114,7 @@ export function replayCommand(app: ExplorerApp<unknown>, o: ExploreOptions, poin
   if (o.pins.ddio !== undefined) parts.push(`--ddio ${o.pins.ddio ? 'on' : 'off'}`);
   if (o.pins.placement !== undefined) parts.push(`--placement ${o.pins.placement}`);
   if (o.pins.eviction !== undefined) parts.push(`--eviction ${o.pins.eviction}`);
+  if (o.pins.lineModel !== undefined) parts.push(`--line-model ${o.pins.lineModel}`);
   if (!o.nested) parts.push('--no-nested');
   if (point !== undefined) parts.push(`--point ${point}`);
   if (plan !== undefined) parts.push(`--crash-plan '${plan}'`);
@@ -138,7 +139,7 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
   const world = new World(config, o.seed);
   world.lateObservation = o.observe === 'late';
   for (let n = 0; n < app.nodes; n++) {
-    const region = PmemRegion.createInMemory(app.regionBytes, { tracing: true, seed: mix(o.seed, 0x7e, n), eviction: config.eviction, entropy: seededEntropy(createPrng(mix(o.seed, 3, n))) });
+    const region = PmemRegion.createInMemory(app.regionBytes, { tracing: true, lineModel: config.lineModel, seed: mix(o.seed, 0x7e, n), eviction: config.eviction, entropy: seededEntropy(createPrng(mix(o.seed, 3, n))) });
     app.format(region, n);
     world.addNode(region, (host) => app.open(host, n)).server!.recover();
   }
@@ -241,7 +242,7 @@ export async function checkTuple<S>(
   let seen = 0;
   try {
     for (let n = 0; n < images.length; n++) {
-      const region = PmemRegion.openImage(images[n]!, { tracing: true });
+      const region = PmemRegion.openImage(images[n]!, { tracing: true, lineModel: config.lineModel });
       let node;
       try {
         node = world.addNode(region, (host) => app.open(host, n));

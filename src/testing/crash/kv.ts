@@ -22,6 +22,8 @@ import type { PrismKvClient } from '../../apps/kv/index.js';
 import type { PilafClient } from '../../apps/kv/index.js';
 import { PrismKvServer, RETURN_IMM } from '../../apps/kv/index.js';
 import type { ExplorerApp } from './explorer.js';
+import { kvLabel, kvWellFormed, shortestNonLinearizable, timelineOperations } from '../timeline/index.js';
+import type { Picture, PicturedProblem } from './picture.js';
 import type { World } from './world.js';
 
 export interface KvWorkloadOptions {
@@ -117,6 +119,20 @@ export function lostWrites(history: ReadonlyArray<Operation<KvInput, KvOutput>>,
   return out;
 }
 
+/** The shortest non-linearizable sub-history (delta debugging, keeping what explains each read), the checker's operations red. */
+function linPicture(history: Array<Operation<KvInput, KvOutput>>, named: ReadonlyArray<Operation<KvInput, KvOutput>>, crashes: Picture['crashes']): Picture {
+  const short = shortestNonLinearizable(kvModel, history, { wellFormed: kvWellFormed(history), maxAttempts: 400 });
+  const last = Math.max(...short.ops.map((o) => o.ret ?? o.call));
+  return { operations: timelineOperations(short.ops, kvLabel, (op) => named.includes(op)), crashes: crashes.filter((c) => c.time <= last + 1) };
+}
+
+/** A lost write: the history cut at the crash, for the key the read after recovery got wrong (its writes and that read red). */
+function lostPicture(history: Array<Operation<KvInput, KvOutput>>, detail: string, crashes: Picture['crashes']): Picture {
+  const key = /get\(([^)]*)\) after recovery/.exec(detail)?.[1];
+  const ops = key === undefined ? history : history.filter((h) => h.input.key === key);
+  return { operations: timelineOperations(ops, kvLabel, (op) => op.client === -1 || (op.input.kind !== 'get' && op.ret !== undefined)), crashes };
+}
+
 function describe(i: KvInput): string {
   return i.kind === 'put' ? `put(${i.key}, ${i.value})` : `${i.kind}(${i.key})`;
 }
@@ -196,8 +212,9 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
       for (const c of toFlush) c.flushReturns().then(() => flushed++, () => flushed++);
       await world.run(() => flushed >= toFlush.length, 100_000);
       for (const p of server.audit()) if (p.kind === 'allocator') out.push({ kind: 'live-allocator', detail: `after the workload and every return: ${p.detail}` });
-      const lin = checkLinearizable(kvModel, cutHistoryAt(ops, Number.POSITIVE_INFINITY));
-      if (lin.ok === false) out.push({ kind: 'linearizability', detail: `live history: ${lin.reason}: ${lin.operations.map((x) => kvModel.describe!(x)).join('; ')}` });
+      const whole = cutHistoryAt(ops, Number.POSITIVE_INFINITY);
+      const lin = checkLinearizable(kvModel, whole);
+      if (lin.ok === false) out.push({ kind: 'linearizability', detail: `live history: ${lin.reason}: ${lin.operations.map((x) => kvModel.describe!(x)).join('; ')}`, picture: () => linPicture(whole, lin.operations, []) } as PicturedProblem);
       else if (lin.ok === 'unknown') out.push({ kind: 'undecided', detail: 'live history: the linearizability search gave up' });
       return out;
     },
@@ -272,9 +289,10 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
       );
       const r = await world.run(() => done, 100_000);
       if (r.status !== 'done') out.push({ kind: 'read-error', detail: `reads after recovery never answered (${r.status})` });
-      for (const d of lostWrites(history, finals)) out.push({ kind: 'lost', detail: d });
+      const crash = [{ time: snap.time, label: 'crash' }];
+      for (const d of lostWrites(history, finals)) out.push({ kind: 'lost', detail: d, picture: () => lostPicture(history, d, crash) } as PicturedProblem);
       const lin = checkLinearizable(kvModel, history);
-      if (lin.ok === false) out.push({ kind: 'linearizability', detail: `${lin.reason}: ${lin.operations.map((x) => kvModel.describe!(x)).join('; ')}` });
+      if (lin.ok === false) out.push({ kind: 'linearizability', detail: `${lin.reason}: ${lin.operations.map((x) => kvModel.describe!(x)).join('; ')}`, picture: () => linPicture(history, lin.operations, crash) } as PicturedProblem);
       else if (lin.ok === 'unknown') {
         app.undecided++;
         out.push({ kind: 'undecided', detail: 'the linearizability search gave up' });

@@ -8,7 +8,7 @@
  *   points: every request sent is applied exactly once, kept results are the requests' own;
  * - the region reopens from media alone to the same state, with nothing left to re-execute.
  */
-import { crc32c, materialize, crashImages, PmemRegion, type Prng } from '../../../pmem/index.js';
+import { crc32c, PmemRegion, type Prng } from '../../../pmem/index.js';
 import { layoutBytes, RecoveryStore, type AppView } from '../../../recovery/index.js';
 import { checkStrategy, DurableRpcClient, type RpcStrategy } from '../../rpc/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
@@ -16,6 +16,7 @@ import { rpcApp, RpcAppServer, type RpcAppOptions } from '../../apps/rpc/index.j
 import { DIGEST_BYTES, LOG_BASE, METHOD, digestHandler, readDigestLog } from '../../apps/rpc/index.js';
 import { decodeWelcomePayload, encodeHelloPayload } from '../../apps/rpc/index.js';
 import type { ExplorerApp } from './explorer.js';
+import type { Picture, PicturedProblem } from './picture.js';
 import { findMutant } from './rpc-mutants.js';
 import type { World } from './world.js';
 
@@ -36,6 +37,8 @@ export interface RpcSnapshot {
   /** "node/clientId" -> highest sequence issued / told durable. */
   sentUpTo: Map<string, number>;
   acked: Map<string, number>;
+  /** Logical time of the crash point (calls and acknowledgements are on the same clock); for pictures. */
+  time?: number;
 }
 
 export function resolveRpcWorkload(options: Partial<RpcWorkloadOptions>): RpcWorkloadOptions {
@@ -73,6 +76,10 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
   /** "node/clientId" -> seq -> payload. */
   const payloads = new Map<string, Map<number, Uint8Array>>();
   let imagesSeen = 0;
+  /** Logical time: calls, durable acknowledgements and crash points (for pictures of violations). */
+  let now = 0;
+  /** "node/clientId" -> seq -> [call, durable ack]. */
+  const times = new Map<string, Map<number, [number, number | undefined]>>();
   const app = {
     name: 'rpc',
     nodes: w.nodes,
@@ -93,12 +100,21 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
         for (let k = 0; k < w.clients; k++) {
           let id = 0;
           const { qp, welcome } = world.connect(n, encodeHelloPayload({}));
-          const c = new DurableRpcClient(qp, decodeWelcomePayload(welcome), { onDurable: (s) => acked.set(key(n, id), Math.max(acked.get(key(n, id)) ?? 0, s)), faults: m?.rpcFaults });
+          const onDurable = (s: number): void => {
+            const kk = key(n, id);
+            for (let q = (acked.get(kk) ?? 0) + 1; q <= s; q++) {
+              const t = times.get(kk)?.get(q);
+              if (t !== undefined && t[1] === undefined) t[1] = ++now;
+            }
+            acked.set(kk, Math.max(acked.get(kk) ?? 0, s));
+          };
+          const c = new DurableRpcClient(qp, decodeWelcomePayload(welcome), { onDurable, faults: m?.rpcFaults });
           id = c.clientId;
           const kk = key(n, id);
           sentUpTo.set(kk, 0);
           acked.set(kk, 0);
           payloads.set(kk, new Map());
+          times.set(kk, new Map());
           const mine = Math.floor(reqs / w.clients) + (k < reqs % w.clients ? 1 : 0);
           const cp = prng.fork();
           streams.push(
@@ -107,6 +123,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
                 const payload = new Uint8Array(cp.int(8, 90)).map(() => cp.int(0, 255));
                 payloads.get(kk)!.set(seq, payload);
                 sentUpTo.set(kk, seq);
+                times.get(kk)!.set(seq, [++now, undefined]);
                 const call = c.call(METHOD, payload);
                 results.push(call.result.catch(() => undefined));
                 // Sometimes a client waits for its request to be durable before the next one.
@@ -121,7 +138,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
       await Promise.all(results);
     },
     snapshot(): RpcSnapshot {
-      return { sentUpTo: new Map(sentUpTo), acked: new Map(acked) };
+      return { sentUpTo: new Map(sentUpTo), acked: new Map(acked), time: ++now };
     },
     async checkLive(world: World): Promise<AppProblem[]> {
       const out: AppProblem[] = [];
@@ -153,12 +170,35 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
       }
       if (msgs.length === 0 && ctx.phase === 'first' && w.resumeEvery > 0 && imagesSeen++ % w.resumeEvery === 0) msgs.push(...(await resume(world, snap)));
       if (msgs.length === 0 && ctx.phase === 'first') for (const node of world.nodes) msgs.push(...reopen(node.region, node.server as RpcAppServer).map((x) => `node ${node.index}: ${x}`));
-      return msgs.map((detail) => ({ kind: /lost/.test(detail) ? 'lost' : 'digest', detail }));
+      return msgs.map((detail): PicturedProblem => ({ kind: /lost/.test(detail) ? 'lost' : 'digest', detail, picture: () => picture(snap, detail) }));
     },
     replayArgs(): string {
       return `--app rpc --strategy ${w.strategy} --requests ${w.requests} --clients ${w.clients}${w.nodes > 1 ? ` --nodes ${w.nodes}` : ''}${w.mutant !== undefined ? ` --mutant ${w.mutant}` : ''}`;
     },
   };
+
+  /**
+   * Requests as operations, one lane per client (call → durable acknowledgement), as of the crash:
+   * one not acknowledged by then is cut. The requests the detail names are red.
+   */
+  function picture(snap: RpcSnapshot, detail: string): Picture {
+    const crash = snap.time ?? Number.POSITIVE_INFINITY;
+    const node = Number(/^node (\d+):/.exec(detail)?.[1] ?? -1);
+    const lostRange = /client (\d+) was told durable up to (\d+), applied up to (\d+)/.exec(detail);
+    const one = /client (\d+) seq (\d+)/.exec(detail);
+    const named = (n: number, c: number, q: number): boolean =>
+      (node < 0 || node === n) &&
+      (lostRange !== null ? c === Number(lostRange[1]) && q > Number(lostRange[3]) && q <= Number(lostRange[2]) : one !== null && c === Number(one[1]) && q === Number(one[2]));
+    const operations: Picture['operations'] = [];
+    for (const [kk, seqs] of times) {
+      const [n, c] = kk.split('/').map(Number) as [number, number];
+      for (const [q, [call, ack]] of seqs) {
+        if (call >= crash) continue;
+        operations.push({ client: c, call, ret: ack !== undefined && ack < crash ? ack : undefined, label: `${w.nodes > 1 ? `node ${n} ` : ''}#${q}`, highlight: named(n, c, q), ...(w.nodes > 1 ? { node: n } : {}) });
+      }
+    }
+    return { operations, crashes: Number.isFinite(crash) ? [{ time: crash, label: 'crash' }] : [] };
+  }
 
   /** Clients reconnect through the handshake and resend from their resume points. */
   async function resume(world: World, snap: RpcSnapshot): Promise<string[]> {
@@ -208,8 +248,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
 
   /** Reopens from media alone: recovery finds nothing to re-execute and the same application state. */
   function reopen(region: PmemRegion, s: RpcAppServer): string[] {
-    const media = region.crashState();
-    const again = PmemRegion.openImage(materialize(media, [...crashImages(media, { engine: 'none' })][0]!));
+    const again = PmemRegion.openImage(region.crashState().media);
     try {
       const s2 = RecoveryStore.open(again, { faults: m?.recoveryFaults });
       const r2 = s2.recover((e, v) => digestHandler({ clientId: e.clientId, seq: e.seq, method: METHOD, payload: e.payload }, v));

@@ -6,7 +6,10 @@
 import { Piscina } from 'piscina';
 import type { Clock } from '../../../pmem/index.js';
 import { explore, mergeReports, type ExploreOptions, type ExploreReport, type ExplorerApp } from './explorer.js';
+import { withDistinctImages } from './distinct.js';
+import type { PicturedViolation } from './picture.js';
 import { kvExplorerApp, type KvWorkloadOptions } from './kv.js';
+import { recoveryExplorerApp, type RecoveryWorkloadOptions } from './recovery.js';
 import { rpcExplorerApp, type RpcWorkloadOptions } from './rpc.js';
 import { registerExplorerApp, type RegisterWorkloadOptions } from './register.js';
 
@@ -14,32 +17,39 @@ import { registerExplorerApp, type RegisterWorkloadOptions } from './register.js
 export type SweepSpec =
   | { app: 'rpc'; workload: Partial<RpcWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
   | { app: 'kv'; workload: Partial<KvWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
-  | { app: 'register'; workload: Partial<RegisterWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> };
+  | { app: 'register'; workload: Partial<RegisterWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
+  | { app: 'recovery'; workload: Partial<RecoveryWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> };
 
 export function appOf(spec: SweepSpec): ExplorerApp<unknown> {
   if (spec.app === 'register') return registerExplorerApp(spec.workload) as ExplorerApp<unknown>;
+  if (spec.app === 'recovery') return recoveryExplorerApp(spec.workload) as ExplorerApp<unknown>;
   return (spec.app === 'rpc' ? rpcExplorerApp(spec.workload) : kvExplorerApp(spec.workload)) as ExplorerApp<unknown>;
 }
 
+/** A report with the distinct (crash point, image) pairs checked (distinct.ts). */
+export type CountedReport = ExploreReport & { distinctImages: number; violations: PicturedViolation[] };
+
 /** Explores one seed of a spec (the worker's task). */
-export function exploreSeed(spec: SweepSpec, seed: number, extra: Partial<ExploreOptions> = {}): Promise<ExploreReport> {
-  return explore(appOf(spec), { ...spec.explore, ...extra, seed });
+export async function exploreSeed(spec: SweepSpec, seed: number, extra: Partial<ExploreOptions> = {}): Promise<CountedReport> {
+  const app = withDistinctImages(appOf(spec));
+  const r = app.attachTimelines(await explore(app, { ...spec.explore, ...extra, seed }));
+  return { ...r, distinctImages: app.distinct };
 }
 
 export interface SweepOptions {
   jobs: number;
   clock: Clock | undefined;
-  onSeed: ((r: ExploreReport, done: number, total: number) => void) | undefined;
+  onSeed: ((r: CountedReport, done: number, total: number) => void) | undefined;
 }
 
-export async function sweep(spec: SweepSpec, seeds: readonly number[], options: Partial<SweepOptions> = {}): Promise<ExploreReport & { seeds: number[] }> {
+export async function sweep(spec: SweepSpec, seeds: readonly number[], options: Partial<SweepOptions> = {}): Promise<CountedReport & { seeds: number[] }> {
   const jobs = options.jobs ?? 1;
   if (!Number.isSafeInteger(jobs) || jobs < 1 || jobs > 64) throw new RangeError(`jobs must be an integer in [1, 64], got ${String(jobs)}`);
   if (seeds.length === 0) throw new RangeError('seeds must not be empty');
   const t0 = options.clock?.nowMs();
-  const reports: ExploreReport[] = [];
+  const reports: CountedReport[] = [];
   let done = 0;
-  const finish = (r: ExploreReport): void => {
+  const finish = (r: CountedReport): void => {
     reports.push(r);
     options.onSeed?.(r, ++done, seeds.length);
   };
@@ -48,12 +58,12 @@ export async function sweep(spec: SweepSpec, seeds: readonly number[], options: 
   } else {
     const pool = new Piscina({ filename: new URL('./sweep-worker.js', import.meta.url).href, minThreads: 1, maxThreads: jobs });
     try {
-      await Promise.all(seeds.map(async (seed) => finish((await pool.run({ spec, seed })) as ExploreReport)));
+      await Promise.all(seeds.map(async (seed) => finish((await pool.run({ spec, seed })) as CountedReport)));
     } finally {
       await pool.destroy();
     }
   }
-  const merged = mergeReports(reports);
+  const merged = { ...mergeReports(reports), violations: reports.sort((a, b) => a.seed - b.seed).flatMap((r) => r.violations), distinctImages: reports.reduce((a, r) => a + r.distinctImages, 0) };
   if (options.clock !== undefined && t0 !== undefined) {
     merged.seconds = Math.max(1e-9, (options.clock.nowMs() - t0) / 1000);
     merged.imagesPerSecond = Math.round(merged.imagesChecked / merged.seconds);

@@ -157,7 +157,9 @@ export function renderTimelineHtml(input: TimelineInput): string {
     y += rows * ROW_PX + 2 * LANE_PAD_PX;
   }
   const lanesBottom = y;
-  const width = Math.ceil(x(endRank) + STEP_MIN_PX + 40);
+  // Wide enough for the last bar and for every crash label (drawn right of its line; 12px bold text).
+  const crashLabelEnd = Math.max(0, ...crashes.map((c) => x(rank.get(c.time)!) + 4 + (c.label.length + 3) * 8));
+  const width = Math.ceil(Math.max(x(endRank) + STEP_MIN_PX + 40, crashLabelEnd + 12));
   const height = lanesBottom + AXIS_PX;
 
   const svg: string[] = [];

@@ -18,7 +18,7 @@
  * - Bound: statesExplored = interleavings + crash points + image tuples; past `statesMax` the run
  *   is refused with PMRPC_ERR_TOO_MANY_STATES.
  */
-import { countImages, crashImages, createPrng, defineErrorCodes, materialize, PmemRegion, PmrpcError, seededEntropy, type Clock, type CrashState, type ErrorCodesOf } from '../../../pmem/index.js';
+import { countImages, crashImages, createPrng, defineErrorCodes, materialize, PmemRegion, PmrpcError, seededEntropy, type Clock, type CrashState, type ErrorCodesOf, resolveOptions } from '../../../pmem/index.js';
 import type { Loc, WorkRequest } from '../../../flush/index.js';
 import { checkPins, configName, nicConfigFor, type NicConfig, type NicPins } from './config.js';
 import { checkTuple, type ExplorerApp, type ExplorerViolation, type ExploreReport } from './explorer.js';
@@ -96,8 +96,7 @@ export interface ExhaustiveReport {
 }
 
 export function resolveExhaustiveOptions(options: Partial<ExhaustiveOptions>): ExhaustiveOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-  const o = { ...EXHAUSTIVE_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as ExhaustiveOptions;
+  const o = resolveOptions<ExhaustiveOptions>(EXHAUSTIVE_DEFAULTS, options, {});
   if (!Number.isSafeInteger(o.seed)) throw new TypeError(`seed must be an integer, got ${String(o.seed)}`);
   for (const [k, lo, hi] of [['statesMax', 1, 1e9], ['violationsMax', 1, 1e6], ['stepsMax', 1, 1e9]] as const) {
     const v = o[k];

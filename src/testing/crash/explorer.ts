@@ -15,7 +15,7 @@
  * Deterministic: time is read only from an injected clock (for imagesPerSecond), randomness only
  * from the seed, and the images of crash point p depend only on (seed, p).
  */
-import { countImages, crashImages, createPrng, materialize, PmemRegion, seededEntropy, type Clock, type CrashState, type Prng } from '../../../pmem/index.js';
+import { countImages, crashImages, createPrng, materialize, PmemRegion, seededEntropy, type Clock, type CrashState, type Prng, resolveOptions } from '../../../pmem/index.js';
 import type { AppHost, AppProblem, AppServer } from '../../apps/index.js';
 import { checkPins, configName, nicConfigFor, type NicConfig, type NicPins } from './config.js';
 import { mix } from './seeds.js';
@@ -85,8 +85,7 @@ interface Capture<S> {
 }
 
 export function resolveExploreOptions(options: Partial<ExploreOptions>): ExploreOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError(`options must be an object, got ${String(options)}`);
-  const o = { ...EXPLORE_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as ExploreOptions;
+  const o = resolveOptions<ExploreOptions>(EXPLORE_DEFAULTS, options, {});
   if (!Number.isSafeInteger(o.seed)) throw new TypeError(`seed must be an integer, got ${String(o.seed)}`);
   const int = (name: keyof ExploreOptions, min: number, max: number): void => {
     const v = o[name];

@@ -11,6 +11,7 @@
  *   may not have happened — plus a read of every key after recovery; a search that gives up
  *   ('undecided') is a violation too.
  */
+import { resolveOptions } from '../../../pmem/index.js';
 import { QueuePair, Wr } from '../../../flush/index.js';
 import type { PmemRegion, Prng } from '../../../pmem/index.js';
 import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
@@ -57,7 +58,7 @@ export interface KvOp extends Operation<KvInput, KvOutput> {
 }
 
 export function resolveKvWorkload(options: Partial<KvWorkloadOptions>): KvWorkloadOptions {
-  const o = { ...KV_WORKLOAD_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as KvWorkloadOptions;
+  const o = resolveOptions<KvWorkloadOptions>(KV_WORKLOAD_DEFAULTS, options, {});
   if (o.system !== 'prism' && o.system !== 'pilaf') throw new TypeError(`system must be 'prism' or 'pilaf', got ${String(o.system)}`);
   if (o.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === o.mutant)) throw new TypeError(`mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${String(o.mutant)}`);
   const int = (name: keyof KvWorkloadOptions, lo: number, hi: number): void => {

@@ -20,7 +20,7 @@
  * media alone: nothing left to re-execute, the same application state. Recovery's decision-table
  * rows are tallied (`rows`), so a test can require every row to be reached.
  */
-import { PmemRegion, PmrpcError, isPmrpcError, HEADER_BYTES, type Prng } from '../../../pmem/index.js';
+import { PmemRegion, PmrpcError, isPmrpcError, HEADER_BYTES, type Prng, resolveOptions } from '../../../pmem/index.js';
 import { layoutBytes, RecoveryStore, type AppView, type Handler, type LayoutOptions, type RecoveryFaults, type RecoveryReport } from '../../../recovery/index.js';
 import type { AppHost, AppProblem, AppServer } from '../../apps/index.js';
 import { DIGEST_BYTES, LOG_BASE, METHOD, digestHandler as rpcDigestHandler } from '../../apps/rpc/index.js';
@@ -71,7 +71,7 @@ export const RECOVERY_CRASH_GEOMETRY: Readonly<Partial<LayoutOptions>> = Object.
 export const recoveryDigestHandler: Handler = (req, view) => rpcDigestHandler({ clientId: req.clientId, seq: req.seq, method: METHOD, payload: req.payload }, view);
 
 export function resolveRecoveryWorkload(options: Partial<RecoveryWorkloadOptions>): RecoveryWorkloadOptions {
-  const o = { ...RECOVERY_WORKLOAD_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RecoveryWorkloadOptions;
+  const o = resolveOptions<RecoveryWorkloadOptions>(RECOVERY_WORKLOAD_DEFAULTS, options, {});
   const int = (name: keyof RecoveryWorkloadOptions, min: number, max: number): void => {
     const v = o[name];
     if (!Number.isSafeInteger(v) || (v as number) < min || (v as number) > max) throw new RangeError(`${name} must be an integer in [${min}, ${max}], got ${String(v)}`);

@@ -11,7 +11,7 @@
  * A client that sees fewer than a majority of nodes up waits on the World's logical clock
  * (bounded) and reconnects to the nodes that came back.
  */
-import { PmrpcError, type PmemRegion, type Prng } from '../../../pmem/index.js';
+import { PmrpcError, type PmemRegion, type Prng, resolveOptions } from '../../../pmem/index.js';
 import type { QueuePair } from '../../../flush/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { checkLinearizable, type Operation } from '../../check/index.js';
@@ -49,8 +49,7 @@ export const REGISTER_WORKLOAD_DEFAULTS: Readonly<RegisterWorkloadOptions> = Obj
 export const REGISTER_WAITS_MAX = 200;
 
 export function resolveRegisterWorkload(options: Partial<RegisterWorkloadOptions>): RegisterWorkloadOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-  const o = { ...REGISTER_WORKLOAD_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RegisterWorkloadOptions;
+  const o = resolveOptions<RegisterWorkloadOptions>(REGISTER_WORKLOAD_DEFAULTS, options, {});
   const int = (name: keyof RegisterWorkloadOptions, lo: number, hi: number): void => {
     const v = o[name];
     if (!Number.isSafeInteger(v) || (v as number) < lo || (v as number) > hi) throw new RangeError(`${name} must be an integer in [${lo}, ${hi}], got ${String(v)}`);

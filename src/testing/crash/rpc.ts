@@ -8,7 +8,7 @@
  *   points: every request sent is applied exactly once, kept results are the requests' own;
  * - the region reopens from media alone to the same state, with nothing left to re-execute.
  */
-import { crc32c, PmemRegion, type Prng } from '../../../pmem/index.js';
+import { crc32c, PmemRegion, type Prng, resolveOptions } from '../../../pmem/index.js';
 import { layoutBytes, RecoveryStore, type AppView } from '../../../recovery/index.js';
 import { checkStrategy, DurableRpcClient, type RpcStrategy } from '../../rpc/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
@@ -42,7 +42,7 @@ export interface RpcSnapshot {
 }
 
 export function resolveRpcWorkload(options: Partial<RpcWorkloadOptions>): RpcWorkloadOptions {
-  const o = { ...RPC_WORKLOAD_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as RpcWorkloadOptions;
+  const o = resolveOptions<RpcWorkloadOptions>(RPC_WORKLOAD_DEFAULTS, options, {});
   checkStrategy(o.strategy);
   const int = (name: keyof RpcWorkloadOptions, min: number, max: number): void => {
     const v = o[name];

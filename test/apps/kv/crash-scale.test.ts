@@ -1,7 +1,7 @@
-// PRISM-KV on the crash explorer at CI scale (issue 10 item 8): eleven seeds, each its own NIC
+// PRISM-KV on the crash explorer at CI scale (issue 10 item 8): twelve seeds, each its own NIC
 // configuration, at least 10,000 distinct (crash point, image) pairs in all, zero violations, no
-// undecided linearizability search. Seed 2 (a known PRISM-KV defect, a todo in crash.test.ts)
-// is left out.
+// undecided linearizability search. Seed 2 draws eager drain + DDIO, under which the GET used to
+// return a value a crash took back (before its chain FLUSHed what it read).
 import t from 'tap';
 import { explore, kvExplorerApp, withDistinctImages } from '../../../src/testing/crash/index.js';
 
@@ -11,11 +11,11 @@ t.comment(`seed ${seed} (replay: PMRPC_SEED=${seed} npx tap test/apps/kv/crash-s
 t.setTimeout(900_000);
 
 // Every image recovered once (the nested crash is covered by crash.test.ts).
-t.test(`scale: seeds ${seed} and ${seed + 2}..${seed + 11}, at least 10,000 distinct (crash point, image) pairs`, async (t) => {
+t.test(`scale: seeds ${seed}..${seed + 11}, at least 10,000 distinct (crash point, image) pairs`, async (t) => {
   let distinct = 0;
   let images = 0;
   let cpuMs = 0;
-  for (const s of [seed, ...Array.from({ length: 10 }, (_, i) => seed + 2 + i)]) {
+  for (const s of Array.from({ length: 12 }, (_, i) => seed + i)) {
     const app = withDistinctImages(kvExplorerApp({ opsPerClient: 12 }));
     const c0 = process.cpuUsage();
     const r = await explore(app, { seed: s, imagesPerPoint: 10, nested: false });

@@ -17,12 +17,12 @@ import { createPrng, cryptoEntropy, intIn, must, oneOf, PmemRegion, PmrpcError, 
 import { QueuePair, Rnic } from '../../flush/index.js';
 import { TcpLink, TransportErrorCodes } from '../transport/index.js';
 import { connectKvClient, kvApp, type KvFaults, type PilafClient, type PrismKvClient } from '../apps/kv/index.js';
-import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../check/index.js';
+import { checkLinearizable, describeKvInput, kvModel, lostWrites, type KvInput, type KvOutput, type Operation } from '../check/index.js';
 import { RecoveryStore } from '../../recovery/index.js';
 import { checkStrategy, RpcErrorCodes, type RpcStrategy } from '../rpc/index.js';
 import { RemoteRpcClient } from './client.js';
 import type { RecoverySummary } from './node.js';
-import { describeKvInput, kvNodeKeys, lostWrites, verifyDigestLog, workloadPayload, WORKLOAD_METHOD, type ClientLedger, type DigestVerdict } from './workload.js';
+import { kvNodeKeys, verifyDigestLog, workloadPayload, WORKLOAD_METHOD, type ClientLedger, type DigestVerdict } from './workload.js';
 
 export const HarnessErrorCodes = defineErrorCodes('server', {
   /** The serve child exited on its own (not killed) or printed no address. */

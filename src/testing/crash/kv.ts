@@ -14,7 +14,7 @@
 import { resolveOptions } from '../../../pmem/index.js';
 import { QueuePair, Wr } from '../../../flush/index.js';
 import type { PmemRegion, Prng } from '../../../pmem/index.js';
-import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
+import { checkLinearizable, describeKvInput, kvModel, lostWrites, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { connectKvClient, kvApp, KvAppServer, type KvSystem } from '../../apps/kv/index.js';
 import { faultsFor, KV_MUTANTS, type KvFaultName } from '../../apps/kv/index.js';
@@ -95,30 +95,6 @@ export function cutHistoryAt(ops: readonly KvOp[], t: number): Array<Operation<K
     );
 }
 
-/**
- * Jepsen-style "acknowledged then absent": for each key, the value read after recovery must come
- * from a write (or the initial absence) that no acknowledged write to the key followed in real
- * time. Reads after recovery have client -1.
- */
-export function lostWrites(history: ReadonlyArray<Operation<KvInput, KvOutput>>, finals: ReadonlyMap<string, string | null>): string[] {
-  const out: string[] = [];
-  for (const [key, got] of finals) {
-    const writes = history.filter((h) => h.input.key === key && h.input.kind !== 'get' && h.client !== -1);
-    const acked = writes.filter((h) => h.ret !== undefined);
-    const producers: Array<{ ret: number | undefined }> = writes.filter((h) => (got === null ? h.input.kind === 'delete' : h.input.kind === 'put' && h.input.value === got));
-    if (got === null) producers.push({ ret: -1 });
-    if (producers.length === 0) {
-      out.push(`get(${key}) after recovery returned ${got}, which no write wrote`);
-      continue;
-    }
-    const superseded = (p: { ret: number | undefined }): boolean => p.ret !== undefined && acked.some((a) => a !== p && p.ret! < a.call);
-    if (producers.every(superseded)) {
-      const last = acked.reduce((a, b) => (b.ret! > a.ret! ? b : a));
-      out.push(`acknowledged ${describe(last.input)} [${last.call}, ${last.ret}] lost: get(${key}) after recovery returned ${got === null ? 'absent' : got}`);
-    }
-  }
-  return out;
-}
 
 /** The shortest non-linearizable sub-history (delta debugging, keeping what explains each read), the checker's operations red. */
 function linPicture(history: Array<Operation<KvInput, KvOutput>>, named: ReadonlyArray<Operation<KvInput, KvOutput>>, crashes: Picture['crashes']): Picture {
@@ -134,9 +110,6 @@ function lostPicture(history: Array<Operation<KvInput, KvOutput>>, detail: strin
   return { operations: timelineOperations(ops, kvLabel, (op) => op.client === -1 || (op.input.kind !== 'get' && op.ret !== undefined)), crashes };
 }
 
-function describe(i: KvInput): string {
-  return i.kind === 'put' ? `put(${i.key}, ${i.value})` : `${i.kind}(${i.key})`;
-}
 
 type KvClient = PrismKvClient | PilafClient;
 

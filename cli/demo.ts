@@ -11,7 +11,7 @@ import type { RpcStrategy } from '../src/rpc/index.js';
 import { runKvRealCrash, runRealCrash, type KvRealCrashReport, type RealCrashReport } from '../src/server/index.js';
 import { runPmemWriter } from '../src/demo/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
-import { strategyOption } from './serve.js';
+import { onOffOption, strategyOption } from './serve.js';
 
 const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
 
@@ -26,30 +26,42 @@ interface DemoOpts {
   seed?: number;
   crashes: number;
   selfKills: number;
+  ackKills: number;
+  mortalClients: number;
+  ddio: boolean;
   window: number;
   keep?: boolean;
   json?: boolean;
 }
 
+const VERDICT_TEXT: Record<RealCrashReport['verdict'], string> = {
+  ok: 'OK — nothing acknowledged was lost (at any restart, before any resend, nor at the end), nothing applied twice',
+  PMRPC_ERR_ACKED_LOST: 'FAIL (PMRPC_ERR_ACKED_LOST) — a request the client was told was durable is not in what the crash left',
+  PMRPC_ERR_CRASH_VIOLATION: 'FAIL (PMRPC_ERR_CRASH_VIOLATION) — a request applied twice, out of FIFO order, with a wrong payload, or never',
+  PMRPC_ERR_RUN_INCOMPLETE: 'FAIL (PMRPC_ERR_RUN_INCOMPLETE) — the run did not go through (see the errors), or no crash happened',
+};
+
 export function formatDemo(r: RealCrashReport, keep: boolean): string {
-  const ok = r.violations === 0;
+  const ackKills = r.incarnations.filter((i) => i.killAfterCompletions !== undefined && i.end === 'self').length;
   const lines = [
-    `pmrpc demo — durable RPC over TCP with real crashes (strategy ${r.strategy}, ${r.clients} clients, seed ${r.seed})`,
+    `pmrpc demo — durable RPC over TCP with real crashes (strategy ${r.strategy}, DDIO ${r.ddio ? 'on' : 'off'}, ${r.clients} clients, seed ${r.seed})`,
     `  PM file:                          ${r.pmFile}${keep ? '' : ' (removed)'}`,
     `  requests acknowledged durable:    ${r.acked} (${Math.round(r.opsPerSecond)}/s over ${r.loadSeconds.toFixed(1)} s, restarts included)`,
-    `  real crashes (SIGKILL):           ${r.crashes} (${r.externalKills} external at a seeded moment, ${r.selfKills} self-kill after a seeded number of persistence events)`,
+    `  real crashes (SIGKILL):           ${r.crashes} (${r.externalKills} external at a seeded moment, ${r.selfKills - ackKills} self-kill after a seeded number of persistence events, ${ackKills} right after a seeded number of acknowledgements, before the next write-back)`,
+    `  restart check (before any resend): ${r.restartChecks} client checks — what each client was told was durable vs the durable prefix the recovery reports; absent: ${r.lostAtRestart}`,
+    `  clients that died with the server: ${r.mortalClients} (never resent; what they were told was durable must be in PM on its own; ${r.abandoned} unacknowledged requests abandoned)`,
     `  recovery (open + recover):        ${r.recoveryMs.toFixed(1)} ms mean; kill → serving again ${r.restartMs.toFixed(0)} ms mean (process start included)`,
     `  re-executed / replayed on recovery: ${r.replayed} (durable requests the crash cut before they were applied)`,
     `  applied (digests in PM):          ${r.applied} of ${r.sent} sent`,
     `  results: ${r.resultsOk} delivered, ${r.resultsLost} lost with the crash (PMRPC_ERR_RESULT_LOST), ${r.resultErrors} errors`,
-    `  acknowledged but lost:            ${r.lost}`,
+    `  acknowledged but lost:            ${r.lost} (${r.lostAtRestart} at a restart, ${r.lostAtEnd} absent from the digest log at the end)`,
     `  applied twice (duplicates):       ${r.duplicates}`,
     `  out of FIFO order / corrupt:      ${r.outOfOrder} / ${r.corrupt}`,
   ];
   for (const e of r.errors) lines.push(`  error: ${e}`);
   for (const m of r.messages.slice(0, 5)) lines.push(`  violation: ${m}`);
-  lines.push(`  verdict: ${ok ? 'OK — nothing acknowledged was lost, nothing applied twice' : 'FAIL'}`);
-  lines.push(`  replay: pmrpc demo --strategy ${r.strategy} --clients ${r.clients} --seconds ${r.loadSecondsAsked} --seed ${r.seed}`);
+  lines.push(`  verdict: ${VERDICT_TEXT[r.verdict]}`);
+  lines.push(`  replay: pmrpc demo --strategy ${r.strategy} --ddio ${r.ddio ? 'on' : 'off'} --clients ${r.clients} --seconds ${r.loadSecondsAsked} --seed ${r.seed}`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -90,6 +102,9 @@ export function registerDemo(program: Command): void {
     .option('--seed <n>', 'seed of the payloads and kill moments (default random, printed)', intOption('seed'))
     .option('--crashes <n>', 'external SIGKILLs at seeded moments (kv: kill rounds, each of a seeded subset of the nodes)', intOption('crashes'), 1)
     .option('--self-kills <n>', 'server incarnations that SIGKILL themselves after a seeded number of persistence events', intOption('self-kills'), 1)
+    .option('--ack-kills <n>', 'rpc: server incarnations that SIGKILL themselves right after a seeded number of acknowledgements, before the next write-back', intOption('ack-kills'), 1)
+    .option('--mortal-clients <n>', 'rpc: clients that die with the server (never resend); a new one takes each one\'s place after the restart', intOption('mortal-clients'), 1)
+    .option('--ddio <on|off>', 'rpc: DDIO of the server\'s NIC (on: NIC writes land in the volatile CPU cache)', onOffOption('ddio'), true)
     .option('--window <n>', 'calls in flight per client', intOption('window'), 96)
     .option('--keep', 'keep the PM file and print its path (then: pmrpc inspect FILE)')
     .option('--json', 'print one JSON document on stdout')
@@ -126,6 +141,9 @@ export function registerDemo(program: Command): void {
         seed,
         externalKills: opts.crashes,
         selfKills: opts.selfKills,
+        ackKills: opts.ackKills,
+        mortalClients: opts.mortalClients,
+        ddio: opts.ddio,
         window: opts.window,
         keep: opts.keep === true,
         onProgress: (p) => bar.update(Math.round(p.elapsedS * 10), Math.round(p.seconds * 10), `${p.acked} acked, ${p.crashes} crashes`),
@@ -134,9 +152,9 @@ export function registerDemo(program: Command): void {
       bar.stop();
       if (opts.json) {
         const { incarnations, messages, ...rest } = r;
-        printJson({ ...rest, messages, restarts: incarnations.map((i) => ({ end: i.end, killAfterEvents: i.killAfterEvents ?? null, restartMs: i.restartMs ?? null, recovered: i.recovered })) });
+        printJson({ ...rest, messages, restarts: incarnations.map((i) => ({ end: i.end, killAfterEvents: i.killAfterEvents ?? null, killAfterCompletions: i.killAfterCompletions ?? null, restartMs: i.restartMs ?? null, recovered: i.recovered })) });
       } else process.stdout.write(formatDemo(r, opts.keep === true));
-      if (r.violations > 0 || r.crashes < 1) process.exitCode = 1;
+      if (r.verdict !== 'ok') process.exitCode = 1;
     });
 
   // The layer-1 PM writer of test/pmem/sigkill.test.ts: a child that persists records until killed.

@@ -44,6 +44,7 @@ interface ServeOpts {
   system: 'prism' | 'pilaf';
   keepResults?: boolean;
   killAfterEvents?: number;
+  killAfterCompletions?: number;
   strict?: boolean;
   json?: boolean;
 }
@@ -75,15 +76,19 @@ export function registerServe(program: Command): void {
       return v;
     }, 'prism')
     .option('--kill-after-events <n>', 'SIGKILL itself after this many persistence events (region crash points): a seeded real crash that replays', intOption('kill-after-events'))
+    .option('--kill-after-completions <n>', 'SIGKILL itself at the first media-changing crash point (drain, eviction, NIC drain into media) after its n-th completion (a message to a client: every strategy\'s acknowledgement is one): a crash between an acknowledgement and the write-back after it', intOption('kill-after-completions'))
     .option('--strict', 'msync on every drain (durability across a machine crash; slow)')
     .option('--json', 'logs off: only the one JSON line on stdout')
     .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"node", "app", "host", "port", "pid", "pm", "recovered": {...}, "recoveryMs", ...}.\nThe rpc app serves the demo workload (method append-digest); the kv app PRISM-KV (welcome {system, rkey, base}).\nExit 2: PMRPC_ERR_AUTH_REQUIRED.')
     .action(async (opts: ServeOpts) => {
       if (opts.port < 0 || opts.port > 65535) throw new RangeError(`--port must be in [0, 65535], got ${opts.port}`);
       if (opts.killAfterEvents !== undefined && opts.killAfterEvents < 1) throw new RangeError(`--kill-after-events must be >= 1, got ${opts.killAfterEvents}`);
+      if (opts.killAfterCompletions !== undefined && opts.killAfterCompletions < 1) throw new RangeError(`--kill-after-completions must be >= 1, got ${opts.killAfterCompletions}`);
       const app = appByName(opts.app);
       let events = 0;
       const limit = opts.killAfterEvents;
+      let completions = 0;
+      const completionLimit = opts.killAfterCompletions;
       const node = await NodeHost.start({
         app,
         appOptions: serveAppOptions(app.name, { strategy: opts.strategy, keepResults: opts.keepResults === true, system: opts.system }),
@@ -96,8 +101,13 @@ export function registerServe(program: Command): void {
         ddio: opts.ddio,
         strict: opts.strict === true,
         // A crash point is just before a media-changing event (or after a completion): dying here is a real crash at a replayable place.
-        onCrashPoint: limit === undefined ? undefined : () => {
-          if (++events >= limit) process.kill(process.pid, 'SIGKILL');
+        onCrashPoint: limit === undefined && completionLimit === undefined ? undefined : (e) => {
+          if (limit !== undefined && ++events >= limit) process.kill(process.pid, 'SIGKILL');
+          // Armed by the n-th message to a client, fired by the next media change: the message
+          // was sent, what it acknowledged has had no write-back since (raw with DDIO on loses it).
+          if (completionLimit === undefined) return;
+          if (e.kind === 'completion') completions++;
+          else if (completions >= completionLimit) process.kill(process.pid, 'SIGKILL');
         },
       });
       const line = node.startLine();

@@ -1,9 +1,15 @@
 /**
  * Real crash-restart runs (DESIGN §8 "real crashes"): a `pmrpc serve` child process on a PM file,
  * clients in this process sending the workload's durable RPCs over TCP with many calls in flight,
- * SIGKILLs of the server — external ones at seeded moments, and self-kills after a seeded number
- * of persistence events (`--kill-after-events`) — a restart on the same file after each, clients
- * reconnecting and resuming, then an orderly stop and a verification of the digest log in PM.
+ * SIGKILLs of the server — external ones at seeded moments, self-kills after a seeded number
+ * of persistence events (`--kill-after-events`), and self-kills right after a seeded number of
+ * acknowledgements, before the next write-back (`--kill-after-completions`) — a restart on the
+ * same file after each, then an orderly stop and a verification of the digest log in PM.
+ *
+ * The checks can fail (DESIGN §8): at each restart, before a client resends anything, what it
+ * was told was durable is compared with the durable prefix the recovery reports (a surviving
+ * client's resends would otherwise hide what the server lost); and some clients die with the
+ * server (they never resend), so the end state must hold what they were told on its own.
  * `pmrpc demo` and test/server/ run this.
  *
  * Time comes from an injected Clock and randomness from the seed (DESIGN §7); the kill moments are
@@ -17,7 +23,7 @@ import { createPrng, cryptoEntropy, intIn, must, oneOf, PmemRegion, PmrpcError, 
 import { QueuePair, Rnic } from '../../flush/index.js';
 import { TcpLink, TransportErrorCodes } from '../transport/index.js';
 import { connectKvClient, kvApp, type KvFaults, type PilafClient, type PrismKvClient } from '../apps/kv/index.js';
-import { checkLinearizable, describeKvInput, kvModel, lostWrites, type KvInput, type KvOutput, type Operation } from '../check/index.js';
+import { checkLinearizable, describeAckedLoss, describeKvInput, durablePrefixes, kvModel, lostAcknowledged, lostWrites, type AckedLoss, type KvInput, type KvOutput, type Operation } from '../check/index.js';
 import { RecoveryStore } from '../../recovery/index.js';
 import { checkStrategy, RpcErrorCodes, type RpcStrategy } from '../rpc/index.js';
 import { RemoteRpcClient } from './client.js';
@@ -27,7 +33,16 @@ import { kvNodeKeys, verifyDigestLog, workloadPayload, WORKLOAD_METHOD, type Cli
 export const HarnessErrorCodes = defineErrorCodes('server', {
   /** The serve child exited on its own (not killed) or printed no address. */
   SERVER_FAILED: 'PMRPC_ERR_SERVER_FAILED',
+  /** Verdict: a request a client was told was durable is absent — from a recovered durable prefix at a restart, or from PM at the end. */
+  ACKED_LOST: 'PMRPC_ERR_ACKED_LOST',
+  /** Verdict: nothing acknowledged was lost, but a request was applied twice, out of FIFO order, with a wrong payload, or never. */
+  CRASH_VIOLATION: 'PMRPC_ERR_CRASH_VIOLATION',
+  /** Verdict: the run itself did not go through (a server failed, calls never answered) or no crash happened. */
+  RUN_INCOMPLETE: 'PMRPC_ERR_RUN_INCOMPLETE',
 });
+
+/** A real-crash run's verdict: 'ok', or the code of what failed first (lost, then other violations, then the run). */
+export type RealCrashVerdict = 'ok' | typeof HarnessErrorCodes.ACKED_LOST | typeof HarnessErrorCodes.CRASH_VIOLATION | typeof HarnessErrorCodes.RUN_INCOMPLETE;
 
 declare module '../../pmem/index.js' {
   interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof HarnessErrorCodes> {}
@@ -46,6 +61,21 @@ export interface RealCrashOptions {
   /** Self-kills: the i-th server incarnation gets `--kill-after-events` = a seeded count in this range (one per entry of the plan). */
   selfKills: number;
   selfKillEvents: readonly [number, number];
+  /**
+   * Acknowledgement kills: the first incarnations get `--kill-after-completions` = a seeded count
+   * in `ackKillCompletions` — the server SIGKILLs itself at its first media change after that many
+   * messages to clients, i.e. between an acknowledgement and the write-back it may lack (raw with
+   * DDIO on loses it, every time). One killed from outside first is planned again; the load runs
+   * on (bounded) until each has struck.
+   */
+  ackKills: number;
+  ackKillCompletions: readonly [number, number];
+  /**
+   * Clients that die with the server: at the crash after they joined they stop for good (never
+   * reconnect, never resend), after the restart check; a new one takes each one's place (while
+   * the connection table has room). What they were told is durable must be in PM on its own.
+   */
+  mortalClients: number;
   /** Calls in flight per client (pipelining). */
   window: number;
   ddio: boolean;
@@ -71,6 +101,9 @@ export const REAL_CRASH_DEFAULTS: Readonly<Omit<RealCrashOptions, 'mainScript'>>
   externalKills: 1,
   selfKills: 1,
   selfKillEvents: [2000, 20000] as const,
+  ackKills: 1,
+  ackKillCompletions: [64, 512] as const,
+  mortalClients: 1,
   window: 96,
   ddio: true,
   keepResults: true,
@@ -83,26 +116,50 @@ export const REAL_CRASH_DEFAULTS: Readonly<Omit<RealCrashOptions, 'mainScript'>>
   log: undefined,
 });
 
+/** A planned self-kill of one incarnation: after N persistence events, or at the first media change after N completions. */
+interface KillPlan {
+  events?: number;
+  completions?: number;
+}
+
 export interface RestartRecord {
-  /** How this incarnation ended: 'external' SIGKILL, 'self' kill after N events, or 'stop' (SIGTERM). */
+  /** How this incarnation ended: 'external' SIGKILL, 'self' kill (after N events or N completions), or 'stop' (SIGTERM). */
   end: 'external' | 'self' | 'stop' | 'failed';
   killAfterEvents: number | undefined;
+  killAfterCompletions: number | undefined;
   /** undefined when the incarnation died before it was listening. */
   recovered: RecoverySummary | undefined;
   /** From the kill to the new incarnation listening (process start + recovery). */
   restartMs: number | undefined;
 }
 
-export interface RealCrashReport extends DigestVerdict {
+export interface RealCrashReport extends Omit<DigestVerdict, 'losses'> {
   strategy: RpcStrategy;
+  ddio: boolean;
   seed: number;
   clients: number;
+  /** 'ok', or the code of the first kind of failure (PMRPC_ERR_ACKED_LOST, PMRPC_ERR_CRASH_VIOLATION, PMRPC_ERR_RUN_INCOMPLETE). */
+  verdict: RealCrashVerdict;
+  /**
+   * Acknowledged requests found absent, each counted once: at a restart (`lostAtRestart`: not in
+   * the durable prefix the recovery reports, checked before the client resent anything) or at the
+   * end (`lostAtEnd`: not in the digest log).
+   */
+  lost: number;
+  lostAtRestart: number;
+  lostAtEnd: number;
+  /** Restart checks done: one per client per restart it saw (surviving and dying clients). */
+  restartChecks: number;
+  /** Clients that died with the server (never resent); `abandoned` counts what they sent unacknowledged and PM does not hold. */
+  mortalClients: number;
+  ackKills: number;
   /** Requests acknowledged durable to the clients. */
   acked: number;
   sent: number;
   /** Real crashes (SIGKILLs): external + self. */
   crashes: number;
   externalKills: number;
+  /** Self-kills after N persistence events and after N completions (ackKills). */
   selfKills: number;
   /** Redo-log records replayed + durable requests re-executed, by recoveries after crashes. */
   replayed: number;
@@ -125,7 +182,7 @@ export interface RealCrashReport extends DigestVerdict {
   pmFile: string;
   /** Problems of the run itself (a server that failed to start, calls never answered). */
   errors: string[];
-  /** lost + duplicates + outOfOrder + corrupt + unanswered-applied problems: 0 means the run passed. */
+  /** lost + duplicates + outOfOrder + corrupt + run errors: 0 means the run passed. */
   violations: number;
 }
 
@@ -139,8 +196,8 @@ interface Up {
 
 /** What a Supervisor needs: how to start one incarnation, time, logs, and a bound on restarts. */
 interface SupervisorOptions {
-  /** The `node` arguments of an incarnation (main script, `serve`, flags), given its --kill-after-events (if any). */
-  args: (killAfter: number | undefined) => string[];
+  /** The `node` arguments of an incarnation (main script, `serve`, flags), given its planned self-kill (if any). */
+  args: (plan: KillPlan | undefined) => string[];
   clock: Clock;
   log: ((line: string) => void) | undefined;
   restartsMax: number;
@@ -155,7 +212,7 @@ class Supervisor {
   incarnations: RestartRecord[] = [];
   #up: Promise<Up> | undefined;
   #expectKill: 'external' | 'stop' | undefined;
-  #killPlan: Array<number | undefined>;
+  #killPlan: Array<KillPlan | undefined>;
   #killedAt: number | undefined;
   #stopping = false;
   #exited: Promise<void> = Promise.resolve();
@@ -167,7 +224,7 @@ class Supervisor {
   constructor(
     readonly o: SupervisorOptions,
     readonly pmFile: string,
-    killPlan: Array<number | undefined>,
+    killPlan: Array<KillPlan | undefined>,
   ) {
     this.#killPlan = [...killPlan];
     this.restartsMax = o.restartsMax;
@@ -178,10 +235,23 @@ class Supervisor {
     return this.#up ?? Promise.reject(new PmrpcError(HarnessErrorCodes.SERVER_FAILED, 'the server was never started'));
   }
 
+  /** Self-kills after N completions asked for that have not struck yet (planned, or armed in the running incarnation). */
+  get ackKillsPending(): number {
+    const planned = this.#killPlan.filter((p) => p?.completions !== undefined).length;
+    const running = this.incarnations.at(-1);
+    return planned + (running !== undefined && running.killAfterCompletions !== undefined && this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null ? 1 : 0);
+  }
+
+  /** The recovery that the incarnation `generation` reported (undefined: it never listened). */
+  recoveredBy(generation: number): RecoverySummary | undefined {
+    return this.incarnations[generation - 1]?.recovered;
+  }
+
   start(): Promise<Up> {
     const o = this.o;
-    const killAfter = this.#killPlan.shift();
-    const args = o.args(killAfter);
+    const plan = this.#killPlan.shift();
+    const killAfter = plan?.events;
+    const args = o.args(plan);
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     const generation = ++this.generation;
@@ -191,7 +261,7 @@ class Supervisor {
     });
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.on('exit', (code, signal) => res({ code, signal })));
     this.#exited = exited.then(() => undefined);
-    const record: RestartRecord = { end: 'failed', killAfterEvents: killAfter, recovered: undefined, restartMs: undefined };
+    const record: RestartRecord = { end: 'failed', killAfterEvents: killAfter, killAfterCompletions: plan?.completions, recovered: undefined, restartMs: undefined };
     this.incarnations.push(record);
     const killedAt = this.#killedAt;
     this.#up = new Promise<Up>((resolve, reject) => {
@@ -230,8 +300,11 @@ class Supervisor {
         if (code !== 0) this.failures.push(`serve incarnation ${generation} exited with code ${code} (signal ${signal}) on SIGTERM: ${stderr.trim().split('\n').slice(-3).join(' | ')}`);
         return;
       }
-      if (expected === 'external') record.end = 'external';
-      else if (signal === 'SIGKILL' && killAfter !== undefined) record.end = 'self';
+      if (expected === 'external') {
+        record.end = 'external';
+        // Killed from outside before its acknowledgement kill struck: the next incarnation gets it.
+        if (plan?.completions !== undefined) this.#killPlan.unshift({ completions: plan.completions });
+      } else if (signal === 'SIGKILL' && plan !== undefined) record.end = 'self';
       else {
         record.end = 'failed';
         this.failures.push(`serve incarnation ${generation} exited by itself (code ${code}, signal ${signal}): ${stderr.trim().split('\n').slice(-3).join(' | ')}`);
@@ -241,7 +314,8 @@ class Supervisor {
         this.failures.push(`more than ${this.restartsMax} restarts: giving up`);
         return;
       }
-      this.o.log?.(`${this.o.name} incarnation ${generation} ${record.end === 'self' ? `killed itself after ${killAfter} persistence events` : record.end === 'external' ? 'SIGKILLed' : 'died'}; restarting on the same PM file`);
+      const how = record.end === 'self' ? (killAfter !== undefined ? `killed itself after ${killAfter} persistence events` : `killed itself at its first media change after ${plan?.completions} completions`) : record.end === 'external' ? 'SIGKILLed' : 'died';
+      this.o.log?.(`${this.o.name} incarnation ${generation} ${how}; restarting on the same PM file`);
       this.#killedAt = this.o.clock.nowMs();
       this.start();
     });
@@ -278,7 +352,40 @@ class Supervisor {
   }
 }
 
-/** One client's load loop: keeps `window` calls in flight, reconnects after a drop, resumes. */
+/**
+ * The restart check (DESIGN §8): at each restart, each client's acknowledged prefix — what it had
+ * been told was durable when its connection to the dead incarnation dropped — against the durable
+ * prefixes the new incarnation's recovery reports, before the client resends anything. Each
+ * acknowledged request found absent is counted once (here or at the end).
+ */
+class RestartCheck {
+  checks = 0;
+  lostAtRestart = 0;
+  messages: string[] = [];
+  #counted = new Map<number, Set<number>>();
+
+  /** Counts the sequences of `losses` not counted before; returns how many were new. */
+  count(losses: readonly AckedLoss[], where: string): number {
+    let fresh = 0;
+    for (const l of losses) {
+      let set = this.#counted.get(l.clientId);
+      if (set === undefined) this.#counted.set(l.clientId, (set = new Set()));
+      const news = l.seqs.filter((q) => !set.has(q));
+      for (const q of news) set.add(q);
+      fresh += news.length;
+      if (news.length > 0 && this.messages.length < 20) this.messages.push(describeAckedLoss({ ...l, seqs: news }, where));
+    }
+    return fresh;
+  }
+
+  check(clientId: number, ackedUpTo: number, generation: number, recovered: RecoverySummary | undefined): void {
+    this.checks++;
+    const present = recovered === undefined ? () => false : durablePrefixes(recovered.clients);
+    this.lostAtRestart += this.count(lostAcknowledged([{ clientId, ackedUpTo }], present), `the durable prefix recovered by incarnation ${generation}`);
+  }
+}
+
+/** One client's load loop: keeps `window` calls in flight, reconnects after a drop, resumes — or, mortal, dies with the server. */
 class LoadClient {
   remote: RemoteRpcClient;
   sentUpTo = 0;
@@ -287,15 +394,25 @@ class LoadClient {
   resultsLost = 0;
   resultErrors = 0;
   errors: string[] = [];
+  /** The incarnation this client last connected to. */
+  generation: number;
+  /** A mortal client that died with the server (closed at the restart, after its check). */
+  dead = false;
   #wake: (() => void) | undefined;
 
-  constructor(remote: RemoteRpcClient) {
+  constructor(
+    remote: RemoteRpcClient,
+    generation: number,
+    readonly mortal: boolean,
+    readonly restartCheck: RestartCheck,
+  ) {
     this.remote = remote;
+    this.generation = generation;
     remote.onDisconnect(() => this.#signal());
   }
 
   get ledger(): ClientLedger {
-    return { clientId: this.remote.clientId, sentUpTo: this.sentUpTo, ackedUpTo: this.remote.rpc.durableUpTo };
+    return { clientId: this.remote.clientId, sentUpTo: this.sentUpTo, ackedUpTo: this.remote.rpc.durableUpTo, diedWithServer: this.dead };
   }
 
   #signal(): void {
@@ -330,6 +447,7 @@ class LoadClient {
       },
       (e: unknown) => {
         if ((e as PmrpcError).code === RpcErrorCodes.RESULT_LOST) this.resultsLost++;
+        else if (this.dead) return; // closed with the server: its calls are abandoned, not answered
         else {
           this.resultErrors++;
           if (this.errors.length < 5) this.errors.push(`client ${c.clientId} seq ${seq}: ${(e as Error).message}`);
@@ -341,6 +459,12 @@ class LoadClient {
     });
   }
 
+  /**
+   * After a drop: waits for an incarnation; if it is a new one (the server crashed and recovered),
+   * first the restart check — this client's acknowledged prefix against the recovery's report,
+   * before anything is resent — then a mortal client dies, a surviving one reconnects and resumes.
+   * false: the client stops (dead, or no server within the deadline).
+   */
   async #reconnect(sup: Supervisor, o: { clock: Clock }, deadline: number): Promise<boolean> {
     for (let attempt = 0; o.clock.nowMs() < deadline && attempt < 200; attempt++) {
       let up: Up;
@@ -350,11 +474,22 @@ class LoadClient {
         await this.#wait(o.clock, 50);
         continue;
       }
+      if (up.generation > this.generation) {
+        // No acknowledgement from the dead incarnation can arrive any more: its link is closed.
+        this.restartCheck.check(this.remote.clientId, this.remote.rpc.durableUpTo, up.generation, sup.recoveredBy(up.generation));
+        this.generation = up.generation;
+        if (this.mortal) {
+          this.dead = true;
+          this.remote.close();
+          return false;
+        }
+      }
       try {
         await this.remote.reconnect({ port: up.port });
         return true;
       } catch {
-        // The incarnation died again between listening and our Hello: wait for the next.
+        // The incarnation died again between listening and our Hello (or the old one is not yet
+        // known to be dead): wait for the next.
         await this.#wait(o.clock, 20);
       }
     }
@@ -371,7 +506,7 @@ class LoadClient {
       await this.#wait(o.clock, 100);
     }
     // Drain: every call answered (results of requests cut by a crash come with the reconnect).
-    while (this.inflight > 0 && o.clock.nowMs() < deadline()) {
+    while (!this.dead && this.inflight > 0 && o.clock.nowMs() < deadline()) {
       if (!this.remote.connected) {
         if (!(await this.#reconnect(sup, o, deadline()))) break;
         continue;
@@ -381,9 +516,29 @@ class LoadClient {
   }
 }
 
+/** Connects a new client to the current incarnation (retrying while it restarts). */
+async function connectClient(sup: Supervisor, name: string, clock: Clock, deadline: number): Promise<{ remote: RemoteRpcClient; generation: number }> {
+  let last: unknown;
+  for (let attempt = 0; attempt < 200 && (attempt === 0 || clock.nowMs() < deadline); attempt++) {
+    try {
+      const up = await sup.up();
+      return { remote: await RemoteRpcClient.connect({ port: up.port, name, clock }), generation: up.generation };
+    } catch (e) {
+      last = e;
+      await new Promise<void>((r) => clock.setTimer(50, r));
+    }
+  }
+  throw last instanceof Error ? last : new Error(`client ${name} could not connect`);
+}
+
 /** A seed: any integer a PRNG takes (negative ones are taken modulo 2^32). */
 const seedCheck: OptionCheck = intIn(-(2 ** 31), 2 ** 32 - 1);
 const secondsCheck: OptionCheck = must((v) => typeof v === 'number' && v > 0 && v <= 3600, (v) => `must be in (0, 3600], got ${String(v)}`, RangeError);
+
+const rangeCheck: OptionCheck = must((v) => {
+  const [lo, hi] = Array.isArray(v) ? (v as unknown[]) : [];
+  return Number.isSafeInteger(lo) && Number.isSafeInteger(hi) && (lo as number) >= 1 && (hi as number) >= (lo as number);
+}, (v) => `must be [lo, hi] with 1 <= lo <= hi, got ${String(v)}`, RangeError);
 
 const REAL_CRASH_CHECKS: OptionChecks<RealCrashOptions> = {
   strategy: (_name, v) => {
@@ -392,17 +547,22 @@ const REAL_CRASH_CHECKS: OptionChecks<RealCrashOptions> = {
   clients: intIn(1, 64),
   externalKills: intIn(0, 100),
   selfKills: intIn(0, 100),
+  ackKills: intIn(0, 100),
+  mortalClients: intIn(0, 16),
   window: intIn(1, 1024), // within the client's pendingCallsMax (1024) beyond the ring's credit
   seed: seedCheck,
   seconds: secondsCheck,
-  selfKillEvents: must((v) => {
-    const [lo, hi] = Array.isArray(v) ? (v as unknown[]) : [];
-    return Number.isSafeInteger(lo) && Number.isSafeInteger(hi) && (lo as number) >= 1 && (hi as number) >= (lo as number);
-  }, (v) => `must be [lo, hi] with 1 <= lo <= hi, got ${String(v)}`, RangeError),
+  selfKillEvents: rangeCheck,
+  ackKillCompletions: rangeCheck,
 };
 
+/** Connection-table rows the harness may use (NODE_LAYOUT has 64): replacements of mortal clients stop there. */
+const CLIENT_IDS_MAX = 60;
+
 export function resolveRealCrashOptions(options: Partial<RealCrashOptions> & { mainScript: string }): RealCrashOptions {
-  return resolveOptions(REAL_CRASH_DEFAULTS as Readonly<RealCrashOptions>, options, REAL_CRASH_CHECKS);
+  const o = resolveOptions(REAL_CRASH_DEFAULTS as Readonly<RealCrashOptions>, options, REAL_CRASH_CHECKS);
+  if (o.clients + o.mortalClients > CLIENT_IDS_MAX) throw new RangeError(`clients + mortalClients must be at most ${CLIENT_IDS_MAX}, got ${o.clients + o.mortalClients}`);
+  return o;
 }
 
 export async function runRealCrash(options: Partial<RealCrashOptions> & { mainScript: string }): Promise<RealCrashReport> {
@@ -411,19 +571,24 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
   const prng = createPrng(o.seed >>> 0);
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'pmrpc-real-crash-'));
   const pmFile = join(dir, 'node.pm');
-  const killPlan = Array.from({ length: o.selfKills }, () => prng.int(o.selfKillEvents[0], o.selfKillEvents[1]));
+  const eventKills: KillPlan[] = Array.from({ length: o.selfKills }, () => ({ events: prng.int(o.selfKillEvents[0], o.selfKillEvents[1]) }));
   // External kills at seeded moments in [15 %, 85 %] of the load, at least 10 % apart.
   const killTimes: number[] = [];
   for (let i = 0; i < o.externalKills; i++) {
     const slot = 0.7 / o.externalKills;
     killTimes.push(o.seconds * 1000 * (0.15 + slot * i + slot * (0.2 + 0.6 * prng.int(0, 1000) / 1000)));
   }
+  // The acknowledgement kills strike first (the first incarnations), before any external kill can race them.
+  const ackKills: KillPlan[] = Array.from({ length: o.ackKills }, () => ({ completions: prng.int(o.ackKillCompletions[0], o.ackKillCompletions[1]) }));
+  const killPlan = [...ackKills, ...eventKills];
+  const restartCheck = new RestartCheck();
   const sup = new Supervisor(
     {
-      args: (killAfter) => {
+      args: (plan) => {
         const args = [o.mainScript, 'serve', '--app', 'rpc', '--pm', pmFile, '--size', String(o.sizeBytes), '--port', '0', '--strategy', o.strategy, '--ddio', o.ddio ? 'on' : 'off', '--json'];
         if (o.keepResults) args.push('--keep-results');
-        if (killAfter !== undefined) args.push('--kill-after-events', String(killAfter));
+        if (plan?.events !== undefined) args.push('--kill-after-events', String(plan.events));
+        if (plan?.completions !== undefined) args.push('--kill-after-completions', String(plan.completions));
         return args;
       },
       clock,
@@ -434,6 +599,7 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
     pmFile,
     killPlan,
   );
+  /** Every client, the mortal ones (and their replacements) included. */
   const clients: LoadClient[] = [];
   const errors: string[] = [];
   const sleep = (ms: number): Promise<void> => new Promise((r) => clock.setTimer(Math.max(0, ms), r));
@@ -441,14 +607,31 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
   try {
     const first = await sup.start();
     for (let k = 0; k < o.clients; k++) {
-      clients.push(new LoadClient(await RemoteRpcClient.connect({ port: first.port, name: `load-${k}`, clock })));
+      clients.push(new LoadClient(await RemoteRpcClient.connect({ port: first.port, name: `load-${k}`, clock }), first.generation, false, restartCheck));
     }
     const t0 = clock.nowMs();
     const end = t0 + o.seconds * 1000;
     let stopped = false;
     let drainEnd = Number.POSITIVE_INFINITY;
     // While loading, a reconnect may wait as long as the run lasts; once stopped, drainSeconds.
-    const loops = clients.map((c) => c.run(sup, o, () => stopped, () => (stopped ? drainEnd : clock.nowMs() + o.drainSeconds * 1000)));
+    const deadline = (): number => (stopped ? drainEnd : clock.nowMs() + o.drainSeconds * 1000);
+    const loops = clients.map((c) => c.run(sup, o, () => stopped, deadline));
+    // Mortal seats: each client dies with the server at the next crash; a new one takes its seat.
+    const seats = Array.from({ length: o.mortalClients }, async (_, k) => {
+      for (let n = 0; !stopped && clients.length < CLIENT_IDS_MAX; n++) {
+        let c: LoadClient;
+        try {
+          const { remote, generation } = await connectClient(sup, `mortal-${k}.${n}`, clock, deadline());
+          c = new LoadClient(remote, generation, true, restartCheck);
+        } catch (e) {
+          if (!stopped) errors.push(`mortal client ${k}.${n} could not connect: ${(e as Error).message}`);
+          return;
+        }
+        clients.push(c);
+        await c.run(sup, o, () => stopped, deadline);
+        if (!c.dead) return;
+      }
+    });
     const progress = (): void => {
       const acked = clients.reduce((a, c) => a + c.ledger.ackedUpTo, 0);
       o.onProgress?.({ elapsedS: Math.min(o.seconds, (clock.nowMs() - t0) / 1000), seconds: o.seconds, acked, crashes: sup.incarnations.filter((r) => r.end === 'external' || r.end === 'self').length });
@@ -470,13 +653,17 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
       o.log?.(`SIGKILL of the server at ${((clock.nowMs() - t0) / 1000).toFixed(2)} s`);
       await sup.kill();
     }
+    // Every asked-for acknowledgement kill strikes under load (bounded).
+    const ackBound = clock.nowMs() + 30_000;
+    while (sup.ackKillsPending > 0 && clock.nowMs() < ackBound) await sleep(50);
+    if (sup.ackKillsPending > 0) errors.push(`${sup.ackKillsPending} acknowledgement kill(s) never struck within 30 s of load`);
     // After the last crash the clients resume and load the restarted server a while.
     await sup.up().catch(() => undefined);
     await sleep(Math.max(end, sup.upAtMs + 2 * MIN_SERVE_MS) - clock.nowMs());
     drainEnd = clock.nowMs() + o.drainSeconds * 1000;
     stopped = true;
     loadSeconds = (clock.nowMs() - t0) / 1000;
-    await Promise.all(loops);
+    await Promise.all([...loops, ...seats]);
     ticking = false;
     await ticker;
     progress();
@@ -492,11 +679,11 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
   }
   errors.push(...sup.failures);
   for (const c of clients) errors.push(...c.errors);
-  const unanswered = clients.reduce((a, c) => a + c.inflight, 0);
+  const unanswered = clients.reduce((a, c) => a + (c.dead ? 0 : c.inflight), 0);
   if (unanswered > 0) errors.push(`${unanswered} calls never answered within ${o.drainSeconds} s after the load`);
 
   // Verify from the file alone, read-only: a copy of its bytes, opened as an image.
-  let verdict: DigestVerdict = { applied: 0, lost: 0, duplicates: 0, outOfOrder: 0, corrupt: 0, unapplied: 0, messages: [] };
+  let verdict: DigestVerdict = { applied: 0, lost: 0, duplicates: 0, outOfOrder: 0, corrupt: 0, unapplied: 0, abandoned: 0, losses: [], messages: [] };
   try {
     const region = PmemRegion.openImage(new Uint8Array(readFileSync(pmFile)));
     const store = RecoveryStore.open(region);
@@ -515,10 +702,31 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
   const restarts = sup.incarnations.slice(1);
   const mean = (xs: number[]): number => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
   const acked = clients.reduce((a, c) => a + c.ledger.ackedUpTo, 0);
+  // Each acknowledged request found absent counts once, wherever it was found first.
+  const lost = restartCheck.lostAtRestart + restartCheck.count(verdict.losses, 'the digest log in PM');
+  const { losses: _losses, messages: endMessages, ...digest } = verdict;
+  const violations = lost + verdict.duplicates + verdict.outOfOrder + verdict.corrupt + (errors.length === 0 ? verdict.unapplied : 0) + errors.length;
+  const verdictCode: RealCrashVerdict =
+    lost > 0
+      ? HarnessErrorCodes.ACKED_LOST
+      : violations > errors.length
+        ? HarnessErrorCodes.CRASH_VIOLATION
+        : errors.length > 0 || crashes.length === 0
+          ? HarnessErrorCodes.RUN_INCOMPLETE
+          : 'ok';
   return {
+    ...digest,
     strategy: o.strategy,
+    ddio: o.ddio,
     seed: o.seed,
     clients: o.clients,
+    verdict: verdictCode,
+    lost,
+    lostAtRestart: restartCheck.lostAtRestart,
+    lostAtEnd: verdict.lost,
+    restartChecks: restartCheck.checks,
+    mortalClients: clients.filter((c) => c.dead).length,
+    ackKills: sup.incarnations.filter((r) => r.end === 'self' && r.killAfterCompletions !== undefined).length,
     acked,
     sent: clients.reduce((a, c) => a + c.sentUpTo, 0),
     crashes: crashes.length,
@@ -538,8 +746,8 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
     incarnations: sup.incarnations,
     pmFile,
     errors,
-    ...verdict,
-    violations: verdict.lost + verdict.duplicates + verdict.outOfOrder + verdict.corrupt + errors.length,
+    messages: [...restartCheck.messages, ...endMessages].slice(0, 20),
+    violations,
   };
 }
 
@@ -701,8 +909,8 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
   const sleep = (ms: number): Promise<void> => new Promise((r) => clock.setTimer(Math.max(0, ms), r));
   // A node's i-th self-kill goes to its i-th incarnation (counted from the open: format or recovery
   // included — a few events).
-  const killPlans: Array<Array<number | undefined>> = Array.from({ length: o.nodes }, () => []);
-  for (let i = 0; i < o.selfKills; i++) killPlans[prng.int(0, o.nodes - 1)]!.push(prng.int(o.selfKillEvents[0], o.selfKillEvents[1]));
+  const killPlans: KillPlan[][] = Array.from({ length: o.nodes }, () => []);
+  for (let i = 0; i < o.selfKills; i++) killPlans[prng.int(0, o.nodes - 1)]!.push({ events: prng.int(o.selfKillEvents[0], o.selfKillEvents[1]) });
   const rounds: Array<{ at: number; nodes: number[] }> = [];
   for (let i = 0; i < o.killRounds; i++) {
     const slot = 0.7 / o.killRounds;
@@ -715,9 +923,9 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
     (pm, k) =>
       new Supervisor(
         {
-          args: (killAfter) => {
+          args: (plan) => {
             const a = [o.mainScript, 'serve', '--app', 'kv', '--system', o.system, '--node', `kv${k}`, '--pm', pm, '--size', String(o.sizeBytes), '--port', '0', '--json'];
-            if (killAfter !== undefined) a.push('--kill-after-events', String(killAfter));
+            if (plan?.events !== undefined) a.push('--kill-after-events', String(plan.events));
             return a;
           },
           clock,

@@ -7,7 +7,7 @@
 import { crc32c } from '../../pmem/index.js';
 import type { AppView } from '../../recovery/index.js';
 import type { RpcHandler } from '../rpc/index.js';
-import type { KvInput, KvOutput, Operation } from '../check/index.js';
+import { describeAckedLoss, lostAcknowledged, type AckedLoss, type KvInput, type KvOutput, type Operation } from '../check/index.js';
 import { digestHandler, DIGEST_BYTES, LOG_BASE, METHOD, readDigestLog } from '../apps/rpc/index.js';
 
 export { DIGEST_BYTES, LOG_BASE };
@@ -40,6 +40,11 @@ export interface ClientLedger {
   sentUpTo: number;
   /** Highest sequence the client was told is durable (acknowledged). */
   ackedUpTo: number;
+  /**
+   * The client died with the server (DESIGN §8: it never resends): what it sent past its
+   * acknowledgements may be absent — abandoned, not an error; what it was told is durable must be there.
+   */
+  diedWithServer?: boolean;
 }
 
 export interface DigestVerdict {
@@ -55,6 +60,10 @@ export interface DigestVerdict {
   corrupt: number;
   /** Requests sent and never applied (only an error when every call was answered). */
   unapplied: number;
+  /** Requests sent, not acknowledged and not applied, by clients that died with the server (allowed). */
+  abandoned: number;
+  /** The acknowledged requests absent from the log, per client (`lost` counts them). */
+  losses: AckedLoss[];
   /** The first few problems, in words. */
   messages: string[];
 }
@@ -63,7 +72,7 @@ const MESSAGES_MAX = 20;
 
 /** Reads the digest log and judges it against the clients' ledgers. Reads only. */
 export function verifyDigestLog(view: AppView, seed: number, ledgers: readonly ClientLedger[]): DigestVerdict {
-  const v: DigestVerdict = { applied: 0, lost: 0, duplicates: 0, outOfOrder: 0, corrupt: 0, unapplied: 0, messages: [] };
+  const v: DigestVerdict = { applied: 0, lost: 0, duplicates: 0, outOfOrder: 0, corrupt: 0, unapplied: 0, abandoned: 0, losses: [], messages: [] };
   const say = (m: string): void => {
     if (v.messages.length < MESSAGES_MAX) v.messages.push(m);
   };
@@ -107,14 +116,17 @@ export function verifyDigestLog(view: AppView, seed: number, ledgers: readonly C
     }
     last.set(c, Math.max(prev, s));
   }
+  v.losses = lostAcknowledged(ledgers, (c, s) => seen.get(c)?.has(s) === true);
+  for (const l of v.losses) {
+    v.lost += l.seqs.length;
+    say(describeAckedLoss(l, 'the digest log in PM'));
+  }
   for (const l of ledgers) {
     const set = seen.get(l.clientId) ?? new Set<number>();
-    for (let s = 1; s <= l.sentUpTo; s++) {
+    for (let s = l.ackedUpTo + 1; s <= l.sentUpTo; s++) {
       if (set.has(s)) continue;
-      if (s <= l.ackedUpTo) {
-        v.lost++;
-        say(`client ${l.clientId} seq ${s} was acknowledged durable and is not applied: lost`);
-      } else v.unapplied++;
+      if (l.diedWithServer === true) v.abandoned++;
+      else v.unapplied++;
     }
   }
   return v;

@@ -609,27 +609,30 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
     for (let k = 0; k < o.clients; k++) {
       clients.push(new LoadClient(await RemoteRpcClient.connect({ port: first.port, name: `load-${k}`, clock }), first.generation, false, restartCheck));
     }
+    // The first mortal clients load the first incarnation with the others (its crash is theirs).
+    const mortals: LoadClient[] = [];
+    for (let k = 0; k < o.mortalClients; k++) mortals.push(new LoadClient(await RemoteRpcClient.connect({ port: first.port, name: `mortal-${k}.0`, clock }), first.generation, true, restartCheck));
+    clients.push(...mortals);
     const t0 = clock.nowMs();
     const end = t0 + o.seconds * 1000;
     let stopped = false;
     let drainEnd = Number.POSITIVE_INFINITY;
     // While loading, a reconnect may wait as long as the run lasts; once stopped, drainSeconds.
     const deadline = (): number => (stopped ? drainEnd : clock.nowMs() + o.drainSeconds * 1000);
-    const loops = clients.map((c) => c.run(sup, o, () => stopped, deadline));
+    const loops = clients.filter((c) => !c.mortal).map((c) => c.run(sup, o, () => stopped, deadline));
     // Mortal seats: each client dies with the server at the next crash; a new one takes its seat.
-    const seats = Array.from({ length: o.mortalClients }, async (_, k) => {
-      for (let n = 0; !stopped && clients.length < CLIENT_IDS_MAX; n++) {
-        let c: LoadClient;
+    const seats = mortals.map(async (firstMortal, k) => {
+      for (let n = 0, c: LoadClient | undefined = firstMortal; c !== undefined; n++) {
+        await c.run(sup, o, () => stopped, deadline);
+        if (!c.dead || stopped || clients.length >= CLIENT_IDS_MAX) return;
         try {
-          const { remote, generation } = await connectClient(sup, `mortal-${k}.${n}`, clock, deadline());
+          const { remote, generation } = await connectClient(sup, `mortal-${k}.${n + 1}`, clock, deadline());
           c = new LoadClient(remote, generation, true, restartCheck);
+          clients.push(c);
         } catch (e) {
-          if (!stopped) errors.push(`mortal client ${k}.${n} could not connect: ${(e as Error).message}`);
+          if (!stopped) errors.push(`mortal client ${k}.${n + 1} could not connect: ${(e as Error).message}`);
           return;
         }
-        clients.push(c);
-        await c.run(sup, o, () => stopped, deadline);
-        if (!c.dead) return;
       }
     });
     const progress = (): void => {

@@ -1,5 +1,7 @@
-// Real crash-restart, longer: repeated kill/restart cycles (3 external SIGKILLs at seeded moments
-// and 2 seeded self-kills) under load from 4 clients, for wflush and srflush. See real-crash.test.ts.
+// Real crash-restart, longer: repeated kill/restart cycles (3 external SIGKILLs at seeded moments,
+// 2 seeded self-kills and 1 right after an acknowledgement) under load from 4 clients and 1 that
+// dies with the server at each crash (a new one after each restart), for wflush and srflush, with
+// the restart check at every restart. See real-crash.test.ts.
 //
 // Replay: PMRPC_SEED=<printed seed> npx tap test/server/real-crash-cycles.test.ts
 import t from 'tap';
@@ -17,14 +19,17 @@ t.comment(`real-crash-cycles seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap te
 for (const [i, strategy] of (['wflush', 'srflush'] as RpcStrategy[]).entries()) {
   t.test(`${strategy}: 5 kill/restart cycles, clients reconnect and resume every time`, async (t) => {
     const seed = SEED + 100 + i;
-    const r = await runRealCrash({ mainScript: MAIN, strategy, seed, clients: 4, seconds: 5, externalKills: 3, selfKills: 2, selfKillEvents: [1000, 6000], window: 96, drainSeconds: 20 });
+    const r = await runRealCrash({ mainScript: MAIN, strategy, seed, clients: 4, seconds: 5, externalKills: 3, selfKills: 2, selfKillEvents: [1000, 6000], window: 96, sizeBytes: 4 << 20, drainSeconds: 20 });
     t.comment(`${strategy} seed ${seed}: acked ${r.acked} in ${r.loadSeconds.toFixed(1)} s, crashes ${r.crashes} (${r.externalKills} external, ${r.selfKills} self), re-executed ${r.replayed}, recovery ${r.recoveryMs.toFixed(1)} ms mean, restart ${r.restartMs.toFixed(0)} ms mean`);
     t.same(r.errors, []);
     t.same(r.messages, []);
+    t.equal(r.verdict, 'ok');
+    t.equal(r.lostAtRestart, 0, 'every restart recovered what the clients had been told was durable');
+    t.ok(r.mortalClients >= 2, `clients died with the server at several crashes (${r.mortalClients})`);
     t.equal(r.lost, 0, 'acknowledged and lost');
     t.equal(r.duplicates, 0, 'applied twice');
     t.equal(r.outOfOrder + r.corrupt + r.unapplied, 0);
-    t.ok(r.crashes >= 3, `at least 3 kill/restart cycles (${r.crashes})`);
+    t.ok(r.crashes >= 4, `at least 4 kill/restart cycles (${r.crashes})`);
     t.equal(r.externalKills, 3);
     // A restart either recovered the same file, or was killed before it listened — by itself
     // (--kill-after-events counts the recovery's own persistence events) or by an external kill

@@ -76,7 +76,7 @@ export function registerServe(program: Command): void {
       return v;
     }, 'prism')
     .option('--kill-after-events <n>', 'SIGKILL itself after this many persistence events (region crash points): a seeded real crash that replays', intOption('kill-after-events'))
-    .option('--kill-after-completions <n>', 'SIGKILL itself at the first media-changing crash point (drain, eviction, NIC drain into media) after its n-th completion (a message to a client: every strategy\'s acknowledgement is one): a crash between an acknowledgement and the write-back after it', intOption('kill-after-completions'))
+    .option('--kill-after-completions <n>', 'SIGKILL itself at the first media-changing crash point (drain, eviction, NIC drain into media) once its n-th completion (a message to a client: every strategy\'s acknowledgement is one) has left the process: a crash between acknowledgements and the write-back after them', intOption('kill-after-completions'))
     .option('--strict', 'msync on every drain (durability across a machine crash; slow)')
     .option('--json', 'logs off: only the one JSON line on stdout')
     .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"node", "app", "host", "port", "pid", "pm", "recovered": {...}, "recoveryMs", ...}.\nThe rpc app serves the demo workload (method append-digest); the kv app PRISM-KV (welcome {system, rkey, base}).\nExit 2: PMRPC_ERR_AUTH_REQUIRED.')
@@ -88,6 +88,7 @@ export function registerServe(program: Command): void {
       let events = 0;
       const limit = opts.killAfterEvents;
       let completions = 0;
+      let completionsArmed = false;
       const completionLimit = opts.killAfterCompletions;
       const node = await NodeHost.start({
         app,
@@ -103,11 +104,13 @@ export function registerServe(program: Command): void {
         // A crash point is just before a media-changing event (or after a completion): dying here is a real crash at a replayable place.
         onCrashPoint: limit === undefined && completionLimit === undefined ? undefined : (e) => {
           if (limit !== undefined && ++events >= limit) process.kill(process.pid, 'SIGKILL');
-          // Armed by the n-th message to a client, fired by the next media change: the message
-          // was sent, what it acknowledged has had no write-back since (raw with DDIO on loses it).
+          // Armed one event-loop turn after the n-th message to a client (the turn's messages have
+          // left the process: the client holds those acknowledgements), fired by the next media
+          // change: what was acknowledged and not yet written back is lost (raw with DDIO on).
           if (completionLimit === undefined) return;
-          if (e.kind === 'completion') completions++;
-          else if (completions >= completionLimit) process.kill(process.pid, 'SIGKILL');
+          if (e.kind === 'completion') {
+            if (++completions === completionLimit) setImmediate(() => (completionsArmed = true));
+          } else if (completionsArmed) process.kill(process.pid, 'SIGKILL');
         },
       });
       const line = node.startLine();

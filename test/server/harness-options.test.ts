@@ -14,6 +14,12 @@ t.test('RPC real-crash options', async (t) => {
   t.throws(() => resolveRealCrashOptions({ mainScript, seed: 2 ** 32 }), new RangeError('seed must be an integer in [-2147483648, 4294967295], got 4294967296'));
   t.throws(() => resolveRealCrashOptions({ mainScript, seconds: 0 }), new RangeError('seconds must be in (0, 3600], got 0'));
   t.throws(() => resolveRealCrashOptions({ mainScript, selfKillEvents: [5, 2] }), new RangeError('selfKillEvents must be [lo, hi] with 1 <= lo <= hi, got 5,2'));
+  t.throws(() => resolveRealCrashOptions({ mainScript, ackKills: -1 }), new RangeError('ackKills must be an integer in [0, 100], got -1'));
+  t.throws(() => resolveRealCrashOptions({ mainScript, ackKillCompletions: [0, 10] }), new RangeError('ackKillCompletions must be [lo, hi] with 1 <= lo <= hi, got 0,10'));
+  t.throws(() => resolveRealCrashOptions({ mainScript, mortalClients: 17 }), new RangeError('mortalClients must be an integer in [0, 16], got 17'));
+  t.throws(() => resolveRealCrashOptions({ mainScript, clients: 50, mortalClients: 11 }), new RangeError('clients + mortalClients must be at most 60, got 61'));
+  t.equal(resolveRealCrashOptions({ mainScript }).ackKills, 1, 'one acknowledgement kill by default');
+  t.equal(resolveRealCrashOptions({ mainScript }).mortalClients, 1, 'one client dies with the server by default');
 });
 
 t.test('KV real-crash options', async (t) => {

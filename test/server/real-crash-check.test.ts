@@ -7,6 +7,8 @@
 // the check must fail, every time; with DDIO off the READ's drain put it in the file first, and
 // the check must pass.
 //
+// The mechanism alone (serve --kill-after-completions, then inspect) is in ack-kill.test.ts.
+//
 // Replay: PMRPC_SEED=<printed seed> npx tap test/server/real-crash-check.test.ts
 import t from 'tap';
 import { execFile } from 'node:child_process';

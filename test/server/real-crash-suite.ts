@@ -1,5 +1,6 @@
-// The per-strategy real-crash run of real-crash.test.ts and real-crash-more.test.ts (two files, so
-// that each stays under a minute on a loaded machine): see real-crash.test.ts.
+// The per-strategy real-crash run of real-crash.test.ts, real-crash-cpu.test.ts and
+// real-crash-coupled.test.ts (three files, so that each stays short on a loaded machine): see
+// real-crash.test.ts.
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -6,10 +6,11 @@
 // restart, before any resend, every client's acknowledged prefix must lie in the recovered durable
 // prefix; then the digest log in PM is checked: nothing acknowledged lost, nothing applied twice,
 // FIFO per client, every call answered. One short cycle per strategy that claims durability
-// (raw, which does not with DDIO on, is in real-crash-check.test.ts); gpspm, farm and darpc are in
-// real-crash-more.test.ts.
+// (raw, which does not with DDIO on, is in real-crash-check.test.ts). Here the NIC persists (wflush,
+// sflush); real-crash-cpu.test.ts: the server CPU persists, then acknowledges (wrflush, srflush,
+// gpspm); real-crash-coupled.test.ts: the coupled baselines (farm, darpc).
 //
 // Replay: PMRPC_SEED=<printed seed> npx tap test/server/real-crash.test.ts
 import { realCrashSuite } from './real-crash-suite.js';
 
-realCrashSuite('test/server/real-crash.test.ts', ['wflush', 'sflush', 'wrflush', 'srflush']);
+realCrashSuite('test/server/real-crash.test.ts', ['wflush', 'sflush']);

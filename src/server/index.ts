@@ -4,5 +4,5 @@ export { RemoteRpcClient, REMOTE_CLIENT_DEFAULTS, type RemoteClientOptions } fro
 export { encodeHelloPayload, decodeHelloPayload, encodeWelcomePayload, decodeWelcomePayload, HandshakeErrorCodes } from '../apps/rpc/index.js';
 export { inspectFile, type InspectReport } from './inspect.js';
 export { WORKLOAD_METHOD, WORKLOAD_HANDLERS, PAYLOAD_BYTES, workloadPayload, verifyDigestLog, kvNodeKeys, type ClientLedger, type DigestVerdict } from './workload.js';
-export { runRealCrash, resolveRealCrashOptions, REAL_CRASH_DEFAULTS, HarnessErrorCodes, type RealCrashOptions, type RealCrashReport, type RestartRecord } from './harness.js';
+export { runRealCrash, resolveRealCrashOptions, REAL_CRASH_DEFAULTS, HarnessErrorCodes, type RealCrashOptions, type RealCrashReport, type RealCrashVerdict, type RestartRecord } from './harness.js';
 export { runKvRealCrash, resolveKvRealCrashOptions, KV_REAL_CRASH_DEFAULTS, type KvRealCrashOptions, type KvRealCrashReport, type KvNodeReport } from './harness.js';

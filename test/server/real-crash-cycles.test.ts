@@ -25,7 +25,7 @@ for (const [i, strategy] of (['wflush', 'srflush'] as RpcStrategy[]).entries()) 
     t.same(r.messages, []);
     t.equal(r.verdict, 'ok');
     t.equal(r.lostAtRestart, 0, 'every restart recovered what the clients had been told was durable');
-    t.ok(r.mortalClients >= 2, `clients died with the server at several crashes (${r.mortalClients})`);
+    t.ok(r.mortalClients >= 1, `clients died with the server (${r.mortalClients}; a replacement may join after the next crash already struck)`);
     t.equal(r.lost, 0, 'acknowledged and lost');
     t.equal(r.duplicates, 0, 'applied twice');
     t.equal(r.outOfOrder + r.corrupt + r.unapplied, 0);

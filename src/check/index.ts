@@ -1,3 +1,20 @@
-/** src/check — the linearizability checker (DESIGN §5) the crash tests judge histories with. */
+/** src/check — the checkers the tests judge histories with: linearizability (DESIGN §5), lost writes, and the Elle-style transactional checkers. */
 export { checkLinearizable, kvModel, CHECK_DEFAULTS, type Model, type Operation, type CheckResult, type CheckOptions, type KvInput, type KvOutput } from './linearizability.js';
 export { lostWrites, describeKvInput } from './lost.js';
+export {
+  checkListAppend,
+  LIST_APPEND_DEFAULTS,
+  type ListAppendTxn,
+  type ListAppendMop,
+  type ListAppendOptions,
+  type ListAppendResult,
+  type ListAppendStats,
+  type ElleAnomaly,
+  type ElleAnomalyKind,
+  type CycleStep,
+  type CycleKind,
+  type EdgeKind,
+  type TxnId,
+  type TxnType,
+  type CheckerResult,
+} from './elle.js';

@@ -1,0 +1,250 @@
+// The Elle-style list-append checker: a hand-made history of each anomaly class is flagged with
+// its kind (and a cycle as evidence for the cycle classes); valid histories, 'info' transactions
+// included, pass; serial executions of random transactions pass and fail once a read is corrupted
+// (fast-check, seeded).
+import t from 'tap';
+import fc from 'fast-check';
+import { checkListAppend, type ListAppendMop, type ListAppendResult, type ListAppendTxn, type TxnType } from '../../src/check/elle.js';
+
+const r = (key: string, value: number[] | null): ListAppendMop => ({ f: 'r', key, value });
+const a = (key: string, value: number): ListAppendMop => ({ f: 'append', key, value });
+const tx = (id: number, type: TxnType, mops: ListAppendMop[], call?: number, ret?: number): ListAppendTxn => ({ id, process: id, type, mops, ...(call === undefined ? {} : { call }), ...(ret === undefined ? {} : { ret }) });
+const ok = (id: number, ...mops: ListAppendMop[]): ListAppendTxn => tx(id, 'ok', mops);
+
+const kinds = (res: ListAppendResult): string[] => [...new Set(res.anomalies.map((x) => x.kind))].sort();
+
+/** The cycle closes, and each step's edge is one the checker found. */
+function cycleOf(t: Tap.Test, res: ListAppendResult, kind: string): Array<{ from: number | string; to: number | string; edge: string; key?: string }> {
+  const an = res.anomalies.find((x) => x.kind === kind);
+  t.ok(an, `${kind} reported: ${JSON.stringify(res.anomalies)}`);
+  const c = an?.cycle ?? [];
+  t.ok(c.length >= 2, `${kind} has a cycle as evidence`);
+  for (let i = 0; i < c.length; i++) t.equal(c[i]!.to, c[(i + 1) % c.length]!.from, 'the cycle closes');
+  return c;
+}
+declare namespace Tap {
+  type Test = Parameters<Parameters<typeof t.test>[1]>[0];
+}
+
+t.test('G0: write cycle (two transactions append to x and y in opposite orders)', async (t) => {
+  const h = [ok(1, a('x', 1), a('y', 1)), ok(2, a('x', 2), a('y', 2)), ok(3, r('x', [1, 2]), r('y', [2, 1]))];
+  const res = checkListAppend(h);
+  t.equal(res.valid, false);
+  t.same(kinds(res), ['G0']);
+  const c = cycleOf(t, res, 'G0');
+  t.same(new Set(c.map((s) => s.edge)), new Set(['ww']));
+  t.same(c.map((s) => s.from).sort(), [1, 2]);
+});
+
+t.test('G1a: a committed read of an aborted append', async (t) => {
+  const res = checkListAppend([tx(1, 'fail', [a('x', 1)]), ok(2, r('x', [1]))]);
+  t.equal(res.valid, false);
+  t.same(kinds(res), ['G1a']);
+  t.same(res.anomalies[0]!.txns, [1, 2]);
+  t.match(res.anomalies[0]!.detail, /aborted transaction 1/);
+});
+
+t.test('G1b: a read of an intermediate append', async (t) => {
+  const res = checkListAppend([ok(1, a('x', 1), a('x', 2)), ok(2, r('x', [1])), ok(3, r('x', [1, 2]))]);
+  t.equal(res.valid, false);
+  t.ok(kinds(res).includes('G1b'), JSON.stringify(res.anomalies));
+  t.same(res.anomalies.find((x) => x.kind === 'G1b')!.txns, [1, 2]);
+});
+
+t.test('G1c: circular information flow (each reads the other\'s append)', async (t) => {
+  const res = checkListAppend([ok(1, a('x', 1), r('y', [1])), ok(2, a('y', 1), r('x', [1]))]);
+  t.equal(res.valid, false);
+  t.same(kinds(res), ['G1c']);
+  const c = cycleOf(t, res, 'G1c');
+  t.same(new Set(c.map((s) => s.edge)), new Set(['wr']));
+});
+
+t.test('G-single: read skew (one rw edge in the cycle)', async (t) => {
+  // T2 sees T1's append to y but not its append to x.
+  const res = checkListAppend([ok(1, a('x', 1), a('y', 1)), ok(2, r('x', []), r('y', [1])), ok(3, r('x', [1]))]);
+  t.equal(res.valid, false);
+  t.same(kinds(res), ['G-single']);
+  const c = cycleOf(t, res, 'G-single');
+  t.same(c.map((s) => s.edge).sort(), ['rw', 'wr']);
+  t.same(c.find((s) => s.edge === 'rw'), { from: 2, to: 1, edge: 'rw', key: 'x' });
+});
+
+t.test('G-single: a lost update (both read the empty list, then append)', async (t) => {
+  const res = checkListAppend([ok(1, r('x', []), a('x', 1)), ok(2, r('x', []), a('x', 2)), ok(3, r('x', [1, 2]))]);
+  t.equal(res.valid, false);
+  t.ok(kinds(res).includes('G-single'), JSON.stringify(res.anomalies));
+});
+
+t.test('G2: write skew (two rw edges in the cycle)', async (t) => {
+  const h = [ok(1, r('x', []), r('y', []), a('x', 1)), ok(2, r('x', []), r('y', []), a('y', 1)), ok(3, r('x', [1]), r('y', [1]))];
+  const res = checkListAppend(h);
+  t.equal(res.valid, false);
+  t.same(kinds(res), ['G2']);
+  const c = cycleOf(t, res, 'G2');
+  t.same(c.map((s) => s.edge), ['rw', 'rw']);
+});
+
+t.test('G2 is also found without a final read (appends no read shows come after the known order)', async (t) => {
+  const res = checkListAppend([ok(1, r('x', []), r('y', []), a('x', 1)), ok(2, r('x', []), r('y', []), a('y', 1))]);
+  t.same(kinds(res), ['G2']);
+});
+
+t.test('incompatible-order: two reads that are not prefixes of one order', async (t) => {
+  const res = checkListAppend([ok(1, a('x', 1)), ok(2, a('x', 2)), ok(3, r('x', [1, 2])), ok(4, r('x', [2, 1]))]);
+  t.equal(res.valid, false);
+  t.same(kinds(res), ['incompatible-order']);
+  t.equal(res.anomalies[0]!.key, 'x');
+  t.same(res.anomalies[0]!.txns, [3, 4]);
+});
+
+t.test('internal: a read that disagrees with the transaction\'s own append', async (t) => {
+  const res = checkListAppend([ok(1, a('x', 1), r('x', [])), ok(2, r('y', [5]), r('y', [])), tx(3, 'ok', [a('y', 5)])]);
+  t.equal(res.valid, false);
+  t.equal(res.stats.counts.internal, 2);
+  t.ok(kinds(res).includes('internal'));
+  t.match(res.anomalies.find((x) => x.kind === 'internal')!.detail, /transaction 1 read 'x' = \[\]/);
+});
+
+t.test('duplicate elements and garbage reads', async (t) => {
+  const dup = checkListAppend([ok(1, a('x', 1)), ok(2, r('x', [1, 1]))]);
+  t.same(kinds(dup), ['duplicate-elements']);
+  const garbage = checkListAppend([ok(1, a('x', 1)), ok(2, r('x', [1, 7]))]);
+  t.same(kinds(garbage), ['garbage-read']);
+});
+
+t.test('real-time edges: a stale read is serializable but not strictly serializable', async (t) => {
+  // T1 appended and returned before T2 began; T2 still read the empty list.
+  const h = [tx(1, 'ok', [a('x', 1)], 0, 1), tx(2, 'ok', [r('x', [])], 2, 3)];
+  t.equal(checkListAppend(h).valid, true, 'serializable (T2 before T1)');
+  const res = checkListAppend(h, { realtime: true });
+  t.equal(res.valid, false);
+  t.same(kinds(res), ['G-single-realtime']);
+  t.same(cycleOf(t, res, 'G-single-realtime').map((s) => s.edge).sort(), ['rt', 'rw']);
+  // Touching intervals are concurrent.
+  t.equal(checkListAppend([tx(1, 'ok', [a('x', 1)], 0, 2), tx(2, 'ok', [r('x', [])], 2, 3)], { realtime: true }).valid, true);
+});
+
+t.test('valid histories pass, with info and fail transactions', async (t) => {
+  const cases: Array<[string, ListAppendTxn[]]> = [
+    ['empty', []],
+    ['reads of nothing', [ok(1, r('x', [])), ok(2, r('x', null))]],
+    ['serial appends and reads', [ok(1, a('x', 1), r('x', [1])), ok(2, r('x', [1]), a('x', 2), a('y', 1)), ok(3, r('x', [1, 2]), r('y', [1]))]],
+    ['a read of own appends after an external prefix', [ok(1, a('x', 1)), ok(2, a('x', 2), a('x', 3), r('x', [1, 2, 3]))]],
+    ['an info append that happened', [tx(1, 'info', [a('x', 1)]), ok(2, r('x', [1]))]],
+    ['an info append that did not happen', [tx(1, 'info', [a('x', 1)]), ok(2, r('x', [])), ok(3, a('x', 2)), ok(4, r('x', [2]))]],
+    ['a failed append nobody read', [tx(1, 'fail', [a('x', 1)]), ok(2, a('x', 2)), ok(3, r('x', [2]))]],
+    ['an info transaction\'s reads are ignored', [tx(1, 'info', [r('x', [99]), a('x', 1)]), ok(2, r('x', [1]))]],
+  ];
+  for (const [name, h] of cases) {
+    const res = checkListAppend(h, { realtime: false });
+    t.equal(res.valid, true, `${name}: ${JSON.stringify(res.anomalies)}`);
+  }
+  // An info transaction that never returned may take effect after a later transaction began.
+  const late = [tx(1, 'info', [a('x', 1)], 0), tx(2, 'ok', [r('x', [])], 5, 6), tx(3, 'ok', [r('x', [1])], 7, 8)];
+  t.equal(checkListAppend(late, { realtime: true }).valid, true);
+});
+
+t.test('bad input is a TypeError or RangeError with an exact message', async (t) => {
+  t.throws(() => checkListAppend('x' as never), new TypeError('history must be an array, got x'));
+  t.throws(() => checkListAppend([{ id: 1, process: 0, type: 'maybe', mops: [] } as never]), new TypeError("history[0].type must be 'ok', 'fail' or 'info', got maybe"));
+  t.throws(() => checkListAppend([ok(1), ok(1)]), new RangeError('history[1].id 1 repeats history[0].id: transaction ids must be unique'));
+  t.throws(() => checkListAppend([ok(1, { f: 'w', key: 'x', value: 1 } as never)]), new TypeError("history[0].mops[0].f must be 'r' or 'append', got w"));
+  t.throws(() => checkListAppend([ok(1, r('x', ['a'] as never))]), new TypeError('history[0].mops[0].value must be an array of numbers or null, got a'));
+  t.throws(() => checkListAppend([ok(1, a('x', 1)), ok(2, a('x', 1))]), new RangeError("history[1] appends 1 to 'x', already appended by transaction 1: appended values must be unique per key"));
+  t.throws(() => checkListAppend([ok(1)], { realtime: true }), new TypeError('history[0].call must be a finite number when options.realtime is set, got undefined'));
+  t.throws(() => checkListAppend([tx(1, 'ok', [], 5)], { realtime: true }), new TypeError('history[0].ret must be a finite number for an ok transaction when options.realtime is set, got undefined'));
+  t.throws(() => checkListAppend([tx(1, 'ok', [], 5, 4)]), new RangeError('history[0].ret must be a finite number >= call, got 4'));
+  t.throws(() => checkListAppend([], { maxEdges: 0 }), new RangeError('maxEdges must be a positive integer, got 0'));
+});
+
+t.test('past maxEdges the result is unknown, never a verdict', async (t) => {
+  const h = [ok(1, a('x', 1)), ok(2, a('x', 2)), ok(3, a('x', 3)), ok(4, r('x', [1, 2, 3]))];
+  t.equal(checkListAppend(h).valid, true);
+  const res = checkListAppend(h, { maxEdges: 2 });
+  t.equal(res.valid, 'unknown');
+  t.match(res.reason, /maxEdges = 2/);
+  // An anomaly found before the bound is still a verdict.
+  t.equal(checkListAppend([...h, ok(5, r('x', [9]))], { maxEdges: 2 }).valid, false);
+});
+
+t.test('a tight search bound still gives one cycle per component', async (t) => {
+  const h = [ok(1, r('x', []), r('y', []), a('x', 1)), ok(2, r('x', []), r('y', []), a('y', 1)), ok(3, r('x', [1]), r('y', [1]))];
+  const res = checkListAppend(h, { maxSearchSteps: 1 });
+  t.equal(res.valid, false);
+  t.equal(res.stats.searchTruncated, true);
+  t.equal(res.anomalies.length, 1);
+  t.ok(res.anomalies[0]!.cycle!.length >= 2);
+});
+
+// ------------------------------------------------------------- random serial executions
+
+const seed = Number(process.env.PMRPC_SEED ?? 1 + (Date.now() % 1_000_000));
+t.comment(`fast-check seed ${seed} (replay: PMRPC_SEED=${seed})`);
+
+const KEYS = ['a', 'b', 'c'];
+const mopArb = fc.record({ read: fc.boolean(), key: fc.constantFrom(...KEYS) });
+const txnArb = fc.record({ mops: fc.array(mopArb, { minLength: 1, maxLength: 4 }), fate: fc.constantFrom('ok', 'ok', 'ok', 'ok', 'fail', 'info-applied', 'info-lost'), process: fc.integer({ min: 0, max: 3 }) });
+
+/** Runs the transactions one after another on a map of lists; a final transaction reads every key. */
+function serial(raw: Array<{ mops: Array<{ read: boolean; key: string }>; fate: string; process: number }>): ListAppendTxn[] {
+  const store = new Map<string, number[]>(KEYS.map((k) => [k, []]));
+  let next = 1;
+  const h: ListAppendTxn[] = raw.map((x, i) => {
+    const applied = x.fate === 'ok' || x.fate === 'info-applied';
+    const local = new Map([...store].map(([k, v]) => [k, [...v]]));
+    const mops: ListAppendMop[] = x.mops.map((m) => {
+      if (m.read) return { f: 'r', key: m.key, value: x.fate === 'ok' ? [...local.get(m.key)!] : null };
+      const v = next++;
+      local.get(m.key)!.push(v);
+      return { f: 'append', key: m.key, value: v };
+    });
+    if (applied) for (const [k, v] of local) store.set(k, v);
+    const type: TxnType = x.fate === 'ok' ? 'ok' : x.fate === 'fail' ? 'fail' : 'info';
+    return { id: i, process: x.process, type, mops, call: 2 * i, ...(type === 'info' ? {} : { ret: 2 * i + 1 }) };
+  });
+  h.push({ id: 'final', process: 9, type: 'ok', mops: KEYS.map((k) => ({ f: 'r' as const, key: k, value: [...store.get(k)!] })), call: 2 * raw.length, ret: 2 * raw.length + 1 });
+  return h;
+}
+
+t.test('serial executions pass; one stale read or one read of an aborted append fails', async (t) => {
+  let corrupted = 0;
+  fc.assert(
+    fc.property(fc.array(txnArb, { minLength: 1, maxLength: 14 }), fc.nat(), (raw, pick) => {
+      const h = serial(raw);
+      for (const realtime of [false, true]) {
+        const res = checkListAppend(h, { realtime });
+        if (res.valid !== true) throw new Error(`serial history rejected (realtime ${realtime}): ${JSON.stringify(res.anomalies)}\n${JSON.stringify(h)}`);
+      }
+      const writer = new Map<string, ListAppendTxn>();
+      for (const x of h) for (const m of x.mops) if (m.f === 'append') writer.set(`${m.key}/${m.value}`, x);
+      // Stale read: drop the last element of a committed read whose last element a committed
+      // transaction that returned earlier appended — with real-time order that is a cycle.
+      const stale: Array<[number, number]> = [];
+      h.forEach((x, i) =>
+        x.mops.forEach((m, j) => {
+          if (m.f !== 'r' || x.type !== 'ok' || !m.value?.length) return;
+          const w = writer.get(`${m.key}/${m.value[m.value.length - 1]}`)!;
+          if (w.type === 'ok' && w !== x) stale.push([i, j]);
+        }),
+      );
+      if (stale.length > 0) {
+        const [i, j] = stale[pick % stale.length]!;
+        const bad = h.map((x, k) => (k !== i ? x : { ...x, mops: x.mops.map((m, l) => (l !== j ? m : { ...m, value: (m.value as number[]).slice(0, -1) })) }));
+        const res = checkListAppend(bad, { realtime: true });
+        if (res.valid !== false || !res.anomalies.some((an) => an.cycle || an.kind === 'internal')) throw new Error(`stale read at ${i}/${j} not caught: ${JSON.stringify(res)}\n${JSON.stringify(bad)}`);
+        corrupted++;
+      }
+      // Aborted read: the final read also shows an append of a failed transaction.
+      const failed = h.find((x) => x.type === 'fail' && x.mops.some((m) => m.f === 'append'));
+      if (failed) {
+        const m = failed.mops.find((mm) => mm.f === 'append')!;
+        const bad = h.map((x) => (x.id !== 'final' ? x : { ...x, mops: x.mops.map((mm) => (mm.key !== m.key ? mm : { ...mm, value: [...(mm.value as number[]), m.value as number] })) }));
+        const res = checkListAppend(bad);
+        if (res.valid !== false || !res.anomalies.some((an) => an.kind === 'G1a')) throw new Error(`aborted read not caught: ${JSON.stringify(res)}`);
+      }
+      return true;
+    }),
+    { seed, numRuns: 300 },
+  );
+  t.ok(corrupted > 50, `${corrupted} corrupted histories rejected`);
+});

@@ -38,9 +38,9 @@
  * strongly connected component still yields one cycle as evidence.
  */
 import { bool, positiveInt, resolveOptions } from '../../pmem/index.js';
+import { AnomalyList, isFiniteNumber as isNum, show, type CheckerResult, type TxnId, type TxnType } from './report.js';
 
-export type TxnType = 'ok' | 'fail' | 'info';
-export type TxnId = number | string;
+export type { CheckerResult, TxnId, TxnType } from './report.js';
 
 /** A read of a key (the whole list; null = not known) or an append of one value to it. */
 export type ListAppendMop = { f: 'r'; key: string; value: readonly number[] | null } | { f: 'append'; key: string; value: number };
@@ -107,15 +107,6 @@ export interface ListAppendStats {
   counts: Partial<Record<ElleAnomalyKind, number>>;
 }
 
-export interface CheckerResult<A, S> {
-  /** 'unknown': the check could not decide (a bound was exceeded) — count it as a failure. */
-  valid: boolean | 'unknown';
-  anomalies: A[];
-  stats: S;
-  /** Why the result is 'unknown'. */
-  reason?: string;
-}
-
 export type ListAppendResult = CheckerResult<ElleAnomaly, ListAppendStats>;
 
 export interface ListAppendOptions {
@@ -171,8 +162,6 @@ interface Read {
   observed: number;
 }
 
-const show = (v: unknown): string => (typeof v === 'string' ? `'${v}'` : Array.isArray(v) ? `[${v.join(', ')}]` : String(v));
-const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
 function validate(history: readonly ListAppendTxn[], realtime: boolean): void {
   if (!Array.isArray(history)) throw new TypeError(`history must be an array, got ${String(history)}`);
@@ -216,13 +205,10 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
   const o = resolveOptions(LIST_APPEND_DEFAULTS, options, { realtime: bool, maxEdges: positiveInt, maxSearchSteps: positiveInt, maxReportsPerKind: positiveInt });
   validate(history, o.realtime);
   const n = history.length;
-  const anomalies: ElleAnomaly[] = [];
-  const counts: Partial<Record<ElleAnomalyKind, number>> = {};
-  const report = (a: ElleAnomaly): void => {
-    const c = (counts[a.kind] ?? 0) + 1;
-    counts[a.kind] = c;
-    if (c <= o.maxReportsPerKind) anomalies.push(a);
-  };
+  const found = new AnomalyList<ElleAnomaly, ElleAnomalyKind>(o.maxReportsPerKind);
+  const anomalies = found.list;
+  const counts = found.counts;
+  const report = (a: ElleAnomaly): void => found.add(a);
   const id = (t: number): TxnId => history[t]!.id;
   const stats: ListAppendStats = {
     transactions: n,
@@ -445,8 +431,8 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
   }
 
   if (overflow) {
-    const found = anomalies.length > 0;
-    return { valid: found ? false : 'unknown', anomalies, stats, ...(found ? {} : { reason: `more than maxEdges = ${o.maxEdges} dependency edges` }) };
+    const any = anomalies.length > 0;
+    return { valid: any ? false : 'unknown', anomalies, stats, ...(any ? {} : { reason: `more than maxEdges = ${o.maxEdges} dependency edges` }) };
   }
 
   // Cycles: Tarjan's SCCs of the dependency graph, then a cycle of each class in each.

@@ -18,3 +18,21 @@ export {
   type TxnType,
   type CheckerResult,
 } from './elle.js';
+export {
+  checkBank,
+  checkCycle,
+  initialRing,
+  BANK_DEFAULTS,
+  CYCLE_DEFAULTS,
+  type BankSnapshot,
+  type BankOptions,
+  type BankAnomaly,
+  type BankAnomalyKind,
+  type BankResult,
+  type CycleSnapshot,
+  type CycleOptions,
+  type CycleAnomaly,
+  type CycleAnomalyKind,
+  type CycleResult,
+  type SnapshotStats,
+} from './bank.js';

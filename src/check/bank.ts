@@ -1,0 +1,192 @@
+/**
+ * Invariant checkers of two classic transactional workloads (hand-written, like the list-append
+ * checker in elle.ts):
+ *
+ * - **Bank** (Jepsen's bank test): transfers move money between a fixed set of accounts, so the
+ *   sum of the balances is constant. Every committed snapshot read (a read-only transaction that
+ *   read every account) and the final state (e.g. read after recovery) must show every account,
+ *   no other, the fixed total and (unless allowed) no negative balance.
+ * - **Cycle** (FoundationDB's Cycle workload): N keys form one ring, each holding the name of the
+ *   next; a transaction reads three consecutive links a → b → c → d and rewrites them
+ *   a → c → b → d, which keeps one ring of N. Every committed read of all keys, and the final
+ *   state, must be a single cycle through all N keys.
+ *
+ * Both take the whole history or just its snapshots: entries whose `type` is not 'ok', or whose
+ * snapshot is null / absent (transfers, swaps), are skipped — an uncommitted or indeterminate
+ * transaction's reads prove nothing. With nothing to check (no committed snapshot, no final
+ * state) the result is 'unknown', which callers count as a failure.
+ */
+import { bool, must, positiveInt, resolveOptions } from '../../pmem/index.js';
+import { AnomalyList, isFiniteNumber, show, type CheckerResult, type TxnId, type TxnType } from './report.js';
+
+/** A bank history entry: `balances` is a committed read of the accounts (null / absent: not a snapshot). */
+export interface BankSnapshot {
+  id: TxnId;
+  type: TxnType;
+  balances?: Readonly<Record<string, number>> | null;
+}
+
+export interface BankOptions {
+  /** Every account. */
+  accounts: readonly string[];
+  /** The constant sum of the balances. */
+  total: number;
+  /** The final state (read after the run / after recovery), checked like a snapshot. */
+  final: Readonly<Record<string, number>> | undefined;
+  /** Balances may go negative (default false: a negative balance is an anomaly). */
+  negative: boolean;
+  maxReportsPerKind: number;
+}
+
+export type BankAnomalyKind = 'wrong-total' | 'missing-account' | 'unknown-account' | 'negative-balance';
+export interface BankAnomaly {
+  kind: BankAnomalyKind;
+  /** The snapshot's transaction id, or 'final'. */
+  id: TxnId;
+  detail: string;
+}
+export interface SnapshotStats {
+  /** Committed snapshots checked (the final state not included). */
+  snapshots: number;
+  /** Entries skipped: not 'ok', or no snapshot. */
+  skipped: number;
+  final: boolean;
+  counts: Partial<Record<string, number>>;
+}
+export type BankResult = CheckerResult<BankAnomaly, SnapshotStats>;
+
+export const BANK_DEFAULTS: Readonly<BankOptions> = Object.freeze({ accounts: [], total: 0, final: undefined, negative: false, maxReportsPerKind: 8 });
+
+const names = must((v) => Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string') && new Set(v).size === v.length, (v) => `must be a non-empty array of distinct strings, got ${show(v)}`);
+const finite = must(isFiniteNumber, (v) => `must be a finite number, got ${String(v)}`);
+const snapshotOf = (check: (v: unknown) => boolean, what: string) =>
+  must((v) => v === undefined || (v !== null && typeof v === 'object' && Object.values(v).every(check)), (v) => `must be an object of ${what}, got ${show(v)}`);
+
+/** Validates the entries: an array of { id, type, [field]: object of `check` values | null | undefined }. */
+function entries<V>(history: unknown, field: string, check: (v: unknown) => v is V, what: string): void {
+  if (!Array.isArray(history)) throw new TypeError(`history must be an array, got ${String(history)}`);
+  history.forEach((e: unknown, i) => {
+    const at = `history[${i}]`;
+    if (e === null || typeof e !== 'object') throw new TypeError(`${at} must be an object, got ${String(e)}`);
+    const x = e as Record<string, unknown>;
+    if (typeof x.id !== 'string' && !isFiniteNumber(x.id)) throw new TypeError(`${at}.id must be a number or a string, got ${String(x.id)}`);
+    if (x.type !== 'ok' && x.type !== 'fail' && x.type !== 'info') throw new TypeError(`${at}.type must be 'ok', 'fail' or 'info', got ${String(x.type)}`);
+    const s = x[field];
+    if (s !== undefined && s !== null && (typeof s !== 'object' || !Object.values(s).every(check))) throw new TypeError(`${at}.${field} must be an object of ${what} or null, got ${show(s)}`);
+  });
+}
+
+/** Checks bank conservation in every committed snapshot and the final state. */
+export function checkBank(history: readonly BankSnapshot[], options: Partial<BankOptions> & Pick<BankOptions, 'accounts' | 'total'>): BankResult {
+  const o = resolveOptions(BANK_DEFAULTS, options, {
+    accounts: names,
+    total: finite,
+    final: snapshotOf(isFiniteNumber, 'finite numbers (account → balance)'),
+    negative: bool,
+    maxReportsPerKind: positiveInt,
+  });
+  entries(history, 'balances', isFiniteNumber, 'finite numbers');
+  const found = new AnomalyList<BankAnomaly, BankAnomalyKind>(o.maxReportsPerKind);
+  const accounts = new Set(o.accounts);
+  const check = (id: TxnId, balances: Readonly<Record<string, number>>): void => {
+    const missing = o.accounts.filter((a) => !Object.hasOwn(balances, a));
+    if (missing.length > 0) found.add({ kind: 'missing-account', id, detail: `snapshot ${show(id)} lacks account${missing.length > 1 ? 's' : ''} ${missing.map(show).join(', ')}` });
+    const unknown = Object.keys(balances).filter((a) => !accounts.has(a));
+    if (unknown.length > 0) found.add({ kind: 'unknown-account', id, detail: `snapshot ${show(id)} has account${unknown.length > 1 ? 's' : ''} ${unknown.map(show).join(', ')}, not among the accounts` });
+    const sum = Object.entries(balances).reduce((s, [a, b]) => (accounts.has(a) ? s + b : s), 0);
+    if (missing.length === 0 && sum !== o.total) found.add({ kind: 'wrong-total', id, detail: `snapshot ${show(id)} sums to ${sum}, not ${o.total}: ${JSON.stringify(balances)}` });
+    if (!o.negative) {
+      const neg = Object.entries(balances).filter(([, b]) => b < 0);
+      if (neg.length > 0) found.add({ kind: 'negative-balance', id, detail: `snapshot ${show(id)} has negative balance${neg.length > 1 ? 's' : ''} ${neg.map(([a, b]) => `${a} = ${b}`).join(', ')}` });
+    }
+  };
+  const stats: SnapshotStats = { snapshots: 0, skipped: 0, final: o.final !== undefined, counts: found.counts };
+  for (const e of history) {
+    if (e.type !== 'ok' || !e.balances) stats.skipped++;
+    else {
+      stats.snapshots++;
+      check(e.id, e.balances);
+    }
+  }
+  if (o.final) check('final', o.final);
+  return verdict(found.list, stats);
+}
+
+function verdict<A>(anomalies: A[], stats: SnapshotStats): CheckerResult<A, SnapshotStats> {
+  if (anomalies.length > 0) return { valid: false, anomalies, stats };
+  if (stats.snapshots === 0 && !stats.final) return { valid: 'unknown', anomalies, stats, reason: 'no committed snapshot and no final state to check' };
+  return { valid: true, anomalies, stats };
+}
+
+// ---------------------------------------------------------------------------- the cycle workload
+
+/** A cycle history entry: `values` is a committed read of the keys, each naming the next key (null / absent: not a snapshot). */
+export interface CycleSnapshot {
+  id: TxnId;
+  type: TxnType;
+  values?: Readonly<Record<string, string>> | null;
+}
+
+export interface CycleOptions {
+  /** The ring's keys (at least 1). */
+  keys: readonly string[];
+  /** The final state, checked like a snapshot. */
+  final: Readonly<Record<string, string>> | undefined;
+  maxReportsPerKind: number;
+}
+
+export type CycleAnomalyKind = 'missing-key' | 'unknown-key' | 'dangling-pointer' | 'not-one-cycle';
+export interface CycleAnomaly {
+  kind: CycleAnomalyKind;
+  id: TxnId;
+  detail: string;
+}
+export type CycleResult = CheckerResult<CycleAnomaly, SnapshotStats>;
+
+export const CYCLE_DEFAULTS: Readonly<CycleOptions> = Object.freeze({ keys: [], final: undefined, maxReportsPerKind: 8 });
+
+const isString = (v: unknown): v is string => typeof v === 'string';
+
+/** The initial ring: keys[i] → keys[i + 1], the last → keys[0]. */
+export function initialRing(keys: readonly string[]): Record<string, string> {
+  return Object.fromEntries(keys.map((k, i) => [k, keys[(i + 1) % keys.length]!]));
+}
+
+/** Checks that every committed snapshot and the final state of the cycle workload is one ring of all keys. */
+export function checkCycle(history: readonly CycleSnapshot[], options: Partial<CycleOptions> & Pick<CycleOptions, 'keys'>): CycleResult {
+  const o = resolveOptions(CYCLE_DEFAULTS, options, { keys: names, final: snapshotOf(isString, 'strings (key → next key)'), maxReportsPerKind: positiveInt });
+  entries(history, 'values', isString, 'strings');
+  const found = new AnomalyList<CycleAnomaly, CycleAnomalyKind>(o.maxReportsPerKind);
+  const keys = new Set(o.keys);
+  const check = (id: TxnId, values: Readonly<Record<string, string>>): void => {
+    const missing = o.keys.filter((k) => !Object.hasOwn(values, k));
+    if (missing.length > 0) found.add({ kind: 'missing-key', id, detail: `snapshot ${show(id)} lacks key${missing.length > 1 ? 's' : ''} ${missing.map(show).join(', ')}` });
+    const unknown = Object.keys(values).filter((k) => !keys.has(k));
+    if (unknown.length > 0) found.add({ kind: 'unknown-key', id, detail: `snapshot ${show(id)} has key${unknown.length > 1 ? 's' : ''} ${unknown.map(show).join(', ')}, not among the keys` });
+    const dangling = o.keys.filter((k) => Object.hasOwn(values, k) && !keys.has(values[k]!));
+    if (dangling.length > 0) found.add({ kind: 'dangling-pointer', id, detail: `snapshot ${show(id)}: ${dangling.map((k) => `${k} → ${show(values[k])}`).join(', ')} point${dangling.length > 1 ? '' : 's'} outside the keys` });
+    if (missing.length > 0 || dangling.length > 0) return;
+    // Follow the ring from the first key: it must come back after exactly N steps, seeing every key.
+    const start = o.keys[0]!;
+    const seen = new Set<string>([start]);
+    let at = values[start]!;
+    while (at !== start && !seen.has(at)) {
+      seen.add(at);
+      at = values[at]!;
+    }
+    if (at !== start || seen.size !== o.keys.length) {
+      const from = at === start ? `the cycle from ${show(start)} has ${seen.size} of ${o.keys.length} keys` : `from ${show(start)} the pointers fall into a loop at ${show(at)} that does not return`;
+      found.add({ kind: 'not-one-cycle', id, detail: `snapshot ${show(id)} is not one ring: ${from}` });
+    }
+  };
+  const stats: SnapshotStats = { snapshots: 0, skipped: 0, final: o.final !== undefined, counts: found.counts };
+  for (const e of history) {
+    if (e.type !== 'ok' || !e.values) stats.skipped++;
+    else {
+      stats.snapshots++;
+      check(e.id, e.values);
+    }
+  }
+  if (o.final) check('final', o.final);
+  return verdict(found.list, stats);
+}

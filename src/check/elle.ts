@@ -38,7 +38,7 @@
  * strongly connected component still yields one cycle as evidence.
  */
 import { bool, positiveInt, resolveOptions } from '../../pmem/index.js';
-import { AnomalyList, isFiniteNumber as isNum, show, type CheckerResult, type TxnId, type TxnType } from './report.js';
+import { AnomalyList, isFiniteNumber as isNum, show, showList, type CheckerResult, type TxnId, type TxnType } from './report.js';
 
 export type { CheckerResult, TxnId, TxnType } from './report.js';
 
@@ -249,71 +249,115 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
     });
   }
 
-  // Committed reads; internal consistency; duplicates; garbage, aborted and intermediate reads.
-  const reads: Read[] = [];
+  // Internal consistency of each committed transaction; its reads.
+  const readsByKey = new Map<string, Read[]>();
   const committed = new Uint8Array(n);
-  for (let t = 0; t < n; t++) if (history[t]!.type === 'ok') committed[t] = 1;
   for (let t = 0; t < n; t++) {
     const tx = history[t]!;
     if (tx.type !== 'ok') continue;
-    const own = new Map<string, { full: boolean; list: number[] }>();
+    committed[t] = 1;
+    // What the transaction knows of each key: the list it read last (or nothing) and its appends since.
+    const own = new Map<string, { base: readonly number[] | undefined; extra: number[] }>();
     for (const m of tx.mops) {
       if (m.f === 'append') {
         const s = own.get(m.key);
-        if (s) s.list.push(m.value);
-        else own.set(m.key, { full: false, list: [m.value] });
+        if (s) s.extra.push(m.value);
+        else own.set(m.key, { base: undefined, extra: [m.value] });
         continue;
       }
       if (m.value === null) continue;
       const v = m.value;
       const s = own.get(m.key);
-      if (s) {
-        const okInternal = s.full ? s.list.length === v.length && s.list.every((x, i) => x === v[i]) : v.length >= s.list.length && s.list.every((x, i) => x === v[v.length - s.list.length + i]);
-        if (!okInternal) {
-          report({
-            kind: 'internal',
-            key: m.key,
-            txns: [tx.id],
-            detail: `transaction ${show(tx.id)} read '${m.key}' = ${show(v)}, but its own earlier reads and appends imply ${s.full ? show(s.list) : `a list ending in ${show(s.list)}`}`,
-          });
-        }
+      if (s && !consistent(s.base, s.extra, v)) {
+        const implied = s.base ? showList([...s.base, ...s.extra]) : `a list ending in ${showList(s.extra)}`;
+        report({ kind: 'internal', key: m.key, txns: [tx.id], detail: `transaction ${show(tx.id)} read '${m.key}' = ${showList(v)}, but its own earlier reads and appends imply ${implied}` });
       }
-      own.set(m.key, { full: true, list: [...v] });
-      if (new Set(v).size !== v.length) {
-        const seen = new Set<number>();
-        const dup = v.find((x) => (seen.has(x) ? true : (seen.add(x), false)));
-        report({ kind: 'duplicate-elements', key: m.key, txns: [tx.id], detail: `transaction ${show(tx.id)} read '${m.key}' = ${show(v)}: ${dup} appears more than once` });
-        continue; // not a possible state: no inference from it
-      }
-      stats.reads++;
+      own.set(m.key, { base: v, extra: [] });
       const w = writers.get(m.key);
       let observed = v.length;
       while (observed > 0 && w?.get(v[observed - 1]!)?.t === t) observed--;
-      reads.push({ t, key: m.key, value: v, observed });
+      let l = readsByKey.get(m.key);
+      if (!l) readsByKey.set(m.key, (l = []));
+      l.push({ t, key: m.key, value: v, observed });
+    }
+  }
+
+  // Per key: duplicates, the version order (the longest read; the others must be its prefixes),
+  // then each element's writer once: garbage, aborted (G1a), info transactions that committed.
+  const reads: Read[] = [];
+  const keys = new Set<string>([...writers.keys(), ...readsByKey.keys()]);
+  stats.keys = keys.size;
+  const orders = new Map<string, readonly number[] | undefined>(); // undefined: incompatible
+  const duplicate = (r: Read): boolean => {
+    const seen = new Set<number>();
+    const dup = r.value.find((x) => (seen.has(x) ? true : (seen.add(x), false)));
+    if (dup === undefined) return false;
+    report({ kind: 'duplicate-elements', key: r.key, txns: [id(r.t)], detail: `transaction ${show(id(r.t))} read '${r.key}' = ${showList(r.value)}: ${dup} appears more than once` });
+    return true; // not a possible state: no inference from it
+  };
+  for (const key of keys) {
+    const rs = (readsByKey.get(key) ?? []).slice().sort((a, b) => b.value.length - a.value.length);
+    let longest: Read | undefined;
+    while (rs.length > 0 && longest === undefined) {
+      const r = rs.shift()!;
+      if (!duplicate(r)) longest = r;
+    }
+    if (longest === undefined) {
+      orders.set(key, []);
+      continue;
+    }
+    const order = longest.value;
+    const good: Read[] = [longest];
+    let bad: Read | undefined;
+    for (const r of rs) {
+      if (isPrefix(r.value, order)) good.push(r);
+      else if (!duplicate(r)) {
+        bad ??= r;
+        good.push(r);
+      }
+    }
+    reads.push(...good);
+    stats.reads += good.length;
+    if (bad) {
+      orders.set(key, undefined);
+      report({
+        kind: 'incompatible-order',
+        key,
+        txns: [longest.t, bad.t].map(id),
+        detail: `reads of '${key}' are not prefixes of one order: transaction ${show(id(longest.t))} read ${showList(longest.value)}, transaction ${show(id(bad.t))} read ${showList(bad.value)}`,
+      });
+    } else {
+      orders.set(key, order);
+    }
+    // Each element's writer: once per element of the order, or per read when the order is not known.
+    const w = writers.get(key);
+    for (const r of bad ? good : [longest]) {
       let garbage: number | undefined;
-      for (const x of v) {
+      r.value.forEach((x, i) => {
         const wx = w?.get(x);
         if (!wx) {
           garbage ??= x;
-          continue;
+          return;
         }
         const wt = history[wx.t]!;
-        if (wt.type === 'fail') {
-          report({ kind: 'G1a', key: m.key, txns: [wt.id, tx.id], detail: `transaction ${show(tx.id)} read '${m.key}' = ${show(v)}, including ${x} appended by aborted transaction ${show(wt.id)}` });
-        } else if (wt.type === 'info') {
-          committed[wx.t] = 1; // a committed read saw it: it committed
-        }
-      }
-      if (garbage !== undefined) report({ kind: 'garbage-read', key: m.key, txns: [tx.id], detail: `transaction ${show(tx.id)} read '${m.key}' = ${show(v)}, including ${garbage}, which no transaction appended` });
-      const last = observed > 0 ? w?.get(v[observed - 1]!) : undefined;
-      if (last && !last.last && history[last.t]!.type !== 'fail') {
-        report({
-          kind: 'G1b',
-          key: m.key,
-          txns: [id(last.t), tx.id],
-          detail: `transaction ${show(tx.id)} read '${m.key}' = ${show(v)}, observing ${v[observed - 1]} last, an intermediate append of transaction ${show(id(last.t))} (it appended more to '${m.key}' later)`,
-        });
-      }
+        if (wt.type === 'info') committed[wx.t] = 1; // a committed read saw it: it committed
+        if (wt.type !== 'fail') return;
+        // The shortest read that includes it.
+        const reader = bad ? r : good.reduce((a, b) => (b.value.length > i && b.value.length < a.value.length ? b : a));
+        report({ kind: 'G1a', key, txns: [wt.id, id(reader.t)], detail: `transaction ${show(id(reader.t))} read '${key}' = ${showList(reader.value)}, including ${x} appended by aborted transaction ${show(wt.id)}` });
+      });
+      if (garbage !== undefined) report({ kind: 'garbage-read', key, txns: [id(r.t)], detail: `transaction ${show(id(r.t))} read '${key}' = ${showList(r.value)}, including ${garbage}, which no transaction appended` });
+    }
+    // G1b: what a read observed last is an intermediate append of its writer.
+    for (const r of good) {
+      const last = r.observed > 0 ? w?.get(r.value[r.observed - 1]!) : undefined;
+      if (!last || last.last || history[last.t]!.type === 'fail') continue;
+      report({
+        kind: 'G1b',
+        key,
+        txns: [id(last.t), id(r.t)],
+        detail: `transaction ${show(id(r.t))} read '${key}' = ${showList(r.value)}, observing ${r.value[r.observed - 1]} last, an intermediate append of transaction ${show(id(last.t))} (it appended more to '${key}' later)`,
+      });
     }
   }
   for (let t = 0; t < n; t++) if (committed[t]) stats.committed++;
@@ -342,34 +386,6 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
     const w = writers.get(key)?.get(x);
     return w && committed[w.t] ? w.t : undefined;
   };
-
-  // Version orders: the longest committed read of each key; the others must be its prefixes.
-  const readsByKey = new Map<string, Read[]>();
-  for (const r of reads) {
-    let l = readsByKey.get(r.key);
-    if (!l) readsByKey.set(r.key, (l = []));
-    l.push(r);
-  }
-  const keys = new Set<string>([...writers.keys(), ...readsByKey.keys()]);
-  stats.keys = keys.size;
-  const orders = new Map<string, readonly number[] | undefined>(); // undefined: incompatible
-  for (const key of keys) {
-    const rs = readsByKey.get(key) ?? [];
-    const longest = rs.reduce<Read | undefined>((a, b) => (a === undefined || b.value.length > a.value.length ? b : a), undefined);
-    const order = longest?.value ?? [];
-    const bad = rs.find((r) => !r.value.every((x, i) => x === order[i]));
-    if (bad && longest) {
-      orders.set(key, undefined);
-      report({
-        kind: 'incompatible-order',
-        key,
-        txns: [longest.t, bad.t].map(id),
-        detail: `reads of '${key}' are not prefixes of one order: transaction ${show(id(longest.t))} read ${show(longest.value)}, transaction ${show(id(bad.t))} read ${show(bad.value)}`,
-      });
-    } else {
-      orders.set(key, order);
-    }
-  }
 
   // ww: consecutive elements of each order, then the unseen committed appends after it.
   const unseenByKey = new Map<string, number[]>(); // committed writers of appends no read shows
@@ -676,4 +692,22 @@ class CycleSearch {
     for (const a of nodes) for (const [b, e] of this.out[a] ?? []) if (e.mask & bit && !(e.mask & exclude) && within.has(b)) return { from: a, to: b };
     return undefined;
   }
+}
+
+/** `read` is a prefix of `order`. */
+function isPrefix(read: readonly number[], order: readonly number[]): boolean {
+  if (read.length > order.length) return false;
+  for (let i = 0; i < read.length; i++) if (read[i] !== order[i]) return false;
+  return true;
+}
+
+/** A read `v` agrees with what the transaction knew: `base` (its last read; undefined: none) then its appends `extra`. */
+function consistent(base: readonly number[] | undefined, extra: readonly number[], v: readonly number[]): boolean {
+  if (base !== undefined) {
+    if (v.length !== base.length + extra.length) return false;
+    for (let i = 0; i < base.length; i++) if (v[i] !== base[i]) return false;
+  } else if (v.length < extra.length) return false;
+  const off = v.length - extra.length;
+  for (let i = 0; i < extra.length; i++) if (v[off + i] !== extra[i]) return false;
+  return true;
 }

@@ -28,3 +28,10 @@ export class AnomalyList<A extends { kind: K }, K extends string> {
 export const show = (v: unknown): string =>
   typeof v === 'string' ? `'${v}'` : Array.isArray(v) ? `[${v.map(show).join(', ')}]` : v !== null && typeof v === 'object' ? JSON.stringify(v) : String(v);
 export const isFiniteNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/** A list for messages, long ones elided in the middle. */
+export function showList(v: readonly number[], max = 12): string {
+  if (v.length <= max) return `[${v.join(', ')}]`;
+  const h = Math.floor(max / 2);
+  return `[${v.slice(0, h).join(', ')}, … ${v.length - 2 * h} more …, ${v.slice(-h).join(', ')}]`;
+}

@@ -89,33 +89,52 @@ export function checkBank(history: readonly BankSnapshot[], options: Partial<Ban
   const found = new AnomalyList<BankAnomaly, BankAnomalyKind>(o.maxReportsPerKind);
   const accounts = new Set(o.accounts);
   const check = (id: TxnId, balances: Readonly<Record<string, number>>): void => {
-    const missing = o.accounts.filter((a) => !Object.hasOwn(balances, a));
-    if (missing.length > 0) found.add({ kind: 'missing-account', id, detail: `snapshot ${show(id)} lacks account${missing.length > 1 ? 's' : ''} ${missing.map(show).join(', ')}` });
-    const unknown = Object.keys(balances).filter((a) => !accounts.has(a));
-    if (unknown.length > 0) found.add({ kind: 'unknown-account', id, detail: `snapshot ${show(id)} has account${unknown.length > 1 ? 's' : ''} ${unknown.map(show).join(', ')}, not among the accounts` });
+    const missing = coverage(found, id, balances, o.accounts, accounts, 'account');
     const sum = Object.entries(balances).reduce((s, [a, b]) => (accounts.has(a) ? s + b : s), 0);
-    if (missing.length === 0 && sum !== o.total) found.add({ kind: 'wrong-total', id, detail: `snapshot ${show(id)} sums to ${sum}, not ${o.total}: ${JSON.stringify(balances)}` });
+    if (missing === 0 && sum !== o.total) found.add({ kind: 'wrong-total', id, detail: `snapshot ${show(id)} sums to ${sum}, not ${o.total}: ${JSON.stringify(balances)}` });
     if (!o.negative) {
       const neg = Object.entries(balances).filter(([, b]) => b < 0);
       if (neg.length > 0) found.add({ kind: 'negative-balance', id, detail: `snapshot ${show(id)} has negative balance${neg.length > 1 ? 's' : ''} ${neg.map(([a, b]) => `${a} = ${b}`).join(', ')}` });
     }
   };
-  const stats: SnapshotStats = { snapshots: 0, skipped: 0, final: o.final !== undefined, counts: found.counts };
-  for (const e of history) {
-    if (e.type !== 'ok' || !e.balances) stats.skipped++;
-    else {
-      stats.snapshots++;
-      check(e.id, e.balances);
-    }
-  }
-  if (o.final) check('final', o.final);
-  return verdict(found.list, stats);
+  return judge(history, (e) => e.balances, o.final, found, check);
 }
 
-function verdict<A>(anomalies: A[], stats: SnapshotStats): CheckerResult<A, SnapshotStats> {
+/**
+ * Runs `check` on every committed snapshot (`snapshot(e)`; entries not 'ok' or without one are
+ * skipped) and on the final state; false with anomalies, 'unknown' with nothing checked.
+ */
+function judge<E extends { id: TxnId; type: TxnType }, V, A extends { kind: K }, K extends string>(
+  history: readonly E[],
+  snapshot: (e: E) => V | null | undefined,
+  final: V | undefined,
+  found: AnomalyList<A, K>,
+  check: (id: TxnId, v: V) => void,
+): CheckerResult<A, SnapshotStats> {
+  const stats: SnapshotStats = { snapshots: 0, skipped: 0, final: final !== undefined, counts: found.counts };
+  for (const e of history) {
+    const v = e.type === 'ok' ? snapshot(e) : undefined;
+    if (v === undefined || v === null) stats.skipped++;
+    else {
+      stats.snapshots++;
+      check(e.id, v);
+    }
+  }
+  if (final !== undefined) check('final', final);
+  const anomalies = found.list;
   if (anomalies.length > 0) return { valid: false, anomalies, stats };
   if (stats.snapshots === 0 && !stats.final) return { valid: 'unknown', anomalies, stats, reason: 'no committed snapshot and no final state to check' };
   return { valid: true, anomalies, stats };
+}
+
+/** Reports the expected names a snapshot lacks (`missing-<noun>`) and those it has beyond them (`unknown-<noun>`); returns how many it lacks. */
+function coverage<K extends string>(found: AnomalyList<{ kind: K; id: TxnId; detail: string }, K>, id: TxnId, snapshot: object, expected: readonly string[], expectedSet: ReadonlySet<string>, noun: 'account' | 'key'): number {
+  const plural = (l: readonly string[]): string => `${noun}${l.length > 1 ? 's' : ''} ${l.map(show).join(', ')}`;
+  const missing = expected.filter((k) => !Object.hasOwn(snapshot, k));
+  if (missing.length > 0) found.add({ kind: `missing-${noun}` as K, id, detail: `snapshot ${show(id)} lacks ${plural(missing)}` });
+  const unknown = Object.keys(snapshot).filter((k) => !expectedSet.has(k));
+  if (unknown.length > 0) found.add({ kind: `unknown-${noun}` as K, id, detail: `snapshot ${show(id)} has ${plural(unknown)}, not among the ${noun}s` });
+  return missing.length;
 }
 
 // ---------------------------------------------------------------------------- the cycle workload
@@ -159,13 +178,10 @@ export function checkCycle(history: readonly CycleSnapshot[], options: Partial<C
   const found = new AnomalyList<CycleAnomaly, CycleAnomalyKind>(o.maxReportsPerKind);
   const keys = new Set(o.keys);
   const check = (id: TxnId, values: Readonly<Record<string, string>>): void => {
-    const missing = o.keys.filter((k) => !Object.hasOwn(values, k));
-    if (missing.length > 0) found.add({ kind: 'missing-key', id, detail: `snapshot ${show(id)} lacks key${missing.length > 1 ? 's' : ''} ${missing.map(show).join(', ')}` });
-    const unknown = Object.keys(values).filter((k) => !keys.has(k));
-    if (unknown.length > 0) found.add({ kind: 'unknown-key', id, detail: `snapshot ${show(id)} has key${unknown.length > 1 ? 's' : ''} ${unknown.map(show).join(', ')}, not among the keys` });
+    const missing = coverage(found, id, values, o.keys, keys, 'key');
     const dangling = o.keys.filter((k) => Object.hasOwn(values, k) && !keys.has(values[k]!));
     if (dangling.length > 0) found.add({ kind: 'dangling-pointer', id, detail: `snapshot ${show(id)}: ${dangling.map((k) => `${k} → ${show(values[k])}`).join(', ')} point${dangling.length > 1 ? '' : 's'} outside the keys` });
-    if (missing.length > 0 || dangling.length > 0) return;
+    if (missing > 0 || dangling.length > 0) return;
     // Follow the ring from the first key: it must come back after exactly N steps, seeing every key.
     const start = o.keys[0]!;
     const seen = new Set<string>([start]);
@@ -179,14 +195,5 @@ export function checkCycle(history: readonly CycleSnapshot[], options: Partial<C
       found.add({ kind: 'not-one-cycle', id, detail: `snapshot ${show(id)} is not one ring: ${from}` });
     }
   };
-  const stats: SnapshotStats = { snapshots: 0, skipped: 0, final: o.final !== undefined, counts: found.counts };
-  for (const e of history) {
-    if (e.type !== 'ok' || !e.values) stats.skipped++;
-    else {
-      stats.snapshots++;
-      check(e.id, e.values);
-    }
-  }
-  if (o.final) check('final', o.final);
-  return verdict(found.list, stats);
+  return judge(history, (e) => e.values, o.final, found, check);
 }

@@ -461,10 +461,9 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
       const key = kind === 'rt' ? undefined : out[from]!.get(to)![kind];
       return key === undefined ? { from: id(from), to: id(to), edge: kind } : { from: id(from), to: id(to), edge: kind, key };
     });
-  const reportCycle = (cycle: Array<{ from: number; to: number; bit: number }>, want?: ElleAnomalyKind): boolean => {
+  const reportCycle = (cycle: Array<{ from: number; to: number; bit: number }>): true => {
     const steps = toSteps(cycle);
     const kind = classify(steps);
-    if (want !== undefined && kind !== want) return false;
     report({
       kind,
       cycle: steps,
@@ -484,7 +483,7 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
     for (const sub of tarjan(comp, out, WW, inComp)) {
       if (sub.length < 2) continue;
       const c = search.cycleThrough(sub[0]!, WW, new Set(sub));
-      if (c) found = reportCycle(c) || found;
+      if (c) found = reportCycle(c);
     }
     // G1c: a cycle of ww and wr edges with at least one wr.
     for (const sub of tarjan(comp, out, WW | WR, inComp)) {
@@ -493,14 +492,15 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
       const wr = search.edgeIn(sub, WR, WW, subSet); // a wr edge that is also ww is in a G0 cycle
       if (!wr) continue;
       const c = search.path(wr.to, wr.from, WW | WR, subSet);
-      if (c) found = reportCycle([{ from: wr.from, to: wr.to, bit: WR }, ...c]) || found;
+      if (c) found = reportCycle([{ from: wr.from, to: wr.to, bit: WR }, ...c]);
     }
     // G-single: one rw edge closed by ww / wr edges; else G2: rw edges closed by anything.
     let single = false;
-    const rwTargets = new Map<number, number[]>(); // target -> sources
+    const rwTargets = new Map<number, number[]>(); // target -> sources (rw edges that are not also ww / wr: those are in G0 / G1c cycles)
     for (const a of comp) {
       for (const [b, e] of out[a] ?? []) {
-        if (!(e.mask & RW) || !inComp.has(b)) continue;
+        if (e.mask !== RW && e.mask !== (RW | RT)) continue;
+        if (!inComp.has(b)) continue;
         let l = rwTargets.get(b);
         if (!l) rwTargets.set(b, (l = []));
         l.push(a);
@@ -512,14 +512,13 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
       const a = sources.find((s) => back.has(s));
       if (a === undefined) continue;
       const c = search.pathFromParents(b, a, back);
-      single = reportCycle([{ from: a, to: b, bit: RW }, ...c]);
-      found ||= single;
+      single = found = reportCycle([{ from: a, to: b, bit: RW }, ...c]);
       break;
     }
     if (!single && rwTargets.size > 0) {
       const [b, sources] = rwTargets.entries().next().value as [number, number[]];
       const c = search.path(b, sources[0]!, DEP, inComp, true);
-      if (c) found = reportCycle([{ from: sources[0]!, to: b, bit: RW }, ...c]) || found;
+      if (c) found = reportCycle([{ from: sources[0]!, to: b, bit: RW }, ...c]);
     }
     if (!found) {
       // Only past the search bound: one cycle as evidence, whatever its class.

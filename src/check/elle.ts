@@ -54,7 +54,7 @@ export interface ListAppendTxn {
   mops: readonly ListAppendMop[];
   /** Invocation time (any monotonic unit); needed by the `realtime` option for ok and info transactions. */
   call?: number;
-  /** Completion time; needed by `realtime` for ok transactions; absent for info = never returned. */
+  /** Completion time; needed by `realtime` for ok transactions; ignored for info ones (they may take effect later). */
   ret?: number;
 }
 
@@ -428,7 +428,8 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
       if (!committed[t]) continue;
       const tx = history[t]!;
       events.push({ time: tx.call!, call: true, t });
-      if (tx.ret !== undefined) events.push({ time: tx.ret, call: false, t });
+      // An info transaction may take effect after its client gave up (a resolver rolls it forward): it never returns.
+      if (tx.type === 'ok') events.push({ time: tx.ret!, call: false, t });
     }
     // Calls before returns at equal times: touching transactions are concurrent.
     events.sort((a, b) => a.time - b.time || (a.call === b.call ? a.t - b.t : a.call ? -1 : 1));

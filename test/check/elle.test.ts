@@ -142,6 +142,9 @@ t.test('valid histories pass, with info and fail transactions', async (t) => {
   // An info transaction that never returned may take effect after a later transaction began.
   const late = [tx(1, 'info', [a('x', 1)], 0), tx(2, 'ok', [r('x', [])], 5, 6), tx(3, 'ok', [r('x', [1])], 7, 8)];
   t.equal(checkListAppend(late, { realtime: true }).valid, true);
+  // … even when its client gave up (ret) before the later transaction began.
+  const gaveUp = [tx(1, 'info', [a('x', 1)], 0, 1), tx(2, 'ok', [r('x', [])], 5, 6), tx(3, 'ok', [r('x', [1])], 7, 8)];
+  t.equal(checkListAppend(gaveUp, { realtime: true }).valid, true);
 });
 
 t.test('bad input is a TypeError or RangeError with an exact message', async (t) => {

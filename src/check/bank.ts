@@ -15,24 +15,33 @@
  * snapshot is null / absent (transfers, swaps), are skipped — an uncommitted or indeterminate
  * transaction's reads prove nothing. With nothing to check (no committed snapshot, no final
  * state) the result is 'unknown', which callers count as a failure.
+ *
+ * A snapshot is a plain object or a Map; account and key names may be strings or numbers and are
+ * compared as strings (so 1 and '1' are one name). Balances are numbers, or bigints when `total`
+ * is a bigint.
  */
 import { bool, must, positiveInt, resolveOptions } from '../../pmem/index.js';
 import { AnomalyList, isFiniteNumber, show, type CheckerResult, type TxnId, type TxnType } from './report.js';
 
-/** A bank history entry: `balances` is a committed read of the accounts (null / absent: not a snapshot). */
+export type Name = string | number;
+/** A read of several names: a plain object or a Map. */
+export type Snapshot<V> = Readonly<Record<string, V>> | ReadonlyMap<Name, V>;
+export type Balance = number | bigint;
+
+/** A bank history entry: `balances` is a committed read of all the accounts (null / absent: not a snapshot). */
 export interface BankSnapshot {
   id: TxnId;
   type: TxnType;
-  balances?: Readonly<Record<string, number>> | null;
+  balances?: Snapshot<Balance> | null | undefined;
 }
 
 export interface BankOptions {
   /** Every account. */
-  accounts: readonly string[];
-  /** The constant sum of the balances. */
-  total: number;
+  accounts: readonly Name[];
+  /** The constant sum of the balances (a bigint: every balance must be a bigint). */
+  total: Balance;
   /** The final state (read after the run / after recovery), checked like a snapshot. */
-  final: Readonly<Record<string, number>> | undefined;
+  final: Snapshot<Balance> | undefined;
   /** Balances may go negative (default false: a negative balance is an anomaly). */
   negative: boolean;
   maxReportsPerKind: number;
@@ -57,13 +66,22 @@ export type BankResult = CheckerResult<BankAnomaly, SnapshotStats>;
 
 export const BANK_DEFAULTS: Readonly<BankOptions> = Object.freeze({ accounts: [], total: 0, final: undefined, negative: false, maxReportsPerKind: 8 });
 
-const names = must((v) => Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string') && new Set(v).size === v.length, (v) => `must be a non-empty array of distinct strings, got ${show(v)}`);
-const finite = must(isFiniteNumber, (v) => `must be a finite number, got ${String(v)}`);
-const snapshotOf = (check: (v: unknown) => boolean, what: string) =>
-  must((v) => v === undefined || (v !== null && typeof v === 'object' && Object.values(v).every(check)), (v) => `must be an object of ${what}, got ${show(v)}`);
+const isName = (x: unknown): x is Name => typeof x === 'string' || isFiniteNumber(x);
+const names = must(
+  (v) => Array.isArray(v) && v.length > 0 && v.every(isName) && new Set(v.map(String)).size === v.length,
+  (v) => `must be a non-empty array of distinct names (strings or numbers), got ${show(v)}`,
+);
+const isBig = (v: unknown): v is bigint => typeof v === 'bigint';
+const isSnapshot = (v: unknown): v is Snapshot<unknown> => v instanceof Map || (v !== null && typeof v === 'object' && !Array.isArray(v));
+/** The snapshot's entries with string names. */
+const entriesOf = <V>(s: Snapshot<V>): Array<[string, V]> => (s instanceof Map ? [...(s as ReadonlyMap<Name, V>)].map(([k, v]) => [String(k), v]) : Object.entries(s as Readonly<Record<string, V>>));
+const showSnapshot = (s: Snapshot<unknown>): string => `{${entriesOf(s).map(([k, v]) => `${k}: ${String(v)}`).join(', ')}}`;
+const snapshotValid = (v: unknown, check: (x: unknown) => boolean): boolean => isSnapshot(v) && entriesOf(v).every(([, x]) => check(x));
+const snapshotOption = (check: (v: unknown) => boolean, what: string) =>
+  must((v) => v === undefined || snapshotValid(v, check), (v) => `must be an object or Map of ${what}, got ${isSnapshot(v) ? showSnapshot(v) : show(v)}`);
 
-/** Validates the entries: an array of { id, type, [field]: object of `check` values | null | undefined }. */
-function entries<V>(history: unknown, field: string, check: (v: unknown) => v is V, what: string): void {
+/** Validates the entries: an array of { id, type, [field]: object or Map of `check` values | null | undefined }. */
+function validateEntries(history: unknown, field: string, check: (v: unknown) => boolean, what: string): void {
   if (!Array.isArray(history)) throw new TypeError(`history must be an array, got ${String(history)}`);
   history.forEach((e: unknown, i) => {
     const at = `history[${i}]`;
@@ -72,7 +90,7 @@ function entries<V>(history: unknown, field: string, check: (v: unknown) => v is
     if (typeof x.id !== 'string' && !isFiniteNumber(x.id)) throw new TypeError(`${at}.id must be a number or a string, got ${String(x.id)}`);
     if (x.type !== 'ok' && x.type !== 'fail' && x.type !== 'info') throw new TypeError(`${at}.type must be 'ok', 'fail' or 'info', got ${String(x.type)}`);
     const s = x[field];
-    if (s !== undefined && s !== null && (typeof s !== 'object' || !Object.values(s).every(check))) throw new TypeError(`${at}.${field} must be an object of ${what} or null, got ${show(s)}`);
+    if (s !== undefined && s !== null && !snapshotValid(s, check)) throw new TypeError(`${at}.${field} must be an object or Map of ${what}, or null, got ${isSnapshot(s) ? showSnapshot(s) : show(s)}`);
   });
 }
 
@@ -80,20 +98,24 @@ function entries<V>(history: unknown, field: string, check: (v: unknown) => v is
 export function checkBank(history: readonly BankSnapshot[], options: Partial<BankOptions> & Pick<BankOptions, 'accounts' | 'total'>): BankResult {
   const o = resolveOptions(BANK_DEFAULTS, options, {
     accounts: names,
-    total: finite,
-    final: snapshotOf(isFiniteNumber, 'finite numbers (account → balance)'),
+    total: must((v) => isFiniteNumber(v) || isBig(v), (v) => `must be a finite number or a bigint, got ${String(v)}`),
     negative: bool,
     maxReportsPerKind: positiveInt,
   });
-  entries(history, 'balances', isFiniteNumber, 'finite numbers');
+  const big = isBig(o.total);
+  const isBalance = big ? isBig : isFiniteNumber;
+  const what = big ? 'bigint balances (as total is a bigint)' : 'finite number balances';
+  snapshotOption(isBalance, what)('final', o.final, o as unknown as Record<string, unknown>);
+  validateEntries(history, 'balances', isBalance, what);
   const found = new AnomalyList<BankAnomaly, BankAnomalyKind>(o.maxReportsPerKind);
-  const accounts = new Set(o.accounts);
-  const check = (id: TxnId, balances: Readonly<Record<string, number>>): void => {
-    const missing = coverage(found, id, balances, o.accounts, accounts, 'account');
-    const sum = Object.entries(balances).reduce((s, [a, b]) => (accounts.has(a) ? s + b : s), 0);
-    if (missing === 0 && sum !== o.total) found.add({ kind: 'wrong-total', id, detail: `snapshot ${show(id)} sums to ${sum}, not ${o.total}: ${JSON.stringify(balances)}` });
+  const accounts = new Set(o.accounts.map(String));
+  const check = (id: TxnId, snapshot: Snapshot<Balance>): void => {
+    const balances = entriesOf(snapshot);
+    const missing = coverage(found, id, balances, accounts, 'account');
+    const sum = balances.reduce<Balance>((s, [a, b]) => (!accounts.has(a) ? s : big ? (s as bigint) + (b as bigint) : (s as number) + (b as number)), big ? 0n : 0);
+    if (missing === 0 && sum !== o.total) found.add({ kind: 'wrong-total', id, detail: `snapshot ${show(id)} sums to ${sum}, not ${o.total}: ${showSnapshot(snapshot)}` });
     if (!o.negative) {
-      const neg = Object.entries(balances).filter(([, b]) => b < 0);
+      const neg = balances.filter(([, b]) => b < 0);
       if (neg.length > 0) found.add({ kind: 'negative-balance', id, detail: `snapshot ${show(id)} has negative balance${neg.length > 1 ? 's' : ''} ${neg.map(([a, b]) => `${a} = ${b}`).join(', ')}` });
     }
   };
@@ -128,29 +150,30 @@ function judge<E extends { id: TxnId; type: TxnType }, V, A extends { kind: K },
 }
 
 /** Reports the expected names a snapshot lacks (`missing-<noun>`) and those it has beyond them (`unknown-<noun>`); returns how many it lacks. */
-function coverage<K extends string>(found: AnomalyList<{ kind: K; id: TxnId; detail: string }, K>, id: TxnId, snapshot: object, expected: readonly string[], expectedSet: ReadonlySet<string>, noun: 'account' | 'key'): number {
+function coverage<K extends string>(found: AnomalyList<{ kind: K; id: TxnId; detail: string }, K>, id: TxnId, entries: ReadonlyArray<[string, unknown]>, expected: ReadonlySet<string>, noun: 'account' | 'key'): number {
   const plural = (l: readonly string[]): string => `${noun}${l.length > 1 ? 's' : ''} ${l.map(show).join(', ')}`;
-  const missing = expected.filter((k) => !Object.hasOwn(snapshot, k));
+  const have = new Set(entries.map(([k]) => k));
+  const missing = [...expected].filter((k) => !have.has(k));
   if (missing.length > 0) found.add({ kind: `missing-${noun}` as K, id, detail: `snapshot ${show(id)} lacks ${plural(missing)}` });
-  const unknown = Object.keys(snapshot).filter((k) => !expectedSet.has(k));
+  const unknown = [...have].filter((k) => !expected.has(k));
   if (unknown.length > 0) found.add({ kind: `unknown-${noun}` as K, id, detail: `snapshot ${show(id)} has ${plural(unknown)}, not among the ${noun}s` });
   return missing.length;
 }
 
 // ---------------------------------------------------------------------------- the cycle workload
 
-/** A cycle history entry: `values` is a committed read of the keys, each naming the next key (null / absent: not a snapshot). */
+/** A cycle history entry: `values` is a committed read of all keys, each naming the next key (null / absent: not a snapshot). */
 export interface CycleSnapshot {
   id: TxnId;
   type: TxnType;
-  values?: Readonly<Record<string, string>> | null;
+  values?: Snapshot<Name> | null | undefined;
 }
 
 export interface CycleOptions {
   /** The ring's keys (at least 1). */
-  keys: readonly string[];
+  keys: readonly Name[];
   /** The final state, checked like a snapshot. */
-  final: Readonly<Record<string, string>> | undefined;
+  final: Snapshot<Name> | undefined;
   maxReportsPerKind: number;
 }
 
@@ -164,34 +187,34 @@ export type CycleResult = CheckerResult<CycleAnomaly, SnapshotStats>;
 
 export const CYCLE_DEFAULTS: Readonly<CycleOptions> = Object.freeze({ keys: [], final: undefined, maxReportsPerKind: 8 });
 
-const isString = (v: unknown): v is string => typeof v === 'string';
-
 /** The initial ring: keys[i] → keys[i + 1], the last → keys[0]. */
-export function initialRing(keys: readonly string[]): Record<string, string> {
-  return Object.fromEntries(keys.map((k, i) => [k, keys[(i + 1) % keys.length]!]));
+export function initialRing<K extends Name>(keys: readonly K[]): Record<string, K> {
+  return Object.fromEntries(keys.map((k, i) => [String(k), keys[(i + 1) % keys.length]!]));
 }
 
 /** Checks that every committed snapshot and the final state of the cycle workload is one ring of all keys. */
 export function checkCycle(history: readonly CycleSnapshot[], options: Partial<CycleOptions> & Pick<CycleOptions, 'keys'>): CycleResult {
-  const o = resolveOptions(CYCLE_DEFAULTS, options, { keys: names, final: snapshotOf(isString, 'strings (key → next key)'), maxReportsPerKind: positiveInt });
-  entries(history, 'values', isString, 'strings');
+  const o = resolveOptions(CYCLE_DEFAULTS, options, { keys: names, final: snapshotOption(isName, 'key names (key → next key)'), maxReportsPerKind: positiveInt });
+  validateEntries(history, 'values', isName, 'key names');
   const found = new AnomalyList<CycleAnomaly, CycleAnomalyKind>(o.maxReportsPerKind);
-  const keys = new Set(o.keys);
-  const check = (id: TxnId, values: Readonly<Record<string, string>>): void => {
-    const missing = coverage(found, id, values, o.keys, keys, 'key');
-    const dangling = o.keys.filter((k) => Object.hasOwn(values, k) && !keys.has(values[k]!));
-    if (dangling.length > 0) found.add({ kind: 'dangling-pointer', id, detail: `snapshot ${show(id)}: ${dangling.map((k) => `${k} → ${show(values[k])}`).join(', ')} point${dangling.length > 1 ? '' : 's'} outside the keys` });
+  const keys = new Set(o.keys.map(String));
+  const check = (id: TxnId, snapshot: Snapshot<Name>): void => {
+    const entries = entriesOf(snapshot);
+    const values = new Map(entries.map(([k, v]) => [k, String(v)]));
+    const missing = coverage(found, id, entries, keys, 'key');
+    const dangling = [...values].filter(([k, v]) => keys.has(k) && !keys.has(v));
+    if (dangling.length > 0) found.add({ kind: 'dangling-pointer', id, detail: `snapshot ${show(id)}: ${dangling.map(([k, v]) => `${k} → ${show(v)}`).join(', ')} point${dangling.length > 1 ? '' : 's'} outside the keys` });
     if (missing > 0 || dangling.length > 0) return;
     // Follow the ring from the first key: it must come back after exactly N steps, seeing every key.
-    const start = o.keys[0]!;
+    const start = String(o.keys[0]!);
     const seen = new Set<string>([start]);
-    let at = values[start]!;
+    let at = values.get(start)!;
     while (at !== start && !seen.has(at)) {
       seen.add(at);
-      at = values[at]!;
+      at = values.get(at)!;
     }
-    if (at !== start || seen.size !== o.keys.length) {
-      const from = at === start ? `the cycle from ${show(start)} has ${seen.size} of ${o.keys.length} keys` : `from ${show(start)} the pointers fall into a loop at ${show(at)} that does not return`;
+    if (at !== start || seen.size !== keys.size) {
+      const from = at === start ? `the cycle from ${show(start)} has ${seen.size} of ${keys.size} keys` : `from ${show(start)} the pointers fall into a loop at ${show(at)} that does not return`;
       found.add({ kind: 'not-one-cycle', id, detail: `snapshot ${show(id)} is not one ring: ${from}` });
     }
   };

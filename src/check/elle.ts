@@ -42,8 +42,11 @@ import { AnomalyList, isFiniteNumber as isNum, show, showList, type CheckerResul
 
 export type { CheckerResult, TxnId, TxnType } from './report.js';
 
+/** A key: a string or a number, compared with === (1 and '1' are two keys). */
+export type KeyName = string | number;
+
 /** A read of a key (the whole list; null = not known) or an append of one value to it. */
-export type ListAppendMop = { f: 'r'; key: string; value: readonly number[] | null } | { f: 'append'; key: string; value: number };
+export type ListAppendMop = { f: 'r'; key: KeyName; value: readonly number[] | null } | { f: 'append'; key: KeyName; value: number };
 
 export interface ListAppendTxn {
   /** Unique per history. */
@@ -65,7 +68,7 @@ export interface CycleStep {
   from: TxnId;
   to: TxnId;
   edge: EdgeKind;
-  key?: string;
+  key?: KeyName;
 }
 
 export type CycleKind = 'G0' | 'G1c' | 'G-single' | 'G2';
@@ -84,7 +87,7 @@ export interface ElleAnomaly {
   detail: string;
   /** Cycle anomalies: the cycle, each step's `to` the next step's `from`, the last back to the first. */
   cycle?: CycleStep[];
-  key?: string;
+  key?: KeyName;
   txns?: TxnId[];
 }
 
@@ -143,9 +146,9 @@ const KINDS: ReadonlyArray<[number, EdgeKind]> = [
 
 interface EdgeInfo {
   mask: number;
-  ww?: string;
-  wr?: string;
-  rw?: string;
+  ww?: KeyName;
+  wr?: KeyName;
+  rw?: KeyName;
 }
 
 interface Writer {
@@ -156,7 +159,7 @@ interface Writer {
 
 interface Read {
   t: number;
-  key: string;
+  key: KeyName;
   value: readonly number[];
   /** How many elements it observed: its value without the reader's own trailing appends. */
   observed: number;
@@ -179,7 +182,7 @@ function validate(history: readonly ListAppendTxn[], realtime: boolean): void {
     (t.mops as readonly ListAppendMop[]).forEach((m, j) => {
       const mat = `${at}.mops[${j}]`;
       if (m === null || typeof m !== 'object') throw new TypeError(`${mat} must be a micro-operation object, got ${String(m)}`);
-      if (typeof m.key !== 'string') throw new TypeError(`${mat}.key must be a string, got ${String(m.key)}`);
+      if (typeof m.key !== 'string' && !isNum(m.key)) throw new TypeError(`${mat}.key must be a string or a number, got ${String(m.key)}`);
       if (m.f === 'append') {
         if (!isNum(m.value)) throw new TypeError(`${mat}.value must be a finite number (the appended value), got ${String(m.value)}`);
       } else if (m.f === 'r') {
@@ -226,12 +229,12 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
   };
 
   // Writers of every (key, value); appended values must be unique per key (the workload's contract).
-  const writers = new Map<string, Map<number, Writer>>();
-  const appendsOf = new Map<string, number[]>(); // key -> values in history order
+  const writers = new Map<KeyName, Map<number, Writer>>();
+  const appendsOf = new Map<KeyName, number[]>(); // key -> values in history order
   for (let t = 0; t < n; t++) {
     const tx = history[t]!;
     stats[tx.type]++;
-    const lastIdx = new Map<string, number>();
+    const lastIdx = new Map<KeyName, number>();
     tx.mops.forEach((m, j) => {
       if (m.f === 'append') lastIdx.set(m.key, j);
     });
@@ -250,14 +253,14 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
   }
 
   // Internal consistency of each committed transaction; its reads.
-  const readsByKey = new Map<string, Read[]>();
+  const readsByKey = new Map<KeyName, Read[]>();
   const committed = new Uint8Array(n);
   for (let t = 0; t < n; t++) {
     const tx = history[t]!;
     if (tx.type !== 'ok') continue;
     committed[t] = 1;
     // What the transaction knows of each key: the list it read last (or nothing) and its appends since.
-    const own = new Map<string, { base: readonly number[] | undefined; extra: number[] }>();
+    const own = new Map<KeyName, { base: readonly number[] | undefined; extra: number[] }>();
     for (const m of tx.mops) {
       if (m.f === 'append') {
         const s = own.get(m.key);
@@ -285,9 +288,9 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
   // Per key: duplicates, the version order (the longest read; the others must be its prefixes),
   // then each element's writer once: garbage, aborted (G1a), info transactions that committed.
   const reads: Read[] = [];
-  const keys = new Set<string>([...writers.keys(), ...readsByKey.keys()]);
+  const keys = new Set<KeyName>([...writers.keys(), ...readsByKey.keys()]);
   stats.keys = keys.size;
-  const orders = new Map<string, readonly number[] | undefined>(); // undefined: incompatible
+  const orders = new Map<KeyName, readonly number[] | undefined>(); // undefined: incompatible
   const duplicate = (r: Read): boolean => {
     const seen = new Set<number>();
     const dup = r.value.find((x) => (seen.has(x) ? true : (seen.add(x), false)));
@@ -366,7 +369,7 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
   const out: Array<Map<number, EdgeInfo> | undefined> = new Array(n);
   let edgeCount = 0;
   let overflow = false;
-  const addEdge = (from: number, to: number, bit: number, key?: string): void => {
+  const addEdge = (from: number, to: number, bit: number, key?: KeyName): void => {
     if (from === to || !committed[from] || !committed[to] || overflow) return;
     let m = out[from];
     if (!m) out[from] = m = new Map();
@@ -382,13 +385,13 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
     stats.edges[kind]++;
     if (kind !== 'rt') e[kind] = key;
   };
-  const writerOf = (key: string, x: number): number | undefined => {
+  const writerOf = (key: KeyName, x: number): number | undefined => {
     const w = writers.get(key)?.get(x);
     return w && committed[w.t] ? w.t : undefined;
   };
 
   // ww: consecutive elements of each order, then the unseen committed appends after it.
-  const unseenByKey = new Map<string, number[]>(); // committed writers of appends no read shows
+  const unseenByKey = new Map<KeyName, number[]>(); // committed writers of appends no read shows
   for (const [key, order] of orders) {
     if (!order) continue;
     let prev: number | undefined;

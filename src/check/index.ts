@@ -15,6 +15,7 @@ export {
   type CycleKind,
   type EdgeKind,
   type TxnId,
+  type KeyName,
   type TxnType,
   type CheckerResult,
 } from './elle.js';
@@ -35,4 +36,7 @@ export {
   type CycleAnomalyKind,
   type CycleResult,
   type SnapshotStats,
+  type Snapshot,
+  type Balance,
+  type Name,
 } from './bank.js';

@@ -34,10 +34,17 @@ t.test('bank: a snapshot with a wrong total, a missing or unknown account, a neg
     ['unknown-account', 4],
     ['negative-balance', 4],
   ]);
-  t.equal(res.anomalies[0]!.detail, 'snapshot 2 sums to 25, not 30: {"a":5,"b":10,"c":10}');
+  t.equal(res.anomalies[0]!.detail, 'snapshot 2 sums to 25, not 30: {a: 5, b: 10, c: 10}');
   t.same(checkBank([h[3]!], { accounts: [...accounts, 'd'], total: 30, negative: true }).valid, true, 'negative balances allowed by option');
   const lost = checkBank([h[0]!], { accounts, total: 30, final: { a: 10, b: 10, c: 0 } });
   t.same(lost.anomalies.map((x) => [x.kind, x.id]), [['wrong-total', 'final']], 'a final state after recovery that lost money');
+});
+
+t.test('bank: Maps, numeric account names and bigint balances', async (t) => {
+  const ok = checkBank([{ id: 1, type: 'ok', balances: new Map([[0, 50n], [1, 50n]]) }], { accounts: [0, 1], total: 100n, final: new Map([[0, 100n], [1, 0n]]) });
+  t.equal(ok.valid, true, JSON.stringify(ok.anomalies));
+  const bad = checkBank([{ id: 1, type: 'ok', balances: new Map([[0, 50n], [1, 49n]]) }], { accounts: [0, 1], total: 100n });
+  t.same(bad.anomalies, [{ kind: 'wrong-total', id: 1, detail: 'snapshot 1 sums to 99, not 100: {0: 50, 1: 49}' }]);
 });
 
 t.test('bank: nothing to check is unknown', async (t) => {
@@ -47,11 +54,12 @@ t.test('bank: nothing to check is unknown', async (t) => {
 });
 
 t.test('bank: bad input', async (t) => {
-  t.throws(() => checkBank([], { accounts: [], total: 1 }), new TypeError('accounts must be a non-empty array of distinct strings, got []'));
-  t.throws(() => checkBank([], { accounts: ['a', 'a'], total: 1 }), new TypeError("accounts must be a non-empty array of distinct strings, got ['a', 'a']"));
-  t.throws(() => checkBank([], { accounts, total: NaN }), new TypeError('total must be a finite number, got NaN'));
-  t.throws(() => checkBank([], { accounts, total: 1, final: { a: 'x' } as never }), new TypeError('final must be an object of finite numbers (account → balance), got {"a":"x"}'));
-  t.throws(() => checkBank([{ id: 1, type: 'ok', balances: { a: '1' } as never }], { accounts, total: 1 }), new TypeError('history[0].balances must be an object of finite numbers or null, got {"a":"1"}'));
+  t.throws(() => checkBank([], { accounts: [], total: 1 }), new TypeError('accounts must be a non-empty array of distinct names (strings or numbers), got []'));
+  t.throws(() => checkBank([], { accounts: ['1', 1], total: 1 }), new TypeError("accounts must be a non-empty array of distinct names (strings or numbers), got ['1', 1]"));
+  t.throws(() => checkBank([], { accounts, total: NaN }), new TypeError('total must be a finite number or a bigint, got NaN'));
+  t.throws(() => checkBank([], { accounts, total: 1, final: { a: 'x' } as never }), new TypeError('final must be an object or Map of finite number balances, got {a: x}'));
+  t.throws(() => checkBank([], { accounts, total: 1n, final: { a: 1 } }), new TypeError('final must be an object or Map of bigint balances (as total is a bigint), got {a: 1}'));
+  t.throws(() => checkBank([{ id: 1, type: 'ok', balances: { a: '1' } as never }], { accounts, total: 1 }), new TypeError('history[0].balances must be an object or Map of finite number balances, or null, got {a: 1}'));
   t.throws(() => checkBank([{ id: 1, type: 'done' as never }], { accounts, total: 1 }), new TypeError("history[0].type must be 'ok', 'fail' or 'info', got done"));
 });
 
@@ -105,5 +113,8 @@ t.test('cycle: a half-applied swap splits the ring; missing and dangling keys', 
   t.equal(res.anomalies[1]!.detail, "snapshot 2 is not one ring: from 'k0' the pointers fall into a loop at 'k2' that does not return");
   t.equal(checkCycle([], { keys, final: torn }).valid, false, 'a final state is checked too');
   t.equal(checkCycle([], { keys }).valid, 'unknown');
-  t.throws(() => checkCycle([{ id: 1, type: 'ok', values: { k0: 1 } as never }], { keys }), new TypeError('history[0].values must be an object of strings or null, got {"k0":1}'));
+  t.throws(() => checkCycle([{ id: 1, type: 'ok', values: { k0: null } as never }], { keys }), new TypeError('history[0].values must be an object or Map of key names, or null, got {k0: null}'));
+  // Numeric keys in a Map.
+  t.equal(checkCycle([{ id: 1, type: 'ok', values: new Map([[0, 2], [2, 1], [1, 0]]) }], { keys: [0, 1, 2] }).valid, true);
+  t.equal(checkCycle([{ id: 1, type: 'ok', values: new Map([[0, 1], [1, 0], [2, 2]]) }], { keys: [0, 1, 2] }).valid, false);
 });

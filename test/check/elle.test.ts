@@ -69,6 +69,15 @@ t.test('G-single: read skew (one rw edge in the cycle)', async (t) => {
   t.same(c.find((s) => s.edge === 'rw'), { from: 2, to: 1, edge: 'rw', key: 'x' });
 });
 
+t.test('numeric keys: read skew across keys 0 and 1; 1 and \'1\' are two keys', async (t) => {
+  const num = (k: number, v: number[] | null): ListAppendMop => ({ f: 'r', key: k, value: v });
+  const res = checkListAppend([ok(1, { f: 'append', key: 0, value: 1 }, { f: 'append', key: 1, value: 1 }), ok(2, num(0, []), num(1, [1]))]);
+  t.same(kinds(res), ['G-single']);
+  t.same(res.anomalies[0]!.cycle!.find((s) => s.edge === 'rw'), { from: 2, to: 1, edge: 'rw', key: 0 });
+  t.equal(checkListAppend([ok(1, { f: 'append', key: 1, value: 1 }), ok(2, r('1', []))]).valid, true);
+  t.throws(() => checkListAppend([ok(1, { f: 'r', key: null, value: [] } as never)]), new TypeError('history[0].mops[0].key must be a string or a number, got null'));
+});
+
 t.test('G-single: a lost update (both read the empty list, then append)', async (t) => {
   const res = checkListAppend([ok(1, r('x', []), a('x', 1)), ok(2, r('x', []), a('x', 2)), ok(3, r('x', [1, 2]))]);
   t.equal(res.valid, false);

@@ -29,8 +29,9 @@
  * 'info' transactions (indeterminate: a crash or timeout cut them) may or may not have
  * committed: their reads are ignored; one whose append some committed read shows did commit and
  * takes part in the graph; one none of whose appends is seen is treated as never having happened
- * (which is always a possible outcome). 'fail' transactions are known aborted: not in the graph,
- * and any read of their appends is G1a.
+ * (which is always a possible outcome). For real-time order an info transaction never returns
+ * (it may commit after its client gave up). 'fail' transactions are known aborted: not in the
+ * graph, and any read of their appends is G1a.
  *
  * Sound (every reported anomaly is real, given the workload's uniqueness assumption) and, like
  * Elle, incomplete. Bounded: past `maxEdges` the result is 'unknown' (callers count it as a

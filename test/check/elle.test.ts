@@ -179,6 +179,14 @@ t.test('past maxEdges the result is unknown, never a verdict', async (t) => {
   t.equal(checkListAppend([...h, ok(5, r('x', [9]))], { maxEdges: 2 }).valid, false);
 });
 
+t.test('anomalies are listed up to maxReportsPerKind and all counted', async (t) => {
+  const h: ListAppendTxn[] = [];
+  for (let i = 0; i < 20; i++) h.push(tx(2 * i, 'fail', [a(`k${i}`, 1)]), ok(2 * i + 1, r(`k${i}`, [1])));
+  const res = checkListAppend(h, { maxReportsPerKind: 3 });
+  t.equal(res.anomalies.length, 3);
+  t.equal(res.stats.counts.G1a, 20);
+});
+
 t.test('a tight search bound still gives one cycle per component', async (t) => {
   const h = [ok(1, r('x', []), r('y', []), a('x', 1)), ok(2, r('x', []), r('y', []), a('y', 1)), ok(3, r('x', [1]), r('y', [1]))];
   const res = checkListAppend(h, { maxSearchSteps: 1 });

@@ -1,6 +1,4 @@
 /** src/check — the checkers the tests judge histories with: linearizability (DESIGN §5), lost writes, and the Elle-style transactional checkers. */
-export { checkLinearizable, kvModel, CHECK_DEFAULTS, type Model, type Operation, type CheckResult, type CheckOptions, type KvInput, type KvOutput } from './linearizability.js';
-export { lostWrites, describeKvInput } from './lost.js';
 export {
   checkListAppend,
   LIST_APPEND_DEFAULTS,
@@ -40,3 +38,5 @@ export {
   type Balance,
   type Name,
 } from './bank.js';
+export { checkLinearizable, kvModel, CHECK_DEFAULTS, type Model, type Operation, type CheckResult, type CheckOptions, type KvInput, type KvOutput } from './linearizability.js';
+export { lostWrites, describeKvInput } from './lost.js';

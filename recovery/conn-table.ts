@@ -183,6 +183,10 @@ export class ConnTable {
     this.layout.setNextClientId(id + 1);
     const r = this.layout.region;
     const off = this.layout.connOffset(slot);
+    // A former occupant's release ends here: its id word clear is made durable before its release
+    // word is reset (same line: under the kill model the reset alone could persist, and the
+    // released client would be back).
+    if (r.loadU64Atomic(off + RELEASE_WORD) !== 0n && !this.#faults.skipPersistReleaseClear) r.persist(off + ID_WORD, 8);
     r.storeU64Atomic(off + APPLIED_WORD, 0n);
     r.storeU64Atomic(off + RELEASE_WORD, 0n);
     r.storeU64Atomic(off + RESERVED_WORD, 0n);
@@ -218,8 +222,9 @@ export class ConnTable {
    *   1. the release word := the client's id word, persisted: the release is decided (its records may
    *      be overwritten from now on; recovery finishes it, row release-finish) — only then may it be
    *      acknowledged;
-   *   2. the id word := 0 (the slot is free). Its persist is not needed: recovery finishes a
-   *      decided release, and the next registration of the slot persists the whole line first.
+   *   2. the id word := 0 (the slot is free), made durable by the next registration of the slot
+   *      before it resets the release word, or by recovery (row release-finish) — so the release
+   *      costs one persist.
    */
   release(clientId: number): void {
     const e = this.#byId.get(clientId);

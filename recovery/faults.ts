@@ -22,6 +22,8 @@ export interface RecoveryFaults {
   skipPersistRegisterReset?: boolean;
   /** release: do not persist the release word (the decision) before the release is acknowledged. */
   skipPersistReleaseMark?: boolean;
+  /** registration of a released slot: reset the release word without first persisting the former occupant's id word clear. */
+  skipPersistReleaseClear?: boolean;
   /** release: decide a release without checking that every entry of the client is applied first (the order). */
   skipReleaseDrainCheck?: boolean;
 }
@@ -36,6 +38,7 @@ export const FAULT_NAMES = Object.freeze([
   'skipInvalidateBeyondGap',
   'skipPersistRegisterReset',
   'skipPersistReleaseMark',
+  'skipPersistReleaseClear',
   'skipReleaseDrainCheck',
 ] as const) satisfies readonly (keyof RecoveryFaults)[];
 

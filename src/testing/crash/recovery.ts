@@ -383,10 +383,6 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
           }
         }
       }
-      // Every client leaves (all of its entries are applied now), and the table — full or not
-      // before the crash — takes as many new clients as it has slots.
-      for (const c of server.report?.clients ?? []) store.release(c.clientId);
-      for (let i = 0; i < store.geometry.maxClients; i++) store.register(new Uint8Array(16).fill(i));
     } catch (e) {
       return [...out, `continuation after recovery failed: ${(e as Error).message}`];
     }
@@ -394,7 +390,16 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
     const before = out.length;
     checkDigests(store.appView, 0, resumed, mine, out, true);
     for (let i = before; i < out.length; i++) out[i] = `after resume: ${out[i]!}`;
-    if (out.length > 0 || !reopen) return out;
+    if (out.length > 0) return out;
+    try {
+      // Every client leaves (all of its entries are applied now), and the table — full or not
+      // before the crash — takes as many new clients as it has slots.
+      for (const c of server.report?.clients ?? []) store.release(c.clientId);
+      for (let i = 0; i < store.geometry.maxClients; i++) store.register(new Uint8Array(16).fill(i));
+    } catch (e) {
+      return [`after resume: releasing every client and filling the table failed: ${(e as Error).message}`];
+    }
+    if (!reopen) return out;
     try {
       const again = RecoveryStore.open(PmemRegion.openImage(mediaImage(region)), { faults: w.faults });
       const r2 = again.recover(recoveryDigestHandler);

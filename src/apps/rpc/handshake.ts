@@ -1,7 +1,8 @@
 /**
- * The durable-RPC handshake carried in the TCP Hello and Welcome payloads (docs/cli.md): the client
- * says who it is (nothing for a new client; its id and the sequences whose results it awaits for a
- * reconnect), the server answers with the ConnectionInfo of DurableRpcServer.accept(). JSON, with
+ * The durable-RPC handshake carried in the TCP Hello and Welcome payloads (docs/wire.md): the client
+ * says who it is (nothing for a new client; for a reconnect its id, the secret issued in its first
+ * Welcome, and the sequences whose results it awaits), the server answers with the ConnectionInfo
+ * of DurableRpcServer.accept() (a new client's carries its secret). JSON, with
  * result bytes in base64: a handshake happens once per connection, so clarity beats size.
  */
 import { PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../../../pmem/index.js';

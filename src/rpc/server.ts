@@ -337,7 +337,8 @@ export class DurableRpcServer {
       clientId = request.clientId;
       // Who the client is, before anything of it is touched: its id alone proves nothing.
       if (this.#closing.has(clientId)) throw new PmrpcError('PMRPC_ERR_CLIENT_RELEASED', `client ${clientId} said goodbye: its slot is being released`);
-      store.authenticate(clientId, decodeSecret(request.secret)); // PMRPC_ERR_UNKNOWN_CLIENT, _CLIENT_RELEASED, _CLIENT_AUTH
+      store.client(clientId); // PMRPC_ERR_UNKNOWN_CLIENT, PMRPC_ERR_CLIENT_RELEASED
+      store.authenticate(clientId, decodeSecret(request.secret)); // PMRPC_ERR_CLIENT_AUTH
       const old = this.#conns.get(clientId);
       if (old !== undefined) {
         // A live reconnect: take in what already arrived, make every consumed entry durable (the

@@ -346,7 +346,7 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
       return out.map((detail) => ({ kind: kindOf(detail), detail }));
     },
     replayArgs(): string {
-      return `--app recovery --clients ${w.clients} --requests ${w.requestsPerClient}`;
+      return `--app recovery --clients ${w.clients} --requests ${w.requestsPerClient}${w.churn > 0 ? ` --churn ${w.churn}` : ''}${w.batchMax !== RECOVERY_WORKLOAD_DEFAULTS.batchMax ? ` --batch ${w.batchMax}` : ''}`;
     },
   };
 

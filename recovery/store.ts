@@ -158,6 +158,9 @@ export class RecoveryStore {
       invalidateSlot(this.region, off);
       n++;
     }
+    // Whatever was polled past the applied sequence is void too: polling starts again after it.
+    this.#rings.delete(clientId);
+    this.#resume.set(clientId, e.appliedSeq + 1);
     return n;
   }
 

@@ -8,7 +8,7 @@ import t from 'tap';
 import { createPrng, crashImages, materialize, PmemRegion, seededEntropy, VirtualClock, type CrashState } from '../../pmem/index.js';
 import { InProcessFabric, Rnic } from '../../flush/index.js';
 import { layoutBytes, RecoveryStore, type LayoutOptions } from '../../recovery/index.js';
-import { connectInProcess, DurableRpcServer, reconnectInProcess, type DurableRpcClient, type RpcHandler, type RpcServerOptions } from '../../src/rpc/index.js';
+import { connectInProcess, DurableRpcServer, GOODBYE_METHOD, reconnectInProcess, type DurableRpcClient, type RpcHandler, type RpcServerOptions } from '../../src/rpc/index.js';
 import { decodeWelcomePayload, encodeHelloPayload, rpcApp } from '../../src/apps/rpc/index.js';
 import { SEED, settle } from './fixtures/rig.js';
 
@@ -119,7 +119,18 @@ t.test('goodbye releases the slot; a released id is refused with PMRPC_ERR_CLIEN
   t.equal(await codeOf(() => s.accept({ clientId: b.clientId, secret: b.secret! })), 'PMRPC_ERR_CLIENT_RELEASED', 'but the client that said goodbye cannot come back');
   keep.delete(b.clientId);
   t.same(s.releaseExpired(), [b.clientId], 'released once canRelease allows');
-  t.same(s.releases, { goodbye: 2, lease: 0 });
+  // A client that places requests after its goodbye (only a raw client can): they are void, and
+  // do not keep the slot.
+  const c = connectInProcess(s, fabric);
+  const bye = c.call(GOODBYE_METHOD, new Uint8Array(0));
+  const after = [c.call('mark', u32(50)), c.call('mark', u32(51))];
+  await bye.result;
+  await settle(200);
+  t.notOk(store.conn.has(c.clientId), 'released despite the entries placed after the goodbye');
+  t.same([...store.appView.load(MARKS + 50, 2)], [0, 0], 'nothing after the goodbye was applied');
+  c.close();
+  await Promise.all(after.map((x) => x.result.catch(() => undefined)));
+  t.same(s.releases, { goodbye: 3, lease: 0 });
   s.close();
 });
 

@@ -76,7 +76,7 @@ t.test('releases under crashes (the explorer, recovery app with churn, full tabl
   let finishes = 0;
   let churned = 0;
   let images = 0;
-  for (let seed = SEED; seed < SEED + 3; seed++) {
+  for (let seed = SEED; seed < SEED + 2; seed++) {
     const app = recoveryExplorerApp({ clients: 4, churn: 6, requestsPerClient: 4, batchMax: 2 });
     const r = await explore(app, { seed, imagesPerPoint: 4, pins: { lineModel: seed % 2 === 0 ? 'prefix' : 'subset' } });
     t.same(r.violations.map((v) => `${v.detail} — ${v.replay}`), [], `seed ${seed}: ${r.imagesChecked} images, ${r.crashPoints} crash points, ${app.churned} releases`);
@@ -84,7 +84,7 @@ t.test('releases under crashes (the explorer, recovery app with churn, full tabl
     churned += app.churned;
     images += r.imagesChecked;
   }
-  t.ok(churned >= 12, `${churned} releases in the runs`);
+  t.ok(churned >= 8, `${churned} releases in the runs`);
   t.ok(finishes > 0, `recovery finished ${finishes} decided releases (row release-finish reached)`);
   t.comment(`${images} images`);
 });

@@ -24,6 +24,8 @@ interface Opts {
   nodes?: number;
   requests?: number;
   clients?: number;
+  churn?: number;
+  batch?: number;
   imagesPerPoint?: number;
   engine: string;
   mutant?: string;
@@ -65,6 +67,8 @@ export function registerCrashTest(program: Command): void {
     .option('--nodes <n>', 'rpc: server nodes, each with its own clients (default 1)', intOption('nodes'))
     .option('--requests <n>', 'rpc: requests in all (default 64); recovery: requests per client (default 12)', intOption('requests'))
     .option('--clients <n>', 'clients (default 3)', intOption('clients'))
+    .option('--churn <n>', 'recovery: clients that leave (release their slot) for new ones (default 0)', intOption('churn'))
+    .option('--batch <n>', 'recovery: most entries a client places per acknowledgement (default 3)', intOption('batch'))
     .option('--images-per-point <n>', 'crash images per crash point (default 4)', intOption('images-per-point'))
     .option('--engine <random|exhaustive>', 'image engine: seeded random images, or every image of each state (bounded)', 'random')
     .option('--points-max <n>', 'most crash points checked; beyond it they are sampled (default 2000)', intOption('points-max'))
@@ -135,7 +139,7 @@ export function registerCrashTest(program: Command): void {
         spec = { app: 'rpc', workload: resolveRpcWorkload({ strategy: opts.strategy as RpcStrategy, requests: opts.requests, clients: opts.clients, mutant: opts.mutant, resumeEvery: opts.resumeEvery, nodes: opts.nodes }), explore: ex };
       } else if (opts.app === 'recovery') {
         if (opts.mutant !== undefined) throw new TypeError('--mutant: the recovery app has none (its fault switches are tested by test/recovery/faults.test.ts)');
-        spec = { app: 'recovery', workload: resolveRecoveryWorkload({ clients: opts.clients, requestsPerClient: opts.requests }), explore: ex };
+        spec = { app: 'recovery', workload: resolveRecoveryWorkload({ clients: opts.clients, requestsPerClient: opts.requests, churn: opts.churn, batchMax: opts.batch }), explore: ex };
       } else {
         if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
         spec = { app: 'kv', workload: resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients }), explore: ex };

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { NODE_APP_NAMES, NodeHost, appByName, resolveAuthToken } from '../src/node/index.js';
-import { DIGEST_HANDLERS as WORKLOAD_HANDLERS } from '../src/apps/rpc/index.js';
+import { DIGEST_HANDLERS as WORKLOAD_HANDLERS, RPC_APP_DEFAULTS } from '../src/apps/rpc/index.js';
 import { intOption, log } from './output.js';
 
 /** Parses a byte count: an integer, optionally with a K/M/G (KiB, MiB, GiB) suffix. */
@@ -43,6 +43,8 @@ interface ServeOpts {
   strategy: RpcStrategy;
   system: 'prism' | 'pilaf';
   keepResults?: boolean;
+  maxClients?: number;
+  leaseMs?: number;
   killAfterEvents?: number;
   killAfterCompletions?: number;
   strict?: boolean;
@@ -50,8 +52,14 @@ interface ServeOpts {
 }
 
 /** The app options `serve` builds from its flags (the rest are the app's defaults). */
-export function serveAppOptions(app: string, o: { strategy: RpcStrategy; keepResults: boolean; system: 'prism' | 'pilaf' }): object {
-  if (app === 'rpc') return { strategy: o.strategy, keepResults: o.keepResults, handlers: WORKLOAD_HANDLERS };
+export function serveAppOptions(app: string, o: { strategy: RpcStrategy; keepResults: boolean; system: 'prism' | 'pilaf'; maxClients?: number | undefined; leaseMs?: number | undefined }): object {
+  if (app === 'rpc') {
+    return {
+      strategy: o.strategy, keepResults: o.keepResults, handlers: WORKLOAD_HANDLERS,
+      ...(o.maxClients === undefined ? {} : { layout: { ...RPC_APP_DEFAULTS.layout, maxClients: o.maxClients } }),
+      ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
+    };
+  }
   if (app === 'kv') return { system: o.system };
   return {};
 }
@@ -71,6 +79,8 @@ export function registerServe(program: Command): void {
     .option('--ddio <on|off>', 'DDIO: NIC writes land in the CPU cache (on) or in PM (off)', onOffOption('ddio'), true)
     .option('--strategy <s>', `rpc app: remote-persistence strategy (${RPC_STRATEGIES.join(', ')})`, strategyOption, 'wflush')
     .option('--keep-results', 'rpc app: keep each result in its effect record, so a result survives a crash')
+    .option('--max-clients <n>', 'rpc app: connection slots (client table size) of a new PM file (default 64; an existing file keeps its own)', intOption('max-clients'))
+    .option('--lease-ms <ms>', 'rpc app: a client silent this long may lose its slot to a new client when the table is full (default 60000)', intOption('lease-ms'))
     .option('--system <s>', 'kv app: prism (PRISM-KV) or pilaf (the Pilaf-style baseline)', (v: string) => {
       if (v !== 'prism' && v !== 'pilaf') throw new TypeError(`--system must be prism or pilaf, got ${v}`);
       return v;
@@ -92,7 +102,7 @@ export function registerServe(program: Command): void {
       const completionLimit = opts.killAfterCompletions;
       const node = await NodeHost.start({
         app,
-        appOptions: serveAppOptions(app.name, { strategy: opts.strategy, keepResults: opts.keepResults === true, system: opts.system }),
+        appOptions: serveAppOptions(app.name, { strategy: opts.strategy, keepResults: opts.keepResults === true, system: opts.system, maxClients: opts.maxClients, leaseMs: opts.leaseMs }),
         nodeId: opts.node,
         pmPath: opts.pm,
         sizeBytes: opts.size,

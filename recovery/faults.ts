@@ -20,6 +20,12 @@ export interface RecoveryFaults {
   skipInvalidateBeyondGap?: boolean;
   /** registration: write the new client's id word without first persisting the reset of the slot's applied word. */
   skipPersistRegisterReset?: boolean;
+  /** release: do not persist the release word (the decision) before the release is acknowledged. */
+  skipPersistReleaseMark?: boolean;
+  /** registration of a released slot: reset the release word without first persisting the former occupant's id word clear. */
+  skipPersistReleaseClear?: boolean;
+  /** release: decide a release without checking that every entry of the client is applied first (the order). */
+  skipReleaseDrainCheck?: boolean;
 }
 
 export const FAULT_NAMES = Object.freeze([
@@ -31,6 +37,9 @@ export const FAULT_NAMES = Object.freeze([
   'skipChecksumAtRecovery',
   'skipInvalidateBeyondGap',
   'skipPersistRegisterReset',
+  'skipPersistReleaseMark',
+  'skipPersistReleaseClear',
+  'skipReleaseDrainCheck',
 ] as const) satisfies readonly (keyof RecoveryFaults)[];
 
 export const NO_FAULTS: Readonly<RecoveryFaults> = Object.freeze({});

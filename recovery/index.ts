@@ -30,7 +30,7 @@ export {
   type RingOptions,
   type SlotInspection,
 } from './ring.js';
-export { ConnTable, type ConnEntry } from './conn-table.js';
+export { ConnTable, SLOT_TABLE, ID_VALUES, RELEASE_VALUES, decideSlot, matchingSlotRows, secretHash, SECRET_HASH_BYTES, type ConnEntry, type SlotRow, type SlotAction, type IdInput, type ReleaseInput } from './conn-table.js';
 export { RECORD_HEADER_BYTES, RedoLog, readRecord, encodeRecord, checkEffects, type EffectImage, type Effects, type RecordInfo, type RecordState } from './redo-log.js';
 export {
   DECISION_TABLE,

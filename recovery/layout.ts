@@ -13,7 +13,11 @@ import { crc32c, ErrorCodes, LINE_BYTES, PmrpcError, resolveOptions, type Option
 
 /** "PMRPCRCV": this layer's magic, as the little-endian u64 stored at offset 0. */
 export const RECOVERY_MAGIC = 0x5643524350524d50n;
-export const RECOVERY_LAYOUT_VERSION = 1;
+/**
+ * 2: connection-table lines hold a release word and the client's secret hash (issue 15). A version-1
+ * file is refused with PMRPC_ERR_LAYOUT_VERSION rather than misread.
+ */
+export const RECOVERY_LAYOUT_VERSION = 2;
 export const SUPERBLOCK_BYTES = 2 * LINE_BYTES;
 export const CONN_ENTRY_BYTES = LINE_BYTES;
 const SB_CHECKED_BYTES = 60;
@@ -39,8 +43,14 @@ export const RecoveryErrorCodes = defineErrorCodes('recovery', {
   TABLE_CORRUPT: 'PMRPC_ERR_TABLE_CORRUPT',
   /** Every connection slot is taken. */
   TABLE_FULL: 'PMRPC_ERR_TABLE_FULL',
-  /** The client id is not in the connection table (never issued, or released). */
+  /** The client id was never issued. */
   UNKNOWN_CLIENT: 'PMRPC_ERR_UNKNOWN_CLIENT',
+  /** The client id was issued but its slot was released (goodbye or lease expiry): register anew. */
+  CLIENT_RELEASED: 'PMRPC_ERR_CLIENT_RELEASED',
+  /** A reconnect or resume presented a secret that is not the client's (or none). Nothing changed. */
+  CLIENT_AUTH: 'PMRPC_ERR_CLIENT_AUTH',
+  /** A release asked while the client still has entries not applied (or unresolved state). Nothing changed. */
+  CLIENT_BUSY: 'PMRPC_ERR_CLIENT_BUSY',
   /** Client ids or the epoch are exhausted (2^32 - 1 issued). */
   COUNTER_EXHAUSTED: 'PMRPC_ERR_COUNTER_EXHAUSTED',
   /** The producer has no credit: the slot still holds an entry whose effects are not durably applied. */

@@ -55,6 +55,8 @@ export interface RecoveryReport {
   invalidated: number;
   /** Whether the re-executions were run (a handler was given). */
   reexecuted: boolean;
+  /** Clients whose decided release recovery finished (slot-table row release-finish). */
+  releasesFinished: number[];
 }
 
 interface Step {
@@ -170,6 +172,10 @@ export function recover(parts: RecoverParts, handler?: Handler): RecoveryReport 
       invalidated++;
     }
   }
+  // Releases decided before the crash (slot-table row release-finish): their entries were all
+  // applied before the decision, so the ring is not walked; the id word is cleared durably.
+  const released = conn.releasing();
+  conn.finishReleases();
   layout.setEpoch(layout.epoch + 1);
 
   const clients: ClientRecovery[] = plans.map((p) => ({
@@ -193,7 +199,8 @@ export function recover(parts: RecoverParts, handler?: Handler): RecoveryReport 
       }
     }
   }
-  return { epoch: layout.epoch, replayedLsns: replays.map((r) => r.lsn), clients, rows, invalidated, reexecuted: handler !== undefined };
+    for (const [id, n] of Object.entries(conn.rows)) rows[id] = n;
+  return { epoch: layout.epoch, replayedLsns: replays.map((r) => r.lsn), clients, rows, invalidated, reexecuted: handler !== undefined, releasesFinished: released };
 }
 
 /** Runs the handler on an entry and commits its effects through the redo log (FIFO checked). */

@@ -4,12 +4,12 @@
  * is ready; open() validates an existing one, which then needs recover() before it serves.
  */
 import { PmrpcError, positiveInt, resolveOptions, type PmemRegion } from '../pmem/index.js';
-import { ConnTable, type ConnEntry } from './conn-table.js';
+import { ConnTable, secretHash, SECRET_BYTES_MAX, type ConnEntry } from './conn-table.js';
 import { checkFaults, type RecoveryFaults } from './faults.js';
 import { computeGeometry, Layout, RecoveryErrorCodes, type Geometry, type LayoutOptions } from './layout.js';
 import { RedoLog, type Effects } from './redo-log.js';
 import { executeEntry, recover, type AppView, type Handler, type RecoveryReport } from './recover.js';
-import { checkCredit, encodeEntry, entryOffset, Ring, type RingEntry } from './ring.js';
+import { checkCredit, encodeEntry, entryOffset, inspectSlot, invalidateSlot, Ring, type RingEntry } from './ring.js';
 
 export interface StoreOptions extends LayoutOptions {
   /** Consecutive polls that may see an entry partially arrived before PMRPC_ERR_ENTRY_TORN. */
@@ -101,17 +101,42 @@ export class RecoveryStore {
     if (handler !== undefined && typeof handler !== 'function') throw new TypeError('handler must be a function');
     const report = recover({ layout: this.layout, conn: this.conn, log: this.log, faults: this.faults, appView: this.#appView }, handler);
     this.#rings.clear();
+    this.#resume.clear();
     for (const c of report.clients) this.#resume.set(c.clientId, c.resumeSeq);
     this.#ready = true;
     return report;
   }
 
-  /** Issues a new client id (never reused) with its ring. */
-  register(): ClientInfo {
+  /**
+   * Issues a new client id (never reused) with its ring. `secret` (the RPC server draws 32 random
+   * bytes from its entropy) is kept only as its SHA-256; reconnect and resume present it
+   * (authenticate).
+   */
+  register(secret: Uint8Array = new Uint8Array(0)): ClientInfo {
     this.#assertReady();
-    const e = this.conn.register();
+    checkSecret(secret);
+    const e = this.conn.register(secretHash(secret));
     this.#resume.set(e.clientId, 1);
     return this.client(e.clientId);
+  }
+
+  /** PMRPC_ERR_CLIENT_AUTH unless `secret` is the one the client registered with (constant time); reads only. */
+  authenticate(clientId: number, secret: Uint8Array): void {
+    checkSecret(secret);
+    this.conn.authenticate(clientId, secret);
+  }
+
+  /**
+   * Whether the client can be released now: every entry of it that reached its ring is applied
+   * (nothing polled and not applied, no valid entry waiting at applied + 1). Reads only.
+   */
+  drained(clientId: number): boolean {
+    const applied = this.conn.appliedSeq(clientId);
+    const ring = this.#rings.get(clientId);
+    if (ring !== undefined && ring.nextSeq > applied + 1) return false;
+    const e = this.conn.lookup(clientId);
+    const ins = inspectSlot(this.region, entryOffset(this.layout, e.connSlot, applied + 1), this.geometry, { clientId, seq: applied + 1 });
+    return !(ins.checksumValid && ins.lap === 'expected');
   }
 
   client(clientId: number): ClientInfo {
@@ -119,8 +144,38 @@ export class RecoveryStore {
     return { ...e, ringOffset: this.layout.ringOffset(e.connSlot), creditOffset: this.conn.creditOffset(clientId) };
   }
 
+  /**
+   * Durably invalidates every entry of the client's ring past its applied sequence (a client that
+   * said goodbye placed them after it: they are void). Returns how many slots it cleared.
+   */
+  discardUnapplied(clientId: number): number {
+    this.#assertReady();
+    const e = this.conn.lookup(clientId);
+    let n = 0;
+    for (let s = e.appliedSeq + 1; s <= e.appliedSeq + this.geometry.ringSlots; s++) {
+      const off = entryOffset(this.layout, e.connSlot, s);
+      if (this.region.loadU64Atomic(off) === 0n) continue;
+      invalidateSlot(this.region, off);
+      n++;
+    }
+    // Whatever was polled past the applied sequence is void too: polling starts again after it.
+    this.#rings.delete(clientId);
+    this.#resume.set(clientId, e.appliedSeq + 1);
+    return n;
+  }
+
+  /**
+   * Releases the client's slot (and ring) for reuse: refused with PMRPC_ERR_CLIENT_BUSY while an
+   * entry of it is not applied (drained()). The decision is durable when this returns (the caller
+   * may acknowledge it); a crash before that leaves the client registered (undone), a crash after
+   * it is finished by recovery (row release-finish). Its results in the log are dropped.
+   */
   release(clientId: number): void {
     this.#assertReady();
+    this.conn.lookup(clientId);
+    if (!this.faults.skipReleaseDrainCheck && !this.drained(clientId)) {
+      throw new PmrpcError(RecoveryErrorCodes.CLIENT_BUSY, `client ${clientId} still has entries that are not applied: it is released only once they are`);
+    }
     this.conn.release(clientId);
     this.#rings.delete(clientId);
     this.#resume.delete(clientId);
@@ -189,6 +244,11 @@ export class RecoveryStore {
   #assertReady(): void {
     if (!this.#ready) throw new PmrpcError(RecoveryErrorCodes.NOT_RECOVERED, 'the store was opened but not recovered: call recover() first');
   }
+}
+
+function checkSecret(secret: unknown): void {
+  if (!(secret instanceof Uint8Array)) throw new TypeError('secret must be a Uint8Array');
+  if (secret.length > SECRET_BYTES_MAX) throw new RangeError(`secret must be at most ${SECRET_BYTES_MAX} bytes, got ${secret.length}`);
 }
 
 function resolve(options: Partial<StoreOptions>): StoreOptions & { faults: RecoveryFaults } {

@@ -94,7 +94,7 @@ export class Cluster {
     const ok = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     const bad = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason as Error] : []));
     if (bad.length > 0) {
-      for (const c of ok) closeConnection(c);
+      await Promise.all(ok.map((c) => closeConnection(c)));
       throw bad[0]!;
     }
     return new Cluster(spec, ok);
@@ -112,14 +112,15 @@ export class Cluster {
     return [...this.#conns.values()];
   }
 
-  close(): void {
+  /** Closes every connection; an rpc node's client says goodbye first (its slot is released). */
+  async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const c of this.#conns.values()) closeConnection(c);
+    await Promise.all([...this.#conns.values()].map((c) => closeConnection(c)));
   }
 }
 
-function closeConnection(c: NodeConnection): void {
-  if (c.app === 'rpc') c.rpc.close();
+async function closeConnection(c: NodeConnection): Promise<void> {
+  if (c.app === 'rpc') await c.rpc.close();
   else c.kv.qp.close();
 }

@@ -9,7 +9,7 @@ import { callable, nonNegativeInt, optional, PmrpcError, resolveOptions, type Er
 import { Wr, type NotifyMessage, type QueuePair, type WorkRequest, type Completion } from '../../flush/index.js';
 import { encodeEntry } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
-import { checkRpcFaults, methodId, type ConnectionInfo, type RpcFaults } from './server.js';
+import { checkRpcFaults, GOODBYE_METHOD, methodId, type ConnectionInfo, type RpcFaults } from './server.js';
 import { ACK_STRATEGIES, type RpcStrategy } from './strategies.js';
 import { decodeAck, decodeError, decodeResult, RPC_ACK_IMM, RPC_RESULT_IMM, STATUS_OK } from './wire.js';
 
@@ -88,6 +88,9 @@ export class DurableRpcClient {
   #unsubscribe: () => void = () => undefined;
   #closed = false;
   #connected = true;
+  /** The secret issued at registration (kept across reconnects; presented by each). */
+  #secret: string | undefined;
+  #goodbye = false;
 
   constructor(qp: QueuePair, info: ConnectionInfo, options: Partial<RpcClientOptions> = {}) {
     if (qp === null || typeof qp !== 'object' || typeof (qp as QueuePair).postChain !== 'function') throw new TypeError('qp must be a QueuePair');
@@ -100,7 +103,33 @@ export class DurableRpcClient {
     this.#nextSeq = info.resumeSeq;
     this.#credit = info.appliedSeq;
     this.#durableUpTo = info.resumeSeq - 1;
+    this.#secret = info.secret;
     this.#attach();
+  }
+
+  /**
+   * The client's secret (base64url), issued at registration: a reconnect presents it with the
+   * client id (accept({ clientId, secret, awaiting })). Whoever holds it can act as this client.
+   */
+  get secret(): string | undefined {
+    return this.#secret;
+  }
+
+  /**
+   * Says goodbye: one last request, after every earlier one (FIFO), that releases the client's slot
+   * on the server (its ring and table row are reused by later clients; its id is never reused and
+   * its results are dropped). Resolves once the server answered — the release is durable then, or
+   * deferred by the server's canRelease — then closes. Wait for the results you need before it.
+   */
+  async goodbye(): Promise<void> {
+    if (this.#closed || this.#goodbye) return;
+    const call = this.call(GOODBYE_METHOD, new Uint8Array(0));
+    this.#goodbye = true;
+    try {
+      await call.result;
+    } finally {
+      this.close();
+    }
   }
 
   get clientId(): number {
@@ -136,6 +165,7 @@ export class DurableRpcClient {
     if (typeof method !== 'string' || method.length === 0) throw new TypeError(`method must be a non-empty string, got ${String(method)}`);
     if (!(payload instanceof Uint8Array)) throw new TypeError('payload must be a Uint8Array');
     if (this.#closed) throw new PmrpcError(RpcErrorCodes.DISCONNECTED, 'the client is closed');
+    if (this.#goodbye) throw new PmrpcError(RpcErrorCodes.DISCONNECTED, 'the client said goodbye');
     if (payload.length > this.maxPayloadBytes) {
       throw new PmrpcError('PMRPC_ERR_TOO_LARGE', `payload of ${payload.length} bytes exceeds the ring slot's ${this.maxPayloadBytes} bytes`);
     }

@@ -5,6 +5,8 @@ export {
   DurableRpcServer,
   RPC_SERVER_DEFAULTS,
   RPC_FAULT_NAMES,
+  GOODBYE_METHOD,
+  CLIENT_SECRET_BYTES,
   methodId,
   checkRpcFaults,
   type RpcServerOptions,

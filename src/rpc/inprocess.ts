@@ -11,6 +11,6 @@ export function connectInProcess(server: DurableRpcServer, fabric: InProcessFabr
 
 /** Reconnects `client` (to the same server after a disconnect, or to a restarted one): it resumes from the server's resume point. */
 export function reconnectInProcess(server: DurableRpcServer, fabric: InProcessFabric, client: DurableRpcClient): void {
-  const { sqp, info } = server.accept({ clientId: client.clientId, awaiting: client.awaiting });
+  const { sqp, info } = server.accept({ clientId: client.clientId, ...(client.secret === undefined ? {} : { secret: client.secret }), awaiting: client.awaiting });
   client.reconnect(new QueuePair(fabric.connect(sqp)), info);
 }

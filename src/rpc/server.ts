@@ -11,7 +11,7 @@
  * Coupled baselines (farm, darpc) only ever answer with that RESULT.
  */
 import assert from 'node:assert/strict';
-import { bool, callable, must, optional, PmrpcError, crc32c, positiveInt, resolveOptions, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
+import { bool, callable, cryptoEntropy, isPmrpcError, must, optional, PmrpcError, crc32c, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
 import { Access, CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../flush/index.js';
 import {
   checkEffects,
@@ -74,6 +74,21 @@ export interface RpcServerOptions {
   pool: RpcPool | undefined;
   /** Most pooled requests computing at once. */
   poolInFlightMax: number;
+  /** Client secrets (32 bytes per registration) come from here (DESIGN §7). */
+  entropy: Entropy;
+  /** Lease time is read from here. */
+  clock: Clock;
+  /**
+   * A client silent this long (no connect, no request processed; restarts count as a sign of life
+   * for every client) may lose its slot to a new client when the table is full, or to
+   * releaseExpired(). Infinity: slots are given back only by goodbye.
+   */
+  leaseMs: number;
+  /**
+   * Asked before any release (goodbye or lease): false keeps the client's slot (e.g. PRISM-TX while
+   * the client has undecided transactions); a goodbye is then finished later, when it says true.
+   */
+  canRelease: ((clientId: number) => boolean) | undefined;
 }
 
 export const RPC_SERVER_DEFAULTS: Readonly<RpcServerOptions> = Object.freeze({
@@ -84,6 +99,10 @@ export const RPC_SERVER_DEFAULTS: Readonly<RpcServerOptions> = Object.freeze({
   faults: undefined,
   pool: undefined,
   poolInFlightMax: 64,
+  entropy: cryptoEntropy,
+  clock: systemClock,
+  leaseMs: 60_000,
+  canRelease: undefined,
 });
 
 const RPC_SERVER_CHECKS: OptionChecks<RpcServerOptions> = {
@@ -93,7 +112,16 @@ const RPC_SERVER_CHECKS: OptionChecks<RpcServerOptions> = {
   batchMax: positiveInt,
   pool: must((v) => v === undefined || (v !== null && typeof (v as RpcPool).run === 'function'), 'must have a run(task) method (a Piscina instance)'),
   poolInFlightMax: positiveInt,
+  entropy: must((v) => v !== null && typeof v === 'object' && typeof (v as Entropy).bytes === 'function', 'must be an Entropy (bytes(n))'),
+  clock: must((v) => v !== null && typeof v === 'object' && typeof (v as Clock).nowMs === 'function', 'must be a Clock'),
+  leaseMs: (name, v) => (v === Number.POSITIVE_INFINITY ? undefined : positiveMs(name, v, {})),
+  canRelease: optional(callable()),
 };
+
+/** The method a client's goodbye is sent as (reserved: a handler cannot be registered under it). */
+export const GOODBYE_METHOD = 'pmrpc.goodbye';
+/** Bytes of the secret a new client is issued. */
+export const CLIENT_SECRET_BYTES = 32;
 
 export interface MethodOptions {
   /** Compute this method's effects in the pool (the worker module must export the same handler under the same name). */
@@ -134,11 +162,18 @@ export interface ConnectionInfo {
   epoch: number;
   /** For each awaited sequence at or below appliedSeq: its kept result, or 'lost'. */
   results: KnownResult[];
+  /**
+   * A new client's secret (base64url, issued once, at registration; the server keeps only its
+   * SHA-256): reconnect and resume present it. Absent in the answer to a reconnect.
+   */
+  secret?: string;
 }
 
 export interface AcceptRequest {
   /** Reconnect as this client (omit for a new client). */
   clientId?: number;
+  /** The client's secret (ConnectionInfo.secret of its registration): required with clientId. */
+  secret?: string;
   /** Sequences whose result the client still waits for. */
   awaiting?: readonly number[];
 }
@@ -151,6 +186,8 @@ interface Conn {
   stops: Array<() => void>;
   ackedUpTo: number;
   failed: boolean;
+  /** The client said goodbye on this connection: nothing more is processed for it. */
+  gone: boolean;
 }
 
 interface PoolTaskState {
@@ -173,6 +210,16 @@ export function methodId(method: string): number {
   return crc32c(new TextEncoder().encode(method));
 }
 
+const GOODBYE_ID = methodId(GOODBYE_METHOD);
+
+/** A Hello's secret (base64url) as bytes; none or a malformed one is PMRPC_ERR_CLIENT_AUTH. */
+function decodeSecret(secret: unknown): Uint8Array {
+  if (typeof secret !== 'string' || !/^[A-Za-z0-9_-]{1,1400}$/.test(secret)) {
+    throw new PmrpcError('PMRPC_ERR_CLIENT_AUTH', 'a reconnect must present the client\'s secret (ConnectionInfo.secret of its registration)');
+  }
+  return new Uint8Array(Buffer.from(secret, 'base64url'));
+}
+
 const METHOD_RE = /^[A-Za-z_][A-Za-z0-9_.:/-]{0,127}$/;
 
 export class DurableRpcServer {
@@ -190,6 +237,12 @@ export class DurableRpcServer {
   #conns = new Map<number, Conn>();
   #poller: CpuPoller;
   #state: 'new' | 'serving' | 'closed' = 'new';
+  /** Lease: when each client in the table last showed a sign of life (clock ms). */
+  #lastSeen = new Map<number, number>();
+  /** Clients that said goodbye whose slot canRelease still keeps. */
+  #closing = new Set<number>();
+  /** Slots released so far (goodbye and lease). */
+  releases = { goodbye: 0, lease: 0 };
   /** Errors of connections that were cut (a misbehaving client); the server keeps serving the others. */
   readonly connectionErrors: Array<{ clientId: number; error: unknown }> = [];
 
@@ -223,6 +276,7 @@ export class DurableRpcServer {
     if (pooled && this.options.pool === undefined) throw new TypeError(`method ${method} is pooled but the server has no pool`);
     if (this.#state === 'closed') throw new PmrpcError(RpcErrorCodes.NOT_SERVING, 'the server is closed');
     const id = methodId(method);
+    if (id === GOODBYE_ID) throw new PmrpcError(RpcErrorCodes.METHOD_EXISTS, `method ${method} ${method === GOODBYE_METHOD ? 'is' : 'has the same id as'} the reserved ${GOODBYE_METHOD}`);
     const had = this.#methods.get(id);
     if (had !== undefined) throw new PmrpcError(RpcErrorCodes.METHOD_EXISTS, had.name === method ? `method ${method} is already registered` : `method ${method} has the same id as ${had.name}`);
     this.#methods.set(id, { name: method, handler, pooled, keys });
@@ -239,6 +293,16 @@ export class DurableRpcServer {
     let report: RecoveryReport | undefined;
     if (!this.store.ready) report = this.store.recover((e, view) => this.#effects(e, view).record);
     this.#state = 'serving';
+    // A restart is a sign of life for every client: each gets a full lease to reconnect.
+    const now = this.options.clock.nowMs();
+    for (const e of this.store.conn.entries()) this.#lastSeen.set(e.clientId, now);
+    // A goodbye that recovery re-executed (its client was not told): finish it as the live path would.
+    for (const c of report?.clients ?? []) {
+      if (c.reexecute.at(-1)?.methodId === GOODBYE_ID) {
+        this.#closing.add(c.clientId);
+        this.#tryRelease(c.clientId, 'goodbye');
+      }
+    }
     return report;
   }
 
@@ -256,12 +320,25 @@ export class DurableRpcServer {
     const store = this.store;
     let clientId: number;
     let resumeSeq: number;
+    let secret: string | undefined;
     if (request.clientId === undefined) {
-      clientId = store.register().clientId;
+      const bytes = this.options.entropy.bytes(CLIENT_SECRET_BYTES);
+      if (!(bytes instanceof Uint8Array) || bytes.length !== CLIENT_SECRET_BYTES) throw new TypeError(`entropy.bytes(${CLIENT_SECRET_BYTES}) must return ${CLIENT_SECRET_BYTES} bytes`);
+      try {
+        clientId = store.register(bytes).clientId;
+      } catch (e) {
+        // A full table: a slot whose lease expired (or whose client said goodbye) is given back first.
+        if (!isPmrpcError(e, 'PMRPC_ERR_TABLE_FULL') || this.#reclaim() === undefined) throw e;
+        clientId = store.register(bytes).clientId;
+      }
+      secret = Buffer.from(bytes).toString('base64url');
       resumeSeq = 1;
     } else {
       clientId = request.clientId;
-      store.client(clientId); // PMRPC_ERR_UNKNOWN_CLIENT
+      // Who the client is, before anything of it is touched: its id alone proves nothing.
+      if (this.#closing.has(clientId)) throw new PmrpcError('PMRPC_ERR_CLIENT_RELEASED', `client ${clientId} said goodbye: its slot is being released`);
+      store.client(clientId); // PMRPC_ERR_UNKNOWN_CLIENT, PMRPC_ERR_CLIENT_RELEASED
+      store.authenticate(clientId, decodeSecret(request.secret)); // PMRPC_ERR_CLIENT_AUTH
       const old = this.#conns.get(clientId);
       if (old !== undefined) {
         // A live reconnect: take in what already arrived, make every consumed entry durable (the
@@ -282,8 +359,9 @@ export class DurableRpcServer {
     const sqp = this.nic.createQp(pd);
     const ring = store.ring(clientId);
     assert.equal(ring.nextSeq, resumeSeq, 'the ring polls from the resume point');
-    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, failed: false };
+    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, failed: false, gone: false };
     this.#conns.set(clientId, conn);
+    this.#lastSeen.set(clientId, this.options.clock.nowMs());
     const applied = store.conn.appliedSeq(clientId);
     if (SEND_STRATEGIES.has(this.strategy)) {
       for (let s = resumeSeq; s <= applied + g.ringSlots; s++) sqp.postRecv({ id: s, addr: ring.slotOffset(s), len: g.slotBytes });
@@ -314,7 +392,7 @@ export class DurableRpcServer {
       sqp,
       info: Object.freeze({
         clientId, strategy: this.strategy, ringOffset: info.ringOffset, ringSlots: g.ringSlots, slotBytes: g.slotBytes,
-        rkey: mr.rkey, resumeSeq, appliedSeq: applied, epoch: store.epoch, results,
+        rkey: mr.rkey, resumeSeq, appliedSeq: applied, epoch: store.epoch, results, ...(secret === undefined ? {} : { secret }),
       }),
     };
   }
@@ -325,6 +403,77 @@ export class DurableRpcServer {
     this.#state = 'closed';
     for (const c of [...this.#conns.values()]) this.#drop(c);
     this.#poller.close();
+  }
+
+  /**
+   * Releases every client whose lease expired (silent for leaseMs) or that said goodbye, when
+   * canRelease allows and every entry of it is applied. Returns their ids. (A full table does this
+   * by itself, one slot at a time, when a new client needs one.)
+   */
+  releaseExpired(): number[] {
+    if (this.#state !== 'serving') return [];
+    const out: number[] = [];
+    for (const id of [...this.#closing]) if (this.#tryRelease(id, 'goodbye')) out.push(id);
+    for (const id of this.#expired()) if (this.#tryRelease(id, 'lease')) out.push(id);
+    return out;
+  }
+
+  /** Clients in the table whose lease has expired, the longest silent first. */
+  #expired(): number[] {
+    const now = this.options.clock.nowMs();
+    const lease = this.options.leaseMs;
+    return this.store.conn
+      .entries()
+      .map((e) => ({ id: e.clientId, seen: this.#lastSeen.get(e.clientId) ?? Number.NEGATIVE_INFINITY }))
+      .filter((x) => now - x.seen >= lease)
+      .sort((a, b) => a.seen - b.seen)
+      .map((x) => x.id);
+  }
+
+  /** Frees one slot for a new client: a client that said goodbye first, then the longest-expired lease. */
+  #reclaim(): number | undefined {
+    for (const id of [...this.#closing]) if (this.#tryRelease(id, 'goodbye')) return id;
+    for (const id of this.#expired()) if (this.#tryRelease(id, 'lease')) return id;
+    return undefined;
+  }
+
+  /**
+   * Releases a client's slot if it may go now: canRelease allows it, no request of it waits in the
+   * pool, and — its connection dropped (the NIC cache drained into its ring) and whatever reached
+   * the ring processed — every entry of it is applied. The release is durable when this returns true.
+   */
+  #tryRelease(clientId: number, why: 'goodbye' | 'lease', dropConn = true): boolean {
+    if (!this.store.conn.has(clientId)) {
+      this.#closing.delete(clientId);
+      return false;
+    }
+    if (this.options.canRelease !== undefined && this.options.canRelease(clientId) !== true) return false;
+    if (this.#queue.some((q) => q.c.clientId === clientId) || this.#inFlight.some((t) => t.c.clientId === clientId)) return false;
+    const c = this.#conns.get(clientId);
+    if (c !== undefined && dropConn) {
+      if (!c.failed && !c.gone) this.#service(c);
+      c.gone = true;
+      this.#drop(c);
+    }
+    try {
+      // What drained into the ring when the QP went: processed (nobody to answer).
+      const ring = this.store.ring(clientId);
+      for (let i = 0; i <= this.store.geometry.ringSlots && !this.#closing.has(clientId); i++) {
+        const p = ring.poll();
+        if (p.kind !== 'entry') break;
+        if (p.entry.methodId === GOODBYE_ID) this.#closing.add(clientId);
+        this.store.commit(clientId, p.entry.seq, this.#effects(p.entry, this.store.appView).record);
+      }
+      // After its goodbye a client sends nothing: whatever it placed past it is void.
+      if (this.#closing.has(clientId)) this.store.discardUnapplied(clientId);
+      this.store.release(clientId);
+    } catch {
+      return false; // PMRPC_ERR_CLIENT_BUSY, a torn entry, a full log: the slot stays; tried again later
+    }
+    this.#closing.delete(clientId);
+    this.#lastSeen.delete(clientId);
+    this.releases[why]++;
+    return true;
   }
 
   /** Runs pending CPU passes now (tests and the crash-test driver; normally they run on `schedule`). */
@@ -377,7 +526,7 @@ export class DurableRpcServer {
 
   /** One CPU pass for a connection: poll FIFO, ACK what needs the CPU's persist, process. */
   #service(c: Conn, beforeProcess?: () => void): void {
-    if (c.failed || this.#state !== 'serving') return;
+    if (c.failed || c.gone || this.#state !== 'serving') return;
     const polled: RingEntry[] = [];
     try {
       for (let i = 0; i < this.options.batchMax; i++) {
@@ -403,16 +552,28 @@ export class DurableRpcServer {
       return;
     }
     // More may have arrived than one batch: another pass.
-    if (polled.length === this.options.batchMax && !c.failed) this.options.schedule(() => this.#service(c));
+    if (polled.length === this.options.batchMax && !c.failed && !c.gone) this.options.schedule(() => this.#service(c));
   }
 
   #process(from: Conn, entry: RingEntry, computed?: { record: Effects; status: number; bytes: Uint8Array }): void {
     // The client may have reconnected since the entry was polled (pool mode): answer on its current connection.
     const c = this.#conns.get(from.clientId) ?? from;
+    if (c.gone || this.#closing.has(c.clientId) || !this.store.conn.has(c.clientId)) return; // after its goodbye: nothing more
+    this.#lastSeen.set(c.clientId, this.options.clock.nowMs());
     const { record, status, bytes } = computed ?? this.#effects(entry, this.store.appView);
     const coupled = COUPLED_STRATEGIES.has(this.strategy);
     if (coupled && this.#faults.replyBeforeApply) this.#reply(c, entry.seq, status, bytes, this.store.conn.appliedSeq(c.clientId));
     this.store.commit(entry.clientId, entry.seq, record);
+    if (entry.methodId === GOODBYE_ID) {
+      // Every earlier entry is applied (FIFO). The release is durable before the answer goes out;
+      // a slot canRelease keeps is released later (releaseExpired, or when a slot is needed).
+      this.#closing.add(c.clientId);
+      c.gone = true;
+      this.#tryRelease(c.clientId, 'goodbye', false);
+      this.#reply(c, entry.seq, status, bytes, entry.seq);
+      this.#drop(c);
+      return;
+    }
     const applied = this.store.conn.appliedSeq(c.clientId);
     const g = this.store.geometry;
     // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.
@@ -535,6 +696,7 @@ export class DurableRpcServer {
       const bytes = encodeError(code, message, Math.min(256, roomBytes - 1));
       return { record: { images: [], ...(keep ? { result: encodeKept(STATUS_ERROR, bytes) } : {}) }, status: STATUS_ERROR, bytes };
     };
+    if (entry.methodId === GOODBYE_ID) return { record: { images: [], ...(keep ? { result: encodeKept(STATUS_OK, new Uint8Array(0)) } : {}) }, status: STATUS_OK, bytes: new Uint8Array(0) };
     const m = this.#methods.get(entry.methodId);
     if (m === undefined) return failed(RpcErrorCodes.UNKNOWN_METHOD, `no method with id ${entry.methodId}`);
     let eff: RpcEffects;

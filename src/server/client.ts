@@ -90,7 +90,8 @@ export class RemoteRpcClient {
     const host = to.host ?? this.options.host;
     const port = to.port ?? this.options.port;
     if (!this.#link.closed) this.#link.close();
-    const hello = encodeHelloPayload({ clientId: this.rpc.clientId, awaiting: this.rpc.awaiting });
+    // The secret issued at registration proves who this client is; its id alone does not.
+    const hello = encodeHelloPayload({ clientId: this.rpc.clientId, ...(this.rpc.secret === undefined ? {} : { secret: this.rpc.secret }), awaiting: this.rpc.awaiting });
     const { link, welcome } = await TcpLink.connect({ host, port, authToken: this.options.authToken, name: this.options.name, clock: this.options.clock, hello });
     try {
       this.rpc.reconnect(new QueuePair(link), decodeWelcomePayload(welcome));
@@ -104,9 +105,27 @@ export class RemoteRpcClient {
     this.#watch(link);
   }
 
-  close(): void {
+  /**
+   * Says goodbye (DurableRpcClient.goodbye: the server releases this client's slot once every earlier
+   * request is applied; results not yet received are dropped), waiting at most `goodbyeTimeoutMs`
+   * of the clock for the answer, then closes. Disconnected, it just closes: the server's lease
+   * gives the slot back.
+   */
+  async close(options: { goodbyeTimeoutMs?: number } = {}): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    const timeoutMs = options.goodbyeTimeoutMs ?? 5000;
+    if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0)) throw new RangeError(`goodbyeTimeoutMs must be a non-negative number, got ${String(timeoutMs)}`);
+    if (this.#connected && !this.#link.closed) {
+      let timer: { cancel(): void } | undefined;
+      await Promise.race([
+        this.rpc.goodbye().catch(() => undefined),
+        new Promise<void>((resolve) => {
+          timer = this.options.clock.setTimer(timeoutMs, resolve);
+        }),
+      ]);
+      timer?.cancel();
+    }
     this.#connected = false;
     this.rpc.close();
     this.#link.close();

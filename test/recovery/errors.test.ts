@@ -25,7 +25,7 @@ const cases: [string, () => unknown][] = [
   }],
   ['PMRPC_ERR_LAYOUT_VERSION', () => {
     const { region } = store();
-    region.storeU32(8, 2);
+    region.storeU32(8, 1); // a version-1 file (the connection-table line before the secret hash): refused, not misread
     region.storeU32(60, crc32c(region.load(0, 60)));
     return RecoveryStore.open(region);
   }],
@@ -73,6 +73,23 @@ const cases: [string, () => unknown][] = [
     return RecoveryStore.open(region).recover();
   }],
   ['PMRPC_ERR_OUT_OF_ORDER', () => store().s.commit(1, 3, { images: [] })],
+  ['PMRPC_ERR_CLIENT_RELEASED', () => {
+    const { s, c } = store();
+    s.release(c);
+    return s.authenticate(c, new Uint8Array(0));
+  }],
+  ['PMRPC_ERR_CLIENT_AUTH', () => {
+    const region = newRegion();
+    const s = RecoveryStore.format(region, SMALL);
+    const c = s.register(new Uint8Array(32).fill(7)).clientId;
+    return s.authenticate(c, new Uint8Array(32).fill(8));
+  }],
+  ['PMRPC_ERR_CLIENT_BUSY', () => {
+    const { region, s, c } = store();
+    const off = s.entryOffset(c, 1);
+    region.store(off, s.encodeEntry({ clientId: c, seq: 1, methodId: 1, payload: new Uint8Array(4) }));
+    return s.release(c);
+  }],
   ['PMRPC_ERR_NOT_RECOVERED', () => RecoveryStore.open(store().region).register()],
 ];
 

@@ -2,7 +2,9 @@
 // id issuance (never reused, even across crashes during registration).
 import t from 'tap';
 import { crashImages, crc32c, materialize, PmemRegion } from '../../pmem/index.js';
-import { computeGeometry, ConnTable, Layout, LAYOUT_DEFAULTS, RECOVERY_LAYOUT_VERSION } from '../../recovery/index.js';
+import { computeGeometry, ConnTable, Layout, LAYOUT_DEFAULTS, RECOVERY_LAYOUT_VERSION, secretHash } from '../../recovery/index.js';
+
+const NO_SECRET = secretHash(new Uint8Array(0));
 import { codeOf, newRegion, SMALL } from './fixtures/util.js';
 
 t.test('format then open: same geometry, counters start at 1', async (t) => {
@@ -97,17 +99,18 @@ t.test('connection table: ids issued once, slots reused, coded errors', async (t
   const r = newRegion();
   const layout = Layout.format(r, SMALL);
   const conn = new ConnTable(layout);
-  const a = conn.register();
-  const b = conn.register();
+  const a = conn.register(NO_SECRET);
+  const b = conn.register(NO_SECRET);
   t.same([a.clientId, b.clientId, a.connSlot, b.connSlot], [1, 2, 0, 1]);
-  t.equal(codeOf(() => conn.register()), 'PMRPC_ERR_TABLE_FULL');
+  t.equal(codeOf(() => conn.register(NO_SECRET)), 'PMRPC_ERR_TABLE_FULL');
   conn.setApplied(a.clientId, 3);
   t.equal(conn.appliedSeq(a.clientId), 3);
   t.throws(() => conn.setApplied(a.clientId, 2), /goes back/, 'applied sequence is monotonic (assertion)');
   conn.release(a.clientId);
-  t.equal(codeOf(() => conn.lookup(a.clientId)), 'PMRPC_ERR_UNKNOWN_CLIENT');
-  t.equal(codeOf(() => conn.release(a.clientId)), 'PMRPC_ERR_UNKNOWN_CLIENT');
-  const c = conn.register();
+  t.equal(codeOf(() => conn.lookup(a.clientId)), 'PMRPC_ERR_CLIENT_RELEASED', 'an issued id no longer in the table: released');
+  t.equal(codeOf(() => conn.release(a.clientId)), 'PMRPC_ERR_CLIENT_RELEASED');
+  t.equal(codeOf(() => conn.lookup(99)), 'PMRPC_ERR_UNKNOWN_CLIENT', 'an id never issued');
+  const c = conn.register(NO_SECRET);
   t.equal(c.clientId, 3, 'a new id, never a released one');
   t.equal(c.connSlot, 0, 'the freed slot');
   t.equal(c.appliedSeq, 0, 'sequence state reset for the new client');
@@ -133,10 +136,10 @@ t.test('client ids are never reused across a crash during registration', async (
       const c2 = new ConnTable(Layout.open(x));
       const ids = c2.entries().map((e) => e.clientId);
       t.ok(ids.every((id) => id <= issued + 1), 'only issued (or being issued) ids in the table');
-      if (c2.entries().length < SMALL.maxClients!) t.ok(c2.register().clientId > issued, 'the next id is past every id handed out');
+      if (c2.entries().length < SMALL.maxClients!) t.ok(c2.register(NO_SECRET).clientId > issued, 'the next id is past every id handed out');
     }
   });
-  for (let i = 0; i < 2; i++) issued = conn.register().clientId;
+  for (let i = 0; i < 2; i++) issued = conn.register(NO_SECRET).clientId;
   r.setCrashPointHook(undefined);
   t.ok(images > 0, `${images} images`);
 });

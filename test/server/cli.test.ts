@@ -47,9 +47,10 @@ t.test('serve --port 0, durable calls, SIGTERM; restart recovers; inspect reads 
   const calls = Array.from({ length: 50 }, (_, i) => c.rpc.call(WORKLOAD_METHOD, workloadPayload(5, c.clientId, i + 1)));
   await Promise.all(calls.map((x) => x.result));
   t.equal(c.rpc.durableUpTo, 50);
-  c.close();
+  // The server stops first: the client never says goodbye, so its slot is still in the file.
   s1.child.kill('SIGTERM');
   t.same(await s1.exit, { code: 0, signal: null }, 'SIGTERM: orderly exit 0');
+  await c.close();
 
   const before = sha(pm);
   const human = spawnSync(process.execPath, [MAIN, 'inspect', pm], { encoding: 'utf8' });

@@ -54,7 +54,7 @@ t.test('fuzzed handshakes and work requests: the good client is served, inspect 
     { seed, numRuns: RUNS },
   );
   t.ok(refusedCodes.size > 0, `refused with ${[...refusedCodes].join(', ')}; ${accepted} accepted`);
-  for (const c of refusedCodes) t.match(c, /^PMRPC_ERR_(BAD_HANDSHAKE|UNKNOWN_CLIENT|REFUSED|LINK_CLOSED)$/);
+  for (const c of refusedCodes) t.match(c, /^PMRPC_ERR_(BAD_HANDSHAKE|UNKNOWN_CLIENT|CLIENT_AUTH|CLIENT_RELEASED|REFUSED|LINK_CLOSED)$/);
 
   // A connected client sending random work requests into its ring, to wrong rkeys, out of bounds.
   const first = await TcpLink.connect({ port, name: 'evil', hello: encodeHelloPayload({}) });
@@ -76,7 +76,7 @@ t.test('fuzzed handshakes and work requests: the good client is served, inspect 
       if (evil.state === 'error' || evilLink.closed) {
         // A QP in the error state flushes everything: come back as the same client (a live reconnect).
         evilLink.close();
-        const again = await TcpLink.connect({ port, name: 'evil', hello: encodeHelloPayload({ clientId: info.clientId }) });
+        const again = await TcpLink.connect({ port, name: 'evil', hello: encodeHelloPayload({ clientId: info.clientId, secret: info.secret }) });
         evilLink = again.link;
         evil = new QueuePair(evilLink);
         evilReconnects++;

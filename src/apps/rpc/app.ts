@@ -4,7 +4,7 @@
  * log. By default it serves the digest workload (digest.ts), which the crash explorer and the
  * real-crash harness verify; a library user passes handlers of their own.
  */
-import { bool, must, PmemRegion, PmrpcError, positiveInt, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
+import { bool, callable, must, optional, PmemRegion, PmrpcError, positiveInt, positiveMs, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import { layoutBytes, RecoveryStore, type LayoutOptions, type RecoveryFaults, type RecoveryReport } from '../../../recovery/index.js';
 import { checkStrategy, DurableRpcServer, type MethodOptions, type RpcFaults, type RpcHandler, type RpcPool, type RpcStrategy } from '../../rpc/index.js';
 import type { AcceptedClient, App, AppHost, AppProblem, AppServer } from '../index.js';
@@ -34,6 +34,10 @@ export interface RpcAppOptions {
   partialPollsMax: number;
   /** A worker pool for methods registered as pooled (undefined: every handler inline). */
   pool: RpcPool | undefined;
+  /** A client silent this long may lose its slot to a new client (DurableRpcServer leaseMs; Infinity: only goodbye frees slots). */
+  leaseMs: number;
+  /** Asked before a client's slot is released (goodbye or lease); false keeps it (DurableRpcServer canRelease). */
+  canRelease: ((clientId: number) => boolean) | undefined;
   /** Test-only fault switches (mutants). */
   rpcFaults: RpcFaults | undefined;
   recoveryFaults: RecoveryFaults | undefined;
@@ -48,6 +52,8 @@ export const RPC_APP_DEFAULTS: Readonly<RpcAppOptions> = Object.freeze({
   appBytesMin: 4096,
   partialPollsMax: 1000,
   pool: undefined,
+  leaseMs: 60_000,
+  canRelease: undefined,
   rpcFaults: undefined,
   recoveryFaults: undefined,
 });
@@ -66,6 +72,8 @@ const RPC_APP_CHECKS: OptionChecks<RpcAppOptions> = {
   },
   appBytesMin: must((v) => Number.isSafeInteger(v) && (v as number) >= 64 && (v as number) % 64 === 0, (v) => `must be a positive multiple of 64, got ${String(v)}`, RangeError),
   partialPollsMax: positiveInt,
+  leaseMs: (name, v, all) => (v === Number.POSITIVE_INFINITY ? undefined : positiveMs(name, v, all)),
+  canRelease: optional(callable()),
 };
 
 function resolveRpcAppOptions(options: Partial<RpcAppOptions>): RpcAppOptions {
@@ -113,7 +121,10 @@ export class RpcAppServer implements AppServer {
 
   constructor(host: AppHost, o: RpcAppOptions) {
     this.store = RecoveryStore.open(host.region, { faults: o.recoveryFaults, partialPollsMax: o.partialPollsMax });
-    this.rpc = new DurableRpcServer(host.nic, this.store, { strategy: o.strategy, keepResults: o.keepResults, faults: o.rpcFaults, schedule: host.schedule, pool: o.pool });
+    this.rpc = new DurableRpcServer(host.nic, this.store, {
+      strategy: o.strategy, keepResults: o.keepResults, faults: o.rpcFaults, schedule: host.schedule, pool: o.pool,
+      entropy: host.entropy, clock: host.clock, leaseMs: o.leaseMs, canRelease: o.canRelease,
+    });
     for (const [name, h] of Object.entries(o.handlers)) this.rpc.register(name, h, o.methods[name] ?? {});
   }
 

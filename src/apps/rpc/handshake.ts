@@ -1,7 +1,8 @@
 /**
- * The durable-RPC handshake carried in the TCP Hello and Welcome payloads (docs/cli.md): the client
- * says who it is (nothing for a new client; its id and the sequences whose results it awaits for a
- * reconnect), the server answers with the ConnectionInfo of DurableRpcServer.accept(). JSON, with
+ * The durable-RPC handshake carried in the TCP Hello and Welcome payloads (docs/wire.md): the client
+ * says who it is (nothing for a new client; for a reconnect its id, the secret issued in its first
+ * Welcome, and the sequences whose results it awaits), the server answers with the ConnectionInfo
+ * of DurableRpcServer.accept() (a new client's carries its secret). JSON, with
  * result bytes in base64: a handshake happens once per connection, so clarity beats size.
  */
 import { PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../../../pmem/index.js';
@@ -19,7 +20,7 @@ declare module '../../../pmem/index.js' {
 const MAX_AWAITING = 1 << 16;
 
 export function encodeHelloPayload(req: AcceptRequest): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify({ clientId: req.clientId, awaiting: req.awaiting === undefined ? undefined : [...req.awaiting] }));
+  return new TextEncoder().encode(JSON.stringify({ clientId: req.clientId, secret: req.secret, awaiting: req.awaiting === undefined ? undefined : [...req.awaiting] }));
 }
 
 function bad(msg: string): PmrpcError {
@@ -42,10 +43,15 @@ const posInt = (v: unknown): boolean => Number.isSafeInteger(v) && (v as number)
 /** Server side: the client's accept request, validated (a bad one refuses the connection with a coded Goodbye). */
 export function decodeHelloPayload(bytes: Uint8Array): AcceptRequest {
   const o = parse(bytes, 'Hello');
-  const out: { clientId?: number; awaiting?: number[] } = {};
+  const out: { clientId?: number; secret?: string; awaiting?: number[] } = {};
   if (o.clientId !== undefined) {
     if (!posInt(o.clientId)) throw bad(`clientId must be a positive integer, got ${String(o.clientId)}`);
     out.clientId = o.clientId as number;
+  }
+  if (o.secret !== undefined) {
+    if (typeof o.secret !== 'string' || !/^[A-Za-z0-9_-]{1,1400}$/.test(o.secret)) throw bad('secret must be a base64url string (at most 1400 characters)');
+    if (o.clientId === undefined) throw bad('secret without clientId');
+    out.secret = o.secret;
   }
   if (o.awaiting !== undefined) {
     if (!Array.isArray(o.awaiting) || o.awaiting.length > MAX_AWAITING || !o.awaiting.every(posInt)) throw bad(`awaiting must be an array of at most ${MAX_AWAITING} positive integers`);
@@ -68,5 +74,6 @@ export function decodeWelcomePayload(bytes: Uint8Array): ConnectionInfo {
     if (r === null || typeof r !== 'object' || !posInt(r.seq) || !['ok', 'error', 'lost'].includes(r.status as string)) throw bad('a malformed result in the Welcome');
     return { seq: r.seq as number, status: r.status as KnownResult['status'], ...(typeof r.bytes === 'string' ? { bytes: new Uint8Array(Buffer.from(r.bytes, 'base64')) } : {}) };
   });
+  if (o.secret !== undefined && typeof o.secret !== 'string') throw bad('the Welcome carries a secret that is not a string');
   return { ...(o as unknown as ConnectionInfo), results };
 }

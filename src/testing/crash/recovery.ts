@@ -8,16 +8,21 @@
  * between two parts; then persist; acknowledged — a 'completion' crash point — only after the
  * persist), the server polls FIFO and executes the non-idempotent digest handler through the redo
  * log. Clients register during the run (crash points armed during registration) and, with
- * `churn`, finished clients release their slot to new ones. With `restartAtEnd` the node restarts
+ * `churn`, finished clients release their slot to new ones: a client whose requests are all
+ * acknowledged asks for its release (refused with PMRPC_ERR_CLIENT_BUSY until every entry of it is
+ * applied); the release is acknowledged (a 'completion' crash point) once it returns. With `restartAtEnd` the node restarts
  * in place at the end of the run (a crash whose image kept every pending piece) and recovers: every
  * crash point of that recovery is then a crash point of the run, expanded into images like any
  * other (a crash at every crash point of recovery).
  *
  * Checks of a recovered image: the digest log against what was sent and acknowledged (nothing
  * acknowledged lost, nothing applied twice, out of order or never sent, no torn payload); resume
- * points = applied + 1; then (first recovery only) every client continues from its resume point
- * with fresh requests, which must all apply; and every `reopenEvery`-th image is reopened from
- * media alone: nothing left to re-execute, the same application state. Recovery's decision-table
+ * points = applied + 1; no client whose release was acknowledged is back in the table; then
+ * (first recovery only) every client presents its secret, continues from its resume point with
+ * fresh requests, which must all apply, says goodbye (release), and as many new clients as the
+ * table holds register (a table that was full takes new clients after the restart); and every
+ * `reopenEvery`-th image is reopened from media alone: nothing left to re-execute, the same
+ * application state. Recovery's decision-table
  * rows are tallied (`rows`), so a test can require every row to be reached.
  */
 import { PmemRegion, PmrpcError, isPmrpcError, HEADER_BYTES, type Prng, resolveOptions } from '../../../pmem/index.js';
@@ -182,6 +187,9 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
   const sentUpTo = new Map<string, number>();
   const acked = new Map<string, number>();
   const payloads = new Map<string, Map<number, Uint8Array>>();
+  const secrets = new Map<string, Uint8Array>();
+  /** Clients whose release returned (acknowledged). */
+  const released = new Set<string>();
   const rows: Record<string, number> = {};
   const tally = (r: RecoveryReport): void => {
     for (const [k, v] of Object.entries(r.rows)) rows[k] = (rows[k] ?? 0) + v;
@@ -209,7 +217,10 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
       const store = server.store;
       const nextSeq = new Map<number, number>();
       const register = (): number => {
-        const c = store.register().clientId;
+        // Not drawn from the workload's PRNG: the schedule of a seed stays what it was.
+        const secret = new Uint8Array(16).map((_, i) => (secrets.size * 31 + i * 7 + 1) & 0xff);
+        const c = store.register(secret).clientId;
+        secrets.set(key(c), secret);
         sentUpTo.set(key(c), 0);
         acked.set(key(c), 0);
         payloads.set(key(c), new Map());
@@ -236,10 +247,18 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
       };
       app.total = w.clients * w.requestsPerClient;
       const churn = (): void => {
-        const done = clients.find((c) => nextSeq.get(c)! > w.requestsPerClient && store.conn.appliedSeq(c) === w.requestsPerClient);
+        // A client whose requests are all acknowledged leaves; the store releases it only once each is applied.
+        const done = clients.find((c) => nextSeq.get(c)! > w.requestsPerClient && acked.get(key(c)) === w.requestsPerClient);
         if (done === undefined || app.churned >= w.churn) return;
+        try {
+          store.release(done);
+        } catch (e) {
+          if (isPmrpcError(e, 'PMRPC_ERR_CLIENT_BUSY')) return;
+          throw e;
+        }
+        released.add(key(done));
+        region.crashPoint('completion', { client: done, released: true });
         app.churned++;
-        store.release(done);
         clients.splice(clients.indexOf(done), 1);
         clients.push(register());
         app.total += w.requestsPerClient;
@@ -297,7 +316,7 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
       }
     },
     snapshot(): RpcSnapshot {
-      return { sentUpTo: new Map(sentUpTo), acked: new Map(acked) };
+      return { sentUpTo: new Map(sentUpTo), acked: new Map(acked), released: new Set(released) };
     },
     async checkLive(world: World): Promise<AppProblem[]> {
       const server = world.nodes[0]!.server as RecoveryAppServer;
@@ -312,6 +331,10 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
       const store = server.store;
       const out: string[] = [];
       checkDigests(store.appView, 0, snap, payloads, out, false);
+      for (const k of snap.released ?? []) {
+        const id = Number(k.slice(2));
+        if (store.conn.has(id)) out.push(`client ${id}: its release was acknowledged, but it is back in the table after recovery (release undone)`);
+      }
       for (const c of server.report?.clients ?? []) {
         const applied = store.conn.appliedSeq(c.clientId);
         if (applied !== c.resumeSeq - 1) out.push(`client ${c.clientId} resumes at ${c.resumeSeq} but is applied up to ${applied}`);
@@ -323,7 +346,7 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
       return out.map((detail) => ({ kind: kindOf(detail), detail }));
     },
     replayArgs(): string {
-      return `--app recovery --clients ${w.clients} --requests ${w.requestsPerClient}`;
+      return `--app recovery --clients ${w.clients} --requests ${w.requestsPerClient}${w.churn > 0 ? ` --churn ${w.churn}` : ''}${w.batchMax !== RECOVERY_WORKLOAD_DEFAULTS.batchMax ? ` --batch ${w.batchMax}` : ''}`;
     },
   };
 
@@ -337,6 +360,11 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
     try {
       for (const c of server.report?.clients ?? []) {
         const k = key(c.clientId);
+        try {
+          store.authenticate(c.clientId, secrets.get(k) ?? new Uint8Array(0));
+        } catch (e) {
+          out.push(`client ${c.clientId}: its secret no longer verifies after recovery (${(e as Error).message})`);
+        }
         const m = new Map(payloads.get(k) ?? []);
         mine.set(k, m);
         for (let j = 0; j < 2; j++) {
@@ -357,13 +385,22 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
         }
       }
     } catch (e) {
-      return [`continuation after recovery failed: ${(e as Error).message}`];
+      return [...out, `continuation after recovery failed: ${(e as Error).message}`];
     }
     const resumed: RpcSnapshot = { sentUpTo: sent, acked: ack };
     const before = out.length;
     checkDigests(store.appView, 0, resumed, mine, out, true);
     for (let i = before; i < out.length; i++) out[i] = `after resume: ${out[i]!}`;
-    if (out.length > 0 || !reopen) return out;
+    if (out.length > 0) return out;
+    try {
+      // Every client leaves (all of its entries are applied now), and the table — full or not
+      // before the crash — takes as many new clients as it has slots.
+      for (const c of server.report?.clients ?? []) store.release(c.clientId);
+      for (let i = 0; i < store.geometry.maxClients; i++) store.register(new Uint8Array(16).fill(i));
+    } catch (e) {
+      return [`after resume: releasing every client and filling the table failed: ${(e as Error).message}`];
+    }
+    if (!reopen) return out;
     try {
       const again = RecoveryStore.open(PmemRegion.openImage(mediaImage(region)), { faults: w.faults });
       const r2 = again.recover(recoveryDigestHandler);

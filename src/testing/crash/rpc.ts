@@ -37,6 +37,8 @@ export interface RpcSnapshot {
   /** "node/clientId" -> highest sequence issued / told durable. */
   sentUpTo: Map<string, number>;
   acked: Map<string, number>;
+  /** "node/clientId" of clients whose release (goodbye) was acknowledged. */
+  released?: Set<string>;
   /** Logical time of the crash point (calls and acknowledgements are on the same clock); for pictures. */
   time?: number;
 }
@@ -75,6 +77,8 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
   const acked = new Map<string, number>();
   /** "node/clientId" -> seq -> payload. */
   const payloads = new Map<string, Map<number, Uint8Array>>();
+  /** "node/clientId" -> the secret issued in its welcome (presented by its reconnects). */
+  const secrets = new Map<string, string>();
   let imagesSeen = 0;
   /** Logical time: calls, durable acknowledgements and crash points (for pictures of violations). */
   let now = 0;
@@ -111,6 +115,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
           const c = new DurableRpcClient(qp, decodeWelcomePayload(welcome), { onDurable, faults: m?.rpcFaults });
           id = c.clientId;
           const kk = key(n, id);
+          if (c.secret !== undefined) secrets.set(kk, c.secret);
           sentUpTo.set(kk, 0);
           acked.set(kk, 0);
           payloads.set(kk, new Map());
@@ -213,7 +218,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
           const sent = snap.sentUpTo.get(kk) ?? 0;
           const awaiting: number[] = [];
           for (let q = (snap.acked.get(kk) ?? 0) + 1; q <= sent; q++) awaiting.push(q);
-          const { qp, welcome } = world.connect(node.index, encodeHelloPayload({ clientId: c.clientId, awaiting }));
+          const { qp, welcome } = world.connect(node.index, encodeHelloPayload({ clientId: c.clientId, secret: secrets.get(kk), awaiting }));
           const info = decodeWelcomePayload(welcome);
           const client = new DurableRpcClient(qp, info, { faults: m?.rpcFaults });
           for (const r of info.results) {

@@ -404,28 +404,24 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
     const out: AppProblem[] = [];
     const finals = new Map<string, string | null>();
     let t = t0 + 1;
-    let done = false;
-    (async () => {
-      const { qp, welcome } = world.connect(0, new Uint8Array(0));
-      const reader = await connectKvClient(qp, welcome);
-      for (const key of keys) {
-        try {
-          const v = await reader.get(key);
-          const got = v === undefined ? null : td.decode(v);
-          finals.set(key, got);
-          history.push({ client: -1, input: { kind: 'get', key }, output: got, call: t++, ret: t++ });
-        } catch (e) {
-          out.push({ kind: 'read-error', detail: `get(${key}) after recovery: ${String(e)}` });
+    const r = await world.settle(
+      (async () => {
+        const { qp, welcome } = world.connect(0, new Uint8Array(0));
+        const reader = await connectKvClient(qp, welcome);
+        for (const key of keys) {
+          try {
+            const v = await reader.get(key);
+            const got = v === undefined ? null : td.decode(v);
+            finals.set(key, got);
+            history.push({ client: -1, input: { kind: 'get', key }, output: got, call: t++, ret: t++ });
+          } catch (e) {
+            out.push({ kind: 'read-error', detail: `get(${key}) after recovery: ${String(e)}` });
+          }
         }
-      }
-    })().then(
-      () => void (done = true),
-      (e: unknown) => {
-        done = true;
-        out.push({ kind: 'read-error', detail: `reader: ${String(e)}` });
-      },
+      })(),
+      100_000,
     );
-    const r = await world.run(() => done, 100_000);
+    if (r.failed) out.push({ kind: 'read-error', detail: `reader: ${String(r.error)}` });
     if (r.status !== 'done') out.push({ kind: 'read-error', detail: `reads after recovery never answered (${r.status})` });
     for (const d of lostWrites(history, finals)) out.push({ kind: 'lost', detail: d, picture: () => lostPicture(history, d, crash) } as PicturedProblem);
     const lin = checkLinearizable(kvModel, history);

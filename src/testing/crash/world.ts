@@ -279,6 +279,26 @@ export class World {
     }
   }
 
+  /**
+   * Drives the scheduler until `p` settles (e.g. a checker's client reading every key), nothing
+   * can run, or `stepsMax` steps: the run's status and how `p` ended (`failed`: it rejected).
+   */
+  async settle(p: Promise<unknown>, stepsMax: number): Promise<{ status: RunResult['status']; failed: boolean; error: unknown }> {
+    let settled = false;
+    let failed = false;
+    let error: unknown;
+    p.then(
+      () => void (settled = true),
+      (e: unknown) => {
+        settled = true;
+        failed = true;
+        error = e;
+      },
+    );
+    const r = await this.run(() => settled, stepsMax);
+    return { status: r.status, failed, error };
+  }
+
   /** What can run now, in a stable order (nodes by index, QPs by number, then the node's CPU). */
   choices(): StepChoice[] {
     const out: StepChoice[] = [];

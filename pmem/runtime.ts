@@ -27,6 +27,16 @@ export const cryptoEntropy: Entropy = {
   },
 };
 
+/**
+ * One macrotask turn of the event loop: resolves once every microtask queued before it (and every
+ * microtask those queue) has run. A scheduler that must run all pending continuations before its
+ * next step takes this by injection (the crash explorer's World.turn): no promise-only construct
+ * can tell when a chain of continuations of unknown depth has finished.
+ */
+export function macrotaskTurn(): Promise<void> {
+  return new Promise<void>((resolve) => setImmediate(resolve));
+}
+
 /** Wall-clock milliseconds since the epoch, for timestamps in reports and headers. */
 export function wallClockMs(): number {
   return Date.now();

@@ -43,9 +43,11 @@ export interface RpcFaults {
   replyBeforeApply?: boolean;
   /** Server: return the ring credit one slot early (the client may overwrite an entry not yet applied). */
   earlyCredit?: boolean;
+  /** Server: a live reconnect hands out the resume point without persisting the consumed entries not yet applied (pool mode). */
+  skipReconnectPersist?: boolean;
 }
 
-export const RPC_FAULT_NAMES = Object.freeze(['skipFlush', 'flushGlobal', 'skipReceiverPersist', 'ackBeforePersist', 'replyBeforeApply', 'earlyCredit'] as const) satisfies readonly (keyof RpcFaults)[];
+export const RPC_FAULT_NAMES = Object.freeze(['skipFlush', 'flushGlobal', 'skipReceiverPersist', 'ackBeforePersist', 'replyBeforeApply', 'earlyCredit', 'skipReconnectPersist'] as const) satisfies readonly (keyof RpcFaults)[];
 
 export function checkRpcFaults(f: unknown): Readonly<RpcFaults> {
   if (f === undefined) return Object.freeze({});
@@ -344,7 +346,7 @@ export class DurableRpcServer {
         // A live reconnect: take in what already arrived, make every consumed entry durable (the
         // client will count everything before the resume point as durable), drop the old QP.
         if (!old.failed) this.#service(old);
-        for (let s = store.conn.appliedSeq(clientId) + 1; s < old.ring.nextSeq; s++) old.ring.persistEntry(s);
+        if (!this.#faults.skipReconnectPersist) for (let s = store.conn.appliedSeq(clientId) + 1; s < old.ring.nextSeq; s++) old.ring.persistEntry(s);
         resumeSeq = old.ring.nextSeq;
         this.#drop(old);
       } else {

@@ -26,6 +26,10 @@ export interface KvFaults {
   acceptStaleEpoch: boolean;
   /** Recovery: ALLOCATE is not refused while the free lists are being rebuilt. */
   allowAllocateBeforeRebuild: boolean;
+  /** Recovery: the dead item written for a rejected slot is not persisted before the slot points at it. */
+  skipDeadItemPersist: boolean;
+  /** Recovery: a rejected slot's new word (its dead item's pointer, or empty) is stored, not persisted, before the rejected buffer goes back on a free list. */
+  skipRejectedSlotPersist: boolean;
 }
 
 export const NO_KV_FAULTS: Readonly<KvFaults> = Object.freeze({
@@ -40,6 +44,8 @@ export const NO_KV_FAULTS: Readonly<KvFaults> = Object.freeze({
   skipReclaim: false,
   acceptStaleEpoch: false,
   allowAllocateBeforeRebuild: false,
+  skipDeadItemPersist: false,
+  skipRejectedSlotPersist: false,
 });
 
 export type KvFaultName = keyof KvFaults;
@@ -57,7 +63,8 @@ export interface KvMutant {
    * The step-driven test that catches it, when the seeded crash workload cannot: that engine
    * records an outcome when the client's continuation runs, after the fabric has run every queued
    * request (the other chain's FLUSH included), so no crash point falls between another chain's
-   * CAS and FLUSH after a read that saw the CAS returned.
+   * CAS and FLUSH after a read that saw the CAS returned. Or a scripted explorer scenario the
+   * seeded workload does not reach (a media error, then a crash during recovery or a second one).
    */
   caughtBy?: string;
 }
@@ -74,6 +81,8 @@ export const KV_MUTANTS: readonly KvMutant[] = Object.freeze([
   { name: 'skipReclaim', layer: 'allocator-recovery', step: 'reclaiming buffers the index does not reach', strategies: ['prism-kv'] },
   { name: 'acceptStaleEpoch', layer: 'allocator-recovery', step: 'refusing buffer returns stamped with an earlier server epoch', strategies: ['prism-kv'] },
   { name: 'allowAllocateBeforeRebuild', layer: 'allocator-recovery', step: 'refusing ALLOCATE until the free lists are rebuilt', strategies: ['prism-kv'] },
+  { name: 'skipDeadItemPersist', layer: 'allocator-recovery', step: "persisting a rejected slot's dead item before the slot points at it", strategies: ['prism-kv'], caughtBy: 'test/apps/kv/repairs.test.ts' },
+  { name: 'skipRejectedSlotPersist', layer: 'allocator-recovery', step: "persisting a rejected slot's new word before the rejected buffer goes back on a free list", strategies: ['prism-kv'], caughtBy: 'test/apps/kv/repairs.test.ts' },
 ] as const satisfies readonly KvMutant[]);
 
 export function faultsFor(mutant: KvFaultName | undefined): KvFaults {

@@ -174,9 +174,17 @@ export class PrismKvServer {
     let repaired = 0;
     const rejected: KvRecoveryReport['pointersRejected'] = [];
     const empty = emptySlot(g);
-    const writeSlot = (i: number, bytes: Uint8Array): void => {
+    // A repair of words derived from the ptr word (bound and version from the item it names, an
+    // empty slot's stale words reset) is stored, not persisted: the ptr word and the item it names
+    // are all recovery reads, they do not change (the buffer stays linked, so it is never reclaimed
+    // or rewritten, until a PUT's CAS replaces the whole slot and its index FLUSH persists it), so a
+    // crash before the repair is durable leaves words the next recovery re-derives the same way.
+    // (Issue 10: no crash test could tell the persist apart — the explorer with the step skipped:
+    // 0 violations over 181 repairs on 6 seeds, DDIO off, subset lines, nested crashes, crash runs.)
+    // A rejected slot's new word is persisted: see below.
+    const writeSlot = (i: number, bytes: Uint8Array, rejected = false): void => {
       region.store(slotOffset(g, i), bytes);
-      region.persist(slotOffset(g, i), SLOT_BYTES);
+      if (rejected && !this.faults.skipRejectedSlotPersist) region.persist(slotOffset(g, i), SLOT_BYTES);
       repaired++;
     };
     const result = recoverFreeLists({
@@ -216,21 +224,25 @@ export class PrismKvServer {
     });
     // A rejected slot cannot simply become empty: an empty slot ends every probe, and keys stored
     // past it in their windows would vanish. It gets a dead item (durable before the slot points
-    // at it), taken from the reclaimed buffers; a crash in between leaves the slot rejected again
-    // and the buffer unreachable, so the next recovery redoes it.
+    // at it — else a crash leaves the slot pointing at whatever the buffer held before, e.g. an old
+    // item of a key of this window: test/apps/kv/repairs.test.ts), taken from the reclaimed
+    // buffers; a crash in between leaves the slot rejected again and the buffer unreachable, so
+    // the next recovery redoes it. The slot's new word is durable before the free lists are
+    // posted: the rejected buffer is reclaimed, and once a PUT reuses it a slot still pointing at
+    // it durably would link the item that PUT wrote (or a later one) there after a crash.
     for (const r of rejected) {
       const cls = [...result.free.entries()].find(([, list]) => list.length > 0);
       if (cls === undefined) {
-        writeSlot(r.slot, encodeSlot(empty)); // no buffer left at all: the last resort
+        writeSlot(r.slot, encodeSlot(empty), true); // no buffer left at all: the last resort
         continue;
       }
       const buf = cls[1].shift()!;
       result.reclaimed--;
       const dead = encodeItem({ key: new Uint8Array(0), value: new Uint8Array(0), version: 1n, tombstone: false, dead: true });
       region.store(buf, dead);
-      region.persist(buf, dead.length);
+      if (!this.faults.skipDeadItemPersist) region.persist(buf, dead.length);
       result.reachable.add(buf);
-      writeSlot(r.slot, encodeSlot({ ptr: buf, bound: cls[0], version: 1n }));
+      writeSlot(r.slot, encodeSlot({ ptr: buf, bound: cls[0], version: 1n }), true);
     }
     // A new epoch before any return is accepted: returns stamped earlier name buffers this
     // recovery already reclaimed.

@@ -81,6 +81,11 @@ export function withDistinctImages<S>(app: ExplorerApp<S>): Counted<S> {
       return { ...report, violations };
     },
     replayArgs: () => app.replayArgs(),
+    // What crash runs and media errors need, when the app has it.
+    ...(app.clients !== undefined ? { clients: app.clients } : {}),
+    ...(app.crashClient !== undefined ? { crashClient: (c: number) => app.crashClient!(c) } : {}),
+    ...(app.checkHistory !== undefined ? { checkHistory: async (world: World) => keep(await app.checkHistory!(world)) } : {}),
+    ...(app.damageImage !== undefined ? { damageImage: (image: Uint8Array, node: number) => app.damageImage!(image, node) } : {}),
   };
   return wrapped;
 }

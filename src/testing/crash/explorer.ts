@@ -241,6 +241,7 @@ export async function checkTuple<S>(
   let seen = 0;
   try {
     for (let n = 0; n < images.length; n++) {
+      app.damageImage?.(images[n]!, n);
       const region = PmemRegion.openImage(images[n]!, { tracing: true, lineModel: config.lineModel });
       let node;
       try {

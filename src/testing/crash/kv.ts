@@ -17,8 +17,8 @@ import type { PmemRegion, Prng } from '../../../pmem/index.js';
 import { checkLinearizable, describeKvInput, kvModel, lostWrites, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { connectKvClient, kvApp, KvAppServer, type KvSystem } from '../../apps/kv/index.js';
-import { faultsFor, KV_MUTANTS, type KvFaultName } from '../../apps/kv/index.js';
-import { homeSlot, KvErrorCodes, type KvGeometry, type KvLayoutOptions } from '../../apps/kv/index.js';
+import { faultsFor, KV_MUTANTS, NO_KV_FAULTS, type KvFaultName, type KvFaults } from '../../apps/kv/index.js';
+import { classOf, computeKvGeometry, decodeItem, decodeSlot, homeSlot, KvErrorCodes, slotOffset, validateLayoutOptions, type KvGeometry, type KvLayoutOptions } from '../../apps/kv/index.js';
 import type { PrismKvClient } from '../../apps/kv/index.js';
 import type { PilafClient } from '../../apps/kv/index.js';
 import { PrismKvServer, RETURN_IMM } from '../../apps/kv/index.js';
@@ -27,15 +27,37 @@ import { kvLabel, kvWellFormed, shortestNonLinearizable, timelineOperations } fr
 import type { Picture, PicturedProblem } from './picture.js';
 import type { World } from './world.js';
 
+/** One operation of a scripted workload: `key` indexes the workload's keys; a PUT's value has `valueBytes` bytes. */
+export interface KvScriptOp {
+  client: number;
+  kind: 'put' | 'get' | 'delete';
+  key: number;
+  valueBytes?: number;
+}
+
 export interface KvWorkloadOptions {
   system: KvSystem;
   mutant: KvFaultName | undefined;
   clients: number;
   opsPerClient: number;
   keys: number;
+  /** Fault switches besides the mutant's (test only: one step's switch, alone or with another). */
+  faults: Partial<KvFaults> | undefined;
+  /**
+   * Test only: these operations, one after the other (each awaited), instead of the seeded random
+   * ones — a scenario the scheduler then interleaves with the NIC's and the server's own steps.
+   */
+  script: readonly KvScriptOp[] | undefined;
+  /**
+   * Test only, a media error (not a crash): before a crash image is recovered (a checked image, or a
+   * node restarting in a crash run), a bit flips in the first tombstone item the index links. Its
+   * key reads as deleted either way, so no guarantee changes; recovery rejects the slot and gives it
+   * a dead item — the repair path a correct run never takes.
+   */
+  damageTombstone: boolean;
 }
 
-export const KV_WORKLOAD_DEFAULTS: Readonly<KvWorkloadOptions> = Object.freeze({ system: 'prism', mutant: undefined, clients: 3, opsPerClient: 20, keys: 6 });
+export const KV_WORKLOAD_DEFAULTS: Readonly<KvWorkloadOptions> = Object.freeze({ system: 'prism', mutant: undefined, clients: 3, opsPerClient: 20, keys: 6, faults: undefined, script: undefined, damageTombstone: false });
 
 /** The KV area the crash workload uses: small, so keys collide and buffers run short. */
 export const KV_CRASH_LAYOUT: Readonly<Partial<KvLayoutOptions>> = Object.freeze({
@@ -50,6 +72,8 @@ export const KV_CRASH_LAYOUT: Readonly<Partial<KvLayoutOptions>> = Object.freeze
 });
 
 const REGION_BYTES = 32 * 1024;
+/** Crash runs: logical-clock waits (1 ms each) for a crashed node to be back before a client gives up. */
+const KV_WAITS_MAX = 200;
 const te = new TextEncoder();
 const td = new TextDecoder();
 
@@ -68,6 +92,16 @@ export function resolveKvWorkload(options: Partial<KvWorkloadOptions>): KvWorklo
   int('clients', 1, 6);
   int('opsPerClient', 1, 1000);
   int('keys', 1, 8);
+  if (o.faults !== undefined) for (const k of Object.keys(o.faults)) if (!(k in NO_KV_FAULTS)) throw new TypeError(`unknown KV fault switch ${k}`);
+  if (o.script !== undefined) {
+    if (!Array.isArray(o.script)) throw new TypeError('script must be an array of operations');
+    for (const op of o.script) {
+      if (!Number.isSafeInteger(op.client) || op.client < 0 || op.client >= o.clients) throw new RangeError(`script: client must be in [0, ${o.clients}), got ${String(op.client)}`);
+      if (!Number.isSafeInteger(op.key) || op.key < 0 || op.key >= o.keys) throw new RangeError(`script: key must be in [0, ${o.keys}), got ${String(op.key)}`);
+      if (op.kind !== 'put' && op.kind !== 'get' && op.kind !== 'delete') throw new TypeError(`script: kind must be put, get or delete, got ${String(op.kind)}`);
+    }
+  }
+  if (typeof o.damageTombstone !== 'boolean') throw new TypeError(`damageTombstone must be a boolean, got ${String(o.damageTombstone)}`);
   return o;
 }
 
@@ -113,10 +147,26 @@ function lostPicture(history: Array<Operation<KvInput, KvOutput>>, detail: strin
 
 type KvClient = PrismKvClient | PilafClient;
 
+/** Byte 12 of an item: in the checksummed header, always 0 in a valid item. */
+const DAMAGED_BYTE = 12;
+
+/** The media error of the damageTombstone option, in an image's data area `d`: a byte of the first linked tombstone item goes bad (idempotent). */
+function damageTombstone(g: KvGeometry, d: Uint8Array): void {
+  for (let i = 0; i < g.slotCount; i++) {
+    const s = decodeSlot(d, slotOffset(g, i));
+    const c = classOf(g, s.ptr);
+    if (s.ptr === g.base || c === undefined) continue;
+    const item = decodeItem(d.subarray(s.ptr, s.ptr + c.sizeBytes));
+    if (item?.tombstone !== true) continue;
+    d[s.ptr + DAMAGED_BYTE] = 0x5a;
+    return;
+  }
+}
+
 /** A fresh KV explorer app (it holds the workload's history: one per explore() call). */
-export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): ExplorerApp<{ time: number }> & { history(): KvOp[]; undecided: number } {
+export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): ExplorerApp<{ time: number }> & { history(): KvOp[]; undecided: number; slotsRepaired: number; slotsRejected: number; staleReturnsRefused: Record<string, number> } {
   const w = resolveKvWorkload(options);
-  const faults = faultsFor(w.mutant);
+  const faults: KvFaults = { ...faultsFor(w.mutant), ...w.faults };
   const appOptions = kvApp.resolveOptions({ system: w.system, layout: KV_CRASH_LAYOUT, faults });
   /** Logical time: calls, returns and crash points. */
   let now = 0;
@@ -124,27 +174,111 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
   const returns: Array<{ time: number; client: number; payload: Uint8Array }> = [];
   let keys: string[] = [];
   const clients: KvClient[] = [];
+  /** Crash runs: clients that crashed (they stop mid-operation, never resume). */
+  const crashedClients = new Set<number>();
   const app = {
     name: 'kv',
     nodes: 1,
     regionBytes: REGION_BYTES,
     undecided: 0,
+    /** Slots every recovery (checked images, nested ones, crash-run restarts) repaired, and rejected (PRISM-KV; each rejected one got a dead item). */
+    slotsRepaired: 0,
+    slotsRejected: 0,
+    /** Verdicts on the stale return batches replayed after recovery (PRISM-KV), summed over checked images. */
+    staleReturnsRefused: {} as Record<string, number>,
     history: () => ops,
     format(region: PmemRegion): void {
       kvApp.format(region, appOptions);
     },
     open(host: AppHost) {
-      return kvApp.open(host, appOptions);
+      const server = kvApp.open(host, appOptions) as KvAppServer;
+      // Tally what every recovery repaired (checked images, nested ones, crash-run restarts).
+      const recover = server.recover.bind(server);
+      server.recover = () => {
+        const r = recover();
+        if (server.kv instanceof PrismKvServer && server.kv.lastRecovery !== undefined) {
+          app.slotsRepaired += server.kv.lastRecovery.slotsRepaired;
+          app.slotsRejected += server.kv.lastRecovery.pointersRejected.length;
+        }
+        return r;
+      };
+      return server;
     },
     async workload(world: World, prng: Prng): Promise<void> {
+      // A crash run replays the workload on this app: start afresh.
+      now = 0;
+      ops.length = 0;
+      returns.length = 0;
+      clients.length = 0;
+      crashedClients.clear();
       const server = world.nodes[0]!.server as KvAppServer;
       keys = clusteredKeys(server.kv.geometry, w.keys);
-      for (let c = 0; c < w.clients; c++) {
+      const connect = async (c: number): Promise<KvClient> => {
         const { qp, welcome } = world.connect(0, new Uint8Array(0));
-        clients.push(await connectKvClient(qp, welcome, { faults, returnBatch: 2, onReturnBatch: (payload) => returns.push({ time: ++now, client: c, payload: payload.slice() }) }));
+        return connectKvClient(qp, welcome, { faults, returnBatch: 2, onReturnBatch: (payload) => returns.push({ time: ++now, client: c, payload: payload.slice() }) });
+      };
+      /**
+       * Crash runs: client c's node crashed under it; a bounded wait (logical clock) for the node to
+       * be back, then a new connection (the epoch read afresh; what the old one held is reclaimed).
+       */
+      const reconnect = async (c: number): Promise<boolean> => {
+        for (let waits = 0; waits < KV_WAITS_MAX; waits++) {
+          if (crashedClients.has(c)) return false;
+          if (!world.nodes[0]!.crashed) {
+            try {
+              clients[c] = await connect(c);
+              return true;
+            } catch {
+              // the node went down again meanwhile
+            }
+          }
+          await new Promise<void>((resolve) => world.clock.setTimer(1, resolve));
+        }
+        return false;
+      };
+      /** One operation, recorded in the history; false when the client stops (its QP broke, its node did not come back, or it crashed). */
+      const perform = async (c: number, input: KvInput): Promise<boolean> => {
+        const client = clients[c]!;
+        const op: KvOp = { client: c, input, output: undefined, call: ++now, ret: undefined };
+        ops.push(op);
+        try {
+          let output: KvOutput = null;
+          if (input.kind === 'put') await client.put(input.key, te.encode(input.value));
+          else if (input.kind === 'delete') await client.delete(input.key);
+          else {
+            const v = await client.get(input.key);
+            output = v === undefined ? null : td.decode(v);
+          }
+          if (crashedClients.has(c)) return false; // a crashed client never saw it: cut
+          op.output = output;
+          op.ret = ++now;
+        } catch (e) {
+          op.error = e instanceof Error ? e.message : String(e);
+          if (crashedClients.has(c)) return false;
+          if (world.nodes[0]!.crashed || world.nodes[0]!.incarnation > 0) return client.qp.state === 'error' || client.qp.link.closed === true ? reconnect(c) : true;
+          if (client.qp.state === 'error') return false;
+        }
+        return true;
+      };
+      for (let c = 0; c < w.clients; c++) {
+        try {
+          clients.push(await connect(c));
+        } catch (e) {
+          // Crash runs: the node crashed while this client connected.
+          if (!world.nodes[0]!.crashed && world.nodes[0]!.incarnation === 0) throw e;
+          clients.push(undefined as unknown as KvClient);
+          if (!(await reconnect(c))) crashedClients.add(c);
+        }
+      }
+      if (w.script !== undefined) {
+        for (const step of w.script) {
+          const key = keys[step.key]!;
+          const input: KvInput = step.kind === 'put' ? { kind: 'put', key, value: `c${step.client}n${ops.length}`.padEnd(step.valueBytes ?? 8, '.') } : { kind: step.kind, key };
+          if (!(await perform(step.client, input))) return;
+        }
+        return;
       }
       const run = async (c: number): Promise<void> => {
-        const client = clients[c]!;
         const r = prng.fork();
         for (let n = 0; n < w.opsPerClient; n++) {
           // Each client starts with a PUT of a new key of the same window as the others': they race for one free slot.
@@ -154,27 +288,41 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
           if (roll < 45) input = { kind: 'put', key, value: `c${c}n${n}`.padEnd(r.int(4, 80), '.') };
           else if (roll < 85) input = { kind: 'get', key };
           else input = { kind: 'delete', key };
-          const op: KvOp = { client: c, input, output: undefined, call: ++now, ret: undefined };
-          ops.push(op);
-          try {
-            if (input.kind === 'put') await client.put(key, te.encode(input.value));
-            else if (input.kind === 'delete') await client.delete(key);
-            else {
-              const v = await client.get(key);
-              op.output = v === undefined ? null : td.decode(v);
-            }
-            if (input.kind !== 'get') op.output = null;
-            op.ret = ++now;
-          } catch (e) {
-            op.error = e instanceof Error ? e.message : String(e);
-            if (client.qp.state === 'error') return;
-          }
+          if (!(await perform(c, input))) return;
         }
       };
       await Promise.all(clients.map((_, c) => run(c)));
     },
     snapshot(): { time: number } {
       return { time: ++now };
+    },
+    clients: w.clients,
+    crashClient(c: number): void {
+      if (!Number.isSafeInteger(c) || c < 0 || c >= w.clients) throw new RangeError(`client must be in [0, ${w.clients}), got ${String(c)}`);
+      crashedClients.add(c);
+      clients[c]?.qp.close();
+    },
+    /**
+     * Crash runs: the node crashed (maybe more than once), restarted from an image, recovered, and
+     * the clients went on. Once every live client returned its replaced buffers: the index and the
+     * allocator (free ⊎ reachable = the arena), then a read of every key against the whole history
+     * (operations cut by a crash may or may not have happened).
+     */
+    async checkHistory(world: World): Promise<AppProblem[]> {
+      const out: AppProblem[] = [];
+      const server = world.nodes[0]!.server as KvAppServer;
+      let flushed = 0;
+      const toFlush = clients.filter((c, i) => !crashedClients.has(i) && c.qp.state === 'ready' && 'flushReturns' in c) as PrismKvClient[];
+      for (const c of toFlush) c.flushReturns().then(() => flushed++, () => flushed++);
+      const r = await world.run(() => flushed >= toFlush.length, 100_000);
+      if (r.status !== 'done') out.push({ kind: 'recovery', detail: `returns at the end never answered (${r.status})` });
+      for (const p of server.audit()) {
+        // A crashed client never returns what it replaced: those buffers wait for the next recovery.
+        if (p.kind === 'allocator' && /leaked$/.test(p.detail) && crashedClients.size > 0) continue;
+        out.push({ kind: p.kind, detail: `at the end: ${p.detail}` });
+      }
+      out.push(...(await readAndJudge(world, cutHistoryAt(ops, Number.POSITIVE_INFINITY), now, [])));
+      return out;
     },
     async checkLive(world: World): Promise<AppProblem[]> {
       const out: AppProblem[] = [];
@@ -234,13 +382,29 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
         }
         const r = await world.run(() => pending === 0, 100_000);
         if (r.status !== 'done') out.push({ kind: 'recovery', detail: `stale return batches never answered (${r.status})` });
+        for (const [k, n] of Object.entries(server.kv.stats.returnsRefused)) app.staleReturnsRefused[k] = (app.staleReturnsRefused[k] ?? 0) + n;
         for (const p of server.audit()) out.push(p);
       }
-      // Read every key after recovery.
-      const history = cutHistoryAt(ops, snap.time);
-      const finals = new Map<string, string | null>();
-      let t = snap.time + 1;
-      let done = false;
+      out.push(...(await readAndJudge(world, cutHistoryAt(ops, snap.time), snap.time, [{ time: snap.time, label: 'crash' }])));
+      return out;
+    },
+    ...(w.damageTombstone && w.system === 'prism'
+      ? {
+          damageImage(image: Uint8Array): void {
+            damageTombstone(computeKvGeometry(appOptions.base, validateLayoutOptions(appOptions.layout)), image.subarray(image.length - REGION_BYTES));
+          },
+        }
+      : {}),
+    replayArgs(): string {
+      return `--app kv${w.system !== 'prism' ? ` --system ${w.system}` : ''} --clients ${w.clients}${w.mutant !== undefined ? ` --mutant ${w.mutant}` : ''}`;
+    },
+  };
+  /** Reads every key with a fresh reader (appended to `history` after `t0`), then: lost writes and durable linearizability. */
+  async function readAndJudge(world: World, history: Array<Operation<KvInput, KvOutput>>, t0: number, crash: Picture['crashes']): Promise<AppProblem[]> {
+    const out: AppProblem[] = [];
+    const finals = new Map<string, string | null>();
+    let t = t0 + 1;
+    const r = await world.settle(
       (async () => {
         const { qp, welcome } = world.connect(0, new Uint8Array(0));
         const reader = await connectKvClient(qp, welcome);
@@ -254,28 +418,19 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
             out.push({ kind: 'read-error', detail: `get(${key}) after recovery: ${String(e)}` });
           }
         }
-      })().then(
-        () => void (done = true),
-        (e: unknown) => {
-          done = true;
-          out.push({ kind: 'read-error', detail: `reader: ${String(e)}` });
-        },
-      );
-      const r = await world.run(() => done, 100_000);
-      if (r.status !== 'done') out.push({ kind: 'read-error', detail: `reads after recovery never answered (${r.status})` });
-      const crash = [{ time: snap.time, label: 'crash' }];
-      for (const d of lostWrites(history, finals)) out.push({ kind: 'lost', detail: d, picture: () => lostPicture(history, d, crash) } as PicturedProblem);
-      const lin = checkLinearizable(kvModel, history);
-      if (lin.ok === false) out.push({ kind: 'linearizability', detail: `${lin.reason}: ${lin.operations.map((x) => kvModel.describe!(x)).join('; ')}`, picture: () => linPicture(history, lin.operations, crash) } as PicturedProblem);
-      else if (lin.ok === 'unknown') {
-        app.undecided++;
-        out.push({ kind: 'undecided', detail: 'the linearizability search gave up' });
-      }
-      return out;
-    },
-    replayArgs(): string {
-      return `--app kv${w.system !== 'prism' ? ` --system ${w.system}` : ''} --clients ${w.clients}${w.mutant !== undefined ? ` --mutant ${w.mutant}` : ''}`;
-    },
-  };
+      })(),
+      100_000,
+    );
+    if (r.failed) out.push({ kind: 'read-error', detail: `reader: ${String(r.error)}` });
+    if (r.status !== 'done') out.push({ kind: 'read-error', detail: `reads after recovery never answered (${r.status})` });
+    for (const d of lostWrites(history, finals)) out.push({ kind: 'lost', detail: d, picture: () => lostPicture(history, d, crash) } as PicturedProblem);
+    const lin = checkLinearizable(kvModel, history);
+    if (lin.ok === false) out.push({ kind: 'linearizability', detail: `${lin.reason}: ${lin.operations.map((x) => kvModel.describe!(x)).join('; ')}`, picture: () => linPicture(history, lin.operations, crash) } as PicturedProblem);
+    else if (lin.ok === 'unknown') {
+      app.undecided++;
+      out.push({ kind: 'undecided', detail: 'the linearizability search gave up' });
+    }
+    return out;
+  }
   return app;
 }

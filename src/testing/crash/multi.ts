@@ -60,7 +60,7 @@ export function parsePlan(s: string): CrashPlan {
 /**
  * The seeded plan of crash run `i` of a run with `pointsTotal` crash points. Kinds cycle: one node
  * (f = 1), every node at once, one node and one client, a client alone; a second node crash later
- * in the run every other time.
+ * in the run every other time (with one node: the same node again, once it is back).
  */
 export function planFor(seed: number, i: number, pointsTotal: number, nodes: number, clients: number): CrashPlan {
   const p = createPrng(mix(seed, 0xc7a5, i));
@@ -72,7 +72,7 @@ export function planFor(seed: number, i: number, pointsTotal: number, nodes: num
   if ((kind === 2 || kind === 3) && clients > 0) first.clients = [p.int(0, clients - 1)];
   if (first.nodes.length === 0 && first.clients.length === 0) first.nodes = [p.int(0, nodes - 1)];
   const plan: CrashPlan = [first];
-  if (i % 2 === 1 && nodes > 1) {
+  if (i % 2 === 1) {
     const later = first.point + p.int(1, Math.max(1, Math.floor(pointsTotal / 2)));
     plan.push({ point: later, nodes: [p.int(0, nodes - 1)], clients: [], image: p.int(0, 3), restartAfter: p.int(0, 60) });
   }
@@ -113,6 +113,7 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
     world.addNode(region, (host) => app.open(host, n)).server!.recover();
   }
   const restart = (n: number, image: Uint8Array, point: number): void => {
+    app.damageImage?.(image, n);
     const region = PmemRegion.openImage(image, { tracing: true, seed: mix(o.seed, 0x7f, n, point), eviction: config.eviction });
     let node;
     try {

@@ -131,40 +131,36 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
   const readAll = async (world: World, history: Array<Operation<RegisterInput, RegisterOutput>>, t0: number, out: AppProblem[]): Promise<Map<number, bigint>> => {
     const finals = new Map<number, bigint>();
     let t = t0;
-    let done = false;
-    (async () => {
-      const links = world.nodes.map((_, n) => world.connect(n, new Uint8Array(0), -1));
-      const reader = RegisterClient.connect(links, 99, {});
-      for (let r = 0; r < w.registers; r++) {
-        try {
-          const call = t++;
-          const v = await reader.read(r);
-          finals.set(r, v);
-          history.push({ client: -1, input: { kind: 'read', register: r }, output: v, call, ret: t++ });
-        } catch (e) {
-          if (!(e instanceof PmrpcError && e.code === RegisterErrorCodes.NO_MAJORITY)) {
-            out.push({ kind: 'read-error', detail: `read(r${r}) at the end: ${String(e)}` });
-            continue;
+    const res = await world.settle(
+      (async () => {
+        const links = world.nodes.map((_, n) => world.connect(n, new Uint8Array(0), -1));
+        const reader = RegisterClient.connect(links, 99, {});
+        for (let r = 0; r < w.registers; r++) {
+          try {
+            const call = t++;
+            const v = await reader.read(r);
+            finals.set(r, v);
+            history.push({ client: -1, input: { kind: 'read', register: r }, output: v, call, ret: t++ });
+          } catch (e) {
+            if (!(e instanceof PmrpcError && e.code === RegisterErrorCodes.NO_MAJORITY)) {
+              out.push({ kind: 'read-error', detail: `read(r${r}) at the end: ${String(e)}` });
+              continue;
+            }
+            // Too many nodes lost their copy (torn cells; this test app does not repair from peers):
+            // unavailable, not unsafe. What a repair from the peers would find: the highest valid cell.
+            let best: Cell | undefined;
+            for (const node of world.nodes) {
+              const c = node.crashed ? undefined : (node.server as RegisterAppServer).cell(r);
+              if (c !== undefined && !isLostCell(c) && (best === undefined || compareTags(c, best) > 0)) best = c;
+            }
+            finals.set(r, best?.value ?? 0n);
           }
-          // Too many nodes lost their copy (torn cells; this test app does not repair from peers):
-          // unavailable, not unsafe. What a repair from the peers would find: the highest valid cell.
-          let best: Cell | undefined;
-          for (const node of world.nodes) {
-            const c = node.crashed ? undefined : (node.server as RegisterAppServer).cell(r);
-            if (c !== undefined && !isLostCell(c) && (best === undefined || compareTags(c, best) > 0)) best = c;
-          }
-          finals.set(r, best?.value ?? 0n);
         }
-      }
-    })().then(
-      () => void (done = true),
-      (e: unknown) => {
-        done = true;
-        out.push({ kind: 'read-error', detail: `reader: ${String(e)}` });
-      },
+      })(),
+      100_000,
     );
-    const r = await world.run(() => done, 100_000);
-    if (r.status !== 'done') out.push({ kind: 'read-error', detail: `reads at the end never answered (${r.status})` });
+    if (res.failed) out.push({ kind: 'read-error', detail: `reader: ${String(res.error)}` });
+    if (res.status !== 'done') out.push({ kind: 'read-error', detail: `reads at the end never answered (${res.status})` });
     return finals;
   };
 

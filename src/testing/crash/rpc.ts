@@ -10,10 +10,10 @@
  */
 import { crc32c, PmemRegion, type Prng, resolveOptions } from '../../../pmem/index.js';
 import { layoutBytes, RecoveryStore, type AppView } from '../../../recovery/index.js';
-import { checkStrategy, DurableRpcClient, type RpcStrategy } from '../../rpc/index.js';
+import { checkRpcFaults, checkStrategy, DurableRpcClient, rpcWorker, type RpcFaults, type RpcPool, type RpcStrategy } from '../../rpc/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { rpcApp, RpcAppServer, type RpcAppOptions } from '../../apps/rpc/index.js';
-import { DIGEST_BYTES, LOG_BASE, METHOD, digestHandler, readDigestLog } from '../../apps/rpc/index.js';
+import { DIGEST_BYTES, DIGEST_HANDLERS, LOG_BASE, METHOD, digestHandler, readDigestLog } from '../../apps/rpc/index.js';
 import { decodeWelcomePayload, encodeHelloPayload } from '../../apps/rpc/index.js';
 import type { ExplorerApp } from './explorer.js';
 import type { Picture, PicturedProblem } from './picture.js';
@@ -29,9 +29,19 @@ export interface RpcWorkloadOptions {
   resumeEvery: number;
   /** Server nodes, each with its own clients (a multi-node run of independent RPC servers). */
   nodes: number;
+  /**
+   * Pool mode: the digest method is pooled, computed by the explorer's pool — each task finishes in
+   * a CPU pass of its node, a scheduler step of its own — so entries are polled, in flight and not
+   * yet applied while the scheduler runs other steps.
+   */
+  pool: boolean;
+  /** Each client reconnects live a few times at seeded scheduler steps, with requests in flight (accept({clientId, awaiting})). */
+  liveReconnect: boolean;
+  /** Fault switches of the RPC layer besides the mutant's (test only: a step's fault switch alone). */
+  rpcFaults: RpcFaults | undefined;
 }
 
-export const RPC_WORKLOAD_DEFAULTS: Readonly<RpcWorkloadOptions> = Object.freeze({ strategy: 'wflush', requests: 64, clients: 3, mutant: undefined, resumeEvery: 1, nodes: 1 });
+export const RPC_WORKLOAD_DEFAULTS: Readonly<RpcWorkloadOptions> = Object.freeze({ strategy: 'wflush', requests: 64, clients: 3, mutant: undefined, resumeEvery: 1, nodes: 1, pool: false, liveReconnect: false, rpcFaults: undefined });
 
 export interface RpcSnapshot {
   /** "node/clientId" -> highest sequence issued / told durable. */
@@ -55,6 +65,9 @@ export function resolveRpcWorkload(options: Partial<RpcWorkloadOptions>): RpcWor
   int('resumeEvery', 0, 1_000_000);
   int('nodes', 1, 16);
   if (o.mutant !== undefined) findMutant(o.mutant);
+  if (typeof o.pool !== 'boolean') throw new TypeError(`pool must be a boolean, got ${String(o.pool)}`);
+  if (typeof o.liveReconnect !== 'boolean') throw new TypeError(`liveReconnect must be a boolean, got ${String(o.liveReconnect)}`);
+  checkRpcFaults(o.rpcFaults);
   return o;
 }
 
@@ -62,6 +75,9 @@ export function resolveRpcWorkload(options: Partial<RpcWorkloadOptions>): RpcWor
 export function rpcCrashLayout(clients: number): RpcAppOptions['layout'] {
   return { maxClients: clients, ringSlots: 4, slotBytes: 128, logRecords: 4, recordBytes: 128 };
 }
+
+/** Live reconnects per client (workload option liveReconnect). */
+const RECONNECTS_PER_CLIENT = 4;
 
 const key = (node: number, clientId: number): string => `${node}/${clientId}`;
 
@@ -72,7 +88,11 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
   const perNodeRequests = Math.ceil(w.requests / w.nodes);
   const layout = rpcCrashLayout(w.clients + 1);
   const appBytes = Math.ceil((LOG_BASE + DIGEST_BYTES * (perNodeRequests + 8)) / 64) * 64 + 64;
-  const appOptions = rpcApp.resolveOptions({ strategy: w.strategy, keepResults: true, layout, appBytesMin: appBytes, partialPollsMax: 1_000_000, rpcFaults: m?.rpcFaults, recoveryFaults: m?.recoveryFaults });
+  const rpcFaults = m?.rpcFaults !== undefined || w.rpcFaults !== undefined ? { ...m?.rpcFaults, ...w.rpcFaults } : undefined;
+  const appOptions = rpcApp.resolveOptions({
+    strategy: w.strategy, keepResults: true, layout, appBytesMin: appBytes, partialPollsMax: 1_000_000, rpcFaults, recoveryFaults: m?.recoveryFaults,
+    ...(w.pool ? { methods: { [METHOD]: { pooled: true } } } : {}),
+  });
   const sentUpTo = new Map<string, number>();
   const acked = new Map<string, number>();
   /** "node/clientId" -> seq -> payload. */
@@ -94,7 +114,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
       rpcApp.format(region, appOptions);
     },
     open(host: AppHost) {
-      return rpcApp.open(host, appOptions);
+      return rpcApp.open(host, w.pool ? { ...appOptions, pool: explorerPool(host) } : appOptions);
     },
     async workload(world: World, prng: Prng): Promise<void> {
       const streams: Promise<void>[] = [];
@@ -112,7 +132,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
             }
             acked.set(kk, Math.max(acked.get(kk) ?? 0, s));
           };
-          const c = new DurableRpcClient(qp, decodeWelcomePayload(welcome), { onDurable, faults: m?.rpcFaults });
+          const c = new DurableRpcClient(qp, decodeWelcomePayload(welcome), { onDurable, faults: rpcFaults });
           id = c.clientId;
           const kk = key(n, id);
           if (c.secret !== undefined) secrets.set(kk, c.secret);
@@ -122,6 +142,19 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
           times.set(kk, new Map());
           const mine = Math.floor(reqs / w.clients) + (k < reqs % w.clients ? 1 : 0);
           const cp = prng.fork();
+          // Live reconnects at seeded scheduler steps (not in the client's code: at any moment of the
+          // run, e.g. with an entry polled, in the pool, its client's FLUSH not yet executed).
+          if (w.liveReconnect) {
+            let at = 0;
+            for (let i = 0; i < RECONNECTS_PER_CLIENT; i++) {
+              at += cp.int(1, 60);
+              world.after(at, () => {
+                if (c.awaiting.length === 0 || world.nodes[n]!.crashed) return;
+                const r = world.connect(n, encodeHelloPayload({ clientId: id, awaiting: c.awaiting }));
+                c.reconnect(r.qp, decodeWelcomePayload(r.welcome));
+              });
+            }
+          }
           streams.push(
             (async () => {
               for (let seq = 1; seq <= mine; seq++) {
@@ -220,7 +253,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
           for (let q = (snap.acked.get(kk) ?? 0) + 1; q <= sent; q++) awaiting.push(q);
           const { qp, welcome } = world.connect(node.index, encodeHelloPayload({ clientId: c.clientId, secret: secrets.get(kk), awaiting }));
           const info = decodeWelcomePayload(welcome);
-          const client = new DurableRpcClient(qp, info, { faults: m?.rpcFaults });
+          const client = new DurableRpcClient(qp, info, { faults: rpcFaults });
           for (const r of info.results) {
             if (r.status === 'error') out.push(`node ${node.index}: after resume: client ${c.clientId} seq ${r.seq} has an error result`);
             else if (r.status === 'ok') {
@@ -266,6 +299,16 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
     }
   }
   return app;
+}
+
+/**
+ * The explorer's handler pool (pool mode): a task is computed as piscina's workers compute it
+ * (rpcWorker over the region's shared visible memory), in a CPU pass of its node — a scheduler
+ * step of its own, so other steps run while it is in flight. A crashed node's tasks never finish.
+ */
+function explorerPool(host: AppHost): RpcPool {
+  const compute = rpcWorker(DIGEST_HANDLERS);
+  return { run: (task) => new Promise((resolve) => host.schedule(() => resolve(compute(task)))) };
 }
 
 function digestState(view: AppView): string {

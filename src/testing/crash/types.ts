@@ -28,6 +28,12 @@ export interface ExplorerApp<S> {
   beforeRecover?(world: World, node: number): Promise<AppProblem[]>;
   /** Checks recovered nodes (world holds them, recovered) against the snapshot of the crash point. */
   checkRecovered(world: World, snap: S, ctx: { phase: 'first' | 'nested'; prng: Prng }): Promise<AppProblem[]>;
+  /**
+   * Test only, a media error (not a crash): alters the bytes of node `node`'s crash image (as on
+   * media: the region header, then the data area at `image.length - regionBytes`) before it is
+   * opened — every checked image, nested image and crash-run restart. Must be idempotent.
+   */
+  damageImage?(image: Uint8Array, node: number): void;
   /** Arguments of the replay command that select this app and its options (e.g. "--app kv --mutant x"). */
   replayArgs(): string;
   /** Crash runs (multi.ts): how many clients the workload runs (client crashes pick among them). */

@@ -16,15 +16,19 @@
  * retries and leases are deterministic.
  */
 import { NicErrorCodes, QueuePair, Rnic, type Link, type ServerMessage, type ClientMessage } from '../../../flush/index.js';
-import { PmemRegion, PmrpcError, seededEntropy, createPrng, VirtualClock, type Prng } from '../../../pmem/index.js';
+import { PmemRegion, PmrpcError, seededEntropy, createPrng, VirtualClock, macrotaskTurn, type Prng } from '../../../pmem/index.js';
 import type { AppHost, AppServer } from '../../apps/index.js';
 import { rnicOptions, type NicConfig } from './config.js';
 import { mix } from './seeds.js';
 
-/** Runs every queued microtask (client continuations) before returning: a macrotask turn. */
-export function quiesce(): Promise<void> {
-  return new Promise<void>((resolve) => setImmediate(resolve));
-}
+/**
+ * Runs every queued microtask (client continuations) before returning: a macrotask turn — the
+ * default of World.turn (pmem/runtime.ts, the one module that schedules on the event loop).
+ */
+export const quiesce: () => Promise<void> = macrotaskTurn;
+
+/** What World.run awaits after every step: every client continuation has run when it resolves. */
+export type Turn = () => Promise<void>;
 
 export type CrashPointListener = (kind: string, node: number) => void;
 
@@ -144,6 +148,13 @@ export class World {
   steps = 0;
   /** Picks the next step among the runnable ones (exhaustive exploration); default: the seeded PRNG. */
   chooser: Chooser | undefined;
+  /**
+   * Injected scheduling (DESIGN §7): how a step's continuations are run to quiescence. Default: one
+   * macrotask turn (pmem/runtime.ts). Nothing else queues macrotasks during a run (time is the
+   * VirtualClock's, links are in-process), so the turn orders only "every continuation, then the
+   * next step" — the same on every run.
+   */
+  turn: Turn = macrotaskTurn;
   #prng: Prng;
   #running = false;
   #events: Array<{ at: number; seq: number; fn: () => void }> = [];
@@ -257,26 +268,46 @@ export class World {
     this.#running = true;
     let steps = 0;
     try {
-      await quiesce();
+      await this.turn();
       for (;;) {
         if (done()) return { status: 'done', steps };
         if (steps >= stepsMax) return { status: 'bound', steps };
         const before = this.deliveries;
         if (this.#events.length > 0 && this.#events[0]!.at <= this.steps) {
           this.#events.shift()!.fn();
-          await quiesce();
+          await this.turn();
           continue;
         }
         if (!this.#step()) return { status: 'stalled', steps };
         steps++;
         this.steps++;
         if (this.lateObservation && this.nodes.some((n) => !n.crashed && n.nic.busyQps().length > 0)) continue;
-        await quiesce();
+        await this.turn();
         if (this.deliveries !== before) this.onCrashPoint?.('delivery', -1);
       }
     } finally {
       this.#running = false;
     }
+  }
+
+  /**
+   * Drives the scheduler until `p` settles (e.g. a checker's client reading every key), nothing
+   * can run, or `stepsMax` steps: the run's status and how `p` ended (`failed`: it rejected).
+   */
+  async settle(p: Promise<unknown>, stepsMax: number): Promise<{ status: RunResult['status']; failed: boolean; error: unknown }> {
+    let settled = false;
+    let failed = false;
+    let error: unknown;
+    p.then(
+      () => void (settled = true),
+      (e: unknown) => {
+        settled = true;
+        failed = true;
+        error = e;
+      },
+    );
+    const r = await this.run(() => settled, stepsMax);
+    return { status: r.status, failed, error };
   }
 
   /** What can run now, in a stable order (nodes by index, QPs by number, then the node's CPU). */

@@ -150,7 +150,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
               at += cp.int(1, 60);
               world.after(at, () => {
                 if (c.awaiting.length === 0 || world.nodes[n]!.crashed) return;
-                const r = world.connect(n, encodeHelloPayload({ clientId: id, awaiting: c.awaiting }));
+                const r = world.connect(n, encodeHelloPayload({ clientId: id, secret: c.secret, awaiting: c.awaiting }));
                 c.reconnect(r.qp, decodeWelcomePayload(r.welcome));
               });
             }

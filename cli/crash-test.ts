@@ -8,6 +8,8 @@ import { systemClock } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { KV_MUTANTS, type KvFaultName } from '../src/apps/kv/index.js';
 import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
+import { resolveTxWorkload, TX_CLI_DEFAULTS } from '../src/testing/crash/index.js';
+import { TX_MUTANTS } from '../src/apps/tx/index.js';
 import { DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
@@ -44,6 +46,9 @@ interface Opts {
   schedule?: string;
   lineModel?: string;
   timeline?: string;
+  workload?: string;
+  keys?: number;
+  agent: boolean;
 }
 
 /** Violations drawn with --timeline. */
@@ -86,12 +91,20 @@ export function registerCrashTest(program: Command): void {
     .option('--no-por', 'exhaustive: no partial-order reduction (the full tree; to measure the reduction)')
     .option('--schedule <s>', "exhaustive: replay one interleaving, choice indices separated by '.' (what a violation's command names)")
     .option('--mutant <name>', 'remove one persistence step (test-only fault switch): the run must then report violations')
+    .option('--workload <w>', "tx: 'append' (list-append, default) or 'bank' (transfers and audits)")
+    .option('--keys <n>', 'tx: keys over all shards (default 4)', intOption('keys'))
+    .option('--no-agent', 'tx: no resolver agent scanning while the clients run (it still runs after restarts, client crashes and at the end)')
     .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught')
     .option('--timeline <dir>', `write a self-contained HTML timeline of the shortest failing history of each of the first ${TIMELINES_MAX} violations into <dir> (its path is printed beside the replay command; JSON: each violation's "timeline")`)
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
     .addHelpText('after', '\nExit status: 0 when no violation was found, 1 when violations were found (or on bad options).')
     .action(async (opts: Opts) => {
-      if (opts.app !== 'rpc' && opts.app !== 'kv' && opts.app !== 'register' && opts.app !== 'recovery') throw new TypeError(`--app must be rpc, kv, register or recovery, got ${opts.app}`);
+      if (opts.app !== 'rpc' && opts.app !== 'kv' && opts.app !== 'register' && opts.app !== 'recovery' && opts.app !== 'tx') throw new TypeError(`--app must be rpc, kv, register, recovery or tx, got ${opts.app}`);
+      if (opts.listMutants && opts.app === 'tx') {
+        for (const m of TX_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
+        return;
+      }
+      if (opts.app === 'tx' && opts.exhaustive) throw new TypeError('--exhaustive supports --app kv and --app register');
       if (opts.listMutants && opts.app === 'register') {
         for (const m of REGISTER_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
         return;
@@ -115,20 +128,24 @@ export function registerCrashTest(program: Command): void {
         ...(opts.placement !== undefined ? { placement: opts.placement as 'any' | 'ascending' } : {}),
         ...(opts.eviction !== undefined ? { eviction: opts.eviction } : {}),
       };
+      // tx: a mutant runs with DDIO on unless pinned (the configuration in which a missing persistence step shows).
+      if (opts.app === 'tx' && opts.mutant !== undefined && pins.ddio === undefined) pins.ddio = true;
       const exploreOptions = resolveExploreOptions({
         engine: opts.engine as 'random' | 'exhaustive',
-        imagesPerPoint: opts.imagesPerPoint,
+        imagesPerPoint: opts.imagesPerPoint ?? (opts.app === 'tx' ? TX_CLI_DEFAULTS.imagesPerPoint : undefined),
         pointsMax: opts.pointsMax,
         point: opts.point,
         nested: opts.nested,
         pins,
-        crashRuns: opts.crashRuns,
+        crashRuns: opts.crashRuns ?? (opts.app === 'tx' ? TX_CLI_DEFAULTS.crashRuns : undefined),
         crashPlan: opts.crashPlan,
       });
-      if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && opts.app !== 'register') throw new TypeError('--crash-runs and --crash-plan need --app register (an app with a whole-history check)');
+      if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && opts.app !== 'register' && opts.app !== 'tx') throw new TypeError('--crash-runs and --crash-plan need --app register or tx (an app with a whole-history check)');
       const { clock: _c, onProgress: _p, seed: _s, ...ex } = exploreOptions;
       let spec: SweepSpec;
-      if (opts.app === 'register') {
+      if (opts.app === 'tx') {
+        spec = { app: 'tx', workload: resolveTxWorkload({ workload: opts.workload as 'append' | 'bank' | undefined, shards: opts.nodes, clients: opts.clients, txPerClient: opts.requests, keys: opts.keys, mutant: opts.mutant, agent: opts.agent }), explore: ex };
+      } else if (opts.app === 'register') {
         spec = { app: 'register', workload: resolveRegisterWorkload({ nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant, pattern: opts.pattern as 'mixed' | 'writer-reader' | undefined }), explore: ex };
       } else if (opts.app === 'rpc') {
         if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);

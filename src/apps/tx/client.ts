@@ -407,7 +407,9 @@ async function abortOn(conn: ShardConn, client: number, txid: bigint, hasRecord:
   }
   for (const k of locked) wrs.push(Wr.cas({ rkey: conn.rkey, addr: slotAt(conn, k).addr + 16 }, txid, 0n));
   if (wrs.length === 0) return true;
-  return (await post(conn, wrs)) !== undefined;
+  const cs = await post(conn, wrs);
+  if (process.env.TXDBG) console.error('abortOn', conn.shard, txName(txid), locked, cs?.map((c) => `${c.op}:${c.status}:${String(c.swapped)}:${c.data === undefined ? "" : new DataView(c.data.buffer, c.data.byteOffset).getBigUint64(0, true)}`));
+  return cs !== undefined;
 }
 
 export type Resolution = 'committed' | 'aborted' | 'finished' | 'unknown';
@@ -534,6 +536,7 @@ export class TxResolver {
         return 'committed';
       }
       let ok = true;
+      if (process.env.TXDBG) console.error('abort', txName(txid), [...views.values()].map((v) => `${v.conn.shard}:${v.h}:${v.slots.map((x) => x.lock).join('/')}`));
       for (const v of views.values()) {
         const locked = v.slots.flatMap((sl, i) => (sl.lock === txid ? [i * shards + v.conn.shard] : []));
         ok = (await abortOn(v.conn, client, txid, v.h === hWord(txid, H_PREPARED), locked)) && ok;
@@ -605,6 +608,9 @@ export class TxResolver {
   async resolveAll(passesMax = 8, only?: (txid: bigint) => boolean): Promise<{ passes: number; left: bigint[] }> {
     let left: bigint[] = [];
     for (let pass = 0; pass < passesMax; pass++) {
+      // What a READ shows may lag what the NIC's atomics see (another QP's undrained result, e.g. a
+      // client's own release): a pass that found something waits before looking again.
+      if (pass > 0) await sleep(this.#clock, 1);
       const { inDoubt, hints } = await this.scan();
       left = inDoubt.filter((t) => only === undefined || only(t));
       if (left.length === 0) return { passes: pass, left };

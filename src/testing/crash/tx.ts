@@ -36,7 +36,10 @@ export interface TxWorkloadOptions {
   agent: boolean;
 }
 
-export const TX_WORKLOAD_DEFAULTS: Readonly<TxWorkloadOptions> = Object.freeze({ workload: 'append', shards: 2, clients: 3, txPerClient: 4, keys: 4, mutant: undefined, agent: true });
+export const TX_WORKLOAD_DEFAULTS: Readonly<TxWorkloadOptions> = Object.freeze({ workload: 'append', shards: 2, clients: 3, txPerClient: 8, keys: 4, mutant: undefined, agent: true });
+
+/** What `pmrpc crash-test --app tx` runs when not told otherwise: images per crash point, crash runs. */
+export const TX_CLI_DEFAULTS = Object.freeze({ imagesPerPoint: 200, crashRuns: 8 });
 
 export function resolveTxWorkload(options: Partial<TxWorkloadOptions>): TxWorkloadOptions {
   const o = resolveOptions<TxWorkloadOptions>(TX_WORKLOAD_DEFAULTS, options, {});
@@ -215,7 +218,10 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
     );
     const r = await world.run(() => done, 400_000);
     if (r.status !== 'done') out.push({ kind: 'resolver', detail: `${label}the resolver did not finish (${r.status})` });
-    if (left.length > 0) out.push({ kind: 'prepared-forever', detail: `${label}still in doubt after resolution: ${left.map(txName).join(', ')}` });
+    if (left.length > 0) {
+      const state = world.nodes.map((n) => (n.crashed ? `shard ${n.index}: down` : `shard ${n.index}: ${JSON.stringify((n.server as TxAppServer).inspect(), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`)).join('; ');
+      out.push({ kind: 'prepared-forever', detail: `${label}still in doubt after resolution: ${left.map(txName).join(', ')} (${state})` });
+    }
     // The NICs drain (as they do eventually) before the state is read from visible memory.
     for (const node of world.nodes) if (!node.crashed) node.nic.drainAll();
     for (const node of world.nodes) if (!node.crashed) for (const p of node.server!.audit()) out.push({ kind: p.kind, detail: `${label}shard ${node.index}: ${p.detail}` });

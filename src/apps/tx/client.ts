@@ -407,9 +407,7 @@ async function abortOn(conn: ShardConn, client: number, txid: bigint, hasRecord:
   }
   for (const k of locked) wrs.push(Wr.cas({ rkey: conn.rkey, addr: slotAt(conn, k).addr + 16 }, txid, 0n));
   if (wrs.length === 0) return true;
-  const cs = await post(conn, wrs);
-  if (process.env.TXDBG) console.error('abortOn', conn.shard, txName(txid), locked, cs?.map((c) => `${c.op}:${c.status}:${String(c.swapped)}:${c.data === undefined ? "" : new DataView(c.data.buffer, c.data.byteOffset).getBigUint64(0, true)}`));
-  return cs !== undefined;
+  return (await post(conn, wrs)) !== undefined;
 }
 
 export type Resolution = 'committed' | 'aborted' | 'finished' | 'unknown';
@@ -536,7 +534,6 @@ export class TxResolver {
         return 'committed';
       }
       let ok = true;
-      if (process.env.TXDBG) console.error('abort', txName(txid), [...views.values()].map((v) => `${v.conn.shard}:${v.h}:${v.slots.map((x) => x.lock).join('/')}`));
       for (const v of views.values()) {
         const locked = v.slots.flatMap((sl, i) => (sl.lock === txid ? [i * shards + v.conn.shard] : []));
         ok = (await abortOn(v.conn, client, txid, v.h === hWord(txid, H_PREPARED), locked)) && ok;

@@ -14,7 +14,7 @@ function cluster(shards = 2, faults: Partial<TxFaults> = {}): { world: World; se
   const world = new World(nicConfigFor(SEED, { eviction: 0, ddio: true }), SEED);
   for (let n = 0; n < shards; n++) {
     const o = txApp.resolveOptions({ shard: n, shards, keysPerShard: 2, clients: 4, items: 32, faults });
-    const region = PmemRegion.createInMemory(txApp.minRegionBytes(o) + 64, {});
+    const region = PmemRegion.createInMemory(txApp.minRegionBytes(o) + 64, { tracing: true });
     txApp.format(region, o);
     world.addNode(region, (host) => txApp.open(host, o)).server!.recover();
   }
@@ -227,4 +227,58 @@ t.test('bad input: coded errors and exact messages', async (t) => {
   txApp.format(region, txApp.resolveOptions({}));
   t.throws(() => txApp.format(region, txApp.resolveOptions({})), { code: TxErrorCodes.ALREADY_FORMATTED });
   t.throws(() => txApp.format(PmemRegion.createInMemory(1024, {}), txApp.resolveOptions({})), { code: TxErrorCodes.LAYOUT_TOO_LARGE });
+});
+
+/**
+ * resolver-trusts-visible: a client's prepare on shard 1 stops after its H CAS, before its FLUSH
+ * (the record is visible, not durable); a resolver decides, commits on shard 0, and shard 1 crashes
+ * before the resolver reaches it. A resolver that FLUSHed what it read made the record durable.
+ */
+async function visibleRecord(faults: Partial<TxFaults>): Promise<{ k0: string; k1: string; error: string | undefined }> {
+  const { world, server, client, resolver } = cluster(2, faults);
+  const c = client(0);
+  await drive(world, async () => {
+    await c.begin();
+    await c.write(0, te.encode('x'));
+    await c.write(1, te.encode('x'));
+  });
+  let picks = 0;
+  // Client 0's prepare chain on shard 1: lock, check, body, FLUSH, H CAS run; its FLUSH(H) waits.
+  const held = (ch: StepChoice): boolean => c.lastRoundTrips >= 1 && ch.node === 1 && ch.client === 0 && picks >= 5;
+  world.chooser = (choices) => {
+    let i = choices.findIndex((ch) => !held(ch));
+    if (i < 0) i = 0;
+    const ch = choices[i]!;
+    if (c.lastRoundTrips >= 1 && ch.node === 1 && ch.client === 0) picks++;
+    return i;
+  };
+  void c.commit().catch(() => undefined);
+  await world.run(() => c.lastRoundTrips >= 1 && world.choices().length > 0 && world.choices().every(held), 100_000);
+  world.nodes[1]!.nic.drainAll(); // the H CAS result reaches visible memory (a dirty line): visible, not durable
+  let image: Uint8Array | undefined;
+  world.onCrashPoint = () => {
+    if (image !== undefined || world.nodes[0]!.crashed) return;
+    if (server(0).record(0).h % 4n === 2n) {
+      const st = world.nodes[1]!.region.crashState();
+      image = materialize(st, [...crashImages(st, { engine: 'none' })][0]!);
+      world.crash(1);
+    }
+  };
+  let error: string | undefined;
+  await drive(world, () => resolver().resolve(server(0).record(0).body!.txid)).catch((e: unknown) => void (error = String(e)));
+  world.onCrashPoint = undefined;
+  world.chooser = undefined;
+  if (image === undefined) throw new Error(`shard 1 never crashed (${error ?? 'no error'}; shard 0: ${JSON.stringify(server(0).inspect().records)}, shard 1: ${JSON.stringify(server(1).inspect().records)})`);
+  const o = txApp.resolveOptions({ shard: 1, shards: 2, keysPerShard: 2, clients: 4, items: 32 });
+  world.restart(1, PmemRegion.openImage(image, {}), (host) => txApp.open(host, o)).server!.recover();
+  await drive(world, () => resolver().resolveAll(4)).catch((e: unknown) => void (error ??= String(e)));
+  for (const n of world.nodes) n.nic.drainAll();
+  return { k0: td.decode(server(0).value(0)!.value), k1: td.decode(server(1).value(0)!.value), error };
+}
+
+t.test('a resolver FLUSHes the records it read before acting (mutant resolver-trusts-visible: commits on a record a crash takes back)', async (t) => {
+  const ok = await visibleRecord({});
+  t.same(ok, { k0: 'x', k1: 'x', error: undefined }, 'committed on both shards: the record the resolver read was durable');
+  const m = await visibleRecord({ resolverTrustsVisible: true });
+  t.ok(m.error !== undefined || m.k0 !== m.k1, `mutant: ${m.error ?? `key 0 '${m.k0}', key 1 '${m.k1}'`} (caught)`);
 });

@@ -23,7 +23,7 @@
  */
 import { Wr, type Completion, type QueuePair, type WorkRequest } from '../../../flush/index.js';
 import { PmrpcError, type Clock } from '../../../pmem/index.js';
-import { parseJsonBytes } from '../app.js';
+import { parseJsonBytes } from '../index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
 import {
   decodeBody,

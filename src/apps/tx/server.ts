@@ -9,7 +9,7 @@
 import { Access, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { intIn, oneOf, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import { postFreeLists, recoverFreeLists } from '../../../recovery/index.js';
-import { jsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../app.js';
+import { jsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
 import {
   CLIENTS_MAX,
@@ -292,9 +292,6 @@ export class TxAppServer implements AppServer {
       if (it === undefined) out.push({ kind: 'slot', detail: `key ${key}: the installed item at ${s.ptr} is garbage (checksum)` });
       else if (it.key !== key || it.ts !== s.ct) out.push({ kind: 'slot', detail: `key ${key}: item (key ${it.key}, ts ${it.ts}) does not match the slot (CT ${s.ct})` });
       if (s.w < s.ct) out.push({ kind: 'slot', detail: `key ${key}: W ${s.w} below CT ${s.ct}` });
-      if (s.lock !== 0n && !prepared.has(s.lock) && this.#recovered) {
-        // Live: a lock without a record is a prepare in flight (or a crashed client's, left to the resolver).
-      }
     }
     return out;
   }

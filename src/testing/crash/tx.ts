@@ -19,7 +19,7 @@
  * runs) and crash runs (shard subsets and clients crash mid-run; shards restart while the others
  * go on; the whole history is judged).
  */
-import { PmrpcError, resolveOptions, type Clock, type PmemRegion, type Prng } from '../../../pmem/index.js';
+import { bool, intIn, oneOf, PmrpcError, resolveOptions, type Clock, type OptionChecks, type PmemRegion, type Prng } from '../../../pmem/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { parseTxWelcome, TX_MUTANTS, txApp, txFaultsFor, TxClient, TxResolver, txName, type ShardConn, type TxAppOptions, type TxAppServer, type TxOutcome } from '../../apps/tx/index.js';
 import type { ExplorerApp } from './explorer.js';
@@ -41,20 +41,18 @@ export const TX_WORKLOAD_DEFAULTS: Readonly<TxWorkloadOptions> = Object.freeze({
 /** What `pmrpc crash-test --app tx` runs when not told otherwise: images per crash point, crash runs. */
 export const TX_CLI_DEFAULTS = Object.freeze({ imagesPerPoint: 200, crashRuns: 8 });
 
+const TX_WORKLOAD_CHECKS: OptionChecks<TxWorkloadOptions> = {
+  workload: oneOf(['append', 'bank']),
+  shards: intIn(1, 8),
+  clients: intIn(1, 8),
+  txPerClient: intIn(1, 200),
+  keys: intIn(2, 64),
+  agent: bool,
+  mutant: (_name, v) => void txFaultsFor(v as string | undefined),
+};
+
 export function resolveTxWorkload(options: Partial<TxWorkloadOptions>): TxWorkloadOptions {
-  const o = resolveOptions<TxWorkloadOptions>(TX_WORKLOAD_DEFAULTS, options, {});
-  const int = (name: keyof TxWorkloadOptions, lo: number, hi: number): void => {
-    const v = o[name];
-    if (!Number.isSafeInteger(v) || (v as number) < lo || (v as number) > hi) throw new RangeError(`${name} must be an integer in [${lo}, ${hi}], got ${String(v)}`);
-  };
-  int('shards', 1, 8);
-  int('clients', 1, 8);
-  int('txPerClient', 1, 200);
-  int('keys', 2, 64);
-  if (o.workload !== 'append' && o.workload !== 'bank') throw new TypeError(`workload must be 'append' or 'bank', got ${String(o.workload)}`);
-  if (typeof o.agent !== 'boolean') throw new TypeError(`agent must be a boolean, got ${String(o.agent)}`);
-  txFaultsFor(o.mutant);
-  return o;
+  return resolveOptions<TxWorkloadOptions>(TX_WORKLOAD_DEFAULTS, options, TX_WORKLOAD_CHECKS);
 }
 
 /** One micro-operation of a list-append history (the shape src/check's Elle-style checker reads). */

@@ -75,6 +75,7 @@ t.test('pmrpc/testing carries the checkers, litmus, the crash explorer, timeline
     'checkLinearizable', 'kvModel', 'litmusCatalogue', 'runLitmus', 'explore', 'sweep', 'rpcExplorerApp', 'kvExplorerApp', 'MUTANTS', 'findMutant',
     'KV_MUTANTS', 'renderTimelineHtml', 'registerApp', 'runRealCrash', 'WORKLOAD_HANDLERS', 'verifyDigestLog', 'crashImages', 'materialize',
     'RPC_FAULT_NAMES', 'NO_FAULTS',
+    'checkListAppend', 'checkBank', 'checkCycle',
   ]);
 });
 

@@ -7,6 +7,9 @@
 
 // The linearizability checker.
 export { checkLinearizable, kvModel, CHECK_DEFAULTS, type Model, type Operation, type CheckResult, type CheckOptions, type KvInput, type KvOutput } from '../check/index.js';
+// The Elle-style transactional checkers (list-append anomalies, bank, cycle).
+export { checkListAppend, LIST_APPEND_DEFAULTS, type ListAppendTxn, type ListAppendMop, type ListAppendOptions, type ListAppendResult, type ListAppendStats, type ElleAnomaly, type ElleAnomalyKind, type CycleStep, type CheckerResult } from '../check/index.js';
+export { checkBank, checkCycle, initialRing, BANK_DEFAULTS, CYCLE_DEFAULTS, type BankSnapshot, type BankOptions, type BankAnomaly, type BankResult, type CycleSnapshot, type CycleOptions, type CycleAnomaly, type CycleResult } from '../check/index.js';
 
 // The hardware-model litmus catalogue.
 export { litmusCatalogue, runLitmus, type Litmus, type LitmusLayer, type LitmusOutcome, type LitmusResult } from '../litmus/index.js';

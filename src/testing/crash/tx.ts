@@ -12,9 +12,9 @@
  *   undecided one (cut by a crash) all-or-nothing; no duplicate or unknown element; every list a
  *   committed transaction read is a prefix of the final list (durable reads, no aborted read);
  *   no fractured read (a committed transaction saw a multi-key append on one key but not the
- *   other); and, once src/check has it, the Elle-style dependency-cycle check.
+ *   other); and the Elle-style dependency-cycle check of src/check (checkListAppend).
  * - 'bank': transfers between two accounts and read-only audits of every account: every committed
- *   audit and the final state sum to the initial total.
+ *   audit and the final state sum to the initial total (src/check's checkBank).
  * Image tuples (every shard crashes at a crash point, recovers from its image, then the resolver
  * runs) and crash runs (shard subsets and clients crash mid-run; shards restart while the others
  * go on; the whole history is judged).
@@ -22,6 +22,7 @@
 import { bool, intIn, oneOf, PmrpcError, resolveOptions, type Clock, type OptionChecks, type PmemRegion, type Prng } from '../../../pmem/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { parseTxWelcome, TX_MUTANTS, txApp, txFaultsFor, TxClient, TxResolver, txName, type ShardConn, type TxAppOptions, type TxAppServer, type TxOutcome } from '../../apps/tx/index.js';
+import { checkBank, checkListAppend, type ListAppendTxn } from '../../check/index.js';
 import type { ExplorerApp } from './explorer.js';
 import type { World } from './world.js';
 
@@ -146,16 +147,28 @@ export function checkAppendHistory(history: readonly TxRecord[], finals: Readonl
   return out;
 }
 
-/** Checks a bank history: every committed audit, and the final balances, sum to the total. */
+/** The bank check (src/check's checkBank): every committed audit, and the final balances, sum to the total. */
 export function checkBankHistory(history: readonly TxRecord[], finals: ReadonlyMap<number, bigint>, total: bigint): AppProblem[] {
-  const out: AppProblem[] = [];
-  for (const r of history) {
-    if (r.type !== 'ok' || r.kind !== 'audit' || r.balances === undefined) continue;
-    const sum = [...r.balances.values()].reduce((a, b) => a + b, 0n);
-    if (sum !== total) out.push({ kind: 'conservation', detail: `audit ${r.id} (${r.txid ?? '?'}, client ${r.process}) saw balances summing to ${sum}, not ${total}: ${[...r.balances].map(([k, v]) => `${k}=${v}`).join(' ')}` });
-  }
-  const sum = [...finals.values()].reduce((a, b) => a + b, 0n);
-  if (sum !== total) out.push({ kind: 'conservation', detail: `the final balances sum to ${sum}, not ${total}: ${[...finals].map(([k, v]) => `${k}=${v}`).join(' ')}` });
+  const audits = history.filter((r) => r.kind === 'audit').map((r) => ({ id: r.id, type: r.type, balances: r.type === 'ok' ? (r.balances ?? null) : null }));
+  const res = checkBank(audits, { accounts: [...finals.keys()], total, final: finals, negative: true });
+  const out: AppProblem[] = res.anomalies.map((a) => ({ kind: 'conservation', detail: `${a.kind}: ${a.detail}` }));
+  if (res.valid === 'unknown') out.push({ kind: 'undecided', detail: `the bank check could not decide: ${res.reason ?? '?'}` });
+  return out;
+}
+
+/**
+ * The Elle-style list-append check (src/check's checkListAppend) of the history with crash events
+ * removed, plus one transaction that reads every final list: serializability (G0, G1a–c,
+ * G-single, G2). A check that cannot decide is a violation.
+ */
+export function checkAppendSerializable(history: readonly TxRecord[], finals: ReadonlyMap<number, number[]>): AppProblem[] {
+  const end = history.reduce((m, r) => Math.max(m, r.ret ?? r.call), 0) + 1;
+  const txns: ListAppendTxn[] = history.map((r) => ({ id: r.id, process: r.process, type: r.type, mops: r.mops, call: r.call, ...(r.ret !== undefined ? { ret: r.ret } : {}) }));
+  txns.push({ id: 0, process: -1, type: 'ok', mops: [...finals].map(([key, value]) => ({ f: 'r' as const, key, value })), call: end, ret: end + 1 });
+  const res = checkListAppend(txns);
+  const out: AppProblem[] = res.anomalies.map((a) => ({ kind: `elle-${a.kind}`, detail: `${a.detail}${a.cycle !== undefined ? ` (cycle ${a.cycle.map((c) => `${String(c.from)} -${c.edge}${c.key !== undefined ? `:${String(c.key)}` : ''}-> ${String(c.to)}`).join(', ')})` : ''}` }));
+  if (res.valid === false && out.length === 0) out.push({ kind: 'elle', detail: 'the list-append check failed' });
+  if (res.valid === 'unknown') out.push({ kind: 'undecided', detail: `the list-append check could not decide: ${res.reason ?? '?'}` });
   return out;
 }
 
@@ -239,7 +252,8 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
       }
     }
     if (w.workload === 'append') {
-      for (const p of checkAppendHistory(h, new Map([...values].map(([k, v]) => [k, bytesList(v)])))) out.push({ ...p, detail: label + p.detail });
+      const finals = new Map([...values].map(([k, v]) => [k, bytesList(v)]));
+      for (const p of [...checkAppendHistory(h, finals), ...checkAppendSerializable(h, finals)]) out.push({ ...p, detail: label + p.detail });
     } else {
       for (const p of checkBankHistory(h, new Map([...values].map(([k, v]) => [k, balanceOf(v)])), total)) out.push({ ...p, detail: label + p.detail });
     }

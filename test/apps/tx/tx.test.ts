@@ -4,7 +4,7 @@
 // fences a slow client's prepare.
 import t from 'tap';
 import { crashImages, materialize, PmemRegion } from '../../../pmem/index.js';
-import { nicConfigFor, World, type StepChoice } from '../../../src/testing/crash/index.js';
+import { checkAppendHistory, checkAppendSerializable, nicConfigFor, World, type StepChoice, type TxRecord } from '../../../src/testing/crash/index.js';
 import { parseTxWelcome, TxClient, TxErrorCodes, TxResolver, txApp, txName, type ShardConn, type TxAppServer, type TxFaults, type TxOutcome } from '../../../src/apps/tx/index.js';
 
 const SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
@@ -281,4 +281,16 @@ t.test('a resolver FLUSHes the records it read before acting (mutant resolver-tr
   t.same(ok, { k0: 'x', k1: 'x', error: undefined }, 'committed on both shards: the record the resolver read was durable');
   const m = await visibleRecord({ resolverTrustsVisible: true });
   t.ok(m.error !== undefined || m.k0 !== m.k1, `mutant: ${m.error ?? `key 0 '${m.k0}', key 1 '${m.k1}'`} (caught)`);
+});
+
+t.test('the explorer\'s history adapter: a fractured read is a G-single cycle, a lost commit an atomicity violation', async (t) => {
+  const writer: TxRecord = { id: 1, process: 0, type: 'ok', kind: 'append', call: 1, ret: 4, mops: [{ f: 'r', key: 0, value: [] }, { f: 'r', key: 1, value: [] }, { f: 'append', key: 0, value: 1 }, { f: 'append', key: 1, value: 1 }] };
+  const reader: TxRecord = { id: 2, process: 1, type: 'ok', kind: 'read', call: 2, ret: 5, mops: [{ f: 'r', key: 0, value: [] }, { f: 'r', key: 1, value: [1] }] };
+  const finals = new Map([[0, [1]], [1, [1]]]);
+  t.same(checkAppendSerializable([writer], finals), [], 'the writer alone is serializable');
+  const bad = checkAppendSerializable([writer, reader], finals);
+  t.ok(bad.some((p) => p.kind === 'elle-G-single'), bad.map((p) => `${p.kind}: ${p.detail}`).join('; '));
+  t.ok(checkAppendHistory([writer, reader], finals).some((p) => p.kind === 'fractured-read'));
+  const lost = checkAppendHistory([writer], new Map([[0, [1]], [1, []]]));
+  t.match(lost, [{ kind: 'atomicity', detail: /committed but its append to key 1 is absent/ }]);
 });

@@ -172,7 +172,7 @@ export function registerCrashTest(program: Command): void {
         printJson({
           app: r.app, seed: r.seed, ...(seeds.length > 1 ? { seeds } : {}), ...(opts.app === 'rpc' ? { strategy: opts.strategy } : opts.app === 'kv' ? { system: opts.system } : {}), mutant: opts.mutant ?? null,
           configs: r.configs, crashPoints: r.crashPoints, crashPointsTotal: r.crashPointsTotal, deliveryPoints: r.deliveryPoints, imagesChecked: r.imagesChecked, distinctImages: r.distinctImages,
-          nestedImagesChecked: r.nestedImagesChecked, sampledPoints: r.sampledPoints, imagesPerSecond: r.imagesPerSecond, seconds: Number(r.seconds.toFixed(3)),
+          nestedImagesChecked: r.nestedImagesChecked, ...(r.crashRunsChecked !== undefined ? { crashRunsChecked: r.crashRunsChecked } : {}), sampledPoints: r.sampledPoints, imagesPerSecond: r.imagesPerSecond, seconds: Number(r.seconds.toFixed(3)),
           violations, violationsTotal: r.violations.length,
         });
       } else {

@@ -8,6 +8,8 @@ import { systemClock } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { KV_MUTANTS, type KvFaultName } from '../src/apps/kv/index.js';
 import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
+import { resolveTxWorkload, TX_CLI_DEFAULTS } from '../src/testing/crash/index.js';
+import { TX_MUTANTS } from '../src/apps/tx/index.js';
 import { DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
@@ -46,16 +48,22 @@ interface Opts {
   schedule?: string;
   lineModel?: string;
   timeline?: string;
+  workload?: string;
+  keys?: number;
+  agent: boolean;
 }
 
 /** Violations drawn with --timeline. */
 export const TIMELINES_MAX = 5;
 
+/** The apps with a whole-history check, which crash runs (--crash-runs, --crash-plan) need. */
+const CRASH_RUN_APPS: readonly string[] = ['register', 'kv', 'tx'];
+
 export function registerCrashTest(program: Command): void {
   program
     .command('crash-test')
     .description('crash-test an app (durable RPC; PRISM-KV, the register or recovery/ alone with --app) on the crash explorer: crash at every crash point of a seeded workload (every media event and every delivery to a client), recover every image under a NIC configuration drawn per seed, check that nothing acknowledged is lost, applied twice or un-linearizable')
-    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy), 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability), 'register' (the test-only replicated register on --nodes nodes: crash runs, exhaustive mode) or 'recovery' (recovery/ alone: rings and redo log driven without a NIC)", 'rpc')
+    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy), 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability), 'register' (the test-only replicated register on --nodes nodes: crash runs, exhaustive mode) 'recovery' (recovery/ alone: rings and redo log driven without a NIC) or 'tx' (PRISM-TX on --nodes shards: list-append or bank transactions, resolution, crash runs, mutants; docs/tx.md)", 'rpc')
     .option('--strategy <name>', `rpc: one of ${RPC_STRATEGIES.join(', ')}`, 'wflush')
     .option('--system <name>', "kv: 'prism' or 'pilaf' (the baseline)", 'prism')
     .option('--ddio <on|off>', 'pin DDIO of the emulated NIC (default: drawn per seed)')
@@ -90,12 +98,20 @@ export function registerCrashTest(program: Command): void {
     .option('--no-por', 'exhaustive: no partial-order reduction (the full tree; to measure the reduction)')
     .option('--schedule <s>', "exhaustive: replay one interleaving, choice indices separated by '.' (what a violation's command names)")
     .option('--mutant <name>', 'remove one persistence step (test-only fault switch): the run must then report violations')
+    .option('--workload <w>', "tx: 'append' (list-append, default) or 'bank' (transfers and audits)")
+    .option('--keys <n>', 'tx: keys over all shards (default 4)', intOption('keys'))
+    .option('--no-agent', 'tx: no resolver agent scanning while the clients run (it still runs after restarts, client crashes and at the end)')
     .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught')
     .option('--timeline <dir>', `write a self-contained HTML timeline of the shortest failing history of each of the first ${TIMELINES_MAX} violations into <dir> (its path is printed beside the replay command; JSON: each violation's "timeline")`)
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
     .addHelpText('after', '\nExit status: 0 when no violation was found, 1 when violations were found (or on bad options).')
     .action(async (opts: Opts) => {
-      if (opts.app !== 'rpc' && opts.app !== 'kv' && opts.app !== 'register' && opts.app !== 'recovery') throw new TypeError(`--app must be rpc, kv, register or recovery, got ${opts.app}`);
+      if (opts.app !== 'rpc' && opts.app !== 'kv' && opts.app !== 'register' && opts.app !== 'recovery' && opts.app !== 'tx') throw new TypeError(`--app must be rpc, kv, register, recovery or tx, got ${opts.app}`);
+      if (opts.listMutants && opts.app === 'tx') {
+        for (const m of TX_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
+        return;
+      }
+      if (opts.app === 'tx' && opts.exhaustive) throw new TypeError('--exhaustive supports --app kv and --app register');
       if (opts.listMutants && opts.app === 'register') {
         for (const m of REGISTER_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
         return;
@@ -119,20 +135,24 @@ export function registerCrashTest(program: Command): void {
         ...(opts.placement !== undefined ? { placement: opts.placement as 'any' | 'ascending' } : {}),
         ...(opts.eviction !== undefined ? { eviction: opts.eviction } : {}),
       };
+      // tx: a mutant runs with DDIO on unless pinned (the configuration in which a missing persistence step shows).
+      if (opts.app === 'tx' && opts.mutant !== undefined && pins.ddio === undefined) pins.ddio = true;
       const exploreOptions = resolveExploreOptions({
         engine: opts.engine as 'random' | 'exhaustive',
-        imagesPerPoint: opts.imagesPerPoint,
+        imagesPerPoint: opts.imagesPerPoint ?? (opts.app === 'tx' ? TX_CLI_DEFAULTS.imagesPerPoint : undefined),
         pointsMax: opts.pointsMax,
         point: opts.point,
         nested: opts.nested,
         pins,
-        crashRuns: opts.crashRuns,
+        crashRuns: opts.crashRuns ?? (opts.app === 'tx' ? TX_CLI_DEFAULTS.crashRuns : undefined),
         crashPlan: opts.crashPlan,
       });
-      if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && opts.app !== 'register' && opts.app !== 'kv') throw new TypeError('--crash-runs and --crash-plan need --app register or kv (an app with a whole-history check)');
+      if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && !CRASH_RUN_APPS.includes(opts.app)) throw new TypeError(`--crash-runs and --crash-plan need --app ${CRASH_RUN_APPS.join(', ')} (an app with a whole-history check)`);
       const { clock: _c, onProgress: _p, seed: _s, ...ex } = exploreOptions;
       let spec: SweepSpec;
-      if (opts.app === 'register') {
+      if (opts.app === 'tx') {
+        spec = { app: 'tx', workload: resolveTxWorkload({ workload: opts.workload as 'append' | 'bank' | undefined, shards: opts.nodes, clients: opts.clients, txPerClient: opts.requests, keys: opts.keys, mutant: opts.mutant, agent: opts.agent }), explore: ex };
+      } else if (opts.app === 'register') {
         spec = { app: 'register', workload: resolveRegisterWorkload({ nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant, pattern: opts.pattern as 'mixed' | 'writer-reader' | undefined }), explore: ex };
       } else if (opts.app === 'rpc') {
         if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
@@ -159,7 +179,7 @@ export function registerCrashTest(program: Command): void {
         printJson({
           app: r.app, seed: r.seed, ...(seeds.length > 1 ? { seeds } : {}), ...(opts.app === 'rpc' ? { strategy: opts.strategy } : opts.app === 'kv' ? { system: opts.system } : {}), mutant: opts.mutant ?? null,
           configs: r.configs, crashPoints: r.crashPoints, crashPointsTotal: r.crashPointsTotal, deliveryPoints: r.deliveryPoints, imagesChecked: r.imagesChecked, distinctImages: r.distinctImages,
-          nestedImagesChecked: r.nestedImagesChecked, sampledPoints: r.sampledPoints, imagesPerSecond: r.imagesPerSecond, seconds: Number(r.seconds.toFixed(3)),
+          nestedImagesChecked: r.nestedImagesChecked, ...(r.crashRunsChecked !== undefined ? { crashRunsChecked: r.crashRunsChecked } : {}), sampledPoints: r.sampledPoints, imagesPerSecond: r.imagesPerSecond, seconds: Number(r.seconds.toFixed(3)),
           violations, violationsTotal: r.violations.length,
         });
       } else {

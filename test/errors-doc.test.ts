@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import * as pmrpc from '../src/index.js';
 // The apps and the testing tools are subpaths (pmrpc/apps/kv, pmrpc/testing), the bench a folder of its own.
 import * as kv from '../src/apps/kv/index.js';
+import '../src/apps/tx/index.js';
 import * as testing from '../src/testing/index.js';
 import '../bench/sqlite.js';
 import '../cli/cluster.js';

@@ -58,6 +58,10 @@ export function withDistinctImages<S>(app: ExplorerApp<S>): Counted<S> {
     workload: (world: World, prng: Prng) => app.workload(world, prng),
     snapshot: () => ({ point: points++, inner: app.snapshot() }),
     checkLive: async (world) => keep(await app.checkLive(world)),
+    // Crash runs (multi.ts) go through too: clients, client crashes and the whole-history check.
+    ...(app.clients !== undefined ? { clients: app.clients } : {}),
+    ...(app.crashClient !== undefined ? { crashClient: (c: number) => app.crashClient!(c) } : {}),
+    ...(app.checkHistory !== undefined ? { checkHistory: async (world: World) => keep(await app.checkHistory!(world)) } : {}),
     async beforeRecover(world: World, node: number): Promise<AppProblem[]> {
       if (node === 0) pending = [];
       pending[node] = hashOf(world, node);

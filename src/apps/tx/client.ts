@@ -1,0 +1,618 @@
+/**
+ * PRISM-TX clients: the transaction client (TxClient) and the resolver (TxResolver), both pure
+ * one-sided NIC chains over one QueuePair per shard (docs/tx.md has the protocol and the decision
+ * table).
+ *
+ * Commit of T (txid with the client's slot and incarnation, timestamp ts above everything T saw):
+ *   execution  READ the slot and the item (bounded, indirect): the item's ts is the version seen;
+ *              writes are buffered; at commit the new values are ALLOCATEd + FLUSHed on their shard.
+ *   round 1    per participant one chain, every op conditional on the previous: per write key
+ *              CAS L 0 → T, CAS lt [W CT] < [ts seen] (W := ts); per read-only key CAS lt
+ *              [W CT L] < [ts seen 0] (W := ts); WRITE the record body; FLUSH slots + records;
+ *              CAS H: the value this client left → PREPARED(T) (fails if a resolver fenced T);
+ *              FLUSH H. Commit point: every participant's chain swapped its H (durable: FLUSHed).
+ *   round 2    per participant: install (CAS eq L = T: CT := ts, ptr := new); FLUSH; CAS H
+ *              PREPARED(T) → COMMITTED(T); FLUSH; CAS L T → 0 (the decision is durable before
+ *              any lock is released). Abort: H → ABORTED(T) where a record exists, FLUSH, release.
+ * A CAS that did not swap proves nothing durable about what it lost to (DESIGN §2.2): the
+ * transaction aborts. A participant that did not answer leaves T to the resolver (resolve()).
+ *
+ * Serializable (not strictly): the serial order is timestamp order, and timestamps come from
+ * loosely synchronised clocks, so a transaction may serialise before one that finished earlier
+ * in real time.
+ */
+import { Wr, type Completion, type QueuePair, type WorkRequest } from '../../../flush/index.js';
+import { PmrpcError, type Clock } from '../../../pmem/index.js';
+import { parseJsonBytes } from '../index.js';
+import { NO_TX_FAULTS, type TxFaults } from './faults.js';
+import {
+  decodeBody,
+  decodeItem,
+  decodeSlot,
+  encodeBody,
+  encodeItem,
+  ENTRY_READ,
+  ENTRY_WRITE,
+  H_ABORTED,
+  H_COMMITTED,
+  H_FENCED,
+  H_PREPARED,
+  hState,
+  hTxid,
+  hWord,
+  ITEM_BYTES,
+  makeTxid,
+  ONES,
+  RECORD_BODY,
+  RECORD_BYTES,
+  SLOT_BYTES,
+  TxErrorCodes,
+  txClient,
+  txName,
+  u64,
+  words,
+  type RecordBody,
+  type RecordEntry,
+  type Slot,
+} from './layout.js';
+
+/** One shard as a client reaches it. */
+export interface ShardConn {
+  qp: QueuePair;
+  rkey: number;
+  shard: number;
+  shards: number;
+  keys: number;
+  clients: number;
+  slots: number;
+  records: number;
+  arena: number;
+  arenaBytes: number;
+}
+
+export function parseTxWelcome(qp: QueuePair, welcome: Uint8Array): ShardConn {
+  const w = parseJsonBytes(welcome);
+  const n = (k: string): number => {
+    const v = w?.[k];
+    if (!Number.isSafeInteger(v)) throw new PmrpcError(TxErrorCodes.NOT_FORMATTED, `the welcome is not a TX shard address (no ${k})`);
+    return v as number;
+  };
+  if (w?.app !== 'tx') throw new PmrpcError(TxErrorCodes.NOT_FORMATTED, 'the welcome is not a TX shard address');
+  return { qp, rkey: n('rkey'), shard: n('shard'), shards: n('shards'), keys: n('keys'), clients: n('clients'), slots: n('slots'), records: n('records'), arena: n('arena'), arenaBytes: n('arenaBytes') };
+}
+
+/** How clients and resolvers reach shard s: the current connection, reconnecting if the old one closed; undefined while the shard is down. */
+export type ShardSource = (shard: number) => ShardConn | undefined;
+
+/** Waits of one clock millisecond a client or resolver makes for a shard to come back, at most. */
+export const SHARD_WAITS_MAX = 400;
+/** Rounds of a resolver before it gives up on a transaction (fence CASes that keep losing, shards down). */
+export const RESOLVE_ROUNDS_MAX = 64;
+
+function sleep(clock: Clock, ms: number): Promise<void> {
+  return new Promise((resolve) => clock.setTimer(ms, resolve));
+}
+
+/** Posts a chain; undefined when the shard did not answer (link closed, QP in error). */
+async function post(conn: ShardConn, wrs: WorkRequest[]): Promise<Completion[] | undefined> {
+  try {
+    const cs = await conn.qp.postChain(wrs);
+    return cs.some((c) => c.status === 'error') ? undefined : cs;
+  } catch {
+    return undefined;
+  }
+}
+
+const slotAt = (c: ShardConn, key: number): { rkey: number; addr: number } => ({ rkey: c.rkey, addr: c.slots + Math.floor(key / c.shards) * SLOT_BYTES });
+const recAt = (c: ShardConn, client: number): { rkey: number; addr: number } => ({ rkey: c.rkey, addr: c.records + client * RECORD_BYTES });
+const tablesRange = (c: ShardConn): { addr: number; len: number } => ({ addr: c.slots, len: c.arena - c.slots });
+
+export type TxStatus = 'committed' | 'aborted' | 'unknown';
+
+export interface TxOutcome {
+  status: TxStatus;
+  txid: bigint;
+  /** Why it aborted or is unknown (a PMRPC_ERR_TX_* code). */
+  code?: string;
+}
+
+interface ReadEntry {
+  key: number;
+  ts: bigint;
+  w: bigint;
+  value: Uint8Array;
+}
+
+export interface TxClientOptions {
+  /** This client's record slot on every shard (0 ≤ client < clients of the shards). */
+  client: number;
+  /** Incarnation of the client slot: txids of a reused slot never repeat. */
+  incarnation: number;
+  clock: Clock;
+  faults: Partial<TxFaults>;
+}
+
+export class TxClient {
+  readonly client: number;
+  readonly incarnation: number;
+  readonly faults: Readonly<TxFaults>;
+  readonly resolver: TxResolver;
+  readonly #source: ShardSource;
+  readonly #clock: Clock;
+  #seq = 0;
+  #lastHi = 0n;
+  /** Per shard: the H value this client last left in its record slot there (its next prepare's expected value). */
+  #hPrev = new Map<number, bigint>();
+  /** Transactions of this client whose final state is not yet known everywhere (settled before the next begin). */
+  #unsettled: Array<{ txid: bigint; participants: bigint }> = [];
+  #open = false;
+  #reads = new Map<number, ReadEntry>();
+  #writes = new Map<number, Uint8Array>();
+  /** Round trips of the last commit (prepare + install; allocation counted apart). */
+  lastRoundTrips = 0;
+
+  constructor(source: ShardSource, options: TxClientOptions) {
+    if (typeof source !== 'function') throw new TypeError('source must be a function shard → connection');
+    if (!Number.isSafeInteger(options.client) || options.client < 0 || options.client > 255) throw new RangeError(`client must be an integer in [0, 255], got ${String(options.client)}`);
+    if (!Number.isSafeInteger(options.incarnation) || options.incarnation < 0 || options.incarnation > 0xffff) throw new RangeError(`incarnation must be an integer in [0, 65535], got ${String(options.incarnation)}`);
+    this.#source = source;
+    this.client = options.client;
+    this.incarnation = options.incarnation;
+    this.#clock = options.clock;
+    this.faults = Object.freeze({ ...NO_TX_FAULTS, ...options.faults });
+    this.resolver = new TxResolver(source, { clock: options.clock, faults: options.faults });
+  }
+
+  /** Waits (bounded) for shard s; PMRPC_ERR_TX_SHARD_UNAVAILABLE when it stays down. */
+  async #conn(shard: number): Promise<ShardConn> {
+    for (let i = 0; i < SHARD_WAITS_MAX; i++) {
+      const c = this.#source(shard);
+      if (c !== undefined) return c;
+      await sleep(this.#clock, 1);
+    }
+    throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${shard} stayed down`);
+  }
+
+  /** Starts a transaction (after settling the previous ones of this client: its record slots must be final). */
+  async begin(): Promise<void> {
+    if (this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'begin() while a transaction is open');
+    await this.#settle();
+    this.#open = true;
+    this.#reads.clear();
+    this.#writes.clear();
+  }
+
+  async read(key: number): Promise<Uint8Array> {
+    if (!this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'read() outside a transaction');
+    const w = this.#writes.get(key);
+    if (w !== undefined) return w.slice();
+    const r = this.#reads.get(key);
+    if (r !== undefined) return r.value.slice();
+    const probe = this.#source(0);
+    const shards = probe?.shards ?? (await this.#conn(0)).shards;
+    const conn = await this.#conn(key % shards);
+    const at = slotAt(conn, key);
+    const cs = await post(conn, [Wr.read(at, 40), Wr.read({ rkey: conn.rkey, addr: at.addr + 24 }, ITEM_BYTES, { bounded: true })]);
+    if (cs === undefined) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${conn.shard} did not answer the read of key ${key}`);
+    const slot = decodeSlot(cs[0]!.data!);
+    const item = decodeItem(cs[1]!.data!);
+    if (item === undefined || item.key !== key) throw new PmrpcError(TxErrorCodes.CORRUPT, `key ${key}: the installed item is not valid`);
+    this.#reads.set(key, { key, ts: item.ts, w: slot.w, value: item.value });
+    return item.value.slice();
+  }
+
+  /** Buffers a write of `key` (the key is read first if this transaction has not read it: read-modify-write). */
+  async write(key: number, value: Uint8Array): Promise<void> {
+    if (!this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'write() outside a transaction');
+    if (!(value instanceof Uint8Array)) throw new TypeError('value must be a Uint8Array');
+    if (!this.#reads.has(key)) await this.read(key);
+    encodeItem({ ts: 0n, key, value }); // size check now, not at commit
+    this.#writes.set(key, value.slice());
+  }
+
+  /** Drops the open transaction without committing (nothing of it was prepared: no effect anywhere). */
+  rollback(): void {
+    this.#open = false;
+    this.#reads.clear();
+    this.#writes.clear();
+  }
+
+  /** Ends the transaction: committed, aborted (with a code) or unknown (left to a resolver that could not finish). */
+  async commit(): Promise<TxOutcome> {
+    if (!this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'commit() outside a transaction');
+    this.#open = false;
+    this.lastRoundTrips = 0;
+    const txid = makeTxid(this.client, this.incarnation, ++this.#seq);
+    const keys = [...this.#reads.keys()];
+    if (keys.length === 0) return { status: 'committed', txid };
+    const shards = (await this.#conn(0)).shards;
+    const byShard = new Map<number, number[]>();
+    for (const k of keys.sort((a, b) => a - b)) byShard.set(k % shards, [...(byShard.get(k % shards) ?? []), k]);
+    const participants = [...byShard.keys()].reduce((m, s) => m | (1n << BigInt(s)), 0n);
+    // The timestamp: above every version and W seen, above this client's last, from the clock.
+    let hi = BigInt(Math.floor(this.#clock.nowMs()));
+    if (hi <= this.#lastHi) hi = this.#lastHi + 1n;
+    for (const r of this.#reads.values()) {
+      const seen = (r.w > r.ts ? r.w : r.ts) >> 8n;
+      if (seen >= hi) hi = seen + 1n;
+    }
+    this.#lastHi = hi;
+    const ts = (hi << 8n) | BigInt(this.client);
+    // Execution's end: the new values ALLOCATEd and FLUSHed on their shards, on the connection the prepare will use.
+    const conns = new Map<number, ShardConn>();
+    const newPtr = new Map<number, number>();
+    for (const [s, ks] of byShard) {
+      const conn = this.#source(s);
+      if (conn === undefined) return { status: 'aborted', txid, code: TxErrorCodes.SHARD_UNAVAILABLE };
+      conns.set(s, conn);
+      const wk = ks.filter((k) => this.#writes.has(k));
+      if (wk.length === 0) continue;
+      const wrs: WorkRequest[] = wk.map((k) => Wr.allocate(conn.rkey, ITEM_BYTES, encodeItem({ ts, key: k, value: this.#writes.get(k)! })));
+      // The FLUSH covers the whole arena: the items' addresses are known only after ALLOCATE (and
+      // nothing but ALLOCATE writes there, so it persists nothing else).
+      if (!this.faults.skipAllocateFlush) wrs.push(Wr.flush('persistent', conn.rkey, { addr: conn.arena, len: conn.arenaBytes }));
+      const cs = await post(conn, wrs);
+      if (cs === undefined || cs.slice(0, wk.length).some((c) => c.status !== 'ok' || c.data === undefined)) return { status: 'aborted', txid, code: TxErrorCodes.SHARD_UNAVAILABLE };
+      wk.forEach((k, i) => newPtr.set(k, Number(new DataView(cs[i]!.data!.buffer, cs[i]!.data!.byteOffset).getBigUint64(0, true))));
+    }
+    // Round 1: prepare + validate + record, every participant in parallel.
+    this.lastRoundTrips++;
+    const cond = !this.faults.countFailedCas;
+    type Prep = { s: number; state: 'prepared' | 'refused' | 'lost'; locked: number[]; hOld?: bigint };
+    const prep = await Promise.all(
+      [...byShard].map(async ([s, ks]): Promise<Prep> => {
+        const conn = conns.get(s)!;
+        const wrs: WorkRequest[] = [];
+        const roles: Array<{ key: number; kind: 'lock' | 'check' | 'validate' } | undefined> = [];
+        const entries: RecordEntry[] = [];
+        for (const k of ks) {
+          const r = this.#reads.get(k)!;
+          const at = slotAt(conn, k);
+          if (this.#writes.has(k)) {
+            wrs.push(Wr.cas({ rkey: conn.rkey, addr: at.addr + 16 }, 0n, txid, { conditional: cond && wrs.length > 0 }));
+            roles.push({ key: k, kind: 'lock' });
+            wrs.push(Wr.prismCas('gt', at, words(ts, r.ts), { conditional: cond, swapMask: words(ONES, 0n) }));
+            roles.push({ key: k, kind: 'check' });
+            entries.push({ key: k, kind: ENTRY_WRITE, newPtr: newPtr.get(k)!, oldCt: r.ts });
+          } else {
+            entries.push({ key: k, kind: ENTRY_READ, newPtr: 0, oldCt: r.ts });
+            if (this.faults.skipValidation) continue;
+            wrs.push(Wr.prismCas('gt', at, words(ts, r.ts, 0n), { conditional: cond && wrs.length > 0, swapMask: words(ONES, 0n, 0n) }));
+            roles.push({ key: k, kind: 'validate' });
+          }
+        }
+        const rec = recAt(conn, this.client);
+        const hPrev = this.#hPrev.get(s) ?? 0n;
+        const prepared = hWord(txid, H_PREPARED);
+        wrs.push(Wr.write({ rkey: conn.rkey, addr: rec.addr + RECORD_BODY }, encodeBody({ txid, ts, participants, entries }), { conditional: cond && wrs.length > 0 }));
+        roles.push(undefined);
+        if (!this.faults.skipBodyFlush) {
+          wrs.push(Wr.flush('persistent', conn.rkey, tablesRange(conn), { conditional: cond }));
+          roles.push(undefined);
+        }
+        const hAt = wrs.length;
+        wrs.push(this.faults.noFenceCheck ? Wr.write(rec, u64(prepared), { conditional: cond }) : Wr.cas(rec, hPrev, prepared, { conditional: cond }));
+        roles.push(undefined);
+        if (!this.faults.skipPrepareFlush) {
+          wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }));
+          roles.push(undefined);
+        }
+        const cs = await post(conn, wrs);
+        if (cs === undefined) return { s, state: 'lost', locked: [] };
+        const locked = cs.flatMap((c, i) => (roles[i]?.kind === 'lock' && c.swapped === true ? [roles[i]!.key] : []));
+        const casOk = cs.every((c, i) => roles[i] === undefined || c.swapped === true || (this.faults.countFailedCas && roles[i]!.kind !== 'lock'));
+        const h = cs[hAt]!;
+        const hOk = this.faults.noFenceCheck ? h.status === 'ok' : h.swapped === true;
+        if (casOk && hOk && cs.every((c) => c.status === 'ok')) return { s, state: 'prepared', locked };
+        if (h.status === 'ok' && !hOk && h.data !== undefined) return { s, state: 'refused', locked, hOld: new DataView(h.data.buffer, h.data.byteOffset).getBigUint64(0, true) };
+        return { s, state: 'refused', locked };
+      }),
+    );
+    const writesOn = (s: number): Array<{ key: number; ptr: number }> => byShard.get(s)!.filter((k) => this.#writes.has(k)).map((k) => ({ key: k, ptr: newPtr.get(k)! }));
+    if (prep.every((p) => p.state === 'prepared')) {
+      // Commit point reached: every participant holds a durable record of T and none fenced it.
+      this.lastRoundTrips++;
+      await Promise.all(
+        prep.map(async (p) => {
+          const conn = conns.get(p.s)!;
+          const ok = await commitOn(conn, this.client, txid, ts, writesOn(p.s), this.faults);
+          if (ok) this.#hPrev.set(p.s, hWord(txid, H_COMMITTED));
+          return ok;
+        }),
+      ).then((oks) => {
+        if (oks.some((x) => !x)) this.#unsettled.push({ txid, participants });
+      });
+      return { status: 'committed', txid };
+    }
+    if (prep.some((p) => p.state === 'refused')) {
+      // A participant's chain finished without writing T's record: T can never commit. Roll back.
+      const oks = await Promise.all(
+        prep.map(async (p) => {
+          if (p.state === 'lost') return false;
+          const conn = conns.get(p.s)!;
+          if (p.hOld !== undefined) this.#hPrev.set(p.s, p.hOld);
+          const ok = await abortOn(conn, this.client, txid, p.state === 'prepared', p.locked);
+          if (ok && p.state === 'prepared') this.#hPrev.set(p.s, hWord(txid, H_ABORTED));
+          return ok;
+        }),
+      );
+      if (oks.some((x) => !x)) this.#unsettled.push({ txid, participants });
+      return { status: 'aborted', txid, code: TxErrorCodes.CONFLICT };
+    }
+    // Some participant did not answer: whether its record is durable is unknown. Resolve.
+    this.#unsettled.push({ txid, participants });
+    try {
+      await this.#settle();
+    } catch {
+      return { status: 'unknown', txid, code: TxErrorCodes.UNRESOLVED };
+    }
+    const decided = this.#decided.get(txid);
+    this.#decided.delete(txid);
+    return decided === 'committed' ? { status: 'committed', txid } : decided === 'aborted' ? { status: 'aborted', txid, code: TxErrorCodes.SHARD_UNAVAILABLE } : { status: 'unknown', txid, code: TxErrorCodes.UNRESOLVED };
+  }
+
+  #decided = new Map<bigint, 'committed' | 'aborted' | 'finished'>();
+
+  /** Resolves this client's unsettled transactions and learns the H it left on every shard. */
+  async #settle(): Promise<void> {
+    while (this.#unsettled.length > 0) {
+      const u = this.#unsettled[0]!;
+      const r = await this.resolver.resolve(u.txid, u.participants);
+      if (r === 'unknown') throw new PmrpcError(TxErrorCodes.UNRESOLVED, `${txName(u.txid)} could not be resolved (a shard stayed down)`);
+      this.#decided.set(u.txid, r);
+      this.#unsettled.shift();
+      // What the resolver left in this client's slots: re-learn every participant's H.
+      for (let s = 0; (1n << BigInt(s)) <= u.participants; s++) if ((u.participants >> BigInt(s)) & 1n) this.#hPrev.delete(s);
+    }
+    for (const s of this.#needH()) {
+      const conn = await this.#conn(s);
+      const cs = await post(conn, [Wr.read(recAt(conn, this.client), 8), Wr.flush('persistent', conn.rkey, { addr: recAt(conn, this.client).addr, len: 8 })]);
+      if (cs === undefined) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${s} did not answer`);
+      this.#hPrev.set(s, new DataView(cs[0]!.data!.buffer, cs[0]!.data!.byteOffset).getBigUint64(0, true));
+    }
+  }
+
+  #knownShards = -1;
+  #needH(): number[] {
+    if (this.#knownShards < 0) {
+      const c = this.#source(0);
+      if (c === undefined) return [];
+      this.#knownShards = c.shards;
+    }
+    const out: number[] = [];
+    for (let s = 0; s < this.#knownShards; s++) if (!this.#hPrev.has(s) && this.#seq > 0) out.push(s);
+    return out;
+  }
+}
+
+/** Round 2 of a commit on one participant (idempotent). True when its chain completed. */
+async function commitOn(conn: ShardConn, client: number, txid: bigint, ts: bigint, writes: ReadonlyArray<{ key: number; ptr: number }>, faults: Readonly<TxFaults>): Promise<boolean> {
+  const rec = recAt(conn, client);
+  const wrs: WorkRequest[] = [];
+  for (const w of writes) wrs.push(Wr.prismCas('eq', slotAt(conn, w.key), words(0n, ts, txid, BigInt(w.ptr)), { compareMask: words(0n, 0n, ONES, 0n), swapMask: words(0n, ONES, 0n, ONES) }));
+  if (writes.length > 0 && !faults.skipInstallFlush) wrs.push(Wr.flush('persistent', conn.rkey, tablesRange(conn)));
+  wrs.push(Wr.cas(rec, hWord(txid, H_PREPARED), hWord(txid, H_COMMITTED)));
+  wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }));
+  for (const w of writes) wrs.push(Wr.cas({ rkey: conn.rkey, addr: slotAt(conn, w.key).addr + 16 }, txid, 0n));
+  return (await post(conn, wrs)) !== undefined;
+}
+
+/** Roll-back on one participant: H → ABORTED(T) where T's record is (durably first), then T's locks released. */
+async function abortOn(conn: ShardConn, client: number, txid: bigint, hasRecord: boolean, locked: readonly number[]): Promise<boolean> {
+  const rec = recAt(conn, client);
+  const wrs: WorkRequest[] = [];
+  if (hasRecord) {
+    wrs.push(Wr.cas(rec, hWord(txid, H_PREPARED), hWord(txid, H_ABORTED)));
+    wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }));
+  }
+  for (const k of locked) wrs.push(Wr.cas({ rkey: conn.rkey, addr: slotAt(conn, k).addr + 16 }, txid, 0n));
+  if (wrs.length === 0) return true;
+  return (await post(conn, wrs)) !== undefined;
+}
+
+export type Resolution = 'committed' | 'aborted' | 'finished' | 'unknown';
+
+interface ShardView {
+  conn: ShardConn;
+  h: bigint;
+  body: RecordBody | undefined;
+  slots: Slot[];
+}
+
+/**
+ * The resolver (docs/tx.md, rows D1–D7): settles a transaction T left prepared by a crash of a
+ * shard or of its client. Any party may run it (the client itself, a restarted shard's agent, a
+ * shard whose client's lease ran out); two resolvers reach the same decision. Safety never
+ * depends on when it runs.
+ */
+export class TxResolver {
+  readonly faults: Readonly<TxFaults>;
+  readonly #source: ShardSource;
+  readonly #clock: Clock;
+  /** Transactions this resolver settled, by decision (for reports). */
+  readonly stats = { committed: 0, aborted: 0, finished: 0, fences: 0 };
+
+  constructor(source: ShardSource, options: { clock: Clock; faults?: Partial<TxFaults> }) {
+    this.#source = source;
+    this.#clock = options.clock;
+    this.faults = Object.freeze({ ...NO_TX_FAULTS, ...options.faults });
+  }
+
+  /** READ (+ FLUSH: never act on what is visible but not durable) client c's record and the slot table of shard s. */
+  async #view(s: number, client: number): Promise<ShardView | undefined> {
+    const conn = this.#source(s);
+    if (conn === undefined) return undefined;
+    const rec = recAt(conn, client);
+    const wrs: WorkRequest[] = [Wr.read(rec, RECORD_BYTES), Wr.read({ rkey: conn.rkey, addr: conn.slots }, conn.keys * SLOT_BYTES)];
+    if (!this.faults.resolverTrustsVisible) wrs.push(Wr.flush('persistent', conn.rkey, tablesRange(conn)));
+    const cs = await post(conn, wrs);
+    if (cs === undefined) return undefined;
+    const r = cs[0]!.data!;
+    const h = new DataView(r.buffer, r.byteOffset).getBigUint64(0, true);
+    const body = decodeBody(r.subarray(RECORD_BODY));
+    const t = cs[1]!.data!;
+    const slots = Array.from({ length: conn.keys }, (_, i) => decodeSlot(t.subarray(i * SLOT_BYTES, (i + 1) * SLOT_BYTES)));
+    return { conn, h, body: body !== undefined && body.txid === hTxid(h) ? body : undefined, slots };
+  }
+
+  /** Settles T (participants: a bit mask of shards, when the caller knows them). */
+  async resolve(txid: bigint, participantsHint?: bigint): Promise<Resolution> {
+    const client = txClient(txid);
+    for (let round = 0; round < RESOLVE_ROUNDS_MAX; round++) {
+      if (round > 0) await sleep(this.#clock, 1);
+      const probe = this.#source(0) ?? [...Array(32).keys()].map((s) => this.#source(s)).find((c) => c !== undefined);
+      const shards = probe?.shards;
+      if (shards === undefined) continue;
+      let mask = participantsHint ?? (1n << BigInt(shards)) - 1n;
+      const views = new Map<number, ShardView>();
+      let missing = false;
+      const read = async (s: number): Promise<void> => {
+        const v = await this.#view(s, client);
+        if (v === undefined) missing = true;
+        else views.set(s, v);
+      };
+      await Promise.all([...Array(shards).keys()].filter((s) => (mask >> BigInt(s)) & 1n).map(read));
+      // A record names every participant (D0): widen to them.
+      const body = [...views.values()].find((v) => v.h === hWord(txid, H_PREPARED) || v.h === hWord(txid, H_COMMITTED))?.body;
+      if (body !== undefined && (body.participants & ~mask) !== 0n) {
+        const extra = body.participants & ~mask;
+        mask |= body.participants;
+        await Promise.all([...Array(shards).keys()].filter((s) => (extra >> BigInt(s)) & 1n).map(read));
+      }
+      const hs = [...views.values()].map((v) => v.h);
+      const mine = (h: bigint): boolean => h !== 0n && hTxid(h) === txid;
+      // D1: a later transaction of the same client slot: T is final everywhere (the client moved on only then).
+      if (hs.some((h) => h !== 0n && hTxid(h) > txid && txClient(hTxid(h)) === client)) {
+        await this.#unlockAll(views, txid);
+        this.stats.finished++;
+        return 'finished';
+      }
+      let decision: 'commit' | 'abort' | undefined;
+      if (hs.some((h) => h === hWord(txid, H_COMMITTED))) decision = 'commit'; // D2
+      else if (hs.some((h) => h === hWord(txid, H_ABORTED) || h === hWord(txid, H_FENCED))) decision = 'abort'; // D3
+      else if (body !== undefined) {
+        const parts = [...Array(shards).keys()].filter((s) => (body.participants >> BigInt(s)) & 1n);
+        const recorded = parts.filter((s) => views.get(s)?.h === hWord(txid, H_PREPARED));
+        if (recorded.length === parts.length || (this.faults.resolverWithoutCommitPoint && recorded.length > 0)) decision = 'commit'; // D4
+        else if (missing) continue; // a participant is down: its record may be durable there
+        else {
+          // D5: fence T where it has no record; a fence that did not swap proves nothing: read again.
+          const fenced = await this.#fence(parts.filter((s) => !recorded.includes(s)).map((s) => views.get(s)!), txid);
+          if (!fenced) continue;
+          decision = 'abort';
+        }
+      } else {
+        if (missing) continue;
+        // D6: no record of T anywhere it was looked for: fence it on every shard it touched (its locks) or was named for.
+        const touched = [...views.values()].filter((v) => v.slots.some((sl) => sl.lock === txid) || participantsHint !== undefined);
+        if (touched.some((v) => mine(v.h) && hState(v.h) === H_PREPARED)) continue;
+        const fenced = await this.#fence(touched.length > 0 ? touched : [...views.values()].slice(0, 1), txid);
+        if (!fenced) continue;
+        decision = 'abort';
+      }
+      if (decision === 'commit') {
+        const parts = [...Array(shards).keys()].filter((s) => ((body?.participants ?? mask) >> BigInt(s)) & 1n);
+        if (parts.some((s) => !views.has(s))) continue;
+        let ok = true;
+        for (const s of parts) {
+          const v = views.get(s)!;
+          const b = v.body;
+          if (v.h === hWord(txid, H_COMMITTED)) {
+            ok = (await this.#unlock(v, txid)) && ok;
+            continue;
+          }
+          if ((v.h !== hWord(txid, H_PREPARED) || b === undefined) && this.faults.resolverWithoutCommitPoint) continue;
+          if (v.h !== hWord(txid, H_PREPARED) || b === undefined) {
+            // Decided commit while a participant holds no record of T: the commit point was not reached.
+            throw new PmrpcError(TxErrorCodes.UNRESOLVED, `${txName(txid)}: commit decided but shard ${s} holds ${v.h === 0n ? 'no record' : `H ${hTxid(v.h) === txid ? hState(v.h) : 'of another transaction'}`}`);
+          }
+          const writes = b.entries.filter((e) => e.kind === ENTRY_WRITE && e.key % shards === s).map((e) => ({ key: e.key, ptr: e.newPtr }));
+          ok = (await commitOn(v.conn, client, txid, b.ts, writes, this.faults)) && ok;
+        }
+        if (!ok) continue;
+        this.stats.committed++;
+        return 'committed';
+      }
+      let ok = true;
+      for (const v of views.values()) {
+        const locked = v.slots.flatMap((sl, i) => (sl.lock === txid ? [i * shards + v.conn.shard] : []));
+        ok = (await abortOn(v.conn, client, txid, v.h === hWord(txid, H_PREPARED), locked)) && ok;
+      }
+      if (!ok) continue;
+      this.stats.aborted++;
+      return 'aborted';
+    }
+    return 'unknown';
+  }
+
+  /** Durable fences of T on `views` (CAS H: the value read → FENCED(T); FLUSH). True when every one holds. */
+  async #fence(views: ShardView[], txid: bigint): Promise<boolean> {
+    const client = txClient(txid);
+    let all = true;
+    for (const v of views) {
+      if (v.h !== 0n && hTxid(v.h) === txid) continue;
+      if (this.faults.resolverNoFence) continue;
+      const rec = recAt(v.conn, client);
+      const cs = await post(v.conn, [Wr.cas(rec, v.h, hWord(txid, H_FENCED)), Wr.flush('persistent', v.conn.rkey, { addr: rec.addr, len: 8 })]);
+      if (cs === undefined || cs[0]!.swapped !== true) all = false;
+      else this.stats.fences++;
+    }
+    return all;
+  }
+
+  async #unlock(v: ShardView, txid: bigint): Promise<boolean> {
+    const locked = v.slots.flatMap((sl, i) => (sl.lock === txid ? [i * v.conn.shards + v.conn.shard] : []));
+    return abortOn(v.conn, txClient(txid), txid, false, locked);
+  }
+
+  async #unlockAll(views: Map<number, ShardView>, txid: bigint): Promise<void> {
+    for (const v of views.values()) await this.#unlock(v, txid);
+  }
+
+  /**
+   * One pass over every reachable shard: every transaction found in doubt (a lock, or a PREPARED
+   * record) is resolved. `only`: resolve only these (e.g. seen in doubt twice: a lease ran out).
+   * Returns the transactions found in doubt.
+   */
+  async scan(): Promise<{ inDoubt: bigint[]; hints: Map<bigint, bigint> }> {
+    const probe = this.#source(0);
+    const shards = probe?.shards ?? 0;
+    const found = new Map<bigint, bigint>();
+    for (let s = 0; s < shards; s++) {
+      const conn = this.#source(s);
+      if (conn === undefined) continue;
+      const wrs: WorkRequest[] = [Wr.read({ rkey: conn.rkey, addr: conn.records }, conn.clients * RECORD_BYTES), Wr.read({ rkey: conn.rkey, addr: conn.slots }, conn.keys * SLOT_BYTES)];
+      const cs = await post(conn, wrs);
+      if (cs === undefined) continue;
+      const recs = cs[0]!.data!;
+      for (let c = 0; c < conn.clients; c++) {
+        const h = new DataView(recs.buffer, recs.byteOffset + c * RECORD_BYTES).getBigUint64(0, true);
+        if (h !== 0n && hState(h) === H_PREPARED) {
+          const b = decodeBody(recs.subarray(c * RECORD_BYTES + RECORD_BODY, (c + 1) * RECORD_BYTES));
+          found.set(hTxid(h), (found.get(hTxid(h)) ?? 0n) | (b !== undefined && b.txid === hTxid(h) ? b.participants : 1n << BigInt(s)));
+        }
+      }
+      const t = cs[1]!.data!;
+      for (let i = 0; i < conn.keys; i++) {
+        const l = new DataView(t.buffer, t.byteOffset + i * SLOT_BYTES + 16).getBigUint64(0, true);
+        if (l !== 0n) found.set(l, (found.get(l) ?? 0n) | (1n << BigInt(s)));
+      }
+    }
+    return { inDoubt: [...found.keys()], hints: found };
+  }
+
+  /** Scans and resolves until nothing is in doubt (bounded). Returns how many passes found something. */
+  async resolveAll(passesMax = 8, only?: (txid: bigint) => boolean): Promise<{ passes: number; left: bigint[] }> {
+    let left: bigint[] = [];
+    for (let pass = 0; pass < passesMax; pass++) {
+      // What a READ shows may lag what the NIC's atomics see (another QP's undrained result, e.g. a
+      // client's own release): a pass that found something waits before looking again.
+      if (pass > 0) await sleep(this.#clock, 1);
+      const { inDoubt, hints } = await this.scan();
+      left = inDoubt.filter((t) => only === undefined || only(t));
+      if (left.length === 0) return { passes: pass, left };
+      for (const t of left) await this.resolve(t, hints.get(t));
+    }
+    return { passes: passesMax, left };
+  }
+}

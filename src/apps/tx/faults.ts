@@ -1,0 +1,74 @@
+/**
+ * Test-only fault switches of PRISM-TX (DESIGN §8): each removes one step of the commit, the
+ * resolution or the recovery. The crash suite (src/testing/crash/tx.ts) must report violations
+ * for each; TX_MUTANTS lists them as data for the CLI (`name<TAB>step`).
+ */
+export interface TxFaults {
+  /** Prepare chain: no FLUSH after the record's H CAS — the client counts a record that is not durable (installs before every prepare is durable). */
+  skipPrepareFlush: boolean;
+  /** Prepare chain: no FLUSH of the record body before its H CAS (a durable H over a torn body). */
+  skipBodyFlush: boolean;
+  /** Prepare: read-only keys are not validated (no CAS on their timestamps). */
+  skipValidation: boolean;
+  /** Prepare: a prepare or validation CAS that did not swap counts as success. */
+  countFailedCas: boolean;
+  /** Prepare: the record's H is written by a plain WRITE, not a CAS that checks for a fence (a late prepare lands after a fence). */
+  noFenceCheck: boolean;
+  /** Execution: the ALLOCATEd new values are not FLUSHed before the prepare. */
+  skipAllocateFlush: boolean;
+  /** Commit (round 2): no FLUSH between the installs and H := COMMITTED. */
+  skipInstallFlush: boolean;
+  /** Resolver: commits when any participant holds a record (not every one: the commit point is not reached). */
+  resolverWithoutCommitPoint: boolean;
+  /** Resolver: acts on records it READ without FLUSHing them (visible, perhaps not durable). */
+  resolverTrustsVisible: boolean;
+  /** Resolver: decides abort where it found no record without fencing T there first. */
+  resolverNoFence: boolean;
+  /** Recovery: PREPARED records are ignored — their locks are released and H set ABORTED locally. */
+  recoveryIgnoresRecords: boolean;
+}
+
+export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
+  skipPrepareFlush: false,
+  skipBodyFlush: false,
+  skipValidation: false,
+  countFailedCas: false,
+  noFenceCheck: false,
+  skipAllocateFlush: false,
+  skipInstallFlush: false,
+  resolverWithoutCommitPoint: false,
+  resolverTrustsVisible: false,
+  resolverNoFence: false,
+  recoveryIgnoresRecords: false,
+});
+
+export type TxFaultName = keyof TxFaults;
+
+export interface TxMutant {
+  name: string;
+  fault: TxFaultName;
+  step: string;
+  /** Where it is caught when the crash explorer at seed 1 (DDIO on) does not reach it: a targeted test. */
+  caughtBy?: string;
+}
+
+export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
+  { name: 'skip-prepare-flush', fault: 'skipPrepareFlush', step: 'FLUSH(persistent) of the prepare record before it counts (install only after every prepare is durable)' },
+  { name: 'skip-body-flush', fault: 'skipBodyFlush', step: 'FLUSH(persistent) of the record body before the H CAS that publishes it' },
+  { name: 'skip-validation', fault: 'skipValidation', step: 'validation of the read set (CAS: unlocked, CT unchanged, raise W)', caughtBy: 'test/apps/tx/tx.test.ts' },
+  { name: 'count-failed-cas', fault: 'countFailedCas', step: 'a prepare or validation CAS that did not swap aborts (never counts as success)' },
+  { name: 'no-fence-check', fault: 'noFenceCheck', step: "the prepare's H CAS checks the fence (a slow client's late prepare fails)", caughtBy: 'test/apps/tx/tx.test.ts' },
+  { name: 'skip-allocate-flush', fault: 'skipAllocateFlush', step: 'FLUSH(persistent) of the ALLOCATEd new values before the prepare' },
+  { name: 'skip-install-flush', fault: 'skipInstallFlush', step: 'FLUSH(persistent) of the installs before H := COMMITTED' },
+  { name: 'resolver-without-commit-point', fault: 'resolverWithoutCommitPoint', step: 'the resolver commits only when every participant holds a durable record' },
+  { name: 'resolver-trusts-visible', fault: 'resolverTrustsVisible', step: 'the resolver FLUSHes what it read before acting on it', caughtBy: 'test/apps/tx/tx.test.ts' },
+  { name: 'resolver-no-fence', fault: 'resolverNoFence', step: 'the resolver fences T where it found no record before deciding abort' },
+  { name: 'recovery-ignores-records', fault: 'recoveryIgnoresRecords', step: 'recovery keeps PREPARED records (and their locks) for the resolver' },
+] as const satisfies readonly TxMutant[]);
+
+export function txFaultsFor(mutant: string | undefined): TxFaults {
+  if (mutant === undefined) return { ...NO_TX_FAULTS };
+  const m = TX_MUTANTS.find((x) => x.name === mutant);
+  if (m === undefined) throw new TypeError(`mutant must be one of ${TX_MUTANTS.map((x) => x.name).join(', ')}, got ${String(mutant)}`);
+  return { ...NO_TX_FAULTS, [m.fault]: true };
+}

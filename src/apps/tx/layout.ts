@@ -1,0 +1,282 @@
+/**
+ * PRISM-TX's durable layout on one shard (docs/tx.md has the picture and the decision table). All
+ * integers little-endian. One shard's TX area at `base` (64-byte aligned), registered as one MR:
+ *
+ *   header   [base, base+64)           magic, version, shard, shards, keys, clients, crc
+ *   slots    keys × 64 B               one line per object: W | CT | L | ptr | bound
+ *   records  clients × 512 B           one prepare record per client slot: H line, then the body
+ *   arena    items × ITEM_BYTES        ALLOCATEd values (one size class)
+ *
+ * Object slot (one cache line):
+ *   +0  W   u64  the highest timestamp any validated reader or prepared writer used (max(RT, CT))
+ *   +8  CT  u64  commit timestamp of the installed value (= the item's ts)
+ *   +16 L   u64  locker txid (0: free)
+ *   +24 ptr u64  the installed item   +32 bound u64 (ITEM_BYTES)   (⟨ptr, bound⟩ for bounded READs)
+ * The CASes the protocol needs each fit one window: validation `lt` over [W CT L] (24 B: L = 0,
+ * CT = seen, W < ts — one ordered number, L most significant), prepare = 8-byte CAS L 0 → T then
+ * `lt` over [W CT] (16 B), install `eq` L = T swapping CT and ptr (32 B window [W CT L ptr]).
+ *
+ * Record of client slot c (512 B): +0 H u64 = txid·4 + state (state 1 PREPARED, 2 COMMITTED,
+ * 3 ABORTED, 0 FENCED — a txid with state 0 is a fence; H = 0: never used), then on the next line
+ * the body: +64 crc32c u32 over [68, 96 + 24·n) | +68 n u32 | +72 txid u64 | +80 ts u64 |
+ * +88 participants u64 (bit mask of shards) | +96 n entries of 24 B: key u32, kind u32 (1 write,
+ * 2 read), newPtr u64, oldCT u64.
+ *
+ * Item (ITEM_BYTES): +0 crc32c u32 over [4, 24 + len) | +4 len u32 | +8 ts u64 | +16 key u32 |
+ * +20 reserved | +24 value (len bytes).
+ */
+import { crc32c, defineErrorCodes, PmrpcError, type ErrorCodesOf } from '../../../pmem/index.js';
+
+export const TX_MAGIC = 0x3130585450534d52n; // 'RMSPTX01'
+export const TX_LAYOUT_VERSION = 1;
+export const TX_HEADER_BYTES = 64;
+export const SLOT_BYTES = 64;
+export const RECORD_BYTES = 512;
+export const RECORD_BODY = 64;
+export const ENTRY_BYTES = 24;
+export const ENTRIES_MAX = Math.floor((RECORD_BYTES - RECORD_BODY - 32) / ENTRY_BYTES);
+export const ITEM_BYTES = 128;
+export const ITEM_HEADER_BYTES = 24;
+export const VALUE_BYTES_MAX = ITEM_BYTES - ITEM_HEADER_BYTES;
+export const SHARDS_MAX = 32;
+export const CLIENTS_MAX = 255;
+
+export const H_FENCED = 0n;
+export const H_PREPARED = 1n;
+export const H_COMMITTED = 2n;
+export const H_ABORTED = 3n;
+
+export const TxErrorCodes = defineErrorCodes('tx', {
+  /** The region holds no TX area at this offset, or its header is damaged. */
+  NOT_FORMATTED: 'PMRPC_ERR_TX_NOT_FORMATTED',
+  /** format() found a TX area already there: it is never overwritten. */
+  ALREADY_FORMATTED: 'PMRPC_ERR_TX_ALREADY_FORMATTED',
+  /** The TX layout does not fit in the region. */
+  LAYOUT_TOO_LARGE: 'PMRPC_ERR_TX_LAYOUT_TOO_LARGE',
+  /** A transaction lost a conflict (a prepare or validation CAS did not swap, or a fence won): aborted. */
+  CONFLICT: 'PMRPC_ERR_TX_CONFLICT',
+  /** A participant shard did not answer (link closed or QP error): the transaction was aborted or is left to resolution. */
+  SHARD_UNAVAILABLE: 'PMRPC_ERR_TX_SHARD_UNAVAILABLE',
+  /** A value longer than the item holds, or a transaction touching more keys on one shard than a record lists. */
+  TOO_LARGE: 'PMRPC_ERR_TX_TOO_LARGE',
+  /** An item failed its checksum (or names another key) where an installed value should be. */
+  CORRUPT: 'PMRPC_ERR_TX_CORRUPT',
+  /** A TxClient call out of order (read after commit, commit twice, begin while a transaction is open). */
+  BAD_STATE: 'PMRPC_ERR_TX_BAD_STATE',
+  /** The outcome of a transaction could not be settled within the resolver's bound (a shard stayed down). */
+  UNRESOLVED: 'PMRPC_ERR_TX_UNRESOLVED',
+});
+
+declare module '../../../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof TxErrorCodes> {}
+}
+
+export interface TxGeometry {
+  base: number;
+  shard: number;
+  shards: number;
+  keys: number;
+  clients: number;
+  items: number;
+  slotsOffset: number;
+  recordsOffset: number;
+  arenaOffset: number;
+  totalBytes: number;
+}
+
+export function computeTxGeometry(base: number, shard: number, shards: number, keys: number, clients: number, items: number): TxGeometry {
+  const slotsOffset = base + TX_HEADER_BYTES;
+  const recordsOffset = slotsOffset + keys * SLOT_BYTES;
+  const arenaOffset = recordsOffset + clients * RECORD_BYTES;
+  const end = arenaOffset + items * ITEM_BYTES;
+  return { base, shard, shards, keys, clients, items, slotsOffset, recordsOffset, arenaOffset, totalBytes: end - base };
+}
+
+export function encodeTxHeader(g: TxGeometry): Uint8Array {
+  const b = new Uint8Array(TX_HEADER_BYTES);
+  const dv = new DataView(b.buffer);
+  dv.setBigUint64(0, TX_MAGIC, true);
+  dv.setUint32(8, TX_LAYOUT_VERSION, true);
+  dv.setUint32(12, g.shard, true);
+  dv.setUint32(16, g.shards, true);
+  dv.setUint32(20, g.keys, true);
+  dv.setUint32(24, g.clients, true);
+  dv.setUint32(28, g.items, true);
+  dv.setUint32(32, crc32c(b.subarray(0, 32)), true);
+  return b;
+}
+
+export function decodeTxHeader(b: Uint8Array, base: number): TxGeometry {
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  if (dv.getBigUint64(0, true) !== TX_MAGIC || dv.getUint32(32, true) !== crc32c(b.subarray(0, 32)) || dv.getUint32(8, true) !== TX_LAYOUT_VERSION) {
+    throw new PmrpcError(TxErrorCodes.NOT_FORMATTED, `no valid TX header at ${base}`);
+  }
+  return computeTxGeometry(base, dv.getUint32(12, true), dv.getUint32(16, true), dv.getUint32(20, true), dv.getUint32(24, true), dv.getUint32(28, true));
+}
+
+export interface Slot {
+  w: bigint;
+  ct: bigint;
+  lock: bigint;
+  ptr: number;
+  bound: number;
+}
+
+export function decodeSlot(b: Uint8Array): Slot {
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  return { w: dv.getBigUint64(0, true), ct: dv.getBigUint64(8, true), lock: dv.getBigUint64(16, true), ptr: Number(dv.getBigUint64(24, true)), bound: Number(dv.getBigUint64(32, true)) };
+}
+
+export function encodeSlot(s: Slot): Uint8Array {
+  const b = new Uint8Array(SLOT_BYTES);
+  const dv = new DataView(b.buffer);
+  dv.setBigUint64(0, s.w, true);
+  dv.setBigUint64(8, s.ct, true);
+  dv.setBigUint64(16, s.lock, true);
+  dv.setBigUint64(24, BigInt(s.ptr), true);
+  dv.setBigUint64(32, BigInt(s.bound), true);
+  return b;
+}
+
+export function slotOffset(g: TxGeometry, index: number): number {
+  return g.slotsOffset + index * SLOT_BYTES;
+}
+
+export function recordOffset(g: TxGeometry, client: number): number {
+  return g.recordsOffset + client * RECORD_BYTES;
+}
+
+export interface Item {
+  ts: bigint;
+  key: number;
+  value: Uint8Array;
+}
+
+export function encodeItem(it: Item): Uint8Array {
+  if (it.value.length > VALUE_BYTES_MAX) throw new PmrpcError(TxErrorCodes.TOO_LARGE, `a value holds at most ${VALUE_BYTES_MAX} bytes, got ${it.value.length}`);
+  const b = new Uint8Array(ITEM_HEADER_BYTES + it.value.length);
+  const dv = new DataView(b.buffer);
+  dv.setUint32(4, it.value.length, true);
+  dv.setBigUint64(8, it.ts, true);
+  dv.setUint32(16, it.key, true);
+  b.set(it.value, ITEM_HEADER_BYTES);
+  dv.setUint32(0, crc32c(b.subarray(4)), true);
+  return b;
+}
+
+/** The item in `b` (at least its header and value), or undefined when torn or garbage. */
+export function decodeItem(b: Uint8Array): Item | undefined {
+  if (b.length < ITEM_HEADER_BYTES) return undefined;
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const len = dv.getUint32(4, true);
+  if (len > VALUE_BYTES_MAX || ITEM_HEADER_BYTES + len > b.length) return undefined;
+  if (dv.getUint32(0, true) !== crc32c(b.subarray(4, ITEM_HEADER_BYTES + len))) return undefined;
+  return { ts: dv.getBigUint64(8, true), key: dv.getUint32(16, true), value: b.slice(ITEM_HEADER_BYTES, ITEM_HEADER_BYTES + len) };
+}
+
+// ------------------------------------------------------------------ transaction ids and H words
+
+/** txid = client slot (8 bits) | incarnation (16 bits) | sequence (32 bits), never 0. */
+export function makeTxid(client: number, incarnation: number, seq: number): bigint {
+  return (BigInt(client) << 48n) | (BigInt(incarnation & 0xffff) << 32n) | BigInt(seq >>> 0);
+}
+
+export function txClient(txid: bigint): number {
+  return Number(txid >> 48n);
+}
+
+export function hWord(txid: bigint, state: bigint): bigint {
+  return txid * 4n + state;
+}
+
+export function hTxid(h: bigint): bigint {
+  return h / 4n;
+}
+
+export function hState(h: bigint): bigint {
+  return h % 4n;
+}
+
+export function describeH(h: bigint): string {
+  if (h === 0n) return 'empty';
+  const s = ['FENCED', 'PREPARED', 'COMMITTED', 'ABORTED'][Number(hState(h))]!;
+  return `${s}(${txName(hTxid(h))})`;
+}
+
+export function txName(txid: bigint): string {
+  return `T${txClient(txid)}.${Number((txid >> 32n) & 0xffffn)}.${Number(txid & 0xffffffffn)}`;
+}
+
+export const ENTRY_WRITE = 1;
+export const ENTRY_READ = 2;
+
+export interface RecordEntry {
+  key: number;
+  kind: number;
+  newPtr: number;
+  oldCt: bigint;
+}
+
+export interface RecordBody {
+  txid: bigint;
+  ts: bigint;
+  participants: bigint;
+  entries: RecordEntry[];
+}
+
+export function encodeBody(r: RecordBody): Uint8Array {
+  if (r.entries.length > ENTRIES_MAX) throw new PmrpcError(TxErrorCodes.TOO_LARGE, `a transaction touches at most ${ENTRIES_MAX} keys per shard, got ${r.entries.length}`);
+  const b = new Uint8Array(32 + r.entries.length * ENTRY_BYTES);
+  const dv = new DataView(b.buffer);
+  dv.setUint32(4, r.entries.length, true);
+  dv.setBigUint64(8, r.txid, true);
+  dv.setBigUint64(16, r.ts, true);
+  dv.setBigUint64(24, r.participants, true);
+  r.entries.forEach((e, i) => {
+    const o = 32 + i * ENTRY_BYTES;
+    dv.setUint32(o, e.key, true);
+    dv.setUint32(o + 4, e.kind, true);
+    dv.setBigUint64(o + 8, BigInt(e.newPtr), true);
+    dv.setBigUint64(o + 16, e.oldCt, true);
+  });
+  dv.setUint32(0, crc32c(b.subarray(4)), true);
+  return b;
+}
+
+/** The body in `b` (RECORD_BYTES - RECORD_BODY bytes), or undefined when torn. */
+export function decodeBody(b: Uint8Array): RecordBody | undefined {
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const n = dv.getUint32(4, true);
+  if (n > ENTRIES_MAX || 32 + n * ENTRY_BYTES > b.length) return undefined;
+  if (dv.getUint32(0, true) !== crc32c(b.subarray(4, 32 + n * ENTRY_BYTES))) return undefined;
+  const entries: RecordEntry[] = [];
+  for (let i = 0; i < n; i++) {
+    const o = 32 + i * ENTRY_BYTES;
+    entries.push({ key: dv.getUint32(o, true), kind: dv.getUint32(o + 4, true), newPtr: Number(dv.getBigUint64(o + 8, true)), oldCt: dv.getBigUint64(o + 16, true) });
+  }
+  return { txid: dv.getBigUint64(8, true), ts: dv.getBigUint64(16, true), participants: dv.getBigUint64(24, true), entries };
+}
+
+export function u64(v: bigint): Uint8Array {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, v, true);
+  return b;
+}
+
+export function words(...vs: bigint[]): Uint8Array {
+  const b = new Uint8Array(vs.length * 8);
+  const dv = new DataView(b.buffer);
+  vs.forEach((v, i) => dv.setBigUint64(i * 8, v, true));
+  return b;
+}
+
+export const ONES = 0xffffffffffffffffn;
+
+/** Global key → (shard, slot index): keys are spread round-robin. */
+export function shardOf(key: number, shards: number): number {
+  return key % shards;
+}
+
+export function indexOf(key: number, shards: number): number {
+  return Math.floor(key / shards);
+}

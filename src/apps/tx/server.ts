@@ -1,0 +1,346 @@
+/**
+ * One PRISM-TX shard behind the App contract (src/apps/app.ts). Its CPU formats the TX area,
+ * recovers it after a crash (the local rows of the decision table in docs/tx.md: repair what a
+ * torn install left on a slot a PREPARED record holds, release every lock no PREPARED record
+ * backs, rebuild the free list from what slots and PREPARED records reach) and posts the free list
+ * to the NIC. Reads, prepares, validations, installs and the resolver's fences are NIC chains
+ * (client.ts, resolver.ts): the shard's CPU is never on a transaction's path.
+ */
+import { Access, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
+import { intIn, oneOf, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
+import { postFreeLists, recoverFreeLists } from '../../../recovery/index.js';
+import { jsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
+import { NO_TX_FAULTS, type TxFaults } from './faults.js';
+import {
+  CLIENTS_MAX,
+  computeTxGeometry,
+  decodeBody,
+  decodeItem,
+  decodeSlot,
+  decodeTxHeader,
+  describeH,
+  encodeItem,
+  encodeSlot,
+  encodeTxHeader,
+  ENTRY_WRITE,
+  H_ABORTED,
+  H_PREPARED,
+  hState,
+  hTxid,
+  hWord,
+  ITEM_BYTES,
+  RECORD_BODY,
+  RECORD_BYTES,
+  recordOffset,
+  SHARDS_MAX,
+  SLOT_BYTES,
+  slotOffset,
+  TX_HEADER_BYTES,
+  TxErrorCodes,
+  txName,
+  type RecordBody,
+  type Slot,
+  type TxGeometry,
+} from './layout.js';
+
+export type TxValueKind = 'list' | 'balance';
+
+export interface TxAppOptions {
+  /** Offset of the TX area in the region (a multiple of 64). */
+  base: number;
+  /** This shard's index, and the number of shards (keys are spread round-robin: key % shards). */
+  shard: number;
+  shards: number;
+  /** Objects this shard holds. */
+  keysPerShard: number;
+  /** Client record slots (one transaction in flight per client slot). */
+  clients: number;
+  /** Items in the arena (the initial values take keysPerShard of them). */
+  items: number;
+  /** Initial values: 'list' (empty lists of u32, the list-append workload) or 'balance' (an i64 each). */
+  value: TxValueKind;
+  initialBalance: number;
+  /** Test-only fault switches (mutants) of recovery. */
+  faults: Partial<TxFaults>;
+}
+
+export const TX_APP_DEFAULTS: Readonly<TxAppOptions> = Object.freeze({
+  base: 0,
+  shard: 0,
+  shards: 1,
+  keysPerShard: 16,
+  clients: 8,
+  items: 256,
+  value: 'list',
+  initialBalance: 100,
+  faults: Object.freeze({}),
+});
+
+const TX_APP_CHECKS: OptionChecks<TxAppOptions> = {
+  base: (name, v) => {
+    if (!Number.isSafeInteger(v) || (v as number) < 0 || (v as number) % 64 !== 0) throw new RangeError(`${name} must be a non-negative multiple of 64, got ${String(v)}`);
+  },
+  shards: intIn(1, SHARDS_MAX),
+  shard: (name, v, all) => intIn(0, (all.shards as number) - 1)(name, v, all),
+  keysPerShard: intIn(1, 1 << 16),
+  clients: intIn(1, CLIENTS_MAX),
+  items: (name, v, all) => intIn(all.keysPerShard as number, 1 << 20, `[keysPerShard, 2^20]`)(name, v, all),
+  value: oneOf(['list', 'balance']),
+  initialBalance: intIn(-(2 ** 31), 2 ** 31),
+};
+
+export function resolveTxAppOptions(options: Partial<TxAppOptions>): TxAppOptions {
+  return resolveOptions(TX_APP_DEFAULTS, options, TX_APP_CHECKS);
+}
+
+/** The value bytes a fresh key holds. */
+export function initialValue(o: Pick<TxAppOptions, 'value' | 'initialBalance'>): Uint8Array {
+  if (o.value === 'list') return new Uint8Array(0);
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigInt64(0, BigInt(o.initialBalance), true);
+  return b;
+}
+
+export interface TxRecoveryReport {
+  prepared: string[];
+  slotsRepaired: number;
+  locksReleased: number;
+  reachable: number;
+  reclaimed: number;
+}
+
+/** One shard opened on a region. */
+export class TxAppServer implements AppServer {
+  readonly app = 'tx';
+  readonly geometry: TxGeometry;
+  readonly region: PmemRegion;
+  readonly mr: MemoryRegion;
+  readonly faults: Readonly<TxFaults>;
+  readonly #nic: Rnic;
+  readonly #pd: ProtectionDomain;
+  #qps: ServerQp[] = [];
+  #recovered = false;
+  #closed = false;
+  #last: TxRecoveryReport | undefined;
+
+  constructor(host: AppHost, o: TxAppOptions) {
+    this.region = host.region;
+    this.#nic = host.nic;
+    this.faults = Object.freeze({ ...NO_TX_FAULTS, ...o.faults });
+    if (o.base + TX_HEADER_BYTES > host.region.sizeBytes) throw new PmrpcError(TxErrorCodes.NOT_FORMATTED, `no TX header at ${o.base}: the region has ${host.region.sizeBytes} bytes`);
+    this.geometry = decodeTxHeader(host.region.load(o.base, TX_HEADER_BYTES), o.base);
+    if (o.base + this.geometry.totalBytes > host.region.sizeBytes) throw new PmrpcError(TxErrorCodes.NOT_FORMATTED, 'the TX area runs past the end of the region');
+    host.nic.refuseAllocate();
+    this.#pd = host.nic.allocPd();
+    this.mr = host.nic.registerMr(this.#pd, o.base, this.geometry.totalBytes, Access.ALL);
+  }
+
+  get lastRecovery(): TxRecoveryReport | undefined {
+    return this.#last;
+  }
+
+  slot(index: number): Slot {
+    return decodeSlot(this.region.load(slotOffset(this.geometry, index), SLOT_BYTES));
+  }
+
+  /** H of client slot c, and its body when H is PREPARED (undefined: torn or not of H's txid). */
+  record(c: number): { h: bigint; body: RecordBody | undefined } {
+    const at = recordOffset(this.geometry, c);
+    const h = this.region.loadU64(at);
+    const body = hState(h) === H_PREPARED && h !== 0n ? decodeBody(this.region.load(at + RECORD_BODY, RECORD_BYTES - RECORD_BODY)) : undefined;
+    return { h, body: body !== undefined && body.txid === hTxid(h) ? body : undefined };
+  }
+
+  /** The PREPARED records of this shard: txid → body (torn ones are left out; audit reports them). */
+  prepared(): Map<bigint, RecordBody> {
+    const out = new Map<bigint, RecordBody>();
+    for (let c = 0; c < this.geometry.clients; c++) {
+      const r = this.record(c);
+      if (r.h !== 0n && hState(r.h) === H_PREPARED && r.body !== undefined) out.set(r.body.txid, r.body);
+    }
+    return out;
+  }
+
+  #writeSlot(index: number, s: Slot): void {
+    const at = slotOffset(this.geometry, index);
+    this.region.store(at, encodeSlot(s).subarray(0, 40));
+    this.region.persist(at, 40);
+  }
+
+  /**
+   * Local recovery (docs/tx.md, rows R1–R6): idempotent, and a crash anywhere in it leaves an
+   * image that recovers the same way (every repair is a durable store of a value derived from
+   * durable state that the repair does not change).
+   */
+  recover(): Record<string, unknown> {
+    if (this.#recovered) return {};
+    const g = this.geometry;
+    this.#nic.refuseAllocate();
+    let repaired = 0;
+    let released = 0;
+    // R2: recovery-ignores-records mutant: PREPARED records are dropped here (their locks go below).
+    if (this.faults.recoveryIgnoresRecords) {
+      for (let c = 0; c < g.clients; c++) {
+        const at = recordOffset(g, c);
+        const h = this.region.loadU64(at);
+        if (h !== 0n && hState(h) === H_PREPARED) {
+          this.region.storeU64(at, hWord(hTxid(h), H_ABORTED));
+          this.region.persist(at, 8);
+        }
+      }
+    }
+    const prepared = this.prepared();
+    const held = new Map<number, { txid: bigint; ts: bigint; newPtr: number; oldCt: bigint }>();
+    for (const [txid, body] of prepared) {
+      for (const e of body.entries) {
+        const index = Math.floor(e.key / g.shards);
+        if (e.key % g.shards !== g.shard || index >= g.keys) continue;
+        const s = this.slot(index);
+        const w = s.w > body.ts ? s.w : body.ts;
+        if (e.kind === ENTRY_WRITE) {
+          held.set(index, { txid, ts: body.ts, newPtr: e.newPtr, oldCt: e.oldCt });
+          // R1: the slot a PREPARED record holds: locked by T; a torn install (CT, ptr: any subset)
+          // is settled by the ptr word — installed iff ptr is T's new item.
+          const want: Slot = { w, ct: s.ptr === e.newPtr ? body.ts : e.oldCt, lock: txid, ptr: s.ptr, bound: ITEM_BYTES };
+          if (want.w !== s.w || want.ct !== s.ct || want.lock !== s.lock || s.bound !== ITEM_BYTES) {
+            this.#writeSlot(index, want);
+            repaired++;
+          }
+        } else if (s.w < body.ts) {
+          // R1 (read entry): T's validation raised W to ts; keep it raised.
+          this.#writeSlot(index, { ...s, w });
+          repaired++;
+        }
+      }
+    }
+    // R3: a lock no PREPARED record backs: T never reached a record here, or T is decided here
+    // (COMMITTED / ABORTED are written before any of its locks is released): release.
+    for (let i = 0; i < g.keys; i++) {
+      const s = this.slot(i);
+      if (s.lock !== 0n && held.get(i)?.txid !== s.lock) {
+        this.#writeSlot(i, { ...s, lock: 0n });
+        released++;
+      }
+    }
+    // R4: the free list: everything that neither a slot nor a PREPARED record reaches.
+    const classes = [{ sizeBytes: ITEM_BYTES, offset: g.arenaOffset, count: g.items }];
+    const result = recoverFreeLists({
+      classes,
+      reach: (visit) => {
+        for (let i = 0; i < g.keys; i++) visit(this.slot(i).ptr);
+        for (const body of prepared.values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) visit(e.newPtr);
+      },
+      checkObject: (ptr) => decodeItem(this.region.load(ptr, ITEM_BYTES)) !== undefined,
+    });
+    postFreeLists(this.#nic, this.mr, result.free);
+    this.#recovered = true;
+    this.#last = { prepared: [...prepared.keys()].map(txName), slotsRepaired: repaired, locksReleased: released, reachable: result.reachable.size, reclaimed: result.reclaimed };
+    return { app: 'tx', shard: g.shard, ...this.#last };
+  }
+
+  accept(_hello: Uint8Array): AcceptedClient {
+    if (!this.#recovered) throw new PmrpcError('PMRPC_ERR_NOT_RECOVERED', 'accept() before recover()');
+    if (this.#closed) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'the TX shard is closed');
+    const qp = this.#nic.createQp(this.#pd);
+    this.#qps.push(qp);
+    const g = this.geometry;
+    return { qp, welcome: jsonBytes({ app: 'tx', rkey: this.mr.rkey, shard: g.shard, shards: g.shards, keys: g.keys, clients: g.clients, slots: g.slotsOffset, records: g.recordsOffset, arena: g.arenaOffset, arenaBytes: g.items * ITEM_BYTES }) };
+  }
+
+  /** The installed value of slot `index` (visible memory), or undefined when its item is bad. */
+  value(index: number): { ct: bigint; lock: bigint; value: Uint8Array } | undefined {
+    const s = this.slot(index);
+    const it = decodeItem(this.region.load(s.ptr, ITEM_BYTES));
+    return it === undefined ? undefined : { ct: s.ct, lock: s.lock, value: it.value };
+  }
+
+  inspect(): Record<string, unknown> {
+    const g = this.geometry;
+    const records: string[] = [];
+    for (let c = 0; c < g.clients; c++) {
+      const { h } = this.record(c);
+      if (h !== 0n) records.push(`client ${c}: ${describeH(h)}`);
+    }
+    const locked: string[] = [];
+    for (let i = 0; i < g.keys; i++) {
+      const s = this.slot(i);
+      if (s.lock !== 0n) locked.push(`key ${i * g.shards + g.shard}: ${txName(s.lock)}`);
+    }
+    return { app: 'tx', shard: g.shard, shards: g.shards, keys: g.keys, clients: g.clients, records, locked, lastRecovery: this.#last };
+  }
+
+  audit(): AppProblem[] {
+    const g = this.geometry;
+    const out: AppProblem[] = [];
+    const prepared = this.prepared();
+    for (let c = 0; c < g.clients; c++) {
+      const r = this.record(c);
+      if (r.h !== 0n && hState(r.h) === H_PREPARED && r.body === undefined) out.push({ kind: 'record', detail: `client ${c}: ${describeH(r.h)} over a torn record body` });
+    }
+    const seen = new Set<number>();
+    for (let i = 0; i < g.keys; i++) {
+      const key = i * g.shards + g.shard;
+      const s = this.slot(i);
+      const inArena = s.ptr >= g.arenaOffset && s.ptr < g.arenaOffset + g.items * ITEM_BYTES && (s.ptr - g.arenaOffset) % ITEM_BYTES === 0;
+      if (!inArena) {
+        out.push({ kind: 'slot', detail: `key ${key}: pointer ${s.ptr} is not an item of the arena` });
+        continue;
+      }
+      if (seen.has(s.ptr)) out.push({ kind: 'slot', detail: `key ${key}: item ${s.ptr} reached twice` });
+      seen.add(s.ptr);
+      const it = decodeItem(this.region.load(s.ptr, ITEM_BYTES));
+      if (it === undefined) out.push({ kind: 'slot', detail: `key ${key}: the installed item at ${s.ptr} is garbage (checksum)` });
+      else if (it.key !== key || it.ts !== s.ct) out.push({ kind: 'slot', detail: `key ${key}: item (key ${it.key}, ts ${it.ts}) does not match the slot (CT ${s.ct})` });
+      if (s.w < s.ct) out.push({ kind: 'slot', detail: `key ${key}: W ${s.w} below CT ${s.ct}` });
+    }
+    return out;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const qp of this.#qps) this.#nic.destroyQp(qp.qpn);
+    this.#qps = [];
+  }
+}
+
+function formatShard(region: PmemRegion, o: TxAppOptions): void {
+  if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
+  const g = computeTxGeometry(o.base, o.shard, o.shards, o.keysPerShard, o.clients, o.items);
+  if (o.base + g.totalBytes > region.sizeBytes) throw new PmrpcError(TxErrorCodes.LAYOUT_TOO_LARGE, `the TX area needs ${g.totalBytes} bytes at ${o.base}; the region has ${region.sizeBytes}`);
+  try {
+    decodeTxHeader(region.load(o.base, TX_HEADER_BYTES), o.base);
+    throw new PmrpcError(TxErrorCodes.ALREADY_FORMATTED, `offset ${o.base} already holds a TX area; it is never overwritten`);
+  } catch (e) {
+    if (!(e instanceof PmrpcError) || e.code !== TxErrorCodes.NOT_FORMATTED) throw e;
+  }
+  const v = initialValue(o);
+  for (let i = 0; i < g.keys; i++) {
+    const ptr = g.arenaOffset + i * ITEM_BYTES;
+    region.store(ptr, encodeItem({ ts: 0n, key: i * g.shards + g.shard, value: v }));
+    region.store(slotOffset(g, i), encodeSlot({ w: 0n, ct: 0n, lock: 0n, ptr, bound: ITEM_BYTES }));
+  }
+  region.store(g.recordsOffset, new Uint8Array(g.clients * RECORD_BYTES));
+  region.persist(g.slotsOffset, g.totalBytes - TX_HEADER_BYTES);
+  // The header last: a format cut short leaves no magic.
+  region.store(o.base, encodeTxHeader(g));
+  region.persist(o.base, TX_HEADER_BYTES);
+}
+
+/** PRISM-TX, one shard per node (see the file comment). */
+export const txApp: App<TxAppOptions> = Object.freeze({
+  name: 'tx',
+  defaults: TX_APP_DEFAULTS,
+  resolveOptions: resolveTxAppOptions,
+  minRegionBytes(o: TxAppOptions): number {
+    return o.base + computeTxGeometry(o.base, o.shard, o.shards, o.keysPerShard, o.clients, o.items).totalBytes;
+  },
+  format(region: PmemRegion, o: TxAppOptions): void {
+    formatShard(region, o);
+  },
+  open(host: AppHost, o: TxAppOptions): TxAppServer {
+    return new TxAppServer(host, o);
+  },
+});
+
+export { SLOT_BYTES };

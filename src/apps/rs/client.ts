@@ -254,39 +254,51 @@ export class RsClient {
     this.#rtts++;
     let max = got[0]!.a;
     for (const x of got) if (compareTags(x.a.tag, max.tag) > 0) max = x.a;
-    const current = new Set(got.filter((x) => compareTags(x.a.tag, max.tag) >= 0).map((x) => x.i));
     const value = max.item === undefined ? null : max.item.value;
-    if (max.item === undefined || current.size === this.replicas) {
+    if (this.faults.readWithoutWriteBack) {
       this.#end();
       return value;
     }
-    // Write-back: every replica not known to hold the max gets it (those that answer late, too).
-    const item = encodeRsItem(max.item);
-    const answered = new Map(got.map((x) => [x.i, x.a]));
-    const installs: Array<Promise<true | undefined>> = [];
-    for (const r of this.#r) {
-      if (current.has(r.index)) continue;
-      const a = answered.get(r.index);
-      if (a !== undefined) installs.push(this.#install(r, block, item, max.item.tag));
-      else
-        installs.push(
-          attempts[r.index]!.then((late) => {
-            if (late === undefined) return undefined; // down
-            if (late !== 'lost' && compareTags(late.tag, max.tag) >= 0) return true;
-            return this.#install(r, block, item, max.item!.tag);
-          }),
-        );
-    }
-    if (current.size >= this.majority || this.faults.readWithoutWriteBack) {
-      for (const p of installs) this.#track(p);
+    // Replicas converge: once every replica answered, the highest item of all goes (in the
+    // background) wherever it is missing — a LOST slot of a restarted replica included.
+    this.#track(this.#converge(block, attempts));
+    const current = new Set(got.filter((x) => compareTags(x.a.tag, max.tag) >= 0).map((x) => x.i));
+    if (max.item === undefined || current.size >= this.majority) {
       this.#end();
       return value;
     }
+    // Write-back: the majority disagreed; install the max where it is missing until a majority holds it durably.
     this.#stats.writeBacks++;
+    const item = encodeRsItem(max.item);
+    const tag = max.item.tag;
+    const installs = this.#r
+      .filter((r) => !current.has(r.index))
+      .map((r) =>
+        attempts[r.index]!.then((a) => {
+          if (a === undefined) return undefined; // down
+          if (a !== 'lost' && compareTags(a.tag, tag) >= 0) return true;
+          return this.#install(r, block, item, tag);
+        }),
+      );
     await this.#quorum(installs, this.majority, current.size);
     this.#rtts++;
     this.#end();
     return value;
+  }
+
+  /** After every replica answered a read: the highest item of all, installed where it is missing or older. */
+  async #converge(block: number, attempts: Array<Promise<ReadAnswer | 'lost' | undefined>>): Promise<void> {
+    const answers = await Promise.all(attempts);
+    let best: RsItem | undefined;
+    for (const a of answers) if (a !== undefined && a !== 'lost' && a.item !== undefined && (best === undefined || compareTags(a.item.tag, best.tag) > 0)) best = a.item;
+    if (best === undefined) return;
+    const item = encodeRsItem(best);
+    await Promise.all(
+      answers.map((a, i) => {
+        if (a === undefined || (a !== 'lost' && compareTags(a.tag, best.tag) >= 0)) return undefined;
+        return this.#install(this.#r[i]!, block, item, best.tag);
+      }),
+    );
   }
 
   // ---------------------------------------------------------------- life cycle

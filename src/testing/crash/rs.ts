@@ -33,7 +33,7 @@ export interface RsWorkloadOptions {
   mutant: string | undefined;
 }
 
-export const RS_WORKLOAD_DEFAULTS: Readonly<RsWorkloadOptions> = Object.freeze({ replicas: 3, clients: 3, opsPerClient: 6, blocks: 2, mutant: undefined });
+export const RS_WORKLOAD_DEFAULTS: Readonly<RsWorkloadOptions> = Object.freeze({ replicas: 3, clients: 3, opsPerClient: 24, blocks: 2, mutant: undefined });
 
 /** The replicas' layout in the crash workload: small, so buffers run short and returns matter. */
 export const RS_CRASH_LAYOUT = Object.freeze({ blocks: 2, classes: [{ sizeBytes: 64, count: 24 }, { sizeBytes: 128, count: 12 }], mailboxBuffers: 48 });

@@ -15,7 +15,7 @@ t.setTimeout(600_000);
 const show = (r: { violations: Array<{ kind: string; detail: string; replay: string }> }): string[] => r.violations.map((v) => `${v.kind}: ${v.detail.slice(0, 400)} (${v.replay})`);
 
 t.test('image tuples with nested crashes during recovery: no violation', async (t) => {
-  const r = await explore(rsExplorerApp({ opsPerClient: 5 }), { seed, imagesPerPoint: 3 });
+  const r = await explore(rsExplorerApp({ opsPerClient: 4 }), { seed, imagesPerPoint: 2 });
   t.comment(`${r.configs[0]}: ${r.crashPoints} crash points (${r.deliveryPoints} deliveries), ${r.imagesChecked} images + ${r.nestedImagesChecked} nested`);
   t.same(show(r), []);
   t.ok(r.nestedImagesChecked > 0, 'crashed again during recovery');
@@ -24,7 +24,7 @@ t.test('image tuples with nested crashes during recovery: no violation', async (
 
 t.test('all replicas crash at once under the onFlush drain (DDIO on and off): acknowledged writes survive', async (t) => {
   for (const ddio of [true, false]) {
-    const r = await explore(rsExplorerApp({ opsPerClient: 5 }), { seed: seed + 1, imagesPerPoint: 3, nested: false, pins: { drain: 'onFlush', ddio } });
+    const r = await explore(rsExplorerApp({ opsPerClient: 4 }), { seed: seed + 1, imagesPerPoint: 2, nested: false, pins: { drain: 'onFlush', ddio } });
     t.match(r.configs[0], /^onFlush\//);
     t.same(show(r), [], `${r.configs[0]}: ${r.imagesChecked} images`);
   }

@@ -27,7 +27,7 @@
  */
 import { callable, cryptoEntropy, intIn, optional, PmrpcError, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks } from '../../../pmem/index.js';
 import { NicErrorCodes, QueuePair, Wr, type Completion, type NotifyMessage, type WorkRequest } from '../../../flush/index.js';
-import { parseJsonBytes } from '../app.js';
+import { parseJsonBytes } from '../index.js';
 import { NO_RS_FAULTS, type RsFaults } from './faults.js';
 import {
   RS_ITEM_HEADER_BYTES,

@@ -46,7 +46,9 @@ for (const m of RS_MUTANTS) {
   t.test(`mutant ${m.name} (${m.step}) produces violations`, async (t) => {
     let found = false;
     for (let s = seed; s < seed + 6 && !found; s++) {
-      const r = await explore(rsExplorerApp({ mutant: m.name, opsPerClient: 6 }), { seed: s, imagesPerPoint: 2, nested: false, violationsMax: 5, crashRuns: 8 });
+      // minorityWrite: image tuples alone (a crash of every replica just after a write returned) show the loss.
+      const crashRuns = m.name === 'minorityWrite' ? 0 : 8;
+      const r = await explore(rsExplorerApp({ mutant: m.name, opsPerClient: 6 }), { seed: s, imagesPerPoint: 2, nested: false, violationsMax: 5, crashRuns });
       if (r.violations.length === 0) continue;
       found = true;
       const kinds = [...new Set(r.violations.map((v) => v.kind))];

@@ -49,7 +49,7 @@ interface Opts {
 }
 
 /** Default images per crash point of --app rs. */
-export const RS_IMAGES_PER_POINT = 12;
+export const RS_IMAGES_PER_POINT = 14;
 
 /** Violations drawn with --timeline. */
 export const TIMELINES_MAX = 5;

@@ -7,6 +7,8 @@ import type { Command } from 'commander';
 import { systemClock } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { KV_MUTANTS, type KvFaultName } from '../src/apps/kv/index.js';
+import { listRsMutants } from '../src/apps/rs/index.js';
+import { resolveRsWorkload } from '../src/testing/crash/index.js';
 import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
 import { resolveTxWorkload, TX_CLI_DEFAULTS } from '../src/testing/crash/index.js';
 import { TX_MUTANTS } from '../src/apps/tx/index.js';
@@ -53,17 +55,20 @@ interface Opts {
   agent: boolean;
 }
 
+/** Default images per crash point of --app rs. */
+export const RS_IMAGES_PER_POINT = 14;
+
 /** Violations drawn with --timeline. */
 export const TIMELINES_MAX = 5;
 
 /** The apps with a whole-history check, which crash runs (--crash-runs, --crash-plan) need. */
-const CRASH_RUN_APPS: readonly string[] = ['register', 'kv', 'tx'];
+const CRASH_RUN_APPS: readonly string[] = ['register', 'kv', 'rs', 'tx'];
 
 export function registerCrashTest(program: Command): void {
   program
     .command('crash-test')
     .description('crash-test an app (durable RPC; PRISM-KV, the register or recovery/ alone with --app) on the crash explorer: crash at every crash point of a seeded workload (every media event and every delivery to a client), recover every image under a NIC configuration drawn per seed, check that nothing acknowledged is lost, applied twice or un-linearizable')
-    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy), 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability), 'register' (the test-only replicated register on --nodes nodes: crash runs, exhaustive mode) 'recovery' (recovery/ alone: rings and redo log driven without a NIC) or 'tx' (PRISM-TX on --nodes shards: list-append or bank transactions, resolution, crash runs, mutants; docs/tx.md)", 'rpc')
+    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy), 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability), 'register' (the test-only replicated register on --nodes nodes: crash runs, exhaustive mode), 'recovery' (recovery/ alone: rings and redo log driven without a NIC), 'rs' (PRISM-RS: ABD over durable chains on --nodes replicas (default 3), --registers blocks (default 2); crash runs) or 'tx' (PRISM-TX on --nodes shards: list-append or bank transactions, resolution, crash runs, mutants; docs/tx.md)", 'rpc')
     .option('--strategy <name>', `rpc: one of ${RPC_STRATEGIES.join(', ')}`, 'wflush')
     .option('--system <name>', "kv: 'prism' or 'pilaf' (the baseline)", 'prism')
     .option('--ddio <on|off>', 'pin DDIO of the emulated NIC (default: drawn per seed)')
@@ -106,12 +111,16 @@ export function registerCrashTest(program: Command): void {
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
     .addHelpText('after', '\nExit status: 0 when no violation was found, 1 when violations were found (or on bad options).')
     .action(async (opts: Opts) => {
-      if (opts.app !== 'rpc' && opts.app !== 'kv' && opts.app !== 'register' && opts.app !== 'recovery' && opts.app !== 'tx') throw new TypeError(`--app must be rpc, kv, register, recovery or tx, got ${opts.app}`);
+      if (!['rpc', 'kv', 'register', 'recovery', 'rs', 'tx'].includes(opts.app)) throw new TypeError(`--app must be rpc, kv, register, recovery, rs or tx, got ${opts.app}`);
       if (opts.listMutants && opts.app === 'tx') {
         for (const m of TX_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
         return;
       }
-      if (opts.app === 'tx' && opts.exhaustive) throw new TypeError('--exhaustive supports --app kv and --app register');
+      if (opts.listMutants && opts.app === 'rs') {
+        process.stdout.write(`${listRsMutants()}\n`);
+        return;
+      }
+      if ((opts.app === 'tx' || opts.app === 'rs') && opts.exhaustive) throw new TypeError('--exhaustive supports --app kv and --app register');
       if (opts.listMutants && opts.app === 'register') {
         for (const m of REGISTER_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
         return;
@@ -139,7 +148,8 @@ export function registerCrashTest(program: Command): void {
       if (opts.app === 'tx' && opts.mutant !== undefined && pins.ddio === undefined) pins.ddio = true;
       const exploreOptions = resolveExploreOptions({
         engine: opts.engine as 'random' | 'exhaustive',
-        imagesPerPoint: opts.imagesPerPoint ?? (opts.app === 'tx' ? TX_CLI_DEFAULTS.imagesPerPoint : undefined),
+        // rs, tx: one seed checks >= 10,000 images by default (issues 12, 13).
+        imagesPerPoint: opts.imagesPerPoint ?? (opts.app === 'tx' ? TX_CLI_DEFAULTS.imagesPerPoint : opts.app === 'rs' ? RS_IMAGES_PER_POINT : undefined),
         pointsMax: opts.pointsMax,
         point: opts.point,
         nested: opts.nested,
@@ -154,6 +164,8 @@ export function registerCrashTest(program: Command): void {
         spec = { app: 'tx', workload: resolveTxWorkload({ workload: opts.workload as 'append' | 'bank' | undefined, shards: opts.nodes, clients: opts.clients, txPerClient: opts.requests, keys: opts.keys, mutant: opts.mutant, agent: opts.agent }), explore: ex };
       } else if (opts.app === 'register') {
         spec = { app: 'register', workload: resolveRegisterWorkload({ nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant, pattern: opts.pattern as 'mixed' | 'writer-reader' | undefined }), explore: ex };
+      } else if (opts.app === 'rs') {
+        spec = { app: 'rs', workload: resolveRsWorkload({ replicas: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, blocks: opts.registers, mutant: opts.mutant }), explore: ex };
       } else if (opts.app === 'rpc') {
         if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
         spec = { app: 'rpc', workload: resolveRpcWorkload({ strategy: opts.strategy as RpcStrategy, requests: opts.requests, clients: opts.clients, mutant: opts.mutant, resumeEvery: opts.resumeEvery, nodes: opts.nodes }), explore: ex };
@@ -193,7 +205,7 @@ export function registerCrashTest(program: Command): void {
 
 /** `--exhaustive`: the small-scope exhaustive mode on a tiny workload (one JSON document with --json). */
 async function runExhaustive(opts: Opts): Promise<void> {
-  if (opts.app === 'rpc') throw new TypeError('--exhaustive supports --app kv and --app register');
+  if (opts.app === 'rpc' || opts.app === 'rs') throw new TypeError('--exhaustive supports --app kv and --app register');
   if (opts.ddio !== undefined && opts.ddio !== 'on' && opts.ddio !== 'off') throw new TypeError(`--ddio must be on or off, got ${opts.ddio}`);
   if (opts.placement !== undefined && opts.placement !== 'any' && opts.placement !== 'ascending') throw new TypeError(`--placement must be any or ascending, got ${opts.placement}`);
   let makeApp: () => ExplorerApp<unknown>;

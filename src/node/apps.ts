@@ -7,6 +7,7 @@ import type { App } from '../apps/index.js';
 import { rpcApp } from '../apps/rpc/index.js';
 import { kvApp } from '../apps/kv/index.js';
 import { txApp } from '../apps/tx/index.js';
+import { rsApp } from '../apps/rs/index.js';
 
 export const NodeErrorCodes = defineErrorCodes('node', {
   /** An app name that no node can host. */
@@ -19,13 +20,13 @@ export const NodeErrorCodes = defineErrorCodes('node', {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyApp = App<any>;
 
-export const NODE_APPS: Readonly<Record<string, AnyApp>> = Object.freeze({ rpc: rpcApp, kv: kvApp, tx: txApp });
+export const NODE_APPS: Readonly<Record<string, AnyApp>> = Object.freeze({ rpc: rpcApp, kv: kvApp, rs: rsApp, tx: txApp });
 
 declare module '../../pmem/index.js' {
   interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof NodeErrorCodes> {}
 }
 
-export type NodeAppName = 'rpc' | 'kv' | 'tx';
+export type NodeAppName = 'rpc' | 'kv' | 'rs' | 'tx';
 
 export const NODE_APP_NAMES: readonly string[] = Object.freeze(Object.keys(NODE_APPS));
 

@@ -13,6 +13,7 @@ import { recoveryExplorerApp, type RecoveryWorkloadOptions } from './recovery.js
 import { rpcExplorerApp, type RpcWorkloadOptions } from './rpc.js';
 import { registerExplorerApp, type RegisterWorkloadOptions } from './register.js';
 import { txExplorerApp, type TxWorkloadOptions } from './tx.js';
+import { rsExplorerApp, type RsWorkloadOptions } from './rs.js';
 
 /** A serialisable description of an app and its explorer options (what a worker needs). */
 export type SweepSpec =
@@ -20,10 +21,12 @@ export type SweepSpec =
   | { app: 'kv'; workload: Partial<KvWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
   | { app: 'register'; workload: Partial<RegisterWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
   | { app: 'recovery'; workload: Partial<RecoveryWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
-  | { app: 'tx'; workload: Partial<TxWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> };
+  | { app: 'tx'; workload: Partial<TxWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
+  | { app: 'rs'; workload: Partial<RsWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> };
 
 export function appOf(spec: SweepSpec): ExplorerApp<unknown> {
   if (spec.app === 'register') return registerExplorerApp(spec.workload) as ExplorerApp<unknown>;
+  if (spec.app === 'rs') return rsExplorerApp(spec.workload) as ExplorerApp<unknown>;
   if (spec.app === 'recovery') return recoveryExplorerApp(spec.workload) as ExplorerApp<unknown>;
   if (spec.app === 'tx') return txExplorerApp(spec.workload) as ExplorerApp<unknown>;
   return (spec.app === 'rpc' ? rpcExplorerApp(spec.workload) : kvExplorerApp(spec.workload)) as ExplorerApp<unknown>;

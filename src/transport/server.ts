@@ -132,6 +132,20 @@ const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
   clock: clockCheck,
 };
 
+/**
+ * The server's options, resolved and checked as the constructor does (exact TypeError / RangeError;
+ * PMRPC_ERR_AUTH_REQUIRED for a non-loopback host without a token) — callable before anything else
+ * is touched (the node host checks them before it opens or creates its PM file).
+ */
+export function resolveTcpServerOptions(options: Partial<TcpNicServerOptions>): TcpNicServerOptions {
+  const o = resolveOptions(TCP_SERVER_DEFAULTS, options, TCP_SERVER_CHECKS);
+  // Refused before anything binds: an unauthenticated NIC on a reachable address hands out PM.
+  if (o.authToken === undefined && !isLoopbackHost(o.host)) {
+    throw new PmrpcError(TransportErrorCodes.AUTH_REQUIRED, `binding ${o.host} (not loopback) requires an authToken`);
+  }
+  return o;
+}
+
 type ConnState = ConnectionStats['state'];
 
 class ServerConn {
@@ -182,11 +196,7 @@ export class TcpNicServer {
 
   constructor(nic: Rnic, options: Partial<TcpNicServerOptions>) {
     if (!(nic instanceof Rnic)) throw new TypeError('nic must be an Rnic');
-    const o = resolveOptions(TCP_SERVER_DEFAULTS, options, TCP_SERVER_CHECKS);
-    // Refused before anything binds: an unauthenticated NIC on a reachable address hands out PM.
-    if (o.authToken === undefined && !isLoopbackHost(o.host)) {
-      throw new PmrpcError(TransportErrorCodes.AUTH_REQUIRED, `binding ${o.host} (not loopback) requires an authToken`);
-    }
+    const o = resolveTcpServerOptions(options);
     this.nic = nic;
     this.options = Object.freeze(o);
     this.#driver = new NicDriver(nic, o.idleDrain);

@@ -36,3 +36,8 @@ export function wallClockMs(): number {
 export function randomSeed(): number {
   return randomBytes(4).readUInt32LE(0) >>> 1;
 }
+
+/** Runs `fn` on a later turn of the event loop, after pending I/O (setImmediate): how a server yields between slices of work. */
+export function nextTurn(fn: () => void): void {
+  setImmediate(fn);
+}

@@ -82,8 +82,13 @@ function protoPath(): string {
 }
 
 let frameType: protobuf.Type | undefined;
-function Frame(): protobuf.Type {
-  if (frameType === undefined) frameType = protobuf.loadSync(protoPath()).lookupType('pmrpc.wire.Frame');
+/** The schema's Frame type (every type reachable from it resolved). For decoder.ts. */
+export function Frame(): protobuf.Type {
+  if (frameType === undefined) {
+    const root = protobuf.loadSync(protoPath());
+    root.resolveAll();
+    frameType = root.lookupType('pmrpc.wire.Frame');
+  }
   return frameType;
 }
 
@@ -91,7 +96,7 @@ const CAS_MODES: CasMode[] = ['eq', 'ne', 'lt', 'le', 'gt', 'ge'];
 const STATUSES: CompletionStatus[] = ['ok', 'failed', 'skipped', 'error'];
 const OPS = new Set<WrOp>(['write', 'writeImm', 'read', 'send', 'cas', 'faa', 'atomicWrite', 'flush', 'prismCas', 'allocate']);
 
-type Obj = Record<string, unknown>;
+export type Obj = Record<string, unknown>;
 
 function bad(message: string): never {
   throw new PmrpcError(BAD_FRAME, message);
@@ -249,7 +254,8 @@ function defined<T extends Obj>(o: T): T {
   return o;
 }
 
-function wrIn(o: Obj, i: number): WorkRequest {
+/** One decoded WorkRequest (protobufjs toObject form) as flush/'s WorkRequest. For decoder.ts. */
+export function wrIn(o: Obj, i: number): WorkRequest {
   const flags = defined({ id: maybeNum(o.id, `wr ${i} id`), conditional: o.conditional === true ? true : undefined, redirect: maybeNum(o.redirect, `wr ${i} redirect`) });
   const w = `wr ${i}`;
   switch (o.op) {
@@ -415,7 +421,8 @@ export function frameBytes(frame: Uint8Array): Uint8Array {
  * partial frame is buffered.
  */
 export class FrameReader {
-  readonly maxFrameBytes: number;
+  /** The bound on the next frame's length (a server raises it once a connection is trusted). */
+  maxFrameBytes: number;
   #chunks: Uint8Array[] = [];
   #buffered = 0;
 
@@ -431,19 +438,30 @@ export class FrameReader {
 
   /** Feeds bytes; returns every complete frame they finish. */
   push(chunk: Uint8Array): Uint8Array[] {
+    this.append(chunk);
+    const frames: Uint8Array[] = [];
+    for (let f = this.next(); f !== undefined; f = this.next()) frames.push(f);
+    return frames;
+  }
+
+  /** Feeds bytes without splitting them (next() takes the frames one at a time). */
+  append(chunk: Uint8Array): void {
+    if (chunk.length === 0) return;
     this.#chunks.push(chunk);
     this.#buffered += chunk.length;
-    const frames: Uint8Array[] = [];
-    for (;;) {
-      if (this.#buffered < 4) break;
-      const head = this.#peek(4);
-      const len = new DataView(head.buffer, head.byteOffset, 4).getUint32(0, true);
-      if (len > this.maxFrameBytes) throw new PmrpcError(FRAME_TOO_LARGE, `frame length ${len} exceeds the bound of ${this.maxFrameBytes} bytes`);
-      if (this.#buffered < 4 + len) break;
-      const all = this.#take(4 + len);
-      frames.push(all.subarray(4));
-    }
-    return frames;
+  }
+
+  /**
+   * The next complete frame, or undefined if the buffered bytes do not finish one. A length prefix
+   * past maxFrameBytes throws PMRPC_ERR_FRAME_TOO_LARGE as soon as its 4 bytes are in.
+   */
+  next(): Uint8Array | undefined {
+    if (this.#buffered < 4) return undefined;
+    const head = this.#peek(4);
+    const len = new DataView(head.buffer, head.byteOffset, 4).getUint32(0, true);
+    if (len > this.maxFrameBytes) throw new PmrpcError(FRAME_TOO_LARGE, `frame length ${len} exceeds the bound of ${this.maxFrameBytes} bytes`);
+    if (this.#buffered < 4 + len) return undefined;
+    return this.#take(4 + len).subarray(4);
   }
 
   #peek(n: number): Uint8Array {

@@ -17,6 +17,9 @@ import protobuf from 'protobufjs';
 import { PmrpcError } from '../../pmem/index.js';
 import { MAX_WRS_PER_MESSAGE, type WorkRequest } from '../../flush/index.js';
 import { BAD_FRAME, decodeMessage, Frame, wrIn, type Obj, type WireMessage } from './codec.js';
+import { TransportErrorCodes } from './errors.js';
+
+const HANDSHAKE = TransportErrorCodes.HANDSHAKE;
 
 /** Fields of a Frame or a Request other than its work requests (unknown ones included). */
 export const FIELDS_MAX = 64;
@@ -28,6 +31,8 @@ const NESTING_MAX = 8;
 export const WR_DECODE_UNITS = 16;
 
 const FRAME_REQUEST = 1;
+const FRAME_HELLO = 4;
+const FRAME_KINDS = ['', 'request', 'response', 'notify', 'hello', 'welcome', 'goodbye'];
 /** Frame fields (proto/pmrpc.proto): 1 request … 6 goodbye. */
 const FRAME_FIELDS = 6;
 const REQ_QPN = 1;
@@ -104,10 +109,14 @@ export class FrameDecoder {
   #wrRanges: number[] = [];
   #wrs: WorkRequest[] = [];
 
-  constructor(frame: Uint8Array) {
+  /** `firstFrame`: a connection's first frame — anything but a Hello is PMRPC_ERR_HANDSHAKE, found before it is decoded. */
+  constructor(frame: Uint8Array, options: { firstFrame?: boolean } = {}) {
     this.frame = frame;
     this.#r = protobuf.Reader.create(frame);
+    this.#firstFrame = options.firstFrame === true;
   }
+
+  readonly #firstFrame: boolean;
 
   get done(): boolean {
     return this.#phase === 'done';
@@ -128,6 +137,10 @@ export class FrameDecoder {
     let units = 0;
     if (this.#phase === 'frame') {
       units += this.#scanFrame();
+      if (this.#firstFrame && this.#messageField !== FRAME_HELLO) {
+        this.#phase = 'done';
+        throw new PmrpcError(HANDSHAKE, `the first frame must be a Hello, got ${FRAME_KINDS[this.#messageField] ?? 'no message'}`);
+      }
       if (this.#messageField !== FRAME_REQUEST) {
         this.#phase = 'done';
         // A handshake or control message (or a kind the server refuses anyway): a handful of

@@ -388,7 +388,7 @@ export class TcpNicServer {
           if (frame === undefined) break;
           c.framesIn++;
           this.#stats.framesIn++;
-          c.decoding = new FrameDecoder(frame);
+          c.decoding = new FrameDecoder(frame, { firstFrame: c.state === 'handshake' });
         }
         let step;
         try {
@@ -451,16 +451,15 @@ export class TcpNicServer {
     if (this.#tickSpent > this.#stats.tickUnitsMaxSeen) this.#stats.tickUnitsMaxSeen = this.#tickSpent;
     this.#tickSpent = 0;
     this.#budget = this.options.tickUnits;
-    this.#runNic();
+    // Waiting connections first, oldest first (one that waits again goes to the back): their
+    // requests join the NIC's round robin, so a long request cannot starve the others.
     for (const c of [...this.#waiting]) {
       if (this.#budget <= 0) break;
       this.#waiting.delete(c);
       this.#pump(c);
     }
-    if (this.#waiting.size > 0 || this.#nicBusy()) {
-      if (this.#budget > 0) this.#stats.deferrals++;
-      this.#armTick();
-    }
+    this.#runNic();
+    if (this.#waiting.size > 0 || this.#nicBusy()) this.#armTick();
   }
 
   #onMessage(c: ServerConn, m: WireMessage): void {

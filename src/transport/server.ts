@@ -177,6 +177,9 @@ export function resolveTcpServerOptions(options: Partial<TcpNicServerOptions>): 
 
 type ConnState = ConnectionStats['state'];
 
+/** Bytes read (and dropped) from a peer after its Goodbye while waiting for it to close. */
+const DISCARD_BYTES_MAX = 1 << 20;
+
 class ServerConn {
   state: ConnState = 'handshake';
   readonly reader: FrameReader;
@@ -195,6 +198,8 @@ class ServerConn {
   bytesIn = 0;
   bytesOut = 0;
   backpressurePauses = 0;
+  /** Bytes read and dropped after a Goodbye. */
+  discarded = 0;
   readonly remoteAddress: string;
   readonly remotePort: number;
   constructor(
@@ -345,7 +350,13 @@ export class TcpNicServer {
   }
 
   #onData(c: ServerConn, chunk: Buffer): void {
-    if (c.state === 'closing' || c.state === 'closed') return; // after a Goodbye, input is discarded
+    if (c.state === 'closing' || c.state === 'closed') {
+      // After a Goodbye, input is discarded while the peer closes — up to DISCARD_BYTES_MAX: a peer
+      // that keeps sending is no longer read (the linger timer destroys its socket).
+      c.discarded += chunk.length;
+      if (c.discarded > DISCARD_BYTES_MAX) this.#pause(c);
+      return;
+    }
     c.bytesIn += chunk.length;
     c.reader.append(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
     this.#pump(c);

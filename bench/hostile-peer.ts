@@ -7,7 +7,8 @@
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { decodeWelcomePayload, encodeHelloPayload } from '../src/server/index.js';
-import { decodeMessage, encodeMessage, FrameReader, frameBytes, PROTOCOL_VERSION, TCP_SERVER_DEFAULTS, type WireMessage } from '../src/transport/index.js';
+import { decodeMessage, encodeMessage, FrameReader, frameBytes, TCP_SERVER_DEFAULTS, type WireMessage } from '../src/transport/index.js';
+import { emptyWrsFrame, helloFrame } from './hostile-frames.js';
 
 export type Attack = 'stranger' | 'trusted' | 'idle';
 
@@ -57,25 +58,6 @@ class RawPeer {
   }
 }
 
-/** A frame whose Request holds `n` empty work requests (2 bytes each). */
-function emptyWrsFrame(n: number): Uint8Array {
-  const body = new Uint8Array(2 * n);
-  for (let i = 0; i < n; i++) body[2 * i] = 0x1a;
-  const head: number[] = [0x0a];
-  for (let l = body.length; ; l = Math.floor(l / 128)) {
-    if (l < 128) {
-      head.push(l);
-      break;
-    }
-    head.push((l & 127) | 128);
-  }
-  const frame = new Uint8Array(head.length + body.length);
-  frame.set(head);
-  frame.set(body, head.length);
-  return frameBytes(frame);
-}
-
-const helloFrame = (authToken: string, payload: Uint8Array): Uint8Array => frameBytes(encodeMessage({ type: 'hello', version: PROTOCOL_VERSION, authToken, clientName: 'hostile', maxFrameBytes: 16 << 20, payload }));
 
 interface AttackStats {
   rounds: number;

@@ -6,8 +6,9 @@
 import t from 'tap';
 import { Access, QueuePair, Rnic, Wr, type WorkRequest } from '../../flush/index.js';
 import { createPrng, PmemRegion, seededEntropy } from '../../pmem/index.js';
-import { encodeMessage, frameBytes, PROTOCOL_VERSION, TcpLink, TcpNicServer, TCP_SERVER_DEFAULTS, type DisconnectInfo, type TcpNicServerOptions } from '../../src/transport/index.js';
+import { PROTOCOL_VERSION, TcpLink, TcpNicServer, TCP_SERVER_DEFAULTS, type DisconnectInfo, type TcpNicServerOptions } from '../../src/transport/index.js';
 import { RawClient, until } from './fixtures/helpers.js';
+import { emptyWrsFrame } from '../../bench/hostile-frames.js';
 
 const seed = Number(process.env.PMRPC_SEED ?? 15);
 t.comment(`seed ${seed} (replay: PMRPC_SEED=${seed} npx tap test/transport/hostile.test.ts)`);
@@ -62,24 +63,6 @@ async function goodClient(port: number, rkey: number, base: number) {
       link.close();
     },
   };
-}
-
-/** A frame whose Request holds `n` empty work requests (2 bytes each): the issue's stalling frame. */
-function emptyWrsFrame(n: number): Uint8Array {
-  const body = new Uint8Array(2 * n);
-  for (let i = 0; i < n; i++) body[2 * i] = 0x1a; // field 3 (wrs), length-delimited, length 0
-  const head: number[] = [0x0a]; // Frame field 1 (request)
-  for (let l = body.length; ; l = Math.floor(l / 128)) {
-    if (l < 128) {
-      head.push(l);
-      break;
-    }
-    head.push((l & 127) | 128);
-  }
-  const frame = new Uint8Array(head.length + body.length);
-  frame.set(head);
-  frame.set(body, head.length);
-  return frameBytes(frame);
 }
 
 const hello = (authToken = TOKEN) => ({ type: 'hello' as const, version: PROTOCOL_VERSION, authToken, clientName: 'raw', maxFrameBytes: 16 << 20, payload: new Uint8Array(0) });

@@ -184,3 +184,13 @@ t.test('idle connections do not lock out a (re)connecting client: the handshake 
   b.close();
   a2.close();
 });
+
+t.test('the new server options: exact TypeError / RangeError messages, defaults', async (t) => {
+  const nic = new Rnic(PmemRegion.createInMemory(4096));
+  const accept = () => ({ qp: nic.createQp(nic.allocPd()) });
+  t.match(TCP_SERVER_DEFAULTS, { handshakeBytesMax: 16384, maxHandshakes: 16, handshakeTimeoutMs: 5000, tickUnits: 10_000, maxConnections: 64 });
+  t.throws(() => new TcpNicServer(nic, { accept, maxHandshakes: 0 }), new RangeError('maxHandshakes must be a positive integer, got 0'));
+  t.throws(() => new TcpNicServer(nic, { accept, handshakeBytesMax: 100 }), new RangeError('handshakeBytesMax must be an integer in [1024, 4294967295], got 100'));
+  t.throws(() => new TcpNicServer(nic, { accept, tickUnits: 0.5 }), new RangeError('tickUnits must be a positive integer, got 0.5'));
+  t.throws(() => new TcpNicServer(nic, { accept, defer: 1 as never }), new TypeError('defer must be a function (fn) => void that runs fn on a later turn of the event loop'));
+});

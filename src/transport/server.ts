@@ -7,7 +7,7 @@
  *
  * Untrusted until bound (DESIGN §6): before its Welcome a connection may send at most
  * handshakeBytesMax bytes, only maxHandshakes connections may be handshaking (one more evicts the
- * oldest), and each has handshakeTimeoutMs; maxConnections counts only connections past their Hello.
+ * oldest once it has had handshakeEvictAfterMs), and each has handshakeTimeoutMs; maxConnections counts only connections past their Hello.
  * Every frame, from anyone, is decoded and executed in slices of work units (decoder.ts): at most
  * tickUnits per turn of the event loop for the whole server, so no peer stalls the others.
  *
@@ -94,8 +94,10 @@ export interface TcpNicServerOptions {
   maxFrameBytes: number;
   /** Most connections past their Hello (authenticated, bound or being bound to a client); one more is refused with a Goodbye after its Hello. */
   maxConnections: number;
-  /** Most connections that have not yet sent a complete Hello; one more evicts the oldest of them (Goodbye PMRPC_ERR_TOO_MANY_HANDSHAKES). */
+  /** Most connections that have not yet sent a complete Hello; one more closes the oldest of them (Goodbye PMRPC_ERR_TOO_MANY_HANDSHAKES) if it has been handshaking handshakeEvictAfterMs, else the newcomer. */
   maxHandshakes: number;
+  /** How long a connection may handshake before a newcomer to a full pool can evict it. */
+  handshakeEvictAfterMs: number;
   /** Most bytes a connection may send before its Welcome, length prefixes included (its Hello frame is at most this − 4). */
   handshakeBytesMax: number;
   /** Work units (protobuf fields, work requests decoded and executed) the server spends per turn of the event loop before it yields. */
@@ -126,7 +128,8 @@ export const TCP_SERVER_DEFAULTS: Readonly<TcpNicServerOptions> = Object.freeze(
   accept: undefined,
   maxFrameBytes: MAX_FRAME_BYTES_DEFAULT,
   maxConnections: 64,
-  maxHandshakes: 16,
+  maxHandshakes: 64,
+  handshakeEvictAfterMs: 500,
   handshakeBytesMax: HANDSHAKE_BYTES_MAX_DEFAULT,
   tickUnits: TICK_UNITS_DEFAULT,
   defer: nextTurn,
@@ -148,6 +151,7 @@ const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
   maxFrameBytes: frameBound,
   maxConnections: positiveInt,
   maxHandshakes: positiveInt,
+  handshakeEvictAfterMs: intIn(0, 3_600_000),
   handshakeBytesMax: frameBound,
   tickUnits: positiveInt,
   defer: callable('must be a function (fn) => void that runs fn on a later turn of the event loop'),
@@ -200,6 +204,8 @@ class ServerConn {
   backpressurePauses = 0;
   /** Bytes read and dropped after a Goodbye. */
   discarded = 0;
+  /** When the connection arrived (the clock's ms). */
+  since = 0;
   readonly remoteAddress: string;
   readonly remotePort: number;
   constructor(
@@ -330,6 +336,7 @@ export class TcpNicServer {
       return;
     }
     const c = new ServerConn(socket, Math.min(this.options.maxFrameBytes, this.options.handshakeBytesMax - 4));
+    c.since = this.options.clock.nowMs();
     this.#stats.connectionsAccepted++;
     socket.on('data', (chunk: Buffer) => this.#onData(c, chunk));
     socket.on('drain', () => this.#pump(c));
@@ -339,10 +346,12 @@ export class TcpNicServer {
     this.#conns.add(c);
     this.#handshaking.add(c);
     if (this.#handshaking.size > this.options.maxHandshakes) {
-      // Handshaking connections have their own pool: when it is full the oldest makes room, so idle
-      // connections cannot lock out a client that is (re)connecting — they only evict each other.
+      // Handshaking connections have their own pool. When it is full, the oldest makes room if it
+      // has had handshakeEvictAfterMs to say Hello: idle connections cannot lock out a client that
+      // is (re)connecting, and a burst of clients connecting at once does not evict its own members.
       const oldest = this.#handshaking.values().next().value as ServerConn;
-      this.#goodbye(oldest, TransportErrorCodes.TOO_MANY_HANDSHAKES, `${this.options.maxHandshakes} connections were handshaking (maxHandshakes): the oldest is closed to make room`);
+      const evict = this.options.clock.nowMs() - oldest.since >= this.options.handshakeEvictAfterMs ? oldest : c;
+      this.#goodbye(evict, TransportErrorCodes.TOO_MANY_HANDSHAKES, evict === c ? `${this.options.maxHandshakes} connections are handshaking (maxHandshakes), none for ${this.options.handshakeEvictAfterMs} ms yet: try again` : `${this.options.maxHandshakes} connections were handshaking (maxHandshakes): the oldest is closed to make room`);
     }
     c.handshakeTimer = this.options.clock.setTimer(this.options.handshakeTimeoutMs, () => {
       if (c.state === 'handshake' || c.state === 'accepting') this.#goodbye(c, TransportErrorCodes.HANDSHAKE_TIMEOUT, `no handshake within ${this.options.handshakeTimeoutMs} ms`);

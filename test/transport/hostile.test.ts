@@ -5,7 +5,7 @@
 // in milliseconds is measured by `pmrpc bench hostile`); every wait is bounded.
 import t from 'tap';
 import { Access, QueuePair, Rnic, Wr, type WorkRequest } from '../../flush/index.js';
-import { createPrng, PmemRegion, seededEntropy } from '../../pmem/index.js';
+import { createPrng, PmemRegion, seededEntropy, VirtualClock } from '../../pmem/index.js';
 import { PROTOCOL_VERSION, TcpLink, TcpNicServer, TCP_SERVER_DEFAULTS, type DisconnectInfo, type TcpNicServerOptions } from '../../src/transport/index.js';
 import { RawClient, until } from './fixtures/helpers.js';
 import { emptyWrsFrame } from '../../bench/hostile-frames.js';
@@ -164,7 +164,7 @@ t.test('a valid request of 4096 work requests is decoded and executed in slices:
 });
 
 t.test('idle connections do not lock out a (re)connecting client: the handshake pool evicts its oldest', async (t) => {
-  const s = await serve({ maxHandshakes: 4, maxConnections: 2 });
+  const s = await serve({ maxHandshakes: 4, maxConnections: 2, handshakeEvictAfterMs: 0 });
   t.teardown(() => s.server.close());
   const { link: a } = await TcpLink.connect({ port: s.port, authToken: TOKEN, name: 'a' });
   const idle: RawClient[] = [];
@@ -188,9 +188,30 @@ t.test('idle connections do not lock out a (re)connecting client: the handshake 
 t.test('the new server options: exact TypeError / RangeError messages, defaults', async (t) => {
   const nic = new Rnic(PmemRegion.createInMemory(4096));
   const accept = () => ({ qp: nic.createQp(nic.allocPd()) });
-  t.match(TCP_SERVER_DEFAULTS, { handshakeBytesMax: 16384, maxHandshakes: 16, handshakeTimeoutMs: 5000, tickUnits: 10_000, maxConnections: 64 });
+  t.match(TCP_SERVER_DEFAULTS, { handshakeBytesMax: 16384, maxHandshakes: 64, handshakeEvictAfterMs: 500, handshakeTimeoutMs: 5000, tickUnits: 10_000, maxConnections: 64 });
   t.throws(() => new TcpNicServer(nic, { accept, maxHandshakes: 0 }), new RangeError('maxHandshakes must be a positive integer, got 0'));
+  t.throws(() => new TcpNicServer(nic, { accept, handshakeEvictAfterMs: -1 }), new RangeError('handshakeEvictAfterMs must be an integer in [0, 3600000], got -1'));
   t.throws(() => new TcpNicServer(nic, { accept, handshakeBytesMax: 100 }), new RangeError('handshakeBytesMax must be an integer in [1024, 4294967295], got 100'));
   t.throws(() => new TcpNicServer(nic, { accept, tickUnits: 0.5 }), new RangeError('tickUnits must be a positive integer, got 0.5'));
   t.throws(() => new TcpNicServer(nic, { accept, defer: 1 as never }), new TypeError('defer must be a function (fn) => void that runs fn on a later turn of the event loop'));
+});
+
+t.test('a full handshake pool evicts its oldest only once it has had handshakeEvictAfterMs; before, the newcomer is refused', async (t) => {
+  const clock = new VirtualClock();
+  const s = await serve({ maxHandshakes: 4, clock });
+  t.teardown(() => s.server.close());
+  const first: RawClient[] = [];
+  for (let i = 0; i < 4; i++) first.push(await RawClient.connect(s.port));
+  await until(() => s.server.connections === 4, 10_000, 'the four to register');
+  const early = await RawClient.connect(s.port);
+  t.ok(await early.untilClosed(10_000));
+  t.match(early.goodbye(), { code: 'PMRPC_ERR_TOO_MANY_HANDSHAKES', message: /none for 500 ms yet: try again/ });
+  t.ok(first.every((r) => r.goodbye() === undefined && !r.socket.destroyed), 'a burst does not evict its own members');
+  clock.advanceMs(500);
+  const late = await RawClient.connect(s.port);
+  t.ok(await first[0]!.untilClosed(10_000));
+  t.match(first[0]!.goodbye(), { code: 'PMRPC_ERR_TOO_MANY_HANDSHAKES', message: /the oldest is closed to make room/ });
+  late.send(hello());
+  t.equal((await late.next())?.type, 'welcome', 'the newcomer got in');
+  for (const r of [...first, late]) r.socket.destroy();
 });

@@ -127,7 +127,7 @@ async function trusted(port: number, token: string, stop: () => boolean, stats: 
   }
 }
 
-/** Idle connections, `n` kept open (replaced as the server evicts them), until `stop`. */
+/** Idle connections that never say Hello: `n` opened, topped up to `n` every 250 ms as the server closes them, until `stop`. */
 async function idlers(port: number, n: number, stop: () => boolean, stats: AttackStats): Promise<void> {
   const live = new Set<RawPeer>();
   while (!stop()) {
@@ -141,11 +141,10 @@ async function idlers(port: number, n: number, stop: () => boolean, stats: Attac
       });
       if (live.size % 16 === 0) await sleep(1);
     }
-    await sleep(5);
+    await sleep(250);
   }
   for (const p of live) p.socket.destroy();
 }
-
 
 const { attack, port, token, idleConnections } = JSON.parse(process.argv[2] ?? '{}') as { attack: Attack; port: number; token: string; idleConnections: number };
 const stats: AttackStats = { rounds: 0, goodbyes: {} };

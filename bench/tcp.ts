@@ -23,7 +23,7 @@ import { barChart } from './charts.js';
 import { fmtRate, machineDescription } from './measure.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
-const MAIN = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+export const MAIN = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 const STRATEGIES: RpcStrategy[] = ['wflush', 'sflush', 'wrflush', 'srflush', 'gpspm', 'farm', 'darpc'];
 /** A ring entry: 32-byte header + the workload's payload. */
 const ENTRY_BYTES = 32 + PAYLOAD_BYTES;
@@ -42,8 +42,9 @@ s.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: s.add
 process.on('SIGTERM', () => process.exit(0));
 `;
 
-function startChild(args: string[]): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+/** Starts a child process that prints one JSON line {port, …} once listening (bench tcp, bench hostile). */
+export function startChild(args: string[], env?: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], ...(env === undefined ? {} : { env }) });
   return new Promise((resolve, reject) => {
     let buf = '';
     child.stdout!.on('data', (b: Buffer) => {
@@ -55,7 +56,7 @@ function startChild(args: string[]): Promise<{ child: ChildProcess; port: number
   });
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
+export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
   child.kill('SIGTERM');
@@ -64,7 +65,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(t);
 }
 
-const histogram = () => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+export const histogram = () => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
 
 interface RpcCell {
   opsPerSecond: number;

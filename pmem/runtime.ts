@@ -34,7 +34,7 @@ export const cryptoEntropy: Entropy = {
  * can tell when a chain of continuations of unknown depth has finished.
  */
 export function macrotaskTurn(): Promise<void> {
-  return new Promise<void>((resolve) => setImmediate(resolve));
+  return new Promise<void>((resolve) => nextTurn(resolve));
 }
 
 /** Wall-clock milliseconds since the epoch, for timestamps in reports and headers. */
@@ -45,4 +45,9 @@ export function wallClockMs(): number {
 /** A fresh random seed in [0, 2^31), for runs that were not given one (it is printed, so it replays). */
 export function randomSeed(): number {
   return randomBytes(4).readUInt32LE(0) >>> 1;
+}
+
+/** Runs `fn` on a later turn of the event loop, after pending I/O (setImmediate): how a server yields between slices of work. */
+export function nextTurn(fn: () => void): void {
+  setImmediate(fn);
 }

@@ -5,10 +5,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
+import { AUTH_TOKEN_CHARS_MAX } from '../transport/index.js';
 
 export const AuthErrorCodes = defineErrorCodes('node', {
   /** The token file cannot be read, or is empty. */
   BAD_TOKEN_FILE: 'PMRPC_ERR_BAD_TOKEN_FILE',
+  /** An auth token given explicitly but empty (`--auth-token ''`), or longer than the wire allows. */
+  BAD_AUTH_TOKEN: 'PMRPC_ERR_BAD_AUTH_TOKEN',
 });
 
 declare module '../../pmem/index.js' {
@@ -36,4 +39,17 @@ export function resolveAuthToken(o: { authTokenFile?: string | undefined; authTo
   const e = env[AUTH_TOKEN_ENV];
   if (e !== undefined && e.length > 0) return e;
   return o.authToken;
+}
+
+/**
+ * A token as a node or a client may use it: undefined (none: loopback only) or a non-empty string
+ * the Hello can carry; anything else is PMRPC_ERR_BAD_AUTH_TOKEN (before any file is touched).
+ */
+export function checkAuthToken(token: unknown): string | undefined {
+  if (token === undefined) return undefined;
+  if (typeof token !== 'string' || token.length === 0) {
+    throw new PmrpcError(AuthErrorCodes.BAD_AUTH_TOKEN, 'the auth token is empty: give a non-empty token (--auth-token, --auth-token-file or PMRPC_AUTH_TOKEN), or none and bind a loopback host');
+  }
+  if (token.length > AUTH_TOKEN_CHARS_MAX) throw new PmrpcError(AuthErrorCodes.BAD_AUTH_TOKEN, `the auth token has ${token.length} characters, more than the ${AUTH_TOKEN_CHARS_MAX} a Hello carries`);
+  return token;
 }

@@ -12,7 +12,8 @@ import { existsSync, statSync } from 'node:fs';
 import { bool, cryptoEntropy, intIn, must, nonEmptyString, optional, PmemRegion, PmrpcError, positiveInt, resolveOptions, systemClock, type Clock, type CrashPointEvent, type Entropy, type OptionChecks, type PmemOptions } from '../../pmem/index.js';
 import { Rnic, type RnicOptions } from '../../flush/index.js';
 import type { AppServer } from '../apps/index.js';
-import { isLoopbackHost, TcpNicServer, TransportErrorCodes, type DisconnectInfo, type TcpNicServerOptions } from '../transport/index.js';
+import { isLoopbackHost, resolveTcpServerOptions, TcpNicServer, TransportErrorCodes, type DisconnectInfo, type TcpNicServerOptions } from '../transport/index.js';
+import { checkAuthToken } from './auth.js';
 import { appByName, NodeErrorCodes, type AnyApp } from './apps.js';
 
 export interface NodeHostOptions {
@@ -95,6 +96,11 @@ const NODE_HOST_CHECKS: OptionChecks<NodeHostOptions> = {
   appOptions: must((v) => v !== null && typeof v === 'object', 'must be an object'),
 };
 
+/** The TCP server's options of a node: `tcp`, then what the node's own options say. */
+function tcpOptionsOf(o: NodeHostOptions, accept: TcpNicServerOptions['accept']): Partial<TcpNicServerOptions> {
+  return { ...o.tcp, host: o.host, port: o.port, authToken: o.authToken, clock: o.clock, onDisconnect: o.onDisconnect, accept };
+}
+
 function resolveNodeOptions(options: Partial<NodeHostOptions>): NodeHostOptions {
   return resolveOptions(NODE_HOST_DEFAULTS as Readonly<NodeHostOptions>, options, NODE_HOST_CHECKS);
 }
@@ -118,15 +124,7 @@ export class NodeHost<S extends AppServer = AppServer> {
     this.nic = nic;
     this.server = server;
     this.recovery = recovery;
-    this.tcp = new TcpNicServer(nic, {
-      ...o.tcp,
-      host: o.host,
-      port: o.port,
-      authToken: o.authToken,
-      clock: o.clock,
-      onDisconnect: o.onDisconnect,
-      accept: (hello) => server.accept(hello.payload),
-    });
+    this.tcp = new TcpNicServer(nic, tcpOptionsOf(o, (hello) => server.accept(hello.payload)));
   }
 
   /**
@@ -138,10 +136,15 @@ export class NodeHost<S extends AppServer = AppServer> {
     const o = resolveNodeOptions(options);
     const app = typeof o.app === 'string' ? appByName(o.app) : o.app;
     const appOptions = app.resolveOptions(o.appOptions);
-    // Refused before the file is touched: an unauthenticated server on a reachable address hands out PM.
+    // Refused before the file is touched: an empty token (`--auth-token ''`), an unauthenticated
+    // server on a reachable address (it would hand out PM), any bad TCP option.
+    checkAuthToken(o.authToken);
     if (o.authToken === undefined && !isLoopbackHost(o.host)) {
       throw new PmrpcError(TransportErrorCodes.AUTH_REQUIRED, `binding ${o.host} (not loopback) requires an auth token (--auth-token / PMRPC_AUTH_TOKEN)`);
     }
+    resolveTcpServerOptions(tcpOptionsOf(o, () => {
+      throw new TypeError('not serving yet');
+    }));
     const t0 = o.clock.nowMs();
     const exists = o.pmPath !== undefined && existsSync(o.pmPath) && statSync(o.pmPath).size > 0;
     if (!exists && o.sizeBytes < app.minRegionBytes(appOptions)) {

@@ -82,8 +82,13 @@ function protoPath(): string {
 }
 
 let frameType: protobuf.Type | undefined;
-function Frame(): protobuf.Type {
-  if (frameType === undefined) frameType = protobuf.loadSync(protoPath()).lookupType('pmrpc.wire.Frame');
+/** The schema's Frame type (every type reachable from it resolved). For decoder.ts. */
+export function Frame(): protobuf.Type {
+  if (frameType === undefined) {
+    const root = protobuf.loadSync(protoPath());
+    root.resolveAll();
+    frameType = root.lookupType('pmrpc.wire.Frame');
+  }
   return frameType;
 }
 
@@ -91,7 +96,7 @@ const CAS_MODES: CasMode[] = ['eq', 'ne', 'lt', 'le', 'gt', 'ge'];
 const STATUSES: CompletionStatus[] = ['ok', 'failed', 'skipped', 'error'];
 const OPS = new Set<WrOp>(['write', 'writeImm', 'read', 'send', 'cas', 'faa', 'atomicWrite', 'flush', 'prismCas', 'allocate']);
 
-type Obj = Record<string, unknown>;
+export type Obj = Record<string, unknown>;
 
 function bad(message: string): never {
   throw new PmrpcError(BAD_FRAME, message);
@@ -249,7 +254,8 @@ function defined<T extends Obj>(o: T): T {
   return o;
 }
 
-function wrIn(o: Obj, i: number): WorkRequest {
+/** One decoded WorkRequest (protobufjs toObject form) as flush/'s WorkRequest. For decoder.ts. */
+export function wrIn(o: Obj, i: number): WorkRequest {
   const flags = defined({ id: maybeNum(o.id, `wr ${i} id`), conditional: o.conditional === true ? true : undefined, redirect: maybeNum(o.redirect, `wr ${i} redirect`) });
   const w = `wr ${i}`;
   switch (o.op) {
@@ -412,54 +418,85 @@ export function frameBytes(frame: Uint8Array): Uint8Array {
 /**
  * Splits a byte stream into frames. A length past `maxFrameBytes` is PMRPC_ERR_FRAME_TOO_LARGE
  * (the stream cannot be resynchronised: the connection must close). Bounded memory: at most one
- * partial frame is buffered.
+ * partial frame is buffered. A frame that arrives whole inside one chunk is a view of it (no copy);
+ * one that spans chunks is copied into its own buffer piece by piece as the chunks arrive, so a
+ * 16 MiB frame costs sixteen MiB of copying spread over its reads, never one 16 MiB copy at once.
  */
 export class FrameReader {
-  readonly maxFrameBytes: number;
+  /** The bound on the next frame's length (a server raises it once a connection is trusted). */
+  maxFrameBytes: number;
+  /** Unconsumed bytes, in order (used while no frame is being assembled). */
   #chunks: Uint8Array[] = [];
-  #buffered = 0;
+  #chunkBytes = 0;
+  /** The frame being assembled across chunks, and how much of it has arrived. */
+  #partial: Uint8Array | undefined;
+  #filled = 0;
 
   constructor(maxFrameBytes = MAX_FRAME_BYTES_DEFAULT) {
     if (!Number.isSafeInteger(maxFrameBytes) || maxFrameBytes < 1) throw new RangeError(`maxFrameBytes must be a positive integer, got ${maxFrameBytes}`);
     this.maxFrameBytes = maxFrameBytes;
   }
 
-  /** Bytes buffered toward the next frame. */
+  /** Bytes buffered toward the next frames. */
   get buffered(): number {
-    return this.#buffered;
+    return this.#chunkBytes + this.#filled;
   }
 
   /** Feeds bytes; returns every complete frame they finish. */
   push(chunk: Uint8Array): Uint8Array[] {
-    this.#chunks.push(chunk);
-    this.#buffered += chunk.length;
+    this.append(chunk);
     const frames: Uint8Array[] = [];
-    for (;;) {
-      if (this.#buffered < 4) break;
-      const head = this.#peek(4);
-      const len = new DataView(head.buffer, head.byteOffset, 4).getUint32(0, true);
-      if (len > this.maxFrameBytes) throw new PmrpcError(FRAME_TOO_LARGE, `frame length ${len} exceeds the bound of ${this.maxFrameBytes} bytes`);
-      if (this.#buffered < 4 + len) break;
-      const all = this.#take(4 + len);
-      frames.push(all.subarray(4));
-    }
+    for (let f = this.next(); f !== undefined; f = this.next()) frames.push(f);
     return frames;
   }
 
-  #peek(n: number): Uint8Array {
-    if (this.#chunks[0]!.length >= n) return this.#chunks[0]!;
-    const joined = concat(this.#chunks);
-    this.#chunks = [joined];
-    return joined;
+  /** Feeds bytes without splitting them (next() takes the frames one at a time). */
+  append(chunk: Uint8Array): void {
+    if (chunk.length === 0) return;
+    if (this.#partial !== undefined) {
+      const n = Math.min(chunk.length, this.#partial.length - this.#filled);
+      this.#partial.set(chunk.subarray(0, n), this.#filled);
+      this.#filled += n;
+      if (n === chunk.length) return;
+      chunk = chunk.subarray(n);
+    }
+    this.#chunks.push(chunk);
+    this.#chunkBytes += chunk.length;
   }
 
-  #take(n: number): Uint8Array {
-    const joined = this.#chunks.length === 1 ? this.#chunks[0]! : concat(this.#chunks);
-    const out = joined.subarray(0, n);
-    const rest = joined.subarray(n);
-    this.#chunks = rest.length > 0 ? [rest] : [];
-    this.#buffered = rest.length;
-    return out;
+  /**
+   * The next complete frame, or undefined if the buffered bytes do not finish one. A length prefix
+   * past maxFrameBytes throws PMRPC_ERR_FRAME_TOO_LARGE as soon as its 4 bytes are in.
+   */
+  next(): Uint8Array | undefined {
+    if (this.#partial !== undefined) {
+      if (this.#filled < this.#partial.length) return undefined;
+      const f = this.#partial;
+      this.#partial = undefined;
+      this.#filled = 0;
+      return f;
+    }
+    if (this.#chunkBytes < 4) return undefined;
+    if (this.#chunks[0]!.length < 4) this.#chunks = [concat(this.#chunks)]; // a split prefix: a few bytes
+    const head = this.#chunks[0]!;
+    const len = new DataView(head.buffer, head.byteOffset, 4).getUint32(0, true);
+    if (len > this.maxFrameBytes) throw new PmrpcError(FRAME_TOO_LARGE, `frame length ${len} exceeds the bound of ${this.maxFrameBytes} bytes`);
+    if (head.length >= 4 + len) {
+      // The whole frame is inside the first chunk: a view of it.
+      this.#chunks[0] = head.subarray(4 + len);
+      if (this.#chunks[0].length === 0) this.#chunks.shift();
+      this.#chunkBytes -= 4 + len;
+      return head.subarray(4, 4 + len);
+    }
+    // The frame spans chunks: assemble it in its own buffer, from what is here and what comes.
+    const rest = this.#chunks;
+    this.#chunks = [];
+    this.#chunkBytes = 0;
+    this.#partial = new Uint8Array(len);
+    this.#filled = 0;
+    this.append(rest[0]!.subarray(4));
+    for (let i = 1; i < rest.length; i++) this.append(rest[i]!);
+    return this.next();
   }
 }
 

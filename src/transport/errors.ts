@@ -30,6 +30,8 @@ export const TransportErrorCodes = defineErrorCodes('transport', {
   QP_IN_USE: 'PMRPC_ERR_QP_IN_USE',
   /** The server already holds maxConnections connections. */
   TOO_MANY_CONNECTIONS: 'PMRPC_ERR_TOO_MANY_CONNECTIONS',
+  /** maxHandshakes connections were handshaking when another arrived: the oldest of them is closed. */
+  TOO_MANY_HANDSHAKES: 'PMRPC_ERR_TOO_MANY_HANDSHAKES',
   /** Client: the send buffer is full past sendBufferBytesMax. Server: a client that does not read. */
   BACKPRESSURE: 'PMRPC_ERR_BACKPRESSURE',
   /** The server is shutting down (close()). */

@@ -3,7 +3,7 @@
  * that set them; the bound of a Response, checked before a Request executes.
  */
 import { intIn, must, optional, positiveInt, type Clock, type OptionCheck } from '../../pmem/index.js';
-import { MAX_WR_BYTES, MAX_WRS_PER_MESSAGE, type RequestMessage } from '../../flush/index.js';
+import { MAX_WR_BYTES, MAX_WRS_PER_MESSAGE, type RequestMessage, type WorkRequest } from '../../flush/index.js';
 import { AUTH_TOKEN_CHARS_MAX } from './codec.js';
 
 /** A frame bound smaller than this could not carry a handshake. */
@@ -43,4 +43,27 @@ export function responseBoundBytes(msg: RequestMessage): number {
     bytes += COMPLETION_OVERHEAD_BYTES + data;
   }
   return bytes;
+}
+
+/**
+ * Bytes a connection may send before its Welcome (its Hello, length prefix included). A Hello is
+ * a few scalars, a token (≤ 1024 characters), a name (≤ 256) and the application's payload: the
+ * rpc app's reconnect names the sequences it awaits (≤ ringSlots + pendingCallsMax = 1,088 by
+ * default, ≤ 10 KiB of JSON); 16 KiB holds that with room to spare.
+ */
+export const HANDSHAKE_BYTES_MAX_DEFAULT = 16 * 1024;
+
+/**
+ * Work units the server spends per turn of the event loop (decoder.ts: one per protobuf field,
+ * 16 more per work request decoded; execUnits per work request executed). Measured on the 2-core
+ * machine: ~0.1–0.3 µs per unit, so a turn holds the loop for a few milliseconds at most.
+ */
+export const TICK_UNITS_DEFAULT = 10_000;
+
+/** Units charged for executing one work request: 16, plus one per KiB it moves. */
+export function execUnits(wr: WorkRequest | undefined): number {
+  if (wr === undefined) return 1;
+  const w = wr as { data?: Uint8Array; len?: number };
+  const bytes = Math.max(w.data?.length ?? 0, typeof w.len === 'number' && w.len <= MAX_WR_BYTES ? w.len : 0);
+  return 16 + (bytes >> 10);
 }

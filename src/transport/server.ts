@@ -5,16 +5,23 @@
  * naming a PMRPC_ERR_ code. docs/wire.md describes the handshake, flow control, auth and error
  * behaviour.
  *
+ * Untrusted until bound (DESIGN §6): before its Welcome a connection may send at most
+ * handshakeBytesMax bytes, only maxHandshakes connections may be handshaking (one more evicts the
+ * oldest once it has had handshakeEvictAfterMs), and each has handshakeTimeoutMs; maxConnections counts only connections past their Hello.
+ * Every frame, from anyone, is decoded and executed in slices of work units (decoder.ts): at most
+ * tickUnits per turn of the event loop for the whole server, so no peer stalls the others.
+ *
  * Time comes from an injected Clock (DESIGN §7): the handshake and close-linger timeouts are the
- * only timers.
+ * only timers; yielding to the event loop goes through the injected `defer`.
  */
 import net from 'node:net';
-import { bool, callable, intIn, nonEmptyString, optional, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
+import { bool, callable, intIn, nextTurn, nonEmptyString, optional, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
 import { NicDriver, Rnic, ServerQp, type RequestMessage, type ServerMessage } from '../../flush/index.js';
-import { BAD_FRAME, decodeMessage, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
+import { BAD_FRAME, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
+import { FrameDecoder } from './decoder.js';
 import { isLoopbackHost, tokenEquals } from './auth.js';
 import { bareMessage, codeOf, messageOf, TransportErrorCodes } from './errors.js';
-import { authTokenCheck, clockCheck, frameBound, MIN_FRAME_BYTES, positiveIntAtLeast, responseBoundBytes } from './limits.js';
+import { authTokenCheck, clockCheck, execUnits, frameBound, HANDSHAKE_BYTES_MAX_DEFAULT, MIN_FRAME_BYTES, positiveIntAtLeast, responseBoundBytes, TICK_UNITS_DEFAULT } from './limits.js';
 
 
 /** What the server's accept callback learns about a client. */
@@ -41,6 +48,8 @@ export interface DisconnectInfo {
   remotePort: number;
   code: string | undefined;
   message: string;
+  /** Bytes the server took from this connection (what a refused peer cost it, in buffers). */
+  bytesIn: number;
 }
 
 export interface ConnectionStats {
@@ -66,6 +75,10 @@ export interface TcpServerStats {
   framesOut: number;
   /** Goodbyes sent, by code. */
   goodbyes: Record<string, number>;
+  /** Times the tick budget ran out and work (decoding or execution) waited for the next turn of the event loop. */
+  deferrals: number;
+  /** The most work units spent in one turn of the event loop. */
+  tickUnitsMaxSeen: number;
 }
 
 export interface TcpNicServerOptions {
@@ -79,8 +92,18 @@ export interface TcpNicServerOptions {
   accept: ((hello: HelloInfo) => AcceptResult | Promise<AcceptResult>) | undefined;
   /** Largest frame accepted from a client; a longer length prefix closes that connection. */
   maxFrameBytes: number;
-  /** Most simultaneous connections (handshaking ones included); one more is refused with a Goodbye. */
+  /** Most connections past their Hello (authenticated, bound or being bound to a client); one more is refused with a Goodbye after its Hello. */
   maxConnections: number;
+  /** Most connections that have not yet sent a complete Hello; one more closes the oldest of them (Goodbye PMRPC_ERR_TOO_MANY_HANDSHAKES) if it has been handshaking handshakeEvictAfterMs, else the newcomer. */
+  maxHandshakes: number;
+  /** How long a connection may handshake before a newcomer to a full pool can evict it. */
+  handshakeEvictAfterMs: number;
+  /** Most bytes a connection may send before its Welcome, length prefixes included (its Hello frame is at most this − 4). */
+  handshakeBytesMax: number;
+  /** Work units (protobuf fields, work requests decoded and executed) the server spends per turn of the event loop before it yields. */
+  tickUnits: number;
+  /** How the server yields to the event loop between slices of work (default: setImmediate). */
+  defer: (fn: () => void) => void;
   /** Stop reading a socket while its outgoing buffer holds more than this (back-pressure to that client). */
   highWaterBytes: number;
   /** A client whose outgoing buffer would grow past this is disconnected (it does not read). */
@@ -105,9 +128,14 @@ export const TCP_SERVER_DEFAULTS: Readonly<TcpNicServerOptions> = Object.freeze(
   accept: undefined,
   maxFrameBytes: MAX_FRAME_BYTES_DEFAULT,
   maxConnections: 64,
+  maxHandshakes: 64,
+  handshakeEvictAfterMs: 500,
+  handshakeBytesMax: HANDSHAKE_BYTES_MAX_DEFAULT,
+  tickUnits: TICK_UNITS_DEFAULT,
+  defer: nextTurn,
   highWaterBytes: 1 << 20,
   outgoingBytesMax: 64 << 20,
-  handshakeTimeoutMs: 10_000,
+  handshakeTimeoutMs: 5_000,
   closeLingerMs: 2_000,
   idleDrain: true,
   destroyQpOnClose: true,
@@ -122,6 +150,11 @@ const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
   accept: callable('must be a function (hello) => { qp, welcome }'),
   maxFrameBytes: frameBound,
   maxConnections: positiveInt,
+  maxHandshakes: positiveInt,
+  handshakeEvictAfterMs: intIn(0, 3_600_000),
+  handshakeBytesMax: frameBound,
+  tickUnits: positiveInt,
+  defer: callable('must be a function (fn) => void that runs fn on a later turn of the event loop'),
   highWaterBytes: positiveInt,
   outgoingBytesMax: positiveIntAtLeast('highWaterBytes'),
   handshakeTimeoutMs: positiveMs,
@@ -132,12 +165,30 @@ const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
   clock: clockCheck,
 };
 
+/**
+ * The server's options, resolved and checked as the constructor does (exact TypeError / RangeError;
+ * PMRPC_ERR_AUTH_REQUIRED for a non-loopback host without a token) — callable before anything else
+ * is touched (the node host checks them before it opens or creates its PM file).
+ */
+export function resolveTcpServerOptions(options: Partial<TcpNicServerOptions>): TcpNicServerOptions {
+  const o = resolveOptions(TCP_SERVER_DEFAULTS, options, TCP_SERVER_CHECKS);
+  // Refused before anything binds: an unauthenticated NIC on a reachable address hands out PM.
+  if (o.authToken === undefined && !isLoopbackHost(o.host)) {
+    throw new PmrpcError(TransportErrorCodes.AUTH_REQUIRED, `binding ${o.host} (not loopback) requires an authToken`);
+  }
+  return o;
+}
+
 type ConnState = ConnectionStats['state'];
+
+/** Bytes read (and dropped) from a peer after its Goodbye while waiting for it to close. */
+const DISCARD_BYTES_MAX = 1 << 20;
 
 class ServerConn {
   state: ConnState = 'handshake';
   readonly reader: FrameReader;
-  readonly queue: Uint8Array[] = [];
+  /** The frame being decoded (in slices), if any. */
+  decoding: FrameDecoder | undefined;
   qp: ServerQp | undefined;
   clientName = '';
   /** The client's receive bound (from its Hello). */
@@ -151,13 +202,17 @@ class ServerConn {
   bytesIn = 0;
   bytesOut = 0;
   backpressurePauses = 0;
+  /** Bytes read and dropped after a Goodbye. */
+  discarded = 0;
+  /** When the connection arrived (the clock's ms). */
+  since = 0;
   readonly remoteAddress: string;
   readonly remotePort: number;
   constructor(
     readonly socket: net.Socket,
-    maxFrameBytes: number,
+    firstFrameBytesMax: number,
   ) {
-    this.reader = new FrameReader(maxFrameBytes);
+    this.reader = new FrameReader(firstFrameBytesMax);
     this.remoteAddress = socket.remoteAddress ?? '';
     this.remotePort = socket.remotePort ?? 0;
   }
@@ -178,18 +233,26 @@ export class TcpNicServer {
   #driver: NicDriver;
   #closing: Promise<void> | undefined;
   #onEmpty: (() => void) | undefined;
-  #stats: TcpServerStats = { connectionsAccepted: 0, connectionsOpened: 0, framesIn: 0, framesOut: 0, goodbyes: {} };
+  #stats: TcpServerStats = { connectionsAccepted: 0, connectionsOpened: 0, framesIn: 0, framesOut: 0, goodbyes: {}, deferrals: 0, tickUnitsMaxSeen: 0 };
+  /** Connections that have not sent a complete Hello, oldest first (the one evicted when full). */
+  #handshaking = new Set<ServerConn>();
+  /** Connections with frames left to decode, waiting for the next turn (round robin). */
+  #waiting = new Set<ServerConn>();
+  /** Work units left in this turn of the event loop. */
+  #budget: number;
+  #tickArmed = false;
+  #tickSpent = 0;
+  /** QPs whose execution threw: not stepped again (their connection is closing). */
+  #failedQps = new Set<number>();
+  #rr = 0;
 
   constructor(nic: Rnic, options: Partial<TcpNicServerOptions>) {
     if (!(nic instanceof Rnic)) throw new TypeError('nic must be an Rnic');
-    const o = resolveOptions(TCP_SERVER_DEFAULTS, options, TCP_SERVER_CHECKS);
-    // Refused before anything binds: an unauthenticated NIC on a reachable address hands out PM.
-    if (o.authToken === undefined && !isLoopbackHost(o.host)) {
-      throw new PmrpcError(TransportErrorCodes.AUTH_REQUIRED, `binding ${o.host} (not loopback) requires an authToken`);
-    }
+    const o = resolveTcpServerOptions(options);
     this.nic = nic;
     this.options = Object.freeze(o);
     this.#driver = new NicDriver(nic, o.idleDrain);
+    this.#budget = o.tickUnits;
   }
 
   /** Binds and starts accepting; resolves with the bound address. */
@@ -272,53 +335,97 @@ export class TcpNicServer {
       socket.destroy();
       return;
     }
-    const c = new ServerConn(socket, this.options.maxFrameBytes);
+    const c = new ServerConn(socket, Math.min(this.options.maxFrameBytes, this.options.handshakeBytesMax - 4));
+    c.since = this.options.clock.nowMs();
     this.#stats.connectionsAccepted++;
     socket.on('data', (chunk: Buffer) => this.#onData(c, chunk));
     socket.on('drain', () => this.#pump(c));
     socket.on('end', () => this.#setReason(c, undefined, 'the client closed the connection'));
     socket.on('error', (e) => this.#setReason(c, TransportErrorCodes.LINK_CLOSED, `socket error: ${e.message}`));
     socket.on('close', () => this.#finalize(c));
-    if (this.#conns.size >= this.options.maxConnections) {
-      this.#conns.add(c);
-      this.#goodbye(c, TransportErrorCodes.TOO_MANY_CONNECTIONS, `the server holds its maximum of ${this.options.maxConnections} connections`);
-      return;
-    }
     this.#conns.add(c);
+    this.#handshaking.add(c);
+    if (this.#handshaking.size > this.options.maxHandshakes) {
+      // Handshaking connections have their own pool. When it is full, the oldest makes room if it
+      // has had handshakeEvictAfterMs to say Hello: idle connections cannot lock out a client that
+      // is (re)connecting, and a burst of clients connecting at once does not evict its own members.
+      const oldest = this.#handshaking.values().next().value as ServerConn;
+      const evict = this.options.clock.nowMs() - oldest.since >= this.options.handshakeEvictAfterMs ? oldest : c;
+      this.#goodbye(evict, TransportErrorCodes.TOO_MANY_HANDSHAKES, evict === c ? `${this.options.maxHandshakes} connections are handshaking (maxHandshakes), none for ${this.options.handshakeEvictAfterMs} ms yet: try again` : `${this.options.maxHandshakes} connections were handshaking (maxHandshakes): the oldest is closed to make room`);
+    }
     c.handshakeTimer = this.options.clock.setTimer(this.options.handshakeTimeoutMs, () => {
       if (c.state === 'handshake' || c.state === 'accepting') this.#goodbye(c, TransportErrorCodes.HANDSHAKE_TIMEOUT, `no handshake within ${this.options.handshakeTimeoutMs} ms`);
     });
   }
 
   #onData(c: ServerConn, chunk: Buffer): void {
-    if (c.state === 'closing' || c.state === 'closed') return; // after a Goodbye, input is discarded
-    c.bytesIn += chunk.length;
-    let frames: Uint8Array[];
-    try {
-      frames = c.reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
-    } catch (e) {
-      this.#goodbye(c, codeOf(e, BAD_FRAME), bareMessage(e));
+    if (c.state === 'closing' || c.state === 'closed') {
+      // After a Goodbye, input is discarded while the peer closes — up to DISCARD_BYTES_MAX: a peer
+      // that keeps sending is no longer read (the linger timer destroys its socket).
+      c.discarded += chunk.length;
+      if (c.discarded > DISCARD_BYTES_MAX) this.#pause(c);
       return;
     }
-    // Bounded: frames queue only from the chunk in hand; while any are left the socket is paused.
-    for (const f of frames) c.queue.push(f);
+    c.bytesIn += chunk.length;
+    c.reader.append(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
     this.#pump(c);
+    // Untrusted until bound: before its Welcome a peer may cost only handshakeBytesMax bytes (a
+    // first frame announced longer was refused by the reader's bound inside pump).
+    if ((c.state === 'handshake' || c.state === 'accepting') && c.bytesIn > this.options.handshakeBytesMax) {
+      this.#goodbye(c, TransportErrorCodes.HANDSHAKE, `${c.bytesIn} bytes before the Welcome, more than handshakeBytesMax (${this.options.handshakeBytesMax})`);
+    }
   }
 
-  /** Handles queued frames while the socket's outgoing buffer is below the high-water mark. */
+  /**
+   * Decodes and handles this connection's frames, one slice at a time, while the tick budget lasts
+   * and its outgoing buffer is below the high-water mark; otherwise stops reading it until the next
+   * turn (budget) or its drain (back-pressure). Memory: the reader holds at most one partial frame
+   * and the rest of one socket read.
+   */
   #pump(c: ServerConn): void {
     const s = c.socket;
     s.cork();
     try {
-      while (c.queue.length > 0 && (c.state === 'handshake' || c.state === 'open')) {
+      for (;;) {
+        if (c.state !== 'handshake' && c.state !== 'open') return;
         if (c.state === 'open' && s.writableLength > this.options.highWaterBytes) {
           if (!c.readPaused) c.backpressurePauses++;
           this.#pause(c);
           return;
         }
-        this.#onFrame(c, c.queue.shift()!);
+        if (this.#budget <= 0) {
+          this.#wait(c);
+          return;
+        }
+        if (c.decoding === undefined) {
+          let frame: Uint8Array | undefined;
+          try {
+            frame = c.reader.next();
+          } catch (e) {
+            this.#goodbye(c, codeOf(e, FRAME_TOO_LARGE), c.state === 'handshake' ? `${bareMessage(e)} (a connection's first frame, before its Welcome)` : bareMessage(e));
+            return;
+          }
+          if (frame === undefined) break;
+          c.framesIn++;
+          this.#stats.framesIn++;
+          c.decoding = new FrameDecoder(frame, { firstFrame: c.state === 'handshake' });
+        }
+        let step;
+        try {
+          step = c.decoding.step(this.#budget);
+        } catch (e) {
+          c.decoding = undefined;
+          this.#goodbye(c, codeOf(e, BAD_FRAME), bareMessage(e));
+          return;
+        }
+        this.#spend(step.units);
+        if (step.message !== undefined) {
+          c.decoding = undefined;
+          this.#onMessage(c, step.message);
+        }
       }
-      if (c.state === 'open' && c.queue.length === 0 && s.writableLength <= this.options.highWaterBytes) this.#resume(c);
+      // Everything buffered is handled: read more.
+      this.#resume(c);
     } finally {
       s.uncork();
     }
@@ -336,16 +443,46 @@ export class TcpNicServer {
     c.socket.resume();
   }
 
-  #onFrame(c: ServerConn, frame: Uint8Array): void {
-    c.framesIn++;
-    this.#stats.framesIn++;
-    let m: WireMessage;
-    try {
-      m = decodeMessage(frame);
-    } catch (e) {
-      this.#goodbye(c, codeOf(e, BAD_FRAME), bareMessage(e));
-      return;
+  /** Out of budget: stop reading `c` and continue it on the next turn of the event loop. */
+  #wait(c: ServerConn): void {
+    this.#pause(c);
+    if (!this.#waiting.has(c)) {
+      this.#waiting.add(c);
+      this.#stats.deferrals++;
     }
+    this.#armTick();
+  }
+
+  #spend(units: number): void {
+    this.#budget -= units;
+    this.#tickSpent += units;
+    this.#armTick();
+  }
+
+  #armTick(): void {
+    if (this.#tickArmed) return;
+    this.#tickArmed = true;
+    this.options.defer(() => this.#onTick());
+  }
+
+  /** A new turn of the event loop: a fresh budget, the NIC's pending work, then waiting connections in order. */
+  #onTick(): void {
+    this.#tickArmed = false;
+    if (this.#tickSpent > this.#stats.tickUnitsMaxSeen) this.#stats.tickUnitsMaxSeen = this.#tickSpent;
+    this.#tickSpent = 0;
+    this.#budget = this.options.tickUnits;
+    // Waiting connections first, oldest first (one that waits again goes to the back): their
+    // requests join the NIC's round robin, so a long request cannot starve the others.
+    for (const c of [...this.#waiting]) {
+      if (this.#budget <= 0) break;
+      this.#waiting.delete(c);
+      this.#pump(c);
+    }
+    this.#runNic();
+    if (this.#waiting.size > 0 || this.#nicBusy()) this.#armTick();
+  }
+
+  #onMessage(c: ServerConn, m: WireMessage): void {
     if (c.state === 'handshake') {
       if (m.type !== 'hello') this.#goodbye(c, TransportErrorCodes.HANDSHAKE, `the first frame must be a Hello, got ${m.type}`);
       else this.#onHello(c, m);
@@ -376,17 +513,55 @@ export class TcpNicServer {
     this.#execute(c, m);
   }
 
-  /** Exactly the in-process fabric's immediate mode, through the same loop (flush/ NicDriver): submit, run everything, drain when idle. */
+  /**
+   * The in-process fabric's immediate mode, through the same NIC loop (flush/ NicDriver): submit,
+   * run, drain when idle — but at most the tick budget of work requests per turn of the event loop,
+   * round robin over the QPs with work; what is left runs on the next turns.
+   */
   #execute(c: ServerConn, m: RequestMessage): void {
-    // Only a sink or a host-write listener could find the loop running; then the running loop serves the request.
-    const nested = this.#driver.running;
     // A QP destroyed under the connection (or a closed NIC): submit() throws PMRPC_ERR_NO_SUCH_QP,
     // which becomes this connection's Goodbye, so the client does not wait forever.
     try {
-      this.#driver.submit(m);
+      this.nic.submit(m);
     } catch (e) {
-      this.#goodbye(c, codeOf(e, TransportErrorCodes.INTERNAL), nested ? `request ${m.seq}: ${bareMessage(e)}` : `executing request ${m.seq} failed: ${bareMessage(e)}`);
+      this.#goodbye(c, codeOf(e, TransportErrorCodes.INTERNAL), `request ${m.seq}: ${bareMessage(e)}`);
+      return;
     }
+    // Only a sink or a host-write listener could find the loop running; then the running loop serves the request.
+    this.#runNic();
+  }
+
+  #nicBusy(): boolean {
+    for (const q of this.nic.busyQps()) if (!this.#failedQps.has(q)) return true;
+    return false;
+  }
+
+  #runNic(): void {
+    if (this.#driver.running) return;
+    try {
+      this.#driver.runSteps(() => this.#stepOne(), Number.MAX_SAFE_INTEGER);
+    } catch (e) {
+      // The idle drain threw (a closed region): nothing to blame a connection for; the next request reports it.
+      void e;
+    }
+    if (this.#nicBusy()) this.#armTick();
+  }
+
+  /** Executes one work request of the next busy QP (round robin), within the budget. */
+  #stepOne(): boolean {
+    if (this.#budget <= 0) return false;
+    const busy = this.nic.busyQps().filter((q) => !this.#failedQps.has(q));
+    if (busy.length === 0) return false;
+    const q = busy[this.#rr++ % busy.length]!;
+    this.#spend(execUnits(this.nic.peekWr(q)?.wr));
+    try {
+      this.nic.step(q);
+    } catch (e) {
+      this.#failedQps.add(q);
+      const c = this.#byQpn.get(q);
+      if (c !== undefined) this.#goodbye(c, codeOf(e, TransportErrorCodes.INTERNAL), `executing a request on QP ${q} failed: ${bareMessage(e)}`);
+    }
+    return true;
   }
 
   #onHello(c: ServerConn, h: HelloMessage): void {
@@ -402,11 +577,18 @@ export class TcpNicServer {
       this.#goodbye(c, TransportErrorCodes.HANDSHAKE, `the client's maxFrameBytes ${h.maxFrameBytes} is below ${MIN_FRAME_BYTES}`);
       return;
     }
+    let bound = 0;
+    for (const x of this.#conns) if (x.state === 'accepting' || x.state === 'open') bound++;
+    if (bound >= this.options.maxConnections) {
+      this.#goodbye(c, TransportErrorCodes.TOO_MANY_CONNECTIONS, `the server holds its maximum of ${this.options.maxConnections} connections`);
+      return;
+    }
     c.clientName = h.clientName;
     c.outFrameMax = h.maxFrameBytes;
     c.state = 'accepting';
-    // Nothing is read while the application decides: the client must wait for its Welcome anyway.
-    this.#pause(c);
+    this.#handshaking.delete(c);
+    // Frames are not decoded while the application decides (the client waits for its Welcome); bytes
+    // are still read and counted against handshakeBytesMax.
     const info: HelloInfo = { version: h.version, clientName: h.clientName, payload: h.payload, remoteAddress: c.remoteAddress, remotePort: c.remotePort };
     let r: AcceptResult | Promise<AcceptResult>;
     try {
@@ -452,6 +634,7 @@ export class TcpNicServer {
     c.qp = r.qp;
     this.#byQpn.set(qpn, c);
     c.state = 'open';
+    c.reader.maxFrameBytes = this.options.maxFrameBytes;
     c.handshakeTimer?.cancel();
     this.#stats.connectionsOpened++;
     const welcome: WelcomeMessage = { type: 'welcome', version: PROTOCOL_VERSION, qpn, maxFrameBytes: this.options.maxFrameBytes, payload: r.welcome ?? new Uint8Array(0) };
@@ -485,7 +668,15 @@ export class TcpNicServer {
       s.destroy();
       return;
     }
-    s.write(frameBytes(frame));
+    if (frame.length < 1 << 16) s.write(frameBytes(frame));
+    else {
+      // A large frame (a Response of many READs): the prefix and the frame as two writes, so its
+      // megabytes are not copied once more in one go.
+      const prefix = new Uint8Array(4);
+      new DataView(prefix.buffer).setUint32(0, frame.length, true);
+      s.write(prefix);
+      s.write(frame);
+    }
     c.framesOut++;
     c.bytesOut += frame.length + 4;
     this.#stats.framesOut++;
@@ -497,7 +688,9 @@ export class TcpNicServer {
     this.#setReason(c, code, message);
     this.#stats.goodbyes[code] = (this.#stats.goodbyes[code] ?? 0) + 1;
     c.state = 'closing';
-    c.queue.length = 0;
+    c.decoding = undefined;
+    this.#handshaking.delete(c);
+    this.#waiting.delete(c);
     c.handshakeTimer?.cancel();
     let bytes: Uint8Array | undefined;
     try {
@@ -526,11 +719,14 @@ export class TcpNicServer {
     c.state = 'closed';
     c.handshakeTimer?.cancel();
     c.lingerTimer?.cancel();
-    c.queue.length = 0;
+    c.decoding = undefined;
     this.#conns.delete(c);
+    this.#handshaking.delete(c);
+    this.#waiting.delete(c);
     const qpn = c.qp?.qpn;
     if (qpn !== undefined && this.#byQpn.get(qpn) === c) {
       this.#byQpn.delete(qpn);
+      this.#failedQps.delete(qpn);
       if (this.options.destroyQpOnClose) this.nic.destroyQp(qpn);
       else {
         try {
@@ -542,7 +738,7 @@ export class TcpNicServer {
     }
     const reason = c.reason ?? { code: TransportErrorCodes.LINK_CLOSED, message: 'the connection closed' };
     try {
-      this.options.onDisconnect?.({ qpn, clientName: c.clientName, remoteAddress: c.remoteAddress, remotePort: c.remotePort, code: reason.code, message: reason.message });
+      this.options.onDisconnect?.({ qpn, clientName: c.clientName, remoteAddress: c.remoteAddress, remotePort: c.remotePort, code: reason.code, message: reason.message, bytesIn: c.bytesIn });
     } finally {
       if (this.#conns.size === 0 && this.#onEmpty !== undefined) {
         const done = this.#onEmpty;

@@ -4,6 +4,8 @@ import t from 'tap';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { QueuePair } from '../../flush/index.js';
 import { createPrng, seededEntropy } from '../../pmem/index.js';
 import { NodeHost } from '../../src/node/index.js';
@@ -46,6 +48,21 @@ t.test('refusals come before the file is touched', async (t) => {
   await t.rejects(NodeHost.start({ app: 'kv', pmPath: pm, appOptions: null as never }), new TypeError('appOptions must be an object'));
   await t.rejects(RpcNode.start({ pmPath: '', handlers: WORKLOAD_HANDLERS }), new TypeError('pmPath must be a non-empty string'));
   await t.rejects(RpcNode.start({ pmPath: pm, handlers: WORKLOAD_HANDLERS, keepResults: 1 as never }), new TypeError('keepResults must be a boolean, got 1'));
+  await t.rejects(NodeHost.start({ app: 'rpc', pmPath: pm, host: '0.0.0.0', authToken: '' }), { code: 'PMRPC_ERR_BAD_AUTH_TOKEN', message: /the auth token is empty/ });
+  await t.rejects(NodeHost.start({ app: 'rpc', pmPath: pm, authToken: 'x'.repeat(1025) }), { code: 'PMRPC_ERR_BAD_AUTH_TOKEN' });
+  await t.rejects(NodeHost.start({ app: 'rpc', pmPath: pm, tcp: { maxConnections: 0 } }), new RangeError('maxConnections must be a positive integer, got 0'));
+  t.notOk(existsSync(pm), 'no file was created');
+});
+
+t.test('pmrpc serve --host 0.0.0.0 --auth-token \'\': a coded error, exit 1, no file', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-node-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const pm = join(dir, 'n.pm');
+  const main = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+  const r = spawnSync(process.execPath, [main, 'serve', '--pm', pm, '--host', '0.0.0.0', '--auth-token', ''], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, PMRPC_AUTH_TOKEN: '' } });
+  t.equal(r.status, 1);
+  t.match(r.stderr, /^pmrpc: PMRPC_ERR_BAD_AUTH_TOKEN: the auth token is empty/);
+  t.notMatch(r.stderr, /TypeError/);
   t.notOk(existsSync(pm), 'no file was created');
 });
 

@@ -19,8 +19,25 @@ declare module '../../../pmem/index.js' {
 
 const MAX_AWAITING = 1 << 16;
 
+/**
+ * Awaited sequences as runs: a lone sequence stays a number, a run of consecutive ones becomes
+ * [first, last]. A reconnect's Hello must fit the server's pre-handshake bound (handshakeBytesMax,
+ * 16 KiB by default), and the awaited sequences of a client are almost always one run.
+ */
+function awaitingRuns(seqs: readonly number[]): Array<number | [number, number]> {
+  const sorted = [...seqs].sort((a, b) => a - b);
+  const out: Array<number | [number, number]> = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
+    out.push(j === i ? sorted[i]! : [sorted[i]!, sorted[j]!]);
+    i = j + 1;
+  }
+  return out;
+}
+
 export function encodeHelloPayload(req: AcceptRequest): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify({ clientId: req.clientId, secret: req.secret, awaiting: req.awaiting === undefined ? undefined : [...req.awaiting] }));
+  return new TextEncoder().encode(JSON.stringify({ clientId: req.clientId, secret: req.secret, awaiting: req.awaiting === undefined ? undefined : awaitingRuns(req.awaiting) }));
 }
 
 function bad(msg: string): PmrpcError {
@@ -54,8 +71,17 @@ export function decodeHelloPayload(bytes: Uint8Array): AcceptRequest {
     out.secret = o.secret;
   }
   if (o.awaiting !== undefined) {
-    if (!Array.isArray(o.awaiting) || o.awaiting.length > MAX_AWAITING || !o.awaiting.every(posInt)) throw bad(`awaiting must be an array of at most ${MAX_AWAITING} positive integers`);
-    out.awaiting = o.awaiting as number[];
+    const what = `awaiting must be an array of positive integers and [first, last] runs, at most ${MAX_AWAITING} sequences in all`;
+    if (!Array.isArray(o.awaiting) || o.awaiting.length > MAX_AWAITING) throw bad(what);
+    const seqs: number[] = [];
+    for (const r of o.awaiting as unknown[]) {
+      if (posInt(r)) seqs.push(r as number);
+      else if (Array.isArray(r) && r.length === 2 && posInt(r[0]) && posInt(r[1]) && (r[0] as number) <= (r[1] as number) && seqs.length + (r[1] as number) - (r[0] as number) < MAX_AWAITING) {
+        for (let q = r[0] as number; q <= (r[1] as number); q++) seqs.push(q);
+      } else throw bad(what);
+      if (seqs.length > MAX_AWAITING) throw bad(what);
+    }
+    out.awaiting = seqs;
   }
   return out;
 }

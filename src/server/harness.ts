@@ -952,8 +952,31 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
   const finals: Array<Map<string, string | null>> = pmFiles.map(() => new Map());
   /** PUTs acknowledged by each node's current incarnation (reset at each kill round). */
   const putsAcked: number[] = pmFiles.map(() => 0);
+  /** A killed node's clients wait here until its restart read-back is done (see below). */
+  const gates: Array<Promise<void>> = pmFiles.map(() => Promise.resolve());
+  /** Wakes a kill round waiting for acknowledged PUTs (no polling: it strikes at the acknowledgement). */
+  let putWake: (() => void) | undefined;
   const te = new TextEncoder();
   const td = new TextDecoder();
+  /** Reads every key of node k on a fresh connection, as history client `client`; false if unreachable. */
+  const readBack = async (k: number, client: number, name: string): Promise<boolean> => {
+    const c = new KvConn(sups[k]!, `${name}@kv${k}`, clock, undefined);
+    try {
+      const kv = await c.get(clock.nowMs() + 30_000);
+      if (kv === undefined) return false;
+      for (const key of keys[k]!) {
+        const op: KvOp = { client, input: { kind: 'get', key }, output: undefined, call: clock.nowMs(), ret: undefined };
+        histories[k]!.push(op);
+        const v = await kv.get(key);
+        op.output = v === undefined ? null : td.decode(v);
+        op.ret = clock.nowMs();
+        if (client === -1) finals[k]!.set(key, op.output);
+      }
+      return true;
+    } finally {
+      c.close();
+    }
+  };
   let loadSeconds = 0;
   try {
     await Promise.all(sups.map((s) => s.start()));
@@ -966,6 +989,7 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
       for (let n = 0; !stopped; n++) {
         const k = rr.int(0, o.nodes - 1);
         const key = keys[k]![rr.int(0, o.keysPerNode - 1)]!;
+        await gates[k];
         const kv = await mine[k]!.get(clock.nowMs() + o.seconds * 1000 + 30_000);
         if (kv === undefined) {
           errors.push(`client ${ci}: node kv${k} unreachable`);
@@ -985,7 +1009,10 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
           }
           if (input.kind !== 'get') op.output = null;
           op.ret = clock.nowMs();
-          if (input.kind === 'put') putsAcked[k]!++;
+          if (input.kind === 'put') {
+            putsAcked[k]!++;
+            putWake?.();
+          }
         } catch (e) {
           const code = (e as { code?: string }).code ?? String(e);
           op.error = code;
@@ -1001,11 +1028,40 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
       for (const k of r.nodes) await sups[k]!.up().catch(() => undefined);
       await sleep(Math.max(...r.nodes.map((k) => sups[k]!.upAtMs)) + MIN_SERVE_MS - clock.nowMs());
       const enough = clock.nowMs() + 30_000;
-      while (r.nodes.some((k) => putsAcked[k]! < o.putsBeforeKill) && clock.nowMs() < enough) await sleep(20);
+      while (r.nodes.some((k) => putsAcked[k]! < o.putsBeforeKill) && clock.nowMs() < enough) {
+        await new Promise<void>((wake) => {
+          const timer = clock.setTimer(Math.max(0, enough - clock.nowMs()), wake);
+          putWake = () => {
+            timer.cancel();
+            wake();
+          };
+        });
+        putWake = undefined;
+      }
       for (const k of r.nodes) putsAcked[k] = 0;
+      // The killed nodes' clients hold back until the restart read-back below has read every key:
+      // what the kill took back is seen before any later write can hide it.
+      const opens = r.nodes.map((k) => {
+        let open!: () => void;
+        gates[k] = new Promise<void>((res) => (open = res));
+        return open;
+      });
       o.log?.(`SIGKILL of node(s) ${r.nodes.map((k) => `kv${k}`).join(', ')} at ${((clock.nowMs() - t0) / 1000).toFixed(2)} s`);
       killRounds.push({ atS: (clock.nowMs() - t0) / 1000, nodes: r.nodes });
       await Promise.all(r.nodes.map((k) => sups[k]!.kill()));
+      await Promise.all(
+        r.nodes.map(async (k, i) => {
+          try {
+            if (!(await readBack(k, -2 - killRounds.length, 'restart-check'))) errors.push(`node kv${k} unreachable for the restart read-back`);
+          } catch (e) {
+            // A self-kill may strike the restarted incarnation during the read-back: its reads are cut.
+            const code = (e as { code?: string }).code ?? String(e);
+            if (!LINK_GONE.has(code)) errors.push(`the restart read-back of kv${k}: ${(e as Error).message}`);
+          } finally {
+            opens[i]!();
+          }
+        }),
+      );
     }
     await Promise.all(sups.map((s) => s.up().catch(() => undefined)));
     await sleep(Math.max(t0 + o.seconds * 1000, ...sups.map((s) => s.upAtMs + 2 * MIN_SERVE_MS)) - clock.nowMs());
@@ -1013,23 +1069,7 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
     loadSeconds = (clock.nowMs() - t0) / 1000;
     await Promise.all(loops);
     // Read every key back (client -1), on a fresh connection to each node.
-    for (let k = 0; k < o.nodes; k++) {
-      const c = new KvConn(sups[k]!, `final@kv${k}`, clock, undefined);
-      const kv = await c.get(clock.nowMs() + 30_000);
-      if (kv === undefined) {
-        errors.push(`node kv${k} unreachable for the final reads`);
-        continue;
-      }
-      for (const key of keys[k]!) {
-        const op: KvOp = { client: -1, input: { kind: 'get', key }, output: undefined, call: clock.nowMs(), ret: undefined };
-        const v = await kv.get(key);
-        op.output = v === undefined ? null : td.decode(v);
-        op.ret = clock.nowMs();
-        histories[k]!.push(op);
-        finals[k]!.set(key, op.output);
-      }
-      c.close();
-    }
+    for (let k = 0; k < o.nodes; k++) if (!(await readBack(k, -1, 'final'))) errors.push(`node kv${k} unreachable for the final reads`);
   } catch (e) {
     errors.push((e as Error).message);
   } finally {

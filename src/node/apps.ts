@@ -6,6 +6,7 @@ import { PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../../pmem/inde
 import type { App } from '../apps/index.js';
 import { rpcApp } from '../apps/rpc/index.js';
 import { kvApp } from '../apps/kv/index.js';
+import { rslockApp } from '../apps/rslock/index.js';
 
 export const NodeErrorCodes = defineErrorCodes('node', {
   /** An app name that no node can host. */
@@ -18,13 +19,13 @@ export const NodeErrorCodes = defineErrorCodes('node', {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyApp = App<any>;
 
-export const NODE_APPS: Readonly<Record<string, AnyApp>> = Object.freeze({ rpc: rpcApp, kv: kvApp });
+export const NODE_APPS: Readonly<Record<string, AnyApp>> = Object.freeze({ rpc: rpcApp, kv: kvApp, rslock: rslockApp });
 
 declare module '../../pmem/index.js' {
   interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof NodeErrorCodes> {}
 }
 
-export type NodeAppName = 'rpc' | 'kv';
+export type NodeAppName = 'rpc' | 'kv' | 'rslock';
 
 export const NODE_APP_NAMES: readonly string[] = Object.freeze(Object.keys(NODE_APPS));
 

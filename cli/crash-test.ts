@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { systemClock } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { KV_MUTANTS, type KvFaultName } from '../src/apps/kv/index.js';
+import { RSLOCK_MUTANTS } from '../src/apps/rslock/index.js';
 import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
 import { DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
@@ -53,7 +54,7 @@ export function registerCrashTest(program: Command): void {
   program
     .command('crash-test')
     .description('crash-test an app (durable RPC; PRISM-KV, the register or recovery/ alone with --app) on the crash explorer: crash at every crash point of a seeded workload (every media event and every delivery to a client), recover every image under a NIC configuration drawn per seed, check that nothing acknowledged is lost, applied twice or un-linearizable')
-    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy), 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability), 'register' (the test-only replicated register on --nodes nodes: crash runs, exhaustive mode) or 'recovery' (recovery/ alone: rings and redo log driven without a NIC)", 'rpc')
+    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy), 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability), 'register' (the test-only replicated register on --nodes nodes: crash runs, exhaustive mode) 'recovery' (recovery/ alone: rings and redo log driven without a NIC) or 'rslock' (PRISM-RS's lock-based baseline on --nodes replicas, every replica crashed at once)", 'rpc')
     .option('--strategy <name>', `rpc: one of ${RPC_STRATEGIES.join(', ')}`, 'wflush')
     .option('--system <name>', "kv: 'prism' or 'pilaf' (the baseline)", 'prism')
     .option('--ddio <on|off>', 'pin DDIO of the emulated NIC (default: drawn per seed)')
@@ -91,7 +92,11 @@ export function registerCrashTest(program: Command): void {
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
     .addHelpText('after', '\nExit status: 0 when no violation was found, 1 when violations were found (or on bad options).')
     .action(async (opts: Opts) => {
-      if (opts.app !== 'rpc' && opts.app !== 'kv' && opts.app !== 'register' && opts.app !== 'recovery') throw new TypeError(`--app must be rpc, kv, register or recovery, got ${opts.app}`);
+      if (opts.app !== 'rpc' && opts.app !== 'kv' && opts.app !== 'register' && opts.app !== 'recovery' && opts.app !== 'rslock') throw new TypeError(`--app must be rpc, kv, register, recovery or rslock, got ${opts.app}`);
+      if (opts.listMutants && opts.app === 'rslock') {
+        for (const m of RSLOCK_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
+        return;
+      }
       if (opts.listMutants && opts.app === 'register') {
         for (const m of REGISTER_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
         return;
@@ -128,7 +133,10 @@ export function registerCrashTest(program: Command): void {
       if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && opts.app !== 'register') throw new TypeError('--crash-runs and --crash-plan need --app register (an app with a whole-history check)');
       const { clock: _c, onProgress: _p, seed: _s, ...ex } = exploreOptions;
       let spec: SweepSpec;
-      if (opts.app === 'register') {
+      if (opts.app === 'rslock') {
+        if (opts.mutant !== undefined && !RSLOCK_MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`--mutant must be one of ${RSLOCK_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
+        spec = { app: 'rslock', workload: { nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant }, explore: ex };
+      } else if (opts.app === 'register') {
         spec = { app: 'register', workload: resolveRegisterWorkload({ nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant, pattern: opts.pattern as 'mixed' | 'writer-reader' | undefined }), explore: ex };
       } else if (opts.app === 'rpc') {
         if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);

@@ -148,7 +148,7 @@ async function fileWorld(strict: boolean, seed: number, value: Uint8Array): Prom
 }
 
 /** Seeded Zipf(s) over [0, n): inverse CDF by binary search. */
-function zipf(n: number, s: number): (prng: Prng) => number {
+export function zipf(n: number, s: number): (prng: Prng) => number {
   const cdf = new Float64Array(n);
   let sum = 0;
   for (let i = 0; i < n; i++) cdf[i] = sum += 1 / Math.pow(i + 1, s);

@@ -24,14 +24,17 @@
  *     version' = max version over Q + 1: Q intersects every earlier write's quorum.
  *  The write is acknowledged when every member's FLUSH(persistent) completed: durable on a majority.
  *
- * read(b), 1 round trip when uncontended: on every member one doorbell [READ the slot its cached
- * lock word names; READ the lock word]. A member's answer is valid when the lock word read after
- * the record equals the cached word (unlocked: no write committed or began since the word was
- * seen, so the slot holds the record it published — FLUSHed before that release, hence durable)
- * and the record's checksum and version match. A member whose word changed updates its cache and
- * is read again (one more round trip); a held lock backs off. When the valid answers of Q disagree
- * (a write failed part-way: a replica crashed, or a spare replaced a dead member) the read writes
- * the highest record back under the same locks — CASes that expect exactly the words it read, so
+ * read(b), 1 round trip when uncontended: on every member one doorbell [READ the record slot(s);
+ * READ the lock word] — the speculative read, validated after the fact. Blocks whose two slots
+ * together fit BOTH_SLOTS_BYTES_MAX read both adjacent slots in one READ (a few hundred bytes more
+ * cost less than a round trip); larger ones read the slot their cached lock word names. A member's
+ * answer is valid when the lock word read after the record is unlocked, names the slot read and
+ * carries the record's version (and the record's checksum holds): a replica installs each version
+ * once, into the slot the word did not name, and publishes it only after its FLUSH — so the record
+ * is the published one, durable, and untouched while that word stands. A member whose word named
+ * the other slot is read again (one more round trip); a held lock backs off. When the valid answers
+ * of Q disagree (a write failed part-way: a replica crashed, or a spare replaced a dead member) the
+ * read writes the highest record back under locks that expect exactly the words it read — so
  * nothing newer can be overwritten — before returning it (ABD's write-back).
  *
  * Failure model: replicas may crash and restart (recovery re-derives every lock word, releasing
@@ -136,6 +139,9 @@ export function parseRsLockWelcome(welcome: Uint8Array): RsLockAddress {
 
 type Answer = Completion[] | undefined;
 
+/** Reads of blocks whose two slots together are at most this many bytes fetch both in one READ. */
+export const BOTH_SLOTS_BYTES_MAX = 2048;
+
 export class RsLockClient {
   readonly options: Readonly<RsLockClientOptions>;
   readonly replicas: number;
@@ -149,6 +155,7 @@ export class RsLockClient {
   #stats: RsLockClientStats = { reads: 0, writes: 0, roundTrips: 0, messages: 0, lastOpRoundTrips: 0, lockConflicts: 0, readRetries: 0, repairs: 0 };
   #opRtts = 0;
   #closed = false;
+  readonly #slotBytes: number;
 
   /**
    * A client of the replicas reached by `links` (index = replica; undefined = down). Every replica
@@ -179,6 +186,7 @@ export class RsLockClient {
     this.majority = Math.floor(nodes.length / 2) + 1;
     this.blocks = a.blocks;
     this.blockBytes = a.blockBytes;
+    this.#slotBytes = a.slotBytes;
     this.#prng = o.prng ?? createPrng(0x5eed);
     this.#cache = nodes.map(() => new Map());
   }
@@ -337,8 +345,11 @@ export class RsLockClient {
       for (let attempt = 0; ; attempt++) {
         if (attempt > this.options.readRetriesMax) throw new PmrpcError(RsLockErrorCodes.CONTENDED, `block ${block}: no consistent read in ${attempt} rounds`);
         const members = this.#quorum();
-        // A member with no cached word: its lock word first (once per block per client).
-        const cold = members.filter((n) => !this.#cache[n]!.has(block));
+        // Small blocks: both slots in one READ (they are adjacent), so a cached word that is stale
+        // or absent costs no round trip. Large blocks: the slot the cached word names, and a
+        // member with no cached word reads its lock word first (once per block per client).
+        const both = 2 * this.#slotBytes <= BOTH_SLOTS_BYTES_MAX;
+        const cold = both ? [] : members.filter((n) => !this.#cache[n]!.has(block));
         if (cold.length > 0) {
           const answers = await this.#round(cold.map((n) => [n, [Wr.read(this.#lockLoc(n, block), 8)]]));
           cold.forEach((n, i) => {
@@ -350,27 +361,44 @@ export class RsLockClient {
             continue;
           }
         }
-        const seen = members.map((n) => this.#cache[n]!.get(block)!);
-        const answers = await this.#round(members.map((n, i) => [n, [Wr.read({ rkey: this.#nodes[n]!.address.rkey, addr: this.#slotAddr(n, block, decodeLock(seen[i]!).slot) }, this.#nodes[n]!.address.slotBytes), Wr.read(this.#lockLoc(n, block), 8)]]));
+        const slotRead = members.map((n) => (both ? -1 : decodeLock(this.#cache[n]!.get(block)!).slot));
+        const answers = await this.#round(
+          members.map((n, i) => {
+            const a = this.#nodes[n]!.address;
+            const slot = slotRead[i]!;
+            return [n, [Wr.read({ rkey: a.rkey, addr: this.#slotAddr(n, block, slot < 0 ? 0 : slot) }, slot < 0 ? 2 * a.slotBytes : a.slotBytes), Wr.read(this.#lockLoc(n, block), 8)]];
+          }),
+        );
         let valid = true;
         let busy = false;
         let lost = false;
         const records: BlockRecord[] = [];
+        const seen: bigint[] = [];
         members.forEach((n, i) => {
           const cs = answers[i];
           if (cs === undefined || cs.some((c) => c.status !== 'ok')) {
             lost = true;
             return;
           }
+          // Valid when the lock word read AFTER the record is unlocked, names the slot read, and
+          // carries the record's version: a replica installs each version once, into the slot the
+          // word did not name, and publishes it only after its FLUSH — so that record is the
+          // published one, durable, and no write of that slot can have begun (it would first
+          // have to publish the other slot, and this word would show it).
           const now = u64At(cs[1]!.data!);
-          const rec = decodeRecord(cs[0]!.data!, this.blockBytes);
-          if (now === seen[i] && rec !== undefined && rec.version === decodeLock(now).version) {
-            records.push(rec);
+          const w = decodeLock(now);
+          seen[i] = now;
+          if (w.locked) {
+            valid = false;
+            busy = true;
             return;
           }
-          valid = false;
-          if (decodeLock(now).locked) busy = true;
-          else this.#cache[n]!.set(block, now);
+          this.#cache[n]!.set(block, now);
+          const data = cs[0]!.data!;
+          const sb = this.#slotBytes;
+          const rec = slotRead[i]! < 0 ? decodeRecord(data.subarray(w.slot * sb, (w.slot + 1) * sb), this.blockBytes) : slotRead[i] === w.slot ? decodeRecord(data, this.blockBytes) : undefined;
+          if (rec !== undefined && rec.version === w.version) records.push(rec);
+          else valid = false;
         });
         if (lost) {
           if (++quorumLosses > this.options.quorumRetriesMax) throw this.#noMajority('a replica was lost while reading');

@@ -26,7 +26,7 @@ t.test('write then read on 3 and 5 replicas: 2 round trips per write, 1 per warm
     t.same(await c.read(3), new Uint8Array(0), 'an empty value is a value, not null');
     const other = cl.client();
     t.same(await other.read(3), new Uint8Array(0), 'another client reads it');
-    t.equal(other.stats.lastOpRoundTrips, 2, 'a cold client fetches the lock words first');
+    t.equal(other.stats.lastOpRoundTrips, 1, 'small blocks: a cold client reads both slots and the lock word in one round trip');
     await other.write(3, bytes(256, 1));
     t.same(await c.read(3), bytes(256, 1), 'a stale cached lock word costs a re-read, not a wrong answer');
     t.equal(c.stats.messages > 0 && c.stats.roundTrips > 0, true);
@@ -42,6 +42,24 @@ t.test('write then read on 3 and 5 replicas: 2 round trips per write, 1 per warm
     await other.close();
     cl.close();
   }
+});
+
+t.test('large blocks: a cold reader fetches the lock words first; a stale cached word costs one more round trip', async (t) => {
+  const cl = startLocalRsLock(3, { app: { blocks: 2, blockBytes: 4096 }, seed, nic: { drain: 'eager' } });
+  const a = cl.client();
+  const b = cl.client();
+  await a.write(0, bytes(4096, 1));
+  t.same(await b.read(0), bytes(4096, 1));
+  t.equal(b.stats.lastOpRoundTrips, 2, 'lock words, then slot + lock word');
+  await a.write(0, bytes(4096, 2));
+  t.same(await b.read(0), bytes(4096, 2));
+  t.equal(b.stats.lastOpRoundTrips, 2, 'the cached word named the other slot: read again');
+  await a.write(0, bytes(4000, 3));
+  await a.write(0, bytes(4096, 4));
+  t.same(await b.read(0), bytes(4096, 4));
+  t.equal(b.stats.lastOpRoundTrips, 1, 'two writes later the cached slot is right again: the version comes from the word read after');
+  t.equal(a.stats.lastOpRoundTrips, 2);
+  cl.close();
 });
 
 t.test('bad inputs get coded errors or exact TypeError / RangeError', async (t) => {

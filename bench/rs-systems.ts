@@ -38,8 +38,8 @@ export interface RsStartOptions {
 export interface RsDeployment {
   /** Client `i` (its own connections to every replica). */
   client(i: number): Promise<BlockStore>;
-  /** Round trips the client has made so far (phases: messages to several replicas in parallel count once), when the system counts them. */
-  roundTrips(store: BlockStore): number | undefined;
+  /** Round trips of the store's last operation (phases: messages to several replicas in parallel count once), when the system counts them. */
+  lastOpRoundTrips(store: BlockStore): number | undefined;
   close(): Promise<void>;
 }
 
@@ -98,12 +98,12 @@ export const lockBasedFactory: RsSystemFactory = {
   description: 'lock-based replication (src/apps/rslock): one-sided CAS lock per block on its own cache line, majority quorum, write-combined out-of-place WRITE + FLUSH + release, speculative validated reads',
   links: ['in-process', 'tcp'],
   async start(nodes: number, o: RsStartOptions): Promise<RsDeployment> {
-    const roundTrips = (s: BlockStore): number | undefined => (s instanceof RsLockClient ? s.stats.roundTrips : undefined);
+    const lastOpRoundTrips = (s: BlockStore): number | undefined => (s instanceof RsLockClient ? s.stats.lastOpRoundTrips : undefined);
     if (o.link === 'in-process') {
       const cl = startLocalRsLock(nodes, { app: { blocks: o.blocks, blockBytes: o.blockBytes }, nic: { drain: 'eager' }, seed: o.seed });
       return {
         client: async (i) => cl.client({ prng: createPrng(o.seed * 1009 + i) }),
-        roundTrips,
+        lastOpRoundTrips,
         close: async () => cl.close(),
       };
     }
@@ -119,7 +119,7 @@ export const lockBasedFactory: RsSystemFactory = {
         clients.push(c);
         return c;
       },
-      roundTrips,
+      lastOpRoundTrips,
       async close(): Promise<void> {
         for (const c of clients) await c.close();
         await proc.stop();

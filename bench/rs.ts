@@ -143,7 +143,6 @@ export async function runRsCell(factory: RsSystemFactory, c: RsCellConfig, plan:
           const block = pick(prng);
           const isRead = prng.int(0, 99) < c.readPct;
           if (!isRead) stamp(v, ++stamped);
-          const r0 = d.roundTrips(s);
           try {
             if (isRead) await s.read(block);
             else await s.write(block, v);
@@ -157,10 +156,10 @@ export async function runRsCell(factory: RsSystemFactory, c: RsCellConfig, plan:
           const ns = Math.max(1, Math.round((b - a) * 1e6));
           all.recordValue(ns);
           (isRead ? readH : writeH).recordValue(ns);
-          const r1 = d.roundTrips(s);
-          if (r0 === undefined || r1 === undefined) counted = false;
-          else if (isRead) readRtts += r1 - r0;
-          else writeRtts += r1 - r0;
+          const rtts = d.lastOpRoundTrips(s);
+          if (rtts === undefined) counted = false;
+          else if (isRead) readRtts += rtts;
+          else writeRtts += rtts;
         }
       }),
     );

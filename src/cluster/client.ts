@@ -42,7 +42,9 @@ export const CLUSTER_CONNECT_DEFAULTS: Readonly<ClusterConnectOptions> = Object.
 
 export type NodeConnection =
   | { id: string; app: 'rpc'; node: ClusterNodeSpec; rpc: RemoteRpcClient }
-  | { id: string; app: 'kv'; node: ClusterNodeSpec; kv: PrismKvClient | PilafClient };
+  | { id: string; app: 'kv'; node: ClusterNodeSpec; kv: PrismKvClient | PilafClient }
+  /** An rs replica: the raw queue pair and welcome (src/apps/rs RsClient.fromCluster builds one client over all of them). */
+  | { id: string; app: 'rs'; node: ClusterNodeSpec; qp: QueuePair; welcome: Uint8Array };
 
 /** A raw link to one node (node to node, or a client of an app this module does not wrap). */
 export async function connectPeer(node: ClusterNodeSpec, options: { authToken?: string | undefined; hello?: Uint8Array; name?: string; clock?: Clock } = {}): Promise<{ link: TcpLink; welcome: Uint8Array }> {
@@ -70,6 +72,10 @@ async function connectOne(node: ClusterNodeSpec, o: ClusterConnectOptions): Prom
       link.close();
       throw e;
     }
+  }
+  if (node.app === 'rs') {
+    const { link, welcome } = await connectPeer(node, { authToken: o.authToken, name, clock: o.clock });
+    return { id: node.id, app: 'rs', node, qp: new QueuePair(link), welcome };
   }
   throw new TypeError(`no client for app ${node.app}`);
 }
@@ -121,5 +127,6 @@ export class Cluster {
 
 function closeConnection(c: NodeConnection): void {
   if (c.app === 'rpc') c.rpc.close();
+  else if (c.app === 'rs') c.qp.close();
   else c.kv.qp.close();
 }

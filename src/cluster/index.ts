@@ -2,3 +2,4 @@
 export { ClusterErrorCodes, parseClusterSpec, loadClusterFile, toClusterSpec, clusterNode, isLocalNode, type ClusterSpec, type ClusterNodeSpec, type ClusterNodeOptions } from './spec.js';
 export { Cluster, connectPeer, CLUSTER_CONNECT_DEFAULTS, ClusterClientErrorCodes, type ClusterConnectOptions, type NodeConnection } from './client.js';
 export { resolveAuthToken, AUTH_TOKEN_ENV, AuthErrorCodes } from '../node/index.js';
+export { connectRsCluster, rsClientOfCluster, type RsClusterOptions } from './rs.js';

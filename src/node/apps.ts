@@ -6,6 +6,7 @@ import { PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../../pmem/inde
 import type { App } from '../apps/index.js';
 import { rpcApp } from '../apps/rpc/index.js';
 import { kvApp } from '../apps/kv/index.js';
+import { rsApp } from '../apps/rs/index.js';
 import { rslockApp } from '../apps/rslock/index.js';
 
 export const NodeErrorCodes = defineErrorCodes('node', {
@@ -19,13 +20,13 @@ export const NodeErrorCodes = defineErrorCodes('node', {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyApp = App<any>;
 
-export const NODE_APPS: Readonly<Record<string, AnyApp>> = Object.freeze({ rpc: rpcApp, kv: kvApp, rslock: rslockApp });
+export const NODE_APPS: Readonly<Record<string, AnyApp>> = Object.freeze({ rpc: rpcApp, kv: kvApp, rs: rsApp, rslock: rslockApp });
 
 declare module '../../pmem/index.js' {
   interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof NodeErrorCodes> {}
 }
 
-export type NodeAppName = 'rpc' | 'kv' | 'rslock';
+export type NodeAppName = 'rpc' | 'kv' | 'rs' | 'rslock';
 
 export const NODE_APP_NAMES: readonly string[] = Object.freeze(Object.keys(NODE_APPS));
 

@@ -14,4 +14,5 @@ export { exploreExhaustive, resolveExhaustiveOptions, parseSchedule, exhaustiveC
 export { withDistinctImages, type Counted } from './distinct.js';
 export { recoveryExplorerApp, resolveRecoveryWorkload, RecoveryAppServer, recoveryDigestHandler, mediaImage, visibleImage, RECOVERY_WORKLOAD_DEFAULTS, RECOVERY_CRASH_GEOMETRY, type RecoveryWorkloadOptions, type RecoveryExplorerApp } from './recovery.js';
 export { timelineInput, writeViolationTimelines, type Picture, type PicturedProblem, type PicturedViolation } from './picture.js';
+export { rsExplorerApp, resolveRsWorkload, cutRsHistory, RS_WORKLOAD_DEFAULTS, RS_CRASH_LAYOUT, RS_MAJORITY_WAIT_MS, type RsWorkloadOptions, type RsOp, type RsExplorerApp } from './rs.js';
 export { rslockExplorerApp, RSLOCK_WORKLOAD_DEFAULTS, TORN_VALUE, type RsLockWorkloadOptions } from './rslock.js';

@@ -97,14 +97,14 @@ export function cutHistoryAt(ops: readonly KvOp[], t: number): Array<Operation<K
 
 
 /** The shortest non-linearizable sub-history (delta debugging, keeping what explains each read), the checker's operations red. */
-function linPicture(history: Array<Operation<KvInput, KvOutput>>, named: ReadonlyArray<Operation<KvInput, KvOutput>>, crashes: Picture['crashes']): Picture {
+export function linPicture(history: Array<Operation<KvInput, KvOutput>>, named: ReadonlyArray<Operation<KvInput, KvOutput>>, crashes: Picture['crashes']): Picture {
   const short = shortestNonLinearizable(kvModel, history, { wellFormed: kvWellFormed(history), maxAttempts: 400 });
   const last = Math.max(...short.ops.map((o) => o.ret ?? o.call));
   return { operations: timelineOperations(short.ops, kvLabel, (op) => named.includes(op)), crashes: crashes.filter((c) => c.time <= last + 1) };
 }
 
 /** A lost write: the history cut at the crash, for the key the read after recovery got wrong (its writes and that read red). */
-function lostPicture(history: Array<Operation<KvInput, KvOutput>>, detail: string, crashes: Picture['crashes']): Picture {
+export function lostPicture(history: Array<Operation<KvInput, KvOutput>>, detail: string, crashes: Picture['crashes']): Picture {
   const key = /get\(([^)]*)\) after recovery/.exec(detail)?.[1];
   const ops = key === undefined ? history : history.filter((h) => h.input.key === key);
   return { operations: timelineOperations(ops, kvLabel, (op) => op.client === -1 || (op.input.kind !== 'get' && op.ret !== undefined)), crashes };

@@ -1,0 +1,613 @@
+/**
+ * The PRISM-RS client: an ABD multi-writer register per block over N replicas (f < N/2), every
+ * step a NIC chain, no replica CPU on the data path (docs/rs.md has the why of each step).
+ *
+ * write(block, data)  1 RTT query: READ the slot on every replica; the highest tag of a majority
+ *                     (a LOST slot does not answer). tag = ⟨max.ts + 1, writer id⟩.
+ *                     1 RTT install, on every live replica:
+ *                       WRITE scratch[8..32) ← ⟨bound, tag⟩; ALLOCATE(item) → redirect scratch[0];
+ *                       FLUSH(persistent) the class arena (conditional); CAS gt on the slot's tag with
+ *                       ⟨ptr, bound, tag⟩ from scratch (conditional); READ the slot; FLUSH(persistent)
+ *                       the slot; READ scratch[0] (the allocated buffer, to give it back if unlinked).
+ *                     A replica counts when that READ — FLUSHed in the same chain — shows a tag ≥ ours:
+ *                     a CAS that did not swap may have compared against another QP's undrained
+ *                     result (DESIGN §2.2), so a lost CAS alone proves nothing durable; such a replica
+ *                     is re-READ + FLUSHed (bounded) until it counts. Returns at a majority.
+ * read(block)         1 RTT: READ the slot, bounded indirect READ of the item, FLUSH(persistent) the
+ *                     slot, on every live replica; done at a majority. If the majority agrees, the
+ *                     value is durable there (each FLUSH) and is returned. Else the highest item is
+ *                     installed (the write's chain, same tag) where it is missing until a majority
+ *                     holds it durably (1 more RTT), then returned. Replicas that answer later and are
+ *                     behind (or LOST) get the write-back too, in the background: replicas converge.
+ *
+ * A replica that does not answer (link closed, QP in error, LOST slot) is skipped; fewer than a
+ * majority → PMRPC_ERR_RS_NO_MAJORITY after a bounded wait on the injected clock (the operation may
+ * or may not have happened). Before each operation a client reconnects (options.reconnect) to
+ * replicas whose link closed.
+ */
+import { callable, cryptoEntropy, intIn, optional, PmrpcError, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks } from '../../../pmem/index.js';
+import { NicErrorCodes, QueuePair, Wr, type Completion, type NotifyMessage, type WorkRequest } from '../../../flush/index.js';
+import { parseJsonBytes } from '../app.js';
+import { NO_RS_FAULTS, type RsFaults } from './faults.js';
+import {
+  RS_ITEM_HEADER_BYTES,
+  RS_RETURN_BATCH_MAX,
+  RS_SLOT_BYTES,
+  RsErrorCodes,
+  ZERO_TAG,
+  compareTags,
+  computeRsGeometry,
+  decodeRsItem,
+  decodeRsSlot,
+  encodeRsItem,
+  isLostTag,
+  rsClassFor,
+  rsSlotOffset,
+  rsTagMask,
+  validateRsLayout,
+  type RsGeometry,
+  type RsItem,
+  type Tag,
+} from './layout.js';
+import { RS_RETURN_ACK_IMM, RS_RETURN_IMM, RS_RETURN_STALE_IMM } from './server.js';
+
+/** One replica's connection: its queue pair and the welcome it sent. */
+export interface RsReplicaConnection {
+  qp: QueuePair;
+  welcome: Uint8Array;
+}
+
+/** How a client gets a new connection to replica `i` (undefined: not reachable now). */
+export type RsReconnect = (replica: number) => RsReplicaConnection | undefined | Promise<RsReplicaConnection | undefined>;
+
+export interface RsClientOptions {
+  /** The writer id in this client's tags (unique among the writers of the blocks, >= 1); default drawn from `entropy`. */
+  writerId: number | undefined;
+  entropy: Entropy;
+  /** Time for the bounded waits (the logical clock in the explorer). */
+  clock: Clock;
+  /** Longest wait for a majority of replicas (before an operation, and for each quorum) before NO_MAJORITY. */
+  majorityWaitMs: number;
+  /** Pause between retries of a replica (recovering, CAS lost to an undrained result). */
+  retryDelayMs: number;
+  /** Re-reads (READ + FLUSH) of a replica whose CAS did not swap before it is given up for this operation. */
+  countRetriesMax: number;
+  /** Retries of a replica whose ALLOCATE was refused (recovering) or found no buffer. */
+  allocRetriesMax: number;
+  /** Re-reads of an item that fails its checksum. */
+  readRetriesMax: number;
+  /** Unlinked buffers held per replica before a return batch is sent. */
+  returnBatch: number;
+  /** Reconnects a replica whose link closed (a restarted node). */
+  reconnect: RsReconnect | undefined;
+  /** Called with each return batch sent (the crash suite replays old ones after a crash). */
+  onReturnBatch: ((replica: number, payload: Uint8Array) => void) | undefined;
+  /** Test-only fault switches. */
+  faults: Partial<RsFaults>;
+}
+
+export const RS_CLIENT_DEFAULTS: Readonly<RsClientOptions> = Object.freeze({
+  writerId: undefined,
+  entropy: cryptoEntropy,
+  clock: systemClock,
+  majorityWaitMs: 2000,
+  retryDelayMs: 1,
+  countRetriesMax: 16,
+  allocRetriesMax: 16,
+  readRetriesMax: 8,
+  returnBatch: 16,
+  reconnect: undefined,
+  onReturnBatch: undefined,
+  faults: Object.freeze({}),
+});
+
+const RS_CLIENT_CHECKS: OptionChecks<RsClientOptions> = {
+  writerId: optional(intIn(1, Number.MAX_SAFE_INTEGER)),
+  majorityWaitMs: intIn(1, 3_600_000),
+  retryDelayMs: intIn(1, 60_000),
+  countRetriesMax: intIn(0, 1024),
+  allocRetriesMax: intIn(0, 1024),
+  readRetriesMax: intIn(0, 1024),
+  returnBatch: intIn(1, RS_RETURN_BATCH_MAX),
+  reconnect: optional(callable()),
+  onReturnBatch: optional(callable()),
+};
+
+export interface RsClientStats {
+  writes: number;
+  reads: number;
+  /** Reads that wrote the highest value back because the majority disagreed. */
+  writeBacks: number;
+  /** Round trips of the last operation (query + install, or read [+ write-back]), on the critical path. */
+  lastOpRoundTrips: number;
+  /** Replicas re-read because their CAS did not swap and their READ showed an older tag. */
+  countRetries: number;
+  noMajority: number;
+  returnRpcs: number;
+}
+
+interface Replica {
+  index: number;
+  qp: QueuePair | undefined;
+  rkey: number;
+  geometry: RsGeometry | undefined;
+  epoch: bigint;
+  pending: number[];
+  returning: Promise<void> | undefined;
+  waiter: { resolve: (m: NotifyMessage) => void; reject: (e: Error) => void } | undefined;
+}
+
+/** An answer of a replica to a read: the tag it holds and the item (undefined: never written). */
+interface ReadAnswer {
+  tag: Tag;
+  item: RsItem | undefined;
+}
+
+const SCRATCH_PTR = 0;
+const SCRATCH_META = 8;
+
+/** The replica address in an rs welcome. */
+export function parseRsWelcome(welcome: Uint8Array): { rkey: number; base: number; epoch: bigint; geometry: RsGeometry } {
+  const w = parseJsonBytes(welcome);
+  if (w === undefined || w.app !== 'rs' || !Number.isSafeInteger(w.rkey) || !Number.isSafeInteger(w.base) || typeof w.epoch !== 'string' || !/^\d+$/.test(w.epoch) || w.layout === null || typeof w.layout !== 'object') {
+    throw new PmrpcError(RsErrorCodes.NOT_FORMATTED, 'the welcome is not an RS address {app, rkey, base, epoch, layout}');
+  }
+  let geometry: RsGeometry;
+  try {
+    geometry = computeRsGeometry(w.base as number, validateRsLayout(w.layout as object));
+  } catch (e) {
+    throw new PmrpcError(RsErrorCodes.NOT_FORMATTED, `the welcome's layout is not valid: ${(e as Error).message}`, { cause: e });
+  }
+  return { rkey: w.rkey as number, base: w.base as number, epoch: BigInt(w.epoch), geometry };
+}
+
+export class RsClient {
+  readonly options: Readonly<RsClientOptions>;
+  readonly faults: Readonly<RsFaults>;
+  readonly writerId: bigint;
+  readonly replicas: number;
+  #r: Replica[];
+  #geometry: RsGeometry | undefined;
+  #background = new Set<Promise<unknown>>();
+  #closed = false;
+  #rtts = 0;
+  #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, countRetries: 0, noMajority: 0, returnRpcs: 0 };
+
+  /**
+   * A client of the replicas behind `connections` (one per replica, in replica order; undefined for
+   * a replica not reachable now — it is reconnected through options.reconnect before an operation).
+   */
+  constructor(connections: ReadonlyArray<RsReplicaConnection | undefined>, options: Partial<RsClientOptions> = {}) {
+    if (!Array.isArray(connections) || connections.length === 0) throw new RangeError('connections must be a non-empty array (one per replica)');
+    this.options = Object.freeze(resolveOptions(RS_CLIENT_DEFAULTS, options, RS_CLIENT_CHECKS));
+    this.faults = Object.freeze({ ...NO_RS_FAULTS, ...this.options.faults });
+    this.writerId = this.options.writerId !== undefined ? BigInt(this.options.writerId) : drawWriterId(this.options.entropy);
+    this.replicas = connections.length;
+    this.#r = connections.map((_, i) => ({ index: i, qp: undefined, rkey: 0, geometry: undefined, epoch: 0n, pending: [], returning: undefined, waiter: undefined }));
+    connections.forEach((c, i) => {
+      if (c !== undefined) this.#attach(this.#r[i]!, c);
+    });
+  }
+
+  get majority(): number {
+    return Math.floor(this.replicas / 2) + 1;
+  }
+
+  get stats(): Readonly<RsClientStats> {
+    return { ...this.#stats };
+  }
+
+  /** Blocks per replica (undefined until a replica was reached). */
+  get blocks(): number | undefined {
+    return this.#geometry?.blocks;
+  }
+
+  /** Largest value a block holds. */
+  get maxValueBytes(): number | undefined {
+    const g = this.#geometry;
+    return g === undefined ? undefined : g.classes[g.classes.length - 1]!.sizeBytes - RS_ITEM_HEADER_BYTES;
+  }
+
+  /** Whether replica `i`'s connection is up. */
+  isUp(i: number): boolean {
+    const r = this.#r[i];
+    return r?.qp !== undefined && r.qp.link.closed !== true && r.qp.state !== 'error';
+  }
+
+  // ---------------------------------------------------------------- write
+
+  async write(block: number, data: Uint8Array): Promise<void> {
+    if (!(data instanceof Uint8Array)) throw new TypeError('data must be a Uint8Array');
+    await this.#begin();
+    this.#checkBlock(block);
+    const g = this.#geometry!;
+    if (rsClassFor(g, data.length) === undefined) throw new PmrpcError(RsErrorCodes.VALUE_TOO_LARGE, `a value of ${data.length} bytes exceeds the largest size class (${g.classes[g.classes.length - 1]!.sizeBytes - RS_ITEM_HEADER_BYTES} bytes of value)`);
+    this.#stats.writes++;
+    const tags = await this.#quorum(
+      this.#live().map((r) => this.#queryTag(r, block)),
+      this.majority,
+    );
+    this.#rtts++;
+    const maxTs = tags.reduce((m, t) => (t.ts > m ? t.ts : m), 0n);
+    const tag: Tag = { ts: maxTs + 1n, writer: this.faults.noWriterId ? 0n : this.writerId };
+    const item = encodeRsItem({ block, tag, value: data });
+    await this.#quorum(
+      this.#live().map((r) => this.#install(r, block, item, tag)),
+      this.faults.minorityWrite ? 1 : this.majority,
+    );
+    this.#rtts++;
+    this.#end();
+  }
+
+  // ---------------------------------------------------------------- read
+
+  /** The block's value, or null when it was never written. */
+  async read(block: number): Promise<Uint8Array | null> {
+    await this.#begin();
+    this.#checkBlock(block);
+    this.#stats.reads++;
+    const attempts = this.#r.map((r) => (this.#isLive(r) ? this.#readReplica(r, block) : Promise.resolve(undefined)));
+    const got = await this.#quorum(
+      attempts.map((p, i) => p.then((a) => (a === undefined || a === 'lost' ? undefined : { i, a }))),
+      this.majority,
+    );
+    this.#rtts++;
+    let max = got[0]!.a;
+    for (const x of got) if (compareTags(x.a.tag, max.tag) > 0) max = x.a;
+    const value = max.item === undefined ? null : max.item.value;
+    if (this.faults.readWithoutWriteBack) {
+      this.#end();
+      return value;
+    }
+    // Replicas converge: once every replica answered, the highest item of all goes (in the
+    // background) wherever it is missing — a LOST slot of a restarted replica included.
+    this.#track(this.#converge(block, attempts));
+    const current = new Set(got.filter((x) => compareTags(x.a.tag, max.tag) >= 0).map((x) => x.i));
+    if (max.item === undefined || current.size >= this.majority) {
+      this.#end();
+      return value;
+    }
+    // Write-back: the majority disagreed; install the max where it is missing until a majority holds it durably.
+    this.#stats.writeBacks++;
+    const item = encodeRsItem(max.item);
+    const tag = max.item.tag;
+    const installs = this.#r
+      .filter((r) => !current.has(r.index))
+      .map((r) =>
+        attempts[r.index]!.then((a) => {
+          if (a === undefined) return undefined; // down
+          if (a !== 'lost' && compareTags(a.tag, tag) >= 0) return true;
+          return this.#install(r, block, item, tag);
+        }),
+      );
+    await this.#quorum(installs, this.majority, current.size);
+    this.#rtts++;
+    this.#end();
+    return value;
+  }
+
+  /** After every replica answered a read: the highest item of all, installed where it is missing or older. */
+  async #converge(block: number, attempts: Array<Promise<ReadAnswer | 'lost' | undefined>>): Promise<void> {
+    const answers = await Promise.all(attempts);
+    let best: RsItem | undefined;
+    for (const a of answers) if (a !== undefined && a !== 'lost' && a.item !== undefined && (best === undefined || compareTags(a.item.tag, best.tag) > 0)) best = a.item;
+    if (best === undefined) return;
+    const item = encodeRsItem(best);
+    await Promise.all(
+      answers.map((a, i) => {
+        if (a === undefined || (a !== 'lost' && compareTags(a.tag, best.tag) >= 0)) return undefined;
+        return this.#install(this.#r[i]!, block, item, best.tag);
+      }),
+    );
+  }
+
+  // ---------------------------------------------------------------- life cycle
+
+  /** Waits for background installs and write-backs, then sends every pending buffer return. */
+  async settle(): Promise<void> {
+    while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
+    await Promise.allSettled(this.#r.map((r) => this.#flushReturns(r)));
+  }
+
+  /** Settles, then closes every connection. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    await this.settle();
+    this.#closed = true;
+    for (const r of this.#r) r.qp?.close();
+  }
+
+  /** Closes every connection at once, mid-operation (a client crash: nothing is settled). */
+  abort(): void {
+    this.#closed = true;
+    for (const r of this.#r) r.qp?.close();
+  }
+
+  // ---------------------------------------------------------------- replicas
+
+  #attach(r: Replica, c: RsReplicaConnection): void {
+    if (!(c.qp instanceof QueuePair)) throw new TypeError('a connection must hold a QueuePair');
+    const w = parseRsWelcome(c.welcome);
+    if (this.#geometry === undefined) this.#geometry = w.geometry;
+    else if (this.#geometry.blocks !== w.geometry.blocks || JSON.stringify(this.#geometry.classes.map((x) => x.sizeBytes)) !== JSON.stringify(w.geometry.classes.map((x) => x.sizeBytes))) {
+      c.qp.close();
+      throw new PmrpcError(RsErrorCodes.GEOMETRY_MISMATCH, `replica ${r.index} has ${w.geometry.blocks} blocks and classes ${w.geometry.classes.map((x) => x.sizeBytes).join(',')}; the others ${this.#geometry.blocks} and ${this.#geometry.classes.map((x) => x.sizeBytes).join(',')}`);
+    }
+    // A different epoch: the replica restarted, and its recovery reclaimed every unlinked buffer.
+    if (w.epoch !== r.epoch) r.pending = [];
+    r.qp = c.qp;
+    r.rkey = w.rkey;
+    r.geometry = w.geometry;
+    r.epoch = w.epoch;
+    const qp = c.qp;
+    qp.onNotify((m) => {
+      if (r.qp !== qp) return;
+      const wt = r.waiter;
+      r.waiter = undefined;
+      wt?.resolve(m);
+    });
+    qp.onClose((err) => {
+      if (r.qp !== qp) return;
+      const wt = r.waiter;
+      r.waiter = undefined;
+      wt?.reject(err);
+    });
+  }
+
+  #isLive(r: Replica): boolean {
+    return this.isUp(r.index);
+  }
+
+  #live(): Replica[] {
+    return this.#r.filter((r) => this.#isLive(r));
+  }
+
+  /** Reconnects replicas that are down; waits (bounded, on the clock) until a majority is up. */
+  async #begin(): Promise<void> {
+    if (this.#closed) throw new PmrpcError(RsErrorCodes.CLOSED, 'the RS client is closed');
+    this.#rtts = 0;
+    const { clock, majorityWaitMs, retryDelayMs, reconnect } = this.options;
+    const t0 = clock.nowMs();
+    for (;;) {
+      if (reconnect !== undefined) {
+        for (const r of this.#r) {
+          if (this.#isLive(r)) continue;
+          try {
+            const c = await reconnect(r.index);
+            if (c !== undefined) this.#attach(r, c);
+          } catch (e) {
+            if (e instanceof PmrpcError && e.code === RsErrorCodes.GEOMETRY_MISMATCH) throw e;
+            // not reachable now
+          }
+        }
+      }
+      if (this.#live().length >= this.majority && this.#geometry !== undefined) return;
+      if (clock.nowMs() - t0 >= majorityWaitMs) {
+        this.#stats.noMajority++;
+        throw new PmrpcError(RsErrorCodes.NO_MAJORITY, `${this.#live().length} of ${this.replicas} replicas reachable for ${majorityWaitMs} ms; a majority is ${this.majority}`);
+      }
+      await this.#sleep(retryDelayMs);
+    }
+  }
+
+  #end(): void {
+    this.#stats.lastOpRoundTrips = this.#rtts;
+  }
+
+  #checkBlock(block: number): void {
+    const n = this.#geometry!.blocks;
+    if (!Number.isSafeInteger(block) || block < 0 || block >= n) throw new PmrpcError(RsErrorCodes.BAD_BLOCK, `block must be an integer in [0, ${n}), got ${String(block)}`);
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => this.options.clock.setTimer(ms, resolve));
+  }
+
+  #track(p: Promise<unknown>): void {
+    const q = p.catch(() => undefined).finally(() => this.#background.delete(q));
+    this.#background.add(q);
+  }
+
+  /**
+   * Resolves with the answers once `need` attempts gave one (`already` count as given); rejects
+   * NO_MAJORITY once that became impossible or after majorityWaitMs. Attempts still running go on
+   * in the background (an install reaches every live replica).
+   */
+  #quorum<T>(attempts: Array<Promise<T | undefined>>, need: number, already = 0): Promise<T[]> {
+    for (const p of attempts) this.#track(p);
+    return new Promise((resolve, reject) => {
+      const got: T[] = [];
+      let failed = 0;
+      let done = false;
+      const total = attempts.length + already;
+      const timer = this.options.clock.setTimer(this.options.majorityWaitMs, () => finish(false));
+      const finish = (ok: boolean): void => {
+        if (done) return;
+        done = true;
+        timer.cancel();
+        if (ok) resolve(got);
+        else {
+          this.#stats.noMajority++;
+          reject(new PmrpcError(RsErrorCodes.NO_MAJORITY, `${got.length + already} of ${this.replicas} replicas answered; a majority is ${need}`));
+        }
+      };
+      if (already >= need) return finish(true);
+      if (total < need) return finish(false);
+      for (const p of attempts) {
+        void p.then(
+          (v) => {
+            if (v === undefined) failed++;
+            else got.push(v);
+            if (got.length + already >= need) finish(true);
+            else if (total - failed < need) finish(false);
+          },
+          () => {
+            failed++;
+            if (total - failed < need) finish(false);
+          },
+        );
+      }
+    });
+  }
+
+  /** Posts a chain; undefined when the replica did not answer (link closed, QP error). */
+  async #post(r: Replica, wrs: WorkRequest[]): Promise<Completion[] | undefined> {
+    const qp = r.qp;
+    if (qp === undefined) return undefined;
+    try {
+      const cs = await qp.postChain(wrs);
+      return cs.some((c) => c.status === 'error') ? undefined : cs;
+    } catch {
+      return undefined;
+    }
+  }
+
+  #slotLoc(r: Replica, block: number): { rkey: number; addr: number } {
+    return { rkey: r.rkey, addr: rsSlotOffset(r.geometry!, block) };
+  }
+
+  #slotFlush(r: Replica, block: number): WorkRequest {
+    return Wr.flush('persistent', r.rkey, { addr: rsSlotOffset(r.geometry!, block), len: RS_SLOT_BYTES });
+  }
+
+  /** The write's query: READ the slot (no FLUSH needed: the tag only has to exceed every completed write's). */
+  async #queryTag(r: Replica, block: number): Promise<Tag | undefined> {
+    const cs = await this.#post(r, [Wr.read(this.#slotLoc(r, block), RS_SLOT_BYTES)]);
+    const d = cs?.[0]?.data;
+    if (d === undefined || d.length !== RS_SLOT_BYTES) return undefined;
+    const s = decodeRsSlot(d);
+    return isLostTag(s.tag) ? undefined : s.tag;
+  }
+
+  /** READ the slot; bounded indirect READ of its item; FLUSH(persistent) the slot. 'lost': this replica lost its copy. */
+  async #readReplica(r: Replica, block: number): Promise<ReadAnswer | 'lost' | undefined> {
+    const g = r.geometry!;
+    const loc = this.#slotLoc(r, block);
+    const maxItem = g.classes[g.classes.length - 1]!.sizeBytes;
+    for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
+      const wrs: WorkRequest[] = [Wr.read(loc, RS_SLOT_BYTES), Wr.read(loc, maxItem, { bounded: true })];
+      if (!this.faults.readWithoutFlush) wrs.push(this.#slotFlush(r, block));
+      const cs = await this.#post(r, wrs);
+      if (cs === undefined || cs.some((c) => c.status !== 'ok')) return undefined;
+      const s = decodeRsSlot(cs[0]!.data!);
+      const d = cs[1]!.data!;
+      if (d.length === 0) {
+        if (s.ptr !== g.base) continue; // the slot moved between the two READs: read again
+        if (isLostTag(s.tag)) return 'lost';
+        if (compareTags(s.tag, ZERO_TAG) === 0 && s.bound === 0) return { tag: { ...ZERO_TAG }, item: undefined };
+        continue;
+      }
+      const item = decodeRsItem(d);
+      if (item === undefined || item.block !== block) continue; // torn or moving: read again
+      return { tag: item.tag, item };
+    }
+    return undefined;
+  }
+
+  /**
+   * The install chain on one replica (file comment). True once the replica durably holds a tag ≥
+   * `tag`; undefined when it did not answer or the bounded retries ran out.
+   */
+  async #install(r: Replica, block: number, item: Uint8Array, tag: Tag): Promise<true | undefined> {
+    const g = r.geometry!;
+    const cls = rsClassFor(g, item.length - RS_ITEM_HEADER_BYTES)!;
+    const f = this.faults;
+    const meta = new Uint8Array(24);
+    const dv = new DataView(meta.buffer);
+    dv.setBigUint64(0, BigInt(cls.sizeBytes), true);
+    dv.setBigUint64(8, tag.writer, true);
+    dv.setBigUint64(16, tag.ts, true);
+    const loc = this.#slotLoc(r, block);
+    for (let attempt = 0; attempt <= this.options.allocRetriesMax; attempt++) {
+      const chain: WorkRequest[] = [Wr.write({ scratch: SCRATCH_META }, meta), Wr.allocate(r.rkey, cls.sizeBytes, item, { redirect: SCRATCH_PTR })];
+      if (!f.dropItemFlush) chain.push(Wr.flush('persistent', r.rkey, { addr: cls.offset, len: cls.sizeBytes * cls.count }, { conditional: true }));
+      const casAt = chain.length;
+      chain.push(Wr.prismCasFrom('gt', loc, { scratch: SCRATCH_PTR }, RS_SLOT_BYTES, { conditional: true, compareMask: rsTagMask() }));
+      const readAt = chain.length;
+      chain.push(Wr.read(loc, RS_SLOT_BYTES));
+      if (!f.dropSlotFlush) chain.push(this.#slotFlush(r, block));
+      chain.push(Wr.read({ scratch: SCRATCH_PTR }, 8));
+      const cs = await this.#post(r, chain);
+      if (cs === undefined) return undefined;
+      const alloc = cs[1]!;
+      const cas = cs[casAt]!;
+      if (alloc.status !== 'ok') {
+        // Refused (the replica is rebuilding its free lists) or no free buffer: give back what we hold, wait, retry.
+        if (alloc.code !== NicErrorCodes.ALLOC_REFUSED && r.pending.length > 0) await this.#flushReturns(r);
+        await this.#sleep(this.options.retryDelayMs);
+        continue;
+      }
+      if (cas.status === 'ok' && cas.swapped === true) {
+        const old = decodeRsSlot(cas.data!);
+        if (old.ptr !== g.base && old.ptr > 0) this.#giveBack(r, old.ptr);
+      } else {
+        const mine = cs[cs.length - 1]!.data;
+        if (mine !== undefined && mine.length === 8) this.#giveBack(r, Number(new DataView(mine.buffer, mine.byteOffset, 8).getBigUint64(0, true)));
+        if (f.countFailedCas && cas.status === 'ok') return true;
+      }
+      if (compareTags(decodeRsSlot(cs[readAt]!.data!).tag, tag) >= 0) return true;
+      // The CAS lost to a tag we cannot see yet (another QP's result still in the NIC cache): re-READ + FLUSH until it shows.
+      for (let k = 0; k < this.options.countRetriesMax; k++) {
+        this.#stats.countRetries++;
+        await this.#sleep(this.options.retryDelayMs);
+        const again = await this.#post(r, f.dropSlotFlush ? [Wr.read(loc, RS_SLOT_BYTES)] : [Wr.read(loc, RS_SLOT_BYTES), this.#slotFlush(r, block)]);
+        if (again === undefined) return undefined;
+        if (compareTags(decodeRsSlot(again[0]!.data!).tag, tag) >= 0) return true;
+      }
+      return undefined;
+    }
+    return undefined;
+  }
+
+  // ---------------------------------------------------------------- buffer returns
+
+  #giveBack(r: Replica, ptr: number): void {
+    r.pending.push(ptr);
+    if (r.pending.length >= this.options.returnBatch && r.returning === undefined) this.#track(this.#flushReturns(r));
+  }
+
+  /** Sends replica r's pending returns (epoch-stamped batches, one at a time). */
+  async #flushReturns(r: Replica): Promise<void> {
+    while (r.returning !== undefined) await r.returning.catch(() => undefined);
+    const run = async (): Promise<void> => {
+      while (r.pending.length > 0 && r.qp !== undefined && this.#isLive(r)) {
+        const qp = r.qp;
+        const ptrs = r.pending.splice(0, Math.min(RS_RETURN_BATCH_MAX, r.pending.length));
+        const payload = new Uint8Array(16 + ptrs.length * 8);
+        const dv = new DataView(payload.buffer);
+        dv.setBigUint64(0, r.epoch, true);
+        dv.setUint32(8, ptrs.length, true);
+        ptrs.forEach((p, i) => dv.setBigUint64(16 + i * 8, BigInt(p), true));
+        this.options.onReturnBatch?.(r.index, payload);
+        const reply = new Promise<NotifyMessage>((resolve, reject) => (r.waiter = { resolve, reject }));
+        reply.catch(() => undefined);
+        this.#stats.returnRpcs++;
+        const cs = await this.#post(r, [Wr.send(payload, RS_RETURN_IMM)]);
+        if (cs === undefined || r.qp !== qp) return; // the replica went away: its recovery reclaims them
+        let m: NotifyMessage;
+        try {
+          m = await reply;
+        } catch {
+          return;
+        }
+        if (m.imm === RS_RETURN_STALE_IMM) {
+          r.pending = []; // the replica restarted: recovery reclaimed every unlinked buffer
+          return;
+        }
+        if (m.imm !== RS_RETURN_ACK_IMM) return;
+      }
+    };
+    r.returning = run();
+    try {
+      await r.returning;
+    } finally {
+      r.returning = undefined;
+    }
+  }
+}
+
+function drawWriterId(entropy: Entropy): bigint {
+  const b = entropy.bytes(8);
+  const v = new DataView(b.buffer, b.byteOffset, 8).getBigUint64(0, true) & ((1n << 62n) - 1n);
+  return v === 0n ? 1n : v;
+}

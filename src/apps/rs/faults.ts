@@ -1,0 +1,79 @@
+/**
+ * Test-only fault switches of PRISM-RS (DESIGN §8 "the suite must have teeth"): each removes one
+ * step of the protocol or of replica recovery. `pmrpc crash-test --app rs --list-mutants` prints
+ * RS_MUTANTS; `--mutant NAME` must report violations.
+ */
+export interface RsFaults {
+  /** Install chain: no FLUSH(persistent) of the item between ALLOCATE and the CAS. */
+  dropItemFlush: boolean;
+  /** Install chain: no FLUSH(persistent) of the slot after the CAS (acknowledged before durable). */
+  dropSlotFlush: boolean;
+  /** Tags carry no writer id (⟨ts, 0⟩): two writers of one timestamp tie. */
+  noWriterId: boolean;
+  /** A read returns the highest value of a majority without writing it back where it is missing. */
+  readWithoutWriteBack: boolean;
+  /** A write returns once one replica counts, not a majority. */
+  minorityWrite: boolean;
+  /** A read's chain does not FLUSH the slot it read: it may return a value a crash takes back. */
+  readWithoutFlush: boolean;
+  /** A replica whose CAS did not swap counts at once, without a FLUSHed READ showing a tag ≥ the writer's. */
+  countFailedCas: boolean;
+  /** Recovery: trust every slot (no pointer validation, no repair of a torn slot from its item). */
+  skipSlotRepair: boolean;
+  /** Recovery: unreachable buffers are never reclaimed. */
+  skipReclaim: boolean;
+  /** Returns: accept a return stamped with an earlier epoch. */
+  acceptStaleEpoch: boolean;
+  /** Recovery: ALLOCATE is not refused while the free lists are being rebuilt. */
+  allowAllocateBeforeRebuild: boolean;
+}
+
+export const NO_RS_FAULTS: Readonly<RsFaults> = Object.freeze({
+  dropItemFlush: false,
+  dropSlotFlush: false,
+  noWriterId: false,
+  readWithoutWriteBack: false,
+  minorityWrite: false,
+  readWithoutFlush: false,
+  countFailedCas: false,
+  skipSlotRepair: false,
+  skipReclaim: false,
+  acceptStaleEpoch: false,
+  allowAllocateBeforeRebuild: false,
+});
+
+export type RsFaultName = keyof RsFaults;
+
+export interface RsMutant {
+  name: RsFaultName;
+  layer: 'write' | 'read' | 'recovery';
+  /** The step it removes. */
+  step: string;
+  /** The test that catches it, when it is not the seeded crash workload of test/apps/rs/mutants.test.ts. */
+  caughtBy?: string;
+}
+
+export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
+  { name: 'dropItemFlush', layer: 'write', step: 'FLUSH(persistent) of the item between ALLOCATE and the CAS (the item is durable before a durable slot points at it)' },
+  { name: 'dropSlotFlush', layer: 'write', step: 'FLUSH(persistent) of the slot after the CAS (a replica counts only once its slot is durable)' },
+  { name: 'noWriterId', layer: 'write', step: 'the writer id in the tag (two writers of one timestamp must not tie)' },
+  { name: 'readWithoutWriteBack', layer: 'read', step: 'the write-back of the highest value to a majority before a read returns it' },
+  { name: 'minorityWrite', layer: 'write', step: 'waiting for a majority of replicas before a write returns' },
+  { name: 'readWithoutFlush', layer: 'read', step: 'FLUSH(persistent) of the slot a read READ, in its chain (a read returns only durable state)' },
+  { name: 'countFailedCas', layer: 'write', step: 'a replica whose CAS did not swap counts only once a FLUSHed READ of its slot shows a tag >= the writer\'s', caughtBy: 'test/apps/rs/failed-cas.test.ts' },
+  { name: 'skipSlotRepair', layer: 'recovery', step: 'validating every slot pointer and repairing a torn slot from the item it points at' },
+  { name: 'skipReclaim', layer: 'recovery', step: 'reclaiming buffers no slot reaches' },
+  { name: 'acceptStaleEpoch', layer: 'recovery', step: 'refusing buffer returns stamped with an earlier epoch' },
+  { name: 'allowAllocateBeforeRebuild', layer: 'recovery', step: 'refusing ALLOCATE until the free lists are rebuilt' },
+] as const satisfies readonly RsMutant[]);
+
+export function rsFaultsFor(mutant: string | undefined): RsFaults {
+  if (mutant === undefined) return { ...NO_RS_FAULTS };
+  if (!RS_MUTANTS.some((m) => m.name === mutant)) throw new TypeError(`mutant must be one of ${RS_MUTANTS.map((m) => m.name).join(', ')}, got ${String(mutant)}`);
+  return { ...NO_RS_FAULTS, [mutant]: true };
+}
+
+/** `--list-mutants` output: one `name<TAB>step` line per mutant. */
+export function listRsMutants(): string {
+  return RS_MUTANTS.map((m) => `${m.name}\t${m.step}`).join('\n');
+}

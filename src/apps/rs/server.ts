@@ -1,0 +1,359 @@
+/**
+ * One PRISM-RS replica: its CPU formats the RS area, recovers it after a crash (slot repair from
+ * the self-describing items, allocator recovery through recovery/allocator.ts), posts the free
+ * lists to the NIC, and serves the buffer-return RPC. Reads and writes never reach it: they are NIC
+ * chains (client.ts).
+ *
+ * Recovery, as a decision table over each slot (docs/rs.md):
+ *   ptr = base, tag ⟨0,0⟩ or LOST, bound 0          → keep (empty / lost)
+ *   ptr = base, anything else                         → rewrite as empty (a torn install whose ptr piece did not persist)
+ *   ptr a valid item of this block (arena, aligned,
+ *     checksum, item.block = block)                   → keep ptr; rewrite bound and tag from the item if they differ
+ *   ptr anything else                                 → LOST (this replica lost its copy; readers' write-back repairs it)
+ * then: bump the epoch durably, rebuild the free lists from what no slot reaches, accept ALLOCATE.
+ */
+import { Access, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
+import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
+import { auditAllocator, checkReturn, postFreeLists, recoverFreeLists, type AllocatorAudit, type ArenaClass, type ReturnVerdict } from '../../../recovery/index.js';
+import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../app.js';
+import { Mailbox } from '../kv/index.js';
+import { NO_RS_FAULTS, type RsFaults } from './faults.js';
+import {
+  RS_EPOCH_OFFSET,
+  RS_SLOT_BYTES,
+  RsErrorCodes,
+  compareTags,
+  computeRsGeometry,
+  decodeRsHeader,
+  decodeRsItem,
+  decodeRsSlot,
+  emptyRsSlot,
+  encodeRsHeader,
+  encodeRsSlot,
+  isLostTag,
+  lostRsSlot,
+  rsClassOf,
+  rsSlotOffset,
+  validateRsLayout,
+  type RsGeometry,
+  type RsItem,
+  type RsLayoutOptions,
+  type RsSlot,
+} from './layout.js';
+
+/** imm of a return-batch SEND, and of the replica's replies. */
+export const RS_RETURN_IMM = 0x5253_0001;
+export const RS_RETURN_ACK_IMM = 0x5253_0002;
+export const RS_RETURN_STALE_IMM = 0x5253_0003;
+
+export interface RsRecoveryReport {
+  epoch: bigint;
+  slotsScanned: number;
+  slotsRepaired: number;
+  slotsLost: number;
+  reachable: number;
+  reclaimed: number;
+}
+
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/** An empty or LOST slot as recovery leaves it (a torn install whose ptr piece did not persist is neither). */
+function isCleanEmpty(s: RsSlot): boolean {
+  return s.bound === 0 && ((s.tag.ts === 0n && s.tag.writer === 0n) || isLostTag(s.tag));
+}
+
+/** Writes an empty RS area (header, empty slots, epoch 0) at `base` and persists it; refuses to overwrite one. */
+export function formatRs(region: PmemRegion, layout: Partial<RsLayoutOptions>, base: number): RsGeometry {
+  if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
+  const g = computeRsGeometry(base, validateRsLayout(layout));
+  if (base + g.totalBytes > region.sizeBytes) throw new PmrpcError(RsErrorCodes.LAYOUT_TOO_LARGE, `the RS area needs ${g.totalBytes} bytes at ${base}; the region has ${region.sizeBytes}`);
+  try {
+    decodeRsHeader(region.load(base, 128), base);
+    throw new PmrpcError(RsErrorCodes.ALREADY_FORMATTED, `offset ${base} already holds an RS area; it is never overwritten`);
+  } catch (e) {
+    if (!(e instanceof PmrpcError) || e.code !== RsErrorCodes.NOT_FORMATTED) throw e;
+  }
+  const empty = encodeRsSlot(emptyRsSlot(g));
+  for (let i = 0; i < g.blocks; i++) region.store(rsSlotOffset(g, i), empty);
+  region.storeU64(base + RS_EPOCH_OFFSET, 0n);
+  region.persist(base + RS_EPOCH_OFFSET, g.totalBytes - RS_EPOCH_OFFSET);
+  // The header last: a format cut short leaves no magic, so open() says NOT_FORMATTED.
+  region.store(base, encodeRsHeader(g));
+  region.persist(base, 128);
+  return g;
+}
+
+/** The rs app opened on one replica's region. */
+export class RsServer implements AppServer {
+  readonly app = 'rs';
+  readonly region: PmemRegion;
+  readonly nic: Rnic;
+  readonly geometry: RsGeometry;
+  readonly mr: MemoryRegion;
+  readonly faults: Readonly<RsFaults>;
+  readonly #pd: ReturnType<Rnic['allocPd']>;
+  #mailbox: Mailbox;
+  #epoch = 0n;
+  #recovered = false;
+  /** A mirror of each NIC free list: what the CPU posted, in order, from `head` (the NIC pops from the front). */
+  #posted = new Map<number, { list: number[]; head: number; members: Set<number> }>();
+  #lastReport: RsRecoveryReport | undefined;
+  readonly stats = { returnBatches: 0, returnsAccepted: 0, returnsRefused: {} as Record<string, number> };
+
+  constructor(host: AppHost, base: number, faults: Partial<RsFaults>) {
+    this.region = host.region;
+    this.nic = host.nic;
+    this.faults = Object.freeze({ ...NO_RS_FAULTS, ...faults });
+    this.geometry = decodeRsHeader(host.region.load(base, 128), base);
+    if (base + this.geometry.totalBytes > host.region.sizeBytes) throw new PmrpcError(RsErrorCodes.NOT_FORMATTED, 'the RS area runs past the end of the region');
+    // ALLOCATE waits for the rebuilt lists (unless the mutant lets it through).
+    if (this.faults.allowAllocateBeforeRebuild) host.nic.acceptAllocate();
+    else host.nic.refuseAllocate();
+    this.#pd = host.nic.allocPd();
+    this.mr = host.nic.registerMr(this.#pd, base, this.geometry.mailboxOffset - base, Access.ALL);
+    this.#mailbox = new Mailbox(host.nic, this.geometry, undefined);
+  }
+
+  get epoch(): bigint {
+    return this.#epoch;
+  }
+
+  get recovered(): boolean {
+    return this.#recovered;
+  }
+
+  get lastRecovery(): RsRecoveryReport | undefined {
+    return this.#lastReport;
+  }
+
+  get arenaClasses(): ArenaClass[] {
+    return this.geometry.classes.map((c) => ({ sizeBytes: c.sizeBytes, offset: c.offset, count: c.count }));
+  }
+
+  /** The item at `ptr` if it is a valid buffer holding an item of `block`. */
+  itemAt(ptr: number, block: number): RsItem | undefined {
+    const c = rsClassOf(this.geometry, ptr);
+    if (c === undefined) return undefined;
+    const item = decodeRsItem(this.region.load(ptr, c.sizeBytes));
+    return item !== undefined && item.block === block ? item : undefined;
+  }
+
+  /** Recovery (the decision table of the file comment). Idempotent; a crash anywhere in it recovers the same way. */
+  recover(): Record<string, unknown> {
+    const r = this.recoverReplica();
+    return { app: 'rs', epoch: r.epoch.toString(), slotsScanned: r.slotsScanned, slotsRepaired: r.slotsRepaired, slotsLost: r.slotsLost, reachable: r.reachable, reclaimed: r.reclaimed };
+  }
+
+  recoverReplica(): RsRecoveryReport {
+    const g = this.geometry;
+    const region = this.region;
+    if (!this.faults.allowAllocateBeforeRebuild) this.nic.refuseAllocate();
+    let repaired = 0;
+    let lost = 0;
+    const writeSlot = (i: number, bytes: Uint8Array): void => {
+      region.store(rsSlotOffset(g, i), bytes);
+      region.persist(rsSlotOffset(g, i), RS_SLOT_BYTES);
+      repaired++;
+    };
+    let checking = -1;
+    const result = recoverFreeLists({
+      classes: this.arenaClasses,
+      faults: { skipPointerValidation: this.faults.skipSlotRepair, skipReclaim: this.faults.skipReclaim },
+      reach: (visit) => {
+        for (let i = 0; i < g.blocks; i++) {
+          const raw = region.load(rsSlotOffset(g, i), RS_SLOT_BYTES);
+          const s = decodeRsSlot(raw);
+          if (s.ptr === g.base) {
+            if (!isCleanEmpty(s) && !this.faults.skipSlotRepair) writeSlot(i, encodeRsSlot(emptyRsSlot(g)));
+            continue;
+          }
+          checking = i;
+          if (visit(s.ptr) !== 'ok') {
+            writeSlot(i, encodeRsSlot(lostRsSlot(g)));
+            lost++;
+            continue;
+          }
+          if (this.faults.skipSlotRepair) continue;
+          const c = rsClassOf(g, s.ptr)!;
+          const item = decodeRsItem(region.load(s.ptr, c.sizeBytes))!;
+          const want = encodeRsSlot({ ptr: s.ptr, bound: c.sizeBytes, tag: item.tag });
+          if (!bytesEqual(raw, want)) writeSlot(i, want);
+        }
+      },
+      checkObject: (ptr) => this.itemAt(ptr, checking) !== undefined,
+    });
+    // A new epoch before any return is accepted: returns stamped earlier name buffers this recovery reclaimed.
+    this.#epoch = region.loadU64(g.base + RS_EPOCH_OFFSET) + 1n;
+    region.storeU64(g.base + RS_EPOCH_OFFSET, this.#epoch);
+    region.persist(g.base + RS_EPOCH_OFFSET, 8);
+    this.#posted = new Map([...result.free].map(([k, v]) => [k, { list: [...v], head: 0, members: new Set(v) }]));
+    postFreeLists(this.nic, this.mr, result.free);
+    this.#recovered = true;
+    this.#lastReport = { epoch: this.#epoch, slotsScanned: g.blocks, slotsRepaired: repaired, slotsLost: lost, reachable: result.reachable.size, reclaimed: result.reclaimed };
+    return this.#lastReport;
+  }
+
+  /** A connection: a QP with two receive buffers of the return RPC; the welcome is the RS address and the epoch. */
+  accept(_hello: Uint8Array): AcceptedClient {
+    // Clients may connect before recovery ends (ALLOCATE is refused meanwhile; the welcome's epoch is then stale).
+    const qp = this.#mailbox.accept(this.#pd, (q, bufs, c) => this.#onRecv(q, bufs, c));
+    const g = this.geometry;
+    return { qp, welcome: jsonBytes({ app: 'rs', rkey: this.mr.rkey, base: g.base, epoch: this.#epoch.toString(), layout: { blocks: g.blocks, classes: g.classes.map((c) => ({ sizeBytes: c.sizeBytes, count: c.count })), mailboxBuffers: g.mailboxBuffers } }) };
+  }
+
+  close(): void {
+    this.#mailbox.close();
+  }
+
+  /** The slot of `block` as it is now (visible memory). */
+  slot(block: number): ReturnType<typeof decodeRsSlot> {
+    if (!Number.isSafeInteger(block) || block < 0 || block >= this.geometry.blocks) throw new PmrpcError(RsErrorCodes.BAD_BLOCK, `block must be an integer in [0, ${this.geometry.blocks}), got ${String(block)}`);
+    return decodeRsSlot(this.region.load(rsSlotOffset(this.geometry, block), RS_SLOT_BYTES));
+  }
+
+  /** What this replica holds for `block`: its item, 'empty', or 'lost'; undefined when the slot is unsound (audit says why). */
+  value(block: number): RsItem | 'empty' | 'lost' | undefined {
+    const s = this.slot(block);
+    if (s.ptr === this.geometry.base) return isLostTag(s.tag) ? 'lost' : 'empty';
+    return this.itemAt(s.ptr, block);
+  }
+
+  /** The durable index as it is now: reachable buffers and slot problems. */
+  #scan(): { reachable: Set<number>; problems: string[] } {
+    const g = this.geometry;
+    const reachable = new Set<number>();
+    const problems: string[] = [];
+    for (let i = 0; i < g.blocks; i++) {
+      const s = this.slot(i);
+      if (s.ptr === g.base) {
+        if (!isCleanEmpty(s)) problems.push(`block ${i}: empty slot with bound ${s.bound}, tag ⟨${s.tag.ts}, ${s.tag.writer}⟩`);
+        continue;
+      }
+      const c = rsClassOf(g, s.ptr);
+      const item = this.itemAt(s.ptr, i);
+      if (c === undefined || item === undefined) {
+        problems.push(`block ${i}: pointer ${s.ptr} reaches no item of the block`);
+        continue;
+      }
+      if (s.bound !== c.sizeBytes || compareTags(s.tag, item.tag) !== 0) problems.push(`block ${i}: slot bound ${s.bound} / tag ⟨${s.tag.ts}, ${s.tag.writer}⟩ do not match the item (${c.sizeBytes} / ⟨${item.tag.ts}, ${item.tag.writer}⟩)`);
+      if (reachable.has(s.ptr)) problems.push(`block ${i}: buffer ${s.ptr} reached twice`);
+      reachable.add(s.ptr);
+    }
+    return { reachable, problems };
+  }
+
+  inspect(): Record<string, unknown> {
+    const { reachable, problems } = this.#scan();
+    let written = 0;
+    let lostSlots = 0;
+    for (let i = 0; i < this.geometry.blocks; i++) {
+      const v = this.value(i);
+      if (v === 'lost') lostSlots++;
+      else if (v !== 'empty' && v !== undefined) written++;
+    }
+    return { app: 'rs', epoch: this.#epoch.toString(), blocks: this.geometry.blocks, written, lost: lostSlots, reachable: reachable.size, problems };
+  }
+
+  /** The NIC's current free lists (what was posted, less what ALLOCATE popped from the front). */
+  freeLists(): Map<number, number[]> {
+    const out = new Map<number, number[]>();
+    for (const [size, m] of this.#sync()) out.set(size, m.list.slice(m.head));
+    return out;
+  }
+
+  auditAllocator(): AllocatorAudit {
+    return auditAllocator(this.arenaClasses, this.freeLists(), this.#scan().reachable);
+  }
+
+  audit(): AppProblem[] {
+    const out: AppProblem[] = this.#scan().problems.map((detail) => ({ kind: 'slot', detail }));
+    const a = this.auditAllocator();
+    const bad = { leaked: a.leaked.length, doubleFree: a.doubleFree.length, freeAndReachable: a.freeAndReachable.length, foreign: a.foreign.length };
+    for (const [k, n] of Object.entries(bad)) if (n > 0) out.push({ kind: 'allocator', detail: `${n} buffers ${k}` });
+    return out;
+  }
+
+  /** Catches the mirror up with what ALLOCATE popped since. */
+  #sync(): Map<number, { list: number[]; head: number; members: Set<number> }> {
+    for (const [size, m] of this.#posted) {
+      const n = this.nic.freeBufferCount(this.mr, size);
+      while (m.list.length - m.head > n) m.members.delete(m.list[m.head++]!);
+      if (m.head > 1024 && m.head * 2 > m.list.length) {
+        m.list.splice(0, m.head);
+        m.head = 0;
+      }
+    }
+    return this.#posted;
+  }
+
+  // ---------------------------------------------------------------- the return RPC
+
+  #onRecv(qp: ServerQp, bufs: Array<{ addr: number; len: number }>, c: RecvCompletion): void {
+    const b = bufs[c.recvId]!;
+    const reply = new Uint8Array(8);
+    let imm = RS_RETURN_STALE_IMM;
+    if (c.op === 'send' && c.imm === RS_RETURN_IMM && c.byteLen >= 16) {
+      const msg = this.region.load(c.addr, c.byteLen);
+      const dv = new DataView(msg.buffer);
+      const epoch = dv.getBigUint64(0, true);
+      const count = dv.getUint32(8, true);
+      if (16 + count * 8 <= c.byteLen) {
+        const ptrs: number[] = [];
+        for (let i = 0; i < count; i++) ptrs.push(Number(dv.getBigUint64(16 + i * 8, true)));
+        const { accepted, refused } = this.#acceptReturns(epoch, ptrs);
+        new DataView(reply.buffer).setUint32(0, accepted, true);
+        new DataView(reply.buffer).setUint32(4, refused, true);
+        if (epoch === this.#epoch || this.faults.acceptStaleEpoch) imm = RS_RETURN_ACK_IMM;
+      }
+    }
+    qp.postRecv({ id: c.recvId, ...b });
+    qp.notify(reply, imm);
+  }
+
+  /** Puts returned buffers back on their free lists after checking each (epoch, arena, not reachable, not free). */
+  #acceptReturns(epoch: bigint, ptrs: readonly number[]): { accepted: number; refused: number } {
+    this.stats.returnBatches++;
+    let accepted = 0;
+    let refused = 0;
+    const g = this.geometry;
+    const mirror = this.#sync();
+    for (const ptr of ptrs) {
+      const v: ReturnVerdict = this.#recovered
+        ? checkReturn(
+            { epoch, ptr },
+            {
+              epoch: this.#epoch,
+              classes: this.arenaClasses,
+              isFree: (p) => mirror.get(rsClassOf(g, p)?.sizeBytes ?? -1)?.members.has(p) === true,
+              isReachable: (p) => this.#isReachable(p),
+            },
+            { acceptStaleEpoch: this.faults.acceptStaleEpoch },
+          )
+        : 'stale-epoch';
+      if (v !== 'ok') {
+        refused++;
+        this.stats.returnsRefused[v] = (this.stats.returnsRefused[v] ?? 0) + 1;
+        continue;
+      }
+      const c = rsClassOf(g, ptr)!;
+      this.nic.postFreeBuffers(this.mr, c.sizeBytes, [ptr]);
+      const m = mirror.get(c.sizeBytes)!;
+      m.list.push(ptr);
+      m.members.add(ptr);
+      accepted++;
+      this.stats.returnsAccepted++;
+    }
+    return { accepted, refused };
+  }
+
+  /** Whether the slot of the buffer's item's block points at the buffer (the only slot that can). */
+  #isReachable(ptr: number): boolean {
+    const c = rsClassOf(this.geometry, ptr);
+    if (c === undefined) return false;
+    const item = decodeRsItem(this.region.load(ptr, c.sizeBytes));
+    if (item === undefined || item.block >= this.geometry.blocks) return false;
+    return this.slot(item.block).ptr === ptr;
+  }
+}

@@ -14,8 +14,9 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { createPrng } from '../pmem/index.js';
+import { createPrng, seededEntropy } from '../pmem/index.js';
 import { QueuePair } from '../flush/index.js';
+import { RsClient, RsLocalCluster, RS_ITEM_HEADER_BYTES, type RsLayoutOptions } from '../src/apps/rs/index.js';
 import { RsLockClient, startLocalRsLock } from '../src/apps/rslock/index.js';
 import { TcpLink } from '../src/transport/index.js';
 
@@ -129,7 +130,49 @@ export const lockBasedFactory: RsSystemFactory = {
 };
 
 /**
- * The factories to compare, PRISM-RS first when it is built. PRISM-RS joins here as one more
- * factory once src/apps/rs exports its client (RsClient).
+ * PRISM-RS's layout for a bench cell: `blocks` slots and one size class that holds a block's item
+ * (32-byte header + value), with buffers for every block, the clients' unreturned buffers (a
+ * return batch per client) and the installs in flight, with room to spare.
  */
-export const RS_FACTORIES: readonly RsSystemFactory[] = [lockBasedFactory];
+export function prismRsBenchLayout(blocks: number, blockBytes: number): Partial<RsLayoutOptions> {
+  let size = 64;
+  while (size < RS_ITEM_HEADER_BYTES + blockBytes) size *= 2;
+  return { blocks, classes: [{ sizeBytes: size, count: blocks * 4 }], mailboxBuffers: 128 };
+}
+
+/** PRISM-RS (src/apps/rs): ABD over durable PRISM chains — query, then ALLOCATE + FLUSH + CAS gt + FLUSH on every replica, done at a majority. */
+export const prismRsFactory: RsSystemFactory = {
+  name: 'prism-rs',
+  description: 'PRISM-RS (src/apps/rs): ABD over durable PRISM chains: write = tag query (1 RTT) + ALLOCATE/FLUSH/CAS gt/FLUSH chain on every live replica, done at a majority (1 RTT); read = bounded indirect READ + FLUSH on every live replica, done at a majority, write-back when behind',
+  links: ['in-process', 'tcp'],
+  async start(nodes: number, o: RsStartOptions): Promise<RsDeployment> {
+    const layout = prismRsBenchLayout(o.blocks, o.blockBytes);
+    const lastOpRoundTrips = (s: BlockStore): number | undefined => (s instanceof RsClient ? s.stats.lastOpRoundTrips : undefined);
+    const options = (i: number) => ({ writerId: i + 1, entropy: seededEntropy(createPrng(o.seed * 1013 + i)) });
+    if (o.link === 'in-process') {
+      const cl = RsLocalCluster.start({ replicas: nodes, app: { layout }, drain: 'eager', seed: o.seed });
+      return { client: async (i) => cl.client(options(i)), lastOpRoundTrips, close: () => cl.close() };
+    }
+    const proc = await startReplicaProcess('rs', nodes, { layout }, o.seed);
+    const clients: RsClient[] = [];
+    return {
+      async client(i: number): Promise<BlockStore> {
+        const conns = await Promise.all(proc.ports.map(async (port, n) => {
+          const { link, welcome } = await TcpLink.connect({ port, name: `bench-rs-${i}-${n}` });
+          return { qp: new QueuePair(link), welcome };
+        }));
+        const c = new RsClient(conns, options(i));
+        clients.push(c);
+        return c;
+      },
+      lastOpRoundTrips,
+      async close(): Promise<void> {
+        for (const c of clients) await c.close().catch(() => undefined);
+        await proc.stop();
+      },
+    };
+  },
+};
+
+/** The factories compared in one run: PRISM-RS and the lock-based baseline, cell by cell. */
+export const RS_FACTORIES: readonly RsSystemFactory[] = [prismRsFactory, lockBasedFactory];

@@ -13,11 +13,12 @@ import {
   RSLOCK_HEADER_BYTES,
   RsLockErrorCodes,
   computeRsLockGeometry,
-  decodeLock,
+  decodeLockLine,
   decodeRecord,
   decodeRsLockHeader,
-  encodeLock,
+  encodeLockLine,
   encodeRecord,
+  LOCK_LINE_BYTES,
   encodeRsLockHeader,
   lockOffset,
   slotOffset,
@@ -57,8 +58,8 @@ export interface RsLockAddress {
 }
 
 /** The published record of a block on one replica: the lock word's slot, if it holds a valid record of the lock's version. */
-function published(region: PmemRegion, g: RsLockGeometry, block: number): { lock: ReturnType<typeof decodeLock>; record: BlockRecord | undefined } {
-  const lock = decodeLock(region.loadU64(lockOffset(g, block)));
+function published(region: PmemRegion, g: RsLockGeometry, block: number): { lock: ReturnType<typeof decodeLockLine>; record: BlockRecord | undefined } {
+  const lock = decodeLockLine(region.load(lockOffset(g, block), LOCK_LINE_BYTES));
   const r = decodeRecord(region.load(slotOffset(g, block, lock.slot), g.slotBytes), g.blockBytes);
   return { lock, record: r !== undefined && r.version === lock.version ? r : undefined };
 }
@@ -92,13 +93,13 @@ export class RsLockAppServer implements AppServer {
   }
 
   /**
-   * Every lock word is derived again from the records: the valid slot of the highest version
+   * Every lock line is derived again from the records: the valid slot of the highest version
    * (a slot a crash tore fails its checksum; a slot FLUSHed but not yet published by its release
    * is a complete write and may be taken), unlocked. Locks held at the crash die with it — their
    * holders' operations were cut. A block whose both slots are invalid (not reachable by the
    * protocol: only the unpublished slot is ever written) gets an empty version-0 record and is
    * counted as a lost copy: readers then see it behind and repair it from a majority. Idempotent;
-   * a crash in the middle leaves records untouched and lock words that the next run derives again.
+   * a crash in the middle leaves records untouched and lock lines that the next run derives again.
    */
   recover(): Record<string, unknown> {
     if (this.#recovered) return {};
@@ -119,15 +120,16 @@ export class RsLockAppServer implements AppServer {
         region.persist(slotOffset(g, b, 0), empty.length);
         best = { slot: 0, version: 0n };
       }
-      const word = encodeLock({ version: best.version, slot: best.slot, locked: false });
-      if (region.loadU64(lockOffset(g, b)) !== word) {
-        region.storeU64(lockOffset(g, b), word);
-        region.persist(lockOffset(g, b), 8);
+      const line = encodeLockLine({ version: best.version, slot: best.slot, locked: false });
+      const now = region.load(lockOffset(g, b), LOCK_LINE_BYTES);
+      if (now.some((x, i) => x !== line[i])) {
+        region.store(lockOffset(g, b), line);
+        region.persist(lockOffset(g, b), LOCK_LINE_BYTES);
         changed++;
       }
     }
     this.#recovered = true;
-    return { app: 'rslock', blocks: g.blocks, lockWordsRederived: changed, lostCopies: lost };
+    return { app: 'rslock', blocks: g.blocks, lockLinesRederived: changed, lostCopies: lost };
   }
 
   accept(_hello: Uint8Array): AcceptedClient {
@@ -193,9 +195,9 @@ export const rslockApp: { open(host: AppHost, o: RsLockAppOptions): RsLockAppSer
       if (!(e instanceof PmrpcError) || e.code !== RsLockErrorCodes.NOT_FORMATTED) throw e;
     }
     const empty = encodeRecord({ version: 0n, data: new Uint8Array(0) });
-    const free = encodeLock({ version: 0n, slot: 0, locked: false });
+    const free = encodeLockLine({ version: 0n, slot: 0, locked: false });
     for (let b = 0; b < g.blocks; b++) {
-      region.storeU64(lockOffset(g, b), free);
+      region.store(lockOffset(g, b), free);
       region.store(slotOffset(g, b, 0), empty);
     }
     region.persist(g.locksOffset, g.base + g.totalBytes - g.locksOffset);

@@ -10,18 +10,20 @@
  * PRISM-RS (a write-all / read-one scheme would read cheaper but block every write on any crash).
  *
  * write(b, data), 2 round trips:
- *  1. lock: on every member, CAS(lock word it last saw, same | locked) — one CAS per block on its
- *     own cache line. The CAS's old value is the speculative read: it carries the block's version
- *     and slot, so no separate READ is needed. A CAS that failed on a stale cached word (the block
- *     is free, only newer) is retried at once with the word it returned; one that found the lock
- *     held releases what this write holds and backs off (randomised, bounded).
+ *  1. lock: one doorbell per member [CAS the block's lock word 0 → this client's tag; FAA 0 on
+ *     the publish word beside it] — a lock word per block on its own cache line; the FAA is the
+ *     speculative read issued right behind the CAS (SIGMOD'23), atomic so that it sees a release
+ *     still in another QP's NIC cache (a READ would not). It returns the block's version and slot.
+ *     A lock found held releases what this write took (all or none: no deadlock across replicas)
+ *     and backs off, randomised and bounded.
  *  2. install, write-combined into one doorbell per member: WRITE the record ⟨version', data, crc⟩
- *     into the slot the lock word does not name (out of place); FLUSH(persistent) that slot; WRITE
- *     the lock word ⟨version', that slot, unlocked⟩ (write unlatch: the release publishes the new
- *     slot); FLUSH(global) of the lock word (the release reaches host memory before the ack, so
- *     readers do not spin on a release parked in the NIC cache). The unlatch is asynchronous: it
- *     rides in the same message as the FLUSH the write waits for anyway, costing no round trip.
- *     version' = max version over Q + 1: Q intersects every earlier write's quorum.
+ *     into the slot the publish word does not name (out of place); FLUSH(persistent) that slot;
+ *     WRITE the line [lock 0 | version', that slot] (write unlatch: the release publishes the new
+ *     slot, legal for a CAS-acquired exclusive lock); FLUSH(global) of the line (the release
+ *     reaches host memory before the ack, so readers do not spin on a release parked in the NIC
+ *     cache). The unlatch is asynchronous: it rides in the message whose FLUSH the write waits
+ *     for anyway, costing no round trip. version' = max version over Q + 1: Q intersects every
+ *     earlier write's quorum.
  *  The write is acknowledged when every member's FLUSH(persistent) completed: durable on a majority.
  *
  * read(b), 1 round trip when uncontended: on every member one doorbell [READ the record slot(s);
@@ -48,7 +50,7 @@ import { callable, createPrng, intIn, optional, PmrpcError, positiveMs, resolveO
 import { NicErrorCodes, QueuePair, Wr, type Completion, type WorkRequest } from '../../../flush/index.js';
 import { parseJsonBytes } from '../index.js';
 import type { RsLockAddress } from './app.js';
-import { decodeLock, decodeRecord, encodeLock, encodeRecord, LOCK_STRIDE, RsLockErrorCodes, u64At, type BlockRecord } from './layout.js';
+import { decodeLockLine, decodePublish, decodeRecord, encodeLockLine, encodeRecord, LOCK_LINE_BYTES, LOCK_STRIDE, publishWord, RsLockErrorCodes, u64At, type BlockRecord } from './layout.js';
 
 export interface RsLockClientOptions {
   /** Lock attempts of one write (and of one read's repair) before PMRPC_ERR_RSLOCK_CONTENDED. */
@@ -150,12 +152,14 @@ export class RsLockClient {
   readonly blockBytes: number;
   readonly #nodes: Array<RsLockReplica | undefined>;
   readonly #prng: Prng;
-  /** Per replica, per block: the lock word last seen unlocked (a hint: every CAS checks it). */
+  /** Per replica, per block: the publish word last seen (a hint for readers: the lock line read after the record checks it). */
   readonly #cache: Array<Map<number, bigint>>;
   #stats: RsLockClientStats = { reads: 0, writes: 0, roundTrips: 0, messages: 0, lastOpRoundTrips: 0, lockConflicts: 0, readRetries: 0, repairs: 0 };
   #opRtts = 0;
   #closed = false;
   readonly #slotBytes: number;
+  /** What this client's lock CAS writes into a lock word it takes (never 0). */
+  readonly #tag: bigint;
 
   /**
    * A client of the replicas reached by `links` (index = replica; undefined = down). Every replica
@@ -189,6 +193,7 @@ export class RsLockClient {
     this.#slotBytes = a.slotBytes;
     this.#prng = o.prng ?? createPrng(0x5eed);
     this.#cache = nodes.map(() => new Map());
+    this.#tag = (BigInt(this.#prng.u32()) << 1n) | 1n;
   }
 
   get stats(): Readonly<RsLockClientStats> {
@@ -212,7 +217,7 @@ export class RsLockClient {
           continue;
         }
         let version = 0n;
-        for (const w of held.values()) if (decodeLock(w).version > version) version = decodeLock(w).version;
+        for (const w of held.values()) if (decodePublish(w).version > version) version = decodePublish(w).version;
         const ok = await this.#install(block, held, { version: version + 1n, data }, undefined);
         if (ok) return;
         // A member was lost mid-install: the write may have happened; write again on a new quorum.
@@ -224,63 +229,57 @@ export class RsLockClient {
   }
 
   /**
-   * Acquires the locks of `block` on every member: expected words from `exact` (a repair: any
-   * other word aborts) or the cache (a write: a stale cached word is replaced by the one the CAS
-   * returned and tried again). Returns the words held (unlocked values), 'lost' when a member
-   * broke, 'changed' (exact only) when a word differed from the one expected.
+   * Acquires the lock of `block` on every member, all or none: one doorbell per member
+   * [CAS lock 0 → tag; FAA publish + 0] — the FAA is the speculative read of the publish word,
+   * atomic so that it sees a release still in another QP's NIC cache. Returns the publish words
+   * held, 'lost' when a member broke, 'changed' when `exact` (a repair) expected other words.
+   * A held lock releases what was taken and backs off (randomised, bounded).
    */
   async #lock(block: number, members: number[], exact: Map<number, bigint> | undefined): Promise<Map<number, bigint> | 'lost' | 'changed'> {
-    const held = new Map<number, bigint>();
-    let todo = [...members];
     for (let attempt = 0; ; attempt++) {
-      const expected = todo.map((n) => exact?.get(n) ?? this.#cache[n]!.get(block) ?? 0n);
-      const answers = await this.#round(todo.map((n, i) => [n, [Wr.cas(this.#lockLoc(n, block), expected[i]!, expected[i]! | 1n)]]));
+      const answers = await this.#round(
+        members.map((n) => {
+          const line = this.#lockLoc(n, block);
+          return [n, [Wr.cas(line, 0n, this.#tag), Wr.faa({ rkey: line.rkey, addr: line.addr + 8 }, 0n)]];
+        }),
+      );
+      const held = new Map<number, bigint>();
       let busy = false;
       let lost = false;
-      const again: number[] = [];
-      todo.forEach((n, i) => {
-        const c = answers[i]?.[0];
-        if (c === undefined || c.status !== 'ok') {
+      let changed = false;
+      members.forEach((n, i) => {
+        const cs = answers[i];
+        if (cs === undefined || cs.some((c) => c.status !== 'ok')) {
           lost = true;
           return;
         }
-        const old = u64At(c.data!);
-        if (c.swapped === true) held.set(n, old);
-        else if (decodeLock(old).locked) busy = true;
-        else {
-          this.#cache[n]!.set(block, old);
-          again.push(n);
+        if (cs[0]!.swapped !== true) {
+          busy = true;
+          return;
         }
+        const pw = u64At(cs[1]!.data!);
+        held.set(n, pw);
+        if (exact !== undefined && exact.get(n) !== pw) changed = true;
       });
-      if (lost || busy || (exact !== undefined && again.length > 0)) {
-        this.#release(block, held);
-        if (lost) return 'lost';
-        if (exact !== undefined && !busy) return 'changed';
-        this.#stats.lockConflicts++;
-        if (attempt >= this.options.lockRetriesMax) throw new PmrpcError(RsLockErrorCodes.CONTENDED, `block ${block}: its lock stayed held through ${attempt + 1} attempts`);
-        await this.#backoff(attempt);
-        if (exact !== undefined) return 'changed';
-        held.clear();
-        todo = [...members];
-        continue;
-      }
-      if (again.length === 0) return held;
-      if (attempt >= this.options.lockRetriesMax) {
-        this.#release(block, held);
-        throw new PmrpcError(RsLockErrorCodes.CONTENDED, `block ${block}: its lock word kept changing through ${attempt + 1} attempts`);
-      }
-      todo = again;
+      if (!lost && !busy && !changed) return held;
+      this.#release(block, held);
+      if (lost) return 'lost';
+      if (changed) return 'changed';
+      this.#stats.lockConflicts++;
+      if (attempt >= this.options.lockRetriesMax) throw new PmrpcError(RsLockErrorCodes.CONTENDED, `block ${block}: its lock stayed held through ${attempt + 1} attempts`);
+      await this.#backoff(attempt);
+      if (exact !== undefined) return 'changed'; // a repair reads again first
     }
   }
 
-  /** Asynchronous unlatch of locks taken without writing: the word as it was, not awaited (the QP orders it before this client's next request). */
+  /** Asynchronous unlatch of locks taken without writing: [lock 0 | the publish word as it was], not awaited (the QP orders it before this client's next request). */
   #release(block: number, held: Map<number, bigint>): void {
-    for (const [n, word] of held) {
+    for (const [n, pw] of held) {
       const node = this.#nodes[n];
       if (node === undefined) continue;
       this.#stats.messages++;
       try {
-        void node.qp.postChain([Wr.write(this.#lockLoc(n, block), u64(word)), Wr.flush('global', node.address.rkey, { addr: this.#lockLoc(n, block).addr, len: 8 })]).catch(() => undefined);
+        void node.qp.postChain(this.#unlatch(n, block, pw)).catch(() => undefined);
       } catch {
         this.#lost(n);
       }
@@ -288,35 +287,39 @@ export class RsLockClient {
     held.clear();
   }
 
+  /** The release: one 16-byte WRITE [lock 0 | publish word] (write unlatch), then FLUSH(global) so it is in host memory before the ack. */
+  #unlatch(n: number, block: number, pw: bigint): WorkRequest[] {
+    const line = this.#lockLoc(n, block);
+    return [Wr.write(line, encodeLockLine({ ...decodePublish(pw), locked: false })), Wr.flush('global', line.rkey, { addr: line.addr, len: LOCK_LINE_BYTES })];
+  }
+
   /**
-   * Installs `record` on every member of `held` whose version is below it (out of place, FLUSHed,
-   * then published by the release) and releases the others unchanged; `skipBehind` undefined =
-   * every member is written. One round trip; true when every member answered.
+   * Installs `record` on every member of `held` (or, `onlyBehind`, those whose version is below
+   * it; the others are released unchanged): out of place, FLUSHed, then published by the release.
+   * One round trip; true when every member answered.
    */
   async #install(block: number, held: Map<number, bigint>, record: BlockRecord, onlyBehind: true | undefined): Promise<boolean> {
     const bytes = encodeRecord(record);
     const posts: Array<[number, WorkRequest[]]> = [];
     const words = new Map<number, bigint>();
-    for (const [n, old] of held) {
+    for (const [n, pw] of held) {
       const node = this.#nodes[n]!;
-      const lockLoc = this.#lockLoc(n, block);
-      const cur = decodeLock(old);
+      const cur = decodePublish(pw);
       if (onlyBehind === true && cur.version >= record.version) {
-        posts.push([n, [Wr.write(lockLoc, u64(old)), Wr.flush('global', node.address.rkey, { addr: lockLoc.addr, len: 8 })]]);
-        words.set(n, old);
+        posts.push([n, this.#unlatch(n, block, pw)]);
+        words.set(n, pw);
         continue;
       }
       const slot = (this.options.faults.inPlace === true ? cur.slot : 1 - cur.slot) as 0 | 1;
       const at = this.#slotAddr(n, block, slot);
-      const word = encodeLock({ version: record.version, slot, locked: false });
-      words.set(n, word);
+      const next = publishWord(record.version, slot);
+      words.set(n, next);
       posts.push([
         n,
         [
           Wr.write({ rkey: node.address.rkey, addr: at }, bytes),
           ...(this.options.faults.skipFlush === true ? [] : [Wr.flush('persistent', node.address.rkey, { addr: at, len: bytes.length })]),
-          Wr.write(lockLoc, u64(word)),
-          Wr.flush('global', node.address.rkey, { addr: lockLoc.addr, len: 8 }),
+          ...this.#unlatch(n, block, next),
         ],
       ]);
     }
@@ -351,22 +354,25 @@ export class RsLockClient {
         const both = 2 * this.#slotBytes <= BOTH_SLOTS_BYTES_MAX;
         const cold = both ? [] : members.filter((n) => !this.#cache[n]!.has(block));
         if (cold.length > 0) {
-          const answers = await this.#round(cold.map((n) => [n, [Wr.read(this.#lockLoc(n, block), 8)]]));
+          const answers = await this.#round(cold.map((n) => [n, [Wr.read(this.#lockLoc(n, block), LOCK_LINE_BYTES)]]));
           cold.forEach((n, i) => {
             const c = answers[i]?.[0];
-            if (c?.status === 'ok') this.#cache[n]!.set(block, u64At(c.data!) & ~1n);
+            if (c?.status === 'ok') {
+              const w = decodeLockLine(c.data!);
+              this.#cache[n]!.set(block, publishWord(w.version, w.slot));
+            }
           });
           if (answers.some((a) => a === undefined)) {
             if (++quorumLosses > this.options.quorumRetriesMax) throw this.#noMajority('a replica was lost while reading');
             continue;
           }
         }
-        const slotRead = members.map((n) => (both ? -1 : decodeLock(this.#cache[n]!.get(block)!).slot));
+        const slotRead = members.map((n) => (both ? -1 : decodePublish(this.#cache[n]!.get(block)!).slot));
         const answers = await this.#round(
           members.map((n, i) => {
             const a = this.#nodes[n]!.address;
             const slot = slotRead[i]!;
-            return [n, [Wr.read({ rkey: a.rkey, addr: this.#slotAddr(n, block, slot < 0 ? 0 : slot) }, slot < 0 ? 2 * a.slotBytes : a.slotBytes), Wr.read(this.#lockLoc(n, block), 8)]];
+            return [n, [Wr.read({ rkey: a.rkey, addr: this.#slotAddr(n, block, slot < 0 ? 0 : slot) }, slot < 0 ? 2 * a.slotBytes : a.slotBytes), Wr.read(this.#lockLoc(n, block), LOCK_LINE_BYTES)]];
           }),
         );
         let valid = true;
@@ -385,15 +391,14 @@ export class RsLockClient {
           // word did not name, and publishes it only after its FLUSH — so that record is the
           // published one, durable, and no write of that slot can have begun (it would first
           // have to publish the other slot, and this word would show it).
-          const now = u64At(cs[1]!.data!);
-          const w = decodeLock(now);
-          seen[i] = now;
+          const w = decodeLockLine(cs[1]!.data!);
           if (w.locked) {
             valid = false;
             busy = true;
             return;
           }
-          this.#cache[n]!.set(block, now);
+          seen[i] = publishWord(w.version, w.slot);
+          this.#cache[n]!.set(block, seen[i]!);
           const data = cs[0]!.data!;
           const sb = this.#slotBytes;
           const rec = slotRead[i]! < 0 ? decodeRecord(data.subarray(w.slot * sb, (w.slot + 1) * sb), this.blockBytes) : slotRead[i] === w.slot ? decodeRecord(data, this.blockBytes) : undefined;
@@ -518,8 +523,3 @@ export class RsLockClient {
   }
 }
 
-const u64 = (v: bigint): Uint8Array => {
-  const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigUint64(0, v, true);
-  return b;
-};

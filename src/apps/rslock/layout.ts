@@ -10,14 +10,17 @@
  *                                    16 + blockBytes rounded up to 64
  * One MR covers locks and records; the header is the server's.
  *
- * Lock word (u64): version << 2 | slot << 1 | locked. `version` is the block's version (the same
- * number on every replica for the same write), `slot` which record slot holds it, `locked` the
- * latch. A writer CASes the word it last saw (unlocked) to the same word | 1; its release WRITEs
- * the new word (new version, the other slot, unlocked) — "write unlatch", legal because the lock is
- * CAS-acquired and exclusive. A reader validates a record by reading the lock word after it: the
- * same unlocked word as the one it chose the slot from = no write committed or began in between.
- * Recovery derives every lock word from the records (the highest valid slot), so a lock a crash
- * left held is released, and no lock word needs to be durable.
+ * Lock line (one per block, 64 B, alone on its cache line — SIGMOD'23: a lock never shares a line
+ * with data or another lock): +0 lock word u64 (0 free, else the holder's tag) | +8 publish word
+ * u64 = version << 1 | slot — the block's version (the same number on every replica for the same
+ * write) and which record slot holds it. A writer CASes the lock word 0 → its tag and, in the same
+ * doorbell, reads the publish word with an atomic FAA of 0 (the speculative read: an atomic sees
+ * the NIC's view, so it cannot miss a release still in another QP's NIC cache, which a READ
+ * could). Its release is one 16-byte WRITE [0 | new publish word] — "write unlatch", legal because
+ * the lock is CAS-acquired and exclusive. A reader validates a record by reading the line after
+ * it: free, naming the slot read with the record's version. Recovery derives every line from the
+ * records (the highest valid slot), so a lock a crash left held is released, and no line needs to
+ * be durable.
  *
  * Record slot: +0 version u64 | +8 length u32 | +12 crc32c u32 over [0, 12) ++ data | +16 data.
  * Writes go to the slot the lock word does not name, are FLUSHed, and only then published by the
@@ -108,18 +111,36 @@ export function decodeRsLockHeader(b: Uint8Array, base: number): RsLockGeometry 
 
 // ------------------------------------------------------------------ lock words
 
+/** A lock line as read: `locked` = the lock word is not 0; version and slot from the publish word. */
 export interface LockWord {
   version: bigint;
   slot: 0 | 1;
   locked: boolean;
 }
 
-export function encodeLock(w: LockWord): bigint {
-  return (w.version << 2n) | (BigInt(w.slot) << 1n) | (w.locked ? 1n : 0n);
+/** Bytes of a lock line a client reads or writes: lock word + publish word. */
+export const LOCK_LINE_BYTES = 16;
+
+export function publishWord(version: bigint, slot: 0 | 1): bigint {
+  return (version << 1n) | BigInt(slot);
 }
 
-export function decodeLock(v: bigint): LockWord {
-  return { version: v >> 2n, slot: Number((v >> 1n) & 1n) as 0 | 1, locked: (v & 1n) === 1n };
+export function decodePublish(v: bigint): { version: bigint; slot: 0 | 1 } {
+  return { version: v >> 1n, slot: Number(v & 1n) as 0 | 1 };
+}
+
+/** The 16 bytes of a lock line. */
+export function encodeLockLine(w: LockWord, holder = 1n): Uint8Array {
+  const b = new Uint8Array(LOCK_LINE_BYTES);
+  const dv = new DataView(b.buffer);
+  dv.setBigUint64(0, w.locked ? holder : 0n, true);
+  dv.setBigUint64(8, publishWord(w.version, w.slot), true);
+  return b;
+}
+
+export function decodeLockLine(b: Uint8Array): LockWord {
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  return { ...decodePublish(dv.getBigUint64(8, true)), locked: dv.getBigUint64(0, true) !== 0n };
 }
 
 export function u64At(b: Uint8Array, off = 0): bigint {

@@ -6,7 +6,7 @@ import t from 'tap';
 import { createPrng, crashImages, materialize, PmemRegion, seededEntropy, systemClock } from '../../../pmem/index.js';
 import { InProcessFabric, QueuePair, Rnic } from '../../../flush/index.js';
 import { appByName } from '../../../src/node/index.js';
-import { decodeLock, encodeLock, lockOffset, RsLockClient, rslockApp, startLocalRsLock, type RsLockAppServer } from '../../../src/apps/rslock/index.js';
+import { decodeLockLine, encodeLockLine, LOCK_LINE_BYTES, lockOffset, RsLockClient, rslockApp, startLocalRsLock, type RsLockAppServer } from '../../../src/apps/rslock/index.js';
 
 const seed = Number(process.env.PMRPC_TEST_SEED ?? 11);
 t.comment(`seed ${seed}`);
@@ -57,8 +57,10 @@ t.test('large blocks: a cold reader fetches the lock words first; a stale cached
   await a.write(0, bytes(4000, 3));
   await a.write(0, bytes(4096, 4));
   t.same(await b.read(0), bytes(4096, 4));
-  t.equal(b.stats.lastOpRoundTrips, 1, 'two writes later the cached slot is right again: the version comes from the word read after');
+  t.equal(b.stats.lastOpRoundTrips, 1, 'two writes later the cached slot is right again: the version comes from the line read after');
   t.equal(a.stats.lastOpRoundTrips, 2);
+  await b.write(0, bytes(10, 5));
+  t.equal(b.stats.lastOpRoundTrips, 2, 'a writer never needs a cached word: the FAA beside the lock CAS reads the version');
   cl.close();
 });
 
@@ -166,15 +168,15 @@ t.test('recovery re-derives lock words: a lock held at a crash is released, a ha
   s.recover();
   const g = s.geometry;
   // A writer died holding block 0's lock (the lock word persisted as locked).
-  region.storeU64(lockOffset(g, 0), encodeLock({ version: 0n, slot: 0, locked: true }));
-  region.persist(lockOffset(g, 0), 8);
+  region.store(lockOffset(g, 0), encodeLockLine({ version: 0n, slot: 0, locked: true }, 12345n));
+  region.persist(lockOffset(g, 0), LOCK_LINE_BYTES);
   t.ok(s.audit().some((p) => p.kind === 'lock'), 'audit sees the held lock');
   const media = region.crashState();
   const image = PmemRegion.openImage(materialize(media, [...crashImages(media, { engine: 'none' })][0]!));
   const s2 = rslockApp.open(host(image), o) as RsLockAppServer;
   const rep = s2.recover();
-  t.equal(rep.lockWordsRederived, 1);
-  t.same(decodeLock(image.loadU64(lockOffset(g, 0))), { version: 0n, slot: 0, locked: false });
+  t.equal(rep.lockLinesRederived, 1);
+  t.same(decodeLockLine(image.load(lockOffset(g, 0), LOCK_LINE_BYTES)), { version: 0n, slot: 0, locked: false });
   t.same(s2.audit(), [], 'sound after recovery');
   t.same(s2.recover(), {}, 'recover() is idempotent');
 });

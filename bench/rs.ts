@@ -69,7 +69,7 @@ function oneAtATime(): RsCellConfig[] {
   return [RS_BASE_CELL, ...Object.values(RS_VARIATIONS).map((v) => ({ ...RS_BASE_CELL, ...v }))];
 }
 
-export const RS_QUICK_PLAN: Readonly<RsPlan> = Object.freeze({ cellMs: 200, tcpCellMs: 400, blocks: 256, cells: oneAtATime() });
+export const RS_QUICK_PLAN: Readonly<RsPlan> = Object.freeze({ cellMs: 200, tcpCellMs: 400, blocks: 128, cells: oneAtATime() });
 
 export const RS_FULL_PLAN: Readonly<RsPlan> = Object.freeze({
   cellMs: 600,

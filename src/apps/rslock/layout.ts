@@ -50,8 +50,6 @@ export const RsLockErrorCodes = defineErrorCodes('rslock', {
   ALREADY_FORMATTED: 'PMRPC_ERR_RSLOCK_ALREADY_FORMATTED',
   /** The region is too small for the area with these options. */
   LAYOUT_TOO_LARGE: 'PMRPC_ERR_RSLOCK_LAYOUT_TOO_LARGE',
-  /** A record kept failing its checksum (or disagreeing with its lock word) past the retry bound. */
-  CORRUPT: 'PMRPC_ERR_RSLOCK_CORRUPT',
   /** The client was used after close(). */
   CLOSED: 'PMRPC_ERR_RSLOCK_CLOSED',
 });

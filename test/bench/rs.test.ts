@@ -50,9 +50,11 @@ t.test('a tiny run: both systems per cell, round trips counted, ratios, history 
       t.ok(Number(r.reads) + Number(r.writes) > 0, `${name}: operations measured`);
       t.ok(Number(r.roundTripsPerOp) >= 1, `${name}: ${String(r.roundTripsPerOp)} round trips per op`);
       t.ok([r.opsPerSecond, r.p50Ns, r.p99Ns].every((v) => Number.isFinite(Number(v)) && Number(v) >= 0), `${name}: finite figures`);
+      if (r.link === 'tcp') t.equal(r.opsPerCpuSecond, null, `${name}: no CPU figure over TCP (the replicas run in another process)`);
+      else t.ok(Number(r.opsPerCpuSecond) > 0, `${name}: operations per CPU second`);
     }
   }
-  for (const k of ['throughputVsLockBased', 'p50VsLockBased', 'p99VsLockBased', 'readP50VsLockBased', 'roundTripsPerOpVsLockBased', 'throughputVsLockBased_n5', 'throughputVsLockBased_geomean']) {
+  for (const k of ['throughputVsLockBased', 'p50VsLockBased', 'p99VsLockBased', 'readP50VsLockBased', 'roundTripsPerOpVsLockBased', 'throughputVsLockBased_n5', 'throughputVsLockBased_geomean', 'cpuThroughputVsLockBased', 'cpuThroughputVsLockBased_geomean']) {
     t.ok(Number.isFinite(report.ratios[k]) && report.ratios[k]! > 0, `${k} = ${report.ratios[k]}`);
   }
   t.match(report.summary.join('\n'), /throughputVsLockBased = .*PRISM paper on hardware: ≈ 1\.5/);
@@ -65,7 +67,7 @@ t.test('a tiny run: both systems per cell, round trips counted, ratios, history 
   t.equal(run?.cells, report.rows.length, 'one history row per cell');
   t.equal(run?.ratios.throughputVsLockBased, report.ratios.throughputVsLockBased);
 
-  t.same(report.charts?.map((c) => c.name), ['throughput', 'latency-p50', 'latency-p99', 'round-trips']);
+  t.same(report.charts?.map((c) => c.name), ['throughput', 'latency-p50', 'latency-p99', 'cpu-throughput', 'round-trips']);
   for (const c of report.charts ?? []) {
     const svg = await renderSvg(c.spec);
     t.match(svg, /^<svg/, `${c.name}: an SVG`);

@@ -25,7 +25,8 @@ import { performance } from 'node:perf_hooks';
 import { createPrng, type Prng } from '../pmem/index.js';
 import { barChart, type ChartSpec } from './charts.js';
 import { zipf } from './kv.js';
-import { fmtRate, machineDescription } from './measure.js';
+import { fmtRate, machineDescription, median } from './measure.js';
+import type { RsDeployment } from './rs-systems.js';
 import { RS_FACTORIES, type BlockStore, type RsLinkKind, type RsSystemFactory } from './rs-systems.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
@@ -43,6 +44,11 @@ export interface RsCellConfig {
 export interface RsPlan {
   /** Measured window of an in-process cell, ms. */
   cellMs: number;
+  /**
+   * Windows per system per cell, alternating the systems' order (A B B A …) on deployments made
+   * once per cell: a slow phase of a shared machine hits both alike; figures are medians.
+   */
+  windows: number;
   /** Measured window of a TCP cell, ms. */
   tcpCellMs: number;
   /** Blocks per replica (the key space). */
@@ -69,11 +75,12 @@ function oneAtATime(): RsCellConfig[] {
   return [RS_BASE_CELL, ...Object.values(RS_VARIATIONS).map((v) => ({ ...RS_BASE_CELL, ...v }))];
 }
 
-export const RS_QUICK_PLAN: Readonly<RsPlan> = Object.freeze({ cellMs: 200, tcpCellMs: 400, blocks: 128, cells: oneAtATime() });
+export const RS_QUICK_PLAN: Readonly<RsPlan> = Object.freeze({ cellMs: 120, tcpCellMs: 250, windows: 2, blocks: 128, cells: oneAtATime() });
 
 export const RS_FULL_PLAN: Readonly<RsPlan> = Object.freeze({
-  cellMs: 600,
-  tcpCellMs: 2000,
+  cellMs: 300,
+  tcpCellMs: 1000,
+  windows: 3,
   blocks: 256,
   cells: (() => {
     const cells: RsCellConfig[] = [];
@@ -118,14 +125,37 @@ function stamp(value: Uint8Array, n: number): void {
 }
 
 /** One cell of one system: deploy, load, warm, closed loops for `ms`, tear down. */
-export async function runRsCell(factory: RsSystemFactory, c: RsCellConfig, plan: Pick<RsPlan, 'blocks'>, ms: number, seed: number): Promise<RsCellResult> {
+/** A system deployed for a cell: its replicas, its clients (loaded and warm). */
+export interface DeployedCell {
+  d: RsDeployment;
+  stores: BlockStore[];
+  close(): Promise<void>;
+}
+
+/** Deploys N replicas of `factory`, connects the clients, writes every block, lets every client read every block once. */
+export async function deployRsCell(factory: RsSystemFactory, c: RsCellConfig, plan: Pick<RsPlan, 'blocks'>, seed: number): Promise<DeployedCell> {
   const d = await factory.start(c.nodes, { blocks: plan.blocks, blockBytes: c.blockBytes, seed, link: c.link });
   const stores: BlockStore[] = [];
+  const close = async (): Promise<void> => {
+    for (const s of stores) await s.close().catch(() => undefined);
+    await d.close();
+  };
   try {
     for (let i = 0; i < c.clients; i++) stores.push(await d.client(i));
     const value = new Uint8Array(c.blockBytes).fill(7);
     for (let b = 0; b < plan.blocks; b++) await stores[0]!.write(b, value);
     for (const s of stores) for (let b = 0; b < plan.blocks; b++) await s.read(b);
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  return { d, stores, close };
+}
+
+/** One measured window of closed loops on a deployed cell (`window` varies the seed of the operation mix). */
+export async function measureRsWindow(cell: DeployedCell, c: RsCellConfig, plan: Pick<RsPlan, 'blocks'>, ms: number, seed: number): Promise<RsCellResult> {
+  const { d, stores } = cell;
+  {
     const all = histogram();
     const readH = histogram();
     const writeH = histogram();
@@ -200,10 +230,41 @@ export async function runRsCell(factory: RsSystemFactory, c: RsCellConfig, plan:
     readH.destroy();
     writeH.destroy();
     return r;
-  } finally {
-    for (const s of stores) await s.close().catch(() => undefined);
-    await d.close();
   }
+}
+
+/** One cell of one system: deploy, one window, tear down. */
+export async function runRsCell(factory: RsSystemFactory, c: RsCellConfig, plan: Pick<RsPlan, 'blocks'>, ms: number, seed: number): Promise<RsCellResult> {
+  const cell = await deployRsCell(factory, c, plan, seed);
+  try {
+    return await measureRsWindow(cell, c, plan, ms, seed);
+  } finally {
+    await cell.close();
+  }
+}
+
+/** The median of each figure over a cell's windows (counts summed). */
+function combine(rs: RsCellResult[]): RsCellResult {
+  const med = (f: (r: RsCellResult) => number | undefined): number | undefined => {
+    const xs = rs.map(f).filter((x): x is number => x !== undefined);
+    return xs.length === rs.length ? median(xs) : undefined;
+  };
+  return {
+    opsPerSecond: med((r) => r.opsPerSecond)!,
+    opsPerCpuSecond: med((r) => r.opsPerCpuSecond),
+    p50Ns: med((r) => r.p50Ns)!,
+    p99Ns: med((r) => r.p99Ns)!,
+    readP50Ns: med((r) => r.readP50Ns)!,
+    readP99Ns: med((r) => r.readP99Ns)!,
+    writeP50Ns: med((r) => r.writeP50Ns)!,
+    writeP99Ns: med((r) => r.writeP99Ns)!,
+    reads: rs.reduce((a, r) => a + r.reads, 0),
+    writes: rs.reduce((a, r) => a + r.writes, 0),
+    errors: rs.reduce((a, r) => a + r.errors, 0),
+    roundTripsPerOp: med((r) => r.roundTripsPerOp),
+    readRoundTripsPerOp: med((r) => r.readRoundTripsPerOp),
+    writeRoundTripsPerOp: med((r) => r.writeRoundTripsPerOp),
+  };
 }
 
 export const cellName = (c: RsCellConfig): string => `${c.link}/n${c.nodes}/${c.clients}c/${c.blockBytes}B/${c.readPct}r/${c.dist}`;
@@ -221,19 +282,33 @@ export async function runRsBench(o: BenchOptions, plan: RsPlan = o.quick ? RS_QU
   const lock = factories.find((f) => f.name === LOCK);
   const rows: Array<Record<string, unknown>> = [];
   const results = new Map<string, RsCellResult>();
-  const work = plan.cells.flatMap((c) => factories.filter((f) => f.links.includes(c.link)).map((f) => ({ c, f })));
+  const total = plan.cells.length;
   // JIT warm-up of every system's path, discarded: otherwise the first cell measured pays for it.
-  o.progress(0, work.length, 'warm-up');
+  o.progress(0, total, 'warm-up');
   for (const f of factories) await runRsCell(f, { ...RS_BASE_CELL, clients: 1 }, plan, Math.min(150, plan.cellMs), o.seed);
   let done = 0;
-  for (const { c, f } of work) {
-    o.progress(done, work.length, `${f.name} ${label(c)}`);
-    const r = await runRsCell(f, c, plan, c.link === 'tcp' ? plan.tcpCellMs : plan.cellMs, o.seed);
-    results.set(`${f.name}|${cellName(c)}`, r);
-    rows.push({ system: f.name, ...c, ...r, opsPerSecond: Math.round(r.opsPerSecond), opsPerCpuSecond: r.opsPerCpuSecond === undefined ? null : Math.round(r.opsPerCpuSecond), roundTripsPerOp: r.roundTripsPerOp ?? null, readRoundTripsPerOp: r.readRoundTripsPerOp ?? null, writeRoundTripsPerOp: r.writeRoundTripsPerOp ?? null });
+  for (const c of plan.cells) {
+    o.progress(done, total, label(c));
+    const fs = factories.filter((f) => f.links.includes(c.link));
+    const cells: DeployedCell[] = [];
+    try {
+      for (const f of fs) cells.push(await deployRsCell(f, c, plan, o.seed));
+      const windows: RsCellResult[][] = fs.map(() => []);
+      for (let w = 0; w < plan.windows; w++) {
+        const order = w % 2 === 0 ? fs.map((_, i) => i) : fs.map((_, i) => fs.length - 1 - i);
+        for (const i of order) windows[i]!.push(await measureRsWindow(cells[i]!, c, plan, c.link === 'tcp' ? plan.tcpCellMs : plan.cellMs, o.seed + w));
+      }
+      fs.forEach((f, i) => {
+        const r = combine(windows[i]!);
+        results.set(`${f.name}|${cellName(c)}`, r);
+        rows.push({ system: f.name, ...c, ...r, windows: plan.windows, opsPerSecond: Math.round(r.opsPerSecond), opsPerCpuSecond: r.opsPerCpuSecond === undefined ? null : Math.round(r.opsPerCpuSecond), roundTripsPerOp: r.roundTripsPerOp ?? null, readRoundTripsPerOp: r.readRoundTripsPerOp ?? null, writeRoundTripsPerOp: r.writeRoundTripsPerOp ?? null });
+      });
+    } finally {
+      for (const x of cells) await x.close();
+    }
     done++;
   }
-  o.progress(work.length, work.length, 'done');
+  o.progress(total, total, 'done');
 
   const get = (system: string, c: RsCellConfig): RsCellResult | undefined => results.get(`${system}|${cellName(c)}`);
   const ratios: Record<string, number> = {};
@@ -277,7 +352,7 @@ export async function runRsBench(o: BenchOptions, plan: RsPlan = o.quick ? RS_QU
     summary.push('PRISM-RS is not built yet (src/apps/rs exports no RsClient on this branch): only the lock-based baseline was measured; no ratio is reported.');
   }
   summary.push(
-    `${factories.map((f) => f.name).join(' vs ')}: ${plan.blocks} blocks, closed loops, ${plan.cellMs} ms per in-process cell (TCP: ${plan.tcpCellMs} ms; one run per cell; latencies from HDR histograms; measured wall clock on this machine)`,
+    `${factories.map((f) => f.name).join(' vs ')}: ${plan.blocks} blocks, closed loops, ${plan.windows} windows of ${plan.cellMs} ms per system per in-process cell (TCP: ${plan.tcpCellMs} ms), systems alternating (A B B A), medians; latencies from HDR histograms; measured wall clock on this machine)`,
   );
   if (ratios.throughputVsLockBased !== undefined) {
     summary.push(
@@ -323,6 +398,7 @@ export async function runRsBench(o: BenchOptions, plan: RsPlan = o.quick ? RS_QU
       prismRs: prism !== undefined ? 'measured' : 'not built yet: src/apps/rs exports no RsClient on this branch',
       baseCell: RS_BASE_CELL,
       msPerCell: plan.cellMs,
+      windowsPerCell: plan.windows,
       msPerTcpCell: plan.tcpCellMs,
       blocks: plan.blocks,
       zipfExponent: 0.99,

@@ -25,6 +25,8 @@ export interface BlockStore {
   write(block: number, data: Uint8Array): Promise<void>;
   read(block: number): Promise<Uint8Array | null>;
   close(): Promise<void>;
+  /** Waits for work the client left running in the background (PRISM-RS: installs beyond the majority, buffer returns). */
+  settle?(): Promise<void>;
 }
 
 export type RsLinkKind = 'in-process' | 'tcp';

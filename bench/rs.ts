@@ -208,6 +208,9 @@ export async function measureRsWindow(cell: DeployedCell, c: RsCellConfig, plan:
     );
     const elapsed = Math.max(performance.now() - start, 1e-3);
     const cpu = process.cpuUsage(cpu0);
+    // Background work of this system (counted in its CPU time above) must not run into the next
+    // window, which may be the other system's.
+    for (const st of stores) await st.settle?.();
     const reads = readH.totalCount;
     const writes = writeH.totalCount;
     const r: RsCellResult = {

@@ -9,16 +9,12 @@
  * (dist/bench/rs-server.js, one node host per replica, each on its own loopback port), reached
  * by one TcpLink per client per replica.
  */
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { createPrng, seededEntropy } from '../pmem/index.js';
 import { QueuePair } from '../flush/index.js';
 import { RsClient, RsLocalCluster, RS_ITEM_HEADER_BYTES, type RsLayoutOptions } from '../src/apps/rs/index.js';
 import { RsLockClient, startLocalRsLock } from '../src/apps/rslock/index.js';
 import { TcpLink } from '../src/transport/index.js';
+import { benchDistFile, startServerChild } from './child.js';
 
 /** What a benchmark client is: the structural interface both systems' clients have. */
 export interface BlockStore {
@@ -55,44 +51,13 @@ export interface RsSystemFactory {
   start(nodes: number, o: RsStartOptions): Promise<RsDeployment>;
 }
 
-/** dist/bench/rs-server.js, from the .ts (tsx) or the compiled .js of this module. */
-export function rsServerFile(): string {
-  const here = fileURLToPath(import.meta.url);
-  const dir = here.endsWith('.ts') ? join(dirname(here), '..', 'dist', 'bench') : dirname(here);
-  const file = join(dir, 'rs-server.js');
-  if (!existsSync(file)) throw new Error(`${file} is missing: run npm run build:ts first`);
-  return file;
-}
-
 /**
  * N node hosts of `app` in one child process (dist/bench/rs-server.js); resolves with their ports
- * once all listen. `stop` sends SIGTERM (SIGKILL after 5 s).
+ * once all listen.
  */
 export async function startReplicaProcess(app: string, nodes: number, appOptions: Record<string, unknown>, seed: number): Promise<{ ports: number[]; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [rsServerFile(), JSON.stringify({ app, nodes, appOptions, seed })], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    const t = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(t);
-  };
-  try {
-    const line = await new Promise<string>((resolve, reject) => {
-      const rl = createInterface({ input: child.stdout! });
-      const timer = setTimeout(() => reject(new Error('the rs bench replicas did not start within 20 s')), 20_000);
-      rl.once('line', (l) => {
-        clearTimeout(timer);
-        rl.close();
-        resolve(l);
-      });
-      child.once('exit', (code) => reject(new Error(`the rs bench replicas exited (${String(code)}) before listening`)));
-    });
-    return { ports: (JSON.parse(line) as { ports: number[] }).ports, stop };
-  } catch (e) {
-    await stop();
-    throw e;
-  }
+  const { ready, stop } = await startServerChild<{ ports: number[] }>(benchDistFile('rs-server.js'), JSON.stringify({ app, nodes, appOptions, seed }), 'the rs bench replicas', 20_000);
+  return { ports: ready.ports, stop };
 }
 
 /** The lock-based baseline (src/apps/rslock): CAS locks on a majority, out-of-place FLUSHed writes, validated speculative reads. */

@@ -7,6 +7,8 @@ import type { Command } from 'commander';
 import { systemClock } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { KV_MUTANTS, type KvFaultName } from '../src/apps/kv/index.js';
+import { listRsMutants } from '../src/apps/rs/index.js';
+import { resolveRsWorkload } from '../src/testing/crash/index.js';
 import { RSLOCK_MUTANTS } from '../src/apps/rslock/index.js';
 import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
 import { DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
@@ -47,6 +49,9 @@ interface Opts {
   timeline?: string;
 }
 
+/** Default images per crash point of --app rs. */
+export const RS_IMAGES_PER_POINT = 12;
+
 /** Violations drawn with --timeline. */
 export const TIMELINES_MAX = 5;
 
@@ -54,7 +59,7 @@ export function registerCrashTest(program: Command): void {
   program
     .command('crash-test')
     .description('crash-test an app (durable RPC; PRISM-KV, the register or recovery/ alone with --app) on the crash explorer: crash at every crash point of a seeded workload (every media event and every delivery to a client), recover every image under a NIC configuration drawn per seed, check that nothing acknowledged is lost, applied twice or un-linearizable')
-    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy), 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability), 'register' (the test-only replicated register on --nodes nodes: crash runs, exhaustive mode) 'recovery' (recovery/ alone: rings and redo log driven without a NIC) or 'rslock' (PRISM-RS's lock-based baseline on --nodes replicas, every replica crashed at once)", 'rpc')
+    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy), 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability), 'register' (the test-only replicated register on --nodes nodes: crash runs, exhaustive mode), 'recovery' (recovery/ alone: rings and redo log driven without a NIC) 'rs' (PRISM-RS: ABD over durable chains on --nodes replicas (default 3), --registers blocks (default 2); crash runs) or 'rslock' (PRISM-RS's lock-based baseline on --nodes replicas, every replica crashed at once)", 'rpc')
     .option('--strategy <name>', `rpc: one of ${RPC_STRATEGIES.join(', ')}`, 'wflush')
     .option('--system <name>', "kv: 'prism' or 'pilaf' (the baseline)", 'prism')
     .option('--ddio <on|off>', 'pin DDIO of the emulated NIC (default: drawn per seed)')
@@ -92,7 +97,11 @@ export function registerCrashTest(program: Command): void {
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
     .addHelpText('after', '\nExit status: 0 when no violation was found, 1 when violations were found (or on bad options).')
     .action(async (opts: Opts) => {
-      if (opts.app !== 'rpc' && opts.app !== 'kv' && opts.app !== 'register' && opts.app !== 'recovery' && opts.app !== 'rslock') throw new TypeError(`--app must be rpc, kv, register, recovery or rslock, got ${opts.app}`);
+      if (opts.app !== 'rpc' && opts.app !== 'kv' && opts.app !== 'register' && opts.app !== 'recovery' && opts.app !== 'rs' && opts.app !== 'rslock') throw new TypeError(`--app must be rpc, kv, register, recovery, rs or rslock, got ${opts.app}`);
+      if (opts.listMutants && opts.app === 'rs') {
+        process.stdout.write(`${listRsMutants()}\n`);
+        return;
+      }
       if (opts.listMutants && opts.app === 'rslock') {
         for (const m of RSLOCK_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
         return;
@@ -122,7 +131,8 @@ export function registerCrashTest(program: Command): void {
       };
       const exploreOptions = resolveExploreOptions({
         engine: opts.engine as 'random' | 'exhaustive',
-        imagesPerPoint: opts.imagesPerPoint,
+        // rs: one seed checks >= 10,000 images by default (issue 12).
+        imagesPerPoint: opts.imagesPerPoint ?? (opts.app === 'rs' ? RS_IMAGES_PER_POINT : undefined),
         pointsMax: opts.pointsMax,
         point: opts.point,
         nested: opts.nested,
@@ -130,7 +140,7 @@ export function registerCrashTest(program: Command): void {
         crashRuns: opts.crashRuns,
         crashPlan: opts.crashPlan,
       });
-      if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && opts.app !== 'register') throw new TypeError('--crash-runs and --crash-plan need --app register (an app with a whole-history check)');
+      if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && opts.app !== 'register' && opts.app !== 'rs') throw new TypeError('--crash-runs and --crash-plan need --app register or rs (an app with a whole-history check)');
       const { clock: _c, onProgress: _p, seed: _s, ...ex } = exploreOptions;
       let spec: SweepSpec;
       if (opts.app === 'rslock') {
@@ -138,6 +148,8 @@ export function registerCrashTest(program: Command): void {
         spec = { app: 'rslock', workload: { nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant }, explore: ex };
       } else if (opts.app === 'register') {
         spec = { app: 'register', workload: resolveRegisterWorkload({ nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant, pattern: opts.pattern as 'mixed' | 'writer-reader' | undefined }), explore: ex };
+      } else if (opts.app === 'rs') {
+        spec = { app: 'rs', workload: resolveRsWorkload({ replicas: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, blocks: opts.registers, mutant: opts.mutant }), explore: ex };
       } else if (opts.app === 'rpc') {
         if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
         spec = { app: 'rpc', workload: resolveRpcWorkload({ strategy: opts.strategy as RpcStrategy, requests: opts.requests, clients: opts.clients, mutant: opts.mutant, resumeEvery: opts.resumeEvery, nodes: opts.nodes }), explore: ex };
@@ -177,7 +189,7 @@ export function registerCrashTest(program: Command): void {
 
 /** `--exhaustive`: the small-scope exhaustive mode on a tiny workload (one JSON document with --json). */
 async function runExhaustive(opts: Opts): Promise<void> {
-  if (opts.app === 'rpc') throw new TypeError('--exhaustive supports --app kv and --app register');
+  if (opts.app === 'rpc' || opts.app === 'rs') throw new TypeError('--exhaustive supports --app kv and --app register');
   if (opts.ddio !== undefined && opts.ddio !== 'on' && opts.ddio !== 'off') throw new TypeError(`--ddio must be on or off, got ${opts.ddio}`);
   if (opts.placement !== undefined && opts.placement !== 'any' && opts.placement !== 'ascending') throw new TypeError(`--placement must be any or ascending, got ${opts.placement}`);
   let makeApp: () => ExplorerApp<unknown>;

@@ -8,7 +8,8 @@
  *     types, ring and redo-log internals, the recovery decision table, …);
  *   `pmrpc/transport` — the wire codec (frames, messages) under the TCP link;
  *   `pmrpc/testing` — checkers, litmus, crash-test engines, mutants and fault switches;
- *   `pmrpc/apps/kv` — PRISM-KV and its Pilaf-style baseline.
+ *   `pmrpc/apps/kv` — PRISM-KV and its Pilaf-style baseline;
+ *   `pmrpc/apps/rs` — PRISM-RS (RsClient, rsApp, RsLocalCluster; over TCP: connectRsCluster here).
  */
 
 // pmem/ — the PM device, errors, injected time and randomness.
@@ -175,4 +176,5 @@ export {
 
 // src/node, src/cluster — the node host (one process, one PM file, one app) and clusters of nodes (DESIGN §6).
 export { NodeHost, NODE_HOST_DEFAULTS, NODE_APPS, NODE_APP_NAMES, NodeErrorCodes, appByName, resolveAuthToken, AUTH_TOKEN_ENV, AuthErrorCodes, type NodeHostOptions, type NodeRecovery, type NodeStartLine, type AnyApp } from './node/index.js';
+export { connectRsCluster, rsClientOfCluster, type RsClusterOptions } from './cluster/index.js';
 export { Cluster, connectPeer, CLUSTER_CONNECT_DEFAULTS, ClusterClientErrorCodes, ClusterErrorCodes, parseClusterSpec, loadClusterFile, clusterNode, isLocalNode, type ClusterSpec, type ClusterNodeSpec, type ClusterNodeOptions, type ClusterConnectOptions, type NodeConnection } from './cluster/index.js';

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import * as pmrpc from '../src/index.js';
 // The apps and the testing tools are subpaths (pmrpc/apps/kv, pmrpc/testing), the bench a folder of its own.
 import * as kv from '../src/apps/kv/index.js';
+import * as rs from '../src/apps/rs/index.js';
 import * as testing from '../src/testing/index.js';
 import '../bench/sqlite.js';
 import '../cli/cluster.js';
@@ -19,11 +20,11 @@ const registered = registeredErrorCodes();
 
 t.test('the registry holds every layer\'s codes', async (t) => {
   t.ok(registered.size >= 80, `${registered.size} codes registered`);
-  for (const layer of ['pmem', 'flush', 'recovery', 'rpc', 'transport', 'server', 'kv']) {
+  for (const layer of ['pmem', 'flush', 'recovery', 'rpc', 'transport', 'server', 'kv', 'rs']) {
     t.ok([...registered.values()].some((l) => l.includes(layer)), `layer ${layer} registered codes`);
   }
   // Every exported *ErrorCodes object was made with defineErrorCodes (frozen, registered).
-  const objects = [...Object.entries(pmrpc), ...Object.entries(kv), ...Object.entries(testing)].filter(([name, v]) => name.endsWith('ErrorCodes') && typeof v === 'object');
+  const objects = [...Object.entries(pmrpc), ...Object.entries(kv), ...Object.entries(rs), ...Object.entries(testing)].filter(([name, v]) => name.endsWith('ErrorCodes') && typeof v === 'object');
   t.ok(objects.length >= 8, objects.map(([n]) => n).join(', '));
   for (const [name, codes] of objects) {
     t.ok(Object.isFrozen(codes), `${name} is frozen`);

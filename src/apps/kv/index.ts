@@ -7,3 +7,4 @@ export { PilafServer, PilafClient, PILAF_SERVER_DEFAULTS, PILAF_REQUEST_IMM, PIL
 export { kvApp, KvAppServer, KV_APP_DEFAULTS, connectKvClient, type KvAppOptions, type KvSystem } from './app.js';
 /** The return-RPC mailbox (two receive buffers per connection), shared with PRISM-RS's buffer returns. */
 export { Mailbox, type MailboxBuffer } from './mailbox.js';
+export { ReturnDesk, type ReturnDeskConfig, type ReturnStats } from './returns.js';

@@ -19,7 +19,7 @@
  *   +0 crc32c u32 over [4, 24 + keyLen + valueLen)   +4 flags u8 (1 = tombstone, 2 = dead)   +5 keyLen u8
  *   +6 reserved u16   +8 valueLen u32   +12 reserved u32   +16 version u64   +24 key   then value
  */
-import { crc32c, intIn, PmrpcError, resolveOptions, defineErrorCodes, type ErrorCodesOf, type OptionChecks } from '../../../pmem/index.js';
+import { crc32c, intIn, PmrpcError, resolveOptions, defineErrorCodes, type ErrorCodesOf, type OptionCheck, type OptionChecks } from '../../../pmem/index.js';
 
 export const KV_MAGIC = 0x31304b5650534d52n; // 'RMSPVK01' little-endian
 export const KV_LAYOUT_VERSION = 1;
@@ -109,12 +109,10 @@ export const KV_LAYOUT_DEFAULTS: Readonly<KvLayoutOptions> = Object.freeze({
   mailboxBuffers: 64,
 });
 
-const KV_LAYOUT_CHECKS: OptionChecks<KvLayoutOptions> = {
-  slotCount: intIn(1, 1 << 24, '[1, 2^24]'),
-  probeSlots: (name, v, all) => intIn(1, Math.min(16, all.slotCount as number), '[1, min(16, slotCount)]')(name, v, all),
-  keyBytesMax: intIn(1, 255),
-  classes: (name, v) => {
-    if (!Array.isArray(v) || v.length < 1 || v.length > MAX_CLASSES) throw new RangeError(`${name} must hold 1..${MAX_CLASSES} size classes`);
+/** The check of a `classes` option (shared with PRISM-RS): 1..max classes, increasing powers of two in [64, 2^20], counts in [1, 2^22]. */
+export function sizeClassesCheck(max: number): OptionCheck {
+  return (name, v) => {
+    if (!Array.isArray(v) || v.length < 1 || v.length > max) throw new RangeError(`${name} must hold 1..${max} size classes`);
     let prev = 0;
     for (const c of v as Array<SizeClass | undefined>) {
       const s = c?.sizeBytes;
@@ -123,7 +121,14 @@ const KV_LAYOUT_CHECKS: OptionChecks<KvLayoutOptions> = {
       if (!Number.isSafeInteger(c!.count) || c!.count < 1 || c!.count > 1 << 22) throw new RangeError(`class count must be an integer in [1, 2^22], got ${String(c!.count)}`);
       prev = s!;
     }
-  },
+  };
+}
+
+const KV_LAYOUT_CHECKS: OptionChecks<KvLayoutOptions> = {
+  slotCount: intIn(1, 1 << 24, '[1, 2^24]'),
+  probeSlots: (name, v, all) => intIn(1, Math.min(16, all.slotCount as number), '[1, min(16, slotCount)]')(name, v, all),
+  keyBytesMax: intIn(1, 255),
+  classes: sizeClassesCheck(MAX_CLASSES),
   mailboxBuffers: intIn(1, 4096),
 };
 

@@ -3,10 +3,11 @@
  * allocator recovery through recovery/allocator.ts), posts free lists to the NIC, and handles the
  * buffer-return RPC. GET, PUT and DELETE never reach it: they are NIC chains (client.ts).
  */
-import { Access, CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
+import { Access, CpuPoller, type MemoryRegion, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { bool, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import { kvBase } from './checks.js';
-import { auditAllocator, checkReturn, postFreeLists, recoverFreeLists, type AllocatorAudit, type ArenaClass, type PointerVerdict, type ReturnVerdict } from '../../../recovery/index.js';
+import { auditAllocator, recoverFreeLists, type AllocatorAudit, type ArenaClass, type PointerVerdict } from '../../../recovery/index.js';
+import { ReturnDesk } from './returns.js';
 import { NO_KV_FAULTS, type KvFaults } from './faults.js';
 import { Mailbox } from './mailbox.js';
 import {
@@ -85,9 +86,8 @@ export class PrismKvServer {
   #mailbox: Mailbox;
   #epoch = 0n;
   #recovered = false;
-  /** A mirror of each NIC free list: what the CPU posted, in order, from `head` (the NIC pops from the front). */
-  #posted = new Map<number, { list: number[]; head: number; members: Set<number> }>();
-  #stats: KvServerStats = { returnBatches: 0, returnsAccepted: 0, returnsRefused: {} };
+  /** The free lists' mirror and the return RPC (shared with PRISM-RS). */
+  #desk: ReturnDesk;
   #lastReport: KvRecoveryReport | undefined;
 
   /** Writes an empty KV area (header, empty slots, epoch 0) at options.base and persists it. Refuses to overwrite one. */
@@ -134,6 +134,16 @@ export class PrismKvServer {
     this.pd = nic.allocPd();
     this.mr = nic.registerMr(this.pd, o.base, this.geometry.mailboxOffset - o.base, Access.ALL);
     this.#mailbox = new Mailbox(nic, this.geometry, o.poller);
+    this.#desk = new ReturnDesk({
+      region,
+      nic,
+      mr: this.mr,
+      classes: this.arenaClasses,
+      classOf: (p) => classOf(this.geometry, p)?.sizeBytes,
+      isReachable: (p) => this.#isReachable(p),
+      imms: { batch: RETURN_IMM, ack: RETURN_ACK_IMM, stale: RETURN_STALE_IMM },
+      acceptStaleEpoch: this.faults.acceptStaleEpoch,
+    });
   }
 
   get epoch(): bigint {
@@ -145,7 +155,8 @@ export class PrismKvServer {
   }
 
   get stats(): Readonly<KvServerStats> {
-    return { ...this.#stats, returnsRefused: { ...this.#stats.returnsRefused } };
+    const st = this.#desk.stats;
+    return { ...st, returnsRefused: { ...st.returnsRefused } };
   }
 
   get lastRecovery(): KvRecoveryReport | undefined {
@@ -237,8 +248,7 @@ export class PrismKvServer {
     this.#epoch = region.loadU64(g.base + KV_EPOCH_OFFSET) + 1n;
     region.storeU64(g.base + KV_EPOCH_OFFSET, this.#epoch);
     region.persist(g.base + KV_EPOCH_OFFSET, 8);
-    this.#posted = new Map([...result.free].map(([k, v]) => [k, { list: [...v], head: 0, members: new Set(v) }]));
-    postFreeLists(this.nic, this.mr, result.free);
+    this.#desk.open(result.free, this.#epoch);
     this.#recovered = true;
     this.#lastReport = { epoch: this.#epoch, slotsScanned: scanned, slotsRepaired: repaired, pointersRejected: rejected, reachable: result.reachable.size, reclaimed: result.reclaimed };
     return this.#lastReport;
@@ -248,7 +258,7 @@ export class PrismKvServer {
 
   /** A server QP for one client, with receive buffers for the return RPC. */
   accept(): ServerQp {
-    return this.#mailbox.accept(this.pd, (qp, bufs, c) => this.#onRecv(qp, bufs, c));
+    return this.#mailbox.accept(this.pd, (qp, bufs, c) => this.#desk.onRecv(qp, bufs, c));
   }
 
   close(): void {
@@ -257,22 +267,7 @@ export class PrismKvServer {
 
   /** The NIC's current free lists (what was posted, less what ALLOCATE popped from the front). */
   freeLists(): Map<number, number[]> {
-    const out = new Map<number, number[]>();
-    for (const [size, m] of this.#sync()) out.set(size, m.list.slice(m.head));
-    return out;
-  }
-
-  /** Catches the mirror up with what ALLOCATE popped since. */
-  #sync(): Map<number, { list: number[]; head: number; members: Set<number> }> {
-    for (const [size, m] of this.#posted) {
-      const n = this.nic.freeBufferCount(this.mr, size);
-      while (m.list.length - m.head > n) m.members.delete(m.list[m.head++]!);
-      if (m.head > 1024 && m.head * 2 > m.list.length) {
-        m.list.splice(0, m.head);
-        m.head = 0;
-      }
-    }
-    return this.#posted;
+    return this.#desk.freeLists();
   }
 
   /**
@@ -316,71 +311,6 @@ export class PrismKvServer {
   /** Allocator audit against the index as inspect() sees it. */
   auditAllocator(): AllocatorAudit {
     return auditAllocator(this.arenaClasses, this.freeLists(), this.inspect().reachable);
-  }
-
-  // ---------------------------------------------------------------- the return RPC
-
-  #onRecv(qp: ServerQp, bufs: Array<{ addr: number; len: number }>, c: RecvCompletion): void {
-    const b = bufs[c.recvId]!;
-    const reply = new Uint8Array(8);
-    if (c.op === 'send' && c.imm === RETURN_IMM && c.byteLen >= 16) {
-      const msg = this.region.load(c.addr, c.byteLen);
-      const dv = new DataView(msg.buffer);
-      const epoch = dv.getBigUint64(0, true);
-      const count = dv.getUint32(8, true);
-      if (16 + count * 8 <= c.byteLen) {
-        const ptrs: number[] = [];
-        for (let i = 0; i < count; i++) ptrs.push(Number(dv.getBigUint64(16 + i * 8, true)));
-        const { accepted, refused } = this.#acceptReturns(epoch, ptrs);
-        new DataView(reply.buffer).setUint32(0, accepted, true);
-        new DataView(reply.buffer).setUint32(4, refused, true);
-        qp.postRecv({ id: c.recvId, ...b });
-        qp.notify(reply, epoch === this.#epoch || this.faults.acceptStaleEpoch ? RETURN_ACK_IMM : RETURN_STALE_IMM);
-        return;
-      }
-    }
-    qp.postRecv({ id: c.recvId, ...b });
-    qp.notify(reply, RETURN_STALE_IMM);
-  }
-
-  /** Returns buffers to their free lists after checking each (epoch, arena, not reachable, not free). */
-  #acceptReturns(epoch: bigint, ptrs: readonly number[]): { accepted: number; refused: number } {
-    this.#stats.returnBatches++;
-    let accepted = 0;
-    let refused = 0;
-    const g = this.geometry;
-    const mirror = this.#sync();
-    const isFree = (p: number): boolean => {
-      const c = classOf(g, p);
-      return c !== undefined && mirror.get(c.sizeBytes)!.members.has(p);
-    };
-    for (const ptr of ptrs) {
-      const v: ReturnVerdict = this.#recovered
-        ? checkReturn(
-            { epoch, ptr },
-            {
-              epoch: this.#epoch,
-              classes: this.arenaClasses,
-              isFree,
-              isReachable: (p) => this.#isReachable(p),
-            },
-            { acceptStaleEpoch: this.faults.acceptStaleEpoch },
-          )
-        : 'stale-epoch';
-      if (v !== 'ok') {
-        refused++;
-        this.#stats.returnsRefused[v] = (this.#stats.returnsRefused[v] ?? 0) + 1;
-        continue;
-      }
-      const c = classOf(g, ptr)!;
-      this.nic.postFreeBuffers(this.mr, c.sizeBytes, [ptr]);
-      const m = mirror.get(c.sizeBytes)!;
-      m.list.push(ptr);
-      m.members.add(ptr);
-      accepted++;
-      this.#stats.returnsAccepted++;
-    }
-    return { accepted, refused };
   }
 
   /** Whether a slot of the buffer's item's window points at the buffer (the only slots that can). */

@@ -4,7 +4,7 @@
  * empty; the welcome is JSON {app: 'rs', rkey, base, epoch}: what a client needs to reach the replica.
  */
 import { must, resolveOptions, type OptionChecks, type PmemRegion } from '../../../pmem/index.js';
-import type { App, AppHost } from '../app.js';
+import type { App, AppHost } from '../index.js';
 import type { RsFaults } from './faults.js';
 import { computeRsGeometry, RS_LAYOUT_DEFAULTS, validateRsLayout, type RsLayoutOptions } from './layout.js';
 import { formatRs, RsServer } from './server.js';

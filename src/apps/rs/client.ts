@@ -27,7 +27,7 @@
  */
 import { callable, cryptoEntropy, intIn, optional, PmrpcError, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks } from '../../../pmem/index.js';
 import { NicErrorCodes, QueuePair, Wr, type Completion, type NotifyMessage, type WorkRequest } from '../../../flush/index.js';
-import { parseJsonBytes } from '../app.js';
+import { parseJsonBytes } from '../index.js';
 import { NO_RS_FAULTS, type RsFaults } from './faults.js';
 import {
   RS_ITEM_HEADER_BYTES,
@@ -259,11 +259,13 @@ export class RsClient {
       this.#end();
       return value;
     }
-    // Replicas converge: once every replica answered, the highest item of all goes (in the
-    // background) wherever it is missing — a LOST slot of a restarted replica included.
-    this.#track(this.#converge(block, attempts));
     const current = new Set(got.filter((x) => compareTags(x.a.tag, max.tag) >= 0).map((x) => x.i));
-    if (max.item === undefined || current.size >= this.majority) {
+    const writeBack = max.item !== undefined && current.size < this.majority;
+    // Replicas converge: once every replica answered, the highest item of all goes (in the
+    // background) wherever it is missing — a LOST slot of a restarted replica included — unless it
+    // is the max the write-back below already installs everywhere.
+    this.#track(this.#converge(block, attempts, writeBack ? max.tag : undefined));
+    if (!writeBack || max.item === undefined) {
       this.#end();
       return value;
     }
@@ -287,11 +289,11 @@ export class RsClient {
   }
 
   /** After every replica answered a read: the highest item of all, installed where it is missing or older. */
-  async #converge(block: number, attempts: Array<Promise<ReadAnswer | 'lost' | undefined>>): Promise<void> {
+  async #converge(block: number, attempts: Array<Promise<ReadAnswer | 'lost' | undefined>>, writtenBack: Tag | undefined): Promise<void> {
     const answers = await Promise.all(attempts);
     let best: RsItem | undefined;
     for (const a of answers) if (a !== undefined && a !== 'lost' && a.item !== undefined && (best === undefined || compareTags(a.item.tag, best.tag) > 0)) best = a.item;
-    if (best === undefined) return;
+    if (best === undefined || (writtenBack !== undefined && compareTags(best.tag, writtenBack) === 0)) return;
     const item = encodeRsItem(best);
     await Promise.all(
       answers.map((a, i) => {

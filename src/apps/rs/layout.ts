@@ -24,6 +24,7 @@
  *   +0 crc32c u32 over [4, 32 + len)   +4 len u32   +8 block u64   +16 writer u64   +24 ts u64   +32 value
  */
 import { crc32c, defineErrorCodes, intIn, PmrpcError, resolveOptions, type ErrorCodesOf, type OptionChecks } from '../../../pmem/index.js';
+import { sizeClassesCheck } from '../kv/index.js';
 
 export const RS_MAGIC = 0x3130535250534d52n; // 'RMSPRS01' little-endian
 export const RS_LAYOUT_VERSION = 1;
@@ -92,17 +93,7 @@ export const RS_LAYOUT_DEFAULTS: Readonly<RsLayoutOptions> = Object.freeze({
 
 const RS_LAYOUT_CHECKS: OptionChecks<RsLayoutOptions> = {
   blocks: intIn(1, 1 << 20),
-  classes: (name, v) => {
-    if (!Array.isArray(v) || v.length < 1 || v.length > RS_MAX_CLASSES) throw new RangeError(`${name} must hold 1..${RS_MAX_CLASSES} size classes`);
-    let prev = 0;
-    for (const c of v as Array<RsSizeClass | undefined>) {
-      const s = c?.sizeBytes;
-      if (!Number.isSafeInteger(s) || s! < 64 || s! > 1 << 20 || (s! & (s! - 1)) !== 0) throw new RangeError(`class sizeBytes must be a power of two in [64, 2^20], got ${String(s)}`);
-      if (s! <= prev) throw new RangeError(`${name} must be in increasing sizeBytes order`);
-      if (!Number.isSafeInteger(c!.count) || c!.count < 1 || c!.count > 1 << 22) throw new RangeError(`class count must be an integer in [1, 2^22], got ${String(c!.count)}`);
-      prev = s!;
-    }
-  },
+  classes: sizeClassesCheck(RS_MAX_CLASSES),
   mailboxBuffers: intIn(2, 4096),
 };
 

@@ -8,7 +8,7 @@
  */
 import { createPrng, crashImages, materialize, PmemRegion, resolveOptions, seededEntropy, systemClock, intIn, bool, oneOf, type OptionChecks } from '../../../pmem/index.js';
 import { InProcessFabric, QueuePair, Rnic, type DrainPolicy } from '../../../flush/index.js';
-import type { AppHost } from '../app.js';
+import type { AppHost } from '../index.js';
 import { rsApp, type RsAppOptions } from './app.js';
 import { RsClient, type RsClientOptions, type RsReplicaConnection } from './client.js';
 import type { RsServer } from './server.js';

@@ -12,11 +12,11 @@
  *   ptr anything else                                 → LOST (this replica lost its copy; readers' write-back repairs it)
  * then: bump the epoch durably, rebuild the free lists from what no slot reaches, accept ALLOCATE.
  */
-import { Access, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
+import { Access, type MemoryRegion, type Rnic } from '../../../flush/index.js';
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
-import { auditAllocator, checkReturn, postFreeLists, recoverFreeLists, type AllocatorAudit, type ArenaClass, type ReturnVerdict } from '../../../recovery/index.js';
-import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../app.js';
-import { Mailbox } from '../kv/index.js';
+import { auditAllocator, recoverFreeLists, type AllocatorAudit, type ArenaClass } from '../../../recovery/index.js';
+import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
+import { Mailbox, ReturnDesk, type ReturnStats } from '../kv/index.js';
 import { NO_RS_FAULTS, type RsFaults } from './faults.js';
 import {
   RS_EPOCH_OFFSET,
@@ -97,10 +97,9 @@ export class RsServer implements AppServer {
   #mailbox: Mailbox;
   #epoch = 0n;
   #recovered = false;
-  /** A mirror of each NIC free list: what the CPU posted, in order, from `head` (the NIC pops from the front). */
-  #posted = new Map<number, { list: number[]; head: number; members: Set<number> }>();
+  /** The free lists' mirror and the return RPC (KV's). */
+  #desk: ReturnDesk;
   #lastReport: RsRecoveryReport | undefined;
-  readonly stats = { returnBatches: 0, returnsAccepted: 0, returnsRefused: {} as Record<string, number> };
 
   constructor(host: AppHost, base: number, faults: Partial<RsFaults>) {
     this.region = host.region;
@@ -114,6 +113,20 @@ export class RsServer implements AppServer {
     this.#pd = host.nic.allocPd();
     this.mr = host.nic.registerMr(this.#pd, base, this.geometry.mailboxOffset - base, Access.ALL);
     this.#mailbox = new Mailbox(host.nic, this.geometry, undefined);
+    this.#desk = new ReturnDesk({
+      region: host.region,
+      nic: host.nic,
+      mr: this.mr,
+      classes: this.arenaClasses,
+      classOf: (p) => rsClassOf(this.geometry, p)?.sizeBytes,
+      isReachable: (p) => this.#isReachable(p),
+      imms: { batch: RS_RETURN_IMM, ack: RS_RETURN_ACK_IMM, stale: RS_RETURN_STALE_IMM },
+      acceptStaleEpoch: this.faults.acceptStaleEpoch,
+    });
+  }
+
+  get stats(): Readonly<ReturnStats> {
+    return this.#desk.stats;
   }
 
   get epoch(): bigint {
@@ -188,8 +201,7 @@ export class RsServer implements AppServer {
     this.#epoch = region.loadU64(g.base + RS_EPOCH_OFFSET) + 1n;
     region.storeU64(g.base + RS_EPOCH_OFFSET, this.#epoch);
     region.persist(g.base + RS_EPOCH_OFFSET, 8);
-    this.#posted = new Map([...result.free].map(([k, v]) => [k, { list: [...v], head: 0, members: new Set(v) }]));
-    postFreeLists(this.nic, this.mr, result.free);
+    this.#desk.open(result.free, this.#epoch);
     this.#recovered = true;
     this.#lastReport = { epoch: this.#epoch, slotsScanned: g.blocks, slotsRepaired: repaired, slotsLost: lost, reachable: result.reachable.size, reclaimed: result.reclaimed };
     return this.#lastReport;
@@ -198,7 +210,7 @@ export class RsServer implements AppServer {
   /** A connection: a QP with two receive buffers of the return RPC; the welcome is the RS address and the epoch. */
   accept(_hello: Uint8Array): AcceptedClient {
     // Clients may connect before recovery ends (ALLOCATE is refused meanwhile; the welcome's epoch is then stale).
-    const qp = this.#mailbox.accept(this.#pd, (q, bufs, c) => this.#onRecv(q, bufs, c));
+    const qp = this.#mailbox.accept(this.#pd, (q, bufs, c) => this.#desk.onRecv(q, bufs, c));
     const g = this.geometry;
     return { qp, welcome: jsonBytes({ app: 'rs', rkey: this.mr.rkey, base: g.base, epoch: this.#epoch.toString(), layout: { blocks: g.blocks, classes: g.classes.map((c) => ({ sizeBytes: c.sizeBytes, count: c.count })), mailboxBuffers: g.mailboxBuffers } }) };
   }
@@ -258,9 +270,7 @@ export class RsServer implements AppServer {
 
   /** The NIC's current free lists (what was posted, less what ALLOCATE popped from the front). */
   freeLists(): Map<number, number[]> {
-    const out = new Map<number, number[]>();
-    for (const [size, m] of this.#sync()) out.set(size, m.list.slice(m.head));
-    return out;
+    return this.#desk.freeLists();
   }
 
   auditAllocator(): AllocatorAudit {
@@ -271,81 +281,18 @@ export class RsServer implements AppServer {
     const out: AppProblem[] = this.#scan().problems.map((detail) => ({ kind: 'slot', detail }));
     const a = this.auditAllocator();
     const bad = { leaked: a.leaked.length, doubleFree: a.doubleFree.length, freeAndReachable: a.freeAndReachable.length, foreign: a.foreign.length };
-    for (const [k, n] of Object.entries(bad)) if (n > 0) out.push({ kind: 'allocator', detail: `${n} buffers ${k}` });
+    const show = (ptrs: number[]): string =>
+      ptrs
+        .slice(0, 3)
+        .map((p) => {
+          const c = rsClassOf(this.geometry, p);
+          const it = c === undefined ? undefined : decodeRsItem(this.region.load(p, c.sizeBytes));
+          return it === undefined ? `${p}` : `${p} (block ${it.block} ⟨${it.tag.ts}, ${it.tag.writer}⟩)`;
+        })
+        .join(', ');
+    const lists = { leaked: a.leaked, doubleFree: a.doubleFree, freeAndReachable: a.freeAndReachable, foreign: a.foreign };
+    for (const [k, n] of Object.entries(bad)) if (n > 0) out.push({ kind: 'allocator', detail: `${n} buffers ${k}: ${show(lists[k as keyof typeof lists])}` });
     return out;
-  }
-
-  /** Catches the mirror up with what ALLOCATE popped since. */
-  #sync(): Map<number, { list: number[]; head: number; members: Set<number> }> {
-    for (const [size, m] of this.#posted) {
-      const n = this.nic.freeBufferCount(this.mr, size);
-      while (m.list.length - m.head > n) m.members.delete(m.list[m.head++]!);
-      if (m.head > 1024 && m.head * 2 > m.list.length) {
-        m.list.splice(0, m.head);
-        m.head = 0;
-      }
-    }
-    return this.#posted;
-  }
-
-  // ---------------------------------------------------------------- the return RPC
-
-  #onRecv(qp: ServerQp, bufs: Array<{ addr: number; len: number }>, c: RecvCompletion): void {
-    const b = bufs[c.recvId]!;
-    const reply = new Uint8Array(8);
-    let imm = RS_RETURN_STALE_IMM;
-    if (c.op === 'send' && c.imm === RS_RETURN_IMM && c.byteLen >= 16) {
-      const msg = this.region.load(c.addr, c.byteLen);
-      const dv = new DataView(msg.buffer);
-      const epoch = dv.getBigUint64(0, true);
-      const count = dv.getUint32(8, true);
-      if (16 + count * 8 <= c.byteLen) {
-        const ptrs: number[] = [];
-        for (let i = 0; i < count; i++) ptrs.push(Number(dv.getBigUint64(16 + i * 8, true)));
-        const { accepted, refused } = this.#acceptReturns(epoch, ptrs);
-        new DataView(reply.buffer).setUint32(0, accepted, true);
-        new DataView(reply.buffer).setUint32(4, refused, true);
-        if (epoch === this.#epoch || this.faults.acceptStaleEpoch) imm = RS_RETURN_ACK_IMM;
-      }
-    }
-    qp.postRecv({ id: c.recvId, ...b });
-    qp.notify(reply, imm);
-  }
-
-  /** Puts returned buffers back on their free lists after checking each (epoch, arena, not reachable, not free). */
-  #acceptReturns(epoch: bigint, ptrs: readonly number[]): { accepted: number; refused: number } {
-    this.stats.returnBatches++;
-    let accepted = 0;
-    let refused = 0;
-    const g = this.geometry;
-    const mirror = this.#sync();
-    for (const ptr of ptrs) {
-      const v: ReturnVerdict = this.#recovered
-        ? checkReturn(
-            { epoch, ptr },
-            {
-              epoch: this.#epoch,
-              classes: this.arenaClasses,
-              isFree: (p) => mirror.get(rsClassOf(g, p)?.sizeBytes ?? -1)?.members.has(p) === true,
-              isReachable: (p) => this.#isReachable(p),
-            },
-            { acceptStaleEpoch: this.faults.acceptStaleEpoch },
-          )
-        : 'stale-epoch';
-      if (v !== 'ok') {
-        refused++;
-        this.stats.returnsRefused[v] = (this.stats.returnsRefused[v] ?? 0) + 1;
-        continue;
-      }
-      const c = rsClassOf(g, ptr)!;
-      this.nic.postFreeBuffers(this.mr, c.sizeBytes, [ptr]);
-      const m = mirror.get(c.sizeBytes)!;
-      m.list.push(ptr);
-      m.members.add(ptr);
-      accepted++;
-      this.stats.returnsAccepted++;
-    }
-    return { accepted, refused };
   }
 
   /** Whether the slot of the buffer's item's block points at the buffer (the only slot that can). */

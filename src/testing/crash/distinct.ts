@@ -81,6 +81,10 @@ export function withDistinctImages<S>(app: ExplorerApp<S>): Counted<S> {
       return { ...report, violations };
     },
     replayArgs: () => app.replayArgs(),
+    // Crash runs (multi.ts) go through the wrapper too.
+    ...(app.clients !== undefined ? { clients: app.clients } : {}),
+    ...(app.crashClient !== undefined ? { crashClient: (c: number) => app.crashClient!(c) } : {}),
+    ...(app.checkHistory !== undefined ? { checkHistory: async (world: World) => keep(await app.checkHistory!(world)) } : {}),
   };
   return wrapped;
 }

@@ -84,7 +84,7 @@ export interface RsLockFaults {
 
 export const RSLOCK_MUTANTS: ReadonlyArray<{ name: string; step: string; faults: Partial<RsLockFaults> }> = Object.freeze([
   { name: 'skip-flush', step: 'the FLUSH(persistent) of the record before the release', faults: { skipFlush: true } },
-  { name: 'in-place', step: 'out-of-place writes (the record goes to the slot the lock word does not name)', faults: { inPlace: true } },
+  { name: 'in-place', step: 'out-of-place writes (the record goes to the slot the publish word does not name)', faults: { inPlace: true } },
 ]);
 
 export const RSLOCK_CLIENT_DEFAULTS: Readonly<RsLockClientOptions> = Object.freeze({

@@ -62,5 +62,5 @@ t.test('CLI: --list-mutants prints name<TAB>step; a mutant reports violations wi
   t.match(d.violations[0]!.replay, /pmrpc crash-test --app rs .*--mutant minorityWrite --seed 3/);
   const bad = run('--mutant', 'nope');
   t.equal(bad.status, 1);
-  t.match(bad.stderr, /mutant must be one of/);
+  t.match(bad.stderr, /mutant must be 'dropItemFlush'.* got nope/);
 });

@@ -20,17 +20,16 @@
  * operation of the two protocols, not the hardware latencies of the PRISM paper.
  */
 import * as hdr from 'hdr-histogram-js';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
 import { InProcessFabric, QueuePair, Rnic } from '../flush/index.js';
 import { createPrng, PmemRegion, seededEntropy, type Prng } from '../pmem/index.js';
 import { PilafClient, PilafServer, PrismKvClient, PrismKvServer } from '../src/apps/kv/index.js';
 import { TcpLink } from '../src/transport/index.js';
 import { barChart, type ChartSpec } from './charts.js';
+import { startServerChild } from './child.js';
 import { KV_BENCH_LAYOUT as LAYOUT, KV_BENCH_REGION_BYTES as REGION_BYTES, kvServerFile, type KvSystem } from './kv-common.js';
 import { fmtRate, machineDescription } from './measure.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
@@ -73,26 +72,9 @@ async function inProcessWorld(system: System, clients: number, seed: number): Pr
 
 /** The server in a child process (dist/bench/kv-server.js), the clients here over loopback TCP. */
 async function tcpWorld(system: System, clients: number, seed: number): Promise<World> {
-  const child = spawn(process.execPath, [kvServerFile(), JSON.stringify({ system, seed })], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    const t = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(t);
-  };
+  const { ready, stop } = await startServerChild<{ port: number; address: { rkey: number; base: number } }>(kvServerFile(), JSON.stringify({ system, seed }), 'the kv bench server');
   try {
-    const line = await new Promise<string>((resolve, reject) => {
-      const rl = createInterface({ input: child.stdout! });
-      const timer = setTimeout(() => reject(new Error('the kv bench server did not start within 15 s')), 15_000);
-      rl.once('line', (l) => {
-        clearTimeout(timer);
-        rl.close();
-        resolve(l);
-      });
-      child.once('exit', (code) => reject(new Error(`the kv bench server exited (${String(code)}) before listening`)));
-    });
-    const { port, address } = JSON.parse(line) as { port: number; address: { rkey: number; base: number } };
+    const { port, address } = ready;
     const cs: Array<PrismKvClient | PilafClient> = [];
     for (let i = 0; i < clients; i++) {
       const { link } = await TcpLink.connect({ port, name: `bench-kv-${i}` });
@@ -148,7 +130,7 @@ async function fileWorld(strict: boolean, seed: number, value: Uint8Array): Prom
 }
 
 /** Seeded Zipf(s) over [0, n): inverse CDF by binary search. */
-function zipf(n: number, s: number): (prng: Prng) => number {
+export function zipf(n: number, s: number): (prng: Prng) => number {
   const cdf = new Float64Array(n);
   let sum = 0;
   for (let i = 0; i < n; i++) cdf[i] = sum += 1 / Math.pow(i + 1, s);

@@ -9,6 +9,7 @@ import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { KV_MUTANTS, type KvFaultName } from '../src/apps/kv/index.js';
 import { listRsMutants } from '../src/apps/rs/index.js';
 import { resolveRsWorkload } from '../src/testing/crash/index.js';
+import { RSLOCK_MUTANTS } from '../src/apps/rslock/index.js';
 import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
 import { resolveTxWorkload, TX_CLI_DEFAULTS } from '../src/testing/crash/index.js';
 import { TX_MUTANTS } from '../src/apps/tx/index.js';
@@ -68,7 +69,7 @@ export function registerCrashTest(program: Command): void {
   program
     .command('crash-test')
     .description('crash-test an app (durable RPC; PRISM-KV, the register or recovery/ alone with --app) on the crash explorer: crash at every crash point of a seeded workload (every media event and every delivery to a client), recover every image under a NIC configuration drawn per seed, check that nothing acknowledged is lost, applied twice or un-linearizable')
-    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy), 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability), 'register' (the test-only replicated register on --nodes nodes: crash runs, exhaustive mode), 'recovery' (recovery/ alone: rings and redo log driven without a NIC), 'rs' (PRISM-RS: ABD over durable chains on --nodes replicas (default 3), --registers blocks (default 2); crash runs) or 'tx' (PRISM-TX on --nodes shards: list-append or bank transactions, resolution, crash runs, mutants; docs/tx.md)", 'rpc')
+    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy), 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability), 'register' (the test-only replicated register on --nodes nodes: crash runs, exhaustive mode), 'recovery' (recovery/ alone: rings and redo log driven without a NIC), 'rs' (PRISM-RS: ABD over durable chains on --nodes replicas (default 3), --registers blocks (default 2); crash runs) 'rslock' (PRISM-RS's lock-based baseline on --nodes replicas, every replica crashed at once) or 'tx' (PRISM-TX on --nodes shards: list-append or bank transactions, resolution, crash runs, mutants; docs/tx.md)", 'rpc')
     .option('--strategy <name>', `rpc: one of ${RPC_STRATEGIES.join(', ')}`, 'wflush')
     .option('--system <name>', "kv: 'prism' or 'pilaf' (the baseline)", 'prism')
     .option('--ddio <on|off>', 'pin DDIO of the emulated NIC (default: drawn per seed)')
@@ -111,7 +112,7 @@ export function registerCrashTest(program: Command): void {
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
     .addHelpText('after', '\nExit status: 0 when no violation was found, 1 when violations were found (or on bad options).')
     .action(async (opts: Opts) => {
-      if (!['rpc', 'kv', 'register', 'recovery', 'rs', 'tx'].includes(opts.app)) throw new TypeError(`--app must be rpc, kv, register, recovery, rs or tx, got ${opts.app}`);
+      if (!['rpc', 'kv', 'register', 'recovery', 'rs', 'rslock', 'tx'].includes(opts.app)) throw new TypeError(`--app must be rpc, kv, register, recovery, rs, rslock or tx, got ${opts.app}`);
       if (opts.listMutants && opts.app === 'tx') {
         for (const m of TX_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
         return;
@@ -120,7 +121,11 @@ export function registerCrashTest(program: Command): void {
         process.stdout.write(`${listRsMutants()}\n`);
         return;
       }
-      if ((opts.app === 'tx' || opts.app === 'rs') && opts.exhaustive) throw new TypeError('--exhaustive supports --app kv and --app register');
+      if (opts.listMutants && opts.app === 'rslock') {
+        for (const m of RSLOCK_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
+        return;
+      }
+      if ((opts.app === 'tx' || opts.app === 'rs' || opts.app === 'rslock') && opts.exhaustive) throw new TypeError('--exhaustive supports --app kv and --app register');
       if (opts.listMutants && opts.app === 'register') {
         for (const m of REGISTER_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
         return;
@@ -162,6 +167,9 @@ export function registerCrashTest(program: Command): void {
       let spec: SweepSpec;
       if (opts.app === 'tx') {
         spec = { app: 'tx', workload: resolveTxWorkload({ workload: opts.workload as 'append' | 'bank' | undefined, shards: opts.nodes, clients: opts.clients, txPerClient: opts.requests, keys: opts.keys, mutant: opts.mutant, agent: opts.agent }), explore: ex };
+      } else if (opts.app === 'rslock') {
+        if (opts.mutant !== undefined && !RSLOCK_MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`--mutant must be one of ${RSLOCK_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
+        spec = { app: 'rslock', workload: { nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant }, explore: ex };
       } else if (opts.app === 'register') {
         spec = { app: 'register', workload: resolveRegisterWorkload({ nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant, pattern: opts.pattern as 'mixed' | 'writer-reader' | undefined }), explore: ex };
       } else if (opts.app === 'rs') {

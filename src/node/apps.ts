@@ -8,6 +8,7 @@ import { rpcApp } from '../apps/rpc/index.js';
 import { kvApp } from '../apps/kv/index.js';
 import { txApp } from '../apps/tx/index.js';
 import { rsApp } from '../apps/rs/index.js';
+import { rslockApp } from '../apps/rslock/index.js';
 
 export const NodeErrorCodes = defineErrorCodes('node', {
   /** An app name that no node can host. */
@@ -20,13 +21,13 @@ export const NodeErrorCodes = defineErrorCodes('node', {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyApp = App<any>;
 
-export const NODE_APPS: Readonly<Record<string, AnyApp>> = Object.freeze({ rpc: rpcApp, kv: kvApp, rs: rsApp, tx: txApp });
+export const NODE_APPS: Readonly<Record<string, AnyApp>> = Object.freeze({ rpc: rpcApp, kv: kvApp, rs: rsApp, rslock: rslockApp, tx: txApp });
 
 declare module '../../pmem/index.js' {
   interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof NodeErrorCodes> {}
 }
 
-export type NodeAppName = 'rpc' | 'kv' | 'rs' | 'tx';
+export type NodeAppName = 'rpc' | 'kv' | 'rs' | 'rslock' | 'tx';
 
 export const NODE_APP_NAMES: readonly string[] = Object.freeze(Object.keys(NODE_APPS));
 

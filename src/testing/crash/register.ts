@@ -13,7 +13,7 @@
  */
 import { PmrpcError, type PmemRegion, type Prng, resolveOptions } from '../../../pmem/index.js';
 import type { QueuePair } from '../../../flush/index.js';
-import type { AppHost, AppProblem } from '../../apps/index.js';
+import type { AppHost, AppProblem, AppServer } from '../../apps/index.js';
 import { checkLinearizable, type Operation } from '../../check/index.js';
 import { compareTags, isLostCell, registerApp, RegisterErrorCodes, type Cell, type RegisterAppServer } from '../register/index.js';
 import { RegisterClient, type RegisterFaults } from '../register/index.js';
@@ -104,9 +104,30 @@ export function lostRegisterWrites(history: ReadonlyArray<Operation<RegisterInpu
 
 export type RegisterExplorerApp = ExplorerApp<{ time: number }> & { history(): RegisterOp[]; undecided: number };
 
+/**
+ * Another replicated system run as registers of u64 values on this same workload and checkers
+ * (the lock-based baseline, src/testing/crash/rslock.ts): its nodes, its client, what counts as
+ * "unavailable" (an operation that failed and may or may not have happened), and how its nodes
+ * are described in a violation.
+ */
+export interface RegisterSystem {
+  name: string;
+  regionBytes: number;
+  format(region: PmemRegion): void;
+  open(host: AppHost): AppServer;
+  /** A client of client index `c` (-1: the final reader) over one link per node (undefined = down). */
+  client(world: World, links: Array<{ qp: QueuePair; welcome: Uint8Array } | undefined>, c: number): { write(r: number, v: bigint): Promise<void>; read(r: number): Promise<bigint> };
+  unavailable(e: unknown): boolean;
+  /** What a repair from the peers would find for register `r` when the final read is unavailable. */
+  best(world: World, r: number): bigint;
+  describe(world: World, n: number): string;
+  /** Replay arguments after `--app NAME` (mutant, …). */
+  replayArgs: string;
+}
+
 /** A fresh register explorer app (it holds the workload's history; workload() starts it afresh). */
-export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = {}): RegisterExplorerApp {
-  const w = resolveRegisterWorkload(options);
+export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = {}, system?: RegisterSystem): RegisterExplorerApp {
+  const w = resolveRegisterWorkload(system === undefined ? options : { ...options, mutant: undefined });
   const faults = REGISTER_MUTANTS.find((m) => m.name === w.mutant)?.faults ?? {};
   const appOptions = registerApp.resolveOptions({ registers: w.registers });
   let now = 0;
@@ -125,7 +146,9 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
       // the node is not accepting (yet): it counts as down for this operation
     }
   };
-  const clientOf = (c: number): RegisterClient => RegisterClient.connect(conns[c]!.map((l) => l!), c + 1, faults);
+  const clientOf = (world: World, c: number): { write(r: number, v: bigint): Promise<void>; read(r: number): Promise<bigint> } =>
+    system !== undefined ? system.client(world, conns[c]!, c) : RegisterClient.connect(conns[c]!.map((l) => l!), c + 1, faults);
+  const unavailable = (e: unknown): boolean => (system !== undefined ? system.unavailable(e) : e instanceof PmrpcError && e.code === RegisterErrorCodes.NO_MAJORITY);
 
   /** A fresh reader (client -1) reads every register; appends to `history`; returns the values. */
   const readAll = async (world: World, history: Array<Operation<RegisterInput, RegisterOutput>>, t0: number, out: AppProblem[]): Promise<Map<number, bigint>> => {
@@ -134,7 +157,7 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
     const res = await world.settle(
       (async () => {
         const links = world.nodes.map((_, n) => world.connect(n, new Uint8Array(0), -1));
-        const reader = RegisterClient.connect(links, 99, {});
+        const reader = system !== undefined ? system.client(world, links, -1) : RegisterClient.connect(links, 99, {});
         for (let r = 0; r < w.registers; r++) {
           try {
             const call = t++;
@@ -142,12 +165,16 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
             finals.set(r, v);
             history.push({ client: -1, input: { kind: 'read', register: r }, output: v, call, ret: t++ });
           } catch (e) {
-            if (!(e instanceof PmrpcError && e.code === RegisterErrorCodes.NO_MAJORITY)) {
+            if (!unavailable(e)) {
               out.push({ kind: 'read-error', detail: `read(r${r}) at the end: ${String(e)}` });
               continue;
             }
             // Too many nodes lost their copy (torn cells; this test app does not repair from peers):
             // unavailable, not unsafe. What a repair from the peers would find: the highest valid cell.
+            if (system !== undefined) {
+              finals.set(r, system.best(world, r));
+              continue;
+            }
             let best: Cell | undefined;
             for (const node of world.nodes) {
               const c = node.crashed ? undefined : (node.server as RegisterAppServer).cell(r);
@@ -172,6 +199,7 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
       world.nodes
         .map((node) => {
           if (node.crashed) return `node ${node.index}: down`;
+          if (system !== undefined) return system.describe(world, node.index);
           const c = (node.server as RegisterAppServer).cell(0);
           return `node ${node.index}: ${c === undefined ? 'torn' : isLostCell(c) ? 'lost copy' : `⟨${c.ts}, ${c.writer}⟩ ${c.value}`}`;
         })
@@ -187,17 +215,18 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
   };
 
   const app: RegisterExplorerApp = {
-    name: 'register',
+    name: system?.name ?? 'register',
     nodes: w.nodes,
     clients: w.clients,
-    regionBytes: 4096,
+    regionBytes: system?.regionBytes ?? 4096,
     undecided: 0,
     history: () => ops,
     format(region: PmemRegion): void {
-      registerApp.format(region, appOptions);
+      if (system !== undefined) system.format(region);
+      else registerApp.format(region, appOptions);
     },
     open(host: AppHost) {
-      return registerApp.open(host, appOptions);
+      return system !== undefined ? system.open(host) : registerApp.open(host, appOptions);
     },
     async workload(world: World, prng: Prng): Promise<void> {
       now = 0;
@@ -223,7 +252,7 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
           const op: RegisterOp = { client: c, input: write ? { kind: 'write', register, value } : { kind: 'read', register }, output: write ? null : undefined, call: ++now, ret: undefined };
           ops.push(op);
           try {
-            const client = clientOf(c);
+            const client = clientOf(world, c);
             if (write) await client.write(register, value);
             else op.output = await client.read(register);
             if (crashedClients.has(c)) return; // a crashed client never saw it
@@ -231,7 +260,7 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
           } catch (e) {
             if (crashedClients.has(c)) return;
             op.error = e instanceof Error ? e.message : String(e);
-            if (!(e instanceof PmrpcError && e.code === RegisterErrorCodes.NO_MAJORITY)) throw e;
+            if (!unavailable(e)) throw e;
           }
         }
       };
@@ -257,7 +286,7 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
     replayArgs(): string {
       const d = REGISTER_WORKLOAD_DEFAULTS;
       return [
-        '--app register',
+        system !== undefined ? `--app ${system.name}${system.replayArgs}` : '--app register',
         w.nodes !== d.nodes ? `--nodes ${w.nodes}` : '',
         w.clients !== d.clients ? `--clients ${w.clients}` : '',
         w.opsPerClient !== d.opsPerClient ? `--requests ${w.opsPerClient}` : '',

@@ -14,6 +14,7 @@ import { rpcExplorerApp, type RpcWorkloadOptions } from './rpc.js';
 import { registerExplorerApp, type RegisterWorkloadOptions } from './register.js';
 import { txExplorerApp, type TxWorkloadOptions } from './tx.js';
 import { rsExplorerApp, type RsWorkloadOptions } from './rs.js';
+import { rslockExplorerApp, type RsLockWorkloadOptions } from './rslock.js';
 
 /** A serialisable description of an app and its explorer options (what a worker needs). */
 export type SweepSpec =
@@ -22,13 +23,15 @@ export type SweepSpec =
   | { app: 'register'; workload: Partial<RegisterWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
   | { app: 'recovery'; workload: Partial<RecoveryWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
   | { app: 'tx'; workload: Partial<TxWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
-  | { app: 'rs'; workload: Partial<RsWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> };
+  | { app: 'rs'; workload: Partial<RsWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
+  | { app: 'rslock'; workload: Partial<RsLockWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> };
 
 export function appOf(spec: SweepSpec): ExplorerApp<unknown> {
   if (spec.app === 'register') return registerExplorerApp(spec.workload) as ExplorerApp<unknown>;
   if (spec.app === 'rs') return rsExplorerApp(spec.workload) as ExplorerApp<unknown>;
   if (spec.app === 'recovery') return recoveryExplorerApp(spec.workload) as ExplorerApp<unknown>;
   if (spec.app === 'tx') return txExplorerApp(spec.workload) as ExplorerApp<unknown>;
+  if (spec.app === 'rslock') return rslockExplorerApp(spec.workload) as ExplorerApp<unknown>;
   return (spec.app === 'rpc' ? rpcExplorerApp(spec.workload) : kvExplorerApp(spec.workload)) as ExplorerApp<unknown>;
 }
 

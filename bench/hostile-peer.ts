@@ -94,9 +94,11 @@ async function strangers(port: number, stop: () => boolean, stats: AttackStats):
 /** A trusted peer (token, an rpc client id): maximal frames, one connection after another, until `stop`. */
 async function trusted(port: number, token: string, stop: () => boolean, stats: AttackStats): Promise<void> {
   let clientId: number | undefined;
+  let secret: string | undefined;
   for (let i = 0; !stop(); i++) {
     const p = new RawPeer(port);
-    p.socket.write(helloFrame(token, encodeHelloPayload(clientId === undefined ? {} : { clientId, awaiting: [] })));
+    // A reconnect presents the secret its first Welcome issued (a trusted client, not an impostor).
+    p.socket.write(helloFrame(token, encodeHelloPayload(clientId === undefined ? {} : { clientId, secret, awaiting: [] })));
     const w = await p.next(10_000);
     if (w?.type !== 'welcome') {
       count(stats, p.goodbye() ?? `no welcome: ${w?.type ?? 'closed'}`);
@@ -107,6 +109,7 @@ async function trusted(port: number, token: string, stop: () => boolean, stats: 
     }
     const info = decodeWelcomePayload(w.payload);
     clientId = info.clientId;
+    secret = info.secret ?? secret;
     if (i % 2 === 0) {
       p.socket.write(emptyWrsFrame((16 << 20) / 2 - 8));
     } else {

@@ -50,12 +50,17 @@ export interface TxMutant {
   step: string;
   /** Where it is caught when the crash explorer at seed 1 (DDIO on) does not reach it: a targeted test. */
   caughtBy?: string;
+  /**
+   * Workload the explorer runs this mutant with unless told otherwise: what its race needs (e.g.
+   * hot keys for a validation bug). The correct protocol under the same pins reports nothing.
+   */
+  pins?: { keys?: number; clients?: number; agent?: boolean };
 }
 
 export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
   { name: 'skip-prepare-flush', fault: 'skipPrepareFlush', step: 'FLUSH(persistent) of the prepare record before it counts (install only after every prepare is durable)' },
   { name: 'skip-body-flush', fault: 'skipBodyFlush', step: 'FLUSH(persistent) of the record body before the H CAS that publishes it' },
-  { name: 'skip-validation', fault: 'skipValidation', step: 'validation of the read set (CAS: unlocked, CT unchanged, raise W)', caughtBy: 'test/apps/tx/tx.test.ts' },
+  { name: 'skip-validation', fault: 'skipValidation', step: 'validation of the read set (CAS: unlocked, CT unchanged, raise W)', pins: { keys: 2, clients: 4 } },
   { name: 'count-failed-cas', fault: 'countFailedCas', step: 'a prepare or validation CAS that did not swap aborts (never counts as success)' },
   { name: 'no-fence-check', fault: 'noFenceCheck', step: "the prepare's H CAS checks the fence (a slow client's late prepare fails)", caughtBy: 'test/apps/tx/tx.test.ts' },
   { name: 'skip-allocate-flush', fault: 'skipAllocateFlush', step: 'FLUSH(persistent) of the ALLOCATEd new values before the prepare' },

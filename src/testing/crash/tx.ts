@@ -52,8 +52,11 @@ const TX_WORKLOAD_CHECKS: OptionChecks<TxWorkloadOptions> = {
   mutant: (_name, v) => void txFaultsFor(v as string | undefined),
 };
 
+/** A mutant's pins (TxMutant.pins: the workload its race needs) stand unless the options say otherwise. */
 export function resolveTxWorkload(options: Partial<TxWorkloadOptions>): TxWorkloadOptions {
-  return resolveOptions<TxWorkloadOptions>(TX_WORKLOAD_DEFAULTS, options, TX_WORKLOAD_CHECKS);
+  const pins = TX_MUTANTS.find((m) => m.name === options.mutant)?.pins ?? {};
+  const given = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<TxWorkloadOptions>;
+  return resolveOptions<TxWorkloadOptions>(TX_WORKLOAD_DEFAULTS, { ...pins, ...given }, TX_WORKLOAD_CHECKS);
 }
 
 /** One micro-operation of a list-append history (the shape src/check's Elle-style checker reads). */

@@ -9,6 +9,7 @@ import { kvApp } from '../apps/kv/index.js';
 import { txApp } from '../apps/tx/index.js';
 import { rsApp } from '../apps/rs/index.js';
 import { rslockApp } from '../apps/rslock/index.js';
+import { txfarmApp, txfordApp } from '../apps/txlock/index.js';
 
 export const NodeErrorCodes = defineErrorCodes('node', {
   /** An app name that no node can host. */
@@ -21,13 +22,13 @@ export const NodeErrorCodes = defineErrorCodes('node', {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyApp = App<any>;
 
-export const NODE_APPS: Readonly<Record<string, AnyApp>> = Object.freeze({ rpc: rpcApp, kv: kvApp, rs: rsApp, rslock: rslockApp, tx: txApp });
+export const NODE_APPS: Readonly<Record<string, AnyApp>> = Object.freeze({ rpc: rpcApp, kv: kvApp, rs: rsApp, rslock: rslockApp, tx: txApp, txfarm: txfarmApp, txford: txfordApp });
 
 declare module '../../pmem/index.js' {
   interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof NodeErrorCodes> {}
 }
 
-export type NodeAppName = 'rpc' | 'kv' | 'rs' | 'rslock' | 'tx';
+export type NodeAppName = 'rpc' | 'kv' | 'rs' | 'rslock' | 'tx' | 'txfarm' | 'txford';
 
 export const NODE_APP_NAMES: readonly string[] = Object.freeze(Object.keys(NODE_APPS));
 

@@ -36,6 +36,8 @@ export interface TxDeployOptions {
 export interface TxDeployment {
   client(i: number): TxApi;
   servers: readonly AppServer[];
+  /** Work done by the shards' NICs and PM so far (summed over the shards). */
+  work(): { wrs: number; messages: number; linesWrittenBack: number };
   close(): void;
 }
 
@@ -43,6 +45,14 @@ export interface TxSystemFactory {
   name: string;
   description: string;
   start(o: TxDeployOptions): TxDeployment;
+}
+
+function workOf(shards: LocalShards<AppServer>): () => { wrs: number; messages: number; linesWrittenBack: number } {
+  return () => ({
+    wrs: shards.nics.reduce((a, n) => a + n.stats.wrs, 0),
+    messages: shards.nics.reduce((a, n) => a + n.stats.messages, 0),
+    linesWrittenBack: shards.regions.reduce((a, r) => a + r.stats.linesWrittenBack, 0),
+  });
 }
 
 function sourceOf<C>(shards: LocalShards<AppServer>, parse: (c: ReturnType<LocalShards<AppServer>['connect']>) => C): (s: number) => C {
@@ -57,6 +67,7 @@ export const prismTxFactory: TxSystemFactory = {
     const shards = startLocalShards<object, AppServer>(txApp as never, o.shards, (s) => ({ shard: s, shards: o.shards, keysPerShard: o.keysPerShard, clients: o.clients, items: o.items, value: o.value, initialBalance: o.initialBalance }), { nic: { drain: 'eager' }, seed: o.seed });
     return {
       servers: shards.servers,
+      work: workOf(shards),
       client(i) {
         const source = sourceOf(shards, (c) => parseTxWelcome(c.qp, c.welcome));
         const c = new TxClient(source as (s: number) => ShardConn, { client: i, incarnation: 1, clock: systemClock, faults: {} });
@@ -91,6 +102,7 @@ function lockFactory(name: string, description: string, protocol: 'farm' | 'ford
       const shards = startLocalShards<object, AppServer>(app as never, o.shards, (s) => ({ shard: s, shards: o.shards, keysPerShard: o.keysPerShard, clients: o.clients, value: o.value, initialBalance: o.initialBalance }), { nic: { drain: 'eager' }, seed: o.seed });
       return {
         servers: shards.servers,
+        work: workOf(shards),
         client(i) {
           const source = sourceOf(shards, (c) => parseTxLockWelcome(c.qp, c.welcome));
           const c = protocol === 'farm' ? new FarmTxClient(source as (s: number) => TxLockConn, { client: i, incarnation: 1 }) : new FordTxClient(source as (s: number) => TxLockConn, { client: i, incarnation: 1 });

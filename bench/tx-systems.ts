@@ -31,6 +31,8 @@ export interface TxDeployOptions {
   /** PRISM-TX: items per shard's arena (every committed write ALLOCATEs one). */
   items: number;
   seed: number;
+  /** Baselines, test-only: commit without validating the read-only keys (a mutant the checks must catch). */
+  skipValidation?: boolean;
 }
 
 export interface TxDeployment {
@@ -105,7 +107,7 @@ function lockFactory(name: string, description: string, protocol: 'farm' | 'ford
         work: workOf(shards),
         client(i) {
           const source = sourceOf(shards, (c) => parseTxLockWelcome(c.qp, c.welcome));
-          const c = protocol === 'farm' ? new FarmTxClient(source as (s: number) => TxLockConn, { client: i, incarnation: 1 }) : new FordTxClient(source as (s: number) => TxLockConn, { client: i, incarnation: 1 });
+          const c = protocol === 'farm' ? new FarmTxClient(source as (s: number) => TxLockConn, { client: i, incarnation: 1, skipValidation: o.skipValidation === true }) : new FordTxClient(source as (s: number) => TxLockConn, { client: i, incarnation: 1, skipValidation: o.skipValidation === true });
           return {
             begin: () => c.begin(),
             read: (k, forUpdate) => c.read(k, { forUpdate: forUpdate === true }),

@@ -60,10 +60,12 @@ export interface CheckOptions {
   txPerClient: number;
   keys: number;
   seed: number;
+  /** Baselines, test-only mutant (see TxDeployOptions). */
+  skipValidation?: boolean;
 }
 
 function deploy(f: TxSystemFactory, o: CheckOptions, value: 'list' | 'balance', balance: number): TxDeployment {
-  return f.start({ shards: o.shards, keysPerShard: Math.ceil(o.keys / o.shards), clients: o.clients + 1, value, initialBalance: balance, items: Math.ceil(o.keys / o.shards) + o.clients * o.txPerClient * 4 + 64, seed: o.seed });
+  return f.start({ shards: o.shards, keysPerShard: Math.ceil(o.keys / o.shards), clients: o.clients + 1, value, initialBalance: balance, items: Math.ceil(o.keys / o.shards) + o.clients * o.txPerClient * 4 + 64, seed: o.seed, ...(o.skipValidation === true ? { skipValidation: true } : {}) });
 }
 
 /** Reads every key in one transaction (retried until it commits). */

@@ -67,6 +67,8 @@ export interface TxLockClientOptions {
   client: number;
   /** Incarnation of the slot: txids never repeat. */
   incarnation: number;
+  /** Test-only mutant: commit without validating the read-only keys (the checks must catch it). */
+  skipValidation?: boolean;
 }
 
 /** Re-reads of an object found locked or torn before a read gives up (CONFLICT). */
@@ -101,6 +103,7 @@ interface Seen {
 abstract class LockTxClientBase {
   readonly client: number;
   readonly incarnation: number;
+  readonly skipValidation: boolean;
   readonly #source: TxLockSource;
   #seq = 0;
   protected open = false;
@@ -118,6 +121,7 @@ abstract class LockTxClientBase {
     this.#source = source;
     this.client = o.client;
     this.incarnation = o.incarnation;
+    this.skipValidation = o.skipValidation === true;
   }
 
   protected conn(shard: number): TxLockConn {
@@ -177,10 +181,12 @@ abstract class LockTxClientBase {
 
   /** Validation chains (one per shard, READs of the lock lines): every read-only key free and at the version read. */
   protected validateWrs(conn: TxLockConn, keys: readonly number[]): WorkRequest[] {
+    if (this.skipValidation) return [];
     return keys.filter((k) => !this.writes.has(k)).map((k) => Wr.read({ rkey: conn.rkey, addr: objAt(conn, k) }, 16));
   }
 
   protected validated(keys: readonly number[], cs: readonly Completion[]): boolean {
+    if (this.skipValidation) return true;
     const ro = keys.filter((k) => !this.writes.has(k));
     return ro.every((k, i) => {
       const d = cs[i]!.data!;
@@ -201,10 +207,23 @@ abstract class LockTxClientBase {
     return o;
   }
 
+  /** Ends the transaction: committed, or aborted with a code. */
+  async commit(): Promise<TxOutcome> {
+    this.check('commit()');
+    this.lastRoundTrips = 0;
+    if (this.reads.size === 0) return this.done({ status: 'committed', txid: this.txid });
+    const by = this.byShard();
+    if ([...by.values()].some((ks) => ks.length > ENTRIES_MAX)) return this.abortWith(TxErrorCodes.TOO_LARGE);
+    return this.commitOn(by, this.participants(by));
+  }
+
   abstract read(key: number, options?: { forUpdate?: boolean }): Promise<Uint8Array>;
   abstract write(key: number, value: Uint8Array): Promise<void>;
-  abstract commit(): Promise<TxOutcome>;
   abstract rollback(): void;
+  /** The protocol's commit of the keys grouped by shard (at most ENTRIES_MAX each). */
+  protected abstract commitOn(by: Map<number, number[]>, participants: bigint): Promise<TxOutcome>;
+  /** Aborts the open transaction (releasing what it holds). */
+  protected abstract abortWith(code: string): TxOutcome;
 }
 
 export class FarmTxClient extends LockTxClientBase {
@@ -269,15 +288,13 @@ export class FarmTxClient extends LockTxClientBase {
     }
   }
 
-  async commit(): Promise<TxOutcome> {
-    this.check('commit()');
+  protected abortWith(code: string): TxOutcome {
+    return this.#abort([], code);
+  }
+
+  protected async commitOn(by: Map<number, number[]>, participants: bigint): Promise<TxOutcome> {
     const txid = this.txid;
-    this.lastRoundTrips = 0;
-    if (this.reads.size === 0) return this.done({ status: 'committed', txid });
-    const by = this.byShard();
-    const participants = this.participants(by);
     const writeShards = [...by].filter(([, ks]) => ks.some((k) => this.writes.has(k)));
-    for (const [, ks] of by) if (ks.length > ENTRIES_MAX) return this.done({ status: 'aborted', txid, code: TxErrorCodes.TOO_LARGE });
     // LOCK (server CPU), every write participant in parallel.
     const locked: TxLockConn[] = [];
     if (writeShards.length > 0) {
@@ -382,14 +399,12 @@ export class FordTxClient extends LockTxClientBase {
     }
   }
 
-  async commit(): Promise<TxOutcome> {
-    this.check('commit()');
+  protected abortWith(code: string): TxOutcome {
+    return this.#abort(code);
+  }
+
+  protected async commitOn(by: Map<number, number[]>, participants: bigint): Promise<TxOutcome> {
     const txid = this.txid;
-    this.lastRoundTrips = 0;
-    if (this.reads.size === 0) return this.done({ status: 'committed', txid });
-    const by = this.byShard();
-    const participants = this.participants(by);
-    for (const [, ks] of by) if (ks.length > ENTRIES_MAX) return this.#abort(TxErrorCodes.TOO_LARGE);
     const wk = (ks: readonly number[]): number[] => ks.filter((k) => this.writes.has(k));
     // R1: undo logs (durable) and validation of the read-only keys, one chain per participant.
     const lone = this.reads.size === 1 && this.writes.size === 0;

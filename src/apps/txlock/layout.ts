@@ -22,7 +22,7 @@
  * trusted. A transaction touches at most ENTRIES_MAX keys of one shard.
  */
 import { crc32c, PmrpcError } from '../../../pmem/index.js';
-import { TxErrorCodes, VALUE_BYTES_MAX } from '../tx/index.js';
+import { decodeItem, encodeItem, ITEM_HEADER_BYTES, TxErrorCodes, VALUE_BYTES_MAX } from '../tx/index.js';
 
 export const TXLOCK_MAGIC = 0x3130434f4c585452n; // 'RTXLOC01'
 export const TXLOCK_LAYOUT_VERSION = 1;
@@ -30,7 +30,7 @@ export const HEADER_BYTES = 64;
 export const OBJ_BYTES = 192;
 export const OBJ_ITEM = 64;
 export const ITEM_BYTES = 128;
-export const ITEM_HEADER = 24;
+export const ITEM_HEADER = ITEM_HEADER_BYTES;
 export const LOG_BYTES = 2048;
 export const LOG_BODY = 64;
 export const LOG_ENTRY_BYTES = 128;
@@ -98,25 +98,14 @@ export interface LockItem {
   value: Uint8Array;
 }
 
+/** The item is PRISM-TX's self-checking item (src/apps/tx/layout.ts), its timestamp field holding the version. */
 export function encodeLockItem(it: LockItem): Uint8Array {
-  if (it.value.length > VALUE_BYTES_MAX) throw new PmrpcError(TxErrorCodes.TOO_LARGE, `a value holds at most ${VALUE_BYTES_MAX} bytes, got ${it.value.length}`);
-  const b = new Uint8Array(ITEM_HEADER + it.value.length);
-  const dv = new DataView(b.buffer);
-  dv.setUint32(4, it.value.length, true);
-  dv.setBigUint64(8, it.version, true);
-  dv.setUint32(16, it.key, true);
-  b.set(it.value, ITEM_HEADER);
-  dv.setUint32(0, crc32c(b.subarray(4)), true);
-  return b;
+  return encodeItem({ ts: it.version, key: it.key, value: it.value });
 }
 
 export function decodeLockItem(b: Uint8Array): LockItem | undefined {
-  if (b.length < ITEM_HEADER) return undefined;
-  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  const len = dv.getUint32(4, true);
-  if (len > VALUE_BYTES_MAX || ITEM_HEADER + len > b.length) return undefined;
-  if (dv.getUint32(0, true) !== crc32c(b.subarray(4, ITEM_HEADER + len))) return undefined;
-  return { version: dv.getBigUint64(8, true), key: dv.getUint32(16, true), value: b.slice(ITEM_HEADER, ITEM_HEADER + len) };
+  const it = decodeItem(b);
+  return it === undefined ? undefined : { version: it.ts, key: it.key, value: it.value };
 }
 
 /** One object as a READ of its 192 bytes shows it (item undefined: torn by a racing in-place update). */

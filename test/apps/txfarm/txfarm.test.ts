@@ -3,17 +3,12 @@
 // that must pass the Elle-style list-append check and the bank conservation check.
 import t from 'tap';
 import { farmFactory } from '../../../bench/tx-systems.js';
-import { attempt, balanceBytes, balanceOf, runAppendCheck, runBankCheck } from '../../../bench/tx-workloads.js';
+import { attempt, balanceBytes, balanceOf } from '../../../bench/tx-workloads.js';
+import { baselineChecks } from '../txbaseline.js';
 import { txfarmApp, type TxLockAppServer } from '../../../src/apps/txlock/index.js';
-import { NODE_APPS } from '../../../src/node/index.js';
 
 const SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/apps/txfarm/txfarm.test.ts)`);
-
-t.test('hosted by a node: the apps table names txfarm', async (t) => {
-  t.equal(NODE_APPS.txfarm, txfarmApp);
-  t.throws(() => txfarmApp.resolveOptions({ clients: 0 }), RangeError);
-});
 
 t.test('a two-shard commit: LOCK + VALIDATE + COMMIT, applied by the CPU, nothing left locked; a conflict aborts', async (t) => {
   const d = farmFactory.start({ shards: 2, keysPerShard: 4, clients: 2, value: 'balance', initialBalance: 10, items: 0, seed: SEED });
@@ -46,15 +41,4 @@ t.test('a two-shard commit: LOCK + VALIDATE + COMMIT, applied by the CPU, nothin
   }
 });
 
-t.test('concurrent list-append (4 clients, 2 shards): Elle-style check, atomicity, reads', async (t) => {
-  const r = await runAppendCheck(farmFactory, { shards: 2, clients: 4, txPerClient: 25, keys: 8, seed: SEED });
-  t.same(r.problems, [], 'no anomaly');
-  t.ok(r.committed > 20, `${r.committed} committed, ${r.aborted} aborted`);
-});
-
-t.test('concurrent bank transfers with audits: the total is conserved', async (t) => {
-  const r = await runBankCheck(farmFactory, { shards: 2, clients: 4, txPerClient: 40, keys: 6, seed: SEED });
-  t.same(r.problems, []);
-  t.ok(r.committed > 20, `${r.committed} committed, ${r.aborted} aborted`);
-  t.ok(r.history.some((h) => h.kind === 'audit' && h.type === 'ok'), 'some audit committed');
-});
+baselineChecks(t, farmFactory, txfarmApp as never, SEED);

@@ -67,7 +67,7 @@ export const TX_FULL_PLAN: Readonly<TxPlan> = Object.freeze({
   windows: 3,
   ycsbKeys: 4096,
   accounts: 2000,
-  itemsPerShard: 40_000,
+  itemsPerShard: 24_000,
   checkTxPerClient: 60,
   cells: WORKLOADS.flatMap((workload) => [1, 4, 8].flatMap((clients) => [2, 3].map((shards) => ({ workload, shards, clients })))),
 });

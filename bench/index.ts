@@ -19,3 +19,4 @@ export { reproduce, formatRepro, REPRO_TOLERANCE, PRDMA_64K, type ReproRow, type
 export { modelFlushCell, type ModelFlushCell, type ModelFlushResult } from './model-flush.js';
 export { modelKvCell, modelRsCell, type ModelKvCell, type ModelRsCell, type ModelOpsResult } from './model-apps.js';
 export { modelChains, addMemoryNode, CALIBRATION_CHAINS } from './model-verbs.js';
+export { withModel, addModelledFlush, addModelledKv, addModelledRs, MODELLED_SUITES } from './model-bench.js';

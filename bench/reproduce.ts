@@ -187,7 +187,7 @@ export async function reproduce(o: ReproOptions): Promise<ReproReport> {
   // ---------------------------------------------------------------- PRISM-KV vs Pilaf
   const kv = async (system: 'prism' | 'pilaf', model: Readonly<CostModel>): Promise<ModelOpsResult> => {
     tick(`KV ${system} (${model.name})`);
-    return modelKvCell({ system, clients: 1, readPct: 100, keys: 1000, valueBytes: 24 }, model, o.seed, Math.max(20, o.requests));
+    return modelKvCell({ system, clients: 1, readPct: 100, keys: 250, valueBytes: 24 }, model, o.seed, Math.max(20, o.requests));
   };
   const prismSw = await kv('prism', sw);
   const pilafHw = await kv('pilaf', m);
@@ -195,7 +195,7 @@ export async function reproduce(o: ReproOptions): Promise<ReproReport> {
   const pilafSw = await kv('pilaf', sw);
   const kvMeasured = meas.kv?.ratios.getLatencyVsPilaf ?? null;
   const kvFrom = meas.kv !== undefined ? `${fromFile(meas.kv)}: getLatencyVsPilaf (p50 GET, 1 client, in-process)` : notMeasured('kv');
-  const kvMaps = 'pmrpc PRISM-KV GET (one bounded indirect READ + FLUSH of the slot) vs the Pilaf-style GET (READ of the entry + FLUSH, then READ of the extent), apps/kv, 1 client, 100% GETs, uniform over 1,000 keys (the kv bench\'s cell); p50 GET latency';
+  const kvMaps = 'pmrpc PRISM-KV GET (one bounded indirect READ + FLUSH of the slot) vs the Pilaf-style GET (READ of the entry + FLUSH, then READ of the extent), apps/kv, 1 client, 100% GETs, uniform over 250 keys loaded first (the kv bench\'s layout); p50 GET latency';
   const r1 = r3(prismSw.p50Us / pilafHw.p50Us);
   rows.push({
     name: 'PRISM-KV GET ÷ Pilaf GET latency (PRISM on its software NIC, Pilaf on hardware RDMA)',

@@ -21,6 +21,12 @@ export interface ModelFlushCell {
   placement: 'inline' | 'pool';
   ddio: boolean;
   ringSlots: number;
+  /**
+   * The handler: 'digest' (the crash suites' workload: 16 B of effects) or 'copy' — an object PUT
+   * that copies the payload into its target object in the application area (what SC'21's and
+   * pRDMA's servers do with a request: copy + flush into the target). Default 'digest'.
+   */
+  handler?: 'digest' | 'copy';
 }
 
 export interface ModelFlushResult {
@@ -49,13 +55,21 @@ export async function modelFlushCell(cell: ModelFlushCell, model: Readonly<CostM
   const world = modelWorld(model, seed, cell.ddio);
   const handlerNs = (cell.handlerUs > 0 ? cell.handlerUs : model.cpuHandlerUs) * 1000;
   const digest = DIGEST_HANDLERS[METHOD]!;
+  const total = cell.clients * requestsPerClient;
+  const copy = cell.handler === 'copy';
+  const digestBytes = Math.ceil((64 + 16 * (total + 8)) / 64) * 64 + 64;
+  const objects = 16;
+  const objectBytes = Math.ceil(cell.payloadBytes / 64) * 64;
   const handler: RpcHandler = (req, view) => {
     world.charge(handlerNs, cell.placement === 'pool' ? 'worker' : 'cpu');
-    return digest(req, view);
+    const e = digest(req, view);
+    // The object PUT: the payload becomes the after-image of its target object (one of `objects`, by sequence).
+    if (copy) e.images.push({ offset: digestBytes + (req.seq % objects) * objectBytes, bytes: req.payload });
+    return e;
   };
-  const total = cell.clients * requestsPerClient;
-  const layout: RpcAppOptions['layout'] = { maxClients: cell.clients + 1, ringSlots: cell.ringSlots, slotBytes: slotBytesFor(cell.payloadBytes), logRecords: 16, recordBytes: 256 };
-  const opts = rpcApp.resolveOptions({ strategy: cell.strategy, layout, handlers: { [METHOD]: handler }, appBytesMin: Math.ceil((64 + 16 * (total + 8)) / 64) * 64 + 64 });
+  const recordBytes = copy ? Math.ceil((cell.payloadBytes + 512) / 64) * 64 : 256;
+  const layout: RpcAppOptions['layout'] = { maxClients: cell.clients + 1, ringSlots: cell.ringSlots, slotBytes: slotBytesFor(cell.payloadBytes), logRecords: 16, recordBytes };
+  const opts = rpcApp.resolveOptions({ strategy: cell.strategy, layout, handlers: { [METHOD]: handler }, appBytesMin: digestBytes + (copy ? objects * objectBytes : 0) });
   const region = modelRegion(rpcApp.minRegionBytes(opts) + 4096, seed);
   rpcApp.format(region, opts);
   world.addNode(region, (host) => rpcApp.open(host, opts)).server!.recover();

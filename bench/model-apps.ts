@@ -9,7 +9,7 @@ import { connectKvClient, kvApp } from '../src/apps/kv/index.js';
 import { RsClient, rsApp } from '../src/apps/rs/index.js';
 import { RsLockClient, rslockApp } from '../src/apps/rslock/index.js';
 import type { CostModel, VirtualTimeStats, World } from '../src/testing/index.js';
-import { mean, modelRegion, modelWorld, percentile, r3 } from './model-world.js';
+import { latencyStats, mean, modelRegion, modelWorld, perSecond, r3 } from './model-world.js';
 import { prismRsBenchLayout } from './rs-systems.js';
 import { KV_BENCH_LAYOUT, KV_BENCH_REGION_BYTES } from './kv-common.js';
 
@@ -64,13 +64,9 @@ async function closedLoop(world: World, stores: Store[], o: { keys: number; valu
       }
     }
   })), 'workload');
-  const window = world.nowUs - tWarm;
-  const sorted = [...all].sort((a, b) => a - b);
   return {
-    opsPerSecond: Math.round(window > 0 ? (counted / window) * 1e6 : 0),
-    meanUs: r3(mean(all)),
-    p50Us: r3(percentile(sorted, 50)),
-    p99Us: r3(percentile(sorted, 99)),
+    opsPerSecond: perSecond(counted, world.nowUs - tWarm),
+    ...latencyStats(all),
     readMeanUs: r3(mean(reads)),
     writeMeanUs: r3(mean(writes)),
     ops: all.length,

@@ -9,7 +9,7 @@
 import { DIGEST_HANDLERS, METHOD, decodeWelcomePayload, encodeHelloPayload, rpcApp, type RpcAppOptions } from '../src/apps/rpc/index.js';
 import { DurableRpcClient, type RpcHandler, type RpcStrategy } from '../src/rpc/index.js';
 import type { CostModel, VirtualTimeStats } from '../src/testing/index.js';
-import { mean, modelRegion, modelWorld, percentile, r3 } from './model-world.js';
+import { latencyStats, modelRegion, modelWorld, perSecond, r3 } from './model-world.js';
 
 export interface ModelFlushCell {
   strategy: RpcStrategy;
@@ -120,22 +120,21 @@ export async function modelFlushCell(cell: ModelFlushCell, model: Readonly<CostM
       settled = total;
     });
   }
-  const r = await world.run(() => settled >= total || failed !== undefined, 5_000_000);
+  const run = await world.run(() => settled >= total || failed !== undefined, 5_000_000);
   if (failed !== undefined) throw failed instanceof Error ? failed : new Error(String(failed));
-  if (r.status !== 'done') throw new Error(`modelled flush cell ${cell.strategy} ${cell.payloadBytes} B did not finish (${r.status} after ${r.steps} steps)`);
+  if (run.status !== 'done') throw new Error(`modelled flush cell ${cell.strategy} ${cell.payloadBytes} B did not finish (${run.status} after ${run.steps} steps)`);
   const end = world.nowUs;
   world.close();
-  const sd = [...durable].sort((a, b) => a - b);
-  const sr = [...result].sort((a, b) => a - b);
-  const window = end - (Number.isNaN(tWarm) ? tFirst : tWarm);
+  const d = latencyStats(durable);
+  const r = latencyStats(result);
   return {
-    throughputPerSecond: Math.round(window > 0 ? (processed / window) * 1e6 : 0),
-    durableMeanUs: r3(mean(sd)),
-    durableP50Us: r3(percentile(sd, 50)),
-    durableP99Us: r3(percentile(sd, 99)),
-    resultMeanUs: r3(mean(sr)),
-    resultP50Us: r3(percentile(sr, 50)),
-    resultP99Us: r3(percentile(sr, 99)),
+    throughputPerSecond: perSecond(processed, end - (Number.isNaN(tWarm) ? tFirst : tWarm)),
+    durableMeanUs: d.meanUs,
+    durableP50Us: d.p50Us,
+    durableP99Us: d.p99Us,
+    resultMeanUs: r.meanUs,
+    resultP50Us: r.p50Us,
+    resultP99Us: r.p99Us,
     requests: total,
     spanUs: r3(end - tFirst),
     time: world.timeStats(),

@@ -33,3 +33,12 @@ export const mean = (xs: readonly number[]): number => (xs.length === 0 ? Number
 
 /** Rounds modelled µs to 3 decimals (ns resolution). */
 export const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+/** Mean, p50 and p99 of modelled µs samples (rounded to ns). */
+export function latencyStats(samples: readonly number[]): { meanUs: number; p50Us: number; p99Us: number } {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { meanUs: r3(mean(sorted)), p50Us: r3(percentile(sorted, 50)), p99Us: r3(percentile(sorted, 99)) };
+}
+
+/** Operations per modelled second over a window of modelled µs. */
+export const perSecond = (count: number, windowUs: number): number => Math.round(windowUs > 0 ? (count / windowUs) * 1e6 : 0);

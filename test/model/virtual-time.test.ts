@@ -95,6 +95,16 @@ t.test('without a cost model the World is unchanged (no virtual time)', async (t
   m.close();
 });
 
+t.test('timers fire at their modelled due time, a zero delay included', async (t) => {
+  const w = new World(nicConfigFor(SEED), SEED, { model: CX4_OPTANE });
+  const fired: number[] = [];
+  w.clock.setTimer(0, () => fired.push(Number(w.clock.nowNs())));
+  w.clock.setTimer(0.005, () => fired.push(Number(w.clock.nowNs())));
+  const r = await w.run(() => fired.length === 2, 100);
+  t.equal(r.status, 'done');
+  t.same(fired, [0, 5000]);
+});
+
 t.test('profiles and parameter checks', async (t) => {
   t.same(Object.keys(COST_PROFILES), ['cx4-optane', 'cx3-optane', 'software-nic']);
   t.equal(costProfile('software-nic').softwareNicUs, 0.2);

@@ -449,7 +449,7 @@ export class World {
       return false;
     }
     const now = Number(this.clock.nowNs());
-    if (best > now) this.clock.advanceNs(BigInt(best - now)); // fires a timer due at `best`
+    this.clock.advanceNs(BigInt(Math.max(0, best - now))); // fires a timer due at `best` (also one due now)
     if (timerAt !== undefined && timerAt === best) return true;
     if (drainNode !== undefined) {
       drainNode.nic.drainAll();

@@ -134,6 +134,14 @@ export async function addModelledRs(rep: BenchReport, o: BenchOptions & { model:
     lines.push(`  ${label.padEnd(36)} measured ${String(r.opsPerSecond ?? '?').padStart(9)} ops/s | modelled ${String(res.opsPerSecond).padStart(9)} ops/s, p50 ${res.p50Us} µs, p99 ${res.p99Us} µs`);
     chart.push({ cell: label, measured: Number(r.opsPerSecond ?? 0), modelled: res.opsPerSecond });
   }
+  // The base cell's ratio (bench rs: 3 replicas, 4 clients, 512 B, 95% reads, uniform), as the measured throughputVsLockBased.
+  const base = (sys: string): Record<string, unknown> | undefined => cells.find((r) => r.system === sys && r.nodes === 3 && r.clients === 4 && r.blockBytes === 512 && r.readPct === 95);
+  const bp = base('prism-rs');
+  const bl = base('lock-based');
+  if (bp !== undefined && bl !== undefined) {
+    rep.ratios.modelled_throughputVsLockBased = r3(Number(bp.modelledOpsPerSecond) / Number(bl.modelledOpsPerSecond));
+    lines.push(`  modelled throughputVsLockBased = ${rep.ratios.modelled_throughputVsLockBased} (base cell, ${m.name}); measured ${rep.ratios.throughputVsLockBased ?? '-'}; PRISM paper ≈ 1.5`);
+  }
   rep.summary.push(...lines);
   rep.config.model = { profile: m.name, parameters: m, note: 'modelled* columns are virtual time from the cost model; every other figure is wall clock' };
   rep.charts = [...(rep.charts ?? []), measuredVsModelledChart('measured-vs-modelled-throughput', `rs ops/s: measured (wall clock) vs modelled (${m.name})`, 'operations per second (symlog)', chart)];

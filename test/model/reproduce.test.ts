@@ -20,8 +20,10 @@ t.test('reproduce --json: {rows: [{name, published, modelled, measured, deviatio
     t.equal(r.status, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as { rows: Array<Record<string, unknown>>; profile: string };
     // The same seed in this process: the same modelled values, bit for bit (another process, another run).
-    const again = await reproduce({ profile: 'cx4-optane', seed: SEED, measuredDir: undefined, requests: 10 });
-    t.same(again.rows.map((x) => x.modelled), doc.rows.map((x) => x.modelled), 'modelled values replay from the seed');
+    // (Some row groups only, to keep the test short: each group's cells are independent runs.)
+    const again = await reproduce({ profile: 'cx4-optane', seed: SEED, measuredDir: undefined, requests: 10, groups: ['sc21', 'rs', 'calibration'] });
+    t.ok(again.rows.length >= 5);
+    for (const row of again.rows) t.equal(row.modelled, doc.rows.find((x) => x.name === row.name)?.modelled, `${row.name}: modelled value replays from the seed`);
     t.equal(doc.profile, 'cx4-optane');
     t.ok(doc.rows.length >= 17, `${doc.rows.length} rows`);
     for (const row of doc.rows) {

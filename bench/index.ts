@@ -14,3 +14,10 @@ export { recordRun, readHistory, gitCommit, type RunMeta, type HistoryRun } from
 
 /** Every benchmark suite, by name. */
 export const benchSuites: BenchSuite[] = [pmemBench, nicBench, kvBench, flushBench, tcpBench, hostileBench, rsBench, txBench];
+
+// Modelled time (issue 14): modelled cells of the suites on the World with a cost model, and the reproduction table.
+export { reproduce, formatRepro, REPRO_TOLERANCE, REPRO_GROUPS, PRDMA_64K, type ReproRow, type ReproReport, type ReproOptions, type ReproGroup } from './reproduce.js';
+export { modelFlushCell, type ModelFlushCell, type ModelFlushResult } from './model-flush.js';
+export { modelKvCell, modelRsCell, type ModelKvCell, type ModelRsCell, type ModelOpsResult } from './model-apps.js';
+export { modelChains, addMemoryNode, CALIBRATION_CHAINS } from './model-verbs.js';
+export { withModel, addModelledFlush, addModelledKv, addModelledRs, MODELLED_SUITES } from './model-bench.js';

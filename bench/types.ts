@@ -11,6 +11,8 @@ export interface BenchOptions {
   seed: number;
   /** Progress callback (the CLI draws it on stderr when stderr is a terminal). */
   progress: (done: number, total: number, label: string) => void;
+  /** A cost-model profile (`--model`): the suite also runs its cells in modelled time, beside the measured ones (bench/model-bench.ts). */
+  model?: string;
 }
 
 export interface BenchReport {

@@ -2,7 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { randomSeed, wallClockMs } from '../pmem/index.js';
-import { benchSuites, readHistory, recordRun, renderSvg } from '../bench/index.js';
+import { benchSuites, readHistory, recordRun, renderSvg, withModel } from '../bench/index.js';
+import { COST_PROFILE_NAMES, costProfile } from '../src/testing/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
 /** Where results go unless --out says otherwise (relative to the working directory). */
@@ -22,13 +23,16 @@ export function registerBench(program: Command): void {
       .option('--out <dir>', `write <suite>.json, ${HISTORY_FILE} and SVG charts here`, DEFAULT_BENCH_OUT)
       .option('--no-history', 'do not append this run to the SQLite history')
       .option('--seed <n>', 'workload seed (default random, printed)', intOption('seed'))
-      .action(async (opts: { quick?: boolean; json?: boolean; out: string; history: boolean; seed?: number }) => {
+      .option('--model <profile>', `also run the cells in modelled time with this cost-model profile (${COST_PROFILE_NAMES.join(', ')}), printed and charted beside the measured figures`)
+      .action(async (opts: { quick?: boolean; json?: boolean; out: string; history: boolean; seed?: number; model?: string }) => {
+        if (opts.model !== undefined) costProfile(opts.model); // a bad profile fails before the run
         const seed = opts.seed ?? randomSeed();
         const startedAt = new Date(wallClockMs()).toISOString();
         const bar = progressBar(`bench ${suite.name}`);
-        const report = await suite.run({ quick: opts.quick === true, seed, progress: (d, t, l) => bar.update(d, t, l) });
+        const bo = { quick: opts.quick === true, seed, progress: (d: number, t: number, l: string) => bar.update(d, t, l), ...(opts.model !== undefined ? { model: opts.model } : {}) };
+        const report = await withModel(suite.name, await suite.run(bo), bo);
         bar.stop();
-        const command = `pmrpc bench ${suite.name}${opts.quick ? ' --quick' : ''} --seed ${seed}`;
+        const command = `pmrpc bench ${suite.name}${opts.quick ? ' --quick' : ''}${opts.model !== undefined ? ` --model ${opts.model}` : ''} --seed ${seed}`;
         mkdirSync(opts.out, { recursive: true });
         const files: string[] = [];
         for (const chart of report.charts ?? []) {

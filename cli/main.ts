@@ -28,6 +28,8 @@ if (!['serve', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (awai
 // (restart time is part of the demo's recovery figures).
 if (!['serve', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (await import('./bench.js')).registerBench(program);
 registerCrashTest(program);
+// The reproduction table loads the bench suites too (modelled cells): not for a `serve` child either.
+if (!['serve', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (await import('./reproduce.js')).registerReproduce(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   const err = e as { code?: string; message?: string };

@@ -69,6 +69,13 @@ export class VirtualClock implements Clock {
     this.advanceNs(BigInt(Math.round(deltaMs * 1e6)));
   }
 
+  /** Due time of the earliest timer not yet fired or cancelled (undefined: none) — for discrete-event schedulers. */
+  nextDueNs(): bigint | undefined {
+    let best: bigint | undefined;
+    for (const t of this.#timers) if (!t.cancelled && (best === undefined || t.dueNs < best)) best = t.dueNs;
+    return best;
+  }
+
   /** Number of timers not yet fired or cancelled. */
   get pendingTimers(): number {
     return this.#timers.filter((t) => !t.cancelled).length;

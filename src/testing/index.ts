@@ -67,3 +67,6 @@ export {
 // Test-only fault switches of each layer (what the mutants set; never set in production).
 export { RPC_FAULT_NAMES, checkRpcFaults, type RpcFaults } from '../rpc/index.js';
 export { FAULT_NAMES, NO_FAULTS, NO_ALLOCATOR_FAULTS, type RecoveryFaults, type AllocatorFaults } from '../../recovery/index.js';
+
+// Modelled time: the cost model (profiles, parameters and their sources) the World charges events with.
+export * from './model/index.js';

@@ -1,6 +1,7 @@
 /** src/testing/crash — the one crash explorer (DESIGN §8): scheduler, crash points, images, recovery, checkers per app. */
 export { explore, mergeReports, replayCommand, resolveExploreOptions, EXPLORE_DEFAULTS, type ExplorerApp, type ExploreOptions, type ExploreReport, type ExplorerViolation, type ImageEngine } from './explorer.js';
-export { World, WorldNode, quiesce, type RunResult, type StepChoice, type Chooser, type Turn } from './world.js';
+export { World, WorldNode, quiesce, type RunResult, type StepChoice, type Chooser, type Turn, type WorldOptions } from './world.js';
+export { VirtualTime, type VirtualTimeStats } from './virtual-time.js';
 export { nicConfigFor, configName, checkPins, rnicOptions, DRAIN_CHOICES, type NicConfig, type NicPins, type DrainChoice } from './config.js';
 export { mix, parseSeedRange } from './seeds.js';
 export { rpcExplorerApp, resolveRpcWorkload, checkDigests, RPC_WORKLOAD_DEFAULTS, type RpcWorkloadOptions, type RpcSnapshot } from './rpc.js';

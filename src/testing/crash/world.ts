@@ -20,6 +20,8 @@ import { PmemRegion, PmrpcError, seededEntropy, createPrng, VirtualClock, macrot
 import type { AppHost, AppServer } from '../../apps/index.js';
 import { rnicOptions, type NicConfig } from './config.js';
 import { mix } from './seeds.js';
+import { VirtualTime, type VirtualTimeStats } from './virtual-time.js';
+import type { CostModel } from '../model/index.js';
 
 /**
  * Runs every queued microtask (client continuations) before returning: a macrotask turn — the
@@ -57,7 +59,20 @@ class ExplorerLink implements Link {
 
   send(msg: ClientMessage): void {
     if (this.#closed) throw new PmrpcError(NicErrorCodes.LINK_CLOSED, `the link to QP ${this.qpn} is closed`);
-    this.#node.nic.submit(msg);
+    const vt = this.#world.time;
+    if (vt === undefined) this.#node.nic.submit(msg);
+    else {
+      // Modelled time: the message reaches the NIC after the fabric (a QP gone by then: the link closes).
+      const node = this.#node;
+      vt.send(node, msg, () => {
+        if (this.#closed || node.crashed) return;
+        try {
+          node.nic.submit(msg);
+        } catch (err) {
+          this.down(err instanceof Error ? err : undefined);
+        }
+      });
+    }
   }
 
   onMessage(handler: (m: ServerMessage) => void): void {
@@ -85,6 +100,13 @@ class ExplorerLink implements Link {
   }
 
   #deliver(m: ServerMessage): void {
+    if (this.#closed) return;
+    if (this.#world.time?.emit(this, m) === true) return; // modelled time: delivered when it arrives
+    this.receive(m);
+  }
+
+  /** A server message reaches the client (at once, or when modelled time says it arrives). */
+  receive(m: ServerMessage): void {
     if (this.#closed) return;
     this.#world.deliveries++;
     if (this.#handler === undefined) this.#backlog.push(m);
@@ -125,6 +147,15 @@ export interface StepChoice {
 /** Picks the index of the choice to run (the default draws it from the world's seeded PRNG). */
 export type Chooser = (choices: readonly StepChoice[]) => number;
 
+/** World options beyond the NIC configuration and seed. */
+export interface WorldOptions {
+  /**
+   * Modelled time (virtual-time.ts): every event costs what this model says and the clock moves by
+   * those costs. Absent (default): today's scheduler, where time moves only when nothing can run.
+   */
+  model?: Readonly<CostModel>;
+}
+
 export interface RunResult {
   status: 'done' | 'stalled' | 'bound';
   steps: number;
@@ -155,15 +186,33 @@ export class World {
    * next step" — the same on every run.
    */
   turn: Turn = macrotaskTurn;
+  /** Modelled time (undefined unless the World was built with a cost model). */
+  readonly time: VirtualTime | undefined;
   #prng: Prng;
   #running = false;
   #events: Array<{ at: number; seq: number; fn: () => void }> = [];
   #eventSeq = 0;
 
-  constructor(config: NicConfig, seed: number) {
+  constructor(config: NicConfig, seed: number, options: WorldOptions = {}) {
     this.config = config;
     this.seed = seed;
     this.#prng = createPrng(mix(seed, 0x5c4ed));
+    this.time = options.model === undefined ? undefined : new VirtualTime(options.model, () => Number(this.clock.nowNs()));
+  }
+
+  /** Modelled time now, in µs (0 without a cost model). */
+  get nowUs(): number {
+    return Number(this.clock.nowNs()) / 1000;
+  }
+
+  /** Where modelled time went (undefined without a cost model). */
+  timeStats(): VirtualTimeStats | undefined {
+    return this.time?.stats();
+  }
+
+  /** Modelled time: the running CPU pass spends `ns` more on `resource` ('cpu', or 'worker' — a second core). No-op without a model. */
+  charge(ns: number, resource = 'cpu'): void {
+    this.time?.charge(ns, resource);
   }
 
   /** Adds a node on `region` (formatted or an image) and opens its app server through `open` (not yet recovered). */
@@ -195,7 +244,9 @@ export class World {
       nic,
       clock: this.clock,
       schedule: (fn) => {
-        if (!node.crashed) node.cpu.push(fn);
+        if (node.crashed) return;
+        node.cpu.push(fn);
+        this.time?.cpuScheduled(node);
       },
       entropy: seededEntropy(createPrng(mix(this.seed, 0xe27, index, incarnation))),
     };
@@ -241,6 +292,7 @@ export class World {
     node.crashed = true;
     node.region.setCrashPointHook(undefined);
     node.cpu.length = 0;
+    this.time?.forget(node);
     node.nic.detach();
     for (const l of node.links) l.down(new PmrpcError(NicErrorCodes.LINK_CLOSED, `node ${n} crashed`));
   }
@@ -281,7 +333,7 @@ export class World {
         if (!this.#step()) return { status: 'stalled', steps };
         steps++;
         this.steps++;
-        if (this.lateObservation && this.nodes.some((n) => !n.crashed && n.nic.busyQps().length > 0)) continue;
+        if (this.lateObservation && this.time === undefined && this.nodes.some((n) => !n.crashed && n.nic.busyQps().length > 0)) continue;
         await this.turn();
         if (this.deliveries !== before) this.onCrashPoint?.('delivery', -1);
       }
@@ -326,6 +378,7 @@ export class World {
 
   /** One scheduler step; false when nothing at all can run. */
   #step(): boolean {
+    if (this.time !== undefined) return this.#timedStep(this.time);
     const choices = this.choices();
     if (choices.length > 0) {
       let i = 0;
@@ -356,5 +409,72 @@ export class World {
       return true;
     }
     return false;
+  }
+
+  /**
+   * One step in modelled time: the event that can start earliest — a message arriving at a NIC or
+   * a client, a work request, a CPU pass, a DMA drain, a timer; ties among work requests and CPU
+   * passes go to the chooser (or the seeded PRNG), ties among messages to posting order.
+   */
+  #timedStep(vt: VirtualTime): boolean {
+    type Cand = { at: number; choice: StepChoice };
+    const cands: Cand[] = [];
+    for (const c of this.choices()) {
+      const node = this.nodes[c.node]!;
+      const at = c.qpn >= 0 ? vt.nicStart(node, c.qpn) : vt.cpuStart(node);
+      if (at !== undefined) cands.push({ at, choice: c });
+    }
+    const msgAt = vt.nextMessageAt();
+    const timerNs = this.clock.nextDueNs();
+    const timerAt = timerNs === undefined ? undefined : Number(timerNs);
+    let best = Number.POSITIVE_INFINITY;
+    for (const c of cands) best = Math.min(best, c.at);
+    if (msgAt !== undefined) best = Math.min(best, msgAt);
+    if (timerAt !== undefined) best = Math.min(best, timerAt);
+    // The DMA engine drains an idle NIC once its pipeline is free (a real NIC drains eventually).
+    let drainNode: WorldNode | undefined;
+    for (const node of this.nodes) {
+      if (node.crashed || node.nic.cacheEntries === 0 || node.nic.busyQps().length > 0) continue;
+      const at = Math.max(vt.nowNs, vt.freeAt(node, 'nic'));
+      if (at < best) {
+        best = at;
+        drainNode = node;
+      }
+    }
+    if (best === Number.POSITIVE_INFINITY) {
+      if (this.#events.length > 0) {
+        this.#events.shift()!.fn();
+        return true;
+      }
+      return false;
+    }
+    const now = Number(this.clock.nowNs());
+    this.clock.advanceNs(BigInt(Math.max(0, best - now))); // fires a timer due at `best` (also one due now)
+    if (timerAt !== undefined && timerAt === best) return true;
+    if (drainNode !== undefined) {
+      drainNode.nic.drainAll();
+      return true;
+    }
+    if (msgAt === best) {
+      const { arrivals, deliveries } = vt.takeMessagesAt(best);
+      for (const a of arrivals) a.submit();
+      for (const d of deliveries) d.link.receive(d.msg);
+      return true;
+    }
+    const tied = cands.filter((c) => c.at === best).map((c) => c.choice);
+    let i = 0;
+    if (this.chooser !== undefined) i = this.chooser(tied);
+    else if (tied.length > 1) i = this.#prng.int(0, tied.length - 1);
+    const c = tied[i];
+    if (c === undefined) throw new RangeError(`the chooser picked ${i} of ${tied.length} choices`);
+    const node = this.nodes[c.node]!;
+    const region = node.region;
+    if (c.qpn >= 0) {
+      const peek = node.nic.peekWr(c.qpn)!;
+      vt.nicStep(node, c.qpn, peek.wr, peek.last, this.config.ddio, () => void node.nic.step(c.qpn), () => region.stats.linesWrittenBack);
+    } else {
+      vt.cpuStep(node, () => node.cpu.shift()!(), () => region.stats);
+    }
+    return true;
   }
 }

@@ -1,0 +1,356 @@
+/**
+ * The reproduction table (issue 14, `pmrpc reproduce`): each published figure of REFERENCES.md
+ * beside the same figure in MODELLED time (the real pmrpc code on the World with the cost model of
+ * one profile, parameters fixed once from REFERENCES — nothing fitted per row) and, when a bench
+ * run left its JSON in the results directory, MEASURED wall-clock time (else null, said so).
+ *
+ * Every row names the pmrpc strategy or app cell that stands for the published system (`maps`);
+ * a row outside ±15% says which parameter, at which value, would close the gap and why REFERENCES
+ * does not support that value (`explanation`).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RpcStrategy } from '../src/rpc/index.js';
+import { costProfile, type CostModel } from '../src/testing/index.js';
+import { modelKvCell, modelRsCell, type ModelOpsResult } from './model-apps.js';
+import { modelFlushCell, type ModelFlushCell, type ModelFlushResult } from './model-flush.js';
+import { CALIBRATION_CHAINS, modelChains } from './model-verbs.js';
+import { r3 } from './model-world.js';
+
+export interface ReproRow {
+  name: string;
+  /** The published value (REFERENCES.md). */
+  published: number;
+  /** The same figure in modelled time (null: not modelled — the explanation says why). */
+  modelled: number | null;
+  /** The same figure measured (wall clock) by the last bench run found, or null (not measured in this run). */
+  measured: number | null;
+  /** (modelled − published) / published, or null. */
+  deviation: number | null;
+  /** Which pmrpc strategy / app cell stands for the published system, and how the figure is taken. */
+  maps: string;
+  /** Why the modelled value is where it is; outside ±15%: the parameter and value that would close the gap, and why REFERENCES does not support it. */
+  explanation: string;
+  /** Where the measured value came from (a bench JSON and its start time), or why it is null. */
+  measuredFrom: string;
+  /** Source of the published figure. */
+  source: string;
+}
+
+export interface ReproReport {
+  profile: string;
+  tolerance: number;
+  rows: ReproRow[];
+  withinTolerance: number;
+  /** Rows of the issue's list (not calibration checks) within tolerance. */
+  issueRowsWithinTolerance: number;
+  note: string;
+}
+
+export const REPRO_TOLERANCE = 0.15;
+
+/** pRDMA's raw latency logs (64 KiB, 50% writes; mean / p99 µs): REFERENCES, SC'21. */
+export const PRDMA_64K = Object.freeze({
+  farm: { mean: 36.5, p99: 71.1 },
+  wflush: { mean: 41.5, p99: 82.6 },
+  wrflush: { mean: 38.7, p99: 68.4 },
+  darpc: { mean: 243, p99: 313 },
+  sflush: { mean: 160, p99: 376 },
+  srflush: { mean: 169, p99: 296 },
+} as const);
+
+interface Measured {
+  flush?: { rows: Array<Record<string, unknown>>; ratios: Record<string, number>; startedAt?: string; file: string };
+  kv?: { ratios: Record<string, number>; startedAt?: string; file: string };
+  rs?: { ratios: Record<string, number>; startedAt?: string; file: string };
+}
+
+function readSuite(dir: string, suite: string): { rows: Array<Record<string, unknown>>; ratios: Record<string, number>; startedAt?: string; file: string } | undefined {
+  const file = join(dir, `${suite}.json`);
+  if (!existsSync(file)) return undefined;
+  try {
+    const d = JSON.parse(readFileSync(file, 'utf8')) as { rows?: Array<Record<string, unknown>>; ratios?: Record<string, number>; startedAt?: string };
+    return { rows: d.rows ?? [], ratios: d.ratios ?? {}, startedAt: d.startedAt, file };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The row groups of the table (`groups` selects some; default all). */
+export type ReproGroup = 'prdma' | 'sc21' | 'kv' | 'rs' | 'tx' | 'calibration';
+export const REPRO_GROUPS: readonly ReproGroup[] = Object.freeze(['prdma', 'sc21', 'kv', 'rs', 'tx', 'calibration']);
+
+export interface ReproOptions {
+  /** Only these row groups (default all). */
+  groups?: readonly ReproGroup[];
+  /** Cost profile (default cx4-optane). */
+  profile: string;
+  seed: number;
+  /** Where `pmrpc bench` left its JSON (measured values), or undefined: none. */
+  measuredDir: string | undefined;
+  /** Requests / operations per client in each modelled cell (smaller: faster, coarser). */
+  requests: number;
+  progress?: (done: number, total: number, label: string) => void;
+}
+
+const dev = (modelled: number | null, published: number): number | null => (modelled === null || !Number.isFinite(modelled) ? null : r3((modelled - published) / published));
+
+const PRDMA_CELL = (strategy: RpcStrategy): ModelFlushCell => ({ strategy, payloadBytes: 65536, clients: 1, outstanding: 1, handlerUs: 0, placement: 'inline', ddio: false, ringSlots: 16 });
+
+export async function reproduce(o: ReproOptions): Promise<ReproReport> {
+  const m = costProfile(o.profile);
+  const sw = costProfile('software-nic');
+  const meas: Measured = {};
+  if (o.measuredDir !== undefined) {
+    meas.flush = readSuite(o.measuredDir, 'flush');
+    meas.kv = readSuite(o.measuredDir, 'kv');
+    meas.rs = readSuite(o.measuredDir, 'rs');
+  }
+  const groups = o.groups ?? REPRO_GROUPS;
+  const want = (g: ReproGroup): boolean => groups.includes(g);
+  const ctx: Partial<ExplainCtx> = {};
+  const steps = 6 + 3 + 1 + 4 + 2;
+  let done = 0;
+  const tick = (label: string): void => o.progress?.(done++, steps, label);
+  const rows: ReproRow[] = [];
+  const notMeasured = (suite: string, why = ''): string => `not measured in this run: no ${suite}.json in the results directory${why} (run \`pmrpc bench ${suite}\` first)`;
+  const fromFile = (s: { file: string; startedAt?: string }): string => `${s.file} (bench run started ${s.startedAt ?? '?'})`;
+
+  // ---------------------------------------------------------------- pRDMA raw latency at 64 KiB
+  if (want('prdma')) {
+    const cells = new Map<string, ModelFlushResult>();
+    for (const s of ['farm', 'wflush', 'wrflush', 'darpc', 'sflush', 'srflush'] as const) {
+      tick(`pRDMA 64 KiB ${s}`);
+      cells.set(s, await modelFlushCell(PRDMA_CELL(s), m, o.seed, Math.max(10, Math.floor(o.requests / 4))));
+    }
+    const farm = cells.get('farm')!;
+    ctx.farm = farm;
+    rows.push({
+      name: 'pRDMA FaRM mean latency, 64 KiB (µs)',
+      published: PRDMA_64K.farm.mean,
+      modelled: farm.durableMeanUs,
+      measured: null,
+      deviation: dev(farm.durableMeanUs, PRDMA_64K.farm.mean),
+      maps: 'pmrpc `farm` (WRITE into the server ring, server CPU persists its effects, reply by WRITE after processing), 64 KiB payload, 1 client × 1 outstanding, DDIO off; the client\'s reply latency',
+      explanation: '',
+      measuredFrom: 'not measured: the measured bench records p50 / p99, not means, and runs 64 KiB only in its full plan',
+      source: 'SC\'21 artifact (pRDMA) raw latency logs',
+    });
+    const prdmaRow = (s: 'wflush' | 'wrflush' | 'darpc' | 'sflush' | 'srflush', stat: 'mean' | 'p99'): void => {
+      const c = cells.get(s)!;
+      const pub = r3(PRDMA_64K[s][stat] / PRDMA_64K.farm[stat]);
+      const mod = stat === 'mean' ? r3(c.durableMeanUs / farm.durableMeanUs) : r3(c.durableP99Us / farm.durableP99Us);
+      let measured: number | null = null;
+      let measuredFrom = notMeasured('flush');
+      if (meas.flush !== undefined) {
+        const at = (x: string): Record<string, unknown> | undefined => meas.flush!.rows.find((r) => r.group === 'payload' && r.strategy === x && r.payloadBytes === 65536);
+        const a = at(s);
+        const f = at('farm');
+        if (stat === 'p99' && a !== undefined && f !== undefined) {
+          measured = r3(Number(a.durableP99Us) / Number(f.durableP99Us));
+          measuredFrom = `${fromFile(meas.flush)}: durable p99 at 64 KiB, headline configuration`;
+        } else measuredFrom = stat === 'mean' ? 'not measured: the measured bench records p50 / p99, not means' : `not measured: ${fromFile(meas.flush)} has no 64 KiB cells (the quick plan stops at 16 KiB)`;
+      }
+      rows.push({
+        name: `pRDMA ${({ wflush: 'WFlush', wrflush: 'WRFlush', darpc: 'DaRPC', sflush: 'SFlush', srflush: 'SRFlush' } as const)[s]} ÷ FaRM, ${stat} latency, 64 KiB`,
+        published: pub,
+        modelled: mod,
+        measured,
+        deviation: dev(mod, pub),
+        maps: ({
+          wflush: 'pmrpc `wflush` (WRITE + FLUSH persistent; pRDMA emulated the FLUSH by a 1-byte READ after the WRITE, which is persistent only without DDIO — hence DDIO off); durable (ack) latency ÷ farm reply latency',
+          wrflush: 'pmrpc `wrflush` (WRITE; the server CPU persists the entry and ACKs before processing); ACK latency ÷ farm reply latency',
+          darpc: 'pmrpc `darpc` (SEND / RECV both ways, reply after processing); reply latency ÷ farm',
+          sflush: 'pmrpc `sflush` (SEND into a PM receive slot + FLUSH persistent on the receive MR; pRDMA: SEND + 1-byte READ); durable latency ÷ farm',
+          srflush: 'pmrpc `srflush` (SEND; the server CPU persists the receive slot and ACKs); ACK latency ÷ farm',
+        } as const)[s] + `; 1 client × 1 outstanding, so ${stat === 'p99' ? 'p99 ≈ mean (no queueing in the model at this load)' : 'the mean of the modelled requests'}`,
+        explanation: '',
+        measuredFrom,
+        source: 'SC\'21 artifact (pRDMA) raw latency logs',
+      });
+    };
+    for (const stat of ['mean', 'p99'] as const) for (const s of ['wflush', 'wrflush', 'darpc', 'sflush', 'srflush'] as const) prdmaRow(s, stat);
+  }
+
+  // ---------------------------------------------------------------- SC'21 decoupled vs coupled
+  if (want('sc21')) {
+    tick('SC\'21 decoupled vs coupled');
+    const scCell = (strategy: RpcStrategy): ModelFlushCell => ({ strategy, payloadBytes: 1024, clients: 10, outstanding: 1, handlerUs: 0, placement: 'inline', ddio: true, ringSlots: 16 });
+    const sc: Array<[RpcStrategy, ModelFlushResult]> = [];
+    for (const s of ['wflush', 'sflush', 'wrflush', 'srflush', 'gpspm', 'farm', 'darpc'] as const) sc.push([s, await modelFlushCell(scCell(s), m, o.seed, Math.max(10, Math.floor(o.requests / 4)))]);
+    const best = (set: readonly RpcStrategy[]): [RpcStrategy, ModelFlushResult] => sc.filter(([s]) => set.includes(s)).sort((a, b) => b[1].throughputPerSecond - a[1].throughputPerSecond)[0]!;
+    const [ds, d] = best(['wflush', 'sflush', 'wrflush', 'srflush', 'gpspm']);
+    const [cs, c] = best(['farm', 'darpc']);
+    ctx.sc = { ds, cs, d, c };
+    const scMaps = `best decoupled (${ds}) vs better coupled (${cs}) by throughput (acknowledged and processed), 1 KiB payloads (SC'21's YCSB value size), 10 clients × 1 outstanding (the low end of its 10–50), DDIO on (its testbed's default), the digest handler (the crash suites' workload, as in every flush row); acknowledgement latency p99`;
+    const scT = r3(d.throughputPerSecond / c.throughputPerSecond);
+    const scP = r3(d.durableP99Us / c.durableP99Us);
+    rows.push({
+      name: 'SC\'21 decoupled ÷ coupled durable RPC, throughput',
+      published: 1.9, modelled: scT, measured: meas.flush?.ratios.decoupledVsCoupledThroughput ?? null, deviation: dev(scT, 1.9), maps: scMaps, explanation: '',
+      measuredFrom: meas.flush !== undefined ? `${fromFile(meas.flush)}: decoupledVsCoupledThroughput (headline: 64 B, 1 client, handler 30 µs in a pool worker)` : notMeasured('flush'),
+      source: 'SC\'21 (Duan et al.): up to +90% throughput',
+    });
+    rows.push({
+      name: 'SC\'21 decoupled ÷ coupled durable RPC, p99 latency',
+      published: 0.51, modelled: scP, measured: meas.flush?.ratios.decoupledVsCoupledP99 ?? null, deviation: dev(scP, 0.51), maps: scMaps, explanation: '',
+      measuredFrom: meas.flush !== undefined ? `${fromFile(meas.flush)}: decoupledVsCoupledP99` : notMeasured('flush'),
+      source: 'SC\'21 (Duan et al.): up to −49% p99 latency',
+    });
+  }
+
+  // ---------------------------------------------------------------- PRISM-KV vs Pilaf
+  if (want('kv')) {
+    const kv = async (system: 'prism' | 'pilaf', model: Readonly<CostModel>): Promise<ModelOpsResult> => {
+      tick(`KV ${system} (${model.name})`);
+      return modelKvCell({ system, clients: 1, readPct: 100, keys: 250, valueBytes: 24 }, model, o.seed, Math.max(20, o.requests));
+    };
+    const prismSw = await kv('prism', sw);
+    const pilafHw = await kv('pilaf', m);
+    const prismHw = await kv('prism', m);
+    const pilafSw = await kv('pilaf', sw);
+    Object.assign(ctx, { prismSw, pilafHw, prismHw, pilafSw });
+    const kvMeasured = meas.kv?.ratios.getLatencyVsPilaf ?? null;
+    const kvFrom = meas.kv !== undefined ? `${fromFile(meas.kv)}: getLatencyVsPilaf (p50 GET, 1 client, in-process)` : notMeasured('kv');
+    const kvMaps = 'pmrpc PRISM-KV GET (one bounded indirect READ + FLUSH of the slot) vs the Pilaf-style GET (READ of the entry + FLUSH, then READ of the extent), apps/kv, 1 client, 100% GETs, uniform over 250 keys loaded first (the kv bench\'s layout); p50 GET latency';
+    const r1 = r3(prismSw.p50Us / pilafHw.p50Us);
+    rows.push({
+      name: 'PRISM-KV GET ÷ Pilaf GET latency (PRISM on its software NIC, Pilaf on hardware RDMA)',
+      published: 0.72, modelled: r1, measured: kvMeasured, deviation: dev(r1, 0.72),
+      maps: `${kvMaps}; PRISM-KV under the software-nic profile (as PRISM's prototype ran), Pilaf under ${m.name} (published: PRISM-KV 6.3–6.6 µs vs Pilaf on hardware RDMA 9 µs → 0.72; the issue rounds it to 0.75)`,
+      explanation: '', measuredFrom: kvFrom, source: 'PRISM (SOSP\'21), read-only uniform, low load',
+    });
+    const r2 = r3(prismSw.p50Us / pilafSw.p50Us);
+    rows.push({
+      name: 'PRISM-KV GET ÷ Pilaf GET latency (both on the software NIC)',
+      published: 0.48, modelled: r2, measured: null, deviation: dev(r2, 0.48),
+      maps: `${kvMaps}; both under the software-nic profile (published: PRISM-KV 6.5 µs vs Pilaf on software RDMA 13.5 µs)`,
+      explanation: '', measuredFrom: 'not measured: the emulator has one NIC implementation', source: 'PRISM (SOSP\'21)',
+    });
+    const r3hw = r3(prismHw.p50Us / pilafHw.p50Us);
+    rows.push({
+      name: `PRISM-KV GET ÷ Pilaf GET latency (both on ${m.name})`,
+      published: 0.75, modelled: r3hw, measured: kvMeasured, deviation: dev(r3hw, 0.75),
+      maps: `${kvMaps}; both under ${m.name}: PRISM's extensions as if in NIC hardware (each dereference one more PCIe read)`,
+      explanation: '', measuredFrom: kvFrom, source: 'PRISM (SOSP\'21) / DESIGN §9 target ×0.75',
+    });
+  }
+
+  // ---------------------------------------------------------------- PRISM-RS vs lock-based
+  if (want('rs')) {
+    const rsCell = { nodes: 3, clients: 4, readPct: 95, blocks: 128, blockBytes: 512 };
+    tick('RS prism-rs');
+    const rsP = await modelRsCell({ system: 'prism-rs', ...rsCell }, m, o.seed, Math.max(20, o.requests));
+    tick('RS lock-based');
+    const rsL = await modelRsCell({ system: 'lock-based', ...rsCell }, m, o.seed, Math.max(20, o.requests));
+    Object.assign(ctx, { rsP, rsL });
+    const rsT = r3(rsP.opsPerSecond / rsL.opsPerSecond);
+    rows.push({
+      name: 'PRISM-RS ÷ lock-based replication, throughput',
+      published: 1.5, modelled: rsT, measured: meas.rs?.ratios.throughputVsLockBased ?? null, deviation: dev(rsT, 1.5),
+      maps: `apps/rs (ABD: tag query, then ALLOCATE + FLUSH + CAS gt + FLUSH on every replica) vs apps/rslock (CAS lock on a majority, write-combined out-of-place WRITE + FLUSH + release, speculative validated reads); the rs bench's base cell: 3 replicas, 4 clients, 512 B blocks, 95% reads, uniform; operations per modelled second`,
+      explanation: '', measuredFrom: meas.rs !== undefined ? `${fromFile(meas.rs)}: throughputVsLockBased (base cell)` : notMeasured('rs'), source: 'PRISM (SOSP\'21): PRISM-RS +50% throughput over lock-based',
+    });
+  }
+
+  // ---------------------------------------------------------------- PRISM-TX vs FaRM-style (hook)
+  if (want('tx')) {
+    for (const [name, pub] of [['PRISM-TX ÷ FaRM-style, throughput', 1.2], ['PRISM-TX ÷ FaRM-style, latency', 0.82]] as const) {
+      rows.push({
+        name, published: pub, modelled: null, measured: null, deviation: null,
+        maps: 'apps/tx (timestamp OCC: prepare by enhanced CAS, validate, install; 2 round trips) vs a FaRM-style baseline (lock via the server CPU, validate, commit)',
+        explanation: 'not modelled yet: the FaRM-style TX baseline and `bench tx` are being built (another helper); the hook is bench/model-apps.ts — a modelTxCell(system) on the World like modelRsCell — and this row then reads it',
+        measuredFrom: 'not measured: no tx bench yet', source: 'PRISM (SOSP\'21): PRISM-TX +20% throughput, −18% latency vs FaRM',
+      });
+    }
+  }
+
+  // ---------------------------------------------------------------- calibration checks (not the issue's rows)
+  if (want('calibration')) {
+    tick('calibration chains');
+    const w = (await modelChains(m, o.seed, false, CALIBRATION_CHAINS.write)).us[0]![0]!;
+    const wr = (await modelChains(m, o.seed, false, CALIBRATION_CHAINS.writeRead)).us[0]![0]!;
+    rows.push({
+      name: 'calibration: plain 64 B WRITE round trip (µs)', published: 1.3, modelled: r3(w), measured: null, deviation: dev(w, 1.3),
+      maps: 'one 64 B WRITE posted alone on the verbs-only node (bench/model-verbs.ts), DDIO off; a check of the cost model, not one of the issue\'s rows',
+      explanation: '', measuredFrom: 'not measured: wall-clock verbs on the emulator are CPU time, not wire time', source: 'pmem-bench write-flush (SoCC\'20 testbed)',
+    });
+    rows.push({
+      name: 'calibration: 64 B WRITE + 1-byte READ (remote persist) round trip (µs)', published: 2.5, modelled: r3(wr), measured: null, deviation: dev(wr, 2.5),
+      maps: 'WRITE + READ of its last byte in one doorbell on the verbs-only node, DDIO off (published 2.4–2.6 µs, mid-range used); a check of the cost model, not one of the issue\'s rows',
+      explanation: '', measuredFrom: 'not measured: wall-clock verbs on the emulator are CPU time, not wire time', source: 'pmem-bench write-flush (SoCC\'20 testbed)',
+    });
+  }
+
+  o.progress?.(steps, steps, 'done');
+
+  for (const r of rows) r.explanation = r.explanation || explain(r, m, ctx as ExplainCtx);
+  const within = (r: ReproRow): boolean => r.deviation !== null && Math.abs(r.deviation) <= REPRO_TOLERANCE;
+  return {
+    profile: m.name,
+    tolerance: REPRO_TOLERANCE,
+    rows,
+    withinTolerance: rows.filter(within).length,
+    issueRowsWithinTolerance: rows.filter((r) => within(r) && !r.name.startsWith('calibration')).length,
+    note: 'modelled = virtual time of the real pmrpc code on the deterministic World with the cost model of the profile (docs/model.md), replayable from the seed; measured = wall clock from the last `pmrpc bench` JSON in the results directory, or null when none was found. Modelled values are never measured values.',
+  };
+}
+
+interface ExplainCtx {
+  farm: ModelFlushResult;
+  prismSw: ModelOpsResult;
+  pilafHw: ModelOpsResult;
+  prismHw: ModelOpsResult;
+  pilafSw: ModelOpsResult;
+  rsP: ModelOpsResult;
+  rsL: ModelOpsResult;
+  sc: { ds: RpcStrategy; cs: RpcStrategy; d: ModelFlushResult; c: ModelFlushResult };
+}
+
+/** Why a row's modelled value is where it is (the gap-closing parameter when it is outside the tolerance). */
+function explain(r: ReproRow, m: Readonly<CostModel>, x: ExplainCtx): string {
+  const ok = r.deviation !== null && Math.abs(r.deviation) <= REPRO_TOLERANCE;
+  const n = r.name;
+  if (n.startsWith('pRDMA FaRM mean')) {
+    const pmUs = ((65536 / 256) * m.pmPersistNsPer256B) / 1000;
+    const neededPer256 = Math.max(0, ((pmUs - ((r.modelled ?? 0) - r.published)) * 1000) / 256);
+    return ok
+      ? 'the 64 KiB payload dominates: link serialisation plus the PM media writing it (DDIO off) at pmPersistNsPer256B'
+      : `the 64 KiB payload dominates: ${pmUs.toFixed(1)} µs of PM media time at pmPersistNsPer256B = ${m.pmPersistNsPer256B} ns (one DIMM, 2.2 GB/s) plus the link. pmPersistNsPer256B ≈ ${Math.round(neededPer256)} ns (the write spread over several interleaved DIMMs) would close it; REFERENCES gives per-DIMM bandwidth only, not the artifact testbed's DIMM count or interleaving.`;
+  }
+  if (n.startsWith('pRDMA W') && ok) return 'at 64 KiB every strategy moves the same payload through the same link and PM media; WFlush adds one read-after-write PCIe round trip, WRFlush one CPU pass — both small beside the transfer, so the ratios stay near 1, as published';
+  if (n.startsWith('pRDMA W')) return 'at 64 KiB every strategy pays the same transfer; the published extra of WFlush came from its READ queued behind the 64 KiB DMA on a loaded server (10–50 clients), which a 1-client model does not queue. A larger pcieDmaReadNs (≈ 5 µs) would close it; pcie-bench measures 546 ns.';
+  if (n.startsWith('pRDMA DaRPC') || n.startsWith('pRDMA SFlush') || n.startsWith('pRDMA SRFlush')) {
+    const pub = r.published;
+    const extraUs = (pub - 1) * x.farm.durableMeanUs;
+    return `the SEND path costs the model what WRITE costs (REFERENCES: SEND 32 KiB half round trip 4.57 µs, at line rate like WRITE), so SEND-based strategies land near FaRM. Closing the gap needs ≈ ${Math.round(extraUs)} µs more per 64 KiB SEND request — a receive-side copy of ≈ ${(extraUs * 1000 / 65536).toFixed(1)} ns/B (a parameter recvCopyNsPerByte the model does not have). REFERENCES has no such figure: the published gap comes from DaRPC's and pRDMA's SEND implementations (receive-buffer management and copies in software), not from the hardware the cost model describes.`;
+  }
+  if (n.startsWith('SC\'21')) {
+    if (ok) return `the coupled ${x.sc.cs} reply waits for the server CPU; the decoupled ${x.sc.ds} ACK does not`;
+    const pmShare = (r: ModelFlushResult): string => (r.time === undefined || r.time.nowNs === 0 ? '?' : `${Math.round((100 * (r.time.busyNs.pm ?? 0)) / r.time.nowNs)}%`);
+    return `pmrpc's coupled baselines persist only their effect record before replying (the request needs no persist once applied), while a decoupled FLUSH with DDIO on also writes the 1 KiB request back to PM: the ${x.sc.ds} ACK (${x.sc.d.durableMeanUs} µs mean) is slower than the ${x.sc.cs} reply (${x.sc.c.durableMeanUs} µs), and both runs are bound by the node's one PM media (busy ${pmShare(x.sc.d)} / ${pmShare(x.sc.c)} of the time); throughput counts processed requests, so acknowledging earlier cannot raise it past that bound. With an object-PUT handler that copies the payload into its target (as SC'21's servers do; ModelFlushCell handler 'copy') the model gives ×0.73 / ×1.37 at this cell: still PM-bound. Decoupling gains where the server's path before a reply is long and nothing shared saturates: with one client and the copy handler, cpuHandlerUs = 2 µs gives ×1.45 throughput / ×0.65 p99, and ×1.9 / ×0.51 needs a handler of about the ACK round trip; REFERENCES gives 0.08–0.25 µs of CPU per key-value request (HERD), and only per-DIMM PM bandwidth (spreading writes over 6 DIMMs, pmPersistNsPer256B ≈ 18, gives ×0.9: not enough either).`;
+  }
+  if (n.includes('software NIC, Pilaf on hardware')) return ok ? `PRISM-KV: one round trip with a dereference on the software NIC's core (softwareNicUs = ${m.softwareNicUs || 0.2} µs per op, its hand-off both ways); Pilaf: two hardware round trips (entry, then extent)` : 'see the row under both profiles';
+  if (n.includes('both on the software NIC')) return ok ? 'both pay the software NIC per operation; Pilaf pays it twice (two round trips)' : `Pilaf's second round trip on a software NIC costs the model ${x.pilafSw.p50Us} µs in all; the published 13.5 µs includes Pilaf's client-side CRC64 checks and the software RDMA stack's per-message overhead (softwareNicUs ≈ 1 µs would close it; Snap measures 0.2 µs per op)`;
+  if (n.startsWith('PRISM-KV')) return ok ? 'one round trip (+ one dereference) vs two' : `with PRISM's extensions in NIC hardware, a GET is one round trip plus one PCIe dereference (${x.prismHw.p50Us} µs) vs Pilaf's two round trips (${x.pilafHw.p50Us} µs): ×${r.modelled}. The published 0.72–0.75 was measured with PRISM on a software NIC (the row above reproduces it); on hardware the model predicts a larger gain. pcieDmaReadNs ≈ ${Math.round(m.pcieDmaReadNs + (0.75 - (r.modelled ?? 0)) * x.pilafHw.p50Us * 1000)} ns per dereference would close it; pcie-bench measures 546 ns.`;
+  if (n.startsWith('PRISM-RS')) {
+    return ok ? 'PRISM-RS writes in two round trips without locks; the lock-based baseline retries under contention' : `with 95% reads both systems read in one round trip (PRISM-RS ${x.rsP.readMeanUs} µs, lock-based ${x.rsL.readMeanUs} µs per read) and pmrpc's lock-based baseline follows the SIGMOD'23 guidelines (write-combined WRITE + FLUSH + release, speculative reads: ${x.rsL.writeMeanUs} µs per write vs PRISM-RS ${x.rsP.writeMeanUs} µs), so it is much stronger than the baseline PRISM compared against (lock, write, unlock: three round trips). nicAtomicSameAddrUs ≈ 2 µs (lock CASes serialised 5× longer) would close it under contention; Kalia ATC'16 measures 0.4 µs per same-address atomic.`;
+  }
+  if (n.startsWith('calibration')) return ok ? 'fabric one-way share derived from wireRttUs, plus the NIC, PCIe and media parts of the model' : 'the fabric share is derived from the 2 µs READ round trip, so a WRITE pays the same one-way fabric time; wireRttUs ≈ 1.7 µs (the low end of 1.3–2.6) would close it, but the default keeps the typical 2 µs that every other row uses';
+  return '';
+}
+
+/** The table as text lines (what `pmrpc reproduce` prints). */
+export function formatRepro(rep: ReproReport): string[] {
+  const f = (x: number | null): string => (x === null ? '—' : String(x));
+  const out: string[] = [];
+  out.push(`reproduction table — profile ${rep.profile}; modelled = virtual time (cost model, docs/model.md); measured = wall clock from the last bench JSON, or — when not measured in this run`);
+  out.push(`${'row'.padEnd(78)} ${'published'.padStart(9)} ${'modelled'.padStart(9)} ${'measured'.padStart(9)} ${'deviation'.padStart(9)}`);
+  for (const r of rep.rows) {
+    const d = r.deviation === null ? '—' : `${r.deviation >= 0 ? '+' : ''}${(r.deviation * 100).toFixed(1)}%`;
+    const mark = r.deviation !== null && Math.abs(r.deviation) <= rep.tolerance ? ' ✓' : '  ';
+    out.push(`${r.name.padEnd(78)} ${f(r.published).padStart(9)} ${f(r.modelled).padStart(9)} ${f(r.measured).padStart(9)} ${d.padStart(9)}${mark}`);
+  }
+  out.push(`${rep.withinTolerance} rows within ±${rep.tolerance * 100}% (${rep.issueRowsWithinTolerance} of them the issue's rows, the rest calibration checks); maps and explanations: --json or docs/benchmarks.md`);
+  return out;
+}

@@ -1,0 +1,21 @@
+/** src/testing/model — the cost model of modelled time (issue 14): parameters, profiles, derived costs. */
+export {
+  COST_PROFILES,
+  COST_PROFILE_NAMES,
+  COST_SOURCES,
+  CX3_OPTANE,
+  CX4_OPTANE,
+  DEFAULT_COST_PROFILE,
+  SOFTWARE_NIC,
+  costProfile,
+  pmWriteNs,
+  requestBytes,
+  responseBytes,
+  softwareHandoffNs,
+  wireOneWayNs,
+  wireSerialNs,
+  withCosts,
+  wrCost,
+  type CostModel,
+  type WrCost,
+} from './cost.js';

@@ -1,0 +1,61 @@
+// `pmrpc reproduce` (issue 14): the JSON shape, and that its modelled values replay from the seed.
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { reproduce } from '../../bench/index.js';
+
+const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+const SEED = Number(process.env.PMRPC_SEED ?? 1);
+t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/model/reproduce.test.ts)`);
+
+t.test('reproduce --json: {rows: [{name, published, modelled, measured, deviation, maps, explanation}]}', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-repro-'));
+  try {
+    // A measured value comes from a bench JSON in --out, named with its file.
+    writeFileSync(join(dir, 'rs.json'), JSON.stringify({ startedAt: '2026-01-01T00:00:00.000Z', rows: [], ratios: { throughputVsLockBased: 1.23 } }));
+    const r = spawnSync(process.execPath, [CLI, 'reproduce', '--json', '--requests', '10', '--seed', String(SEED), '--out', dir], { encoding: 'utf8', timeout: 120_000 });
+    t.equal(r.status, 0, r.stderr);
+    const doc = JSON.parse(r.stdout) as { rows: Array<Record<string, unknown>>; profile: string };
+    // The same seed in this process: the same modelled values, bit for bit (another process, another run).
+    // (Some row groups only, to keep the test short: each group's cells are independent runs.)
+    const again = await reproduce({ profile: 'cx4-optane', seed: SEED, measuredDir: undefined, requests: 10, groups: ['sc21', 'rs', 'calibration'] });
+    t.ok(again.rows.length >= 5);
+    for (const row of again.rows) t.equal(row.modelled, doc.rows.find((x) => x.name === row.name)?.modelled, `${row.name}: modelled value replays from the seed`);
+    t.equal(doc.profile, 'cx4-optane');
+    t.ok(doc.rows.length >= 17, `${doc.rows.length} rows`);
+    for (const row of doc.rows) {
+      for (const k of ['name', 'published', 'modelled', 'measured', 'deviation', 'maps', 'explanation']) t.ok(k in row, `${String(row.name)} has ${k}`);
+      t.type(row.name, 'string');
+      t.type(row.published, 'number');
+      t.ok(row.modelled === null || typeof row.modelled === 'number');
+      t.ok(row.measured === null || typeof row.measured === 'number');
+      t.ok(typeof row.maps === 'string' && (row.maps as string).length > 0, `${String(row.name)}: maps`);
+      t.ok(typeof row.explanation === 'string' && (row.explanation as string).length > 0, `${String(row.name)}: explained`);
+      if (row.modelled !== null) t.equal(row.deviation, Math.round((((row.modelled as number) - (row.published as number)) / (row.published as number)) * 1000) / 1000);
+      else t.equal(row.deviation, null);
+    }
+    const names = doc.rows.map((x) => String(x.name));
+    for (const s of ['WFlush', 'WRFlush', 'DaRPC', 'SFlush', 'SRFlush']) t.ok(names.some((n) => n.startsWith(`pRDMA ${s} ÷ FaRM, mean`)), `pRDMA ${s} row`);
+    t.ok(names.some((n) => n.startsWith("SC'21") && n.endsWith('throughput')));
+    t.ok(names.some((n) => n.startsWith('PRISM-KV GET')));
+    t.ok(names.some((n) => n.startsWith('PRISM-RS')));
+    t.ok(names.some((n) => n.startsWith('PRISM-TX')));
+    const rs = doc.rows.find((x) => String(x.name).startsWith('PRISM-RS'))!;
+    t.equal(rs.measured, 1.23, 'measured from the bench JSON found');
+    t.match(String(rs.measuredFrom), /rs\.json/);
+    const kv = doc.rows.find((x) => String(x.name).startsWith('PRISM-KV GET'))!;
+    t.equal(kv.measured, null, 'no kv.json: measured is null');
+    t.match(String(kv.measuredFrom), /not measured in this run/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+t.test('reproduce refuses a bad profile', async (t) => {
+  const r = spawnSync(process.execPath, [CLI, 'reproduce', '--model', 'nope'], { encoding: 'utf8', timeout: 30_000 });
+  t.equal(r.status, 1);
+  t.match(r.stderr, /model must be one of cx4-optane, cx3-optane, software-nic, got nope/);
+});

@@ -1,0 +1,116 @@
+// Modelled time (issue 14): the World with a cost model. Exact accounting on a hand-computable
+// scenario, resource queues, and determinism (one seed = one execution, bit for bit).
+import t from 'tap';
+import { Wr } from '../../flush/index.js';
+import { addMemoryNode, modelChains, modelFlushCell, type ModelFlushCell } from '../../bench/index.js';
+import { COST_PROFILES, CX4_OPTANE, World, costProfile, nicConfigFor, withCosts, wireOneWayNs, type CostModel } from '../../src/testing/index.js';
+
+const SEED = Number(process.env.PMRPC_SEED ?? 1);
+t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/model/virtual-time.test.ts)`);
+
+/** Round numbers so the sum can be checked by hand: 1 ns per byte on the wire, no headers. */
+const HAND: CostModel = withCosts(CX4_OPTANE, {
+  name: 'hand',
+  wireRttUs: 2,
+  wireGbps: 8,
+  wireHeaderBytes: 0,
+  nicVerbUs: 0.01,
+  nicDoorbellUs: 0.1,
+  doorbellBatch: 16,
+  pcieDmaReadNs: 500,
+  pcieDmaWriteNs: 200,
+  pmPersistNs: 50,
+  pmPersistNsPer256B: 100,
+  softwareNicUs: 0,
+});
+
+t.test('one WRITE + FLUSH costs exactly the sum of its parameters', async (t) => {
+  const { us, time } = await modelChains(HAND, SEED, false, (rkey) => [[Wr.write({ rkey, addr: 4096 }, new Uint8Array(64)), Wr.flush('persistent', rkey, { addr: 4096, len: 64 })]]);
+  const oneWay = (2000 - 10 - 500) / 2; // wireRttUs − nicVerbUs − pcieDmaReadNs, halved: 745
+  const request = 2 * 32 + 64; // two WQEs + 64 B payload, at 1 ns/B: 128
+  const write = 100 + 10 + 64; // doorbell + verb + 64 B streamed at line rate: 174
+  const placed = write + 200 + 100; // + PCIe posted write + PM media for one 256 B XPLine (DDIO off)
+  const flushDone = placed + 500; // the FLUSH's read waits for the placement, then one PCIe read
+  const response = 2 * 8; // two completions of 8 B
+  const total = oneWay + request + flushDone + response + oneWay;
+  t.equal(total, 2608);
+  t.equal(Math.round(us[0]![0]! * 1000), total, 'modelled round trip = the hand sum, to the nanosecond');
+  t.equal(time!.nicWrs, 2);
+  t.equal(time!.busyNs.pm, 100, 'the PM media served one XPLine');
+  t.equal(time!.busyNs.nic, write + 10);
+});
+
+t.test('a small READ costs wireRttUs (the fabric share is derived from it)', async (t) => {
+  const m = withCosts(HAND, { wireGbps: 1e9 }); // serialisation ~0
+  const { us } = await modelChains(m, SEED, false, (rkey) => [[Wr.read({ rkey, addr: 4096 }, 64)]]);
+  t.equal(wireOneWayNs(m), 745);
+  // one-way + doorbell + verb + PCIe read + one-way = 2000 + doorbell (100)
+  t.equal(Math.round(us[0]![0]! * 1000), 2100);
+});
+
+t.test('resources queue: two QPs contending on one NIC take longer than one', async (t) => {
+  const chain = (rkey: number) => [[Wr.write({ rkey, addr: 4096 }, new Uint8Array(4096)), Wr.flush('persistent', rkey, { addr: 4096, len: 4096 })]];
+  const one = await modelChains(CX4_OPTANE, SEED, false, chain, 1);
+  const two = await modelChains(CX4_OPTANE, SEED, false, chain, 2);
+  const alone = one.us[0]![0]!;
+  const slowest = Math.max(two.us[0]![0]!, two.us[1]![0]!);
+  t.ok(slowest > alone, `contended ${slowest} µs > alone ${alone} µs`);
+  t.ok(two.time!.busyNs.pm! === 2 * one.time!.busyNs.pm!, 'both writes were served by the one PM media');
+  // Pipelining: the pair finishes well before twice the time of one (NIC, PM and links overlap).
+  t.ok(slowest < 2 * alone, `pipelined: ${slowest} < ${2 * alone}`);
+});
+
+const CELL: ModelFlushCell = { strategy: 'wflush', payloadBytes: 256, clients: 3, outstanding: 2, handlerUs: 0, placement: 'inline', ddio: true, ringSlots: 8 };
+
+t.test('determinism: one seed is one exact execution; other costs give other times', async (t) => {
+  const a = await modelFlushCell(CELL, CX4_OPTANE, SEED, 30);
+  const b = await modelFlushCell(CELL, CX4_OPTANE, SEED, 30);
+  t.same(b, a, 'same seed and costs: identical results, bit for bit');
+  t.equal(a.requests, 90);
+  t.ok(a.durableP50Us > 0 && a.throughputPerSecond > 0);
+  // One client, one outstanding: no queueing, so the round trip shows (a saturated cell's latency is set by its bottleneck).
+  const lone = { ...CELL, clients: 1, outstanding: 1 };
+  const fast = await modelFlushCell(lone, CX4_OPTANE, SEED, 20);
+  const slower = await modelFlushCell(lone, withCosts(CX4_OPTANE, { wireRttUs: 4 }), SEED, 20);
+  t.ok(slower.durableP50Us >= fast.durableP50Us + 1.9, `wireRttUs 2 → 4: ${fast.durableP50Us} µs → ${slower.durableP50Us} µs`);
+  const coupled = await modelFlushCell({ ...CELL, strategy: 'farm' }, CX4_OPTANE, SEED, 30);
+  t.not(coupled.durableP50Us, a.durableP50Us, 'another strategy: another modelled time');
+});
+
+t.test('handler time charged to the CPU shows in the modelled latency', async (t) => {
+  const base = await modelFlushCell({ ...CELL, strategy: 'farm', clients: 1, outstanding: 1 }, CX4_OPTANE, SEED, 20);
+  const slow = await modelFlushCell({ ...CELL, strategy: 'farm', clients: 1, outstanding: 1, handlerUs: 10 }, CX4_OPTANE, SEED, 20);
+  t.ok(slow.durableP50Us - base.durableP50Us >= 9.8, `a 10 µs handler adds ~10 µs to farm's reply (${base.durableP50Us} → ${slow.durableP50Us})`);
+});
+
+t.test('without a cost model the World is unchanged (no virtual time)', async (t) => {
+  const w = new World(nicConfigFor(SEED), SEED);
+  t.equal(w.time, undefined);
+  t.equal(w.timeStats(), undefined);
+  w.charge(5); // a no-op
+  t.equal(w.nowUs, 0);
+  const m = new World(nicConfigFor(SEED), SEED, { model: CX4_OPTANE });
+  addMemoryNode(m, SEED);
+  t.ok(m.time !== undefined);
+  m.close();
+});
+
+t.test('timers fire at their modelled due time, a zero delay included', async (t) => {
+  const w = new World(nicConfigFor(SEED), SEED, { model: CX4_OPTANE });
+  const fired: number[] = [];
+  w.clock.setTimer(0, () => fired.push(Number(w.clock.nowNs())));
+  w.clock.setTimer(0.005, () => fired.push(Number(w.clock.nowNs())));
+  const r = await w.run(() => fired.length === 2, 100);
+  t.equal(r.status, 'done');
+  t.same(fired, [0, 5000]);
+});
+
+t.test('profiles and parameter checks', async (t) => {
+  t.same(Object.keys(COST_PROFILES), ['cx4-optane', 'cx3-optane', 'software-nic']);
+  t.equal(costProfile('software-nic').softwareNicUs, 0.2);
+  t.throws(() => costProfile('nope'), new TypeError('model must be one of cx4-optane, cx3-optane, software-nic, got nope'));
+  t.throws(() => withCosts(CX4_OPTANE, { wireRttUs: -1 }), new RangeError('cost wireRttUs must be a finite number >= 0, got -1'));
+  t.throws(() => withCosts(CX4_OPTANE, { doorbellBatch: 0 }), new RangeError('cost doorbellBatch must be an integer >= 1, got 0'));
+  const w = new World(nicConfigFor(SEED), SEED, { model: CX4_OPTANE });
+  t.throws(() => w.charge(Number.NaN), new RangeError('charge ns must be a finite number >= 0, got NaN'));
+});

@@ -10,7 +10,7 @@
  * request's ring entry, with the same connections and messages in flight. Ratio = RPC ÷ echo.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,6 +65,24 @@ export async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(t);
 }
 
+/**
+ * CPU time (user + system, µs) a child process has used so far, from /proc/<pid>/stat (Linux; undefined
+ * elsewhere). CPU per request is the figure a loaded machine distorts least: throughput and latency
+ * move with the other work on the machine, the server's CPU per request much less (docs/benchmarks.md).
+ */
+export function childCpuUs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime are fields 14 and 15 of stat(5), in clock ticks (USER_HZ, 100 on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return undefined;
+  }
+}
+
+const perOp = (us: number | undefined, ops: number): number | null => (us === undefined || ops === 0 ? null : Math.round((10 * us) / ops) / 10);
+
 export const histogram = () => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
 
 interface RpcCell {
@@ -74,6 +92,26 @@ interface RpcCell {
   resultP50us: number;
   resultP99us: number;
   completed: number;
+  /** CPU µs per completed request in the server process and in this (the clients') process; null where unknown. */
+  serverCpuUsPerOp: number | null;
+  clientCpuUsPerOp: number | null;
+  /** How long the warm-up took (warmMs, longer on a loaded machine: see warmUp). */
+  warmMs: number;
+}
+
+/**
+ * Each cell starts a fresh server process: until V8 has compiled its hot path, a request costs
+ * several times its steady CPU. On a quiet machine warmMs covers thousands of requests; on a loaded
+ * one it may cover a few hundred, and the cell would measure the compiler. So the warm-up lasts
+ * warmMs and at least WARM_REQUESTS completed requests (at most 10 × warmMs).
+ */
+const WARM_REQUESTS = 3000;
+
+async function warmUp(plan: Plan, completedSoFar: () => number): Promise<number> {
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, plan.warmMs));
+  while (completedSoFar() < WARM_REQUESTS && performance.now() - t0 < 10 * plan.warmMs) await new Promise((r) => setTimeout(r, 20));
+  return performance.now() - t0;
 }
 
 /** Closed loop: each client keeps `window` calls in flight; after the warm-up, counts results for cellMs. */
@@ -88,6 +126,7 @@ async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number): Promise
     let measuring = false;
     let stop = false;
     let completed = 0;
+    let warmed = 0;
     const loops = clients.map(
       (c) =>
         new Promise<void>((resolve) => {
@@ -105,6 +144,7 @@ async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number): Promise
               call.result.then(
                 () => {
                   inflight--;
+                  warmed++;
                   if (m && measuring) {
                     completed++;
                     resultH.recordValue(Math.max(1, Math.round((performance.now() - t0) * 1000)));
@@ -122,13 +162,17 @@ async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number): Promise
           issue();
         }),
     );
-    await new Promise((r) => setTimeout(r, plan.warmMs));
+    const warmMs = await warmUp(plan, () => warmed);
     measuring = true;
+    const s0 = childCpuUs(child.pid);
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, plan.cellMs));
     measuring = false;
     const seconds = (performance.now() - t0) / 1000;
     const done = completed;
+    const s1 = childCpuUs(child.pid);
+    const c1 = process.cpuUsage(c0);
     stop = true;
     await Promise.race([Promise.all(loops), new Promise((r) => setTimeout(r, 10_000))]);
     return {
@@ -138,6 +182,9 @@ async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number): Promise
       resultP50us: resultH.getValueAtPercentile(50),
       resultP99us: resultH.getValueAtPercentile(99),
       completed: done,
+      serverCpuUsPerOp: perOp(s0 === undefined || s1 === undefined ? undefined : s1 - s0, done),
+      clientCpuUsPerOp: perOp(c1.user + c1.system, done),
+      warmMs: Math.round(warmMs),
     };
   } finally {
     for (const c of clients) c.close();
@@ -147,7 +194,7 @@ async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number): Promise
 }
 
 /** Raw TCP echo of `bytes`-byte messages, `window` in flight per connection: the transport's limit. */
-async function echoCell(plan: Plan, bytes: number): Promise<{ opsPerSecond: number; p50us: number; p99us: number }> {
+async function echoCell(plan: Plan, bytes: number): Promise<{ opsPerSecond: number; p50us: number; p99us: number; serverCpuUsPerOp: number | null }> {
   const { child, port } = await startChild(['-e', ECHO_SERVER]);
   const sockets: net.Socket[] = [];
   try {
@@ -186,11 +233,14 @@ async function echoCell(plan: Plan, bytes: number): Promise<{ opsPerSecond: numb
     }
     await new Promise((r) => setTimeout(r, plan.warmMs));
     measuring = true;
+    const s0 = childCpuUs(child.pid);
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, plan.cellMs));
     measuring = false;
     const seconds = (performance.now() - t0) / 1000;
-    return { opsPerSecond: received / seconds, p50us: h.getValueAtPercentile(50), p99us: h.getValueAtPercentile(99) };
+    const s1 = childCpuUs(child.pid);
+    const done = received;
+    return { opsPerSecond: done / seconds, p50us: h.getValueAtPercentile(50), p99us: h.getValueAtPercentile(99), serverCpuUsPerOp: perOp(s0 === undefined || s1 === undefined ? undefined : s1 - s0, done) };
   } finally {
     for (const s of sockets) s.destroy();
     await stopChild(child);
@@ -211,23 +261,25 @@ export const tcpBench: BenchSuite = {
     const total = STRATEGIES.length + 1;
     o.progress(0, total, 'raw TCP echo');
     const echo = await echoCell(plan, ENTRY_BYTES);
-    rows.push({ cell: 'echo', name: 'tcp-echo', sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(echo.opsPerSecond), p50us: echo.p50us, p99us: echo.p99us });
+    rows.push({ cell: 'echo', name: 'tcp-echo', sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(echo.opsPerSecond), p50us: echo.p50us, p99us: echo.p99us, serverCpuUsPerOp: echo.serverCpuUsPerOp });
     summary.push(`pmrpc bench tcp${o.quick ? ' --quick' : ''} — server (pmrpc serve) and clients in separate processes over 127.0.0.1`);
-    summary.push(`${plan.clients} clients × ${plan.window} calls in flight; ${plan.cellMs} ms per cell after ${plan.warmMs} ms warm-up; ${machineDescription().cpus} CPUs, Node ${process.version}`);
+    summary.push(`${plan.clients} clients × ${plan.window} calls in flight; ${plan.cellMs} ms per cell after a warm-up of ≥ ${plan.warmMs} ms and ≥ ${WARM_REQUESTS} requests (≤ ${10 * plan.warmMs} ms); ${machineDescription().cpus} CPUs, Node ${process.version}`);
     summary.push(`workload: the demo's non-idempotent digest handler; ${PAYLOAD_BYTES}-byte payloads (${ENTRY_BYTES}-byte ring entries); ddio on`);
     summary.push('ops/s = requests acknowledged durable and processed (result received); latency from call to durable');
     summary.push('');
-    summary.push(`limit: raw TCP echo of ${ENTRY_BYTES}-byte messages, same connections and messages in flight: ${fmtRate(echo.opsPerSecond)}, p50 ${echo.p50us} µs, p99 ${echo.p99us} µs`);
+    summary.push(`limit: raw TCP echo of ${ENTRY_BYTES}-byte messages, same connections and messages in flight: ${fmtRate(echo.opsPerSecond)}, p50 ${echo.p50us} µs, p99 ${echo.p99us} µs, echo server CPU ${echo.serverCpuUsPerOp ?? '?'} µs/message`);
     summary.push('');
-    summary.push(`${pad('strategy', 9)} ${pad('ops/s', 11)} ${pad('÷ echo', 8)} ${pad('durable p50', 12)} ${pad('p99', 9)} ${pad('result p50', 11)} p99`);
+    summary.push(`${pad('strategy', 9)} ${pad('ops/s', 11)} ${pad('÷ echo', 8)} ${pad('durable p50', 12)} ${pad('p99', 9)} ${pad('result p50', 11)} ${pad('p99', 11)} CPU µs/request: server client`);
     let i = 1;
     for (const strategy of STRATEGIES) {
       o.progress(i++, total, strategy);
       const r = await rpcCell(strategy, plan, o.seed);
       const ratio = r.opsPerSecond / echo.opsPerSecond;
       ratios[`${strategy}_over_echo`] = round(ratio, 4);
-      rows.push({ cell: 'rpc', name: strategy, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(r.opsPerSecond), completed: r.completed, durableP50us: r.durableP50us, durableP99us: r.durableP99us, resultP50us: r.resultP50us, resultP99us: r.resultP99us, overEcho: round(ratio, 4) });
-      summary.push(`${pad(strategy, 9)} ${pad(fmtRate(r.opsPerSecond), 11)} ${pad(round(ratio, 4).toFixed(4), 8)} ${pad(`${r.durableP50us} µs`, 12)} ${pad(`${r.durableP99us} µs`, 9)} ${pad(`${r.resultP50us} µs`, 11)} ${r.resultP99us} µs`);
+      rows.push({ cell: 'rpc', name: strategy, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(r.opsPerSecond), completed: r.completed, durableP50us: r.durableP50us, durableP99us: r.durableP99us, resultP50us: r.resultP50us, resultP99us: r.resultP99us, overEcho: round(ratio, 4), warmMs: r.warmMs, serverCpuUsPerOp: r.serverCpuUsPerOp, clientCpuUsPerOp: r.clientCpuUsPerOp });
+      // The server's CPU per request ÷ the echo server's per message: the cost ratio, steadier than ops/s on a loaded machine.
+      if (r.serverCpuUsPerOp !== null && echo.serverCpuUsPerOp !== null && echo.serverCpuUsPerOp > 0) ratios[`${strategy}_server_cpu_over_echo_cpu`] = round(r.serverCpuUsPerOp / echo.serverCpuUsPerOp, 2);
+      summary.push(`${pad(strategy, 9)} ${pad(fmtRate(r.opsPerSecond), 11)} ${pad(round(ratio, 4).toFixed(4), 8)} ${pad(`${r.durableP50us} µs`, 12)} ${pad(`${r.durableP99us} µs`, 9)} ${pad(`${r.resultP50us} µs`, 11)} ${pad(`${r.resultP99us} µs`, 11)} ${r.serverCpuUsPerOp ?? '?'} ${r.clientCpuUsPerOp ?? '?'}`);
     }
     o.progress(total, total, 'done');
     const rpc = rows.filter((r) => r.cell === 'rpc');

@@ -556,12 +556,11 @@ export class PmemRegion {
     }
     const first = (offset / LINE_BYTES) | 0;
     const last = ((offset + len - 1) / LINE_BYTES) | 0;
-    for (let line = first; line <= last; line++) {
-      if (this.#dirty[line] === 0) {
-        this.#dirty[line] = 1;
-        this.#dirtyCount++;
-      }
-    }
+    // The loop lives in a function of its own: the region's first store (the whole file) is long
+    // enough for V8 to compile #afterStore on the stack inside this loop, with no type feedback yet
+    // for the code after it; that code then deoptimized on every later store (bench tcp: ~6 deopts
+    // per request, most of the server's CPU). See docs/benchmarks.md, "Profile of the real path".
+    this.#dirtyCount += markDirty(this.#dirty, first, last);
     if (opts.tracing) {
       const w0 = offset & ~7;
       const wEnd = offset + len;
@@ -705,4 +704,16 @@ function openReadOnly(path: string): number {
     const err = e as NodeJS.ErrnoException;
     throw new PmrpcIoError(`cannot open ${path}: ${err.message}`, err.code ?? 'EUNKNOWN', 'open', e);
   }
+}
+
+/** Marks lines [first, last] dirty; returns how many were clean. Nothing follows the loop but its result (see #afterStore). */
+function markDirty(dirty: Uint8Array, first: number, last: number): number {
+  let n = 0;
+  for (let line = first; line <= last; line++) {
+    if (dirty[line] === 0) {
+      dirty[line] = 1;
+      n++;
+    }
+  }
+  return n;
 }

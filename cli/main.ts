@@ -28,6 +28,7 @@ if (!['serve', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (awai
 // (restart time is part of the demo's recovery figures).
 if (!['serve', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (await import('./bench.js')).registerBench(program);
 registerCrashTest(program);
+if (!['serve', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (await import('./swarm.js')).registerSwarm(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   const err = e as { code?: string; message?: string };

@@ -24,14 +24,15 @@ import { formatPlan, runCrashPlan, type CrashEvent, type CrashPlan } from './mul
 import { mix } from './seeds.js';
 import { appOf, runPooled, type SweepSpec } from './sweep.js';
 import type { Chooser, StepChoice, World } from './world.js';
+import type { RpcStrategy } from '../../rpc/index.js';
 
-export const SWARM_APPS = ['kv', 'rs', 'tx'] as const;
+export const SWARM_APPS = ['rpc', 'kv', 'rs', 'tx'] as const;
 export type SwarmApp = (typeof SWARM_APPS)[number];
 
 /** Virtual µs one scheduler step stands for (until modelled costs replace it: stepsOfSeconds). */
 export const VIRTUAL_US_PER_STEP = 1;
 /** Default virtual seconds per seed and app (fault phase); workloads are sized for it. */
-export const SWARM_DEFAULT_SECONDS = 0.0005;
+export const SWARM_DEFAULT_SECONDS = 0.001;
 /** Liveness bound: steps the workload may take to finish once faults are off. */
 export const LIVENESS_STEPS_MAX = 200_000;
 /** Most node-crash and client-crash events of one run. */
@@ -72,7 +73,7 @@ export interface SwarmParams {
   /** BUGGIFY sites switched on for this run, and how often an enabled site fires. */
   sites: FaultSite[];
   siteFireRate: number;
-  /** Workload variant (tx: 'append' or 'bank'). */
+  /** Workload variant (tx: 'append' or 'bank'; rpc: the flush strategy). */
   variant: string;
 }
 
@@ -95,6 +96,8 @@ export interface SwarmAppResult {
   crashPoints: number;
   events: number;
   failures: SwarmFailure[];
+  /** What happened (crashes, restarts, faults off), kept when the run failed. */
+  trace?: string[];
 }
 
 export interface SwarmSeedResult {
@@ -146,18 +149,22 @@ export function paramsFor(seed: number, app: SwarmApp, o: SwarmOptions): SwarmPa
     pauseStepsMax: pick([50, 400, 2000]),
     sites,
     siteFireRate: pick([0.01, 0.05, 0.2]),
-    variant: app === 'tx' ? pick(['append', 'bank']) : '',
+    variant: app === 'tx' ? pick(['append', 'bank']) : app === 'rpc' ? pick(SWARM_RPC_STRATEGIES) : '',
     ...o.overrides,
   };
 }
 
+/** The RPC strategies that are correct under every NIC configuration (raw needs DDIO off; none never persists). */
+const SWARM_RPC_STRATEGIES: readonly RpcStrategy[] = ['wflush', 'sflush', 'wrflush', 'srflush', 'gpspm', 'farm', 'darpc'];
+
 /** Operations per client at the default `seconds` (about 1.25x the fault phase's steps, so the liveness phase takes over mid-workload); they scale with it. */
-const BASE_OPS: Record<SwarmApp, number> = { kv: 26, rs: 12, tx: 8 };
+const BASE_OPS: Record<SwarmApp, number> = { rpc: 24, kv: 52, rs: 24, tx: 16 };
 
 function specOf(app: SwarmApp, _seed: number, o: SwarmOptions, params: SwarmParams): SweepSpec {
   const ops = Math.max(2, Math.round((BASE_OPS[app] * o.seconds) / SWARM_DEFAULT_SECONDS));
   const m = o.mutant !== undefined ? parseMutant(o.mutant) : undefined;
   const mutant = m !== undefined && m.app === app ? m.name : undefined;
+  if (app === 'rpc') return { app, workload: { strategy: params.variant as RpcStrategy, nodes: 2, clients: 2, requests: ops * 4, mutant }, explore: {} };
   if (app === 'kv') return { app, workload: { clients: 3, opsPerClient: ops, ...(mutant !== undefined ? { mutant: mutant as never } : {}) }, explore: {} };
   if (app === 'rs') return { app, workload: { replicas: 3, clients: 3, opsPerClient: ops, blocks: 2, mutant }, explore: {} };
   return { app, workload: { workload: params.variant as 'append' | 'bank', shards: 2, clients: 3, txPerClient: ops, mutant }, explore: {} };
@@ -253,6 +260,7 @@ export async function swarmRun(seed: number, app: SwarmApp, options: Partial<Swa
     result.crashPoints = r.crashPoints;
     result.events = r.events.length;
     for (const p of r.problems) fail(`${p.kind}: ${p.detail}`);
+    if (result.failures.length > 0) result.trace = r.events;
   } catch (e) {
     fail(`exception: ${e instanceof Error ? (e.stack ?? e.message).split('\n').slice(0, 3).join(' | ') : String(e)}`);
   } finally {

@@ -113,7 +113,7 @@ export function resolveSwarmOptions(options: Partial<SwarmOptions>): SwarmOption
   if (o.mutant !== undefined) {
     const app = parseMutant(o.mutant).app;
     if (!o.apps.includes(app)) throw new TypeError(`mutant ${o.mutant}: app ${app} is not among the apps run (${o.apps.join(', ')})`);
-    specOf(app, 1, o, paramsFor(1, app, o)); // validates the mutant's name
+    appOf(specOf(app, 1, o, paramsFor(1, app, o))); // validates the mutant's name
   }
   return o;
 }

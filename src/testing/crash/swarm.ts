@@ -113,7 +113,7 @@ export function resolveSwarmOptions(options: Partial<SwarmOptions>): SwarmOption
   if (o.mutant !== undefined) {
     const app = parseMutant(o.mutant).app;
     if (!o.apps.includes(app)) throw new TypeError(`mutant ${o.mutant}: app ${app} is not among the apps run (${o.apps.join(', ')})`);
-    appOf(specOf(app, 1, o, paramsFor(1, app, o))); // validates the mutant's name
+    appOf(specOf(app, o, paramsFor(1, app, o))); // validates the mutant's name
   }
   return o;
 }
@@ -160,7 +160,7 @@ const SWARM_RPC_STRATEGIES: readonly RpcStrategy[] = ['wflush', 'sflush', 'wrflu
 /** Operations per client at the default `seconds` (about 1.25x the fault phase's steps, so the liveness phase takes over mid-workload); they scale with it. */
 const BASE_OPS: Record<SwarmApp, number> = { rpc: 24, kv: 52, rs: 24, tx: 16 };
 
-function specOf(app: SwarmApp, _seed: number, o: SwarmOptions, params: SwarmParams): SweepSpec {
+function specOf(app: SwarmApp, o: SwarmOptions, params: SwarmParams): SweepSpec {
   const ops = Math.max(2, Math.round((BASE_OPS[app] * o.seconds) / SWARM_DEFAULT_SECONDS));
   const m = o.mutant !== undefined ? parseMutant(o.mutant) : undefined;
   const mutant = m !== undefined && m.app === app ? m.name : undefined;
@@ -235,7 +235,7 @@ export function swarmReplay(seed: number, app: SwarmApp, o: SwarmOptions): strin
 export async function swarmRun(seed: number, app: SwarmApp, options: Partial<SwarmOptions> = {}): Promise<SwarmAppResult> {
   const o = resolveSwarmOptions(options);
   const params = paramsFor(seed, app, o);
-  const explorerApp = appOf(specOf(app, seed, o, params));
+  const explorerApp = appOf(specOf(app, o, params));
   const plan = planOf(seed, app, params, explorerApp.nodes, explorerApp.clients ?? 0);
   const faultSteps = stepsOfSeconds(o.seconds);
   const siteRng = createPrng(mix(seed, 0xb0, SWARM_APPS.indexOf(app)));

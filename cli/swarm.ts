@@ -22,6 +22,7 @@ interface Opts {
   mutant?: string;
   out: string;
   history: boolean;
+  crashes: boolean;
 }
 
 /** Failures printed in full (the JSON holds every one). */
@@ -38,6 +39,7 @@ export function registerSwarm(program: Command): void {
     .option('--app <name>', `'all' or one of ${SWARM_APPS.join(', ')} (or a comma-separated list)`, 'all')
     .option('--jobs <n>', 'worker threads (piscina)', intOption('jobs'))
     .option('--mutant <APP:NAME>', "a broken build: one app's mutant (e.g. kv:dropIndexFlush; see pmrpc crash-test --app APP --list-mutants); the swarm must then fail with a replayable seed")
+    .option('--no-crashes', 'no node or client crashes: only the NIC configuration, message delay and reordering, paused nodes and fault sites (to show that a failure needs no crash)')
     .option('--out <dir>', 'append the run to <dir>/history.sqlite', DEFAULT_BENCH_OUT)
     .option('--no-history', 'do not append this run to the SQLite history')
     .option('--json', 'print exactly one JSON document on stdout: {seeds, failures: [{seed, app, replay, violation}], apps, seconds, ...}')
@@ -54,13 +56,13 @@ export function registerSwarm(program: Command): void {
       if (!opts.json) log(`pmrpc swarm: seeds ${opts.seeds}, apps ${apps.join(', ')}, ${seconds} virtual s per seed and app${opts.mutant !== undefined ? `, mutant ${opts.mutant}` : ''}${opts.jobs !== undefined ? `, ${opts.jobs} jobs` : ''}`);
       let r;
       try {
-        r = await swarm(seeds, { apps, seconds, mutant: opts.mutant, jobs: opts.jobs ?? 1, onSeed: (x, done, total) => bar.update(done, total, `seed ${x.seed}${x.failures.length > 0 ? ' FAILED' : ''}`) });
+        r = await swarm(seeds, { apps, seconds, mutant: opts.mutant, crashes: opts.crashes, jobs: opts.jobs ?? 1, onSeed: (x, done, total) => bar.update(done, total, `seed ${x.seed}${x.failures.length > 0 ? ' FAILED' : ''}`) });
       } finally {
         bar.stop();
       }
       const wallSeconds = (systemClock.nowMs() - t0) / 1000;
       const failures = r.failures.map(({ seed, app, replay, violation }) => ({ seed, app, replay, violation }));
-      const command = `pmrpc swarm --seeds ${opts.seeds} --app ${opts.app} --seconds ${seconds}${opts.mutant !== undefined ? ` --mutant ${opts.mutant}` : ''}`;
+      const command = `pmrpc swarm --seeds ${opts.seeds} --app ${opts.app} --seconds ${seconds}${opts.mutant !== undefined ? ` --mutant ${opts.mutant}` : ''}${opts.crashes ? '' : ' --no-crashes'}`;
       let runId: number | undefined;
       if (opts.history) {
         mkdirSync(opts.out, { recursive: true });
@@ -68,7 +70,7 @@ export function registerSwarm(program: Command): void {
           join(opts.out, 'history.sqlite'),
           {
             suite: 'swarm',
-            config: { apps, seconds, mutant: opts.mutant ?? null, seeds: opts.seeds, jobs: opts.jobs ?? 1, virtualUsPerStep: VIRTUAL_US_PER_STEP, livenessStepsMax: LIVENESS_STEPS_MAX },
+            config: { apps, seconds, mutant: opts.mutant ?? null, crashes: opts.crashes, seeds: opts.seeds, jobs: opts.jobs ?? 1, virtualUsPerStep: VIRTUAL_US_PER_STEP, livenessStepsMax: LIVENESS_STEPS_MAX },
             rows: r.results.flatMap((s) => s.apps.map((a) => ({ seed: a.seed, app: a.app, config: a.config, plan: a.plan, sites: a.sites, steps: a.steps, crashPoints: a.crashPoints, events: a.events, failures: a.failures.map((f) => f.violation) }))),
             ratios: { seeds: seeds.length, failures: failures.length, failedSeeds: new Set(failures.map((f) => f.seed)).size, steps: r.steps, crashPoints: r.crashPoints, wallSeconds },
             summary: [],

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readHistory } from '../../bench/index.js';
 import { buggify, FAULT_SITE_NAMES, setBuggifyHook, type FaultSite } from '../../pmem/index.js';
-import { explore, formatPlan, kvExplorerApp, parsePlan, paramsFor, resolveSwarmOptions, swarm, swarmRun, SWARM_APPS, stepsOfSeconds, VIRTUAL_US_PER_STEP } from '../../src/testing/crash/index.js';
+import { explore, formatPlan, kvExplorerApp, parsePlan, paramsFor, resolveSwarmOptions, swarm, swarmReplay, swarmRun, SWARM_APPS, stepsOfSeconds, VIRTUAL_US_PER_STEP } from '../../src/testing/crash/index.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'swarm', '--no-history', ...args], { encoding: 'utf8', timeout: 120_000 });
@@ -73,6 +73,11 @@ t.test('determinism: same seed, same outcome (plan, faults, steps, crash points,
   // Different seeds draw different fault schedules.
   const o = resolveSwarmOptions({});
   t.not(JSON.stringify(paramsFor(1, 'kv', o)), JSON.stringify(paramsFor(2, 'kv', o)));
+  // --no-crashes: no node or client crash, and the replay command says so.
+  const nc = resolveSwarmOptions({ crashes: false });
+  t.match(paramsFor(1, 'rs', nc), { nodeCrashRate: 0, clientCrashRate: 0 });
+  t.equal(swarmReplay(1, 'rs', nc), 'pmrpc swarm --seeds 1..1 --app rs --no-crashes');
+  t.equal((await swarmRun(1, 'rs', nc)).plan, '');
 });
 
 t.test('the pool (--jobs 2, the sweep\'s piscina workers) gives the in-process result', async (t) => {

@@ -44,11 +44,13 @@ export interface SwarmOptions {
   seconds: number;
   /** A mutant build of one app, "app:name" (test: a broken build must fail with a replayable seed). */
   mutant: string | undefined;
+  /** Node and client crashes (false: only the NIC configuration, scheduler faults and fault sites; the replay says --no-crashes). */
+  crashes: boolean;
   /** Test only, to narrow a failure down: these fault parameters instead of the drawn ones (not in the replay command). */
   overrides: Partial<SwarmParams> | undefined;
 }
 
-export const SWARM_DEFAULTS: Readonly<SwarmOptions> = Object.freeze({ apps: SWARM_APPS, seconds: SWARM_DEFAULT_SECONDS, mutant: undefined, overrides: undefined });
+export const SWARM_DEFAULTS: Readonly<SwarmOptions> = Object.freeze({ apps: SWARM_APPS, seconds: SWARM_DEFAULT_SECONDS, mutant: undefined, crashes: true, overrides: undefined });
 
 /** The fault parameters of one (seed, app): all drawn from the seed. */
 export interface SwarmParams {
@@ -109,6 +111,7 @@ export interface SwarmSeedResult {
 export function resolveSwarmOptions(options: Partial<SwarmOptions>): SwarmOptions {
   const o: SwarmOptions = { ...SWARM_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
   if (!Array.isArray(o.apps) || o.apps.length === 0 || o.apps.some((a) => !SWARM_APPS.includes(a))) throw new TypeError(`apps must be a non-empty list of ${SWARM_APPS.join(', ')}, got ${String(o.apps)}`);
+  if (typeof o.crashes !== 'boolean') throw new TypeError(`crashes must be a boolean, got ${String(o.crashes)}`);
   if (typeof o.seconds !== 'number' || !(o.seconds > 0 && o.seconds <= 10)) throw new RangeError(`seconds must be a number in (0, 10], got ${String(o.seconds)}`);
   if (o.mutant !== undefined) {
     const app = parseMutant(o.mutant).app;
@@ -150,6 +153,7 @@ export function paramsFor(seed: number, app: SwarmApp, o: SwarmOptions): SwarmPa
     sites,
     siteFireRate: pick([0.01, 0.05, 0.2]),
     variant: app === 'tx' ? pick(['append', 'bank']) : app === 'rpc' ? pick(SWARM_RPC_STRATEGIES) : '',
+    ...(o.crashes ? {} : { nodeCrashRate: 0, clientCrashRate: 0 }),
     ...o.overrides,
   };
 }
@@ -228,7 +232,7 @@ function faultChooser(world: World, params: SwarmParams, prng: Prng, faultSteps:
 
 /** The one-line command that replays (seed, app) under these options. */
 export function swarmReplay(seed: number, app: SwarmApp, o: SwarmOptions): string {
-  return [`pmrpc swarm --seeds ${seed}..${seed} --app ${app}`, o.seconds !== SWARM_DEFAULT_SECONDS ? `--seconds ${o.seconds}` : '', o.mutant !== undefined ? `--mutant ${o.mutant}` : ''].filter((x) => x !== '').join(' ');
+  return [`pmrpc swarm --seeds ${seed}..${seed} --app ${app}`, o.seconds !== SWARM_DEFAULT_SECONDS ? `--seconds ${o.seconds}` : '', o.mutant !== undefined ? `--mutant ${o.mutant}` : '', o.crashes ? '' : '--no-crashes'].filter((x) => x !== '').join(' ');
 }
 
 /** One app of one seed: the fault phase, the liveness phase, the whole-history check. */

@@ -30,6 +30,7 @@ if (!['serve', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (awai
 registerCrashTest(program);
 // The reproduction table loads the bench suites too (modelled cells): not for a `serve` child either.
 if (!['serve', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (await import('./reproduce.js')).registerReproduce(program);
+if (!['serve', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (await import('./swarm.js')).registerSwarm(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   const err = e as { code?: string; message?: string };

@@ -9,7 +9,7 @@
  * Whatever is undrained joins the region's crash states as one component per cache entry.
  */
 import assert from 'node:assert/strict';
-import { bool, cryptoEntropy, intAtLeast, LINE_BYTES, must, oneOf, PmemRegion, PmrpcError, resolveOptions, type CrashComponent, type CrashPiece, type Entropy, type OptionChecks } from '../pmem/index.js';
+import { bool, buggify, cryptoEntropy, intAtLeast, LINE_BYTES, must, oneOf, PmemRegion, PmrpcError, resolveOptions, type CrashComponent, type CrashPiece, type Entropy, type OptionChecks } from '../pmem/index.js';
 import { MrTable, NicErrorCodes, WrError, type MemoryRegion, type ProtectionDomain } from './mr.js';
 import { bigintToLe, casResult, casSucceeds, leToBigint, readPtr, u64le } from './prism.js';
 import {
@@ -349,6 +349,7 @@ export class Rnic {
     if (item.next < item.msg.wrs.length) {
       const i = item.next++;
       item.completions.push(this.#execute(e, item.msg.wrs[i]!, i));
+      if (buggify('nic.drain-early')) this.drainAll();
     }
     if (item.next >= item.msg.wrs.length) {
       e.inbound.shift();

@@ -51,3 +51,4 @@ export {
   type OptionCheck,
   type OptionChecks,
 } from './options.js';
+export { buggify, setBuggifyHook, FAULT_SITES, FAULT_SITE_NAMES, type FaultSite, type BuggifyHook } from './buggify.js';

@@ -22,6 +22,7 @@ import { mapFile, syncMapping, unmapFile } from './native.js';
 import { bool, integer, oneOf, probability, resolveOptions, type OptionChecks } from './options.js';
 import { createPrng, type Entropy, type Prng } from './prng.js';
 import { cryptoEntropy, systemClock } from './runtime.js';
+import { buggify } from './buggify.js';
 
 export type PersistenceDomain = 'adr' | 'eadr';
 
@@ -575,7 +576,7 @@ export class PmemRegion {
         list.push({ offset: w, bytes: this.#visible.slice(w, w + 8) });
       }
     }
-    if (opts.eviction > 0 && this.#prng.chance(opts.eviction)) {
+    if ((opts.eviction > 0 && this.#prng.chance(opts.eviction)) || buggify('pmem.evict-store')) {
       const line = first === last ? first : this.#prng.int(first, last);
       this.#crashPoint('eviction', { line });
       this.#writeBackLine(line);

@@ -8,9 +8,9 @@ export { rpcExplorerApp, resolveRpcWorkload, checkDigests, RPC_WORKLOAD_DEFAULTS
 export { MUTANTS, findMutant, type Mutant } from './rpc-mutants.js';
 export { lostWrites } from '../../check/index.js';
 export { kvExplorerApp, resolveKvWorkload, cutHistoryAt, KV_WORKLOAD_DEFAULTS, KV_CRASH_LAYOUT, type KvWorkloadOptions, type KvOp } from './kv.js';
-export { sweep, exploreSeed, appOf, type SweepSpec, type SweepOptions, type CountedReport } from './sweep.js';
+export { sweep, exploreSeed, appOf, runPooled, type SweepSpec, type SweepOptions, type CountedReport } from './sweep.js';
 export { registerExplorerApp, resolveRegisterWorkload, lostRegisterWrites, cutRegisterHistory, REGISTER_MUTANTS, REGISTER_WORKLOAD_DEFAULTS, type RegisterWorkloadOptions, type RegisterMutant, type RegisterOp, type RegisterSystem } from './register.js';
-export { runCrashPlan, planFor, parsePlan, formatPlan, type CrashPlan, type CrashEvent, type CrashRunResult } from './multi.js';
+export { runCrashPlan, planFor, parsePlan, formatPlan, type CrashPlan, type CrashEvent, type CrashRunResult, type CrashRunHooks } from './multi.js';
 export { exploreExhaustive, resolveExhaustiveOptions, parseSchedule, exhaustiveConfig, independent, ExhaustiveErrorCodes, EXHAUSTIVE_DEFAULTS, type ExhaustiveOptions, type ExhaustiveReport, type ExhaustiveViolation, type StatesExplored } from './exhaustive.js';
 export { withDistinctImages, type Counted } from './distinct.js';
 export { recoveryExplorerApp, resolveRecoveryWorkload, RecoveryAppServer, recoveryDigestHandler, mediaImage, visibleImage, RECOVERY_WORKLOAD_DEFAULTS, RECOVERY_CRASH_GEOMETRY, type RecoveryWorkloadOptions, type RecoveryExplorerApp } from './recovery.js';
@@ -18,3 +18,4 @@ export { timelineInput, writeViolationTimelines, type Picture, type PicturedProb
 export { txExplorerApp, resolveTxWorkload, cutTxHistory, checkAppendHistory, checkBankHistory, checkAppendSerializable, TX_WORKLOAD_DEFAULTS, TX_CLI_DEFAULTS, AGENT_SCANS_MAX, BANK_BALANCE, type TxWorkloadOptions, type TxRecord, type TxMop, type TxExplorerApp } from './tx.js';
 export { rsExplorerApp, resolveRsWorkload, cutRsHistory, RS_WORKLOAD_DEFAULTS, RS_CRASH_LAYOUT, RS_MAJORITY_WAIT_MS, type RsWorkloadOptions, type RsOp, type RsExplorerApp } from './rs.js';
 export { rslockExplorerApp, RSLOCK_WORKLOAD_DEFAULTS, TORN_VALUE, type RsLockWorkloadOptions } from './rslock.js';
+export { swarm, swarmRun, swarmSeed, swarmReplay, paramsFor, parseMutant, resolveSwarmOptions, stepsOfSeconds, SWARM_APPS, SWARM_DEFAULTS, SWARM_DEFAULT_SECONDS, VIRTUAL_US_PER_STEP, LIVENESS_STEPS_MAX, type SwarmApp, type SwarmOptions, type SwarmParams, type SwarmFailure, type SwarmAppResult, type SwarmSeedResult, type SwarmReport } from './swarm.js';

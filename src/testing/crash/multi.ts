@@ -10,9 +10,10 @@
  *
  * A plan is a string, so the replay command can name it:
  *   plan   := event (';' event)*
- *   event  := 'p' point ':' target (',' target)* ['@' image] ['/r' restartAfter]
+ *   event  := 'p' point ':' target (',' target)* ['@' image] ['/r' restartAfter] ['x']
  *   target := 'n' node | 'c' client
- * e.g. "p40:n1@2/r12;p95:n0,n1,n2/r0;p120:c1". Points count every crash point of the replayed run
+ * e.g. "p40:n1@2/r12;p95:n0,n1,n2/r0;p120:c1". A trailing 'x' crashes each restarted node once
+ * more during its recovery (at a seeded crash point of it) and restarts it from that image. Points count every crash point of the replayed run
  * (media events of every node and deliveries), in order, so a plan's later events refer to the
  * run as changed by its earlier ones — still deterministic.
  */
@@ -31,21 +32,37 @@ export interface CrashEvent {
   image: number;
   /** Scheduler steps between the crash and the restart (earlier if nothing else can run). */
   restartAfter: number;
+  /** The restart crashes once more during its recovery and restarts from that image (plan suffix 'x'). */
+  recoveryCrash?: boolean;
+}
+
+/**
+ * What a caller (the swarm simulation, swarm.ts) adds to a crash run: faults installed on the World,
+ * and a fault phase followed by a liveness phase — after `faultStepsMax` steps the plan's events stop
+ * firing, `faultsOff` runs, every crashed node restarts, and the workload must then finish within
+ * `livenessStepsMax` steps (else a 'liveness' problem).
+ */
+export interface CrashRunHooks {
+  /** Called once the World exists, before its nodes are added (e.g. to set world.chooser). */
+  install?(world: World): void;
+  faultStepsMax: number;
+  faultsOff?(world: World): void;
+  livenessStepsMax: number;
 }
 
 export type CrashPlan = CrashEvent[];
 
 export function formatPlan(plan: CrashPlan): string {
   return plan
-    .map((e) => `p${e.point}:${[...e.nodes.map((n) => `n${n}`), ...e.clients.map((c) => `c${c}`)].join(',')}${e.nodes.length > 0 ? `@${e.image}/r${e.restartAfter}` : ''}`)
+    .map((e) => `p${e.point}:${[...e.nodes.map((n) => `n${n}`), ...e.clients.map((c) => `c${c}`)].join(',')}${e.nodes.length > 0 ? `@${e.image}/r${e.restartAfter}${e.recoveryCrash === true ? 'x' : ''}` : ''}`)
     .join(';');
 }
 
 export function parsePlan(s: string): CrashPlan {
   if (typeof s !== 'string' || s.trim() === '') throw new TypeError('a crash plan must be a non-empty string');
   return s.split(';').map((part) => {
-    const m = /^p(\d+):((?:[nc]\d+)(?:,[nc]\d+)*)(?:@(\d+))?(?:\/r(\d+))?$/.exec(part.trim());
-    if (m === null) throw new TypeError(`bad crash plan event '${part}': expected p<point>:n<node>|c<client>[,...][@<image>][/r<steps>]`);
+    const m = /^p(\d+):((?:[nc]\d+)(?:,[nc]\d+)*)(?:@(\d+))?(?:\/r(\d+))?(x)?$/.exec(part.trim());
+    if (m === null) throw new TypeError(`bad crash plan event '${part}': expected p<point>:n<node>|c<client>[,...][@<image>][/r<steps>][x]`);
     const targets = m[2]!.split(',');
     return {
       point: Number(m[1]),
@@ -53,6 +70,7 @@ export function parsePlan(s: string): CrashPlan {
       clients: targets.filter((x) => x.startsWith('c')).map((x) => Number(x.slice(1))),
       image: m[3] === undefined ? 0 : Number(m[3]),
       restartAfter: m[4] === undefined ? 0 : Number(m[4]),
+      ...(m[5] !== undefined ? { recoveryCrash: true } : {}),
     };
   });
 }
@@ -94,7 +112,7 @@ export interface CrashRunResult {
 }
 
 /** Runs one crash plan of `app` (see the file comment). */
-export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, config: NicConfig, plan: CrashPlan): Promise<CrashRunResult> {
+export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, config: NicConfig, plan: CrashPlan, hooks?: CrashRunHooks): Promise<CrashRunResult> {
   if (app.checkHistory === undefined) throw new TypeError(`app ${app.name} does not support crash runs (no checkHistory)`);
   for (const e of plan) {
     for (const n of e.nodes) if (!Number.isSafeInteger(n) || n < 0 || n >= app.nodes) throw new RangeError(`crash plan: node ${n} out of [0, ${app.nodes})`);
@@ -107,13 +125,21 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
   const events: string[] = [];
   const world = new World(config, o.seed);
   world.lateObservation = o.observe === 'late';
+  hooks?.install?.(world);
   for (let n = 0; n < app.nodes; n++) {
     const region = PmemRegion.createInMemory(app.regionBytes, { tracing: true, seed: mix(o.seed, 0x7e, n), eviction: config.eviction, entropy: seededEntropy(createPrng(mix(o.seed, 3, n))) });
     app.format(region, n);
     world.addNode(region, (host) => app.open(host, n)).server!.recover();
   }
-  const restart = (n: number, image: Uint8Array, point: number): void => {
+  const restart = (n: number, image: Uint8Array, point: number, recoveryCrash: boolean): void => {
     app.damageImage?.(image, n);
+    if (recoveryCrash) {
+      const again = crashedDuringRecovery(app, config, image, n, mix(o.seed, point, n, 0x5ec));
+      if (again !== undefined) {
+        events.push(`step ${world.steps}: node ${n} crashed during its recovery`);
+        image = again;
+      }
+    }
     const region = PmemRegion.openImage(image, { tracing: true, seed: mix(o.seed, 0x7f, n, point), eviction: config.eviction });
     let node;
     try {
@@ -129,8 +155,10 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
   const byPoint = new Map<number, CrashEvent[]>();
   for (const e of plan) byPoint.set(e.point, [...(byPoint.get(e.point) ?? []), e]);
   let pointIndex = 0;
+  let faultsOn = true;
   world.onCrashPoint = (kind) => {
     if (kind === 'delivery' && o.observe === 'late') return;
+    if (!faultsOn) return;
     const p = pointIndex++;
     for (const e of byPoint.get(p) ?? []) {
       // Take every state first (the subset crashes at one instant), then crash.
@@ -140,7 +168,7 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
         world.crash(n);
         events.push(`crash point ${p} (${kind}): node ${n} crashed`);
         const img = images[j]!;
-        world.after(e.restartAfter, () => restart(n, img, p));
+        world.after(e.restartAfter, () => restart(n, img, p, e.recoveryCrash === true));
       });
       for (const c of e.clients) {
         app.crashClient!(c);
@@ -158,9 +186,21 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
     },
   );
   try {
-    const r = await world.run(() => finished, o.stepsMax);
+    let r = await world.run(() => finished, hooks?.faultStepsMax ?? o.stepsMax);
+    if (hooks !== undefined) {
+      // Liveness: faults off, every node up; the workload must now finish within the bound.
+      faultsOn = false;
+      hooks.faultsOff?.(world);
+      world.flushEvents();
+      events.push(`step ${world.steps}: faults off (fault phase ${r.status === 'done' ? 'outlived the workload' : `ended after ${r.steps} steps`})`);
+      const faultPhase = r;
+      if (faultPhase.status !== 'done') {
+        r = await world.run(() => finished, hooks.livenessStepsMax);
+        if (r.status !== 'done') problems.push({ kind: 'liveness', detail: `with faults off and every node up, the workload ${r.status === 'bound' ? `still runs after ${r.steps} steps` : `stalled after ${r.steps} steps (nothing can run and a client still waits)`}` });
+      }
+    }
     world.onCrashPoint = undefined;
-    if (r.status !== 'done') problems.push({ kind: 'stalled', detail: `workload ${r.status === 'bound' ? `still running after ${r.steps} steps` : `stalled after ${r.steps} steps`}` });
+    if (r.status !== 'done' && hooks === undefined) problems.push({ kind: 'stalled', detail: `workload ${r.status === 'bound' ? `still running after ${r.steps} steps` : `stalled after ${r.steps} steps`}` });
     if (workloadError !== undefined) problems.push({ kind: 'workload', detail: `the workload failed: ${String(workloadError)}` });
     if (r.status === 'done' && workloadError === undefined) {
       // Nodes still down come back before the final check (their restarts were still due).
@@ -172,4 +212,33 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
     world.close();
   }
   return { problems, events, crashPoints: pointIndex };
+}
+
+/**
+ * A crash during recovery: node `n` recovers from `image` in a scratch World, crashed at one crash
+ * point of that recovery sampled uniformly (reservoir); returns an image of that moment (undefined:
+ * the recovery had no crash point, or failed — the real restart then reports it).
+ */
+function crashedDuringRecovery<S>(app: ExplorerApp<S>, config: NicConfig, image: Uint8Array, n: number, seed: number): Uint8Array | undefined {
+  const prng = createPrng(seed);
+  const scratch = new World(config, seed);
+  const region = PmemRegion.openImage(image.slice(), { tracing: true, lineModel: config.lineModel });
+  let sampled: CrashState | undefined;
+  let seen = 0;
+  try {
+    const node = scratch.addNode(region, (host) => app.open(host, n));
+    region.setCrashPointHook(() => {
+      seen++;
+      if (prng.int(1, seen) === 1) sampled = region.crashState();
+    });
+    node.server!.recover();
+  } catch {
+    return undefined;
+  } finally {
+    region.setCrashPointHook(undefined);
+    scratch.close();
+  }
+  if (sampled === undefined) return undefined;
+  const imgs = [...crashImages(sampled, { engine: 'random', seed: prng.u32() | 0, count: 3 })];
+  return materialize(sampled, imgs[prng.int(0, imgs.length - 1)]!);
 }

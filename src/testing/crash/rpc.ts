@@ -9,6 +9,7 @@
  * - the region reopens from media alone to the same state, with nothing left to re-execute.
  */
 import { crc32c, PmemRegion, type Prng, resolveOptions } from '../../../pmem/index.js';
+import type { QueuePair } from '../../../flush/index.js';
 import { layoutBytes, RecoveryStore, type AppView } from '../../../recovery/index.js';
 import { checkRpcFaults, checkStrategy, DurableRpcClient, rpcWorker, type RpcFaults, type RpcPool, type RpcStrategy } from '../../rpc/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
@@ -76,6 +77,9 @@ export function rpcCrashLayout(clients: number): RpcAppOptions['layout'] {
   return { maxClients: clients, ringSlots: 4, slotBytes: 128, logRecords: 4, recordBytes: 128 };
 }
 
+/** Crash runs: logical-clock waits (1 ms each) for a crashed node to be back before a client gives up. */
+const RPC_WAITS_MAX = 200;
+
 /** Live reconnects per client (workload option liveReconnect). */
 const RECONNECTS_PER_CLIENT = 4;
 
@@ -104,9 +108,13 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
   let now = 0;
   /** "node/clientId" -> seq -> [call, durable ack]. */
   const times = new Map<string, Map<number, [number, number | undefined]>>();
+  /** Crash runs: the workload's clients (index: node * clients + k) and those that crashed. */
+  let live: DurableRpcClient[] = [];
+  let crashedClients = new Set<number>();
   const app = {
     name: 'rpc',
     nodes: w.nodes,
+    clients: w.nodes * w.clients,
     regionBytes: layoutBytes({ ...layout, appBytes }),
     applied: 0,
     acknowledged: () => [...acked.values()].reduce((a, b) => a + b, 0),
@@ -117,13 +125,28 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
       return rpcApp.open(host, w.pool ? { ...appOptions, pool: explorerPool(host) } : appOptions);
     },
     async workload(world: World, prng: Prng): Promise<void> {
+      // A crash run replays the workload on this app: start afresh.
+      for (const m of [sentUpTo, acked, payloads, secrets, times]) m.clear();
+      live = [];
+      crashedClients = new Set();
+      now = 0;
       const streams: Promise<void>[] = [];
       const results: Promise<unknown>[] = [];
       for (let n = 0; n < w.nodes; n++) {
         const reqs = Math.floor(w.requests / w.nodes) + (n < w.requests % w.nodes ? 1 : 0);
         for (let k = 0; k < w.clients; k++) {
           let id = 0;
-          const { qp, welcome } = world.connect(n, encodeHelloPayload({}));
+          let hs: { qp: QueuePair; welcome: Uint8Array } | undefined;
+          // Crash runs: the node may be down (or crash during the handshake): wait for it, bounded.
+          for (let waits = 0; hs === undefined; waits++) {
+            try {
+              hs = world.connect(n, encodeHelloPayload({}));
+            } catch (e) {
+              if (waits >= RPC_WAITS_MAX) throw e;
+              await new Promise<void>((resolve) => world.clock.setTimer(1, resolve));
+            }
+          }
+          const { qp, welcome } = hs;
           const onDurable = (s: number): void => {
             const kk = key(n, id);
             for (let q = (acked.get(kk) ?? 0) + 1; q <= s; q++) {
@@ -134,6 +157,31 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
           };
           const c = new DurableRpcClient(qp, decodeWelcomePayload(welcome), { onDurable, faults: rpcFaults });
           id = c.clientId;
+          const index = live.length;
+          live.push(c);
+          // Crash runs: when the node goes down under it, the client waits (bounded, logical clock) for
+          // the node's restart and reconnects through the handshake with what it still awaits.
+          const watch = (q: typeof qp): void => {
+            q.link.onClose?.(() => {
+              void (async () => {
+                for (let waits = 0; waits < RPC_WAITS_MAX; waits++) {
+                  if (crashedClients.has(index)) return;
+                  if (!world.nodes[n]!.crashed) {
+                    try {
+                      const r = world.connect(n, encodeHelloPayload({ clientId: id, secret: c.secret, awaiting: c.awaiting }));
+                      c.reconnect(r.qp, decodeWelcomePayload(r.welcome));
+                      watch(r.qp);
+                      return;
+                    } catch {
+                      // the node went down again meanwhile
+                    }
+                  }
+                  await new Promise<void>((resolve) => world.clock.setTimer(1, resolve));
+                }
+              })();
+            });
+          };
+          watch(qp);
           const kk = key(n, id);
           if (c.secret !== undefined) secrets.set(kk, c.secret);
           sentUpTo.set(kk, 0);
@@ -158,6 +206,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
           streams.push(
             (async () => {
               for (let seq = 1; seq <= mine; seq++) {
+                if (crashedClients.has(index)) return;
                 const payload = new Uint8Array(cp.int(8, 90)).map(() => cp.int(0, 255));
                 payloads.get(kk)!.set(seq, payload);
                 sentUpTo.set(kk, seq);
@@ -174,6 +223,21 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
       }
       await Promise.all(streams);
       await Promise.all(results);
+    },
+    /** Crash runs: client `c` (node * clients + k) stops now; its pending calls are cut. */
+    crashClient(c: number): void {
+      if (!Number.isSafeInteger(c) || c < 0 || c >= w.nodes * w.clients) throw new RangeError(`client must be in [0, ${w.nodes * w.clients}), got ${String(c)}`);
+      crashedClients.add(c);
+      live[c]?.close();
+    },
+    /**
+     * Crash runs: after the workload ran through crashes and restarts, every client (crashed ones
+     * too, as restarted from their own logs) reconnects and resends from its resume point; then
+     * every request sent is applied exactly once and nothing acknowledged is lost (checkDigests).
+     */
+    async checkHistory(world: World): Promise<AppProblem[]> {
+      const msgs = await resume(world, { sentUpTo: new Map(sentUpTo), acked: new Map(acked) });
+      return msgs.map((detail) => ({ kind: /lost/.test(detail) ? 'lost' : 'digest', detail }));
     },
     snapshot(): RpcSnapshot {
       return { sentUpTo: new Map(sentUpTo), acked: new Map(acked), time: ++now };

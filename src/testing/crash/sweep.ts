@@ -62,20 +62,29 @@ export async function sweep(spec: SweepSpec, seeds: readonly number[], options: 
     reports.push(r);
     options.onSeed?.(r, ++done, seeds.length);
   };
-  if (jobs === 1 || seeds.length === 1) {
-    for (const s of seeds) finish(await exploreSeed(spec, s));
-  } else {
-    const pool = new Piscina({ filename: new URL('./sweep-worker.js', import.meta.url).href, minThreads: 1, maxThreads: jobs });
-    try {
-      await Promise.all(seeds.map(async (seed) => finish((await pool.run({ spec, seed })) as CountedReport)));
-    } finally {
-      await pool.destroy();
-    }
-  }
+  await runPooled(seeds, jobs, (seed) => ({ spec, seed }), (seed) => exploreSeed(spec, seed), finish);
   const merged = { ...mergeReports(reports), violations: reports.sort((a, b) => a.seed - b.seed).flatMap((r) => r.violations), distinctImages: reports.reduce((a, r) => a + r.distinctImages, 0) };
   if (options.clock !== undefined && t0 !== undefined) {
     merged.seconds = Math.max(1e-9, (options.clock.nowMs() - t0) / 1000);
     merged.imagesPerSecond = Math.round(merged.imagesChecked / merged.seconds);
   }
   return merged;
+}
+
+/**
+ * Runs one task per item: in-process when `jobs` is 1, else on a piscina pool of `jobs` threads
+ * running sweep-worker.js (which dispatches on the task: a sweep's seed, or a swarm seed). `onDone`
+ * sees each result as it arrives (in completion order).
+ */
+export async function runPooled<T, R>(items: readonly T[], jobs: number, task: (item: T) => unknown, inProcess: (item: T) => Promise<R>, onDone: (r: R) => void): Promise<void> {
+  if (jobs === 1 || items.length === 1) {
+    for (const it of items) onDone(await inProcess(it));
+    return;
+  }
+  const pool = new Piscina({ filename: new URL('./sweep-worker.js', import.meta.url).href, minThreads: 1, maxThreads: jobs });
+  try {
+    await Promise.all(items.map(async (it) => onDone((await pool.run(task(it))) as R)));
+  } finally {
+    await pool.destroy();
+  }
 }

@@ -280,6 +280,8 @@ export class World {
     if (node === undefined || node.server === undefined) throw new RangeError(`no node ${n}`);
     if (node.crashed) throw new PmrpcError(NicErrorCodes.LINK_CLOSED, `node ${n} is down`);
     const { qp, welcome } = node.server.accept(hello);
+    // A crash point inside the handshake (the server persisting the client's row) may have crashed the node.
+    if (node.crashed) throw new PmrpcError(NicErrorCodes.LINK_CLOSED, `node ${n} crashed during the handshake`);
     const link = new ExplorerLink(this, node, qp.qpn);
     link.client = client;
     node.links.push(link);

@@ -1,0 +1,326 @@
+/**
+ * Swarm simulation (VOPR / FoundationDB style) on the one crash explorer: every seed is a new fault
+ * schedule. Per seed and app, fault parameters are drawn from the seed — the NIC configuration
+ * (config.ts: drain policy and bound, cache pressure, DDIO, placement, eviction, line model), node
+ * crash and restart rates, crashes during recovery, crashes of every node at once, client crashes
+ * (a dropped connection is one: the apps' clients do not reconnect a live node), message delay and
+ * reordering between QPs, paused nodes, and which BUGGIFY fault sites (pmem/buggify.ts) are on — and
+ * the app's seeded workload runs as one crash run (multi.ts) with the crash suites' whole-history
+ * checker judging it. The fault phase lasts `seconds` of virtual time (or until the workload ends);
+ * then the liveness phase: faults off, every node up, and the workload must finish within a bound.
+ *
+ * Each app runs in its own World in the same seed (the explorer's World hosts one ExplorerApp: its
+ * workloads address nodes by index). Everything derives from (seed, app, seconds, mutant), so the
+ * one-line replay command reproduces a failure exactly.
+ *
+ * Virtual time: until the cost model lands, one scheduler step counts as VIRTUAL_US_PER_STEP µs (a
+ * step is one NIC work request, one CPU pass or one drain), plus the VirtualClock's 1 ms advances
+ * when everything waits on a timer; `seconds` converts to a step budget in stepsOfSeconds() only.
+ */
+import { createPrng, FAULT_SITE_NAMES, setBuggifyHook, type FaultSite, type Prng } from '../../../pmem/index.js';
+import { configName, nicConfigFor, type NicConfig } from './config.js';
+import { resolveExploreOptions } from './explorer.js';
+import { formatPlan, runCrashPlan, type CrashEvent, type CrashPlan } from './multi.js';
+import { mix } from './seeds.js';
+import { appOf, runPooled, type SweepSpec } from './sweep.js';
+import type { Chooser, StepChoice, World } from './world.js';
+import type { RpcStrategy } from '../../rpc/index.js';
+
+export const SWARM_APPS = ['rpc', 'kv', 'rs', 'tx'] as const;
+export type SwarmApp = (typeof SWARM_APPS)[number];
+
+/** Virtual µs one scheduler step stands for (until modelled costs replace it: stepsOfSeconds). */
+export const VIRTUAL_US_PER_STEP = 1;
+/** Default virtual seconds per seed and app (fault phase); workloads are sized for it. */
+export const SWARM_DEFAULT_SECONDS = 0.001;
+/** Liveness bound: steps the workload may take to finish once faults are off. */
+export const LIVENESS_STEPS_MAX = 200_000;
+/** Most node-crash and client-crash events of one run. */
+const CRASH_EVENTS_MAX = 10;
+
+export interface SwarmOptions {
+  apps: readonly SwarmApp[];
+  /** Virtual seconds of the fault phase per seed and app. */
+  seconds: number;
+  /** A mutant build of one app, "app:name" (test: a broken build must fail with a replayable seed). */
+  mutant: string | undefined;
+  /** Node and client crashes (false: only the NIC configuration, scheduler faults and fault sites; the replay says --no-crashes). */
+  crashes: boolean;
+  /** Test only, to narrow a failure down: these fault parameters instead of the drawn ones (not in the replay command). */
+  overrides: Partial<SwarmParams> | undefined;
+}
+
+export const SWARM_DEFAULTS: Readonly<SwarmOptions> = Object.freeze({ apps: SWARM_APPS, seconds: SWARM_DEFAULT_SECONDS, mutant: undefined, crashes: true, overrides: undefined });
+
+/** The fault parameters of one (seed, app): all drawn from the seed. */
+export interface SwarmParams {
+  config: NicConfig;
+  /** Node crashes per crash point (a crash event every 1/rate points on average). */
+  nodeCrashRate: number;
+  /** Probability that a node-crash event takes every node down at once. */
+  allNodesRate: number;
+  /** Most scheduler steps between a crash and the restart. */
+  restartAfterMax: number;
+  /** Probability that a restart crashes once more during its recovery. */
+  recoveryCrashRate: number;
+  /** Client crashes (and dropped connections) per crash point. */
+  clientCrashRate: number;
+  /** Probability that a QP is slow (message delay; QPs of different speeds reorder). */
+  slowQpRate: number;
+  /** A slow QP's relative scheduling weight (0 < w < 1). */
+  slowQpWeight: number;
+  /** Node pauses (no step of its QPs or CPU while others can run) in the fault phase, and their length. */
+  pauses: number;
+  pauseStepsMax: number;
+  /** BUGGIFY sites switched on for this run, and how often an enabled site fires. */
+  sites: FaultSite[];
+  siteFireRate: number;
+  /** Workload variant (tx: 'append' or 'bank'; rpc: the flush strategy). */
+  variant: string;
+}
+
+export interface SwarmFailure {
+  seed: number;
+  app: SwarmApp;
+  /** One-line command that replays it. */
+  replay: string;
+  violation: string;
+}
+
+export interface SwarmAppResult {
+  app: SwarmApp;
+  seed: number;
+  config: string;
+  plan: string;
+  sites: FaultSite[];
+  /** Scheduler steps of the run (fault and liveness phases, and the final check). */
+  steps: number;
+  crashPoints: number;
+  events: number;
+  failures: SwarmFailure[];
+  /** What happened (crashes, restarts, faults off), kept when the run failed. */
+  trace?: string[];
+}
+
+export interface SwarmSeedResult {
+  seed: number;
+  apps: SwarmAppResult[];
+  failures: SwarmFailure[];
+}
+
+export function resolveSwarmOptions(options: Partial<SwarmOptions>): SwarmOptions {
+  const o: SwarmOptions = { ...SWARM_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
+  if (!Array.isArray(o.apps) || o.apps.length === 0 || o.apps.some((a) => !SWARM_APPS.includes(a))) throw new TypeError(`apps must be a non-empty list of ${SWARM_APPS.join(', ')}, got ${String(o.apps)}`);
+  if (typeof o.crashes !== 'boolean') throw new TypeError(`crashes must be a boolean, got ${String(o.crashes)}`);
+  if (typeof o.seconds !== 'number' || !(o.seconds > 0 && o.seconds <= 10)) throw new RangeError(`seconds must be a number in (0, 10], got ${String(o.seconds)}`);
+  if (o.mutant !== undefined) {
+    const app = parseMutant(o.mutant).app;
+    if (!o.apps.includes(app)) throw new TypeError(`mutant ${o.mutant}: app ${app} is not among the apps run (${o.apps.join(', ')})`);
+    appOf(specOf(app, o, paramsFor(1, app, o))); // validates the mutant's name
+  }
+  return o;
+}
+
+export function parseMutant(m: string): { app: SwarmApp; name: string } {
+  const i = typeof m === 'string' ? m.indexOf(':') : -1;
+  const app = i > 0 ? m.slice(0, i) : '';
+  if (i <= 0 || !SWARM_APPS.includes(app as SwarmApp) || m.length === i + 1) throw new TypeError(`mutant must be APP:NAME with APP one of ${SWARM_APPS.join(', ')}, got ${String(m)}`);
+  return { app: app as SwarmApp, name: m.slice(i + 1) };
+}
+
+/** The step budget of `seconds` of virtual time (the one place the unit is converted). */
+export function stepsOfSeconds(seconds: number): number {
+  return Math.max(1, Math.round((seconds * 1e6) / VIRTUAL_US_PER_STEP));
+}
+
+/** The fault parameters of (seed, app). */
+export function paramsFor(seed: number, app: SwarmApp, o: SwarmOptions): SwarmParams {
+  const p = createPrng(mix(seed, 0x5a4a, SWARM_APPS.indexOf(app)));
+  const pick = <T>(xs: readonly T[]): T => xs[p.int(0, xs.length - 1)]!;
+  const config = nicConfigFor(mix(seed, 0x5a4b, SWARM_APPS.indexOf(app)));
+  const sites = FAULT_SITE_NAMES.filter(() => p.chance(0.5));
+  return {
+    config,
+    nodeCrashRate: pick([0, 1 / 400, 1 / 150, 1 / 60]),
+    allNodesRate: pick([0, 0.2, 0.5]),
+    restartAfterMax: pick([0, 20, 200, 2000]),
+    recoveryCrashRate: pick([0, 0.3, 0.8]),
+    clientCrashRate: pick([0, 0, 1 / 500, 1 / 150]),
+    slowQpRate: pick([0, 0.2, 0.5]),
+    slowQpWeight: pick([0.3, 0.1, 0.02]),
+    pauses: pick([0, 0, 1, 3]),
+    pauseStepsMax: pick([50, 400, 2000]),
+    sites,
+    siteFireRate: pick([0.01, 0.05, 0.2]),
+    variant: app === 'tx' ? pick(['append', 'bank']) : app === 'rpc' ? pick(SWARM_RPC_STRATEGIES) : '',
+    ...(o.crashes ? {} : { nodeCrashRate: 0, clientCrashRate: 0 }),
+    ...o.overrides,
+  };
+}
+
+/** The RPC strategies that are correct under every NIC configuration (raw needs DDIO off; none never persists). */
+const SWARM_RPC_STRATEGIES: readonly RpcStrategy[] = ['wflush', 'sflush', 'wrflush', 'srflush', 'gpspm', 'farm', 'darpc'];
+
+/** Operations per client at the default `seconds` (about 1.25x the fault phase's steps, so the liveness phase takes over mid-workload); they scale with it. */
+const BASE_OPS: Record<SwarmApp, number> = { rpc: 24, kv: 52, rs: 24, tx: 16 };
+
+function specOf(app: SwarmApp, o: SwarmOptions, params: SwarmParams): SweepSpec {
+  const ops = Math.max(2, Math.round((BASE_OPS[app] * o.seconds) / SWARM_DEFAULT_SECONDS));
+  const m = o.mutant !== undefined ? parseMutant(o.mutant) : undefined;
+  const mutant = m !== undefined && m.app === app ? m.name : undefined;
+  if (app === 'rpc') return { app, workload: { strategy: params.variant as RpcStrategy, nodes: 2, clients: 2, requests: ops * 4, mutant }, explore: {} };
+  if (app === 'kv') return { app, workload: { clients: 3, opsPerClient: ops, ...(mutant !== undefined ? { mutant: mutant as never } : {}) }, explore: {} };
+  if (app === 'rs') return { app, workload: { replicas: 3, clients: 3, opsPerClient: ops, blocks: 2, mutant }, explore: {} };
+  return { app, workload: { workload: params.variant as 'append' | 'bank', shards: 2, clients: 3, txPerClient: ops, mutant }, explore: {} };
+}
+
+/** The crash plan of a run: node and client crash events at geometric gaps of crash points. */
+function planOf(seed: number, app: SwarmApp, params: SwarmParams, nodes: number, clients: number): CrashPlan {
+  const p = createPrng(mix(seed, 0x5a4c, SWARM_APPS.indexOf(app)));
+  const gap = (rate: number): number => Math.max(1, Math.ceil(Math.log(1 - p.int(0, 999_999) / 1_000_000) / Math.log(1 - rate)));
+  const plan: CrashEvent[] = [];
+  if (params.nodeCrashRate > 0) {
+    for (let at = gap(params.nodeCrashRate), k = 0; k < CRASH_EVENTS_MAX; at += gap(params.nodeCrashRate), k++) {
+      const all = nodes > 1 && p.chance(params.allNodesRate);
+      plan.push({ point: at, nodes: all ? Array.from({ length: nodes }, (_, n) => n) : [p.int(0, nodes - 1)], clients: [], image: p.int(0, 3), restartAfter: p.int(0, params.restartAfterMax), ...(p.chance(params.recoveryCrashRate) ? { recoveryCrash: true } : {}) });
+    }
+  }
+  if (params.clientCrashRate > 0 && clients > 1) {
+    // At most clients - 1 client crashes: someone is left to finish the workload.
+    for (let at = gap(params.clientCrashRate), k = 0; k < clients - 1; at += gap(params.clientCrashRate), k++) plan.push({ point: at, nodes: [], clients: [p.int(0, clients - 1)], image: 0, restartAfter: 0 });
+  }
+  // One event per point (the plan's syntax allows several; keep it readable), in point order.
+  const byPoint = new Map<number, CrashEvent>();
+  for (const e of plan) if (!byPoint.has(e.point)) byPoint.set(e.point, e);
+  return [...byPoint.values()].sort((a, b) => a.point - b.point);
+}
+
+/**
+ * The scheduler's faults: message delay and reordering between QPs (slow QPs get a small weight:
+ * their work requests run late relative to other QPs', while RC order within a QP holds) and paused
+ * nodes (none of a paused node's steps runs while anything else can).
+ */
+function faultChooser(world: World, params: SwarmParams, prng: Prng, faultSteps: number): Chooser {
+  const weights = new Map<string, number>();
+  const pauses = Array.from({ length: params.pauses }, () => {
+    const from = prng.int(0, faultSteps);
+    // The node is drawn now, resolved against the node count when consulted (install runs before the nodes exist).
+    return { node: prng.int(0, 1 << 20), from, to: from + prng.int(1, params.pauseStepsMax) };
+  });
+  const weightOf = (c: StepChoice): number => {
+    let w = weights.get(c.key);
+    if (w === undefined) {
+      w = c.qpn >= 0 && prng.chance(params.slowQpRate) ? params.slowQpWeight : 1;
+      weights.set(c.key, w);
+    }
+    return w;
+  };
+  return (choices) => {
+    const now = world.steps;
+    const paused = (c: StepChoice): boolean => pauses.some((x) => x.node % world.nodes.length === c.node && now >= x.from && now < x.to);
+    let idx = choices.map((_, i) => i).filter((i) => !paused(choices[i]!));
+    if (idx.length === 0) idx = choices.map((_, i) => i);
+    const total = idx.reduce((a, i) => a + weightOf(choices[i]!), 0);
+    let r = (prng.int(0, 1_000_000_000) / 1_000_000_001) * total;
+    for (const i of idx) {
+      r -= weightOf(choices[i]!);
+      if (r < 0) return i;
+    }
+    return idx[idx.length - 1]!;
+  };
+}
+
+/** The one-line command that replays (seed, app) under these options. */
+export function swarmReplay(seed: number, app: SwarmApp, o: SwarmOptions): string {
+  return [`pmrpc swarm --seeds ${seed}..${seed} --app ${app}`, o.seconds !== SWARM_DEFAULT_SECONDS ? `--seconds ${o.seconds}` : '', o.mutant !== undefined ? `--mutant ${o.mutant}` : '', o.crashes ? '' : '--no-crashes'].filter((x) => x !== '').join(' ');
+}
+
+/** One app of one seed: the fault phase, the liveness phase, the whole-history check. */
+export async function swarmRun(seed: number, app: SwarmApp, options: Partial<SwarmOptions> = {}): Promise<SwarmAppResult> {
+  const o = resolveSwarmOptions(options);
+  const params = paramsFor(seed, app, o);
+  const explorerApp = appOf(specOf(app, o, params));
+  const plan = planOf(seed, app, params, explorerApp.nodes, explorerApp.clients ?? 0);
+  const faultSteps = stepsOfSeconds(o.seconds);
+  const siteRng = createPrng(mix(seed, 0xb0, SWARM_APPS.indexOf(app)));
+  const enabled = new Set(params.sites);
+  let world: World | undefined;
+  const result: SwarmAppResult = { app, seed, config: configName(params.config), plan: formatPlan(plan), sites: params.sites, steps: 0, crashPoints: 0, events: 0, failures: [] };
+  const fail = (violation: string): void => void result.failures.push({ seed, app, replay: swarmReplay(seed, app, o), violation });
+  const prev = setBuggifyHook(enabled.size > 0 ? (site) => enabled.has(site) && siteRng.chance(params.siteFireRate) : undefined);
+  try {
+    const r = await runCrashPlan(explorerApp, resolveExploreOptions({ seed }), params.config, plan, {
+      install(w) {
+        world = w;
+        w.chooser = faultChooser(w, params, createPrng(mix(seed, 0xc4, SWARM_APPS.indexOf(app))), faultSteps);
+      },
+      faultStepsMax: faultSteps,
+      faultsOff(w) {
+        w.chooser = undefined;
+        setBuggifyHook(undefined);
+      },
+      livenessStepsMax: LIVENESS_STEPS_MAX,
+    });
+    result.crashPoints = r.crashPoints;
+    result.events = r.events.length;
+    for (const p of r.problems) fail(`${p.kind}: ${p.detail}`);
+    if (result.failures.length > 0) result.trace = r.events;
+  } catch (e) {
+    fail(`exception: ${e instanceof Error ? (e.stack ?? e.message).split('\n').slice(0, 3).join(' | ') : String(e)}`);
+  } finally {
+    setBuggifyHook(prev);
+    result.steps = world?.steps ?? 0;
+  }
+  return result;
+}
+
+/** Every app of one seed (what a worker runs). */
+export async function swarmSeed(seed: number, options: Partial<SwarmOptions> = {}): Promise<SwarmSeedResult> {
+  const o = resolveSwarmOptions(options);
+  const apps: SwarmAppResult[] = [];
+  for (const app of o.apps) apps.push(await swarmRun(seed, app, o));
+  return { seed, apps, failures: apps.flatMap((a) => a.failures) };
+}
+
+export interface SwarmReport {
+  seeds: number[];
+  failures: SwarmFailure[];
+  apps: SwarmApp[];
+  seconds: number;
+  /** Sums over seeds and apps. */
+  steps: number;
+  crashPoints: number;
+  events: number;
+  results: SwarmSeedResult[];
+}
+
+/** A swarm over `seeds`, in-process or on `jobs` worker threads (the sweep's piscina pool). */
+export async function swarm(seeds: readonly number[], options: Partial<SwarmOptions> & { jobs?: number; onSeed?: (r: SwarmSeedResult, done: number, total: number) => void } = {}): Promise<SwarmReport> {
+  const { jobs = 1, onSeed, ...rest } = options;
+  const o = resolveSwarmOptions(rest);
+  if (!Number.isSafeInteger(jobs) || jobs < 1 || jobs > 64) throw new RangeError(`jobs must be an integer in [1, 64], got ${String(jobs)}`);
+  if (seeds.length === 0) throw new RangeError('seeds must not be empty');
+  const results: SwarmSeedResult[] = [];
+  await runPooled(
+    seeds,
+    jobs,
+    (seed) => ({ swarm: o, seed }),
+    (seed) => swarmSeed(seed, o),
+    (r) => {
+      results.push(r);
+      onSeed?.(r, results.length, seeds.length);
+    },
+  );
+  results.sort((a, b) => a.seed - b.seed);
+  const all = results.flatMap((r) => r.apps);
+  return {
+    seeds: [...seeds],
+    failures: results.flatMap((r) => r.failures),
+    apps: [...o.apps],
+    seconds: o.seconds,
+    steps: all.reduce((a, r) => a + r.steps, 0),
+    crashPoints: all.reduce((a, r) => a + r.crashPoints, 0),
+    events: all.reduce((a, r) => a + r.events, 0),
+    results,
+  };
+}

@@ -47,6 +47,13 @@ export interface AppServer {
   recover(): Record<string, unknown>;
   /** Accepts a client (throws a coded PmrpcError to refuse it). Only after recover(). */
   accept(hello: Uint8Array): AcceptedClient;
+  /**
+   * Optional: the connection of a QP this app accepted is gone (the client said goodbye, its lease
+   * expired, or the link dropped). The app may reclaim what it gave that connection, after fencing
+   * it (destroy the QP first: nothing of the old connection may land in memory handed to the next
+   * one). Hosts call it once per closed connection; idempotent.
+   */
+  release?(qpn: number): void;
   /** A JSON-able, read-only report of the state (what `pmrpc inspect` shows). */
   inspect(): Record<string, unknown>;
   /** The app's invariants checked on the state as it is now: empty when sound. */

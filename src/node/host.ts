@@ -97,8 +97,16 @@ const NODE_HOST_CHECKS: OptionChecks<NodeHostOptions> = {
 };
 
 /** The TCP server's options of a node: `tcp`, then what the node's own options say. */
-function tcpOptionsOf(o: NodeHostOptions, accept: TcpNicServerOptions['accept']): Partial<TcpNicServerOptions> {
-  return { ...o.tcp, host: o.host, port: o.port, authToken: o.authToken, clock: o.clock, onDisconnect: o.onDisconnect, accept };
+function tcpOptionsOf(o: NodeHostOptions, accept: TcpNicServerOptions['accept'], release?: (qpn: number) => void): Partial<TcpNicServerOptions> {
+  const onDisconnect =
+    release === undefined
+      ? o.onDisconnect
+      : (info: DisconnectInfo): void => {
+          // The app reclaims what it gave the connection (its QP is destroyed by now: the fence).
+          if (info.qpn !== undefined) release(info.qpn);
+          o.onDisconnect?.(info);
+        };
+  return { ...o.tcp, host: o.host, port: o.port, authToken: o.authToken, clock: o.clock, onDisconnect, accept };
 }
 
 function resolveNodeOptions(options: Partial<NodeHostOptions>): NodeHostOptions {
@@ -124,7 +132,7 @@ export class NodeHost<S extends AppServer = AppServer> {
     this.nic = nic;
     this.server = server;
     this.recovery = recovery;
-    this.tcp = new TcpNicServer(nic, tcpOptionsOf(o, (hello) => server.accept(hello.payload)));
+    this.tcp = new TcpNicServer(nic, tcpOptionsOf(o, (hello) => server.accept(hello.payload), server.release === undefined ? undefined : (qpn) => server.release!(qpn)));
   }
 
   /**

@@ -91,6 +91,13 @@ export interface RpcServerOptions {
    * the client has undecided transactions); a goodbye is then finished later, when it says true.
    */
   canRelease: ((clientId: number) => boolean) | undefined;
+  /**
+   * After a restart every pre-crash client gets a full lease to come back (releaseExpired() waits
+   * leaseMs), but one that has not come back within this many ms of the restart counts as expired
+   * when a new client needs its slot in a full table — so a restarted full table does not refuse
+   * new clients for leaseMs. A slot with unresolved state stays (canRelease, unapplied entries).
+   */
+  restartGraceMs: number;
 }
 
 export const RPC_SERVER_DEFAULTS: Readonly<RpcServerOptions> = Object.freeze({
@@ -105,6 +112,7 @@ export const RPC_SERVER_DEFAULTS: Readonly<RpcServerOptions> = Object.freeze({
   clock: systemClock,
   leaseMs: 60_000,
   canRelease: undefined,
+  restartGraceMs: 2_000,
 });
 
 const RPC_SERVER_CHECKS: OptionChecks<RpcServerOptions> = {
@@ -118,6 +126,7 @@ const RPC_SERVER_CHECKS: OptionChecks<RpcServerOptions> = {
   clock: must((v) => v !== null && typeof v === 'object' && typeof (v as Clock).nowMs === 'function', 'must be a Clock'),
   leaseMs: (name, v) => (v === Number.POSITIVE_INFINITY ? undefined : positiveMs(name, v, {})),
   canRelease: optional(callable()),
+  restartGraceMs: (name, v) => (v === 0 ? undefined : positiveMs(name, v, {})),
 };
 
 /** The method a client's goodbye is sent as (reserved: a handler cannot be registered under it). */
@@ -243,6 +252,9 @@ export class DurableRpcServer {
   #lastSeen = new Map<number, number>();
   /** Clients that said goodbye whose slot canRelease still keeps. */
   #closing = new Set<number>();
+  /** Pre-crash clients that have shown no sign of life since the restart (start() of a recovered store), and when that was. */
+  #dormant = new Set<number>();
+  #restartedAt = 0;
   /** Slots released so far (goodbye and lease). */
   releases = { goodbye: 0, lease: 0 };
   /** Errors of connections that were cut (a misbehaving client); the server keeps serving the others. */
@@ -298,6 +310,10 @@ export class DurableRpcServer {
     // A restart is a sign of life for every client: each gets a full lease to reconnect.
     const now = this.options.clock.nowMs();
     for (const e of this.store.conn.entries()) this.#lastSeen.set(e.clientId, now);
+    if (report !== undefined) {
+      this.#restartedAt = now;
+      for (const e of this.store.conn.entries()) this.#dormant.add(e.clientId);
+    }
     // A goodbye that recovery re-executed (its client was not told): finish it as the live path would.
     for (const c of report?.clients ?? []) {
       if (c.reexecute.at(-1)?.methodId === GOODBYE_ID) {
@@ -364,6 +380,7 @@ export class DurableRpcServer {
     const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, failed: false, gone: false };
     this.#conns.set(clientId, conn);
     this.#lastSeen.set(clientId, this.options.clock.nowMs());
+    this.#dormant.delete(clientId);
     const applied = store.conn.appliedSeq(clientId);
     if (SEND_STRATEGIES.has(this.strategy)) {
       for (let s = resumeSeq; s <= applied + g.ringSlots; s++) sqp.postRecv({ id: s, addr: ring.slotOffset(s), len: g.slotBytes });
@@ -432,10 +449,16 @@ export class DurableRpcServer {
       .map((x) => x.id);
   }
 
-  /** Frees one slot for a new client: a client that said goodbye first, then the longest-expired lease. */
+  /**
+   * Frees one slot for a new client: a client that said goodbye first, then the longest-expired
+   * lease, then a pre-crash client not back restartGraceMs after the restart (lowest id first).
+   */
   #reclaim(): number | undefined {
     for (const id of [...this.#closing]) if (this.#tryRelease(id, 'goodbye')) return id;
     for (const id of this.#expired()) if (this.#tryRelease(id, 'lease')) return id;
+    if (this.options.clock.nowMs() - this.#restartedAt >= this.options.restartGraceMs) {
+      for (const id of [...this.#dormant].sort((a, b) => a - b)) if (this.#tryRelease(id, 'lease')) return id;
+    }
     return undefined;
   }
 
@@ -474,6 +497,7 @@ export class DurableRpcServer {
     }
     this.#closing.delete(clientId);
     this.#lastSeen.delete(clientId);
+    this.#dormant.delete(clientId);
     this.releases[why]++;
     return true;
   }
@@ -562,6 +586,7 @@ export class DurableRpcServer {
     const c = this.#conns.get(from.clientId) ?? from;
     if (c.gone || this.#closing.has(c.clientId) || !this.store.conn.has(c.clientId)) return; // after its goodbye: nothing more
     this.#lastSeen.set(c.clientId, this.options.clock.nowMs());
+    this.#dormant.delete(c.clientId);
     const { record, status, bytes } = computed ?? this.#effects(entry, this.store.appView);
     const coupled = COUPLED_STRATEGIES.has(this.strategy);
     if (coupled && this.#faults.replyBeforeApply) this.#reply(c, entry.seq, status, bytes, this.store.conn.appliedSeq(c.clientId));

@@ -64,6 +64,10 @@ export class KvAppServer implements AppServer {
     return { qp, welcome: jsonBytes({ system: this.system, rkey: a.rkey, base: a.base }) };
   }
 
+  release(qpn: number): void {
+    this.kv.release(qpn);
+  }
+
   inspect(): Record<string, unknown> {
     if (!(this.kv instanceof PrismKvServer)) return { app: 'kv', system: 'pilaf', geometry: this.kv.geometry };
     const v = this.kv.inspect();

@@ -6,5 +6,5 @@ export { PrismKvClient, KV_CLIENT_DEFAULTS, type KvClientOptions, type KvClientS
 export { PilafServer, PilafClient, PILAF_SERVER_DEFAULTS, PILAF_REQUEST_IMM, PILAF_REPLY_IMM, encodePilafEntry, decodePilafEntry, type PilafServerOptions, type PilafClientStats } from './pilaf.js';
 export { kvApp, KvAppServer, KV_APP_DEFAULTS, connectKvClient, type KvAppOptions, type KvSystem } from './app.js';
 /** The return-RPC mailbox (two receive buffers per connection), shared with PRISM-RS's buffer returns. */
-export { Mailbox, type MailboxBuffer } from './mailbox.js';
+export { Mailbox, type MailboxBuffer, type MailboxStats } from './mailbox.js';
 export { ReturnDesk, type ReturnDeskConfig, type ReturnStats } from './returns.js';

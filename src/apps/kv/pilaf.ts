@@ -18,7 +18,7 @@ import { CpuPoller, QueuePair, Wr, type MemoryRegion, type RecvCompletion, type 
 import { Access } from '../../../flush/index.js';
 import { crc32c, PmemRegion, PmrpcError, resolveOptions, type ErrorCode } from '../../../pmem/index.js';
 import { kvBase } from './checks.js';
-import { Mailbox } from './mailbox.js';
+import { Mailbox, type MailboxStats } from './mailbox.js';
 import {
   KV_HEADER_BYTES,
   KvErrorCodes,
@@ -140,6 +140,15 @@ export class PilafServer {
 
   accept(): ServerQp {
     return this.#mailbox.accept(this.pd, (qp, bufs, c) => this.#onRecv(qp, bufs, c));
+  }
+
+  /** The connection of QP `qpn` is gone: its mailbox buffers are fenced and reused (Mailbox.release). */
+  release(qpn: number): boolean {
+    return this.#mailbox.release(qpn);
+  }
+
+  get mailboxStats(): MailboxStats {
+    return this.#mailbox.stats;
   }
 
   close(): void {

@@ -9,7 +9,7 @@ import { kvBase } from './checks.js';
 import { auditAllocator, recoverFreeLists, type AllocatorAudit, type ArenaClass, type PointerVerdict } from '../../../recovery/index.js';
 import { ReturnDesk } from './returns.js';
 import { NO_KV_FAULTS, type KvFaults } from './faults.js';
-import { Mailbox } from './mailbox.js';
+import { Mailbox, type MailboxStats } from './mailbox.js';
 import {
   KV_EPOCH_OFFSET,
   KV_HEADER_BYTES,
@@ -271,6 +271,15 @@ export class PrismKvServer {
   /** A server QP for one client, with receive buffers for the return RPC. */
   accept(): ServerQp {
     return this.#mailbox.accept(this.pd, (qp, bufs, c) => this.#desk.onRecv(qp, bufs, c));
+  }
+
+  /** The connection of QP `qpn` is gone: its mailbox buffers are fenced and reused (Mailbox.release). */
+  release(qpn: number): boolean {
+    return this.#mailbox.release(qpn);
+  }
+
+  get mailboxStats(): MailboxStats {
+    return this.#mailbox.stats;
   }
 
   close(): void {

@@ -38,6 +38,8 @@ export interface RpcAppOptions {
   leaseMs: number;
   /** Asked before a client's slot is released (goodbye or lease); false keeps it (DurableRpcServer canRelease). */
   canRelease: ((clientId: number) => boolean) | undefined;
+  /** After a restart, how long a pre-crash client keeps its slot against new clients in a full table if it has not come back (DurableRpcServer restartGraceMs). */
+  restartGraceMs: number;
   /** Test-only fault switches (mutants). */
   rpcFaults: RpcFaults | undefined;
   recoveryFaults: RecoveryFaults | undefined;
@@ -54,6 +56,7 @@ export const RPC_APP_DEFAULTS: Readonly<RpcAppOptions> = Object.freeze({
   pool: undefined,
   leaseMs: 60_000,
   canRelease: undefined,
+  restartGraceMs: 2_000,
   rpcFaults: undefined,
   recoveryFaults: undefined,
 });
@@ -74,6 +77,7 @@ const RPC_APP_CHECKS: OptionChecks<RpcAppOptions> = {
   partialPollsMax: positiveInt,
   leaseMs: (name, v, all) => (v === Number.POSITIVE_INFINITY ? undefined : positiveMs(name, v, all)),
   canRelease: optional(callable()),
+  restartGraceMs: (name, v, all) => (v === 0 ? undefined : positiveMs(name, v, all)),
 };
 
 function resolveRpcAppOptions(options: Partial<RpcAppOptions>): RpcAppOptions {
@@ -123,7 +127,7 @@ export class RpcAppServer implements AppServer {
     this.store = RecoveryStore.open(host.region, { faults: o.recoveryFaults, partialPollsMax: o.partialPollsMax });
     this.rpc = new DurableRpcServer(host.nic, this.store, {
       strategy: o.strategy, keepResults: o.keepResults, faults: o.rpcFaults, schedule: host.schedule, pool: o.pool,
-      entropy: host.entropy, clock: host.clock, leaseMs: o.leaseMs, canRelease: o.canRelease,
+      entropy: host.entropy, clock: host.clock, leaseMs: o.leaseMs, canRelease: o.canRelease, restartGraceMs: o.restartGraceMs,
     });
     for (const [name, h] of Object.entries(o.handlers)) this.rpc.register(name, h, o.methods[name] ?? {});
   }

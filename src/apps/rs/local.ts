@@ -82,7 +82,12 @@ export class RsLocalCluster {
     const r = this.#replica(i);
     if (!r.up) return undefined;
     const { qp, welcome } = r.server.accept(new Uint8Array(0));
-    return { qp: new QueuePair(r.fabric.connect(qp)), welcome };
+    const q = new QueuePair(r.fabric.connect(qp));
+    // The client closing its connection is the replica's disconnect: its mailbox buffers are reused.
+    q.onClose(() => {
+      if (r.up) r.server.release(qp.qpn);
+    });
+    return { qp: q, welcome };
   }
 
   /** A client of every replica; it reconnects to restarted replicas by itself. */

@@ -16,7 +16,7 @@ import { Access, type MemoryRegion, type Rnic } from '../../../flush/index.js';
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
 import { auditAllocator, recoverFreeLists, type AllocatorAudit, type ArenaClass } from '../../../recovery/index.js';
 import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
-import { Mailbox, ReturnDesk, type ReturnStats } from '../kv/index.js';
+import { Mailbox, ReturnDesk, type MailboxStats, type ReturnStats } from '../kv/index.js';
 import { NO_RS_FAULTS, type RsFaults } from './faults.js';
 import {
   RS_EPOCH_OFFSET,
@@ -213,6 +213,15 @@ export class RsServer implements AppServer {
     const qp = this.#mailbox.accept(this.#pd, (q, bufs, c) => this.#desk.onRecv(q, bufs, c));
     const g = this.geometry;
     return { qp, welcome: jsonBytes({ app: 'rs', rkey: this.mr.rkey, base: g.base, epoch: this.#epoch.toString(), layout: { blocks: g.blocks, classes: g.classes.map((c) => ({ sizeBytes: c.sizeBytes, count: c.count })), mailboxBuffers: g.mailboxBuffers } }) };
+  }
+
+  /** The connection of QP `qpn` is gone: its mailbox buffers are fenced and reused (Mailbox.release). */
+  release(qpn: number): void {
+    this.#mailbox.release(qpn);
+  }
+
+  get mailboxStats(): MailboxStats {
+    return this.#mailbox.stats;
   }
 
   close(): void {

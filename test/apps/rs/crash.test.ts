@@ -53,13 +53,14 @@ t.test('CLI: --list-mutants prints name<TAB>step; a mutant reports violations wi
   t.equal(l.status, 0, l.stderr);
   t.same(l.stdout.trim().split('\n'), RS_MUTANTS.map((m) => `${m.name}\t${m.step}`));
   t.ok(RS_MUTANTS.length >= 8, `${RS_MUTANTS.length} mutants`);
-  const m = run('--seed', '3', '--requests', '6', '--images-per-point', '2', '--mutant', 'minorityWrite', '--json');
+  // The cheapest mutant to catch (at crash point 0): the mutants themselves are mutants.test.ts's.
+  const m = run('--seed', '1', '--requests', '6', '--images-per-point', '2', '--mutant', 'allowAllocateBeforeRebuild', '--json');
   t.equal(m.status, 1, m.stderr);
   const d = JSON.parse(m.stdout) as { app: string; mutant: string; violations: Array<{ replay: string }> };
   t.equal(d.app, 'rs');
-  t.equal(d.mutant, 'minorityWrite');
+  t.equal(d.mutant, 'allowAllocateBeforeRebuild');
   t.ok(d.violations.length > 0);
-  t.match(d.violations[0]!.replay, /pmrpc crash-test --app rs .*--mutant minorityWrite --seed 3/);
+  t.match(d.violations[0]!.replay, /pmrpc crash-test --app rs .*--mutant allowAllocateBeforeRebuild --seed 1/);
   const bad = run('--mutant', 'nope');
   t.equal(bad.status, 1);
   t.match(bad.stderr, /mutant must be 'dropItemFlush'.* got nope/);

@@ -25,6 +25,12 @@ const EXPECTED: Record<RsFaultName, string[]> = {
   countFailedCas: [],
 };
 
+// The first seed that catches each mutant at PMRPC_SEED=1 (measured: the explorer is deterministic
+// per seed). Starting there, not at 1, skips whole explorations known to find nothing — about 60 s
+// of a CI run; the search still goes on for 6 seeds if a change moves the catch. Another PMRPC_SEED
+// searches from that seed.
+const FIRST_SEED: Partial<Record<RsFaultName, number>> = { dropItemFlush: 2, dropSlotFlush: 2, minorityWrite: 2, readWithoutWriteBack: 5, readWithoutFlush: 5 };
+
 t.test('mutants are data: name and step; at least 8; the listing', async (t) => {
   t.ok(RS_MUTANTS.length >= 8);
   t.same(Object.keys(EXPECTED).sort(), RS_MUTANTS.map((m) => m.name).sort());
@@ -45,7 +51,8 @@ for (const m of RS_MUTANTS) {
   }
   t.test(`mutant ${m.name} (${m.step}) produces violations`, async (t) => {
     let found = false;
-    for (let s = seed; s < seed + 6 && !found; s++) {
+    const from = seed === 1 ? (FIRST_SEED[m.name] ?? 1) : seed;
+    for (let s = from; s < from + 6 && !found; s++) {
       // minorityWrite: image tuples alone (a crash of every replica just after a write returned) show the loss.
       const crashRuns = m.name === 'minorityWrite' ? 0 : 8;
       const r = await explore(rsExplorerApp({ mutant: m.name, opsPerClient: 6 }), { seed: s, imagesPerPoint: 2, nested: false, violationsMax: 5, crashRuns });
@@ -55,6 +62,6 @@ for (const m of RS_MUTANTS) {
       t.comment(`${m.name} seed ${s}: ${kinds.join(', ')} — ${r.violations[0]!.detail.slice(0, 200)} — ${r.violations[0]!.replay}`);
       t.ok(kinds.some((k) => EXPECTED[m.name].includes(k)), `violation kinds ${kinds.join(', ')} include one of ${EXPECTED[m.name].join(', ')}`);
     }
-    t.ok(found, `${m.name}: violations within 6 seeds from ${seed}`);
+    t.ok(found, `${m.name}: violations within 6 seeds from ${from}`);
   });
 }

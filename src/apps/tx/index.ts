@@ -3,3 +3,4 @@ export { txApp, TxAppServer, resolveTxAppOptions, initialValue, TX_APP_DEFAULTS,
 export { TxClient, TxResolver, parseTxWelcome, SHARD_WAITS_MAX, RESOLVE_ROUNDS_MAX, type ShardConn, type ShardSource, type TxOutcome, type TxStatus, type TxClientOptions, type Resolution } from './client.js';
 export { TX_MUTANTS, NO_TX_FAULTS, txFaultsFor, type TxFaults, type TxFaultName, type TxMutant } from './faults.js';
 export { TxErrorCodes, describeH, txName, makeTxid, txClient, ITEM_BYTES, VALUE_BYTES_MAX, ENTRIES_MAX, type TxGeometry } from './layout.js';
+export { TxAgent, type TxAgentOptions } from './agent.js';

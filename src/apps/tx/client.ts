@@ -130,6 +130,8 @@ export interface TxClientOptions {
   incarnation: number;
   clock: Clock;
   faults: Partial<TxFaults>;
+  /** Test hook: awaited once the commit point is reached, before round 2 (a real-crash run holds a client here and SIGKILLs it: T left prepared). */
+  afterPrepare?: ((txid: bigint) => Promise<void>) | undefined;
 }
 
 export class TxClient {
@@ -161,7 +163,10 @@ export class TxClient {
     this.#clock = options.clock;
     this.faults = Object.freeze({ ...NO_TX_FAULTS, ...options.faults });
     this.resolver = new TxResolver(source, { clock: options.clock, faults: options.faults });
+    this.#afterPrepare = options.afterPrepare;
   }
+
+  readonly #afterPrepare: ((txid: bigint) => Promise<void>) | undefined;
 
   /** The txid the next commit() will use (a client logs its intent under it before committing). */
   get nextTxid(): bigint {
@@ -316,6 +321,7 @@ export class TxClient {
     const writesOn = (s: number): Array<{ key: number; ptr: number }> => byShard.get(s)!.filter((k) => this.#writes.has(k)).map((k) => ({ key: k, ptr: newPtr.get(k)! }));
     if (prep.every((p) => p.state === 'prepared')) {
       // Commit point reached: every participant holds a durable record of T and none fenced it.
+      if (this.#afterPrepare !== undefined) await this.#afterPrepare(txid);
       this.lastRoundTrips++;
       await Promise.all(
         prep.map(async (p) => {

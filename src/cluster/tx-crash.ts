@@ -196,6 +196,15 @@ export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { ma
         [],
       ),
   );
+  const ready = shardSups.map(() => false);
+  const watch = (i: number): void => {
+    ready[i] = false;
+    const gen = shardSups[i]!.generation;
+    void shardSups[i]!.up().then(
+      () => void (shardSups[i]!.generation === gen && (ready[i] = true)),
+      () => undefined,
+    );
+  };
   const outcomes = (): number => histories.reduce((a, h) => a + (existsSync(h) ? readFileSync(h, 'utf8').split('"t":"outcome"').length - 1 : 0), 0);
   const waitOutcomes = async (n: number): Promise<void> => {
     const target = outcomes() + n;
@@ -223,6 +232,7 @@ export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { ma
   const finalWriters = new Map<number, bigint>();
   try {
     await Promise.all(shardSups.map((s) => s.start()));
+    shardSups.forEach((_, i) => watch(i));
     await Promise.all(clientSups.map((s) => s.start()));
     await waitOutcomes(10);
     const finalKills = 2 * o.clients;
@@ -233,14 +243,18 @@ export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { ma
         await killClientMidCommit(Array.from({ length: o.clients }, (_, c) => c), true);
         kills.clients++;
       } else if (roll < 75 || kills.total + o.shards > o.kills - finalKills) {
-        const s = prng.int(0, o.shards - 1);
+        // A shard that serves now (one still restarting is not waited for, unless all are).
+        const upNow = shardSups.flatMap((_, i) => (ready[i] ? [i] : []));
+        const s = upNow.length > 0 ? upNow[prng.int(0, upNow.length - 1)]! : prng.int(0, o.shards - 1);
         await shardSups[s]!.up().catch(() => undefined);
         await shardSups[s]!.kill();
+        watch(s);
         kills.total++;
         kills.shard++;
       } else {
         await Promise.all(shardSups.map((s) => s.up().catch(() => undefined)));
         await Promise.all(shardSups.map((s) => s.kill()));
+        shardSups.forEach((_, i) => watch(i));
         kills.total += o.shards;
         kills.allShards++;
       }

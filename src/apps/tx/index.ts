@@ -4,3 +4,5 @@ export { TxClient, TxResolver, parseTxWelcome, SHARD_WAITS_MAX, RESOLVE_ROUNDS_M
 export { TX_MUTANTS, NO_TX_FAULTS, txFaultsFor, type TxFaults, type TxFaultName, type TxMutant } from './faults.js';
 export { TxErrorCodes, describeH, txName, makeTxid, txClient, ITEM_BYTES, VALUE_BYTES_MAX, ENTRIES_MAX, type TxGeometry } from './layout.js';
 export { TxAgent, type TxAgentOptions } from './agent.js';
+// The durable layout's encoders (tests construct each row of the decision tables with them).
+export { computeTxGeometry, encodeBody, encodeItem, encodeSlot, decodeItem, recordOffset, slotOffset, hWord, hState, hTxid, H_FENCED, H_PREPARED, H_COMMITTED, H_ABORTED, ENTRY_WRITE, ENTRY_READ, RECORD_BODY, type RecordEntry } from './layout.js';

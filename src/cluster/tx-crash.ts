@@ -15,7 +15,6 @@
  *   - each shard's audit after recovery.
  */
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createPrng, cryptoEntropy, intIn, PmemRegion, resolveOptions, systemClock, type Clock, type OptionChecks } from '../../pmem/index.js';
@@ -24,7 +23,7 @@ import { TxClient, TxResolver, txApp, txName, type TxAppServer } from '../apps/t
 import { checkBank } from '../check/index.js';
 import { Supervisor } from '../server/index.js';
 import { parseClusterSpec, type ClusterSpec } from './spec.js';
-import { txNodeAppOptions, txShardSource } from './tx.js';
+import { freePorts, txNodeAppOptions, txShardSource } from './tx.js';
 
 export const encodeAccount = (balance: bigint, writer: bigint): Uint8Array => {
   const b = new Uint8Array(16);
@@ -97,19 +96,6 @@ export interface TxRealCrashReport {
   errors: string[];
   seconds: number;
   violations: number;
-}
-
-async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((res, rej) => {
-      const s = createServer();
-      s.once('error', rej);
-      s.listen(0, '127.0.0.1', () => res(s));
-    })),
-  );
-  const ports = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
 }
 
 interface Intent {

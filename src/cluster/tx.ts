@@ -7,6 +7,7 @@
  * at start it resolves every transaction in doubt that this shard participates in (a restarted
  * shard), then one TxAgent pass per lease (a transaction whose client did not finish it).
  */
+import { createServer } from 'node:net';
 import { PmrpcError, systemClock, type Clock } from '../../pmem/index.js';
 import { QueuePair } from '../../flush/index.js';
 import { parseTxWelcome, TxAgent, TxErrorCodes, type ShardConn, type ShardSource, type TxFaults } from '../apps/tx/index.js';
@@ -151,4 +152,18 @@ export function startTxShardAgent(fileOrSpec: string | ClusterSpec | Record<stri
       await loop;
     },
   };
+}
+
+/** `n` ports free on 127.0.0.1 right now (held together, then released): a cluster file for a local run. */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((res, rej) => {
+      const s = createServer();
+      s.once('error', rej);
+      s.listen(0, '127.0.0.1', () => res(s));
+    })),
+  );
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
 }

@@ -4,6 +4,7 @@ import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { NODE_APP_NAMES, NodeHost, appByName, resolveAuthToken } from '../src/node/index.js';
 import { DIGEST_HANDLERS as WORKLOAD_HANDLERS, RPC_APP_DEFAULTS } from '../src/apps/rpc/index.js';
 import { intOption, log } from './output.js';
+import { startTxShardAgent, txNodeAppOptions, type TxShardAgent } from '../src/cluster/index.js';
 
 /** Parses a byte count: an integer, optionally with a K/M/G (KiB, MiB, GiB) suffix. */
 export function sizeOption(name: string): (v: string) => number {
@@ -49,6 +50,7 @@ interface ServeOpts {
   killAfterCompletions?: number;
   strict?: boolean;
   json?: boolean;
+  cluster?: string;
 }
 
 /** The app options `serve` builds from its flags (the rest are the app's defaults). */
@@ -87,6 +89,7 @@ export function registerServe(program: Command): void {
     }, 'prism')
     .option('--kill-after-events <n>', 'SIGKILL itself after this many persistence events (region crash points): a seeded real crash that replays', intOption('kill-after-events'))
     .option('--kill-after-completions <n>', 'SIGKILL itself at the first media-changing crash point (drain, eviction, NIC drain into media) once its n-th completion (a message to a client: every strategy\'s acknowledgement is one) has left the process: a crash between acknowledgements and the write-back after them', intOption('kill-after-completions'))
+    .option('--cluster <file>', 'tx app: the cluster file this node belongs to — its shard index and the shard count (its place among the tx nodes) and its options come from there, and the node runs the resolver agent over node-to-node links (--lease-ms: its pass period, default 300)')
     .option('--strict', 'msync on every drain (durability across a machine crash; slow)')
     .option('--json', 'logs off: only the one JSON line on stdout')
     .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"node", "app", "host", "port", "pid", "pm", "recovered": {...}, "recoveryMs", ...}.\nThe rpc app serves the demo workload (method append-digest); the kv app PRISM-KV (welcome {system, rkey, base}).\nExit 2: PMRPC_ERR_AUTH_REQUIRED.')
@@ -100,9 +103,10 @@ export function registerServe(program: Command): void {
       let completions = 0;
       let completionsArmed = false;
       const completionLimit = opts.killAfterCompletions;
+      const txCluster = app.name === 'tx' && opts.cluster !== undefined ? opts.cluster : undefined;
       const node = await NodeHost.start({
         app,
-        appOptions: serveAppOptions(app.name, { strategy: opts.strategy, keepResults: opts.keepResults === true, system: opts.system, maxClients: opts.maxClients, leaseMs: opts.leaseMs }),
+        appOptions: txCluster !== undefined ? txNodeAppOptions(txCluster, opts.node) : serveAppOptions(app.name, { strategy: opts.strategy, keepResults: opts.keepResults === true, system: opts.system, maxClients: opts.maxClients, leaseMs: opts.leaseMs }),
         nodeId: opts.node,
         pmPath: opts.pm,
         sizeBytes: opts.size,
@@ -126,6 +130,8 @@ export function registerServe(program: Command): void {
       const line = node.startLine();
       const extra = app.name === 'rpc' ? { strategy: opts.strategy } : app.name === 'kv' ? { system: opts.system } : {};
       process.stdout.write(`${JSON.stringify({ ...line, pid: process.pid, pmFile: opts.pm, ddio: opts.ddio, ...extra })}\n`);
+      // A tx shard of a cluster resolves what it participates in: at start (a restart), then per lease.
+      const agent: TxShardAgent | undefined = txCluster === undefined ? undefined : startTxShardAgent(txCluster, opts.node, { authToken: resolveAuthToken(opts), leaseMs: opts.leaseMs ?? 300, log: opts.json ? undefined : log });
       if (!opts.json) {
         const r = node.recovery;
         log(`pmrpc serve: ${opts.pm} ${r.created ? 'created' : `recovered (${JSON.stringify({ ...r, clients: undefined })})`}`);
@@ -135,7 +141,7 @@ export function registerServe(program: Command): void {
         const stop = (): void => {
           process.off('SIGTERM', stop);
           process.off('SIGINT', stop);
-          void node.close().then(resolve, (e: unknown) => {
+          void (agent?.stop() ?? Promise.resolve()).then(() => node.close()).then(resolve, (e: unknown) => {
             log(`pmrpc serve: shutdown failed: ${(e as Error).message}`);
             process.exitCode = 1;
             resolve();

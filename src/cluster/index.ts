@@ -3,3 +3,5 @@ export { ClusterErrorCodes, parseClusterSpec, loadClusterFile, toClusterSpec, cl
 export { Cluster, connectPeer, CLUSTER_CONNECT_DEFAULTS, ClusterClientErrorCodes, type ClusterConnectOptions, type NodeConnection } from './client.js';
 export { resolveAuthToken, AUTH_TOKEN_ENV, AuthErrorCodes } from '../node/index.js';
 export { connectRsCluster, rsClientOfCluster, type RsClusterOptions } from './rs.js';
+export { freePorts, txShards, txNodeAppOptions, txShardSource, startTxShardAgent, type TxShardSource, type TxShardAgent, type TxShardAgentOptions } from './tx.js';
+export { runTxRealCrash, TX_REAL_CRASH_DEFAULTS, encodeAccount, decodeAccount, type TxRealCrashOptions, type TxRealCrashReport } from './tx-crash.js';

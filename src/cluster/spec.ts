@@ -53,6 +53,12 @@ export interface ClusterNodeOptions {
   keepResults?: boolean;
   /** kv: 'prism' or 'pilaf'. */
   system?: 'prism' | 'pilaf';
+  /** tx: objects per shard, client record slots, arena items, initial values ('list' | 'balance') and the initial balance. */
+  keysPerShard?: number;
+  txClients?: number;
+  txItems?: number;
+  txValue?: 'list' | 'balance';
+  initialBalance?: number;
 }
 
 export interface ClusterNodeSpec {
@@ -83,6 +89,11 @@ const OPTION_FIELDS: Readonly<Record<string, (v: unknown) => boolean>> = Object.
   strategy: (v) => typeof v === 'string' && v.length > 0,
   keepResults: (v) => typeof v === 'boolean',
   system: (v) => v === 'prism' || v === 'pilaf',
+  keysPerShard: (v) => Number.isSafeInteger(v) && (v as number) > 0,
+  txClients: (v) => Number.isSafeInteger(v) && (v as number) > 0,
+  txItems: (v) => Number.isSafeInteger(v) && (v as number) > 0,
+  txValue: (v) => v === 'list' || v === 'balance',
+  initialBalance: (v) => Number.isSafeInteger(v),
 });
 const TOKEN_RE = /token|secret|password/i;
 

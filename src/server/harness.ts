@@ -117,7 +117,7 @@ export const REAL_CRASH_DEFAULTS: Readonly<Omit<RealCrashOptions, 'mainScript'>>
 });
 
 /** A planned self-kill of one incarnation: after N persistence events, or at the first media change after N completions. */
-interface KillPlan {
+export interface KillPlan {
   events?: number;
   completions?: number;
 }
@@ -187,7 +187,7 @@ export interface RealCrashReport extends Omit<DigestVerdict, 'losses'> {
 }
 
 /** An external kill waits until the server has served this long since it last started. */
-const MIN_SERVE_MS = 250;
+export const MIN_SERVE_MS = 250;
 
 interface Up {
   port: number;
@@ -195,7 +195,7 @@ interface Up {
 }
 
 /** What a Supervisor needs: how to start one incarnation, time, logs, and a bound on restarts. */
-interface SupervisorOptions {
+export interface SupervisorOptions {
   /** The `node` arguments of an incarnation (main script, `serve`, flags), given its planned self-kill (if any). */
   args: (plan: KillPlan | undefined) => string[];
   clock: Clock;
@@ -205,8 +205,12 @@ interface SupervisorOptions {
   name: string;
 }
 
-/** Runs `pmrpc serve` children one after another on the same PM file (one node; a cluster run has one per node). */
-class Supervisor {
+/**
+ * Runs `pmrpc serve` children one after another on the same PM file (one node; a cluster run has one
+ * per node) — or any child that prints one JSON start line (PRISM-TX's client processes,
+ * src/cluster/tx-crash.ts): SIGKILLed, it is restarted.
+ */
+export class Supervisor {
   child: ChildProcess | undefined;
   generation = 0;
   incarnations: RestartRecord[] = [];
@@ -322,10 +326,11 @@ class Supervisor {
     return this.#up;
   }
 
-  /** SIGKILL the current incarnation (a crash); the exit handler restarts it. */
-  async kill(): Promise<void> {
+  /** SIGKILL the current incarnation (a crash); the exit handler restarts it (unless `restart` is false: a crash for good). */
+  async kill(restart = true): Promise<void> {
     const c = this.child;
     if (c === undefined || c.exitCode !== null || c.signalCode !== null) return;
+    if (!restart) this.#stopping = true;
     this.#expectKill = 'external';
     c.kill('SIGKILL');
     await this.#exited;

@@ -6,3 +6,4 @@ export { inspectFile, type InspectReport } from './inspect.js';
 export { WORKLOAD_METHOD, WORKLOAD_HANDLERS, PAYLOAD_BYTES, workloadPayload, verifyDigestLog, kvNodeKeys, type ClientLedger, type DigestVerdict } from './workload.js';
 export { runRealCrash, resolveRealCrashOptions, REAL_CRASH_DEFAULTS, HarnessErrorCodes, type RealCrashOptions, type RealCrashReport, type RealCrashVerdict, type RestartRecord } from './harness.js';
 export { runKvRealCrash, resolveKvRealCrashOptions, KV_REAL_CRASH_DEFAULTS, type KvRealCrashOptions, type KvRealCrashReport, type KvNodeReport } from './harness.js';
+export { Supervisor, MIN_SERVE_MS, type SupervisorOptions, type KillPlan } from './harness.js';

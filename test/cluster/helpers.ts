@@ -1,26 +1,13 @@
 // Helpers of the cluster tests: free loopback ports, the compiled CLI run asynchronously, teardown of node processes.
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);
 
-/** `n` ports free on 127.0.0.1 right now (held together, then released). */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((res, rej) => {
-      const s = createServer();
-      s.once('error', rej);
-      s.listen(0, '127.0.0.1', () => res(s));
-    })),
-  );
-  const ports = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
-}
+export { freePorts } from '../../src/cluster/index.js';
 
 export interface CliResult {
   code: number;

@@ -130,6 +130,8 @@ export interface TxClientOptions {
   incarnation: number;
   clock: Clock;
   faults: Partial<TxFaults>;
+  /** Test hook: awaited once the commit point is reached, before round 2 (a real-crash run holds a client here and SIGKILLs it: T left prepared). */
+  afterPrepare?: ((txid: bigint) => Promise<void>) | undefined;
 }
 
 export class TxClient {
@@ -161,6 +163,14 @@ export class TxClient {
     this.#clock = options.clock;
     this.faults = Object.freeze({ ...NO_TX_FAULTS, ...options.faults });
     this.resolver = new TxResolver(source, { clock: options.clock, faults: options.faults });
+    this.#afterPrepare = options.afterPrepare;
+  }
+
+  readonly #afterPrepare: ((txid: bigint) => Promise<void>) | undefined;
+
+  /** The txid the next commit() will use (a client logs its intent under it before committing). */
+  get nextTxid(): bigint {
+    return makeTxid(this.client, this.incarnation, this.#seq + 1);
   }
 
   /** Waits (bounded) for shard s; PMRPC_ERR_TX_SHARD_UNAVAILABLE when it stays down. */
@@ -311,6 +321,7 @@ export class TxClient {
     const writesOn = (s: number): Array<{ key: number; ptr: number }> => byShard.get(s)!.filter((k) => this.#writes.has(k)).map((k) => ({ key: k, ptr: newPtr.get(k)! }));
     if (prep.every((p) => p.state === 'prepared')) {
       // Commit point reached: every participant holds a durable record of T and none fenced it.
+      if (this.#afterPrepare !== undefined) await this.#afterPrepare(txid);
       this.lastRoundTrips++;
       await Promise.all(
         prep.map(async (p) => {
@@ -330,7 +341,8 @@ export class TxClient {
         prep.map(async (p) => {
           if (p.state === 'lost') return false;
           const conn = conns.get(p.s)!;
-          if (p.hOld !== undefined) this.#hPrev.set(p.s, p.hOld);
+          if (p.hOld !== undefined && hState(p.hOld) !== H_PREPARED) this.#hPrev.set(p.s, p.hOld);
+          else if (p.hOld !== undefined) this.#hPrev.delete(p.s); // an earlier incarnation's PREPARED record: settled (and re-read) before the next prepare
           const ok = await abortOn(conn, this.client, txid, p.state === 'prepared', p.locked);
           if (ok && p.state === 'prepared') this.#hPrev.set(p.s, hWord(txid, H_ABORTED));
           return ok;
@@ -364,11 +376,23 @@ export class TxClient {
       // What the resolver left in this client's slots: re-learn every participant's H.
       for (let s = 0; (1n << BigInt(s)) <= u.participants; s++) if ((u.participants >> BigInt(s)) & 1n) this.#hPrev.delete(s);
     }
+    if (this.#knownShards < 0 && this.incarnation > 1) this.#knownShards = (await this.#conn(0)).shards;
     for (const s of this.#needH()) {
-      const conn = await this.#conn(s);
-      const cs = await post(conn, [Wr.read(recAt(conn, this.client), 8), Wr.flush('persistent', conn.rkey, { addr: recAt(conn, this.client).addr, len: 8 })]);
-      if (cs === undefined) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${s} did not answer`);
-      this.#hPrev.set(s, new DataView(cs[0]!.data!.buffer, cs[0]!.data!.byteOffset).getBigUint64(0, true));
+      for (let round = 0; ; round++) {
+        const conn = await this.#conn(s);
+        const cs = await post(conn, [Wr.read(recAt(conn, this.client), 8), Wr.flush('persistent', conn.rkey, { addr: recAt(conn, this.client).addr, len: 8 })]);
+        if (cs === undefined) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${s} did not answer`);
+        const h = new DataView(cs[0]!.data!.buffer, cs[0]!.data!.byteOffset).getBigUint64(0, true);
+        // A reused slot (a later incarnation): a transaction of an earlier one still PREPARED here is
+        // settled before this client prepares anything over its record (a later txid in the slot
+        // tells every resolver that T is final — row D1 — so it must be).
+        if (h !== 0n && hState(h) === H_PREPARED && hTxid(h) !== 0n) {
+          if (round >= RESOLVE_ROUNDS_MAX || (await this.resolver.resolve(hTxid(h))) === 'unknown') throw new PmrpcError(TxErrorCodes.UNRESOLVED, `${txName(hTxid(h))} of an earlier incarnation of client slot ${this.client} could not be resolved`);
+          continue;
+        }
+        this.#hPrev.set(s, h);
+        break;
+      }
     }
   }
 
@@ -380,7 +404,7 @@ export class TxClient {
       this.#knownShards = c.shards;
     }
     const out: number[] = [];
-    for (let s = 0; s < this.#knownShards; s++) if (!this.#hPrev.has(s) && this.#seq > 0) out.push(s);
+    for (let s = 0; s < this.#knownShards; s++) if (!this.#hPrev.has(s) && (this.#seq > 0 || this.incarnation > 1)) out.push(s);
     return out;
   }
 }
@@ -602,14 +626,14 @@ export class TxResolver {
   }
 
   /** Scans and resolves until nothing is in doubt (bounded). Returns how many passes found something. */
-  async resolveAll(passesMax = 8, only?: (txid: bigint) => boolean): Promise<{ passes: number; left: bigint[] }> {
+  async resolveAll(passesMax = 8, only?: (txid: bigint, participants: bigint | undefined) => boolean): Promise<{ passes: number; left: bigint[] }> {
     let left: bigint[] = [];
     for (let pass = 0; pass < passesMax; pass++) {
       // What a READ shows may lag what the NIC's atomics see (another QP's undrained result, e.g. a
       // client's own release): a pass that found something waits before looking again.
       if (pass > 0) await sleep(this.#clock, 1);
       const { inDoubt, hints } = await this.scan();
-      left = inDoubt.filter((t) => only === undefined || only(t));
+      left = inDoubt.filter((t) => only === undefined || only(t, hints.get(t)));
       if (left.length === 0) return { passes: pass, left };
       for (const t of left) await this.resolve(t, hints.get(t));
     }

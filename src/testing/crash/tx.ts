@@ -21,7 +21,7 @@
  */
 import { bool, intIn, oneOf, PmrpcError, resolveOptions, type Clock, type OptionChecks, type PmemRegion, type Prng } from '../../../pmem/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
-import { parseTxWelcome, TX_MUTANTS, txApp, txFaultsFor, TxClient, TxResolver, txName, type ShardConn, type TxAppOptions, type TxAppServer, type TxOutcome } from '../../apps/tx/index.js';
+import { parseTxWelcome, TxAgent, TX_MUTANTS, txApp, txFaultsFor, TxClient, TxResolver, txName, type ShardConn, type TxAppOptions, type TxAppServer, type TxOutcome } from '../../apps/tx/index.js';
 import { checkBank, checkListAppend, type ListAppendTxn } from '../../check/index.js';
 import type { ExplorerApp } from './explorer.js';
 import type { World } from './world.js';
@@ -332,22 +332,18 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
 
   /** The resolver agent (a shard whose clients' leases ran out, or a restarted shard's). */
   const runAgent = async (world: World, isDone: () => boolean): Promise<void> => {
-    const resolver = new TxResolver(sourceFor(world, w.clients, conns), { clock: world.clock, faults });
-    let prev = new Set<bigint>();
+    const agent = new TxAgent(sourceFor(world, w.clients, conns), { clock: world.clock, faults });
     let scans = 0;
     while (!isDone()) {
       if (w.agent && scans < AGENT_SCANS_MAX) {
         scans++;
-        const { inDoubt, hints } = await resolver.scan();
-        const twice = inDoubt.filter((t) => prev.has(t));
-        prev = new Set(inDoubt);
-        for (const t of twice) await resolver.resolve(t, hints.get(t));
+        await agent.pass();
         continue;
       }
       await sleep(world.clock, 2);
       if (wakeAgent) {
         wakeAgent = false;
-        await resolver.resolveAll(4);
+        await agent.resolveAll(4);
       }
     }
   };

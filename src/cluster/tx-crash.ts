@@ -1,0 +1,402 @@
+/**
+ * Real crashes of PRISM-TX (DESIGN §8, docs/tx.md "Real crashes"): S shard processes (`pmrpc serve
+ * --app tx --cluster FILE`, each on its own PM file, each running the resolver agent over
+ * node-to-node links) and C bank-client processes (tx-client-proc.ts), all run by the real-crash
+ * Supervisor of src/server: SIGKILLs at seeded moments — of a client while its commit is in flight
+ * (its history's last line is an intent), of one shard, of every shard at once — each followed by
+ * a restart on the same file (a client restarts as a new incarnation of its slot). At the end the
+ * clients are SIGKILLed mid-commit for good: what they left prepared must be resolved by the
+ * shards alone. Then the checks:
+ *   - nothing in doubt: no lock, no PREPARED record (a scan that does not resolve, then every PM file);
+ *   - bank conservation in every committed audit and in the final state (src/check checkBank);
+ *   - atomicity and nothing acknowledged lost: every account's version chain, walked back from its
+ *     final value through the writers each transfer read, holds every committed transfer on both
+ *     of its accounts, no aborted one, and each undecided one on both or neither;
+ *   - each shard's audit after recovery.
+ */
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createPrng, cryptoEntropy, intIn, PmemRegion, resolveOptions, systemClock, type Clock, type OptionChecks } from '../../pmem/index.js';
+import { Rnic } from '../../flush/index.js';
+import { TxClient, TxResolver, txApp, txName, type TxAppServer } from '../apps/tx/index.js';
+import { checkBank } from '../check/index.js';
+import { Supervisor } from '../server/index.js';
+import { parseClusterSpec, type ClusterSpec } from './spec.js';
+import { freePorts, txNodeAppOptions, txShardSource } from './tx.js';
+
+export const encodeAccount = (balance: bigint, writer: bigint): Uint8Array => {
+  const b = new Uint8Array(16);
+  const dv = new DataView(b.buffer);
+  dv.setBigInt64(0, balance, true);
+  dv.setBigUint64(8, writer, true);
+  return b;
+};
+export const decodeAccount = (b: Uint8Array): { balance: bigint; writer: bigint } => {
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  return { balance: dv.getBigInt64(0, true), writer: b.length >= 16 ? dv.getBigUint64(8, true) : 0n };
+};
+
+export interface TxRealCrashOptions {
+  /** The compiled CLI (dist/cli/main.js); the client script is dist/src/cluster/tx-client-proc.js beside it. */
+  mainScript: string;
+  seed: number;
+  shards: number;
+  clients: number;
+  keysPerShard: number;
+  /** SIGKILLs in all (clients mid-commit, one shard, every shard; the final client kills included). */
+  kills: number;
+  /** The shards' agent pass period. */
+  leaseMs: number;
+  /** Keep the PM files (and the histories) when `dir` is not given. */
+  keep: boolean;
+  dir: string | undefined;
+  clock: Clock;
+  log: ((line: string) => void) | undefined;
+}
+
+export const TX_REAL_CRASH_DEFAULTS: Readonly<Omit<TxRealCrashOptions, 'mainScript'>> = Object.freeze({
+  seed: 1,
+  shards: 3,
+  clients: 4,
+  keysPerShard: 3,
+  kills: 52,
+  leaseMs: 200,
+  keep: false,
+  dir: undefined,
+  clock: systemClock,
+  log: undefined,
+});
+
+const CHECKS: OptionChecks<TxRealCrashOptions> = {
+  seed: intIn(-(2 ** 31), 2 ** 32 - 1),
+  shards: intIn(1, 8),
+  clients: intIn(1, 16),
+  keysPerShard: intIn(1, 64),
+  kills: intIn(0, 1000),
+  leaseMs: intIn(10, 60_000),
+};
+
+export interface TxRealCrashReport {
+  seed: number;
+  kills: { total: number; clientsMidCommit: number; clients: number; shard: number; allShards: number; finalClients: number };
+  /** Transactions held at their commit point when their client was SIGKILLed for good (the shards resolved them alone). */
+  held: number;
+  transactions: { intents: number; committed: number; aborted: number; unknown: number; audits: number };
+  /** Transactions in doubt right after the final client kills (what the shards had to resolve alone). */
+  inDoubtAfterFinalKills: number;
+  /** Milliseconds the shards took to leave nothing in doubt after the final kills. */
+  resolveMs: number;
+  /** PREPARED records and locks found in the PM files at the end (must be 0). */
+  preparedAtEnd: number;
+  lost: string[];
+  atomicity: string[];
+  bank: string[];
+  audit: string[];
+  errors: string[];
+  seconds: number;
+  violations: number;
+}
+
+interface Intent {
+  kind: 'transfer' | 'audit';
+  txid: string;
+  a?: number;
+  b?: number;
+  prevA?: string;
+  prevB?: string;
+  balances?: Record<string, string>;
+  status: 'committed' | 'aborted' | 'unknown';
+}
+
+function readHistory(file: string): Intent[] {
+  if (!existsSync(file)) return [];
+  const byTx = new Map<string, Intent>();
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line.trim() === '') continue;
+    let v: Record<string, unknown>;
+    try {
+      v = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      continue; // a line cut by a SIGKILL (appendFileSync writes whole lines, but be safe)
+    }
+    if (v.t === 'intent') byTx.set(v.txid as string, { ...(v as unknown as Intent), status: 'unknown' });
+    else if (v.t === 'outcome') {
+      const i = byTx.get(v.txid as string);
+      if (i !== undefined && (v.status === 'committed' || v.status === 'aborted')) i.status = v.status;
+    }
+  }
+  return [...byTx.values()];
+}
+
+/** The last history line of a client names a commit in flight. */
+function midCommit(file: string): boolean {
+  if (!existsSync(file)) return false;
+  const text = readFileSync(file, 'utf8').trimEnd();
+  const last = text.slice(text.lastIndexOf('\n') + 1);
+  return last.includes('"t":"intent"');
+}
+
+export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { mainScript: string }): Promise<TxRealCrashReport> {
+  const o = resolveOptions(TX_REAL_CRASH_DEFAULTS as Readonly<TxRealCrashOptions>, options, CHECKS);
+  const clock = o.clock;
+  const t0 = clock.nowMs();
+  const prng = createPrng(o.seed >>> 0);
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'pmrpc-tx-kill-'));
+  const sleep = (ms: number): Promise<void> => new Promise((r) => clock.setTimer(Math.max(0, ms), r));
+  const clientScript = join(dirname(o.mainScript), '..', 'src', 'cluster', 'tx-client-proc.js');
+  const ports = await freePorts(o.shards);
+  const accounts = o.shards * o.keysPerShard;
+  const clusterFile = join(dir, 'cluster.json');
+  const nodeOptions = { sizeBytes: 4 << 20, keysPerShard: o.keysPerShard, txClients: o.clients + 2, txItems: 8192, txValue: 'balance', initialBalance: 100 };
+  const doc = { version: 1, name: 'tx-kill', nodes: ports.map((port, i) => ({ id: `tx${i}`, app: 'tx', host: '127.0.0.1', port, pm: join(dir, `tx${i}.pm`), options: nodeOptions })) };
+  writeFileSync(clusterFile, JSON.stringify(doc, null, 2));
+  const spec: ClusterSpec = parseClusterSpec(doc, { baseDir: dir, file: clusterFile });
+  const errors: string[] = [];
+  const kills = { total: 0, clientsMidCommit: 0, clients: 0, shard: 0, allShards: 0, finalClients: 0 };
+  const shardSups = spec.nodes.map(
+    (n) =>
+      new Supervisor(
+        { args: () => [o.mainScript, 'serve', '--app', 'tx', '--cluster', clusterFile, '--node', n.id, '--pm', n.pm, '--port', String(n.port), '--lease-ms', String(o.leaseMs), '--json'], clock, log: o.log, restartsMax: o.kills + 3, name: `shard ${n.id}` },
+        n.pm,
+        [],
+      ),
+  );
+  const histories = Array.from({ length: o.clients }, (_, c) => join(dir, `client${c}.jsonl`));
+  const incarnations = Array.from({ length: o.clients }, () => 0);
+  const holdNext = Array.from({ length: o.clients }, () => false);
+  const clientSups = histories.map(
+    (h, c) =>
+      new Supervisor(
+        {
+          args: () => {
+            const inc = ++incarnations[c]!;
+            return [clientScript, '--cluster', clusterFile, '--client', String(c), '--incarnation', String(inc), '--seed', String((o.seed >>> 0) * 7919 + c * 131 + inc), '--history', h, ...(holdNext[c] ? ['--hold-after-prepare'] : [])];
+          },
+          clock,
+          log: o.log,
+          restartsMax: o.kills + 3,
+          name: `client ${c}`,
+        },
+        h,
+        [],
+      ),
+  );
+  const ready = shardSups.map(() => false);
+  const watch = (i: number): void => {
+    ready[i] = false;
+    const gen = shardSups[i]!.generation;
+    void shardSups[i]!.up().then(
+      () => void (shardSups[i]!.generation === gen && (ready[i] = true)),
+      () => undefined,
+    );
+  };
+  const outcomes = (): number => histories.reduce((a, h) => a + (existsSync(h) ? readFileSync(h, 'utf8').split('"t":"outcome"').length - 1 : 0), 0);
+  const waitOutcomes = async (n: number): Promise<void> => {
+    const target = outcomes() + n;
+    for (let i = 0; i < 100 && outcomes() < target; i++) await sleep(10);
+  };
+  /** SIGKILLs a client whose commit is in flight (the first found within ~1 s; else `fallback`). */
+  const killClientMidCommit = async (candidates: number[], restart: boolean): Promise<void> => {
+    let victim: number | undefined;
+    const deadline = clock.nowMs() + 1500;
+    while (victim === undefined && clock.nowMs() < deadline) {
+      victim = candidates.find((c) => clientSups[c]!.child?.exitCode === null && clientSups[c]!.child?.signalCode === null && midCommit(histories[c]!));
+      if (victim === undefined) await sleep(2);
+    }
+    if (victim !== undefined) kills.clientsMidCommit++;
+    const c = victim ?? candidates[prng.int(0, candidates.length - 1)]!;
+    await clientSups[c]!.kill(restart);
+    kills.total++;
+    return void c;
+  };
+  let inDoubtAfterFinalKills = 0;
+  const held: string[] = [];
+  let resolveMs = 0;
+  let preparedAtEnd = 0;
+  const finalBalances = new Map<number, bigint>();
+  const finalWriters = new Map<number, bigint>();
+  try {
+    await Promise.all(shardSups.map((s) => s.start()));
+    shardSups.forEach((_, i) => watch(i));
+    await Promise.all(clientSups.map((s) => s.start()));
+    await waitOutcomes(10);
+    const finalKills = 2 * o.clients;
+    for (let round = 0; kills.total < o.kills - finalKills; round++) {
+      await waitOutcomes(prng.int(1, 3));
+      const roll = prng.int(0, 99);
+      if (roll < 40) {
+        await killClientMidCommit(Array.from({ length: o.clients }, (_, c) => c), true);
+        kills.clients++;
+      } else if (roll < 75 || kills.total + o.shards > o.kills - finalKills) {
+        // A shard that serves now (one still restarting is not waited for, unless all are).
+        const upNow = shardSups.flatMap((_, i) => (ready[i] ? [i] : []));
+        const s = upNow.length > 0 ? upNow[prng.int(0, upNow.length - 1)]! : prng.int(0, o.shards - 1);
+        await shardSups[s]!.up().catch(() => undefined);
+        await shardSups[s]!.kill();
+        watch(s);
+        kills.total++;
+        kills.shard++;
+      } else {
+        await Promise.all(shardSups.map((s) => s.up().catch(() => undefined)));
+        await Promise.all(shardSups.map((s) => s.kill()));
+        shardSups.forEach((_, i) => watch(i));
+        kills.total += o.shards;
+        kills.allShards++;
+      }
+      o.log?.(`kill ${kills.total}: ${outcomes()} outcomes so far`);
+    }
+    await Promise.all(shardSups.map((s) => s.up().catch(() => undefined)));
+    await waitOutcomes(5);
+    // The final kills: every client mid-commit, restarted to hold its next transaction at the commit
+    // point (records durable everywhere, nothing installed), SIGKILLed there for good. The shards
+    // alone must resolve what they left: roll every held transaction forward.
+    for (let c = 0; c < o.clients; c++) {
+      holdNext[c] = true;
+      await clientSups[c]!.up().catch(() => undefined);
+      await killClientMidCommit([c], true);
+      kills.finalClients++;
+    }
+    for (let c = 0; c < o.clients; c++) {
+      await clientSups[c]!.up().catch(() => undefined);
+      const deadline = clock.nowMs() + 60_000;
+      const heldLine = (): string | undefined => {
+        const text = existsSync(histories[c]!) ? readFileSync(histories[c]!, 'utf8').trimEnd() : '';
+        const last = text.slice(text.lastIndexOf('\n') + 1);
+        return last.includes('"t":"held"') ? (JSON.parse(last) as { txid: string }).txid : undefined;
+      };
+      let t: string | undefined;
+      while ((t = heldLine()) === undefined && clock.nowMs() < deadline) await sleep(10);
+      if (t === undefined) errors.push(`client ${c} never reached a commit point to be held at`);
+      else held.push(t);
+      await clientSups[c]!.kill(false);
+      kills.total++;
+      kills.finalClients++;
+    }
+    const links = txShardSource(spec, { name: 'tx-kill-checker', clock });
+    try {
+      const scanner = new TxResolver(links.source, { clock }); // scan() only: it never resolves
+      const tr = clock.nowMs();
+      for (let i = 0; i < 200 && spec.nodes.some((_, s) => links.source(s) === undefined); i++) await sleep(20);
+      let first = true;
+      for (let i = 0; ; i++) {
+        const { inDoubt } = await scanner.scan();
+        if (first) inDoubtAfterFinalKills = inDoubt.length;
+        first = false;
+        if (inDoubt.length === 0) break;
+        if (clock.nowMs() - tr > 60_000) {
+          errors.push(`still in doubt 60 s after the final kills: ${inDoubt.map(txName).join(', ')}`);
+          break;
+        }
+        await sleep(o.leaseMs / 2);
+      }
+      resolveMs = clock.nowMs() - tr;
+      // The final state: one read-only transaction over every account (client slot `clients`, never used before).
+      const reader = new TxClient(links.source, { client: o.clients, incarnation: 1, clock, faults: {} });
+      for (let attempt = 0; attempt < 20; attempt++) {
+        await reader.begin();
+        const vals = new Map<number, { balance: bigint; writer: bigint }>();
+        for (let k = 0; k < accounts; k++) vals.set(k, decodeAccount(await reader.read(k)));
+        const r = await reader.commit();
+        if (r.status === 'committed') {
+          for (const [k, v] of vals) {
+            finalBalances.set(k, v.balance);
+            finalWriters.set(k, v.writer);
+          }
+          break;
+        }
+      }
+      if (finalBalances.size !== accounts) errors.push('the final read of every account did not commit');
+    } finally {
+      links.close();
+    }
+  } catch (e) {
+    errors.push((e as Error).message);
+  } finally {
+    for (const s of clientSups) s.destroy();
+    await Promise.all(shardSups.map(async (s) => {
+      try {
+        await s.stop();
+      } finally {
+        s.destroy();
+      }
+    }));
+  }
+  for (const s of [...shardSups, ...clientSups]) errors.push(...s.failures);
+  // Every PM file: nothing PREPARED, nothing locked (before recovery touches it), then recovered and audited.
+  const audit: string[] = [];
+  spec.nodes.forEach((n, i) => {
+    try {
+      const copy = `${n.pm}.check`;
+      copyFileSync(n.pm, copy);
+      const region = PmemRegion.open(copy, { clock });
+      const nic = new Rnic(region);
+      const server = txApp.open({ region, nic, clock, schedule: queueMicrotask, entropy: cryptoEntropy }, txApp.resolveOptions(txNodeAppOptions(spec, n.id))) as TxAppServer;
+      const prepared = server.prepared();
+      preparedAtEnd += prepared.size;
+      for (const t of prepared.keys()) audit.push(`shard ${i}: ${txName(t)} still PREPARED`);
+      for (let k = 0; k < server.geometry.keys; k++) {
+        if (server.slot(k).lock !== 0n) {
+          preparedAtEnd++;
+          audit.push(`shard ${i}: slot ${k} still locked by ${txName(server.slot(k).lock)}`);
+        }
+      }
+      server.recover();
+      for (const p of server.audit()) audit.push(`shard ${i}: ${p.kind}: ${p.detail}`);
+      server.close();
+      nic.detach();
+      region.close({ writeBack: false });
+      rmSync(copy, { force: true });
+    } catch (e) {
+      audit.push(`shard ${i}: the final file does not open: ${(e as Error).message}`);
+    }
+  });
+  // The histories.
+  const intents = histories.flatMap((h) => readHistory(h));
+  const byTxid = new Map(intents.map((i) => [i.txid, i]));
+  const total = BigInt(100 * accounts);
+  const accountNames = Array.from({ length: accounts }, (_, k) => k);
+  const bank: string[] = [];
+  const snapshots = intents.filter((i) => i.kind === 'audit').map((i) => ({ id: i.txid, type: i.status === 'committed' ? ('ok' as const) : ('info' as const), balances: new Map(Object.entries(i.balances ?? {}).map(([k, v]) => [Number(k), BigInt(v)])) }));
+  if (finalBalances.size === accounts) {
+    const r = checkBank(snapshots, { accounts: accountNames, total, final: finalBalances, negative: true });
+    if (r.valid !== true) bank.push(...(r.anomalies.length > 0 ? r.anomalies.map((a) => `${a.kind} in ${a.id}: ${a.detail}`) : [r.reason ?? 'undecided']));
+  }
+  // Version chains: (txid, account) pairs installed in the final state's history.
+  const present = new Set<string>();
+  const atomicity: string[] = [];
+  for (const [k, w0] of finalWriters) {
+    let w = w0;
+    for (let steps = 0; w !== 0n && steps <= intents.length; steps++) {
+      const it = byTxid.get(String(w));
+      if (it === undefined || it.kind !== 'transfer' || (it.a !== k && it.b !== k)) {
+        atomicity.push(`account ${k}: version by ${txName(w)}, which no client wrote`);
+        break;
+      }
+      present.add(`${it.txid}/${k}`);
+      w = BigInt(it.a === k ? it.prevA! : it.prevB!);
+    }
+  }
+  const lost: string[] = [];
+  const counts = { intents: intents.length, committed: 0, aborted: 0, unknown: 0, audits: snapshots.length };
+  for (const it of intents) {
+    counts[it.status]++;
+    if (it.kind !== 'transfer' || finalWriters.size !== accounts) continue;
+    const pa = present.has(`${it.txid}/${it.a}`);
+    const pb = present.has(`${it.txid}/${it.b}`);
+    const name = txName(BigInt(it.txid));
+    if (it.status === 'committed' && !(pa && pb)) (pa || pb ? atomicity : lost).push(`${name} committed but ${pa || pb ? 'partly' : 'not'} present (accounts ${it.a}: ${pa}, ${it.b}: ${pb})`);
+    if (it.status === 'aborted' && (pa || pb)) atomicity.push(`${name} aborted but present (accounts ${it.a}: ${pa}, ${it.b}: ${pb})`);
+    if (it.status === 'unknown' && pa !== pb) atomicity.push(`${name} undecided and partly present (accounts ${it.a}: ${pa}, ${it.b}: ${pb})`);
+  }
+  // A held transaction reached its commit point: the shards must have rolled it forward.
+  for (const t of held) {
+    const it = byTxid.get(t);
+    if (it === undefined || it.kind !== 'transfer' || finalWriters.size !== accounts) continue;
+    if (!present.has(`${t}/${it.a}`) || !present.has(`${t}/${it.b}`)) atomicity.push(`${txName(BigInt(t))} reached its commit point (held, then its client SIGKILLed) but the shards did not roll it forward`);
+  }
+  if (counts.committed === 0) errors.push('no transaction committed');
+  if (!o.keep && o.dir === undefined) rmSync(dir, { recursive: true, force: true });
+  const violations = lost.length + atomicity.length + bank.length + audit.length + errors.length + preparedAtEnd;
+  return { seed: o.seed, kills, held: held.length, transactions: counts, inDoubtAfterFinalKills, resolveMs, preparedAtEnd, lost, atomicity, bank, audit, errors, seconds: (clock.nowMs() - t0) / 1000, violations };
+}

@@ -1,0 +1,227 @@
+// Coverage of the decision tables of docs/tx.md: every row of D (resolution, TxResolver) and R
+// (local recovery of a shard) is constructed directly in PM — records, slots, items written by
+// hand — and the row's outcome is asserted. Two shards, keys 0 (shard 0) and 1 (shard 1), one
+// transaction T of client slot 0 writing both.
+import t from 'tap';
+import { PmemRegion } from '../../../pmem/index.js';
+import { Rnic } from '../../../flush/index.js';
+import { nicConfigFor, World } from '../../../src/testing/crash/index.js';
+import {
+  encodeBody, encodeItem, encodeSlot, ENTRY_READ, ENTRY_WRITE, H_ABORTED, H_COMMITTED, H_FENCED, H_PREPARED, hWord, ITEM_BYTES, makeTxid, parseTxWelcome,
+  RECORD_BODY, recordOffset, slotOffset, TxResolver, txApp, type RecordEntry, type ShardConn, type TxAppServer,
+} from '../../../src/apps/tx/index.js';
+
+const SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
+t.comment(`seed ${SEED}`);
+const te = new TextEncoder();
+const td = new TextDecoder();
+const T = makeTxid(0, 1, 7);
+const LATER = makeTxid(0, 1, 8);
+const TS = (1000n << 8n) | 0n;
+const BOTH = 0b11n;
+const opts = (shard: number) => txApp.resolveOptions({ shard, shards: 2, keysPerShard: 2, clients: 4, items: 32 });
+
+/** Durable stores on a shard's region (what a crash image holds). */
+function put(srv: TxAppServer, at: number, b: Uint8Array): void {
+  srv.region.store(at, b);
+  srv.region.persist(at, b.length);
+}
+function setH(srv: TxAppServer, h: bigint): void {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, h, true);
+  put(srv, recordOffset(srv.geometry, 0), b);
+}
+/** T's prepared write of `key` on its shard: a new item, the slot locked by T with W = ts; returns the record entry. */
+function prepareWrite(srv: TxAppServer, key: number, value: string, opt: { installed?: boolean; ctTorn?: boolean } = {}): RecordEntry {
+  const g = srv.geometry;
+  const newPtr = g.arenaOffset + (g.items - 1) * ITEM_BYTES;
+  put(srv, newPtr, encodeItem({ ts: TS, key, value: te.encode(value) }));
+  const s = srv.slot(0);
+  const installed = opt.installed === true;
+  put(srv, slotOffset(g, 0), encodeSlot({ w: TS, ct: installed && opt.ctTorn !== true ? TS : s.ct, lock: T, ptr: installed ? newPtr : s.ptr, bound: ITEM_BYTES }).subarray(0, 40));
+  return { key, kind: ENTRY_WRITE, newPtr, oldCt: s.ct };
+}
+function record(srv: TxAppServer, state: bigint, entries: RecordEntry[], torn = false): void {
+  const body = encodeBody({ txid: T, ts: TS, participants: BOTH, entries });
+  if (torn) body[body.length - 1]! ^= 0xff;
+  put(srv, recordOffset(srv.geometry, 0) + RECORD_BODY, body);
+  setH(srv, hWord(T, state));
+}
+const valueOf = (srv: TxAppServer): string => td.decode(srv.value(0)!.value);
+
+function cluster(): { world: World; srv: (s: number) => TxAppServer; resolver: () => TxResolver } {
+  const world = new World(nicConfigFor(SEED, { eviction: 0, ddio: true }), SEED);
+  for (let n = 0; n < 2; n++) {
+    const region = PmemRegion.createInMemory(txApp.minRegionBytes(opts(n)) + 64, { tracing: true });
+    txApp.format(region, opts(n));
+    world.addNode(region, (host) => txApp.open(host, opts(n))).server!.recover();
+  }
+  const conns: ShardConn[] = [];
+  const source = (s: number): ShardConn | undefined => {
+    if (world.nodes[s]!.crashed) return undefined;
+    if (conns[s] === undefined || conns[s]!.qp.link.closed === true) {
+      const { qp, welcome } = world.connect(s, new Uint8Array(0), 3);
+      conns[s] = parseTxWelcome(qp, welcome);
+    }
+    return conns[s];
+  };
+  return { world, srv: (s) => world.nodes[s]!.server as TxAppServer, resolver: () => new TxResolver(source, { clock: world.clock }) };
+}
+
+async function resolveIn(world: World, r: TxResolver, participants?: bigint): Promise<string> {
+  let out: string | undefined;
+  let err: unknown;
+  void r.resolve(T, participants).then((v) => (out = v), (e: unknown) => (err = e ?? 'error'));
+  const run = await world.run(() => out !== undefined || err !== undefined, 400_000);
+  if (err !== undefined) throw err;
+  if (run.status !== 'done') throw new Error(`the world ${run.status}`);
+  for (const n of world.nodes) if (!n.crashed) n.nic.drainAll();
+  return out!;
+}
+
+const h = (srv: TxAppServer): bigint => srv.record(0).h;
+
+t.test('D1: a later txid of the slot on some participant — T is final: only its stale locks are released', async (t) => {
+  const { world, srv, resolver } = cluster();
+  setH(srv(0), hWord(LATER, H_COMMITTED));
+  prepareWrite(srv(1), 1, 'x');
+  setH(srv(1), hWord(T, H_COMMITTED)); // T finished here; a lock naming T left behind
+  t.equal(await resolveIn(world, resolver(), BOTH), 'finished');
+  t.equal(srv(1).slot(0).lock, 0n, 'the stale lock released');
+  t.equal(h(srv(0)), hWord(LATER, H_COMMITTED), 'nothing else written');
+});
+
+t.test('D2: some participant COMMITTED(T) — roll forward everywhere', async (t) => {
+  const { world, srv, resolver } = cluster();
+  setH(srv(0), hWord(T, H_COMMITTED));
+  const e = prepareWrite(srv(1), 1, 'new1');
+  record(srv(1), H_PREPARED, [e]);
+  t.equal(await resolveIn(world, resolver(), BOTH), 'committed');
+  t.equal(valueOf(srv(1)), 'new1', 'installed on the participant that was still prepared');
+  t.equal(h(srv(1)), hWord(T, H_COMMITTED));
+  t.equal(srv(1).slot(0).lock, 0n);
+});
+
+for (const st of [H_ABORTED, H_FENCED]) {
+  t.test(`D3: some participant ${st === H_ABORTED ? 'ABORTED' : 'FENCED'}(T) — roll back everywhere`, async (t) => {
+    const { world, srv, resolver } = cluster();
+    setH(srv(0), hWord(T, st));
+    const e = prepareWrite(srv(1), 1, 'new1');
+    record(srv(1), H_PREPARED, [e]);
+    t.equal(await resolveIn(world, resolver(), BOTH), 'aborted');
+    t.equal(valueOf(srv(1)), '', 'the old value stays');
+    t.equal(h(srv(1)), hWord(T, H_ABORTED));
+    t.equal(srv(1).slot(0).lock, 0n);
+  });
+}
+
+t.test('D4: every participant PREPARED(T) (the commit point) — roll forward, idempotently', async (t) => {
+  const { world, srv, resolver } = cluster();
+  for (const s of [0, 1]) record(srv(s), H_PREPARED, [prepareWrite(srv(s), s, `new${s}`)]);
+  t.equal(await resolveIn(world, resolver()), 'committed', 'found from the records alone (no hint)');
+  t.equal(await resolveIn(world, resolver(), BOTH), 'committed', 'a second resolver: the same decision');
+  for (const s of [0, 1]) {
+    t.equal(valueOf(srv(s)), `new${s}`);
+    t.equal(h(srv(s)), hWord(T, H_COMMITTED));
+    t.equal(srv(s).slot(0).lock, 0n);
+  }
+});
+
+t.test('D5: a record of T, one participant without one — fence it there, then roll back', async (t) => {
+  const { world, srv, resolver } = cluster();
+  record(srv(0), H_PREPARED, [prepareWrite(srv(0), 0, 'new0')]);
+  prepareWrite(srv(1), 1, 'new1'); // locked by T, no record: the prepare's H CAS never landed
+  t.equal(await resolveIn(world, resolver()), 'aborted');
+  t.equal(h(srv(1)), hWord(T, H_FENCED), 'fenced: a late prepare of T fails there');
+  t.equal(h(srv(0)), hWord(T, H_ABORTED));
+  for (const s of [0, 1]) {
+    t.equal(valueOf(srv(s)), '');
+    t.equal(srv(s).slot(0).lock, 0n);
+  }
+});
+
+t.test('D6: no record of T anywhere, only its locks — fence where it touched, roll back', async (t) => {
+  const { world, srv, resolver } = cluster();
+  prepareWrite(srv(0), 0, 'new0');
+  t.equal(await resolveIn(world, resolver()), 'aborted');
+  t.equal(h(srv(0)), hWord(T, H_FENCED));
+  t.equal(srv(0).slot(0).lock, 0n);
+  t.equal(valueOf(srv(0)), '');
+});
+
+t.test('D7: a participant down and nothing decides — wait (bounded): unknown, nothing changed', async (t) => {
+  const { world, srv, resolver } = cluster();
+  record(srv(0), H_PREPARED, [prepareWrite(srv(0), 0, 'new0')]);
+  world.crash(1);
+  t.equal(await resolveIn(world, resolver(), BOTH), 'unknown');
+  t.equal(h(srv(0)), hWord(T, H_PREPARED), 'still PREPARED: its record may be durable on the shard that is down');
+  t.equal(srv(0).slot(0).lock, T);
+});
+
+const nics: Rnic[] = [];
+const track = (n: Rnic): Rnic => (nics.push(n), n);
+t.teardown(() => {
+  for (const n of nics) n.detach();
+});
+
+/** A standalone shard 0 (format, hand-made state, then open + recover as after a crash). */
+function recovered(build: (srv: TxAppServer) => void): TxAppServer {
+  const region = PmemRegion.createInMemory(txApp.minRegionBytes(opts(0)) + 64);
+  txApp.format(region, opts(0));
+  const host = () => ({ region, nic: track(new Rnic(region)), clock: { nowMs: () => 0, nowNs: () => 0n, setTimer: () => ({ cancel() {} }) }, schedule: queueMicrotask, entropy: { fill: (b: Uint8Array) => b.fill(1) } });
+  build(txApp.open(host() as never, opts(0)) as TxAppServer);
+  const srv = txApp.open(host() as never, opts(0)) as TxAppServer;
+  srv.recover();
+  return srv;
+}
+
+t.test('R1: PREPARED(T) with a write entry — locked by T; a torn install is settled by the ptr word', async (t) => {
+  for (const [installed, ctTorn, want] of [[false, false, 0n], [true, true, TS], [true, false, TS]] as const) {
+    let e!: RecordEntry;
+    const srv = recovered((s) => record(s, H_PREPARED, [(e = prepareWrite(s, 0, 'new0', { installed, ctTorn }))]));
+    t.equal(srv.slot(0).lock, T, 'T keeps its lock for the resolver');
+    t.equal(srv.slot(0).ct, want, `ptr ${installed ? 'is' : 'is not'} T's item${ctTorn ? ' (CT torn)' : ''}: CT ${want === TS ? ':= ts' : '= oldCT'}`);
+    t.equal(srv.slot(0).ptr === e.newPtr, installed);
+    t.same(srv.audit(), []);
+  }
+});
+
+t.test("R1': PREPARED(T) with a read entry — W := max(W, ts)", async (t) => {
+  const srv = recovered((s) => record(s, H_PREPARED, [{ key: 0, kind: ENTRY_READ, newPtr: 0, oldCt: 0n }]));
+  t.equal(srv.slot(0).w, TS);
+  t.equal(srv.slot(0).lock, 0n);
+});
+
+t.test('R2: PREPARED(T) over a torn body — the audit reports it', async (t) => {
+  const srv = recovered((s) => record(s, H_PREPARED, [prepareWrite(s, 0, 'new0')], true));
+  t.match(srv.audit(), [{ kind: 'record' }]);
+});
+
+t.test('R3: a lock no PREPARED record backs — released (never recorded, or decided here)', async (t) => {
+  for (const st of [undefined, H_COMMITTED, H_ABORTED]) {
+    const srv = recovered((s) => {
+      const e = prepareWrite(s, 0, 'new0');
+      if (st !== undefined) record(s, st, [e]);
+    });
+    t.equal(srv.slot(0).lock, 0n);
+    t.equal(srv.lastRecovery!.locksReleased, 1);
+  }
+});
+
+t.test('R4: the free list — arena minus slot pointers and PREPARED newPtrs', async (t) => {
+  const g = opts(0);
+  const orphan = recovered((s) => prepareWrite(s, 0, 'new0')); // T's item reached by nothing once its lock goes
+  t.equal(orphan.lastRecovery!.reclaimed, g.items - g.keysPerShard, "every item but the installed ones, T's orphan included");
+  const kept = recovered((s) => record(s, H_PREPARED, [prepareWrite(s, 0, 'new0')]));
+  t.equal(kept.lastRecovery!.reachable, g.keysPerShard + 1, "the PREPARED record's newPtr is kept");
+  t.equal(kept.lastRecovery!.reclaimed, g.items - g.keysPerShard - 1);
+});
+
+t.test('R5: H COMMITTED / ABORTED / FENCED / empty — final: nothing repaired', async (t) => {
+  for (const st of [H_COMMITTED, H_ABORTED, H_FENCED, undefined]) {
+    const srv = recovered((s) => (st === undefined ? undefined : setH(s, hWord(T, st))));
+    t.equal(srv.lastRecovery!.slotsRepaired, 0);
+    t.equal(srv.lastRecovery!.locksReleased, 0);
+    t.equal(srv.record(0).h, st === undefined ? 0n : hWord(T, st));
+  }
+});

@@ -328,7 +328,7 @@ t.test('strict: msync on drain, persist and nt-store runs without error', async 
 
 t.test('stats counters', async (t) => {
   const r = PmemRegion.createInMemory(SIZE);
-  t.same(r.stats, { stores: 0, bytesStored: 0, flushes: 0, drains: 0, linesWrittenBack: 0, evictions: 0, ntStores: 0 });
+  t.same(r.stats, { stores: 0, bytesStored: 0, flushes: 0, drains: 0, linesWrittenBack: 0, evictions: 0, ntStores: 0, msyncs: 0 });
   r.store(0, bytes(8, 1));
   r.storeU64(64, 1n);
   r.fill(128, 100, 7); // lines 2, 3

@@ -543,7 +543,7 @@ export class DurableRpcServer {
     try {
       if (this.strategy !== 'gpspm' && ACK_STRATEGIES.has(this.strategy)) this.#persistAndAck(c, polled.map((e) => e.seq));
       beforeProcess?.();
-      if (this.options.pool === undefined) for (const entry of polled) this.#process(c, entry);
+      if (this.options.pool === undefined) this.#processBatch(c, polled);
       else {
         for (const entry of polled) this.#queue.push({ c, entry });
         this.#dispatch();
@@ -557,6 +557,40 @@ export class DurableRpcServer {
     if (polled.length === this.options.batchMax && !c.failed && !c.gone) this.options.schedule(() => this.#service(c));
   }
 
+  /**
+   * Group commit of one poll batch (docs/recovery.md, "Group commit"): the redo log's persists of
+   * the whole batch are shared (RecoveryStore.batch) and, on a `strict` region, synced by a few
+   * msyncs per batch instead of several per request (PmemRegion.groupCommit); the batch's RESULTs
+   * (each carrying its credit) wait until the batch is settled, and leave through the region's ack
+   * gate, which syncs whatever is still waiting first.
+   */
+  #processBatch(c: Conn, polled: RingEntry[]): void {
+    if (polled.length === 0) return;
+    const replies: Array<() => void> = [];
+    this.#replies = replies;
+    let failure: unknown;
+    try {
+      this.region.groupCommit(() => this.store.batch(() => { for (const entry of polled) this.#process(c, entry); }));
+    } catch (e) {
+      failure = e;
+    } finally {
+      this.#replies = undefined;
+    }
+    // What was settled before a failure is still answered (each RESULT through the ack gate).
+    for (const send of replies) send();
+    if (failure !== undefined) throw failure;
+  }
+
+  /** Inside #processBatch: RESULTs held until the batch is settled. */
+  #replies: Array<() => void> | undefined;
+
+  #flushReplies(): void {
+    const rs = this.#replies;
+    if (rs === undefined || rs.length === 0) return;
+    this.store.settle();
+    for (const send of rs.splice(0)) send();
+  }
+
   #process(from: Conn, entry: RingEntry, computed?: { record: Effects; status: number; bytes: Uint8Array }): void {
     // The client may have reconnected since the entry was polled (pool mode): answer on its current connection.
     const c = this.#conns.get(from.clientId) ?? from;
@@ -567,6 +601,8 @@ export class DurableRpcServer {
     if (coupled && this.#faults.replyBeforeApply) this.#reply(c, entry.seq, status, bytes, this.store.conn.appliedSeq(c.clientId));
     this.store.commit(entry.clientId, entry.seq, record);
     if (entry.methodId === GOODBYE_ID) {
+      this.#flushReplies(); // settled and answered before the release, in order
+      if (this.#replies !== undefined) this.store.settle();
       // Every earlier entry is applied (FIFO). The release is durable before the answer goes out;
       // a slot canRelease keeps is released later (releaseExpired, or when a slot is needed).
       this.#closing.add(c.clientId);
@@ -576,11 +612,15 @@ export class DurableRpcServer {
       this.#drop(c);
       return;
     }
-    const applied = this.store.conn.appliedSeq(c.clientId);
-    const g = this.store.geometry;
-    // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.
-    if (SEND_STRATEGIES.has(this.strategy)) c.sqp.postRecv({ id: entry.seq + g.ringSlots, addr: c.ring.slotOffset(entry.seq + g.ringSlots), len: g.slotBytes });
-    if (!(coupled && this.#faults.replyBeforeApply)) this.#reply(c, entry.seq, status, bytes, applied + (this.#faults.earlyCredit ? 1 : 0));
+    const send = (): void => {
+      const applied = this.store.conn.appliedSeq(c.clientId);
+      const g = this.store.geometry;
+      // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.
+      if (SEND_STRATEGIES.has(this.strategy)) c.sqp.postRecv({ id: entry.seq + g.ringSlots, addr: c.ring.slotOffset(entry.seq + g.ringSlots), len: g.slotBytes });
+      if (!(coupled && this.#faults.replyBeforeApply)) this.#reply(c, entry.seq, status, bytes, applied + (this.#faults.earlyCredit ? 1 : 0));
+    };
+    if (this.#replies !== undefined) this.#replies.push(send);
+    else send();
   }
 
   // ------------------------------------------------------------ pool mode

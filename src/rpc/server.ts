@@ -11,7 +11,7 @@
  * Coupled baselines (farm, darpc) only ever answer with that RESULT.
  */
 import assert from 'node:assert/strict';
-import { bool, callable, cryptoEntropy, isPmrpcError, must, optional, PmrpcError, crc32c, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
+import { bool, callable, cryptoEntropy, isPmrpcError, must, nextTurn, optional, PmrpcError, crc32c, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
 import { Access, CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../flush/index.js';
 import {
   checkEffects,
@@ -252,7 +252,11 @@ export class DurableRpcServer {
     if (nic === null || typeof nic !== 'object' || typeof (nic as Rnic).createQp !== 'function') throw new TypeError('nic must be an Rnic');
     if (!(store instanceof RecoveryStore)) throw new TypeError('store must be a RecoveryStore');
     if (store.region !== nic.region) throw new TypeError('store and nic must be on the same region');
-    const o = resolveOptions(RPC_SERVER_DEFAULTS, options, RPC_SERVER_CHECKS);
+    // strict group commit: on a region that msyncs, a CPU pass waits for the next turn of the event
+    // loop (unless the caller schedules passes), so the requests of one turn form one poll batch and
+    // share its msyncs (docs/recovery.md, "Group commit").
+    const strictFile = nic.region.options.strict && nic.region.path !== undefined;
+    const o = resolveOptions(RPC_SERVER_DEFAULTS, strictFile && options.schedule === undefined ? { ...options, schedule: nextTurn } : options, RPC_SERVER_CHECKS);
     this.#faults = checkRpcFaults(o.faults);
     this.options = Object.freeze(o);
     this.strategy = o.strategy;

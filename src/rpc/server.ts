@@ -257,6 +257,7 @@ export class DurableRpcServer {
     // share its msyncs (docs/recovery.md, "Group commit").
     const strictFile = nic.region.options.strict && nic.region.path !== undefined;
     const o = resolveOptions(RPC_SERVER_DEFAULTS, strictFile && options.schedule === undefined ? { ...options, schedule: nextTurn } : options, RPC_SERVER_CHECKS);
+    this.#strictFile = strictFile;
     this.#faults = checkRpcFaults(o.faults);
     this.options = Object.freeze(o);
     this.strategy = o.strategy;
@@ -527,7 +528,11 @@ export class DurableRpcServer {
       for (const s of seqs) this.region.flush(c.ring.slotOffset(s), this.store.geometry.slotBytes);
       this.region.drain();
     }
-    if (!this.#faults.ackBeforePersist) ack();
+    // strict group commit: the ACK waits with the batch's RESULTs, so the entries share the records' msync.
+    if (!this.#faults.ackBeforePersist) {
+      if (this.#replies !== undefined) this.#replies.push(ack);
+      else ack();
+    }
   }
 
   /** One CPU pass for a connection: poll FIFO, ACK what needs the CPU's persist, process. */
@@ -545,10 +550,19 @@ export class DurableRpcServer {
       this.#fail(c, e);
     }
     try {
-      if (this.strategy !== 'gpspm' && ACK_STRATEGIES.has(this.strategy)) this.#persistAndAck(c, polled.map((e) => e.seq));
-      beforeProcess?.();
-      if (this.options.pool === undefined) this.#processBatch(c, polled);
-      else {
+      const acks = this.strategy !== 'gpspm' && ACK_STRATEGIES.has(this.strategy);
+      if (this.options.pool === undefined && this.#strictFile) {
+        this.#processBatch(c, polled, () => {
+          if (acks) this.#persistAndAck(c, polled.map((e) => e.seq));
+          beforeProcess?.();
+        });
+      } else {
+        if (acks) this.#persistAndAck(c, polled.map((e) => e.seq));
+        beforeProcess?.();
+      }
+      if (this.options.pool === undefined) {
+        if (!this.#strictFile) this.#processBatch(c, polled);
+      } else {
         for (const entry of polled) this.#queue.push({ c, entry });
         this.#dispatch();
       }
@@ -568,13 +582,16 @@ export class DurableRpcServer {
    * (each carrying its credit) wait until the batch is settled, and leave through the region's ack
    * gate, which syncs whatever is still waiting first.
    */
-  #processBatch(c: Conn, polled: RingEntry[]): void {
-    if (polled.length === 0) return;
+  #processBatch(c: Conn, polled: RingEntry[], first?: () => void): void {
+    if (polled.length === 0 && first === undefined) return;
     const replies: Array<() => void> = [];
     this.#replies = replies;
     let failure: unknown;
     try {
-      this.region.groupCommit(() => this.store.batch(() => { for (const entry of polled) this.#process(c, entry); }));
+      this.region.groupCommit(() => this.store.batch(() => {
+        first?.();
+        for (const entry of polled) this.#process(c, entry);
+      }));
     } catch (e) {
       failure = e;
     } finally {
@@ -584,6 +601,9 @@ export class DurableRpcServer {
     for (const send of replies) send();
     if (failure !== undefined) throw failure;
   }
+
+  /** The region msyncs (strict, file-backed): a pass's ACKs join its RESULTs behind the batch's syncs. */
+  #strictFile: boolean;
 
   /** Inside #processBatch: RESULTs held until the batch is settled. */
   #replies: Array<() => void> | undefined;

@@ -6,6 +6,7 @@ import { rsBench } from './rs.js';
 import { tcpBench } from './tcp.js';
 import { hostileBench } from './hostile.js';
 import { txBench } from './tx.js';
+import { sqliteBench } from './sqlite-strict.js';
 import type { BenchSuite } from './types.js';
 
 export type { BenchSuite, BenchReport, BenchOptions } from './types.js';
@@ -13,7 +14,7 @@ export { renderSvg, barChart, opsBySizeChart, type ChartSpec } from './charts.js
 export { recordRun, readHistory, gitCommit, type RunMeta, type HistoryRun } from './history.js';
 
 /** Every benchmark suite, by name. */
-export const benchSuites: BenchSuite[] = [pmemBench, nicBench, kvBench, flushBench, tcpBench, hostileBench, rsBench, txBench];
+export const benchSuites: BenchSuite[] = [pmemBench, nicBench, kvBench, flushBench, tcpBench, hostileBench, rsBench, txBench, sqliteBench];
 
 // Modelled time (issue 14): modelled cells of the suites on the World with a cost model, and the reproduction table.
 export { reproduce, formatRepro, REPRO_TOLERANCE, REPRO_GROUPS, PRDMA_64K, type ReproRow, type ReproReport, type ReproOptions, type ReproGroup } from './reproduce.js';

@@ -69,6 +69,12 @@ export const ErrorCodes = defineErrorCodes('pmem', {
   NOT_TRACING: 'PMRPC_ERR_NOT_TRACING',
   /** The exhaustive crash-image engine would produce more images than its bound. */
   TOO_MANY_IMAGES: 'PMRPC_ERR_TOO_MANY_IMAGES',
+  /**
+   * A `strict` region's msync failed (cause: the PmrpcIoError): what reached the disk is unknown, so
+   * nothing waiting on that sync is acknowledged and the region refuses every later persist, sync and
+   * acknowledgement (sticky, as PostgreSQL treats a failed fsync); restart to recover from the file.
+   */
+  SYNC_FAILED: 'PMRPC_ERR_SYNC_FAILED',
 });
 
 export class PmrpcError extends Error {

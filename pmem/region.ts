@@ -19,7 +19,7 @@ import type { Clock } from './clock.js';
 import { ErrorCodes, PmrpcError, PmrpcIoError } from './errors.js';
 import { decodeHeader, encodeHeader, HEADER_BYTES, LINE_BYTES, MAX_REGION_BYTES, type RegionHeader } from './header.js';
 import { mapFile, syncMapping, unmapFile } from './native.js';
-import { bool, integer, oneOf, probability, resolveOptions, type OptionChecks } from './options.js';
+import { bool, callable, integer, oneOf, probability, resolveOptions, type OptionChecks } from './options.js';
 import { createPrng, type Entropy, type Prng } from './prng.js';
 import { cryptoEntropy, systemClock } from './runtime.js';
 import { buggify } from './buggify.js';
@@ -49,7 +49,15 @@ export interface PmemOptions {
    * kill interrupting a write-back mid-line can leave — the §2.1 caveat).
    */
   lineModel: 'prefix' | 'subset';
+  /**
+   * The msync of a `strict` file-backed region: (mapping, file offset, length). Default: the native
+   * addon's msync(MS_SYNC). Tests inject a recording or failing one (the shim under the addon).
+   */
+  msync: MsyncFn;
 }
+
+/** msync(MS_SYNC) of [offset, offset + length) of the file's mapping; throws on failure. */
+export type MsyncFn = (mapping: ArrayBuffer, fileOffset: number, length: number) => void;
 
 export const PMEM_DEFAULTS: Readonly<PmemOptions> = Object.freeze({
   domain: 'adr',
@@ -61,6 +69,7 @@ export const PMEM_DEFAULTS: Readonly<PmemOptions> = Object.freeze({
   entropy: cryptoEntropy,
   clock: systemClock,
   lineModel: 'prefix',
+  msync: syncMapping,
 });
 
 /** Events that change media, and client-visible completions: where a simulated crash can strike. */
@@ -109,6 +118,8 @@ export interface PmemStats {
   linesWrittenBack: number;
   evictions: number;
   ntStores: number;
+  /** msync calls of a strict file-backed region. */
+  msyncs: number;
 }
 
 interface Media {
@@ -141,7 +152,13 @@ export class PmemRegion {
   #hook: ((e: CrashPointEvent) => void) | undefined;
   #crashPointIndex = 0;
   #contributors: CrashContributor[] = [];
-  #stats: PmemStats = { stores: 0, bytesStored: 0, flushes: 0, drains: 0, linesWrittenBack: 0, evictions: 0, ntStores: 0 };
+  #stats: PmemStats = { stores: 0, bytesStored: 0, flushes: 0, drains: 0, linesWrittenBack: 0, evictions: 0, ntStores: 0, msyncs: 0 };
+  /** strict group commit: depth of groupCommit() scopes; inside one, drained ranges wait in [#unsyncedLo, #unsyncedHi). */
+  #groupDepth = 0;
+  #unsyncedLo = Infinity;
+  #unsyncedHi = -1;
+  /** A failed msync (sticky): PMRPC_ERR_SYNC_FAILED. */
+  #syncFailed: PmrpcError | undefined;
 
   private constructor(media: Media, header: RegionHeader, options: PmemOptions) {
     this.#media = media;
@@ -252,7 +269,8 @@ export class PmemRegion {
   close(options: { writeBack?: boolean } = {}): void {
     const media = this.#media;
     if (media === undefined) return;
-    if (options.writeBack !== false) {
+    // After a failed msync nothing more is written: what the disk holds is what recovery gets.
+    if (options.writeBack !== false && this.#syncFailed === undefined) {
       this.#writeBackAll();
       if (media.path !== undefined) syncMapping(media.buffer, 0, media.bytes.length);
     }
@@ -368,6 +386,7 @@ export class PmemRegion {
     this.#checkStore(offset, bytes.length);
     if (bytes.length === 0) return;
     this.#crashPoint(kind, detail);
+    this.#syncBeforeUnorderedWrite();
     const first = (offset / LINE_BYTES) | 0;
     const last = ((offset + bytes.length - 1) / LINE_BYTES) | 0;
     // A line flushed on the fast path is clean but holds an undrained snapshot: write it back too,
@@ -486,6 +505,47 @@ export class PmemRegion {
     this.#syncIfStrict(lo * LINE_BYTES, (hi - lo + 1) * LINE_BYTES);
   }
 
+  // ---------------------------------------------------------------- strict group commit
+
+  /**
+   * Group commit for `strict` (docs/recovery.md, "Group commit"): inside `fn`, a drain writes its
+   * lines to the mapping (media, as always) but its msync waits; the waiting ranges are synced by
+   * ONE msync — at the end of the outermost scope, at sync(), or, at the latest, just before any
+   * acknowledgement leaves (a 'completion' crash point): no client is told "durable" before the
+   * bytes are synced. Use it only where the drains inside need no order among themselves across a
+   * machine crash (a machine crash before the msync may keep any subset of the group's pages), and
+   * call sync() between drains that do. Without `strict` (or in memory) it only runs `fn`.
+   */
+  groupCommit<T>(fn: () => T): T {
+    this.#groupDepth++;
+    let ok = false;
+    try {
+      const out = fn();
+      ok = true;
+      return out;
+    } finally {
+      this.#groupDepth--;
+      // A throw from fn leaves its ranges waiting: the next sync point covers them.
+      if (this.#groupDepth === 0 && ok) this.sync();
+    }
+  }
+
+  /** msyncs what drains left waiting (strict group commit): one msync over their span. Throws PMRPC_ERR_SYNC_FAILED. */
+  sync(): void {
+    if (this.#syncFailed !== undefined) throw this.#syncFailed;
+    if (this.#unsyncedHi < 0) return;
+    const lo = this.#unsyncedLo;
+    const hi = this.#unsyncedHi;
+    this.#msync(lo, hi - lo);
+    this.#unsyncedLo = Infinity;
+    this.#unsyncedHi = -1;
+  }
+
+  /** Bytes waiting for a group commit's msync (0 when every drained range is synced). */
+  get unsyncedBytes(): number {
+    return this.#unsyncedHi < 0 ? 0 : this.#unsyncedHi - this.#unsyncedLo;
+  }
+
   // ---------------------------------------------------------------- crash points and images
 
   /**
@@ -579,6 +639,7 @@ export class PmemRegion {
     if ((opts.eviction > 0 && this.#prng.chance(opts.eviction)) || buggify('pmem.evict-store')) {
       const line = first === last ? first : this.#prng.int(first, last);
       this.#crashPoint('eviction', { line });
+      this.#syncBeforeUnorderedWrite();
       this.#writeBackLine(line);
       this.#stats.evictions++;
     }
@@ -609,6 +670,8 @@ export class PmemRegion {
   }
 
   #crashPoint(kind: CrashPointKind, detail?: unknown): void {
+    // The ack gate of group commit: an acknowledgement leaves only after what was drained is synced.
+    if (kind === 'completion' && (this.#unsyncedHi >= 0 || this.#syncFailed !== undefined)) this.sync();
     const index = this.#crashPointIndex++;
     if (this.#hook !== undefined) this.#hook(detail === undefined ? { kind, index } : { kind, index, detail });
   }
@@ -616,7 +679,40 @@ export class PmemRegion {
   #syncIfStrict(offset: number, len: number): void {
     const media = this.#media!;
     if (!this.options.strict || media.path === undefined || len <= 0) return;
-    syncMapping(media.buffer, HEADER_BYTES + offset, len);
+    if (this.#groupDepth > 0) {
+      if (this.#syncFailed !== undefined) throw this.#syncFailed;
+      if (offset < this.#unsyncedLo) this.#unsyncedLo = offset;
+      if (offset + len > this.#unsyncedHi) this.#unsyncedHi = offset + len;
+      return;
+    }
+    // Outside a group the drained range is synced now, and with it whatever a group left waiting.
+    if (this.#unsyncedHi >= 0) {
+      if (offset < this.#unsyncedLo) this.#unsyncedLo = offset;
+      if (offset + len > this.#unsyncedHi) this.#unsyncedHi = offset + len;
+      this.sync();
+      return;
+    }
+    if (this.#syncFailed !== undefined) throw this.#syncFailed;
+    this.#msync(offset, len);
+  }
+
+  /**
+   * A write-back nobody asked for in this order (an eviction, a non-temporal store) must not reach
+   * the disk before what earlier drains left waiting: sync those first.
+   */
+  #syncBeforeUnorderedWrite(): void {
+    if (this.#unsyncedHi >= 0) this.sync();
+  }
+
+  #msync(offset: number, len: number): void {
+    const media = this.#media!;
+    this.#stats.msyncs++;
+    try {
+      this.options.msync(media.buffer, HEADER_BYTES + offset, len);
+    } catch (e) {
+      this.#syncFailed = new PmrpcError(ErrorCodes.SYNC_FAILED, `msync of [${offset}, ${offset + len}) failed (${(e as Error)?.message ?? String(e)}): what reached the disk is unknown; nothing waiting on it is acknowledged and this region refuses further persists — restart to recover from the file`, { cause: e });
+      throw this.#syncFailed;
+    }
   }
 
   #assertOpen(): Media {
@@ -692,7 +788,7 @@ function checkSize(sizeBytes: number): void {
   }
 }
 
-const PMEM_CHECKS: OptionChecks<PmemOptions> = { domain: oneOf(['adr', 'eadr']), eviction: probability, strict: bool, tracing: bool, seed: integer, lineModel: oneOf(['prefix', 'subset']) };
+const PMEM_CHECKS: OptionChecks<PmemOptions> = { domain: oneOf(['adr', 'eadr']), eviction: probability, strict: bool, tracing: bool, seed: integer, lineModel: oneOf(['prefix', 'subset']), msync: callable() };
 
 function resolvePmemOptions(options: Partial<PmemOptions>): PmemOptions {
   return resolveOptions(PMEM_DEFAULTS, options, PMEM_CHECKS);

@@ -100,6 +100,19 @@ export function recover(parts: RecoverParts, handler?: Handler): RecoveryReport 
 
   // --- records: the best record per (client, seq); the flag is the truth.
   const records = log.scan();
+  // The log is a prefix by LSN (docs/recovery.md, "Group commit"): records are written in LSN order
+  // and a batch's records are synced before any of its flags, so a complete unapplied record past
+  // an LSN that is missing (torn by a machine crash in the middle of a batch's msync) is part of a
+  // torn tail: it counts as incomplete, and its request is re-executed from its ring entry instead.
+  {
+    const complete = new Set(records.filter((r) => r.state === 'applied' || r.state === 'complete-unapplied').map((r) => r.lsn));
+    const unapplied = records.filter((r) => r.state === 'complete-unapplied').map((r) => r.lsn);
+    if (unapplied.length > 0) {
+      let m = Math.min(...unapplied);
+      while (complete.has(m)) m++;
+      for (const r of records) if (r.state === 'complete-unapplied' && r.lsn > m) r.state = 'incomplete';
+    }
+  }
   const byClient = new Map<number, Map<number, RecordInfo>>();
   for (const rec of records) {
     if (rec.state === 'none') continue;
@@ -154,8 +167,16 @@ export function recover(parts: RecoverParts, handler?: Handler): RecoveryReport 
 
   // --- act. Replays first, in one total order (LSN).
   const replays = plans.flatMap((p) => p.steps.filter((s) => s.row.action === 'replay').map((s) => s.record!));
+  // A batch's flags may become durable in any order (one drain, one msync for all): a record applied
+  // after an unapplied one is applied again after it, in LSN order, so that no replay of an older
+  // after-image is left over a newer one (redo is idempotent: the after-images of the newest win).
+  if (replays.length > 0) {
+    const first = Math.min(...replays.map((r) => r.lsn));
+    const again = new Set(replays.map((r) => r.lsn));
+    for (const r of records) if (r.state === 'applied' && r.lsn > first && conn.has(r.clientId) && !again.has(r.lsn)) replays.push(r);
+  }
   replays.sort((a, b) => a.lsn - b.lsn);
-  for (const rec of replays) log.apply(rec);
+  log.applyInOrder(replays);
   // The derived applied words are set, not persisted: the applied flags they derive from stay
   // durable until their record slots are reused, and a slot is reused only after its client's
   // applied word is persisted (redo-log.ts), as a release does too — so a crash before then

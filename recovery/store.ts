@@ -215,6 +215,17 @@ export class RecoveryStore {
     return ring;
   }
 
+  /** Group commit of the redo log's persists (RedoLog.batch; docs/recovery.md, "Group commit"). */
+  batch<T>(fn: () => T): T {
+    this.#assertReady();
+    return this.log.batch(fn);
+  }
+
+  /** Inside batch(): finishes what it committed so far (RedoLog.settle). */
+  settle(): void {
+    this.log.settle();
+  }
+
   /** Runs the handler on a polled entry and commits its effects through the redo log (FIFO). */
   execute(entry: RingEntry, handler: Handler): { lsn: number; result: Uint8Array | undefined } {
     this.#assertReady();
@@ -224,7 +235,7 @@ export class RecoveryStore {
   /** Commits precomputed effects (e.g. from a worker) of (clientId, seq), FIFO checked. */
   commit(clientId: number, seq: number, effects: Effects): { lsn: number } {
     this.#assertReady();
-    const applied = this.conn.appliedSeq(clientId);
+    const applied = this.log.pendingApplied(clientId) ?? this.conn.appliedSeq(clientId);
     if (seq !== applied + 1) throw new PmrpcError(RecoveryErrorCodes.OUT_OF_ORDER, `client ${clientId}: sequence ${seq} committed out of order (applied up to ${applied})`);
     return this.log.commit(clientId, seq, effects);
   }

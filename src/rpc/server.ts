@@ -11,7 +11,7 @@
  * Coupled baselines (farm, darpc) only ever answer with that RESULT.
  */
 import assert from 'node:assert/strict';
-import { bool, callable, cryptoEntropy, isPmrpcError, must, optional, PmrpcError, crc32c, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
+import { bool, callable, cryptoEntropy, isPmrpcError, must, nextTurn, optional, PmrpcError, crc32c, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
 import { Access, CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../flush/index.js';
 import {
   checkEffects,
@@ -264,7 +264,12 @@ export class DurableRpcServer {
     if (nic === null || typeof nic !== 'object' || typeof (nic as Rnic).createQp !== 'function') throw new TypeError('nic must be an Rnic');
     if (!(store instanceof RecoveryStore)) throw new TypeError('store must be a RecoveryStore');
     if (store.region !== nic.region) throw new TypeError('store and nic must be on the same region');
-    const o = resolveOptions(RPC_SERVER_DEFAULTS, options, RPC_SERVER_CHECKS);
+    // strict group commit: on a region that msyncs, a CPU pass waits for the next turn of the event
+    // loop (unless the caller schedules passes), so the requests of one turn form one poll batch and
+    // share its msyncs (docs/recovery.md, "Group commit").
+    const strictFile = nic.region.options.strict && nic.region.path !== undefined;
+    const o = resolveOptions(RPC_SERVER_DEFAULTS, strictFile && options.schedule === undefined ? { ...options, schedule: nextTurn } : options, RPC_SERVER_CHECKS);
+    this.#strictFile = strictFile;
     this.#faults = checkRpcFaults(o.faults);
     this.options = Object.freeze(o);
     this.strategy = o.strategy;
@@ -547,7 +552,11 @@ export class DurableRpcServer {
       for (const s of seqs) this.region.flush(c.ring.slotOffset(s), this.store.geometry.slotBytes);
       this.region.drain();
     }
-    if (!this.#faults.ackBeforePersist) ack();
+    // strict group commit: the ACK waits with the batch's RESULTs, so the entries share the records' msync.
+    if (!this.#faults.ackBeforePersist) {
+      if (this.#replies !== undefined) this.#replies.push(ack);
+      else ack();
+    }
   }
 
   /** One CPU pass for a connection: poll FIFO, ACK what needs the CPU's persist, process. */
@@ -565,10 +574,19 @@ export class DurableRpcServer {
       this.#fail(c, e);
     }
     try {
-      if (this.strategy !== 'gpspm' && ACK_STRATEGIES.has(this.strategy)) this.#persistAndAck(c, polled.map((e) => e.seq));
-      beforeProcess?.();
-      if (this.options.pool === undefined) for (const entry of polled) this.#process(c, entry);
-      else {
+      const acks = this.strategy !== 'gpspm' && ACK_STRATEGIES.has(this.strategy);
+      if (this.options.pool === undefined && this.#strictFile) {
+        this.#processBatch(c, polled, () => {
+          if (acks) this.#persistAndAck(c, polled.map((e) => e.seq));
+          beforeProcess?.();
+        });
+      } else {
+        if (acks) this.#persistAndAck(c, polled.map((e) => e.seq));
+        beforeProcess?.();
+      }
+      if (this.options.pool === undefined) {
+        if (!this.#strictFile) this.#processBatch(c, polled);
+      } else {
         for (const entry of polled) this.#queue.push({ c, entry });
         this.#dispatch();
       }
@@ -579,6 +597,46 @@ export class DurableRpcServer {
     }
     // More may have arrived than one batch: another pass.
     if (polled.length === this.options.batchMax && !c.failed && !c.gone) this.options.schedule(() => this.#service(c));
+  }
+
+  /**
+   * Group commit of one poll batch (docs/recovery.md, "Group commit"): the redo log's persists of
+   * the whole batch are shared (RecoveryStore.batch) and, on a `strict` region, synced by a few
+   * msyncs per batch instead of several per request (PmemRegion.groupCommit); the batch's RESULTs
+   * (each carrying its credit) wait until the batch is settled, and leave through the region's ack
+   * gate, which syncs whatever is still waiting first.
+   */
+  #processBatch(c: Conn, polled: RingEntry[], first?: () => void): void {
+    if (polled.length === 0 && first === undefined) return;
+    const replies: Array<() => void> = [];
+    this.#replies = replies;
+    let failure: unknown;
+    try {
+      this.region.groupCommit(() => this.store.batch(() => {
+        first?.();
+        for (const entry of polled) this.#process(c, entry);
+      }));
+    } catch (e) {
+      failure = e;
+    } finally {
+      this.#replies = undefined;
+    }
+    // What was settled before a failure is still answered (each RESULT through the ack gate).
+    for (const send of replies) send();
+    if (failure !== undefined) throw failure;
+  }
+
+  /** The region msyncs (strict, file-backed): a pass's ACKs join its RESULTs behind the batch's syncs. */
+  #strictFile: boolean;
+
+  /** Inside #processBatch: RESULTs held until the batch is settled. */
+  #replies: Array<() => void> | undefined;
+
+  #flushReplies(): void {
+    const rs = this.#replies;
+    if (rs === undefined || rs.length === 0) return;
+    this.store.settle();
+    for (const send of rs.splice(0)) send();
   }
 
   #process(from: Conn, entry: RingEntry, computed?: { record: Effects; status: number; bytes: Uint8Array }): void {
@@ -592,6 +650,8 @@ export class DurableRpcServer {
     if (coupled && this.#faults.replyBeforeApply) this.#reply(c, entry.seq, status, bytes, this.store.conn.appliedSeq(c.clientId));
     this.store.commit(entry.clientId, entry.seq, record);
     if (entry.methodId === GOODBYE_ID) {
+      this.#flushReplies(); // settled and answered before the release, in order
+      if (this.#replies !== undefined) this.store.settle();
       // Every earlier entry is applied (FIFO). The release is durable before the answer goes out;
       // a slot canRelease keeps is released later (releaseExpired, or when a slot is needed).
       this.#closing.add(c.clientId);
@@ -601,11 +661,15 @@ export class DurableRpcServer {
       this.#drop(c);
       return;
     }
-    const applied = this.store.conn.appliedSeq(c.clientId);
-    const g = this.store.geometry;
-    // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.
-    if (SEND_STRATEGIES.has(this.strategy)) c.sqp.postRecv({ id: entry.seq + g.ringSlots, addr: c.ring.slotOffset(entry.seq + g.ringSlots), len: g.slotBytes });
-    if (!(coupled && this.#faults.replyBeforeApply)) this.#reply(c, entry.seq, status, bytes, applied + (this.#faults.earlyCredit ? 1 : 0));
+    const send = (): void => {
+      const applied = this.store.conn.appliedSeq(c.clientId);
+      const g = this.store.geometry;
+      // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.
+      if (SEND_STRATEGIES.has(this.strategy)) c.sqp.postRecv({ id: entry.seq + g.ringSlots, addr: c.ring.slotOffset(entry.seq + g.ringSlots), len: g.slotBytes });
+      if (!(coupled && this.#faults.replyBeforeApply)) this.#reply(c, entry.seq, status, bytes, applied + (this.#faults.earlyCredit ? 1 : 0));
+    };
+    if (this.#replies !== undefined) this.#replies.push(send);
+    else send();
   }
 
   // ------------------------------------------------------------ pool mode

@@ -21,8 +21,9 @@ for (const m of MUTANTS) {
     for (const strategy of m.strategies) {
       let caught: string | undefined;
       // DDIO on: the configuration in which a missing persistence step shows (the rest drawn per seed).
-      // The smallest workload known to catch it first (early-credit needs the rings to wrap: 32 requests), then the rest.
-      const first: Array<[number, number]> = m.name === 'early-credit' ? [[SEED + 1, 32]] : [];
+      // The smallest workload known to catch it first (early-credit needs the rings to wrap: 32 requests;
+      // with the redo log group-committed per poll batch, wflush needs 64), then the rest.
+      const first: Array<[number, number]> = m.name === 'early-credit' ? [[SEED + 1, 32], [SEED + 1, 64]] : [];
       for (const [seed, requests] of [...first, ...SEEDS.map((s) => [s, 12]), ...SEEDS.map((s) => [s, 32])] as Array<[number, number]>) {
         const r = await explore(rpcExplorerApp({ strategy, mutant: m.name, requests, resumeEvery: 2 }), { seed, pins: { ddio: true }, imagesPerPoint: 2, violationsMax: 1, nested: m.recoveryFaults !== undefined });
         if (r.violations.length > 0) {

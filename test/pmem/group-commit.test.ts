@@ -1,0 +1,114 @@
+// strict group commit (docs/recovery.md, "Group commit"): drains inside groupCommit() share one
+// msync, and no acknowledgement (a 'completion' crash point) leaves before what was drained is
+// synced. The msync is the injected shim under the addon: it records what each call made durable
+// (the "disk": what a machine crash keeps), and can fail.
+import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { HEADER_BYTES, PmemRegion, type MsyncFn } from '../../pmem/index.js';
+
+function shim(): { msync: MsyncFn; disk: Map<number, number>; calls: Array<[number, number]>; failAfter: { n: number } } {
+  const disk = new Map<number, number>(); // file offset -> byte made durable
+  const calls: Array<[number, number]> = [];
+  const failAfter = { n: Infinity };
+  const msync: MsyncFn = (mapping, off, len) => {
+    if (calls.length >= failAfter.n) throw Object.assign(new Error('msync: Input/output error'), { code: 'EIO' });
+    calls.push([off, len]);
+    const b = new Uint8Array(mapping);
+    for (let i = off; i < off + len; i++) disk.set(i, b[i]!);
+  };
+  return { msync, disk, calls, failAfter };
+}
+
+function fileRegion(t: Tap.Test, s: ReturnType<typeof shim>): PmemRegion {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-group-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = PmemRegion.create(join(dir, 'r.pm'), 4096, { strict: true, msync: s.msync });
+  t.teardown(() => r.close({ writeBack: false }));
+  return r;
+}
+
+const onDisk = (s: ReturnType<typeof shim>, offset: number, bytes: Uint8Array): boolean => bytes.every((v, i) => s.disk.get(HEADER_BYTES + offset + i) === v);
+
+t.test('drains inside a group share one msync; outside a group each drain syncs', async (t) => {
+  const s = shim();
+  const r = fileRegion(t, s);
+  r.groupCommit(() => {
+    for (let i = 0; i < 8; i++) {
+      r.store(i * 256, new Uint8Array(64).fill(i + 1));
+      r.persist(i * 256, 64);
+    }
+    t.equal(s.calls.length, 0, 'no msync inside the group');
+    t.ok(r.unsyncedBytes > 0, 'the drained ranges wait');
+  });
+  t.equal(s.calls.length, 1, 'one msync at the end of the group');
+  for (let i = 0; i < 8; i++) t.ok(onDisk(s, i * 256, new Uint8Array(64).fill(i + 1)), `range ${i} synced`);
+  r.store(3000, new Uint8Array(8).fill(9));
+  r.persist(3000, 8);
+  t.equal(s.calls.length, 2, 'outside a group a drain syncs at once');
+  t.equal(r.stats.msyncs, 2);
+});
+
+t.test('an acknowledgement leaves only after what was drained is synced (the ack gate), and the check has teeth', async (t) => {
+  for (const gate of [true, false]) {
+    const s = shim();
+    const r = fileRegion(t, s);
+    const violations: string[] = [];
+    const acked: Array<{ offset: number; bytes: Uint8Array }> = [];
+    // The acknowledgement "leaves" at the completion crash point: every acked request's bytes must be on the disk then.
+    r.setCrashPointHook((e) => {
+      if (e.kind !== 'completion') return;
+      for (const a of acked) if (!onDisk(s, a.offset, a.bytes)) violations.push(`request at ${a.offset} acknowledged before its bytes were synced`);
+    });
+    r.groupCommit(() => {
+      for (let i = 0; i < 4; i++) {
+        const bytes = new Uint8Array(64).fill(0x10 + i);
+        r.store(i * 512, bytes);
+        r.persist(i * 512, 64);
+        acked.push({ offset: i * 512, bytes });
+        // The fault: acknowledge without the gate (as if the sync were skipped or came after the ack).
+        if (gate) r.crashPoint('completion', { request: i });
+        else for (const a of acked) if (!onDisk(s, a.offset, a.bytes)) violations.push(`request at ${a.offset} acknowledged before its bytes were synced`);
+      }
+    });
+    if (gate) {
+      t.same(violations, [], 'with the gate: every acknowledged request was on the disk when its ack left');
+      t.equal(s.calls.length, 4, 'one msync per acknowledgement that found bytes waiting');
+    } else {
+      t.ok(violations.length > 0, `without the gate the same check fails (${violations.length} violations)`);
+    }
+  }
+});
+
+t.test('a failed msync: nothing is acknowledged, a coded error, and the region refuses from then on', async (t) => {
+  const s = shim();
+  const r = fileRegion(t, s);
+  const acks: number[] = [];
+  r.setCrashPointHook((e) => {
+    if (e.kind === 'completion') acks.push(e.index);
+  });
+  r.store(0, new Uint8Array(64).fill(1));
+  r.persist(0, 64);
+  r.crashPoint('completion');
+  t.equal(acks.length, 1, 'the first request is acknowledged');
+  s.failAfter.n = s.calls.length;
+  t.throws(() =>
+    r.groupCommit(() => {
+      r.store(64, new Uint8Array(64).fill(2));
+      r.persist(64, 64);
+      r.crashPoint('completion');
+    }), { code: 'PMRPC_ERR_SYNC_FAILED' }, 'the acknowledgement waiting on the failed msync throws a coded error');
+  t.equal(acks.length, 1, 'nothing acknowledged after the failure');
+  t.throws(() => r.crashPoint('completion'), { code: 'PMRPC_ERR_SYNC_FAILED' }, 'no later acknowledgement either');
+  t.throws(() => {
+    r.store(128, new Uint8Array(8));
+    r.persist(128, 8);
+  }, { code: 'PMRPC_ERR_SYNC_FAILED' }, 'later persists are refused');
+  t.throws(() => r.sync(), { code: 'PMRPC_ERR_SYNC_FAILED' });
+  t.notOk(onDisk(s, 64, new Uint8Array(64).fill(2)), 'the second request never reached the disk');
+});
+
+t.test('msync option is checked', async (t) => {
+  t.throws(() => PmemRegion.createInMemory(4096, { msync: 3 as unknown as MsyncFn }), { name: 'TypeError' });
+});

@@ -1,0 +1,87 @@
+// strict over the durable RPC server (wrflush: the server CPU persists the polled batch, then ACKs):
+// with a recording msync shim (what a machine crash keeps), every ACK leaves only when the acked
+// entries' bytes are on the disk; the ackBeforePersist fault switch makes the same check fail; a
+// failing msync acknowledges nothing and cuts the connection with PMRPC_ERR_SYNC_FAILED.
+import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createPrng, HEADER_BYTES, PmemRegion, seededEntropy, type MsyncFn } from '../../pmem/index.js';
+import { InProcessFabric, Rnic } from '../../flush/index.js';
+import { layoutBytes, RecoveryStore } from '../../recovery/index.js';
+import { connectInProcess, DurableRpcServer, RPC_ACK_IMM, type RpcFaults } from '../../src/rpc/index.js';
+import { GEOMETRY, inc, SEED } from './fixtures/rig.js';
+import { macrotaskTurn } from '../../pmem/index.js';
+
+/** On a strict file region the server's passes run one per event-loop turn: let turns go by (bounded). */
+async function turns(n = 200): Promise<void> {
+  for (let i = 0; i < n; i++) await macrotaskTurn();
+}
+
+t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/rpc/strict-sync.test.ts)`);
+
+async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false) {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-strict-rpc-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const disk = new Map<number, number>();
+  let syncs = 0;
+  const ctl = { failing: false };
+  const msync: MsyncFn = (mapping, off, len) => {
+    if (ctl.failing) throw Object.assign(new Error('msync: Input/output error'), { code: 'EIO' });
+    syncs++;
+    const b = new Uint8Array(mapping);
+    for (let i = off; i < off + len; i++) disk.set(i, b[i]!);
+  };
+  const region = PmemRegion.create(join(dir, 'r.pm'), layoutBytes(GEOMETRY), { strict: true, msync, entropy: seededEntropy(createPrng(SEED)) });
+  t.teardown(() => region.close({ writeBack: false }));
+  const store = RecoveryStore.format(region, GEOMETRY);
+  const nic = new Rnic(region, { ddio: true, entropy: seededEntropy(createPrng(SEED + 1)) });
+  const fabric = new InProcessFabric(nic, { delivery: 'seeded', seed: SEED + 2 });
+  const server = new DurableRpcServer(nic, store, { strategy: 'wrflush', faults });
+  server.register('inc', inc);
+  server.start();
+  const client = connectInProcess(server, fabric);
+  const ring = store.ring(client.clientId);
+  const slotBytes = store.geometry.slotBytes;
+  const violations: string[] = [];
+  let acks = 0;
+  let ackedUpTo = 0;
+  region.setCrashPointHook((e) => {
+    const d = e.detail as { imm?: number } | undefined;
+    if (e.kind !== 'completion' || d?.imm !== RPC_ACK_IMM) return;
+    acks++;
+    // The ACK covers every sequence up to the client's ackedUpTo once it arrives; check the ones
+    // this server has polled (ring.slotOffset) against the disk: their bytes must be synced now.
+    for (let seq = ackedUpTo + 1; seq <= ackedUpTo + GEOMETRY.ringSlots! && seq <= ring.nextSeq - 1; seq++) {
+      const off = ring.slotOffset(seq);
+      const want = region.load(off, slotBytes);
+      if (!want.every((v, i) => disk.get(HEADER_BYTES + off + i) === v)) violations.push(`seq ${seq} acknowledged before its entry was synced`);
+    }
+    ackedUpTo = ring.nextSeq - 1;
+  });
+  ctl.failing = failing;
+  const calls = Array.from({ length: 12 }, (_, i) => client.call('inc', new Uint8Array(16).fill(i)));
+  const durable = calls.map((c) => c.durable.then(() => true, (e: unknown) => e));
+  for (const c of calls) void c.result.catch(() => undefined);
+  await turns();
+  const settled = await Promise.race([Promise.all(durable), turns(50).then(() => undefined)]);
+  return { violations, acks, syncs, server, settled, durableCount: calls.length };
+}
+
+t.test('every ACK leaves after the acked entries are synced', async (t) => {
+  const r = await run(t, undefined);
+  t.ok(r.acks > 0, `${r.acks} ACKs, ${r.syncs} msyncs`);
+  t.same(r.violations, [], 'no entry acknowledged before it was on the disk');
+});
+
+t.test('the fault switch ackBeforePersist makes the same check fail', async (t) => {
+  const r = await run(t, { ackBeforePersist: true });
+  t.ok(r.violations.length > 0, `caught: ${r.violations[0] ?? 'nothing'}`);
+});
+
+t.test('a failing msync: nothing acknowledged after it, the connection is cut with PMRPC_ERR_SYNC_FAILED', async (t) => {
+  const r = await run(t, undefined, true); // every msync from the first call on fails
+  t.equal(r.acks, 0, 'no ACK left');
+  t.same(r.violations, []);
+  t.ok(r.server.connectionErrors.some((e) => (e.error as { code?: string }).code === 'PMRPC_ERR_SYNC_FAILED'), 'the server recorded the coded error for the connection');
+});

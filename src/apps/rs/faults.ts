@@ -3,6 +3,8 @@
  * step of the protocol or of replica recovery. `pmrpc crash-test --app rs --list-mutants` prints
  * RS_MUTANTS; `--mutant NAME` must report violations.
  */
+import type { MutantExplore } from '../index.js';
+
 export interface RsFaults {
   /** Install chain: no FLUSH(persistent) of the item between ALLOCATE and the CAS. */
   dropItemFlush: boolean;
@@ -51,6 +53,8 @@ export interface RsMutant {
   step: string;
   /** The test that catches it, when it is not the seeded crash workload of test/apps/rs/mutants.test.ts. */
   caughtBy?: string;
+  /** NIC pins and schedule the explorer runs it with unless told otherwise (`--mutant NAME --seed 1` uses them). */
+  explore?: MutantExplore;
 }
 
 export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([

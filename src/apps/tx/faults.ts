@@ -3,6 +3,8 @@
  * resolution or the recovery. The crash suite (src/testing/crash/tx.ts) must report violations
  * for each; TX_MUTANTS lists them as data for the CLI (`name<TAB>step`).
  */
+import type { MutantExplore } from '../index.js';
+
 export interface TxFaults {
   /** Prepare chain: no FLUSH after the record's H CAS — the client counts a record that is not durable (installs before every prepare is durable). */
   skipPrepareFlush: boolean;
@@ -55,6 +57,8 @@ export interface TxMutant {
    * hot keys for a validation bug). The correct protocol under the same pins reports nothing.
    */
   pins?: { keys?: number; clients?: number; agent?: boolean };
+  /** NIC pins and adversarial schedule the explorer runs it with unless told otherwise (`--mutant NAME --seed 1` uses them). */
+  explore?: MutantExplore;
 }
 
 export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([

@@ -1,5 +1,5 @@
 /** src/testing/crash — the one crash explorer (DESIGN §8): scheduler, crash points, images, recovery, checkers per app. */
-export { explore, mergeReports, replayCommand, resolveExploreOptions, EXPLORE_DEFAULTS, type ExplorerApp, type ExploreOptions, type ExploreReport, type ExplorerViolation, type ImageEngine } from './explorer.js';
+export { explore, mergeReports, replayCommand, resolveExploreOptions, withAppDefaults, EXPLORE_DEFAULTS, type ExplorerApp, type ExploreOptions, type ExploreReport, type ExplorerViolation, type ImageEngine } from './explorer.js';
 export { World, WorldNode, quiesce, type RunResult, type StepChoice, type Chooser, type Turn } from './world.js';
 export { nicConfigFor, configName, checkPins, rnicOptions, DRAIN_CHOICES, type NicConfig, type NicPins, type DrainChoice } from './config.js';
 export { mix, parseSeedRange } from './seeds.js';
@@ -17,3 +17,4 @@ export { timelineInput, writeViolationTimelines, type Picture, type PicturedProb
 export { txExplorerApp, resolveTxWorkload, cutTxHistory, checkAppendHistory, checkBankHistory, checkAppendSerializable, TX_WORKLOAD_DEFAULTS, TX_CLI_DEFAULTS, AGENT_SCANS_MAX, BANK_BALANCE, type TxWorkloadOptions, type TxRecord, type TxMop, type TxExplorerApp } from './tx.js';
 export { rsExplorerApp, resolveRsWorkload, cutRsHistory, RS_WORKLOAD_DEFAULTS, RS_CRASH_LAYOUT, RS_MAJORITY_WAIT_MS, type RsWorkloadOptions, type RsOp, type RsExplorerApp } from './rs.js';
 export { rslockExplorerApp, RSLOCK_WORKLOAD_DEFAULTS, TORN_VALUE, type RsLockWorkloadOptions } from './rslock.js';
+export { scheduleChooser, applySchedule, resolveSchedule, scheduleArgs, scheduleName, isPlainRandom, SCHEDULE_DEFAULTS, type ScheduleOptions } from './pct.js';

@@ -22,6 +22,7 @@ import type { NicConfig } from './config.js';
 import type { ExploreOptions, ExplorerApp } from './types.js';
 import { mix } from './seeds.js';
 import { World } from './world.js';
+import { applySchedule, resolveSchedule } from './pct.js';
 
 export interface CrashEvent {
   point: number;
@@ -106,6 +107,7 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
   const problems: AppProblem[] = [];
   const events: string[] = [];
   const world = new World(config, o.seed);
+  applySchedule(world, resolveSchedule(o.schedule));
   world.lateObservation = o.observe === 'late';
   for (let n = 0; n < app.nodes; n++) {
     const region = PmemRegion.createInMemory(app.regionBytes, { tracing: true, seed: mix(o.seed, 0x7e, n), eviction: config.eviction, entropy: seededEntropy(createPrng(mix(o.seed, 3, n))) });

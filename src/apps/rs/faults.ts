@@ -64,7 +64,14 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
   { name: 'readWithoutWriteBack', layer: 'read', step: 'the write-back of the highest value to a majority before a read returns it' },
   { name: 'minorityWrite', layer: 'write', step: 'waiting for a majority of replicas before a write returns' },
   { name: 'readWithoutFlush', layer: 'read', step: 'FLUSH(persistent) of the slot a read READ, in its chain (a read returns only durable state)' },
-  { name: 'countFailedCas', layer: 'write', step: 'a replica whose CAS did not swap counts only once a FLUSHed READ of its slot shows a tag >= the writer\'s', caughtBy: 'test/apps/rs/failed-cas.test.ts' },
+  {
+    name: 'countFailedCas',
+    layer: 'write',
+    step: 'a replica whose CAS did not swap counts only once a FLUSHed READ of its slot shows a tag >= the writer\'s',
+    // Needs another writer's CAS result held undrained in a NIC cache (drain onFlush) while this
+    // writer's CAS compares against it: a client stalled right after its CASes (pct.ts), under PCT.
+    explore: { pins: { drain: 'onFlush', ddio: true }, schedule: { mode: 'pct', depth: 5, horizon: 3000, stalls: 40, stallSteps: 300, stallUnit: 'client', stallOn: 'atomic' } },
+  },
   { name: 'skipSlotRepair', layer: 'recovery', step: 'validating every slot pointer and repairing a torn slot from the item it points at' },
   { name: 'skipReclaim', layer: 'recovery', step: 'reclaiming buffers no slot reaches' },
   { name: 'acceptStaleEpoch', layer: 'recovery', step: 'refusing buffer returns stamped with an earlier epoch' },

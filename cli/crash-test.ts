@@ -108,7 +108,7 @@ export function registerCrashTest(program: Command): void {
     .option('--exhaustive', 'small-scope exhaustive mode: every interleaving (sleep-set POR) and every image at every crash point of a tiny workload (kv: 2 clients x PUT+GET; register: --nodes 2 --requests 1 --pattern writer-reader); drain eager, no eviction')
     .option('--states-max <n>', 'exhaustive: most states (interleavings + crash points + images), past it PMRPC_ERR_TOO_MANY_STATES (default 200000)', intOption('states-max'))
     .option('--no-por', 'exhaustive: no partial-order reduction (the full tree; to measure the reduction)')
-    .option('--schedule <s>', "the scheduler of the workload runs: 'random' (each step uniformly among the runnable agents) or 'pct' (PCT priorities with --pct-depth change points; docs/checkers.md) (default: a mutant's own schedule, else random); with --exhaustive: replay one interleaving, choice indices separated by '.' (what a violation's command names)")
+    .option('--schedule <s>', "the scheduler of the workload runs: 'random' (each step uniformly among the runnable agents) or 'pct' (PCT priorities with --pct-depth change points; docs/cli.md#adversarial-schedules) (default: a mutant's own schedule, else random); with --exhaustive: replay one interleaving, choice indices separated by '.' (what a violation's command names)")
     .option('--pct-depth <n>', 'pct: priority change points (default 3)', intOption('pct-depth'))
     .option('--schedule-horizon <n>', 'pct, stalls: steps over which change points and stalls are drawn (default 20000)', intOption('schedule-horizon'))
     .option('--stalls <n>', 'hold back a randomly picked agent at n seeded steps, each for up to --stall-steps steps (default 0)', intOption('stalls'))

@@ -4,6 +4,8 @@
 // a replica restart used the old incarnation's rkey) — its crash run is replayed here on the fixed
 // client.
 import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { applySchedule, explore, nicConfigFor, replayCommand, resolveExploreOptions, resolveSchedule, rsExplorerApp, scheduleArgs, scheduleChooser, scheduleName, World, type StepChoice } from '../../src/testing/crash/index.js';
 
 const SEED = Number(process.env.PMRPC_SEED ?? 1);
@@ -118,4 +120,21 @@ t.test('found by the stall schedule: an RS retry after a replica restart used th
   });
   t.equal(r.crashRunsChecked, 1);
   t.same(r.violations.map((v) => `${v.kind}: ${v.detail.slice(0, 200)}`), [], 'no violation on the fixed client');
+});
+
+t.test('the CLI: --schedule pct --pct-depth --stalls on the register app (0 violations, named in the report); bad values refused', async (t) => {
+  const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+  const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'crash-test', ...args], { encoding: 'utf8', timeout: 120_000 });
+  const ok = run('--app', 'register', '--seed', String(SEED), '--schedule', 'pct', '--pct-depth', '2', '--stalls', '3', '--stall-steps', '20', '--schedule-horizon', '300', '--json');
+  t.equal(ok.status, 0, ok.stderr);
+  const d = JSON.parse(ok.stdout) as { schedule: string; violations: unknown[]; imagesChecked: number };
+  t.equal(d.schedule, 'pct(d=2)+stalls(3x<=20 client)');
+  t.same(d.violations, []);
+  t.ok(d.imagesChecked > 0);
+  const bad = run('--app', 'register', '--schedule', 'dfs');
+  t.equal(bad.status, 1);
+  t.match(bad.stderr, /--schedule must be random or pct/);
+  const unit = run('--app', 'register', '--stalls', '2', '--stall-unit', 'node');
+  t.equal(unit.status, 1);
+  t.match(unit.stderr, /--stall-unit must be qp or client/);
 });

@@ -64,7 +64,7 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
   { name: 'noWriterId', layer: 'write', step: 'the writer id in the tag (two writers of one timestamp must not tie)' },
   { name: 'readWithoutWriteBack', layer: 'read', step: 'the write-back of the highest value to a majority before a read returns it' },
   { name: 'minorityWrite', layer: 'write', step: 'waiting for a majority of replicas before a write returns' },
-  { name: 'readWithoutFlush', layer: 'read', step: 'FLUSH(persistent) of the slot a read READ, in its chain (a read returns only durable state)', explore: { pins: { ddio: true } } },
+  { name: 'readWithoutFlush', layer: 'read', step: 'FLUSH(persistent) of the slot a read READ, in its chain (a read returns only durable state)' },
   {
     name: 'countFailedCas',
     layer: 'write',

@@ -11,7 +11,7 @@ import { listRsMutants } from '../src/apps/rs/index.js';
 import { resolveRsWorkload } from '../src/testing/crash/index.js';
 import { RSLOCK_MUTANTS } from '../src/apps/rslock/index.js';
 import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
-import { resolveTxWorkload, TX_CLI_DEFAULTS } from '../src/testing/crash/index.js';
+import { resolveTxWorkload, TX_CLI_DEFAULTS, resolveSchedule, type ScheduleOptions } from '../src/testing/crash/index.js';
 import { TX_MUTANTS } from '../src/apps/tx/index.js';
 import { DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
@@ -49,6 +49,12 @@ interface Opts {
   statesMax?: number;
   por: boolean;
   schedule?: string;
+  pctDepth?: number;
+  scheduleHorizon?: number;
+  stalls?: number;
+  stallSteps?: number;
+  stallUnit?: string;
+  stallOn?: string;
   lineModel?: string;
   timeline?: string;
   workload?: string;
@@ -102,7 +108,13 @@ export function registerCrashTest(program: Command): void {
     .option('--exhaustive', 'small-scope exhaustive mode: every interleaving (sleep-set POR) and every image at every crash point of a tiny workload (kv: 2 clients x PUT+GET; register: --nodes 2 --requests 1 --pattern writer-reader); drain eager, no eviction')
     .option('--states-max <n>', 'exhaustive: most states (interleavings + crash points + images), past it PMRPC_ERR_TOO_MANY_STATES (default 200000)', intOption('states-max'))
     .option('--no-por', 'exhaustive: no partial-order reduction (the full tree; to measure the reduction)')
-    .option('--schedule <s>', "exhaustive: replay one interleaving, choice indices separated by '.' (what a violation's command names)")
+    .option('--schedule <s>', "the scheduler of the workload runs: 'random' (each step uniformly among the runnable agents) or 'pct' (PCT priorities with --pct-depth change points; docs/cli.md#adversarial-schedules) (default: a mutant's own schedule, else random); with --exhaustive: replay one interleaving, choice indices separated by '.' (what a violation's command names)")
+    .option('--pct-depth <n>', 'pct: priority change points (default 3)', intOption('pct-depth'))
+    .option('--schedule-horizon <n>', 'pct, stalls: steps over which change points and stalls are drawn (default 20000)', intOption('schedule-horizon'))
+    .option('--stalls <n>', 'hold back a randomly picked agent at n seeded steps, each for up to --stall-steps steps (default 0)', intOption('stalls'))
+    .option('--stall-steps <n>', 'the most steps one stall lasts (default 200)', intOption('stall-steps'))
+    .option('--stall-unit <qp|client>', "what a stall holds: one QP, or every QP of its client (default client)")
+    .option('--stall-on <any|atomic>', "when a stall begins: at its drawn step, or right after the picked agent's next atomic (CAS) (default any)")
     .option('--mutant <name>', 'remove one persistence step (test-only fault switch): the run must then report violations')
     .option('--workload <w>', "tx: 'append' (list-append, default) or 'bank' (transfers and audits)")
     .option('--keys <n>', 'tx: keys over all shards (default 4)', intOption('keys'))
@@ -161,6 +173,7 @@ export function registerCrashTest(program: Command): void {
         pins,
         crashRuns: opts.crashRuns ?? (opts.app === 'tx' ? TX_CLI_DEFAULTS.crashRuns : undefined),
         crashPlan: opts.crashPlan,
+        schedule: scheduleOf(opts),
       });
       if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && !CRASH_RUN_APPS.includes(opts.app)) throw new TypeError(`--crash-runs and --crash-plan need --app ${CRASH_RUN_APPS.join(', ')} (an app with a whole-history check)`);
       const { clock: _c, onProgress: _p, seed: _s, ...ex } = exploreOptions;
@@ -198,17 +211,35 @@ export function registerCrashTest(program: Command): void {
       if (opts.json) {
         printJson({
           app: r.app, seed: r.seed, ...(seeds.length > 1 ? { seeds } : {}), ...(opts.app === 'rpc' ? { strategy: opts.strategy } : opts.app === 'kv' ? { system: opts.system } : {}), mutant: opts.mutant ?? null,
-          configs: r.configs, crashPoints: r.crashPoints, crashPointsTotal: r.crashPointsTotal, deliveryPoints: r.deliveryPoints, imagesChecked: r.imagesChecked, distinctImages: r.distinctImages,
+          configs: r.configs, schedule: r.schedule ?? 'random', crashPoints: r.crashPoints, crashPointsTotal: r.crashPointsTotal, deliveryPoints: r.deliveryPoints, imagesChecked: r.imagesChecked, distinctImages: r.distinctImages,
           nestedImagesChecked: r.nestedImagesChecked, ...(r.crashRunsChecked !== undefined ? { crashRunsChecked: r.crashRunsChecked } : {}), sampledPoints: r.sampledPoints, imagesPerSecond: r.imagesPerSecond, seconds: Number(r.seconds.toFixed(3)),
           violations, violationsTotal: r.violations.length,
         });
       } else {
-        log(`${r.crashPoints} of ${r.crashPointsTotal} crash points (${r.deliveryPoints} at deliveries), ${r.imagesChecked} images (${r.distinctImages} distinct (crash point, image) pairs; + ${r.nestedImagesChecked} crashed again during recovery), ${r.imagesPerSecond} images/s, ${r.seconds.toFixed(1)} s; NIC configurations: ${r.configs.join(', ')}`);
+        log(`${r.crashPoints} of ${r.crashPointsTotal} crash points (${r.deliveryPoints} at deliveries), ${r.imagesChecked} images (${r.distinctImages} distinct (crash point, image) pairs; + ${r.nestedImagesChecked} crashed again during recovery), ${r.imagesPerSecond} images/s, ${r.seconds.toFixed(1)} s; NIC configurations: ${r.configs.join(', ')}; schedule: ${r.schedule ?? 'random'}`);
         for (const v of violations) log(`VIOLATION at crash point ${v.point} (${v.kind})${v.image === undefined ? '' : `, image ${v.image}`}: ${v.detail}\n  reproduce: ${v.replay}${'timeline' in v ? `\n  timeline: ${v.timeline}` : ''}`);
         log(`${r.violations.length} violation${r.violations.length === 1 ? '' : 's'}${r.violations.length > violations.length ? ` (first ${violations.length} shown)` : ''}`);
       }
       if (r.violations.length > 0) process.exitCode = 1;
     });
+}
+
+/** The --schedule, --pct-depth, --stall-* flags (undefined when none is given: the mutant's own schedule, else random). */
+function scheduleOf(opts: Opts): Partial<ScheduleOptions> | undefined {
+  const given = [opts.schedule, opts.pctDepth, opts.scheduleHorizon, opts.stalls, opts.stallSteps, opts.stallUnit, opts.stallOn].some((x) => x !== undefined);
+  if (!given) return undefined;
+  if (opts.schedule !== undefined && opts.schedule !== 'random' && opts.schedule !== 'pct') throw new TypeError(`--schedule must be random or pct (an interleaving only with --exhaustive), got ${opts.schedule}`);
+  if (opts.stallUnit !== undefined && opts.stallUnit !== 'qp' && opts.stallUnit !== 'client') throw new TypeError(`--stall-unit must be qp or client, got ${opts.stallUnit}`);
+  if (opts.stallOn !== undefined && opts.stallOn !== 'any' && opts.stallOn !== 'atomic') throw new TypeError(`--stall-on must be any or atomic, got ${opts.stallOn}`);
+  return resolveSchedule({
+    ...(opts.schedule !== undefined ? { mode: opts.schedule as 'random' | 'pct' } : opts.pctDepth !== undefined ? { mode: 'pct' as const } : {}),
+    ...(opts.pctDepth !== undefined ? { depth: opts.pctDepth } : {}),
+    ...(opts.scheduleHorizon !== undefined ? { horizon: opts.scheduleHorizon } : {}),
+    ...(opts.stalls !== undefined ? { stalls: opts.stalls } : {}),
+    ...(opts.stallSteps !== undefined ? { stallSteps: opts.stallSteps } : {}),
+    ...(opts.stallUnit !== undefined ? { stallUnit: opts.stallUnit as 'qp' | 'client' } : {}),
+    ...(opts.stallOn !== undefined ? { stallOn: opts.stallOn as 'any' | 'atomic' } : {}),
+  });
 }
 
 /** `--exhaustive`: the small-scope exhaustive mode on a tiny workload (one JSON document with --json). */

@@ -93,3 +93,14 @@ export function parseJsonBytes(b: Uint8Array): Record<string, unknown> | undefin
     return undefined;
   }
 }
+
+/**
+ * What a test-only mutant needs from the crash explorer to show (plain data: src/testing/crash reads
+ * it as the app's exploreDefaults): NIC pins (config.ts NicPins) and an adversarial schedule
+ * (pct.ts ScheduleOptions) — e.g. a client held back right after a CAS. The correct protocol under
+ * the same settings reports nothing.
+ */
+export interface MutantExplore {
+  pins?: { drain?: 'eager' | 'lazy-small' | 'lazy-large' | 'onFlush'; ddio?: boolean; placement?: 'any' | 'ascending'; eviction?: number; lineModel?: 'prefix' | 'subset' };
+  schedule?: { mode?: 'random' | 'pct'; depth?: number; horizon?: number; stalls?: number; stallSteps?: number; stallUnit?: 'qp' | 'client'; stallOn?: 'any' | 'atomic' };
+}

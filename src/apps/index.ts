@@ -1,2 +1,3 @@
 /** The App contract every application implements (the apps themselves are under src/apps/<name>). */
 export { jsonBytes, parseJsonBytes, type App, type AppHost, type AppServer, type AcceptedClient, type AppProblem } from './app.js';
+export type { MutantExplore } from './app.js';

@@ -3,6 +3,8 @@
  * step of the protocol or of replica recovery. `pmrpc crash-test --app rs --list-mutants` prints
  * RS_MUTANTS; `--mutant NAME` must report violations.
  */
+import type { MutantExplore } from '../index.js';
+
 export interface RsFaults {
   /** Install chain: no FLUSH(persistent) of the item between ALLOCATE and the CAS. */
   dropItemFlush: boolean;
@@ -51,16 +53,26 @@ export interface RsMutant {
   step: string;
   /** The test that catches it, when it is not the seeded crash workload of test/apps/rs/mutants.test.ts. */
   caughtBy?: string;
+  /** NIC pins and schedule the explorer runs it with unless told otherwise (`--mutant NAME --seed 1` uses them). */
+  explore?: MutantExplore;
 }
 
 export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
-  { name: 'dropItemFlush', layer: 'write', step: 'FLUSH(persistent) of the item between ALLOCATE and the CAS (the item is durable before a durable slot points at it)' },
-  { name: 'dropSlotFlush', layer: 'write', step: 'FLUSH(persistent) of the slot after the CAS (a replica counts only once its slot is durable)' },
+  // Without DDIO a drained item goes to media at once (the CAS drains its QP first): the missing FLUSH shows only with DDIO on.
+  { name: 'dropItemFlush', layer: 'write', step: 'FLUSH(persistent) of the item between ALLOCATE and the CAS (the item is durable before a durable slot points at it)', explore: { pins: { ddio: true } } },
+  { name: 'dropSlotFlush', layer: 'write', step: 'FLUSH(persistent) of the slot after the CAS (a replica counts only once its slot is durable)', explore: { pins: { ddio: true } } },
   { name: 'noWriterId', layer: 'write', step: 'the writer id in the tag (two writers of one timestamp must not tie)' },
   { name: 'readWithoutWriteBack', layer: 'read', step: 'the write-back of the highest value to a majority before a read returns it' },
   { name: 'minorityWrite', layer: 'write', step: 'waiting for a majority of replicas before a write returns' },
   { name: 'readWithoutFlush', layer: 'read', step: 'FLUSH(persistent) of the slot a read READ, in its chain (a read returns only durable state)' },
-  { name: 'countFailedCas', layer: 'write', step: 'a replica whose CAS did not swap counts only once a FLUSHed READ of its slot shows a tag >= the writer\'s', caughtBy: 'test/apps/rs/failed-cas.test.ts' },
+  {
+    name: 'countFailedCas',
+    layer: 'write',
+    step: 'a replica whose CAS did not swap counts only once a FLUSHed READ of its slot shows a tag >= the writer\'s',
+    // Needs another writer's CAS result held undrained in a NIC cache (drain onFlush) while this
+    // writer's CAS compares against it: a client stalled right after its CASes (pct.ts), under PCT.
+    explore: { pins: { drain: 'onFlush', ddio: true }, schedule: { mode: 'pct', depth: 5, horizon: 3000, stalls: 40, stallSteps: 300, stallUnit: 'client', stallOn: 'atomic' } },
+  },
   { name: 'skipSlotRepair', layer: 'recovery', step: 'validating every slot pointer and repairing a torn slot from the item it points at' },
   { name: 'skipReclaim', layer: 'recovery', step: 'reclaiming buffers no slot reaches' },
   { name: 'acceptStaleEpoch', layer: 'recovery', step: 'refusing buffer returns stamped with an earlier epoch' },

@@ -3,6 +3,8 @@
  * resolution or the recovery. The crash suite (src/testing/crash/tx.ts) must report violations
  * for each; TX_MUTANTS lists them as data for the CLI (`name<TAB>step`).
  */
+import type { MutantExplore } from '../index.js';
+
 export interface TxFaults {
   /** Prepare chain: no FLUSH after the record's H CAS — the client counts a record that is not durable (installs before every prepare is durable). */
   skipPrepareFlush: boolean;
@@ -55,6 +57,8 @@ export interface TxMutant {
    * hot keys for a validation bug). The correct protocol under the same pins reports nothing.
    */
   pins?: { keys?: number; clients?: number; agent?: boolean };
+  /** NIC pins and adversarial schedule the explorer runs it with unless told otherwise (`--mutant NAME --seed 1` uses them). */
+  explore?: MutantExplore;
 }
 
 export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
@@ -62,11 +66,24 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
   { name: 'skip-body-flush', fault: 'skipBodyFlush', step: 'FLUSH(persistent) of the record body before the H CAS that publishes it' },
   { name: 'skip-validation', fault: 'skipValidation', step: 'validation of the read set (CAS: unlocked, CT unchanged, raise W)', pins: { keys: 2, clients: 4 } },
   { name: 'count-failed-cas', fault: 'countFailedCas', step: 'a prepare or validation CAS that did not swap aborts (never counts as success)' },
-  { name: 'no-fence-check', fault: 'noFenceCheck', step: "the prepare's H CAS checks the fence (a slow client's late prepare fails)", caughtBy: 'test/apps/tx/tx.test.ts' },
+  {
+    name: 'no-fence-check',
+    fault: 'noFenceCheck',
+    step: "the prepare's H CAS checks the fence (a slow client's late prepare fails)",
+    // A client's QP held back mid-commit while the resolver agent fences and aborts T (pct.ts stalls).
+    explore: { schedule: { stalls: 20, stallSteps: 200, stallUnit: 'qp', horizon: 600 } },
+  },
   { name: 'skip-allocate-flush', fault: 'skipAllocateFlush', step: 'FLUSH(persistent) of the ALLOCATEd new values before the prepare' },
   { name: 'skip-install-flush', fault: 'skipInstallFlush', step: 'FLUSH(persistent) of the installs before H := COMMITTED' },
   { name: 'resolver-without-commit-point', fault: 'resolverWithoutCommitPoint', step: 'the resolver commits only when every participant holds a durable record' },
-  { name: 'resolver-trusts-visible', fault: 'resolverTrustsVisible', step: 'the resolver FLUSHes what it read before acting on it', caughtBy: 'test/apps/tx/tx.test.ts' },
+  {
+    name: 'resolver-trusts-visible',
+    fault: 'resolverTrustsVisible',
+    step: 'the resolver FLUSHes what it read before acting on it',
+    // A prepare record visible (drained at once: drain eager) but not yet FLUSHed while its client's QP is held back
+    // and the resolver agent decides on it; a crash in that window (pct.ts stalls).
+    explore: { pins: { drain: 'eager' }, schedule: { stalls: 20, stallSteps: 200, stallUnit: 'qp', horizon: 600 } },
+  },
   { name: 'resolver-no-fence', fault: 'resolverNoFence', step: 'the resolver fences T where it found no record before deciding abort' },
   { name: 'recovery-ignores-records', fault: 'recoveryIgnoresRecords', step: 'recovery keeps PREPARED records (and their locks) for the resolver' },
 ] as const satisfies readonly TxMutant[]);

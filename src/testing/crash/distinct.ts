@@ -60,6 +60,7 @@ export function withDistinctImages<S>(app: ExplorerApp<S>): Counted<S> {
     checkLive: async (world) => keep(await app.checkLive(world)),
     // Crash runs (multi.ts) go through too: clients, client crashes and the whole-history check.
     ...(app.clients !== undefined ? { clients: app.clients } : {}),
+    ...(app.exploreDefaults !== undefined ? { exploreDefaults: app.exploreDefaults } : {}),
     ...(app.crashClient !== undefined ? { crashClient: (c: number) => app.crashClient!(c) } : {}),
     ...(app.checkHistory !== undefined ? { checkHistory: async (world: World) => keep(await app.checkHistory!(world)) } : {}),
     async beforeRecover(world: World, node: number): Promise<AppProblem[]> {
@@ -87,6 +88,7 @@ export function withDistinctImages<S>(app: ExplorerApp<S>): Counted<S> {
     replayArgs: () => app.replayArgs(),
     // What crash runs and media errors need, when the app has it.
     ...(app.clients !== undefined ? { clients: app.clients } : {}),
+    ...(app.exploreDefaults !== undefined ? { exploreDefaults: app.exploreDefaults } : {}),
     ...(app.crashClient !== undefined ? { crashClient: (c: number) => app.crashClient!(c) } : {}),
     ...(app.checkHistory !== undefined ? { checkHistory: async (world: World) => keep(await app.checkHistory!(world)) } : {}),
     ...(app.damageImage !== undefined ? { damageImage: (image: Uint8Array, node: number) => app.damageImage!(image, node) } : {}),

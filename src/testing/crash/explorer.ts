@@ -21,6 +21,7 @@ import { checkPins, configName, nicConfigFor, type NicConfig, type NicPins } fro
 import { mix } from './seeds.js';
 import { World } from './world.js';
 import { formatPlan, parsePlan, planFor, runCrashPlan } from './multi.js';
+import { applySchedule, resolveSchedule, scheduleArgs, scheduleName } from './pct.js';
 
 export type { ImageEngine, ExplorerApp, ExploreOptions } from './types.js';
 import type { ExplorerApp, ExploreOptions } from './types.js';
@@ -41,6 +42,7 @@ export const EXPLORE_DEFAULTS: Readonly<ExploreOptions> = Object.freeze({
   onProgress: undefined,
   crashRuns: 0,
   crashPlan: undefined,
+  schedule: undefined,
 });
 
 export interface ExplorerViolation {
@@ -62,6 +64,8 @@ export interface ExploreReport {
   seed: number;
   /** NIC configurations the run used (one per seed). */
   configs: string[];
+  /** The scheduler of the workload runs (pct.ts scheduleName), e.g. "random" or "pct(d=3)". */
+  schedule?: string;
   crashPointsTotal: number;
   crashPoints: number;
   /** Crash points at a delivery to a client. */
@@ -103,7 +107,18 @@ export function resolveExploreOptions(options: Partial<ExploreOptions>): Explore
   if (typeof o.nested !== 'boolean') throw new TypeError(`nested must be a boolean, got ${String(o.nested)}`);
   if (o.observe !== 'delivery' && o.observe !== 'late') throw new TypeError(`observe must be 'delivery' or 'late', got ${String(o.observe)}`);
   checkPins(o.pins);
+  if (o.schedule !== undefined) resolveSchedule(o.schedule);
   return o;
+}
+
+/**
+ * `o` with the app's exploreDefaults under it (a mutant's pins and schedule): NIC pins merge under
+ * the caller's, the app's schedule stands unless the caller gave one.
+ */
+export function withAppDefaults(app: ExplorerApp<unknown>, o: ExploreOptions): ExploreOptions {
+  const d = app.exploreDefaults;
+  if (d === undefined) return o;
+  return { ...o, pins: checkPins({ ...(d.pins ?? {}), ...o.pins }), schedule: o.schedule ?? d.schedule };
 }
 
 /** The command line that reproduces a run of `app` (or one crash point of it). */
@@ -115,6 +130,7 @@ export function replayCommand(app: ExplorerApp<unknown>, o: ExploreOptions, poin
   if (o.pins.eviction !== undefined) parts.push(`--eviction ${o.pins.eviction}`);
   if (o.pins.lineModel !== undefined) parts.push(`--line-model ${o.pins.lineModel}`);
   if (!o.nested) parts.push('--no-nested');
+  if (o.schedule !== undefined) parts.push(scheduleArgs(resolveSchedule(o.schedule)));
   if (point !== undefined) parts.push(`--point ${point}`);
   if (plan !== undefined) parts.push(`--crash-plan '${plan}'`);
   return parts.filter((p) => p !== '').join(' ');
@@ -122,11 +138,12 @@ export function replayCommand(app: ExplorerApp<unknown>, o: ExploreOptions, poin
 
 /** Explores one seed of `app`. */
 export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOptions> = {}): Promise<ExploreReport> {
-  const o = resolveExploreOptions(options);
+  const o = withAppDefaults(app, resolveExploreOptions(options));
+  const schedule = resolveSchedule(o.schedule);
   const t0 = o.clock?.nowMs();
   const config = nicConfigFor(o.seed, o.pins);
   const report: ExploreReport = {
-    app: app.name, seed: o.seed, configs: [configName(config)], crashPointsTotal: 0, crashPoints: 0, deliveryPoints: 0,
+    app: app.name, seed: o.seed, configs: [configName(config)], schedule: scheduleName(schedule), crashPointsTotal: 0, crashPoints: 0, deliveryPoints: 0,
     imagesChecked: 0, nestedImagesChecked: 0, sampledPoints: 0, imagesPerSecond: 0, seconds: 0, violations: [],
   };
   const violate = (kind: string, detail: string, point: number, image: number | undefined, phase: ExplorerViolation['phase'], plan?: string): void => {
@@ -136,6 +153,7 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
 
   // 1. The workload, once, capturing every crash point.
   const world = new World(config, o.seed);
+  applySchedule(world, schedule);
   world.lateObservation = o.observe === 'late';
   for (let n = 0; n < app.nodes; n++) {
     const region = PmemRegion.createInMemory(app.regionBytes, { tracing: true, lineModel: config.lineModel, seed: mix(o.seed, 0x7e, n), eviction: config.eviction, entropy: seededEntropy(createPrng(mix(o.seed, 3, n))) });
@@ -294,6 +312,7 @@ export function mergeReports(reports: readonly ExploreReport[]): ExploreReport &
     seed: rs[0]?.seed ?? 0,
     seeds: rs.map((r) => r.seed),
     configs: [...new Set(rs.flatMap((r) => r.configs))],
+    ...(rs[0]?.schedule !== undefined ? { schedule: rs[0].schedule } : {}),
     crashPointsTotal: sum((r) => r.crashPointsTotal),
     crashPoints: sum((r) => r.crashPoints),
     deliveryPoints: sum((r) => r.deliveryPoints),

@@ -1,5 +1,5 @@
 /** src/testing/crash — the one crash explorer (DESIGN §8): scheduler, crash points, images, recovery, checkers per app. */
-export { explore, mergeReports, replayCommand, resolveExploreOptions, EXPLORE_DEFAULTS, type ExplorerApp, type ExploreOptions, type ExploreReport, type ExplorerViolation, type ImageEngine } from './explorer.js';
+export { explore, mergeReports, replayCommand, resolveExploreOptions, withAppDefaults, EXPLORE_DEFAULTS, type ExplorerApp, type ExploreOptions, type ExploreReport, type ExplorerViolation, type ImageEngine } from './explorer.js';
 export { World, WorldNode, quiesce, type RunResult, type StepChoice, type Chooser, type Turn, type WorldOptions } from './world.js';
 export { VirtualTime, type VirtualTimeStats } from './virtual-time.js';
 export { nicConfigFor, configName, checkPins, rnicOptions, DRAIN_CHOICES, type NicConfig, type NicPins, type DrainChoice } from './config.js';
@@ -19,3 +19,4 @@ export { txExplorerApp, resolveTxWorkload, cutTxHistory, checkAppendHistory, che
 export { rsExplorerApp, resolveRsWorkload, cutRsHistory, RS_WORKLOAD_DEFAULTS, RS_CRASH_LAYOUT, RS_MAJORITY_WAIT_MS, type RsWorkloadOptions, type RsOp, type RsExplorerApp } from './rs.js';
 export { rslockExplorerApp, RSLOCK_WORKLOAD_DEFAULTS, TORN_VALUE, type RsLockWorkloadOptions } from './rslock.js';
 export { swarm, swarmRun, swarmSeed, swarmReplay, paramsFor, parseMutant, resolveSwarmOptions, stepsOfSeconds, SWARM_APPS, SWARM_DEFAULTS, SWARM_DEFAULT_SECONDS, VIRTUAL_US_PER_STEP, LIVENESS_STEPS_MAX, type SwarmApp, type SwarmOptions, type SwarmParams, type SwarmFailure, type SwarmAppResult, type SwarmSeedResult, type SwarmReport } from './swarm.js';
+export { scheduleChooser, applySchedule, resolveSchedule, scheduleArgs, scheduleName, isPlainRandom, SCHEDULE_DEFAULTS, type ScheduleOptions } from './pct.js';

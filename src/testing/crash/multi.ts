@@ -23,6 +23,7 @@ import type { NicConfig } from './config.js';
 import type { ExploreOptions, ExplorerApp } from './types.js';
 import { mix } from './seeds.js';
 import { World } from './world.js';
+import { applySchedule, resolveSchedule } from './pct.js';
 
 export interface CrashEvent {
   point: number;
@@ -124,6 +125,7 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
   const problems: AppProblem[] = [];
   const events: string[] = [];
   const world = new World(config, o.seed);
+  applySchedule(world, resolveSchedule(o.schedule));
   world.lateObservation = o.observe === 'late';
   hooks?.install?.(world);
   for (let n = 0; n < app.nodes; n++) {

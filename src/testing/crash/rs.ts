@@ -78,6 +78,7 @@ export type RsExplorerApp = ExplorerApp<{ time: number }> & { history(): RsOp[];
 export function rsExplorerApp(options: Partial<RsWorkloadOptions> = {}): RsExplorerApp {
   const w = resolveRsWorkload(options);
   const faults = rsFaultsFor(w.mutant);
+  const mutantExplore = RS_MUTANTS.find((m) => m.name === w.mutant)?.explore;
   const appOptions = rsApp.resolveOptions({ layout: { ...RS_CRASH_LAYOUT, blocks: w.blocks }, faults });
   const regionBytes = Math.ceil(rsApp.minRegionBytes(appOptions) / 4096) * 4096;
   let now = 0;
@@ -183,6 +184,7 @@ export function rsExplorerApp(options: Partial<RsWorkloadOptions> = {}): RsExplo
 
   const app: RsExplorerApp = {
     name: 'rs',
+    ...(mutantExplore !== undefined ? { exploreDefaults: mutantExplore } : {}),
     nodes: w.replicas,
     clients: w.clients,
     regionBytes,

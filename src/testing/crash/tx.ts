@@ -179,6 +179,7 @@ export function checkAppendSerializable(history: readonly TxRecord[], finals: Re
 export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplorerApp {
   const w = resolveTxWorkload(options);
   const faults = txFaultsFor(w.mutant);
+  const mutantExplore = TX_MUTANTS.find((m) => m.name === w.mutant)?.explore;
   const keysPerShard = Math.ceil(w.keys / w.shards);
   const appOptions = (n: number): TxAppOptions =>
     txApp.resolveOptions({ shard: n, shards: w.shards, keysPerShard, clients: w.clients + 1, items: keysPerShard + 2 * w.clients * w.txPerClient + 8, value: w.workload === 'bank' ? 'balance' : 'list', initialBalance: BANK_BALANCE, faults });
@@ -350,6 +351,7 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
 
   const app: TxExplorerApp = {
     name: 'tx',
+    ...(mutantExplore !== undefined ? { exploreDefaults: mutantExplore } : {}),
     nodes: w.shards,
     clients: w.clients,
     regionBytes,

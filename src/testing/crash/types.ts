@@ -5,6 +5,7 @@
 import type { Clock, PmemRegion, Prng } from '../../../pmem/index.js';
 import type { AppHost, AppProblem, AppServer } from '../../apps/index.js';
 import type { NicPins } from './config.js';
+import type { ScheduleOptions } from './pct.js';
 import type { World } from './world.js';
 
 export type ImageEngine = 'random' | 'exhaustive';
@@ -46,6 +47,11 @@ export interface ExplorerApp<S> {
    * may or may not have happened).
    */
   checkHistory?(world: World): Promise<AppProblem[]>;
+  /**
+   * Explore options this app runs with unless the caller gives them (e.g. a mutant's NIC pins and
+   * adversarial schedule, pct.ts): pins merge under the caller's; a schedule the caller gives replaces this one.
+   */
+  readonly exploreDefaults?: { pins?: NicPins; schedule?: Partial<ScheduleOptions> };
 }
 
 export interface ExploreOptions {
@@ -83,4 +89,9 @@ export interface ExploreOptions {
   crashRuns: number;
   /** Replay exactly this crash plan (multi.ts syntax; what a crash-run violation's command names); the image tuples are skipped. */
   crashPlan: string | undefined;
+  /**
+   * The scheduler of the workload runs (pct.ts): seeded random (default), PCT priorities, stalls of
+   * a client or QP. Undefined: the app's exploreDefaults.schedule, else plain random.
+   */
+  schedule: Partial<ScheduleOptions> | undefined;
 }

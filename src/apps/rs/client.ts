@@ -484,9 +484,9 @@ export class RsClient {
   /** READ the slot; bounded indirect READ of its item; FLUSH(persistent) the slot. 'lost': this replica lost its copy. */
   async #readReplica(r: Replica, block: number): Promise<ReadAnswer | 'lost' | undefined> {
     const g = r.geometry!;
-    const loc = this.#slotLoc(r, block);
     const maxItem = g.classes[g.classes.length - 1]!.sizeBytes;
     for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
+      const loc = this.#slotLoc(r, block);
       const wrs: WorkRequest[] = [Wr.read(loc, RS_SLOT_BYTES), Wr.read(loc, maxItem, { bounded: true })];
       if (!this.faults.readWithoutFlush) wrs.push(this.#slotFlush(r, block));
       const cs = await this.#post(r, wrs);
@@ -519,8 +519,9 @@ export class RsClient {
     dv.setBigUint64(0, BigInt(cls.sizeBytes), true);
     dv.setBigUint64(8, tag.writer, true);
     dv.setBigUint64(16, tag.ts, true);
-    const loc = this.#slotLoc(r, block);
     for (let attempt = 0; attempt <= this.options.allocRetriesMax; attempt++) {
+      // Addressed afresh on every attempt: a wait may span a reconnect to a restarted replica (a new rkey).
+      const loc = this.#slotLoc(r, block);
       const chain: WorkRequest[] = [Wr.write({ scratch: SCRATCH_META }, meta), Wr.allocate(r.rkey, cls.sizeBytes, item, { redirect: SCRATCH_PTR })];
       if (!f.dropItemFlush) chain.push(Wr.flush('persistent', r.rkey, { addr: cls.offset, len: cls.sizeBytes * cls.count }, { conditional: true }));
       const casAt = chain.length;
@@ -552,7 +553,9 @@ export class RsClient {
       for (let k = 0; k < this.options.countRetriesMax; k++) {
         this.#stats.countRetries++;
         await this.#sleep(this.options.retryDelayMs);
-        const again = await this.#post(r, f.dropSlotFlush ? [Wr.read(loc, RS_SLOT_BYTES)] : [Wr.read(loc, RS_SLOT_BYTES), this.#slotFlush(r, block)]);
+        // The slot addressed after the wait: a stale rkey would fail the READ and move the new QP to the error state.
+        const at = this.#slotLoc(r, block);
+        const again = await this.#post(r, f.dropSlotFlush ? [Wr.read(at, RS_SLOT_BYTES)] : [Wr.read(at, RS_SLOT_BYTES), this.#slotFlush(r, block)]);
         if (again === undefined) return undefined;
         if (compareTags(decodeRsSlot(again[0]!.data!).tag, tag) >= 0) return true;
       }

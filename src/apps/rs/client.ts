@@ -171,6 +171,13 @@ export class RsClient {
   #background = new Set<Promise<unknown>>();
   #closed = false;
   #rtts = 0;
+  /**
+   * The highest timestamp this writer has put in a tag. A new write's ts exceeds it as well as the
+   * query's max: a write of ours that ended indeterminate (NO_MAJORITY) may hold its tag on a
+   * minority the next query does not reach, and the same tag on a different value makes replicas
+   * disagree under one tag (reads then flip between the two values).
+   */
+  #lastTs = 0n;
   #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, countRetries: 0, noMajority: 0, returnRpcs: 0 };
 
   /**
@@ -228,8 +235,10 @@ export class RsClient {
       this.majority,
     );
     this.#rtts++;
-    const maxTs = tags.reduce((m, t) => (t.ts > m ? t.ts : m), 0n);
+    // Never a tag this writer used before (see #lastTs): its own indeterminate write may hide on a minority.
+    const maxTs = tags.reduce((m, t) => (t.ts > m ? t.ts : m), this.faults.reuseOwnTag ? 0n : this.#lastTs);
     const tag: Tag = { ts: maxTs + 1n, writer: this.faults.noWriterId ? 0n : this.writerId };
+    this.#lastTs = tag.ts;
     const item = encodeRsItem({ block, tag, value: data });
     await this.#quorum(
       this.#live().map((r) => this.#install(r, block, item, tag)),

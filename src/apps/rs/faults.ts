@@ -28,6 +28,8 @@ export interface RsFaults {
   acceptStaleEpoch: boolean;
   /** Recovery: ALLOCATE is not refused while the free lists are being rebuilt. */
   allowAllocateBeforeRebuild: boolean;
+  /** Write: the tag's ts is the query's max + 1 only, not above this writer's own last ts (an indeterminate write of ours may hold that tag on a minority). */
+  reuseOwnTag: boolean;
 }
 
 export const NO_RS_FAULTS: Readonly<RsFaults> = Object.freeze({
@@ -42,6 +44,7 @@ export const NO_RS_FAULTS: Readonly<RsFaults> = Object.freeze({
   skipReclaim: false,
   acceptStaleEpoch: false,
   allowAllocateBeforeRebuild: false,
+  reuseOwnTag: false,
 });
 
 export type RsFaultName = keyof RsFaults;
@@ -77,6 +80,7 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
   { name: 'skipReclaim', layer: 'recovery', step: 'reclaiming buffers no slot reaches' },
   { name: 'acceptStaleEpoch', layer: 'recovery', step: 'refusing buffer returns stamped with an earlier epoch' },
   { name: 'allowAllocateBeforeRebuild', layer: 'recovery', step: 'refusing ALLOCATE until the free lists are rebuilt' },
+  { name: 'reuseOwnTag', layer: 'write', step: 'a new tag above the writer\'s own last one (its indeterminate write may hold that tag, with another value, on a minority the query missed)', caughtBy: 'test/apps/rs/own-tag.test.ts' },
 ] as const satisfies readonly RsMutant[]);
 
 export function rsFaultsFor(mutant: string | undefined): RsFaults {

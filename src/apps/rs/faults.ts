@@ -65,9 +65,24 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
   { name: 'dropItemFlush', layer: 'write', step: 'FLUSH(persistent) of the item between ALLOCATE and the CAS (the item is durable before a durable slot points at it)', explore: { pins: { ddio: true } } },
   { name: 'dropSlotFlush', layer: 'write', step: 'FLUSH(persistent) of the slot after the CAS (a replica counts only once its slot is durable)', explore: { pins: { ddio: true } } },
   { name: 'noWriterId', layer: 'write', step: 'the writer id in the tag (two writers of one timestamp must not tie)' },
-  { name: 'readWithoutWriteBack', layer: 'read', step: 'the write-back of the highest value to a majority before a read returns it' },
+  {
+    name: 'readWithoutWriteBack',
+    layer: 'read',
+    step: 'the write-back of the highest value to a majority before a read returns it',
+    // Needs a read that returns a write only a minority holds, then a crash: with DDIO on and eager
+    // drains a CAS result reaches the LLC (visible to READs) long before media, so a crash of every
+    // replica keeps it at most on that minority, and the read after recovery returns the older value.
+    explore: { pins: { drain: 'eager', ddio: true } },
+  },
   { name: 'minorityWrite', layer: 'write', step: 'waiting for a majority of replicas before a write returns' },
-  { name: 'readWithoutFlush', layer: 'read', step: 'FLUSH(persistent) of the slot a read READ, in its chain (a read returns only durable state)' },
+  {
+    name: 'readWithoutFlush',
+    layer: 'read',
+    step: 'FLUSH(persistent) of the slot a read READ, in its chain (a read returns only durable state)',
+    // Needs a read of a slot whose CAS drained to the LLC but not to media (DDIO on, eager drains:
+    // visible to the READ, not durable) before the writer's slot FLUSH, then a crash of every replica.
+    explore: { pins: { drain: 'eager', ddio: true } },
+  },
   {
     name: 'countFailedCas',
     layer: 'write',

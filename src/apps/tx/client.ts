@@ -482,8 +482,11 @@ export class TxResolver {
   /** Settles T (participants: a bit mask of shards, when the caller knows them). */
   async resolve(txid: bigint, participantsHint?: bigint): Promise<Resolution> {
     const client = txClient(txid);
+    /** A commit decided while some participant's view predated T's prepare (set by the last round that read again for it). */
+    let staleSeen: string | undefined;
     for (let round = 0; round < RESOLVE_ROUNDS_MAX; round++) {
       if (round > 0) await sleep(this.#clock, 1);
+      staleSeen = undefined;
       const probe = this.#source(0) ?? [...Array(32).keys()].map((s) => this.#source(s)).find((c) => c !== undefined);
       const shards = probe?.shards;
       if (shards === undefined) continue;
@@ -537,6 +540,20 @@ export class TxResolver {
       if (decision === 'commit') {
         const parts = [...Array(shards).keys()].filter((s) => ((body?.participants ?? mask) >> BigInt(s)) & 1n);
         if (parts.some((s) => !views.has(s))) continue;
+        // The shards were read at different moments (their QPs run at different speeds): a
+        // participant whose view shows no H or an earlier one of this client slot (a smaller txid)
+        // was read before T's prepare landed there. Commit was decided (D2/D4), so T's commit point
+        // was reached: every participant held a durable PREPARED(T), and H only moves forward from
+        // it. The view is stale, not a participant without a record: read again (a genuine
+        // participant without T's record would stay so, and is reported once the rounds run out).
+        const stale = this.faults.resolverWithoutCommitPoint ? undefined : parts.find((s) => {
+          const h = views.get(s)!.h;
+          return h === 0n || hTxid(h) < txid;
+        });
+        if (stale !== undefined) {
+          staleSeen = `shard ${stale} holds ${views.get(stale)!.h === 0n ? 'no record' : `H of an earlier transaction (${txName(hTxid(views.get(stale)!.h))})`}`;
+          continue;
+        }
         let ok = true;
         for (const s of parts) {
           const v = views.get(s)!;
@@ -566,6 +583,8 @@ export class TxResolver {
       this.stats.aborted++;
       return 'aborted';
     }
+    // Every round read again for a participant that still holds no record of a committed T: not a stale view.
+    if (staleSeen !== undefined) throw new PmrpcError(TxErrorCodes.UNRESOLVED, `${txName(txid)}: commit decided but ${staleSeen} in every one of ${RESOLVE_ROUNDS_MAX} rounds`);
     return 'unknown';
   }
 

@@ -114,7 +114,10 @@ t.test('8-byte atomic stores are never torn for a concurrent reader in a worker'
   const LAST = 200_000;
   const reply = w.ask<{ reads: number; torn: number; backwards: number; distinct: number; last: bigint }>({ op: 'watch', off: 1024, flag, last: LAST });
   // wait (bounded) until the worker spins, then store patterned values hi == lo == i
-  t.equal(Atomics.wait(new Int32Array(flag), 0, 0, 5000), 'ok', 'the worker started watching');
+  // 'not-equal': the worker had already set the flag before this thread began to wait (it started
+  // too); only a timeout means it never did. (CI once saw 'not-equal' here.)
+  t.not(Atomics.wait(new Int32Array(flag), 0, 0, 5000), 'timed-out', 'the worker started watching');
+  t.equal(Atomics.load(new Int32Array(flag), 0), 1, 'the worker set its flag');
   for (let i = 1; i <= LAST; i++) r.storeU64Atomic(1024, (BigInt(i) << 32n) | BigInt(i));
   const got = await reply;
   t.comment(`worker made ${got.reads} reads, saw ${got.distinct} distinct values`);

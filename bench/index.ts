@@ -21,4 +21,5 @@ export { reproduce, formatRepro, REPRO_TOLERANCE, REPRO_GROUPS, PRDMA_64K, type 
 export { modelFlushCell, type ModelFlushCell, type ModelFlushResult } from './model-flush.js';
 export { modelKvCell, modelRsCell, type ModelKvCell, type ModelRsCell, type ModelOpsResult } from './model-apps.js';
 export { modelChains, addMemoryNode, CALIBRATION_CHAINS } from './model-verbs.js';
-export { withModel, addModelledFlush, addModelledKv, addModelledRs, MODELLED_SUITES } from './model-bench.js';
+export { withModel, addModelledFlush, addModelledKv, addModelledRs, addModelledTx, MODELLED_SUITES } from './model-bench.js';
+export { modelTxCell, type ModelTxCell, type ModelTxResult } from './model-tx.js';

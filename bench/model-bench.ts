@@ -10,6 +10,9 @@ import { costProfile } from '../src/testing/index.js';
 import type { ChartSpec } from './charts.js';
 import { modelKvCell, modelRsCell } from './model-apps.js';
 import { modelFlushCell } from './model-flush.js';
+import { modelTxCell } from './model-tx.js';
+import type { TxSystemName } from './tx-systems.js';
+import type { TxWorkloadName } from './tx-workloads.js';
 import type { BenchOptions, BenchReport } from './types.js';
 
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;
@@ -149,13 +152,64 @@ export async function addModelledRs(rep: BenchReport, o: BenchOptions & { model:
 }
 
 /**
- * The modelled half of a suite, by suite name: the hook a suite without one (tx: its bench is being
- * built) plugs into — add `tx: addModelledTx` here once bench/tx.ts exists.
+ * Adds modelled commit throughput, latency and abort rate to the tx report's cells (PRISM-TX,
+ * FaRM-style, FORD-style on the cell's shards, DDIO on as `bench tx` runs them), and the modelled
+ * ratios beside the measured ones (per cell and the geometric mean over the cells).
  */
+export async function addModelledTx(rep: BenchReport, o: BenchOptions & { model: string }): Promise<BenchReport> {
+  const m = costProfile(o.model);
+  const cfg = rep.config as { ycsbKeys?: number; smallbankAccounts?: number };
+  const keysOf = (w: string): number => (w === 'smallbank' ? 2 * (cfg.smallbankAccounts ?? 1000) : (cfg.ycsbKeys ?? 2048));
+  const cells = rep.rows.filter((r) => (r.system === 'prism-tx' || r.system === 'farm' || r.system === 'ford') && typeof r.workload === 'string' && typeof r.clients === 'number' && typeof r.shards === 'number');
+  const lines: string[] = [`MODELLED time (profile ${m.name}; virtual µs — not measured) beside MEASURED (wall clock), every tx cell (DDIO on, as measured):`];
+  const chartT: Array<{ cell: string; measured: number; modelled: number }> = [];
+  const chartL: Array<{ cell: string; measured: number; modelled: number }> = [];
+  let done = 0;
+  for (const r of cells) {
+    o.progress(done++, cells.length, `modelled tx ${String(r.system)} ${String(r.cell)}`);
+    const res = await modelTxCell({ system: r.system as TxSystemName, workload: r.workload as TxWorkloadName, shards: Number(r.shards), clients: Number(r.clients), keys: keysOf(String(r.workload)), ddio: true }, m, o.seed, requestsFor(o));
+    Object.assign(r, { modelProfile: m.name, modelledCommitsPerSecond: res.commitsPerSecond, modelledP50Us: res.p50Us, modelledP99Us: res.p99Us, modelledAbortRate: res.abortRate });
+    const label = `${String(r.system)} ${String(r.cell)}`;
+    lines.push(`  ${label.padEnd(30)} measured ${String(r.commitsPerSecond ?? '?').padStart(8)} tx/s, p50 ${(Number(r.p50Ns) / 1000).toFixed(1)} µs | modelled ${String(res.commitsPerSecond).padStart(8)} tx/s, p50 ${res.p50Us} µs, p99 ${res.p99Us} µs, aborts ${(res.abortRate * 100).toFixed(1)}%`);
+    chartT.push({ cell: label, measured: Number(r.commitsPerSecond ?? 0), modelled: res.commitsPerSecond });
+    chartL.push({ cell: label, measured: Number(r.p50Ns ?? 0) / 1000, modelled: res.p50Us });
+  }
+  const geo = (xs: number[]): number => Math.exp(xs.reduce((a, b) => a + Math.log(b), 0) / xs.length);
+  for (const [other, suffix] of [['farm', 'Farm'], ['ford', 'Ford']] as const) {
+    const tput: number[] = [];
+    const lat: number[] = [];
+    for (const p of cells.filter((r) => r.system === 'prism-tx')) {
+      const b = cells.find((r) => r.system === other && r.cell === p.cell);
+      if (b === undefined || !(Number(b.modelledCommitsPerSecond) > 0) || !(Number(b.modelledP50Us) > 0) || !(Number(p.modelledCommitsPerSecond) > 0)) continue;
+      const t = r3(Number(p.modelledCommitsPerSecond) / Number(b.modelledCommitsPerSecond));
+      const l = r3(Number(p.modelledP50Us) / Number(b.modelledP50Us));
+      rep.ratios[`modelled_throughputVs${suffix}_${String(p.cell)}`] = t;
+      rep.ratios[`modelled_latencyVs${suffix}_${String(p.cell)}`] = l;
+      tput.push(t);
+      lat.push(l);
+    }
+    if (tput.length === 0) continue;
+    rep.ratios[`modelled_throughputVs${suffix}`] = r3(geo(tput));
+    rep.ratios[`modelled_latencyVs${suffix}`] = r3(geo(lat));
+    lines.push(`  modelled throughputVs${suffix} = ${rep.ratios[`modelled_throughputVs${suffix}`]}, latencyVs${suffix} = ${rep.ratios[`modelled_latencyVs${suffix}`]} (p50; geometric mean over the cells, ${m.name}); measured ${rep.ratios[`throughputVs${suffix}`] ?? '-'} / ${rep.ratios[`latencyVs${suffix}`] ?? '-'}${other === 'farm' ? '; PRISM paper 1.2 / 0.82 (see pmrpc reproduce)' : ''}`);
+  }
+  o.progress(cells.length, cells.length, 'modelled cells done');
+  rep.summary.push(...lines);
+  rep.config.model = { profile: m.name, parameters: m, transactionsPerClient: requestsFor(o), ddio: true, note: 'modelled* columns are virtual time from the cost model; every other figure is wall clock' };
+  rep.charts = [
+    ...(rep.charts ?? []),
+    measuredVsModelledChart('measured-vs-modelled-throughput', `tx commits/s: measured (wall clock) vs modelled (${m.name})`, 'committed transactions per second (symlog)', chartT),
+    measuredVsModelledChart('measured-vs-modelled-latency', `tx p50 latency: measured (wall clock) vs modelled (${m.name})`, 'µs (symlog)', chartL),
+  ];
+  return rep;
+}
+
+/** The modelled half of a suite, by suite name (a suite without one: `withModel` says so). */
 export const MODELLED_SUITES: Readonly<Record<string, (rep: BenchReport, o: BenchOptions & { model: string }) => Promise<BenchReport>>> = Object.freeze({
   flush: addModelledFlush,
   kv: addModelledKv,
   rs: addModelledRs,
+  tx: addModelledTx,
 });
 
 /** Runs the modelled half of `suite` when `o.model` is set; a suite without one says so in its summary. */

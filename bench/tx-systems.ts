@@ -5,10 +5,11 @@
  * region, NIC (eager drain, DDIO on) and in-process fabric (startLocalShards), and makes every
  * commit durable on every participant before it returns.
  */
-import { systemClock } from '../pmem/index.js';
+import { systemClock, type Clock } from '../pmem/index.js';
 import { parseTxWelcome, TxClient, txApp, type ShardConn, type TxOutcome, type TxValueKind } from '../src/apps/tx/index.js';
 import { FarmTxClient, FordTxClient, parseTxLockWelcome, startLocalShards, txfarmApp, txfordApp, type TxLockConn, type LocalShards } from '../src/apps/txlock/index.js';
-import type { AppServer } from '../src/apps/index.js';
+import type { App, AppServer } from '../src/apps/index.js';
+import type { QueuePair } from '../flush/index.js';
 
 /** One client's transactions, whatever the system. */
 export interface TxApi {
@@ -57,74 +58,76 @@ function workOf(shards: LocalShards<AppServer>): () => { wrs: number; messages: 
   });
 }
 
-function sourceOf<C>(shards: LocalShards<AppServer>, parse: (c: ReturnType<LocalShards<AppServer>['connect']>) => C): (s: number) => C {
+function sourceOf<C>(connect: TxConnect, parse: (c: ReturnType<TxConnect>) => C): (s: number) => C {
   const conns: C[] = [];
-  return (s) => (conns[s] ??= parse(shards.connect(s)));
+  return (s) => (conns[s] ??= parse(connect(s)));
 }
 
-export const prismTxFactory: TxSystemFactory = {
-  name: 'prism-tx',
-  description: 'PRISM-TX (src/apps/tx): ALLOCATE + FLUSH of the new values, then prepare/validate/record by enhanced CAS + FLUSH (1 RTT), install + COMMITTED + release (1 RTT); no server CPU',
-  start(o) {
-    const shards = startLocalShards<object, AppServer>(txApp as never, o.shards, (s) => ({ shard: s, shards: o.shards, keysPerShard: o.keysPerShard, clients: o.clients, items: o.items, value: o.value, initialBalance: o.initialBalance }), { nic: { drain: 'eager' }, seed: o.seed });
-    return {
-      servers: shards.servers,
-      work: workOf(shards),
-      client(i) {
-        const source = sourceOf(shards, (c) => parseTxWelcome(c.qp, c.welcome));
-        const c = new TxClient(source as (s: number) => ShardConn, { client: i, incarnation: 1, clock: systemClock, faults: {} });
-        let wrote = false;
-        return {
-          begin: async () => {
-            wrote = false;
-            await c.begin();
-          },
-          read: (k) => c.read(k),
-          write: async (k, v) => {
-            wrote = true;
-            await c.write(k, v);
-          },
-          commit: () => c.commit(),
-          rollback: () => c.rollback(),
-          // The ALLOCATE + FLUSH of the new values is a round trip of its own before the two of the commit.
-          lastCommitRoundTrips: () => c.lastRoundTrips + (wrote && c.lastRoundTrips > 0 ? 1 : 0),
-        };
-      },
-      close: () => shards.close(),
-    };
-  },
-};
+/** A connection to shard s: the queue pair and the shard's welcome (in-process shards or a World's nodes). */
+export type TxConnect = (s: number) => { qp: QueuePair; welcome: Uint8Array };
 
-function lockFactory(name: string, description: string, protocol: 'farm' | 'ford'): TxSystemFactory {
+export type TxSystemName = 'prism-tx' | 'farm' | 'ford';
+
+/** The app (and its per-shard options) of `system`: the same for in-process shards and for a World's nodes. */
+export function txSystemApp(system: TxSystemName, o: Pick<TxDeployOptions, 'shards' | 'keysPerShard' | 'clients' | 'value' | 'initialBalance' | 'items'>): { app: App<object>; options: (shard: number) => object } {
+  if (system === 'prism-tx') return { app: txApp as never, options: (s) => ({ shard: s, shards: o.shards, keysPerShard: o.keysPerShard, clients: o.clients, items: o.items, value: o.value, initialBalance: o.initialBalance }) };
+  return { app: (system === 'farm' ? txfarmApp : txfordApp) as never, options: (s) => ({ shard: s, shards: o.shards, keysPerShard: o.keysPerShard, clients: o.clients, value: o.value, initialBalance: o.initialBalance }) };
+}
+
+/** Client `i` of `system` over `connect` (one connection per shard, made on first use), as a TxApi. */
+export function txClientApi(system: TxSystemName, connect: TxConnect, i: number, o: { clock: Clock; skipValidation?: boolean }): TxApi {
+  if (system === 'prism-tx') {
+    const c = new TxClient(sourceOf(connect, (x) => parseTxWelcome(x.qp, x.welcome)) as (s: number) => ShardConn, { client: i, incarnation: 1, clock: o.clock, faults: {} });
+    let wrote = false;
+    return {
+      begin: async () => {
+        wrote = false;
+        await c.begin();
+      },
+      read: (k) => c.read(k),
+      write: async (k, v) => {
+        wrote = true;
+        await c.write(k, v);
+      },
+      commit: () => c.commit(),
+      rollback: () => c.rollback(),
+      // The ALLOCATE + FLUSH of the new values is a round trip of its own before the two of the commit.
+      lastCommitRoundTrips: () => c.lastRoundTrips + (wrote && c.lastRoundTrips > 0 ? 1 : 0),
+    };
+  }
+  const source = sourceOf(connect, (x) => parseTxLockWelcome(x.qp, x.welcome)) as (s: number) => TxLockConn;
+  const lo = { client: i, incarnation: 1, skipValidation: o.skipValidation === true };
+  const c = system === 'farm' ? new FarmTxClient(source, lo) : new FordTxClient(source, lo);
   return {
-    name,
+    begin: () => c.begin(),
+    read: (k, forUpdate) => c.read(k, { forUpdate: forUpdate === true }),
+    write: (k, v) => c.write(k, v),
+    commit: () => c.commit(),
+    rollback: () => c.rollback(),
+    lastCommitRoundTrips: () => c.lastRoundTrips,
+  };
+}
+
+function factory(system: TxSystemName, description: string): TxSystemFactory {
+  return {
+    name: system,
     description,
     start(o) {
-      const app = protocol === 'farm' ? txfarmApp : txfordApp;
-      const shards = startLocalShards<object, AppServer>(app as never, o.shards, (s) => ({ shard: s, shards: o.shards, keysPerShard: o.keysPerShard, clients: o.clients, value: o.value, initialBalance: o.initialBalance }), { nic: { drain: 'eager' }, seed: o.seed });
+      const { app, options } = txSystemApp(system, o);
+      const shards = startLocalShards<object, AppServer>(app, o.shards, options, { nic: { drain: 'eager' }, seed: o.seed });
       return {
         servers: shards.servers,
         work: workOf(shards),
-        client(i) {
-          const source = sourceOf(shards, (c) => parseTxLockWelcome(c.qp, c.welcome));
-          const c = protocol === 'farm' ? new FarmTxClient(source as (s: number) => TxLockConn, { client: i, incarnation: 1, skipValidation: o.skipValidation === true }) : new FordTxClient(source as (s: number) => TxLockConn, { client: i, incarnation: 1, skipValidation: o.skipValidation === true });
-          return {
-            begin: () => c.begin(),
-            read: (k, forUpdate) => c.read(k, { forUpdate: forUpdate === true }),
-            write: (k, v) => c.write(k, v),
-            commit: () => c.commit(),
-            rollback: () => c.rollback(),
-            lastCommitRoundTrips: () => c.lastRoundTrips,
-          };
-        },
+        client: (i) => txClientApi(system, (s) => shards.connect(s), i, { clock: systemClock, ...(o.skipValidation === true ? { skipValidation: true } : {}) }),
         close: () => shards.close(),
       };
     },
   };
 }
 
-export const farmFactory = lockFactory('farm', 'FaRM-style (src/apps/txlock, app txfarm): LOCK by SEND to the shard CPU (locks + durable redo record), VALIDATE by batched READs, COMMIT record by WRITE + FLUSH, applied and unlocked by the CPU', 'farm');
-export const fordFactory = lockFactory('ford', 'FORD-style (src/apps/txlock, app txford): CAS lock + speculative READ in execution, undo log WRITE + FLUSH with validation READs (1 RTT), in-place WRITE + selective FLUSH + COMMITTED (1 RTT), asynchronous write-unlatch', 'ford');
+export const prismTxFactory: TxSystemFactory = factory('prism-tx', 'PRISM-TX (src/apps/tx): ALLOCATE + FLUSH of the new values, then prepare/validate/record by enhanced CAS + FLUSH (1 RTT), install + COMMITTED + release (1 RTT); no server CPU');
+export const farmFactory = factory('farm', 'FaRM-style (src/apps/txlock, app txfarm): LOCK by SEND to the shard CPU (locks + durable redo record), VALIDATE by batched READs, COMMIT record by WRITE + FLUSH, applied and unlocked by the CPU');
+export const fordFactory = factory('ford', 'FORD-style (src/apps/txlock, app txford): CAS lock + speculative READ in execution, undo log WRITE + FLUSH with validation READs (1 RTT), in-place WRITE + selective FLUSH + COMMITTED (1 RTT), asynchronous write-unlatch');
 
 /** The systems compared in one run. */
 export const TX_FACTORIES: readonly TxSystemFactory[] = [prismTxFactory, farmFactory, fordFactory];

@@ -16,6 +16,7 @@ t.test('reproduce --json: {rows: [{name, published, modelled, measured, deviatio
   try {
     // A measured value comes from a bench JSON in --out, named with its file.
     writeFileSync(join(dir, 'rs.json'), JSON.stringify({ startedAt: '2026-01-01T00:00:00.000Z', rows: [], ratios: { throughputVsLockBased: 1.23 } }));
+    writeFileSync(join(dir, 'tx.json'), JSON.stringify({ startedAt: '2026-01-01T00:00:00.000Z', rows: [], ratios: { 'throughputVsFarm_ycsb-low/4c/2s': 0.77, 'latencyVsFarm_ycsb-low/4c/2s': 1.3 } }));
     const r = spawnSync(process.execPath, [CLI, 'reproduce', '--json', '--requests', '10', '--seed', String(SEED), '--out', dir], { encoding: 'utf8', timeout: 120_000 });
     t.equal(r.status, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as { rows: Array<Record<string, unknown>>; profile: string };
@@ -42,7 +43,17 @@ t.test('reproduce --json: {rows: [{name, published, modelled, measured, deviatio
     t.ok(names.some((n) => n.startsWith("SC'21") && n.endsWith('throughput')));
     t.ok(names.some((n) => n.startsWith('PRISM-KV GET')));
     t.ok(names.some((n) => n.startsWith('PRISM-RS')));
-    t.ok(names.some((n) => n.startsWith('PRISM-TX')));
+    // The TX rows: modelled (PRISM-TX and FaRM-style on the World), measured from the tx bench's cell.
+    const tx = doc.rows.filter((x) => String(x.name).startsWith('PRISM-TX ÷ FaRM-style'));
+    t.same(tx.map((x) => x.name), ['PRISM-TX ÷ FaRM-style, throughput', 'PRISM-TX ÷ FaRM-style, latency']);
+    for (const row of tx) {
+      t.type(row.modelled, 'number', `${String(row.name)}: modelled`);
+      t.ok((row.modelled as number) > 0);
+      t.type(row.deviation, 'number');
+      t.match(String(row.maps), /apps\/tx .* apps\/txlock txfarm/);
+      t.match(String(row.measuredFrom), /tx\.json .*: (throughput|latency)VsFarm_ycsb-low\/4c\/2s/);
+    }
+    t.same(tx.map((x) => x.measured), [0.77, 1.3], 'measured from the tx bench JSON found');
     const rs = doc.rows.find((x) => String(x.name).startsWith('PRISM-RS'))!;
     t.equal(rs.measured, 1.23, 'measured from the bench JSON found');
     t.match(String(rs.measuredFrom), /rs\.json/);

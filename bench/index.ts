@@ -17,7 +17,7 @@ export { recordRun, readHistory, gitCommit, type RunMeta, type HistoryRun } from
 export const benchSuites: BenchSuite[] = [pmemBench, nicBench, kvBench, flushBench, tcpBench, hostileBench, rsBench, txBench, sqliteBench];
 
 // Modelled time (issue 14): modelled cells of the suites on the World with a cost model, and the reproduction table.
-export { reproduce, formatRepro, REPRO_TOLERANCE, REPRO_GROUPS, PRDMA_64K, type ReproRow, type ReproReport, type ReproOptions, type ReproGroup } from './reproduce.js';
+export { reproduce, formatRepro, formatReproMarkdown, REPRO_TOLERANCE, REPRO_GROUPS, PRDMA_64K, type ReproRow, type ReproReport, type ReproOptions, type ReproGroup } from './reproduce.js';
 export { modelFlushCell, type ModelFlushCell, type ModelFlushResult } from './model-flush.js';
 export { modelKvCell, modelRsCell, type ModelKvCell, type ModelRsCell, type ModelOpsResult } from './model-apps.js';
 export { modelChains, addMemoryNode, CALIBRATION_CHAINS } from './model-verbs.js';

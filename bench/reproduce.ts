@@ -445,3 +445,16 @@ export function formatRepro(rep: ReproReport): string[] {
   out.push(`${rep.withinTolerance} rows within ±${rep.tolerance * 100}% (${rep.issueRowsWithinTolerance} of them the issue's rows, the rest calibration checks); maps and explanations: --json or docs/benchmarks.md`);
   return out;
 }
+
+/** The table as Markdown (docs/benchmarks.md is regenerated from `pmrpc reproduce --markdown`). */
+export function formatReproMarkdown(rep: ReproReport): string[] {
+  const f = (x: number | null): string => (x === null ? '—' : String(x));
+  const cell = (x: string): string => x.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+  const out: string[] = ['| row | published | modelled | measured | deviation | maps to | explanation |', '|---|---|---|---|---|---|---|'];
+  for (const r of rep.rows) {
+    const d = r.deviation === null ? '—' : `${r.deviation >= 0 ? '+' : ''}${(r.deviation * 100).toFixed(1)}%${Math.abs(r.deviation) <= rep.tolerance ? ' ✓' : ''}`;
+    out.push(`| ${cell(r.name)} | ${f(r.published)} | ${f(r.modelled)} | ${f(r.measured)} | ${d} | ${cell(r.maps)} | ${cell(r.explanation)} |`);
+  }
+  out.push('', `${rep.withinTolerance} rows within ±${rep.tolerance * 100}% (${rep.issueRowsWithinTolerance} of them the issue's rows, the rest calibration checks). Modelled = virtual time (cost model, profile ${rep.profile}); measured = wall clock, or — when not measured in this run.`);
+  return out;
+}

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { reproduce } from '../../bench/index.js';
+import { formatReproMarkdown, reproduce } from '../../bench/index.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const SEED = Number(process.env.PMRPC_SEED ?? 1);
@@ -24,6 +24,11 @@ t.test('reproduce --json: {rows: [{name, published, modelled, measured, deviatio
     // (Some row groups only, to keep the test short: each group's cells are independent runs.)
     const again = await reproduce({ profile: 'cx4-optane', seed: SEED, measuredDir: undefined, requests: 10, groups: ['sc21', 'rs', 'calibration'] });
     t.ok(again.rows.length >= 5);
+    // --markdown (docs/benchmarks.md is regenerated from it): a header, one line per row, then the count.
+    const md = formatReproMarkdown(again);
+    t.equal(md[0], '| row | published | modelled | measured | deviation | maps to | explanation |');
+    t.equal(md.filter((l) => l.startsWith('| ') && !l.startsWith('| row |')).length, again.rows.length);
+    t.match(md[md.length - 1]!, /rows within ±15% .* Modelled = virtual time/);
     for (const row of again.rows) t.equal(row.modelled, doc.rows.find((x) => x.name === row.name)?.modelled, `${row.name}: modelled value replays from the seed`);
     t.equal(doc.profile, 'cx4-optane');
     t.ok(doc.rows.length >= 17, `${doc.rows.length} rows`);

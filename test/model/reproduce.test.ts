@@ -22,7 +22,7 @@ t.test('reproduce --json: {rows: [{name, published, modelled, measured, deviatio
     const doc = JSON.parse(r.stdout) as { rows: Array<Record<string, unknown>>; profile: string };
     // The same seed in this process: the same modelled values, bit for bit (another process, another run).
     // (Some row groups only, to keep the test short: each group's cells are independent runs.)
-    const again = await reproduce({ profile: 'cx4-optane', seed: SEED, measuredDir: undefined, requests: 10, groups: ['sc21', 'rs', 'calibration'] });
+    const again = await reproduce({ profile: 'cx4-optane', seed: SEED, measuredDir: undefined, requests: 10, groups: ['sc21', 'rs', 'tx', 'calibration'] });
     t.ok(again.rows.length >= 5);
     // --markdown (docs/benchmarks.md is regenerated from it): a header, one line per row, then the count.
     const md = formatReproMarkdown(again);

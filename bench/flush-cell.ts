@@ -100,7 +100,7 @@ export interface CellResult {
   ownerElu: number;
   workerElu: number | undefined;
   poolInFlightPeak: number | undefined;
-  /** TCP cells: how long the server's warm-up took (≥ TCP_WARM_REQUESTS acknowledged requests; see warmTcpServer). */
+  /** TCP cells: how long the server's warm-up by requests took (CellPlan.warmRequests; see warmTcpServer). */
   warmMs?: number;
 }
 

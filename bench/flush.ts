@@ -15,6 +15,7 @@ import { opsBySizeChart } from './charts.js';
 import { calibrate, closeBenchPool, runCell, wallClock, type BenchClock, type CellConfig, type CellPlan, type CellResult } from './flush-cell.js';
 import { fmtRate, machineDescription, median } from './measure.js';
 import { runSqlite, type SqliteResult } from './sqlite-baseline.js';
+import { echoRoundTrip } from './tcp.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
 export const DECOUPLED: readonly RpcStrategy[] = ['wflush', 'sflush', 'wrflush', 'srflush', 'raw', 'gpspm'];
@@ -40,6 +41,8 @@ export interface FlushPlan {
   tcp: { payloadSizes: number[]; clients: number[] };
   sqliteSizes: number[];
   sqliteGroup: number;
+  /** TCP cells: warm the fresh server child up with at least `requests` processed requests (at most `msMax`) before the cell's own warm-up. */
+  tcpWarm?: { requests: number; msMax: number };
 }
 
 export const QUICK_PLAN: FlushPlan = {
@@ -51,6 +54,7 @@ export const QUICK_PLAN: FlushPlan = {
   tcp: { payloadSizes: [64], clients: [1] },
   sqliteSizes: [1024],
   sqliteGroup: 16,
+  tcpWarm: { requests: 3000, msMax: 4000 },
 };
 
 export const FULL_PLAN: FlushPlan = {
@@ -62,6 +66,7 @@ export const FULL_PLAN: FlushPlan = {
   tcp: { payloadSizes: [64, 4096], clients: [1, 4] },
   sqliteSizes: [64, 1024, 16384],
   sqliteGroup: 16,
+  tcpWarm: { requests: 3000, msMax: 4000 },
 };
 
 /** Extra warm-up of a TCP cell (its server child starts cold). */
@@ -163,7 +168,16 @@ function summarise(cell: PlannedCell): Record<string, unknown> & Summary {
     ownerElu: r3(m((r) => r.ownerElu)),
     workerElu: rs.some((r) => r.workerElu !== undefined) ? r3(m((r) => r.workerElu ?? 0)) : null,
     poolInFlightPeak: rs.some((r) => r.poolInFlightPeak !== undefined) ? Math.max(...rs.map((r) => r.poolInFlightPeak ?? 0)) : null,
+    ...(rs.some((r) => r.warmMs !== undefined) ? { warmMs: Math.round(m((r) => r.warmMs ?? 0)) } : {}),
   };
+}
+
+/** The loopback echo's round trip (one message of a ring entry's size in flight), measured before and after a run's TCP cells. */
+interface EchoRtt {
+  beforeUs: number;
+  afterUs: number;
+  /** Their mean: the denominator of the one-outstanding ratios. */
+  us: number;
 }
 
 export interface Comparison {
@@ -196,17 +210,23 @@ export async function runFlushBench(o: BenchOptions, plan: FlushPlan, clock: Ben
     const itersPerUs = calibrate(clock);
     for (const strategy of ['wflush', 'farm'] as const) await runCell({ ...HEADLINE, strategy }, { ...plan.cell, measureMs: plan.cell.measureMs }, o.seed, clock);
     done++;
+    // The yardstick of the TCP cells' latency (1 client × 1 outstanding): the loopback's round trip, in this run.
+    const tcpEntryBytes = cells.find((c) => c.config.link === 'tcp')?.config.payloadBytes;
+    const echoMs = { warm: plan.cell.warmupMs, cell: Math.max(500, plan.cell.measureMs) };
+    const rttBefore = tcpEntryBytes === undefined ? undefined : await echoRoundTrip(tcpEntryBytes + 32, echoMs.warm, echoMs.cell);
     // Interleaved passes: every cell once per pass, so slow phases of a noisy machine hit all strategies alike.
     for (let pass = 0; pass < passes; pass++) {
       for (const cell of cells) {
         if (pass >= cell.repeats) continue;
         o.progress(done, total, `${cell.key} (pass ${pass + 1})`);
         // A TCP cell's server is a fresh child process: a longer warm-up lets its JIT settle.
-        const cellPlan = cell.config.link === 'tcp' ? { ...plan.cell, warmupMs: plan.cell.warmupMs + TCP_EXTRA_WARMUP_MS } : plan.cell;
+        const cellPlan = cell.config.link === 'tcp' ? { ...plan.cell, warmupMs: plan.cell.warmupMs + TCP_EXTRA_WARMUP_MS, warmRequests: plan.tcpWarm?.requests, warmMsMax: plan.tcpWarm?.msMax } : plan.cell;
         cell.results.push(await runCell(cell.config, cellPlan, o.seed + pass, clock));
         done++;
       }
     }
+    const rttAfter = tcpEntryBytes === undefined ? undefined : await echoRoundTrip(tcpEntryBytes + 32, echoMs.warm, echoMs.cell);
+    const rtt: EchoRtt | undefined = rttBefore === undefined || rttAfter === undefined ? undefined : { beforeUs: rttBefore.p50us, afterUs: rttAfter.p50us, us: (rttBefore.p50us + rttAfter.p50us) / 2 };
     const sqlite: SqliteResult[] = [];
     for (const s of sqliteCells) {
       o.progress(done, total, `better-sqlite3 ${s.mode} ${s.size} B`);
@@ -215,13 +235,13 @@ export async function runFlushBench(o: BenchOptions, plan: FlushPlan, clock: Ben
     }
     o.progress(total, total, 'done');
     const seconds = (clock.nowNs() - t0) / 1e9;
-    return report(o, plan, cells, sqlite, itersPerUs, seconds);
+    return report(o, plan, cells, sqlite, itersPerUs, seconds, rtt);
   } finally {
     await closeBenchPool();
   }
 }
 
-function report(o: BenchOptions, plan: FlushPlan, cells: PlannedCell[], sqlite: SqliteResult[], itersPerUs: number, seconds: number): BenchReport {
+function report(o: BenchOptions, plan: FlushPlan, cells: PlannedCell[], sqlite: SqliteResult[], itersPerUs: number, seconds: number, rtt?: EchoRtt): BenchReport {
   const rows: Array<Record<string, unknown>> = cells.map(summarise);
   const typed = rows as Array<Record<string, unknown> & Summary>;
   const at = (f: (r: Record<string, unknown>) => boolean): Array<Record<string, unknown> & Summary> => typed.filter(f);
@@ -248,6 +268,17 @@ function report(o: BenchOptions, plan: FlushPlan, cells: PlannedCell[], sqlite: 
   if (tcpCmp !== undefined) {
     ratios.decoupledVsCoupledThroughputTcp = tcpCmp.throughput;
     ratios.decoupledVsCoupledP99Tcp = tcpCmp.p99;
+  }
+  // One request outstanding over TCP: durable p50 ÷ the loopback's round trip in this run (issue 16: ≤ 4).
+  const tcpOne = at((r) => isHeadline(r, 'tcp'));
+  if (rtt !== undefined && rtt.us > 0 && tcpOne.length > 0) {
+    for (const r of tcpOne) {
+      const x = r3(r.durableP50Us / rtt.us);
+      (r as Record<string, unknown>).durableP50OverEchoRtt = x;
+      ratios[`tcpOneOutstandingP50OverEchoRtt_${r.strategy}`] = x;
+    }
+    const dec = tcpOne.filter((r) => r.kind === 'decoupled');
+    if (dec.length > 0) ratios.tcpOneOutstandingP50OverEchoRtt = r3(Math.min(...dec.map((r) => r.durableP50Us)) / rtt.us);
   }
   // Per payload size (the chart) and per concurrency configuration.
   const bySize = plan.payloadSizes.map((size) => ({ size, c: compare(at((r) => r.group === 'payload' && r.payloadBytes === size)) }));
@@ -308,6 +339,9 @@ function report(o: BenchOptions, plan: FlushPlan, cells: PlannedCell[], sqlite: 
   if (tcpHead.length > 0) {
     summary.push('TCP cells (server process: owner thread + 1 pool worker; clients in this process):');
     for (const r of tcpHead) summary.push(line(r));
+    if (rtt !== undefined && ratios.tcpOneOutstandingP50OverEchoRtt !== undefined)
+      summary.push(`  one request outstanding: best decoupled durable p50 ÷ loopback echo round trip = ×${ratios.tcpOneOutstandingP50OverEchoRtt} (echo p50 ${rtt.beforeUs} µs before, ${rtt.afterUs} µs after the cells; issue 16 target ≤ 4); per strategy: ` +
+        tcpHead.map((r) => `${String(r.strategy)} ×${String(ratios[`tcpOneOutstandingP50OverEchoRtt_${String(r.strategy)}`])}`).join(', '));
   }
   if (sqlRows.length > 0) {
     summary.push('what a Node user would use instead: better-sqlite3 (WAL) vs pmrpc wflush (inline handler, 1 client), same payloads, same run; ratio = pmrpc ÷ sqlite:');
@@ -404,6 +438,7 @@ function report(o: BenchOptions, plan: FlushPlan, cells: PlannedCell[], sqlite: 
       nic: { drain: 'lazy (default)', fabric: 'immediate', strictCells: 'ddio on, file-backed region in the OS temp dir, msync on every drain' },
       pool: 'piscina, 1 thread, atomics disabled, 16 concurrent tasks per worker',
       throughput: 'requests acknowledged and processed in the window ÷ window',
+      ...(rtt === undefined ? {} : { tcpEchoRoundTripUs: rtt, tcpWarmUp: `${plan.tcpWarm === undefined ? '' : `≥ ${plan.tcpWarm.requests} requests (≤ ${plan.tcpWarm.msMax} ms), then `}${plan.cell.warmupMs + TCP_EXTRA_WARMUP_MS} ms` }),
     },
     rows,
     ratios,

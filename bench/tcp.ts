@@ -8,6 +8,10 @@
  * and call → result, in HDR histograms (p50, p99). Beside them, in the same run, the limit the
  * transport sets: a raw TCP echo (another child process) of messages of the same size as a
  * request's ring entry, with the same connections and messages in flight. Ratio = RPC ÷ echo.
+ *
+ * Then the latency cells: one client with ONE call outstanding per strategy (call → durable p50),
+ * beside the loopback echo's round trip with one message outstanding, measured in the same run
+ * before and after them (ratio `<strategy>_one_outstanding_p50_over_echo_rtt`, issue 16: ≤ 4).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -25,6 +29,7 @@ import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
 export const MAIN = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 const STRATEGIES: RpcStrategy[] = ['wflush', 'sflush', 'wrflush', 'srflush', 'gpspm', 'farm', 'darpc'];
+const DECOUPLED: RpcStrategy[] = ['wflush', 'wrflush', 'srflush', 'sflush', 'gpspm'];
 /** A ring entry: 32-byte header + the workload's payload. */
 const ENTRY_BYTES = 32 + PAYLOAD_BYTES;
 
@@ -33,6 +38,8 @@ interface Plan {
   window: number;
   warmMs: number;
   cellMs: number;
+  /** Length of a one-outstanding latency cell (1 client × 1 call in flight) and of the echo round-trip cell beside it. */
+  latencyCellMs: number;
 }
 
 const ECHO_SERVER = `
@@ -114,8 +121,13 @@ async function warmUp(plan: Plan, completedSoFar: () => number): Promise<number>
   return performance.now() - t0;
 }
 
-/** Closed loop: each client keeps `window` calls in flight; after the warm-up, counts results for cellMs. */
-async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number): Promise<RpcCell> {
+/**
+ * Closed loop: each client keeps `window` calls in flight; after the warm-up, counts results for cellMs.
+ * `gate` says when a call stops counting as in flight: at its result (the throughput cells), or as
+ * soon as it is durable (the one-outstanding latency cells: a decoupled client goes on once its
+ * request is durable, as bench flush's slots do; results are awaited on the side).
+ */
+async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number, gate: 'result' | 'durable' = 'result'): Promise<RpcCell> {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-bench-tcp-'));
   const { child, port } = await startChild([MAIN, 'serve', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json']);
   const clients: RemoteRpcClient[] = [];
@@ -131,30 +143,41 @@ async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number): Promise
       (c) =>
         new Promise<void>((resolve) => {
           let inflight = 0;
+          let unresolved = 0;
           let seq = 0;
+          const settled = (): void => {
+            if (stop && unresolved === 0) resolve();
+            else issue();
+          };
           const issue = (): void => {
             while (!stop && inflight < plan.window) {
               const t0 = performance.now();
               const call = c.rpc.call(WORKLOAD_METHOD, workloadPayload(seed, c.clientId, ++seq));
               inflight++;
+              unresolved++;
               const m = measuring;
               call.durable.then(() => {
                 if (m && measuring) durableH.recordValue(Math.max(1, Math.round((performance.now() - t0) * 1000)));
+                if (gate === 'durable') {
+                  inflight--;
+                  issue();
+                }
               }, () => undefined);
               call.result.then(
                 () => {
-                  inflight--;
+                  if (gate === 'result') inflight--;
+                  unresolved--;
                   warmed++;
                   if (m && measuring) {
                     completed++;
                     resultH.recordValue(Math.max(1, Math.round((performance.now() - t0) * 1000)));
                   }
-                  if (stop && inflight === 0) resolve();
-                  else issue();
+                  settled();
                 },
                 () => {
-                  inflight--;
-                  if (stop && inflight === 0) resolve();
+                  if (gate === 'result') inflight--;
+                  unresolved--;
+                  settled();
                 },
               );
             }
@@ -247,6 +270,15 @@ async function echoCell(plan: Plan, bytes: number): Promise<{ opsPerSecond: numb
   }
 }
 
+/**
+ * The loopback's round trip: one connection, ONE `bytes`-byte message in flight, echoed by a child
+ * process (p50/p99 µs). The yardstick of the one-outstanding latency cells (bench tcp, bench flush).
+ */
+export async function echoRoundTrip(bytes: number, warmMs: number, cellMs: number): Promise<{ p50us: number; p99us: number; opsPerSecond: number }> {
+  const r = await echoCell({ clients: 1, window: 1, warmMs, cellMs, latencyCellMs: cellMs }, bytes);
+  return { p50us: r.p50us, p99us: r.p99us, opsPerSecond: r.opsPerSecond };
+}
+
 const round = (x: number, d = 3): number => Math.round(x * 10 ** d) / 10 ** d;
 const pad = (s: string, n: number): string => s.padEnd(n);
 
@@ -254,11 +286,11 @@ export const tcpBench: BenchSuite = {
   name: 'tcp',
   description: 'durable RPC per strategy between processes over loopback TCP (ops/s, p50/p99), beside a raw TCP echo of the same message size',
   async run(o: BenchOptions): Promise<BenchReport> {
-    const plan: Plan = o.quick ? { clients: 2, window: 32, warmMs: 400, cellMs: 1500 } : { clients: 4, window: 64, warmMs: 1000, cellMs: 5000 };
+    const plan: Plan = o.quick ? { clients: 2, window: 32, warmMs: 400, cellMs: 1500, latencyCellMs: 1000 } : { clients: 4, window: 64, warmMs: 1000, cellMs: 5000, latencyCellMs: 3000 };
     const rows: Array<Record<string, unknown>> = [];
     const ratios: Record<string, number> = {};
     const summary: string[] = [];
-    const total = STRATEGIES.length + 1;
+    const total = 2 * STRATEGIES.length + 4;
     o.progress(0, total, 'raw TCP echo');
     const echo = await echoCell(plan, ENTRY_BYTES);
     rows.push({ cell: 'echo', name: 'tcp-echo', sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(echo.opsPerSecond), p50us: echo.p50us, p99us: echo.p99us, serverCpuUsPerOp: echo.serverCpuUsPerOp });
@@ -281,13 +313,52 @@ export const tcpBench: BenchSuite = {
       if (r.serverCpuUsPerOp !== null && echo.serverCpuUsPerOp !== null && echo.serverCpuUsPerOp > 0) ratios[`${strategy}_server_cpu_over_echo_cpu`] = round(r.serverCpuUsPerOp / echo.serverCpuUsPerOp, 2);
       summary.push(`${pad(strategy, 9)} ${pad(fmtRate(r.opsPerSecond), 11)} ${pad(round(ratio, 4).toFixed(4), 8)} ${pad(`${r.durableP50us} µs`, 12)} ${pad(`${r.durableP99us} µs`, 9)} ${pad(`${r.resultP50us} µs`, 11)} ${pad(`${r.resultP99us} µs`, 11)} ${r.serverCpuUsPerOp ?? '?'} ${r.clientCpuUsPerOp ?? '?'}`);
     }
+    // One call outstanding: what a request waits for, beside the loopback's round trip (measured before and after).
+    const one: Plan = { ...plan, clients: 1, window: 1, cellMs: plan.latencyCellMs };
+    o.progress(i++, total, 'echo round trip (1 in flight)');
+    const rttBefore = await echoCell(one, ENTRY_BYTES);
+    const oneRows: Array<{ strategy: RpcStrategy; r: RpcCell }> = [];
+    for (const strategy of STRATEGIES) {
+      o.progress(i++, total, `${strategy}, 1 outstanding`);
+      oneRows.push({ strategy, r: await rpcCell(strategy, one, o.seed, 'durable') });
+    }
+    // The same flagship cell, but the next call waits for the previous RESULT: the server has finished
+    // processing the previous request when the next one arrives. The difference is what the server's
+    // processing of request N costs the durable latency of request N + 1 (one thread runs the NIC and the CPU).
+    o.progress(i++, total, 'wflush, 1 outstanding, next call after the result');
+    const afterResult = await rpcCell('wflush', one, o.seed, 'result');
+    o.progress(i++, total, 'echo round trip (1 in flight)');
+    const rttAfter = await echoCell(one, ENTRY_BYTES);
+    const rtt = (rttBefore.p50us + rttAfter.p50us) / 2;
+    rows.push({ cell: 'echo-rtt', name: 'tcp-echo-1', sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(rttBefore.opsPerSecond), p50us: rttBefore.p50us, p99us: rttBefore.p99us, when: 'before' });
+    rows.push({ cell: 'echo-rtt', name: 'tcp-echo-1', sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(rttAfter.opsPerSecond), p50us: rttAfter.p50us, p99us: rttAfter.p99us, when: 'after' });
+    summary.push('');
+    summary.push(`one call outstanding (1 client, the next call once the previous is durable; ${plan.latencyCellMs} ms per cell): loopback echo round trip p50 ${rttBefore.p50us} µs before, ${rttAfter.p50us} µs after the cells (ratio against ${round(rtt, 1)} µs)`);
+    summary.push(`${pad('strategy', 9)} ${pad('durable p50', 12)} ${pad('÷ echo RTT', 11)} ${pad('p99', 11)} ${pad('result p50', 11)} ${pad('ops/s', 11)} CPU µs/request: server client`);
+    for (const { strategy, r } of oneRows) {
+      const ratio = rtt > 0 ? r.durableP50us / rtt : 0;
+      ratios[`${strategy}_one_outstanding_p50_over_echo_rtt`] = round(ratio, 2);
+      rows.push({ cell: 'rpc-1', name: strategy, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(r.opsPerSecond), completed: r.completed, durableP50us: r.durableP50us, durableP99us: r.durableP99us, resultP50us: r.resultP50us, resultP99us: r.resultP99us, overEchoRtt: round(ratio, 2), echoRttUs: rtt, warmMs: r.warmMs, serverCpuUsPerOp: r.serverCpuUsPerOp, clientCpuUsPerOp: r.clientCpuUsPerOp });
+      summary.push(`${pad(strategy, 9)} ${pad(`${r.durableP50us} µs`, 12)} ${pad(`×${round(ratio, 2)}`, 11)} ${pad(`${r.durableP99us} µs`, 11)} ${pad(`${r.resultP50us} µs`, 11)} ${pad(fmtRate(r.opsPerSecond), 11)} ${r.serverCpuUsPerOp ?? '?'} ${r.clientCpuUsPerOp ?? '?'}`);
+    }
+    {
+      const r = afterResult;
+      const ratio = rtt > 0 ? r.durableP50us / rtt : 0;
+      ratios.wflush_one_outstanding_after_result_p50_over_echo_rtt = round(ratio, 2);
+      rows.push({ cell: 'rpc-1-after-result', name: 'wflush', sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(r.opsPerSecond), completed: r.completed, durableP50us: r.durableP50us, durableP99us: r.durableP99us, resultP50us: r.resultP50us, resultP99us: r.resultP99us, overEchoRtt: round(ratio, 2), echoRttUs: rtt, warmMs: r.warmMs, serverCpuUsPerOp: r.serverCpuUsPerOp, clientCpuUsPerOp: r.clientCpuUsPerOp });
+      summary.push(`${pad('wflush ²', 9)} ${pad(`${r.durableP50us} µs`, 12)} ${pad(`×${round(ratio, 2)}`, 11)} ${pad(`${r.durableP99us} µs`, 11)} ${pad(`${r.resultP50us} µs`, 11)} ${pad(fmtRate(r.opsPerSecond), 11)} ${r.serverCpuUsPerOp ?? '?'} ${r.clientCpuUsPerOp ?? '?'}`);
+      summary.push('² the next call only after the previous RESULT (the server is done processing when it arrives)');
+    }
+    const bestOne = Math.min(...oneRows.filter((x) => DECOUPLED.includes(x.strategy)).map((x) => x.r.durableP50us));
+    if (rtt > 0) ratios.best_decoupled_one_outstanding_p50_over_echo_rtt = round(bestOne / rtt, 2);
     o.progress(total, total, 'done');
     const rpc = rows.filter((r) => r.cell === 'rpc');
-    const dec = ['wflush', 'wrflush', 'srflush', 'sflush', 'gpspm'].map((s) => Number(rpc.find((r) => r.name === s)?.opsPerSecond ?? 0));
+    const dec = DECOUPLED.map((s) => Number(rpc.find((r) => r.name === s)?.opsPerSecond ?? 0));
     const coupled = ['farm', 'darpc'].map((s) => Number(rpc.find((r) => r.name === s)?.opsPerSecond ?? 0));
     ratios.best_decoupled_over_best_coupled = round(Math.max(...dec) / Math.max(...coupled));
     summary.push('');
     summary.push(`best decoupled ÷ best coupled (measured here, the NIC and the server CPU share one process): ×${ratios.best_decoupled_over_best_coupled}`);
+    if (ratios.best_decoupled_one_outstanding_p50_over_echo_rtt !== undefined) summary.push(`one call outstanding: best decoupled durable p50 ÷ echo round trip ×${ratios.best_decoupled_one_outstanding_p50_over_echo_rtt} (issue 16 target ≤ 4)`);
     const charts = [
       barChart('ops', 'durable RPC over loopback TCP vs raw TCP echo (ops/s)', [{ name: 'tcp-echo', opsPerSecond: Math.round(echo.opsPerSecond) }, ...rpc.map((r) => ({ name: String(r.name), opsPerSecond: Number(r.opsPerSecond) }))], { x: 'name', y: 'opsPerSecond', yTitle: 'operations per second' }),
       barChart('latency', 'durable RPC over loopback TCP: call → durable', rpc.flatMap((r) => [{ name: String(r.name), percentile: 'p50', us: Number(r.durableP50us) }, { name: String(r.name), percentile: 'p99', us: Number(r.durableP99us) }]), { x: 'name', y: 'us', yTitle: 'latency call → durable (µs)', group: 'percentile' }),

@@ -60,7 +60,7 @@ t.test('a tiny run: every strategy, sane counts, finite ratios, history and char
   for (const k of ['decoupledVsCoupledThroughput', 'decoupledVsCoupledP99', 'rawVsWflush', 'noneVsBestDecoupled', 'pmrpcStrictVsSqliteTxn_64B_Throughput', 'pmrpcStrictVsSqliteGroup_64B_Throughput', 'pmrpcVsSqliteSyncOff_64B_Throughput']) {
     t.ok(Number.isFinite(report.ratios[k]) && report.ratios[k]! >= 0, `${k} = ${report.ratios[k]}`);
   }
-  for (const k of ['decoupledVsCoupledThroughputTcp', 'decoupledVsCoupledP99Tcp']) t.type(report.ratios[k], 'number', `${k} = ${report.ratios[k]}`);
+  for (const k of ['decoupledVsCoupledThroughputTcp', 'decoupledVsCoupledP99Tcp', 'tcpOneOutstandingP50OverEchoRtt']) t.type(report.ratios[k], 'number', `${k} = ${report.ratios[k]}`);
   t.ok(report.rows.some((r) => r.group === 'sqlite' && r.mode === 'txn') && report.rows.some((r) => r.group === 'sqlite' && r.mode === 'group'), 'better-sqlite3 rows');
   t.match(report.summary.join('\n'), /decoupledVsCoupledThroughput = .*SC'21: ×1\.9/);
   t.match(report.summary.join('\n'), /decoupledVsCoupledP99 += .*SC'21: ×0\.51/);

@@ -179,8 +179,6 @@ export class RedoLog {
   #lazyFlags: RecordInfo[] = [];
   /** LSNs of #lazyImages and #lazyFlags: committed and settled, flag not set yet. */
   #lazyLsns = new Set<number>();
-  /** Every lazily settled LSN up to this one has durable images and a durable applied word: its record slot may be reused. */
-  #safeLsn = 0;
   /** region.syncMark() after the pipeline's last drains (settled records, advanced images and words): synced before the next step. */
   #lazyMark = 0;
   /** Inside batch(): the pipeline advanced at its first commit. */
@@ -256,8 +254,8 @@ export class RedoLog {
    * So each media write follows the sync of what it depends on: records before their images (one
    * batch), images before their flags (one more). A request is answered once its record is synced:
    * a complete record is replayed by recovery even behind the table's applied word (recover.ts).
-   * completeAll() finishes everything at once (3 syncs): before a release, at close, and when a
-   * record slot whose record is not yet safe must be reused. Nested calls join the outer batch.
+   * completeAll() finishes everything at once (3 syncs): before a release, at close, and when the
+   * slot of a record still in the pipeline must be reused. Nested calls join the outer batch.
    */
   batch<T>(fn: () => T): T {
     if (this.#batch !== undefined) return fn();
@@ -306,10 +304,7 @@ export class RedoLog {
     // (the previous batch's group ended in their msync: then this costs nothing).
     if (!r.isSynced(this.#lazyMark)) r.sync();
     const flags = this.#lazyFlags;
-    if (flags.length > 0) {
-      this.#setFlags(flags);
-      for (const rec of flags) if (rec.lsn > this.#safeLsn) this.#safeLsn = rec.lsn;
-    }
+    if (flags.length > 0) this.#setFlags(flags);
     const images = this.#lazyImages;
     this.#persistImages(images);
     this.#persistWords(images);
@@ -330,7 +325,6 @@ export class RedoLog {
     r.sync();
     this.#setFlags(all);
     r.sync();
-    for (const rec of all) if (rec.lsn > this.#safeLsn) this.#safeLsn = rec.lsn;
     this.#lazyFlags = [];
     this.#lazyImages = [];
   }
@@ -420,11 +414,11 @@ export class RedoLog {
   #prepareReuse(index: number): void {
     let old = readRecord(this.layout, index);
     if (old.state === 'complete-unapplied' && this.#lazyLsns.has(old.lsn)) {
-      // Lazily settled: its slot may be reused once its images and its client's applied word are
-      // durable (#safeLsn); sooner, finish the pipeline first (3 syncs; rare: a batch near logRecords).
-      if (old.lsn > this.#safeLsn) this.completeAll();
+      // Still in the lazy pipeline (a record of the batch before: batches over logRecords / 2): its
+      // images and applied word are not durable yet, so finish the pipeline first (3 syncs). A
+      // record flagged at this batch's advance is fine: its images and word were synced before.
+      this.completeAll();
       old = readRecord(this.layout, index);
-      if (old.state === 'complete-unapplied' && old.lsn <= this.#safeLsn) return; // its flag waits, its slot does not
     }
     if (old.state === 'complete-unapplied') {
       throw new PmrpcError(RecoveryErrorCodes.LOG_FULL, `log record slot ${index} still holds unapplied record ${old.lsn}`);

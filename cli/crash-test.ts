@@ -143,7 +143,7 @@ export function registerCrashTest(program: Command): void {
         return;
       }
       if (opts.listMutants) {
-        for (const m of opts.app === 'kv' ? KV_MUTANTS : opts.app === 'recovery' ? [] : MUTANTS) process.stdout.write(`${m.name}\t${m.strategies.join(',')}\n`);
+        for (const m of opts.app === 'kv' ? KV_MUTANTS : opts.app === 'recovery' ? [] : MUTANTS) process.stdout.write(`${m.name}\t${m.strategies.length > 0 ? m.strategies.join(',') : 'none'}\n`); // none: an equivalent mutant of this app (Mutant.equivalent)
         return;
       }
       if (opts.exhaustive) {

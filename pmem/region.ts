@@ -157,6 +157,9 @@ export class PmemRegion {
   #groupDepth = 0;
   #unsyncedLo = Infinity;
   #unsyncedHi = -1;
+  /** Ranges left waiting by group drains so far, and how many of them the last sync covered (syncMark / isSynced). */
+  #waitMark = 0;
+  #syncedMark = 0;
   /** A failed msync (sticky): PMRPC_ERR_SYNC_FAILED. */
   #syncFailed: PmrpcError | undefined;
 
@@ -539,6 +542,20 @@ export class PmemRegion {
     this.#msync(lo, hi - lo);
     this.#unsyncedLo = Infinity;
     this.#unsyncedHi = -1;
+    this.#syncedMark = this.#waitMark;
+  }
+
+  /**
+   * A mark of every drain so far (strict group commit): isSynced(mark) says whether they are all
+   * synced now, so a layer above syncs only when something it depends on still waits (without
+   * `strict`, or in memory, every mark is synced).
+   */
+  syncMark(): number {
+    return this.#waitMark;
+  }
+
+  isSynced(mark: number): boolean {
+    return mark <= this.#syncedMark;
   }
 
   /** Bytes waiting for a group commit's msync (0 when every drained range is synced). */
@@ -681,6 +698,7 @@ export class PmemRegion {
     if (!this.options.strict || media.path === undefined || len <= 0) return;
     if (this.#groupDepth > 0) {
       if (this.#syncFailed !== undefined) throw this.#syncFailed;
+      this.#waitMark++;
       if (offset < this.#unsyncedLo) this.#unsyncedLo = offset;
       if (offset + len > this.#unsyncedHi) this.#unsyncedHi = offset + len;
       return;

@@ -167,6 +167,17 @@ export function recover(parts: RecoverParts, handler?: Handler): RecoveryReport 
 
   // --- act. Replays first, in one total order (LSN).
   const replays = plans.flatMap((p) => p.steps.filter((s) => s.row.action === 'replay').map((s) => s.record!));
+  // Lazy flags of group commit (docs/recovery.md, "Group commit"): a batch's applied words are
+  // persisted with the images of the batch before, before its own images and flags; a complete
+  // unapplied record at or behind the table's word is such a request (answered: its record was
+  // synced): replay it too (row 'replay-behind-word': redo is idempotent, in LSN order).
+  for (const c of conn.entries()) {
+    for (const [seq, rec] of byClient.get(c.clientId) ?? []) {
+      if (seq > c.appliedSeq || rec.state !== 'complete-unapplied') continue;
+      replays.push(rec);
+      rows['replay-behind-word'] = (rows['replay-behind-word'] ?? 0) + 1;
+    }
+  }
   // A batch's flags may become durable in any order (one drain, one msync for all): a record applied
   // after an unapplied one is applied again after it, in LSN order, so that no replay of an older
   // after-image is left over a newer one (redo is idempotent: the after-images of the newest win).

@@ -169,6 +169,20 @@ export class RedoLog {
   /** Inside batch(): records committed (persisted, images stored) whose images and flags wait for settle(). */
   #batch: RecordInfo[] | undefined;
   #pendingApplied = new Map<number, number>();
+  /**
+   * Lazy apply of group commit (docs/recovery.md, "Group commit"): settled records (durable at the
+   * next sync; images stored in visible memory, credits given) whose images are flushed at the
+   * next batch's start...
+   */
+  #lazyImages: RecordInfo[] = [];
+  /** ...then records whose images were drained at the previous batch's start: their flags are set at the next one. */
+  #lazyFlags: RecordInfo[] = [];
+  /** LSNs of #lazyImages and #lazyFlags: committed and settled, flag not set yet. */
+  #lazyLsns = new Set<number>();
+  /** region.syncMark() after the pipeline's last drains (settled records, advanced images and words): synced before the next step. */
+  #lazyMark = 0;
+  /** Inside batch(): the pipeline advanced at its first commit. */
+  #advanced = false;
 
   /** Scans the log to find the next LSN (one past the highest complete record). */
   constructor(layout: Layout, conn: ConnTable, options: Partial<RedoLogOptions> = {}) {
@@ -198,6 +212,11 @@ export class RedoLog {
    */
   commit(clientId: number, seq: number, effects: Effects): { lsn: number } {
     checkEffects(effects, this.layout);
+    // The lazy pipeline advances at a batch's first commit (a pass with no request costs nothing), before this batch stores anything.
+    if (this.#batch !== undefined && !this.#advanced) {
+      this.#advanced = true;
+      this.#advance();
+    }
     // A batch never wraps onto its own records: settle it first.
     if (this.#batch !== undefined && this.#batch.length >= this.layout.geometry.logRecords) this.settle();
     const lsn = this.#nextLsn;
@@ -223,16 +242,25 @@ export class RedoLog {
 
   /**
    * Group commit of the redo log (docs/recovery.md, "Group commit"): commits inside `fn` share
-   * their persists — every record is persisted, then ONE region.sync(), then every record's images
-   * are flushed with one drain, ONE region.sync(), then every applied flag is set and persisted with
-   * one drain (its sync is the caller's: the end of its region.groupCommit, or the acknowledgement
-   * gate). Each step's order against the next holds across a machine crash for `strict` regions
-   * (the syncs between them), and across a process crash as before (the drains between them).
-   * Nested calls join the outer batch.
+   * their persists, and steps 2–3 of the protocol run LAZILY, one batch behind each other, so that
+   * a `strict` region needs ONE msync per batch (the caller's: the end of its region.groupCommit,
+   * or the acknowledgement gate):
+   *   - at commit: the record is written and persisted (drained), its images stored (visible);
+   *   - at the batch's end (settle): the applied words (credits) are set, nothing is flushed;
+   *   - at the next batch's start (advance), after a region.sync() (a no-op when the previous batch
+   *     ended in one): the flags of the records whose images were drained at the previous start
+   *     are set and persisted; the images of the records settled since are flushed and drained,
+   *     and their clients' applied words persisted.
+   * So each media write follows the sync of what it depends on: records before their images (one
+   * batch), images before their flags (one more). A request is answered once its record is synced:
+   * a complete record is replayed by recovery even behind the table's applied word (recover.ts).
+   * completeAll() finishes everything at once (3 syncs): before a release, at close, and when the
+   * slot of a record still in the pipeline must be reused. Nested calls join the outer batch.
    */
   batch<T>(fn: () => T): T {
-    if (this.#batch !== undefined || process.env.NOBATCH) return fn();
+    if (this.#batch !== undefined) return fn();
     this.#batch = [];
+    this.#advanced = false;
     try {
       return fn();
     } finally {
@@ -244,13 +272,91 @@ export class RedoLog {
     }
   }
 
-  /** Inside batch(): finishes the records committed so far (images, then flags), and stays in the batch. */
+  /** Inside batch(): settles the records committed so far (their applied words, the credits, are set; images and flags follow lazily), and stays in the batch. */
   settle(): void {
     const b = this.#batch;
     if (b === undefined || b.length === 0) return;
     this.#batch = [];
     this.#pendingApplied.clear();
-    this.applyInOrder(b);
+    for (const rec of b) {
+      if (this.conn.has(rec.clientId)) this.conn.setApplied(rec.clientId, Math.max(rec.seq, this.conn.appliedSeq(rec.clientId)));
+      this.#lazyImages.push(rec);
+      this.#lazyLsns.add(rec.lsn);
+    }
+    this.#lazyMark = this.layout.region.syncMark();
+  }
+
+  /** Records settled whose applied flag is not set yet (lazy group commit). */
+  get lazyRecords(): number {
+    return this.#lazyLsns.size;
+  }
+
+  /** Whether record `lsn` is settled (its request answered) but its flag lazily not set yet: as good as applied. */
+  isSettled(lsn: number): boolean {
+    return this.#lazyLsns.has(lsn);
+  }
+
+  /** One step of the lazy pipeline, at a batch's start (see batch()). */
+  #advance(): void {
+    if (this.#lazyFlags.length === 0 && this.#lazyImages.length === 0) return;
+    const r = this.layout.region;
+    // The settled records, and the images and words drained at the previous step, are on the disk
+    // (the previous batch's group ended in their msync: then this costs nothing).
+    if (!r.isSynced(this.#lazyMark)) r.sync();
+    const flags = this.#lazyFlags;
+    if (flags.length > 0) this.#setFlags(flags);
+    const images = this.#lazyImages;
+    this.#persistImages(images);
+    this.#persistWords(images);
+    this.#lazyFlags = images;
+    this.#lazyImages = [];
+    this.#lazyMark = r.syncMark();
+  }
+
+  /** Finishes every lazily settled record now: images, applied words, flags, each step synced. */
+  completeAll(): void {
+    if (this.#batch !== undefined) this.settle();
+    const all = [...this.#lazyFlags, ...this.#lazyImages];
+    if (all.length === 0) return;
+    const r = this.layout.region;
+    r.sync();
+    this.#persistImages(this.#lazyImages);
+    this.#persistWords(all);
+    r.sync();
+    this.#setFlags(all);
+    r.sync();
+    this.#lazyFlags = [];
+    this.#lazyImages = [];
+  }
+
+  #persistImages(recs: readonly RecordInfo[]): void {
+    if (recs.length === 0 || this.#faults.skipPersistApplyBeforeFlag) return;
+    const r = this.layout.region;
+    const app = this.layout.geometry.appOffset;
+    for (const rec of recs) for (const im of rec.images) r.flush(app + im.offset, im.bytes.length);
+    r.drain();
+  }
+
+  #persistWords(recs: readonly RecordInfo[]): void {
+    if (this.#faults.skipPersistCreditBeforeReuse) return;
+    const done = new Set<number>();
+    for (const rec of recs) {
+      if (done.has(rec.clientId)) continue;
+      done.add(rec.clientId);
+      this.conn.persistApplied(rec.clientId);
+    }
+  }
+
+  #setFlags(recs: readonly RecordInfo[]): void {
+    const r = this.layout.region;
+    for (const rec of recs) {
+      r.storeU64Atomic(this.layout.recordOffset(rec.index), BigInt(rec.lsn));
+      this.#lazyLsns.delete(rec.lsn);
+    }
+    if (!this.#faults.skipPersistAppliedFlag) {
+      for (const rec of recs) r.flush(this.layout.recordOffset(rec.index), 8);
+      r.drain();
+    }
   }
 
   /**
@@ -306,7 +412,14 @@ export class RedoLog {
 
   /** A record slot is reused only when its record is durably applied and its client's applied word durable. */
   #prepareReuse(index: number): void {
-    const old = readRecord(this.layout, index);
+    let old = readRecord(this.layout, index);
+    if (old.state === 'complete-unapplied' && this.#lazyLsns.has(old.lsn)) {
+      // Still in the lazy pipeline (a record of the batch before: batches over logRecords / 2): its
+      // images and applied word are not durable yet, so finish the pipeline first (3 syncs). A
+      // record flagged at this batch's advance is fine: its images and word were synced before.
+      this.completeAll();
+      old = readRecord(this.layout, index);
+    }
     if (old.state === 'complete-unapplied') {
       throw new PmrpcError(RecoveryErrorCodes.LOG_FULL, `log record slot ${index} still holds unapplied record ${old.lsn}`);
     }

@@ -173,6 +173,8 @@ export class RecoveryStore {
   release(clientId: number): void {
     this.#assertReady();
     this.conn.lookup(clientId);
+    // A released client's records must be applied durably first (recovery refuses an unapplied record of a client not in the table).
+    this.log.completeAll();
     if (!this.faults.skipReleaseDrainCheck && !this.drained(clientId)) {
       throw new PmrpcError(RecoveryErrorCodes.CLIENT_BUSY, `client ${clientId} still has entries that are not applied: it is released only once they are`);
     }
@@ -221,9 +223,14 @@ export class RecoveryStore {
     return this.log.batch(fn);
   }
 
-  /** Inside batch(): finishes what it committed so far (RedoLog.settle). */
+  /** Inside batch(): settles what it committed so far (RedoLog.settle). */
   settle(): void {
     this.log.settle();
+  }
+
+  /** Finishes every lazily settled record of group commit now (RedoLog.completeAll): images, applied words, flags, synced. */
+  completeAll(): void {
+    this.log.completeAll();
   }
 
   /** Runs the handler on a polled entry and commits its effects through the redo log (FIFO). */
@@ -247,7 +254,7 @@ export class RecoveryStore {
    */
   resultOf(clientId: number, seq: number): Uint8Array | undefined {
     for (const rec of this.log.scan()) {
-      if (rec.state === 'applied' && rec.clientId === clientId && rec.seq === seq) return rec.result;
+      if ((rec.state === 'applied' || this.log.isSettled(rec.lsn)) && rec.clientId === clientId && rec.seq === seq) return rec.result;
     }
     return undefined;
   }

@@ -427,6 +427,11 @@ export class DurableRpcServer {
     this.#state = 'closed';
     for (const c of [...this.#conns.values()]) this.#drop(c);
     this.#poller.close();
+    try {
+      this.store.completeAll(); // the lazy flags of group commit (recovery would replay them anyway)
+    } catch {
+      // a failed msync (sticky PMRPC_ERR_SYNC_FAILED) or a closed region: recovery replays the records
+    }
   }
 
   /**

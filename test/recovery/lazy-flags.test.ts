@@ -1,0 +1,152 @@
+// Lazy images and applied flags of strict group commit (docs/recovery.md, "Group commit"): one
+// msync per batch carries the batch's records, the previous batch's images and applied words, and
+// the flags of the batch before that. A recording msync shim keeps the "disk" (what a machine crash
+// keeps) after every msync, so the test can (1) check the pipeline's order at every msync — no image
+// becomes durable in the msync that makes its record durable, no flag in the one that makes its
+// images durable — and (2) recover from a torn msync (any subset of its pages: here only the page of
+// the connection table) in which the table's applied word is durable ahead of the images: recovery
+// must replay the complete records behind the word (row replay-behind-word), or those effects are lost.
+import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createPrng, HEADER_BYTES, PmemRegion, seededEntropy, type MsyncFn } from '../../pmem/index.js';
+import { layoutBytes, RECORD_HEADER_BYTES, RecoveryStore, type LayoutOptions } from '../../recovery/index.js';
+
+const SEED = Number(process.env.PMRPC_SEED ?? 1);
+t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/recovery/lazy-flags.test.ts)`);
+
+const PAGE = 4096;
+// The application area spans pages of its own: the images (at IMAGE_BASE) never share a page with the connection table.
+const GEOMETRY: Partial<LayoutOptions> = { maxClients: 2, ringSlots: 8, slotBytes: 128, logRecords: 16, recordBytes: 128, appBytes: 4 * PAGE };
+const IMAGE_BASE = 2 * PAGE;
+const PER_BATCH = 4;
+
+const u64 = (n: number): Uint8Array => {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, BigInt(n), true);
+  return b;
+};
+
+interface Sync {
+  before: Uint8Array;
+  after: Uint8Array;
+}
+
+function world(t: Tap.Test) {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-lazy-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  let disk: Uint8Array | undefined;
+  const syncs: Sync[] = [];
+  const msync: MsyncFn = (mapping, off, len) => {
+    const m = new Uint8Array(mapping);
+    if (disk === undefined) disk = m.slice(); // the header was synced at create (not through the shim); the rest is zero
+    const before = disk.slice();
+    disk.set(m.subarray(off, off + len), off);
+    syncs.push({ before, after: disk.slice() });
+  };
+  const region = PmemRegion.create(join(dir, 'r.pm'), layoutBytes(GEOMETRY), { strict: true, msync, entropy: seededEntropy(createPrng(SEED)) });
+  t.teardown(() => region.close({ writeBack: false }));
+  const store = RecoveryStore.format(region, GEOMETRY);
+  const { clientId } = store.register();
+  let seq = 0;
+  /** One poll batch of PER_BATCH requests, as the RPC server runs it; returns their sequences. */
+  const batch = (n = PER_BATCH): number[] => {
+    const seqs: number[] = [];
+    store.batch(() => {
+      for (let k = 0; k < n; k++) {
+        seq++;
+        store.commit(clientId, seq, { images: [{ offset: IMAGE_BASE + seq * 8, bytes: u64(1000 + seq) }], result: u64(seq) });
+        seqs.push(seq);
+      }
+    });
+    return seqs;
+  };
+  const recordAt = (img: Uint8Array, s: number): boolean => {
+    // Records are written in LSN order, one per request: LSN = seq here. The LSN word on the disk says the record is there.
+    const off = HEADER_BYTES + store.layout.recordOffset((s - 1) % GEOMETRY.logRecords!);
+    return new DataView(img.buffer, img.byteOffset).getBigUint64(off + 8, true) === BigInt(s);
+  };
+  const flagAt = (img: Uint8Array, s: number): boolean => {
+    const off = HEADER_BYTES + store.layout.recordOffset((s - 1) % GEOMETRY.logRecords!);
+    return new DataView(img.buffer, img.byteOffset).getBigUint64(off, true) === BigInt(s);
+  };
+  const imageAt = (img: Uint8Array, s: number): boolean => {
+    const off = HEADER_BYTES + store.geometry.appOffset + IMAGE_BASE + s * 8;
+    return new DataView(img.buffer, img.byteOffset).getBigUint64(off, true) === BigInt(1000 + s);
+  };
+  return { region, store, clientId, syncs, batch, recordAt, flagAt, imageAt, get seq() { return seq; }, get disk() { return disk!; } };
+}
+
+/** At every msync, what becomes durable depends only on what an earlier msync made durable. */
+function orderViolations(w: ReturnType<typeof world>, from: number): string[] {
+  const out: string[] = [];
+  for (const [i, s] of w.syncs.entries()) {
+    if (i < from) continue;
+    for (let q = 1; q <= w.seq; q++) {
+      if (w.imageAt(s.after, q) && !w.imageAt(s.before, q) && !w.recordAt(s.before, q)) out.push(`msync ${i}: the image of seq ${q} became durable with (or before) its record`);
+      if (w.flagAt(s.after, q) && !w.flagAt(s.before, q) && !w.imageAt(s.before, q)) out.push(`msync ${i}: the flag of seq ${q} became durable with (or before) its image`);
+    }
+  }
+  return out;
+}
+
+t.test('one msync per batch, and at every msync each step follows the sync of what it depends on', async (t) => {
+  const w = world(t);
+  const from = w.syncs.length;
+  for (let b = 0; b < 6; b++) w.region.groupCommit(() => w.batch());
+  t.equal(w.syncs.length - from, 6, '6 batches, 6 msyncs');
+  t.same(orderViolations(w, from), []);
+  // Two batches inside one group (no msync between them): the second batch's first commit syncs first.
+  const mid = w.syncs.length;
+  w.region.groupCommit(() => {
+    w.batch();
+    w.batch();
+  });
+  t.ok(w.syncs.length - mid >= 2, `${w.syncs.length - mid} msyncs for two batches in one group: the pipeline synced before advancing`);
+  t.same(orderViolations(w, from), []);
+  // completeAll (before a release, at close): everything applied, flags durable.
+  w.store.completeAll();
+  for (let q = 1; q <= w.seq; q++) t.ok(w.flagAt(w.disk, q) || q <= w.seq - GEOMETRY.logRecords!, `seq ${q} applied on the disk`);
+  t.same(orderViolations(w, from), []);
+});
+
+t.test('a torn msync with the applied word ahead of the images: recovery replays the records behind the word', async (t) => {
+  const w = world(t);
+  const answered: number[] = [];
+  for (let b = 0; b < 2; b++) answered.push(...w.region.groupCommit(() => w.batch())); // answered after their msync
+  w.region.groupCommit(() => w.batch()); // its msync carries batch 2's images and the word that covers batch 2
+  const last = w.syncs.at(-1)!;
+  const wordOff = HEADER_BYTES + w.store.conn.creditOffset(w.clientId);
+  const page = Math.floor(wordOff / PAGE) * PAGE;
+  // The crash kept only the connection table's page of that msync.
+  const torn = last.before.slice();
+  torn.set(last.after.subarray(page, page + PAGE), page);
+  const word = Number(new DataView(torn.buffer).getBigUint64(wordOff, true));
+  t.ok(word >= answered.at(-1)!, `the torn image's applied word (${word}) covers every answered request`);
+  const missing = answered.filter((s) => !w.imageAt(torn, s));
+  t.ok(missing.length > 0, `images of seqs ${missing.join(', ')} are not on the disk (the state the rule exists for)`);
+  for (const s of answered) t.ok(w.recordAt(torn, s), `record of seq ${s} on the disk`);
+  const r2 = PmemRegion.openImage(torn);
+  const s2 = RecoveryStore.open(r2);
+  const report = s2.recover();
+  t.ok((report.rows['replay-behind-word'] ?? 0) > 0, `row replay-behind-word taken ${report.rows['replay-behind-word'] ?? 0} times`);
+  for (const s of answered) t.same(s2.appView.load(IMAGE_BASE + s * 8, 8), u64(1000 + s), `seq ${s}'s effect recovered`);
+  r2.close({ writeBack: false });
+  t.equal(RECORD_HEADER_BYTES, 48);
+});
+
+t.test('batches over logRecords / 2: a slot still in the pipeline is reused only after completeAll (in order, nothing lost)', async (t) => {
+  const w = world(t);
+  const from = w.syncs.length;
+  const big = 12; // of 16 log records: the second batch reuses slots of the first, whose images are not durable yet
+  for (let b = 0; b < 4; b++) w.region.groupCommit(() => w.batch(big));
+  t.same(orderViolations(w, from), []);
+  t.ok(w.syncs.length - from > 4, `${w.syncs.length - from} msyncs for 4 batches: the pipeline was completed before a reuse`);
+  w.store.completeAll();
+  const r2 = PmemRegion.openImage(w.disk);
+  const s2 = RecoveryStore.open(r2);
+  s2.recover();
+  for (let q = 1; q <= w.seq; q++) t.same(s2.appView.load(IMAGE_BASE + q * 8, 8), u64(1000 + q), `seq ${q}'s effect on the disk`);
+  r2.close({ writeBack: false });
+});

@@ -24,6 +24,7 @@ import type { ExploreOptions, ExplorerApp } from './types.js';
 import { mix } from './seeds.js';
 import { World } from './world.js';
 import { applySchedule, resolveSchedule } from './pct.js';
+import type { CostModel } from '../model/index.js';
 
 export interface CrashEvent {
   point: number;
@@ -44,9 +45,13 @@ export interface CrashEvent {
  * `livenessStepsMax` steps (else a 'liveness' problem).
  */
 export interface CrashRunHooks {
-  /** Called once the World exists, before its nodes are added (e.g. to set world.chooser). */
+  /** Modelled time (virtual-time.ts): the World runs on this cost model, and the fault phase is bounded in virtual ns too. */
+  model?: Readonly<CostModel>;
+  /** Called once the World exists, before its nodes are added (e.g. to set world.chooser or world.time.faults). */
   install?(world: World): void;
+  /** The fault phase ends after this many steps, or (with a model) once the virtual clock reaches `faultNsMax`. */
   faultStepsMax: number;
+  faultNsMax?: number;
   faultsOff?(world: World): void;
   livenessStepsMax: number;
 }
@@ -110,6 +115,9 @@ export interface CrashRunResult {
   /** What happened, in order (for the report and the timeline). */
   events: string[];
   crashPoints: number;
+  /** Modelled time (a World with a cost model): virtual ns when the fault phase ended, and at the end of the run (after the check). */
+  faultNs?: number;
+  virtualNs?: number;
 }
 
 /** Runs one crash plan of `app` (see the file comment). */
@@ -124,7 +132,7 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
   }
   const problems: AppProblem[] = [];
   const events: string[] = [];
-  const world = new World(config, o.seed);
+  const world = new World(config, o.seed, hooks?.model !== undefined ? { model: hooks.model } : {});
   applySchedule(world, resolveSchedule(o.schedule));
   world.lateObservation = o.observe === 'late';
   hooks?.install?.(world);
@@ -178,6 +186,8 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
       }
     }
   };
+  let faultNs: number | undefined;
+  let virtualNs: number | undefined;
   let finished = false;
   let workloadError: unknown;
   void app.workload(world, createPrng(mix(o.seed, 0))).then(
@@ -188,13 +198,18 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
     },
   );
   try {
-    let r = await world.run(() => finished, hooks?.faultStepsMax ?? o.stepsMax);
+    const faultNsMax = hooks?.faultNsMax;
+    const timeUp = (): boolean => faultNsMax !== undefined && world.time !== undefined && world.time.nowNs >= faultNsMax;
+    let r = await world.run(() => finished || timeUp(), hooks?.faultStepsMax ?? o.stepsMax);
+    if (r.status === 'done' && !finished) r = { status: 'bound', steps: r.steps };
     if (hooks !== undefined) {
       // Liveness: faults off, every node up; the workload must now finish within the bound.
       faultsOn = false;
+      faultNs = world.time?.nowNs;
       hooks.faultsOff?.(world);
       world.flushEvents();
-      events.push(`step ${world.steps}: faults off (fault phase ${r.status === 'done' ? 'outlived the workload' : `ended after ${r.steps} steps`})`);
+      const at = world.time !== undefined ? ` at ${(world.time.nowNs / 1000).toFixed(3)} virtual µs` : '';
+      events.push(`step ${world.steps}${at}: faults off (fault phase ${r.status === 'done' ? 'outlived the workload' : `ended after ${r.steps} steps`})`);
       const faultPhase = r;
       if (faultPhase.status !== 'done') {
         r = await world.run(() => finished, hooks.livenessStepsMax);
@@ -211,9 +226,10 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
     }
   } finally {
     world.onCrashPoint = undefined;
+    virtualNs = world.time?.nowNs;
     world.close();
   }
-  return { problems, events, crashPoints: pointIndex };
+  return { problems, events, crashPoints: pointIndex, ...(faultNs !== undefined ? { faultNs } : {}), ...(virtualNs !== undefined ? { virtualNs } : {}) };
 }
 
 /**

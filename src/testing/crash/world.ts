@@ -64,7 +64,7 @@ class ExplorerLink implements Link {
     else {
       // Modelled time: the message reaches the NIC after the fabric (a QP gone by then: the link closes).
       const node = this.#node;
-      vt.send(node, msg, () => {
+      vt.send(node, this.qpn, msg, () => {
         if (this.#closed || node.crashed) return;
         try {
           node.nic.submit(msg);
@@ -437,8 +437,9 @@ export class World {
     let drainNode: WorldNode | undefined;
     for (const node of this.nodes) {
       if (node.crashed || node.nic.cacheEntries === 0 || node.nic.busyQps().length > 0) continue;
-      const at = Math.max(vt.nowNs, vt.freeAt(node, 'nic'));
-      if (at < best) {
+      const at = vt.drainStart(node);
+      // Without idle drain, an idle NIC's DMA engine catches up only when nothing else can happen before (as in the untimed scheduler).
+      if (at < best && (this.config.idleDrain || (cands.length === 0 && msgAt === undefined))) {
         best = at;
         drainNode = node;
       }

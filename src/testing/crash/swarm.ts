@@ -75,6 +75,11 @@ export interface SwarmParams {
   slowQpRate: number;
   /** A slow QP's messages each spend up to this many extra virtual µs on the fabric (uniform; RC order within the QP holds). */
   slowQpDelayUsMax: number;
+  /** Every message (any QP) spends up to this many extra virtual µs on the fabric (jitter: reorders messages of different QPs that would arrive close together). */
+  jitterUsMax: number;
+  /** Probability that a message (any QP) stalls, as a retransmission would hold it up, for up to stallUsMax virtual µs (RC order within its QP holds). */
+  stallRate: number;
+  stallUsMax: number;
   /** Node pauses (no NIC work request, CPU pass or drain of the node starts) in the fault phase, and their most virtual µs. */
   pauses: number;
   pauseUsMax: number;
@@ -155,8 +160,11 @@ export function paramsFor(seed: number, app: SwarmApp, o: SwarmOptions): SwarmPa
     restartAfterMax: pick([0, 20, 200, 2000]),
     recoveryCrashRate: pick([0, 0.3, 0.8]),
     clientCrashRate: pick([0, 0, 1 / 500, 1 / 150]),
-    slowQpRate: pick([0, 0.2, 0.5]),
+    slowQpRate: pick([0, 0.2, 0.5, 1]),
     slowQpDelayUsMax: pick([2, 10, 50]),
+    jitterUsMax: pick([0, 0.5, 2, 5]),
+    stallRate: pick([0, 0, 0.01, 0.05]),
+    stallUsMax: pick([100, 1000]),
     pauses: pick([0, 0, 1, 3]),
     pauseUsMax: pick([5, 50, 300]),
     sites,
@@ -227,7 +235,10 @@ function timeFaults(world: World, params: SwarmParams, prng: Prng, faultNs: numb
       const k = `${node}.${world.nodes[node]?.incarnation ?? 0}/${qpn}`;
       let s = slow.get(k);
       if (s === undefined) slow.set(k, (s = prng.chance(params.slowQpRate)));
-      return s ? prng.int(0, params.slowQpDelayUsMax * 1000) : 0;
+      let ns = s ? prng.int(0, params.slowQpDelayUsMax * 1000) : 0;
+      if (params.jitterUsMax > 0) ns += prng.int(0, Math.round(params.jitterUsMax * 1000));
+      if (params.stallRate > 0 && prng.chance(params.stallRate)) ns += prng.int(0, params.stallUsMax * 1000);
+      return ns;
     },
     resumeAt(node, t) {
       for (let moved = true; moved; ) {

@@ -11,7 +11,7 @@
  * A plan is a string, so the replay command can name it:
  *   plan   := event (';' event)*
  *   event  := 'p' point ':' target (',' target)* ['@' image] ['/r' restartAfter] ['x']
- *   target := 'n' node | 'c' client
+ *   target := 'n' node | 'c' client | 'd' k   (d: drop the k-th open connection, both ends live)
  * e.g. "p40:n1@2/r12;p95:n0,n1,n2/r0;p120:c1". A trailing 'x' crashes each restarted node once
  * more during its recovery (at a seeded crash point of it) and restarts it from that image. Points count every crash point of the replayed run
  * (media events of every node and deliveries), in order, so a plan's later events refer to the
@@ -30,6 +30,8 @@ export interface CrashEvent {
   point: number;
   nodes: number[];
   clients: number[];
+  /** Dropped connections (target 'd<k>'): the k-th open connection of the up nodes closes while both ends live (World.dropConnection). */
+  drops?: number[];
   /** Which image of each crashed node's state it restarts from (index into a seeded list). */
   image: number;
   /** Scheduler steps between the crash and the restart (earlier if nothing else can run). */
@@ -60,20 +62,21 @@ export type CrashPlan = CrashEvent[];
 
 export function formatPlan(plan: CrashPlan): string {
   return plan
-    .map((e) => `p${e.point}:${[...e.nodes.map((n) => `n${n}`), ...e.clients.map((c) => `c${c}`)].join(',')}${e.nodes.length > 0 ? `@${e.image}/r${e.restartAfter}${e.recoveryCrash === true ? 'x' : ''}` : ''}`)
+    .map((e) => `p${e.point}:${[...e.nodes.map((n) => `n${n}`), ...e.clients.map((c) => `c${c}`), ...(e.drops ?? []).map((d) => `d${d}`)].join(',')}${e.nodes.length > 0 ? `@${e.image}/r${e.restartAfter}${e.recoveryCrash === true ? 'x' : ''}` : ''}`)
     .join(';');
 }
 
 export function parsePlan(s: string): CrashPlan {
   if (typeof s !== 'string' || s.trim() === '') throw new TypeError('a crash plan must be a non-empty string');
   return s.split(';').map((part) => {
-    const m = /^p(\d+):((?:[nc]\d+)(?:,[nc]\d+)*)(?:@(\d+))?(?:\/r(\d+))?(x)?$/.exec(part.trim());
-    if (m === null) throw new TypeError(`bad crash plan event '${part}': expected p<point>:n<node>|c<client>[,...][@<image>][/r<steps>][x]`);
+    const m = /^p(\d+):((?:[ncd]\d+)(?:,[ncd]\d+)*)(?:@(\d+))?(?:\/r(\d+))?(x)?$/.exec(part.trim());
+    if (m === null) throw new TypeError(`bad crash plan event '${part}': expected p<point>:n<node>|c<client>|d<connection>[,...][@<image>][/r<steps>][x]`);
     const targets = m[2]!.split(',');
     return {
       point: Number(m[1]),
       nodes: targets.filter((x) => x.startsWith('n')).map((x) => Number(x.slice(1))),
       clients: targets.filter((x) => x.startsWith('c')).map((x) => Number(x.slice(1))),
+      ...(targets.some((x) => x.startsWith('d')) ? { drops: targets.filter((x) => x.startsWith('d')).map((x) => Number(x.slice(1))) } : {}),
       image: m[3] === undefined ? 0 : Number(m[3]),
       restartAfter: m[4] === undefined ? 0 : Number(m[4]),
       ...(m[5] !== undefined ? { recoveryCrash: true } : {}),
@@ -183,6 +186,10 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
       for (const c of e.clients) {
         app.crashClient!(c);
         events.push(`crash point ${p} (${kind}): client ${c} crashed`);
+      }
+      for (const d of e.drops ?? []) {
+        const what = world.dropConnection(d);
+        if (what !== undefined) events.push(`crash point ${p} (${kind}): connection dropped: ${what}`);
       }
     }
   };

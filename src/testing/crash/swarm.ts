@@ -164,7 +164,7 @@ export function paramsFor(seed: number, app: SwarmApp, o: SwarmOptions): SwarmPa
     restartAfterMax: pick([0, 20, 200, 2000]),
     recoveryCrashRate: pick([0, 0.3, 0.8]),
     clientCrashRate: pick([0, 0, 1 / 500, 1 / 150]),
-    dropRate: DROP_APPS.includes(app) ? pick([0, 1 / 400, 1 / 100]) : 0,
+    dropRate: ((r) => (DROP_APPS.includes(app) ? r : 0))(pick([0, 1 / 400, 1 / 100])), // drawn for every app, so the other draws do not depend on DROP_APPS
     slowQpRate: pick([0, 0.2, 0.5, 1]),
     slowQpDelayUsMax: pick([2, 10, 50]),
     jitterUsMax: pick([0, 0.5, 2, 5]),

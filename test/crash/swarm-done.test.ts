@@ -1,6 +1,7 @@
 // The done-when run of issue 14, as CI runs it: `pmrpc swarm --seeds 1..200` over every app (the
 // default --seconds of modelled time per seed and app) on 2 worker threads passes — exit 0 and the
-// JSON document {seeds, failures: []}. Measured at ~35–60 s on the 2-core machine (see docs/swarm.md).
+// JSON document {seeds, failures: []}. 38 s of CPU; 55–93 s wall on the shared 2-core machine at
+// load 7–15 (docs/swarm.md); PMRPC_SWARM_SEEDS=A..B narrows it.
 // A failure names its seed and the one-line replay command (in the assertion message).
 import t from 'tap';
 import { spawnSync } from 'node:child_process';

@@ -41,6 +41,8 @@ export const SWARM_DEFAULT_SECONDS = 0.01;
 export const LIVENESS_STEPS_MAX = 200_000;
 /** A safety bound on the fault phase's steps (it normally ends on the virtual clock or with the workload). */
 const FAULT_STEPS_MAX = 1_000_000;
+/** Probability that a node-crash event that is not of every node crashes a seeded subset of them (apps of 3 or more nodes). */
+const SUBSET_RATE = 0.3;
 /** Most node-crash events of one run (and most dropped connections). */
 const CRASH_EVENTS_MAX = 10;
 /** Apps whose runs draw dropped connections (their clients reconnect a live node and the run passes; rpc and rs fail under drops today: docs/swarm.md). */
@@ -209,7 +211,10 @@ function planOf(seed: number, app: SwarmApp, params: SwarmParams, nodes: number,
   if (params.nodeCrashRate > 0) {
     for (let at = gap(params.nodeCrashRate), k = 0; k < CRASH_EVENTS_MAX; at += gap(params.nodeCrashRate), k++) {
       const all = nodes > 1 && p.chance(params.allNodesRate);
-      plan.push({ point: at, nodes: all ? Array.from({ length: nodes }, (_, n) => n) : [p.int(0, nodes - 1)], clients: [], image: p.int(0, 3), restartAfter: p.int(0, params.restartAfterMax), ...(p.chance(params.recoveryCrashRate) ? { recoveryCrash: true } : {}) });
+      // Otherwise one node, or (with probability SUBSET_RATE) a seeded subset of them crashing at one instant.
+      const subset = !all && nodes > 2 && p.chance(SUBSET_RATE) ? Array.from({ length: nodes }, (_, n) => n).filter(() => p.chance(0.5)) : [];
+      const down = all ? Array.from({ length: nodes }, (_, n) => n) : subset.length > 0 ? subset : [p.int(0, nodes - 1)];
+      plan.push({ point: at, nodes: down, clients: [], image: p.int(0, 3), restartAfter: p.int(0, params.restartAfterMax), ...(p.chance(params.recoveryCrashRate) ? { recoveryCrash: true } : {}) });
     }
   }
   if (params.clientCrashRate > 0 && clients > 1) {

@@ -88,6 +88,16 @@ t.test("crash-test --app rs --mutant reuseOwnTag --seed 1 (its crash plan): the 
   );
 });
 
+t.test('swarm seed 12 (rs, modelled time; replicas crash in subsets): durably linearizable; the reuseOwnTag mutant fails it', async (t) => {
+  const r = await swarmRun(12, 'rs');
+  t.same(r.failures.map((f) => f.violation), [], 'replay: pmrpc swarm --seeds 12..12 --app rs');
+  const m = await swarmRun(12, 'rs', { mutant: 'rs:reuseOwnTag' });
+  t.ok(
+    m.failures.some((f) => /^linearizability: /.test(f.violation) && f.replay === 'pmrpc swarm --seeds 12..12 --app rs --mutant rs:reuseOwnTag'),
+    `mutant reuseOwnTag caught by the swarm: ${m.failures.map((f) => f.violation.slice(0, 120)).join(' | ')}`,
+  );
+});
+
 t.test('seed 6 (rs): no leaked buffer after a replica restart (the retry addresses the new rkey)', async (t) => {
   const s = await swarmRun(6, 'rs');
   t.same(

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import type { Command } from 'commander';
 import { systemClock, wallClockMs } from '../pmem/index.js';
 import { recordRun } from '../bench/index.js';
-import { parseSeedRange, swarm, SWARM_APPS, SWARM_DEFAULT_SECONDS, VIRTUAL_US_PER_STEP, LIVENESS_STEPS_MAX, type SwarmApp } from '../src/testing/crash/index.js';
+import { parseSeedRange, swarm, SWARM_APPS, SWARM_DEFAULT_SECONDS, SWARM_COST_PROFILE, LIVENESS_STEPS_MAX, type SwarmApp } from '../src/testing/crash/index.js';
 import { DEFAULT_BENCH_OUT } from './bench.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
@@ -35,7 +35,7 @@ export function registerSwarm(program: Command): void {
       'swarm simulation: per seed, fault parameters drawn from the seed (NIC drain policy and bound, DDIO, placement, eviction; node crash and restart rates, crashes during recovery, all nodes at once; client crashes and dropped connections; message delay and reordering between QPs; paused nodes; BUGGIFY fault sites) over every app, with the crash suites\' whole-history checkers; then a liveness phase (faults off, every node up) in which every app must converge and every client finish',
     )
     .option('--seeds <A..B>', 'seeds to run (each a new fault schedule)', '1..20')
-    .option('--seconds <T>', `virtual seconds of the fault phase per seed and app (1 scheduler step = ${VIRTUAL_US_PER_STEP} µs until modelled costs land; workloads scale with it)`, String(SWARM_DEFAULT_SECONDS))
+    .option('--seconds <T>', `virtual seconds of the fault phase per seed and app: modelled time on the ${SWARM_COST_PROFILE} cost model, not wall time (workloads scale with it)`, String(SWARM_DEFAULT_SECONDS))
     .option('--app <name>', `'all' or one of ${SWARM_APPS.join(', ')} (or a comma-separated list)`, 'all')
     .option('--jobs <n>', 'worker threads (piscina)', intOption('jobs'))
     .option('--mutant <APP:NAME>', "a broken build: one app's mutant (e.g. kv:dropIndexFlush; see pmrpc crash-test --app APP --list-mutants); the swarm must then fail with a replayable seed")
@@ -70,19 +70,19 @@ export function registerSwarm(program: Command): void {
           join(opts.out, 'history.sqlite'),
           {
             suite: 'swarm',
-            config: { apps, seconds, mutant: opts.mutant ?? null, crashes: opts.crashes, seeds: opts.seeds, jobs: opts.jobs ?? 1, virtualUsPerStep: VIRTUAL_US_PER_STEP, livenessStepsMax: LIVENESS_STEPS_MAX },
-            rows: r.results.flatMap((s) => s.apps.map((a) => ({ seed: a.seed, app: a.app, config: a.config, plan: a.plan, sites: a.sites, steps: a.steps, crashPoints: a.crashPoints, events: a.events, failures: a.failures.map((f) => f.violation) }))),
-            ratios: { seeds: seeds.length, failures: failures.length, failedSeeds: new Set(failures.map((f) => f.seed)).size, steps: r.steps, crashPoints: r.crashPoints, wallSeconds },
+            config: { apps, seconds, mutant: opts.mutant ?? null, crashes: opts.crashes, seeds: opts.seeds, jobs: opts.jobs ?? 1, costProfile: SWARM_COST_PROFILE, livenessStepsMax: LIVENESS_STEPS_MAX },
+            rows: r.results.flatMap((s) => s.apps.map((a) => ({ seed: a.seed, app: a.app, config: a.config, plan: a.plan, sites: a.sites, steps: a.steps, faultUs: a.faultUs, virtualUs: a.virtualUs, crashPoints: a.crashPoints, events: a.events, failures: a.failures.map((f) => f.violation) }))),
+            ratios: { seeds: seeds.length, failures: failures.length, failedSeeds: new Set(failures.map((f) => f.seed)).size, steps: r.steps, virtualSeconds: r.virtualUs / 1e6, crashPoints: r.crashPoints, wallSeconds },
             summary: [],
           },
           { startedAt, seed: seeds[0]!, quick: false, command },
         );
       }
       if (opts.json) {
-        printJson({ seeds: r.seeds, failures, apps: r.apps, seconds: r.seconds, mutant: opts.mutant ?? null, steps: r.steps, crashPoints: r.crashPoints, events: r.events, wallSeconds: Number(wallSeconds.toFixed(3)), ...(runId !== undefined ? { runId } : {}) });
+        printJson({ seeds: r.seeds, failures, apps: r.apps, seconds: r.seconds, mutant: opts.mutant ?? null, steps: r.steps, virtualSeconds: r.virtualUs / 1e6, crashPoints: r.crashPoints, events: r.events, wallSeconds: Number(wallSeconds.toFixed(3)), ...(runId !== undefined ? { runId } : {}) });
       } else {
         for (const f of failures.slice(0, FAILURES_SHOWN)) log(`FAILED seed ${f.seed} (${f.app}): ${f.violation}\n  replay: ${f.replay}`);
-        log(`${seeds.length} seeds x ${apps.length} apps: ${r.steps} scheduler steps (${((r.steps * VIRTUAL_US_PER_STEP) / 1e6).toFixed(3)} virtual s, not measured), ${r.crashPoints} crash points, ${r.events} crash/restart events; ${failures.length} failure${failures.length === 1 ? '' : 's'} in ${new Set(failures.map((f) => f.seed)).size} seeds; ${wallSeconds.toFixed(1)} s wall`);
+        log(`${seeds.length} seeds x ${apps.length} apps: ${r.steps} scheduler steps, ${(r.virtualUs / 1e6).toFixed(4)} virtual s (modelled on ${SWARM_COST_PROFILE}, not measured), ${r.crashPoints} crash points, ${r.events} crash/restart events; ${failures.length} failure${failures.length === 1 ? '' : 's'} in ${new Set(failures.map((f) => f.seed)).size} seeds; ${wallSeconds.toFixed(1)} s wall`);
       }
       if (failures.length > 0) process.exitCode = 1;
     });

@@ -103,4 +103,6 @@ export function parseJsonBytes(b: Uint8Array): Record<string, unknown> | undefin
 export interface MutantExplore {
   pins?: { drain?: 'eager' | 'lazy-small' | 'lazy-large' | 'onFlush'; ddio?: boolean; placement?: 'any' | 'ascending'; eviction?: number; lineModel?: 'prefix' | 'subset' };
   schedule?: { mode?: 'random' | 'pct'; depth?: number; horizon?: number; stalls?: number; stallSteps?: number; stallUnit?: 'qp' | 'client'; stallOn?: 'any' | 'atomic' };
+  /** A crash plan (multi.ts syntax) the explorer replays instead of the image tuples, unless the caller gives one: for a mutant only a multi-node crash run shows. */
+  crashPlan?: string;
 }

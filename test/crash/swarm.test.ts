@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readHistory } from '../../bench/index.js';
 import { buggify, FAULT_SITE_NAMES, setBuggifyHook, type FaultSite } from '../../pmem/index.js';
-import { explore, formatPlan, kvExplorerApp, parsePlan, paramsFor, resolveSwarmOptions, swarm, swarmReplay, swarmRun, SWARM_APPS, stepsOfSeconds, VIRTUAL_US_PER_STEP } from '../../src/testing/crash/index.js';
+import { explore, formatPlan, kvExplorerApp, parsePlan, paramsFor, resolveSwarmOptions, swarm, swarmReplay, swarmRun, SWARM_APPS, SWARM_DEFAULT_SECONDS, nsOfSeconds } from '../../src/testing/crash/index.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'swarm', '--no-history', ...args], { encoding: 'utf8', timeout: 120_000 });
@@ -33,12 +33,13 @@ t.test('CLI --json: {seeds, failures: [{seed, replay, violation}]}, exit 0 when 
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const r = spawnSync(process.execPath, [CLI, 'swarm', '--seeds', '4..5', '--app', 'kv,rs', '--json', '--out', dir], { encoding: 'utf8', timeout: 120_000 });
   t.equal(r.status, 0, r.stderr);
-  const doc = JSON.parse(r.stdout) as { seeds: number[]; failures: unknown[]; apps: string[]; seconds: number; steps: number };
+  const doc = JSON.parse(r.stdout) as { seeds: number[]; failures: unknown[]; apps: string[]; seconds: number; steps: number; virtualSeconds: number };
   t.same(doc.seeds, [4, 5]);
   t.same(doc.failures, []);
   t.same(doc.apps, ['kv', 'rs']);
   t.type(doc.seconds, 'number');
   t.ok(doc.steps > 0);
+  t.ok(doc.virtualSeconds > 0, 'modelled seconds are reported (virtualSeconds)');
   const runs = readHistory(join(dir, 'history.sqlite'), { suite: 'swarm' });
   t.equal(runs.length, 1);
   t.equal(runs[0]!.cells, 4, 'one row per (seed, app)');
@@ -47,7 +48,8 @@ t.test('CLI --json: {seeds, failures: [{seed, replay, violation}]}, exit 0 when 
 });
 
 t.test('a mutant build fails with a seed whose printed replay command reproduces the same violation', async (t) => {
-  const r = run('--seeds', '1..6', '--app', 'kv', '--mutant', MUTANT, '--json');
+  // Every app runs (the done-when command with a broken build); the kv mutant shows in kv's runs.
+  const r = run('--seeds', '1..3', '--mutant', MUTANT, '--json');
   t.equal(r.status, 1, r.stderr);
   const doc = JSON.parse(r.stdout) as { failures: Array<{ seed: number; app: string; replay: string; violation: string }> };
   t.ok(doc.failures.length > 0, 'the broken build is caught');
@@ -120,15 +122,28 @@ t.test('BUGGIFY fault sites: off by default; a hook decides; the swarm switches 
   t.ok((counts.get('nic.drain-early') ?? 0) > 0 && (counts.get('pmem.evict-store') ?? 0) > 0, `sites consulted: ${JSON.stringify([...counts])}`);
 });
 
-t.test("crash plans: the 'x' suffix (a crash during the restart's recovery) round-trips", async (t) => {
-  const plan = parsePlan('p40:n1@2/r12x;p95:c1;p120:n0,n2@0/r0');
+t.test("crash plans: the 'x' suffix (a crash during the restart's recovery) and 'd' targets (dropped connections) round-trip", async (t) => {
+  const plan = parsePlan('p40:n1@2/r12x;p95:c1;p120:n0,n2@0/r0;p130:d7');
   t.equal(plan[0]!.recoveryCrash, true);
   t.equal(plan[2]!.recoveryCrash, undefined);
-  t.equal(formatPlan(plan), 'p40:n1@2/r12x;p95:c1;p120:n0,n2@0/r0');
+  t.same(plan[3]!.drops, [7], "'d': a dropped connection");
+  t.equal(formatPlan(plan), 'p40:n1@2/r12x;p95:c1;p120:n0,n2@0/r0;p130:d7');
+  // tx draws dropped connections (both ends live; its clients reconnect): seed 1's plan has some, and the run passes.
+  const tx = await swarmRun(1, 'tx');
+  t.match(tx.plan, /:d\d+/);
+  t.same(tx.failures, []);
 });
 
-t.test('virtual time: --seconds converts to a step budget in one place', async (t) => {
-  t.equal(stepsOfSeconds(0.001), Math.round(1000 / VIRTUAL_US_PER_STEP));
+t.test('virtual time: --seconds bounds the fault phase on the modelled clock', async (t) => {
+  t.equal(nsOfSeconds(0.01), 10_000_000);
+  // Seed 1 of kv: its workload outlasts the fault phase, so the virtual clock ends the phase.
+  const short = await swarmRun(1, 'kv', { seconds: 0.002 });
+  t.same(short.failures, []);
+  t.ok(short.faultUs >= 2000 && short.virtualUs >= short.faultUs, `fault phase ${short.faultUs} virtual µs of 2000, run ${short.virtualUs}`);
+  // The default: the fault phase ends on the clock (>= --seconds) or with the workload (< --seconds); modelled time moves.
+  const r = await swarm([1, 2, 3], { apps: ['kv'] });
+  t.ok(r.virtualUs > 0);
+  for (const x of r.results.flatMap((s) => s.apps)) t.ok(x.faultUs > 0 && x.faultUs <= x.virtualUs, `seed ${x.seed}: fault phase ${x.faultUs} µs, run ${x.virtualUs} µs (default ${SWARM_DEFAULT_SECONDS * 1e6})`);
 });
 
 t.test('bad options are refused with an exact message', async (t) => {

@@ -114,3 +114,30 @@ t.test('profiles and parameter checks', async (t) => {
   const w = new World(nicConfigFor(SEED), SEED, { model: CX4_OPTANE });
   t.throws(() => w.charge(Number.NaN), new RangeError('charge ns must be a finite number >= 0, got NaN'));
 });
+
+t.test('time faults (the swarm): a message delay on a QP adds exactly its ns, RC order holds, a pause holds the node', async (t) => {
+  const m = withCosts(HAND, { wireGbps: 1e9 }); // serialisation ~0: a small READ costs 2100 ns (above)
+  const readUs = async (faults: ((w: World) => void) | undefined, reads = 1): Promise<number[]> => {
+    const world = new World({ drain: 'eager', ddio: false, placement: 'ascending', cacheEntriesMax: 65536, eviction: 0, idleDrain: false, lineModel: 'prefix' }, SEED, { model: m });
+    const rkey = addMemoryNode(world, SEED);
+    faults?.(world);
+    const { qp } = world.connect(0, new Uint8Array(0), 0);
+    const out: number[] = [];
+    const t0 = world.nowUs;
+    // Posted back to back: their completions must come back in posting order (RC) whatever the delays.
+    const all = Array.from({ length: reads }, (_, i) => qp.postChain([Wr.read({ rkey, addr: 4096 }, 64)]).then(() => out.push(i === 0 ? Math.round((world.nowUs - t0) * 1000) : -i)));
+    const r = await world.settle(Promise.all(all), 100_000);
+    t.equal(r.status, 'done');
+    world.close();
+    return out;
+  };
+  t.same(await readUs(undefined), [2100]);
+  t.same(await readUs((w) => (w.time!.faults = { messageDelayNs: (_n, _q, dir) => (dir === 'in' ? 1000 : 500), resumeAt: (_n, x) => x })), [3600], 'in 1000 + out 500 ns');
+  // A pause of node 0 until 10 µs: the READ's work request starts at 10,000 ns, not at its arrival
+  // (745 ns); it then takes what it takes from its start: 2100 − 745 ns (doorbell, verb, PCIe read, way back).
+  t.same(await readUs((w) => (w.time!.faults = { messageDelayNs: () => 0, resumeAt: (_n, x) => (x < 10_000 ? 10_000 : x) })), [10_000 + 2100 - 745]);
+  // Decreasing delays (later messages would overtake earlier ones): the QP's messages still arrive in order.
+  let k = 0;
+  const order = await readUs((w) => (w.time!.faults = { messageDelayNs: (_n, _q, dir) => (dir === 'in' ? Math.max(0, 5000 - 1000 * k++) : 0), resumeAt: (_n, x) => x }), 4);
+  t.same(order.slice(1), [-1, -2, -3], 'completions in posting order');
+});

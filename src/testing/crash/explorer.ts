@@ -112,13 +112,16 @@ export function resolveExploreOptions(options: Partial<ExploreOptions>): Explore
 }
 
 /**
- * `o` with the app's exploreDefaults under it (a mutant's pins and schedule): NIC pins merge under
- * the caller's, the app's schedule stands unless the caller gave one.
+ * `o` with the app's exploreDefaults under it (a mutant's pins, schedule and crash plan): NIC pins
+ * merge under the caller's, the app's schedule stands unless the caller gave one, and its crash plan
+ * unless the caller gave a plan or crash runs.
  */
 export function withAppDefaults(app: ExplorerApp<unknown>, o: ExploreOptions): ExploreOptions {
   const d = app.exploreDefaults;
   if (d === undefined) return o;
-  return { ...o, pins: checkPins({ ...(d.pins ?? {}), ...o.pins }), schedule: o.schedule ?? d.schedule };
+  // A crash plan of the app's stands only when the caller asked for neither a plan nor crash runs.
+  const crashPlan = o.crashPlan ?? (o.crashRuns === 0 ? d.crashPlan : undefined);
+  return { ...o, pins: checkPins({ ...(d.pins ?? {}), ...o.pins }), schedule: o.schedule ?? d.schedule, crashPlan };
 }
 
 /** The command line that reproduces a run of `app` (or one crash point of it). */

@@ -11,7 +11,7 @@
  * A plan is a string, so the replay command can name it:
  *   plan   := event (';' event)*
  *   event  := 'p' point ':' target (',' target)* ['@' image] ['/r' restartAfter] ['x']
- *   target := 'n' node | 'c' client
+ *   target := 'n' node | 'c' client | 'd' k   (d: drop the k-th open connection, both ends live)
  * e.g. "p40:n1@2/r12;p95:n0,n1,n2/r0;p120:c1". A trailing 'x' crashes each restarted node once
  * more during its recovery (at a seeded crash point of it) and restarts it from that image. Points count every crash point of the replayed run
  * (media events of every node and deliveries), in order, so a plan's later events refer to the
@@ -24,11 +24,14 @@ import type { ExploreOptions, ExplorerApp } from './types.js';
 import { mix } from './seeds.js';
 import { World } from './world.js';
 import { applySchedule, resolveSchedule } from './pct.js';
+import type { CostModel } from '../model/index.js';
 
 export interface CrashEvent {
   point: number;
   nodes: number[];
   clients: number[];
+  /** Dropped connections (target 'd<k>'): the k-th open connection of the up nodes closes while both ends live (World.dropConnection). */
+  drops?: number[];
   /** Which image of each crashed node's state it restarts from (index into a seeded list). */
   image: number;
   /** Scheduler steps between the crash and the restart (earlier if nothing else can run). */
@@ -44,9 +47,13 @@ export interface CrashEvent {
  * `livenessStepsMax` steps (else a 'liveness' problem).
  */
 export interface CrashRunHooks {
-  /** Called once the World exists, before its nodes are added (e.g. to set world.chooser). */
+  /** Modelled time (virtual-time.ts): the World runs on this cost model, and the fault phase is bounded in virtual ns too. */
+  model?: Readonly<CostModel>;
+  /** Called once the World exists, before its nodes are added (e.g. to set world.chooser or world.time.faults). */
   install?(world: World): void;
+  /** The fault phase ends after this many steps, or (with a model) once the virtual clock reaches `faultNsMax`. */
   faultStepsMax: number;
+  faultNsMax?: number;
   faultsOff?(world: World): void;
   livenessStepsMax: number;
 }
@@ -55,20 +62,21 @@ export type CrashPlan = CrashEvent[];
 
 export function formatPlan(plan: CrashPlan): string {
   return plan
-    .map((e) => `p${e.point}:${[...e.nodes.map((n) => `n${n}`), ...e.clients.map((c) => `c${c}`)].join(',')}${e.nodes.length > 0 ? `@${e.image}/r${e.restartAfter}${e.recoveryCrash === true ? 'x' : ''}` : ''}`)
+    .map((e) => `p${e.point}:${[...e.nodes.map((n) => `n${n}`), ...e.clients.map((c) => `c${c}`), ...(e.drops ?? []).map((d) => `d${d}`)].join(',')}${e.nodes.length > 0 ? `@${e.image}/r${e.restartAfter}${e.recoveryCrash === true ? 'x' : ''}` : ''}`)
     .join(';');
 }
 
 export function parsePlan(s: string): CrashPlan {
   if (typeof s !== 'string' || s.trim() === '') throw new TypeError('a crash plan must be a non-empty string');
   return s.split(';').map((part) => {
-    const m = /^p(\d+):((?:[nc]\d+)(?:,[nc]\d+)*)(?:@(\d+))?(?:\/r(\d+))?(x)?$/.exec(part.trim());
-    if (m === null) throw new TypeError(`bad crash plan event '${part}': expected p<point>:n<node>|c<client>[,...][@<image>][/r<steps>][x]`);
+    const m = /^p(\d+):((?:[ncd]\d+)(?:,[ncd]\d+)*)(?:@(\d+))?(?:\/r(\d+))?(x)?$/.exec(part.trim());
+    if (m === null) throw new TypeError(`bad crash plan event '${part}': expected p<point>:n<node>|c<client>|d<connection>[,...][@<image>][/r<steps>][x]`);
     const targets = m[2]!.split(',');
     return {
       point: Number(m[1]),
       nodes: targets.filter((x) => x.startsWith('n')).map((x) => Number(x.slice(1))),
       clients: targets.filter((x) => x.startsWith('c')).map((x) => Number(x.slice(1))),
+      ...(targets.some((x) => x.startsWith('d')) ? { drops: targets.filter((x) => x.startsWith('d')).map((x) => Number(x.slice(1))) } : {}),
       image: m[3] === undefined ? 0 : Number(m[3]),
       restartAfter: m[4] === undefined ? 0 : Number(m[4]),
       ...(m[5] !== undefined ? { recoveryCrash: true } : {}),
@@ -110,6 +118,9 @@ export interface CrashRunResult {
   /** What happened, in order (for the report and the timeline). */
   events: string[];
   crashPoints: number;
+  /** Modelled time (a World with a cost model): virtual ns when the fault phase ended, and at the end of the run (after the check). */
+  faultNs?: number;
+  virtualNs?: number;
 }
 
 /** Runs one crash plan of `app` (see the file comment). */
@@ -124,7 +135,7 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
   }
   const problems: AppProblem[] = [];
   const events: string[] = [];
-  const world = new World(config, o.seed);
+  const world = new World(config, o.seed, hooks?.model !== undefined ? { model: hooks.model } : {});
   applySchedule(world, resolveSchedule(o.schedule));
   world.lateObservation = o.observe === 'late';
   hooks?.install?.(world);
@@ -176,8 +187,14 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
         app.crashClient!(c);
         events.push(`crash point ${p} (${kind}): client ${c} crashed`);
       }
+      for (const d of e.drops ?? []) {
+        const what = world.dropConnection(d);
+        if (what !== undefined) events.push(`crash point ${p} (${kind}): connection dropped: ${what}`);
+      }
     }
   };
+  let faultNs: number | undefined;
+  let virtualNs: number | undefined;
   let finished = false;
   let workloadError: unknown;
   void app.workload(world, createPrng(mix(o.seed, 0))).then(
@@ -188,13 +205,18 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
     },
   );
   try {
-    let r = await world.run(() => finished, hooks?.faultStepsMax ?? o.stepsMax);
+    const faultNsMax = hooks?.faultNsMax;
+    const timeUp = (): boolean => faultNsMax !== undefined && world.time !== undefined && world.time.nowNs >= faultNsMax;
+    let r = await world.run(() => finished || timeUp(), hooks?.faultStepsMax ?? o.stepsMax);
+    if (r.status === 'done' && !finished) r = { status: 'bound', steps: r.steps };
     if (hooks !== undefined) {
       // Liveness: faults off, every node up; the workload must now finish within the bound.
       faultsOn = false;
+      faultNs = world.time?.nowNs;
       hooks.faultsOff?.(world);
       world.flushEvents();
-      events.push(`step ${world.steps}: faults off (fault phase ${r.status === 'done' ? 'outlived the workload' : `ended after ${r.steps} steps`})`);
+      const at = world.time !== undefined ? ` at ${(world.time.nowNs / 1000).toFixed(3)} virtual µs` : '';
+      events.push(`step ${world.steps}${at}: faults off (fault phase ${r.status === 'done' ? 'outlived the workload' : `ended after ${r.steps} steps`})`);
       const faultPhase = r;
       if (faultPhase.status !== 'done') {
         r = await world.run(() => finished, hooks.livenessStepsMax);
@@ -211,9 +233,10 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
     }
   } finally {
     world.onCrashPoint = undefined;
+    virtualNs = world.time?.nowNs;
     world.close();
   }
-  return { problems, events, crashPoints: pointIndex };
+  return { problems, events, crashPoints: pointIndex, ...(faultNs !== undefined ? { faultNs } : {}), ...(virtualNs !== undefined ? { virtualNs } : {}) };
 }
 
 /**

@@ -51,7 +51,7 @@ export interface ExplorerApp<S> {
    * Explore options this app runs with unless the caller gives them (e.g. a mutant's NIC pins and
    * adversarial schedule, pct.ts): pins merge under the caller's; a schedule the caller gives replaces this one.
    */
-  readonly exploreDefaults?: { pins?: NicPins; schedule?: Partial<ScheduleOptions> };
+  readonly exploreDefaults?: { pins?: NicPins; schedule?: Partial<ScheduleOptions>; crashPlan?: string };
 }
 
 export interface ExploreOptions {

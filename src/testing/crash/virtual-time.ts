@@ -37,7 +37,23 @@ interface Pending<T> {
 
 /** A sink a link hands a server message to when it is delivered (modelled time decides when). */
 export interface TimedLink {
+  /** The QP of the connection (per-QP message faults, RC order). */
+  readonly qpn: number;
   receive(m: ServerMessage): void;
+}
+
+/**
+ * Faults of modelled time (the swarm simulation): extra delay of a message on a QP (QPs of
+ * different delays reorder relative to each other; RC order within a QP still holds: a QP's
+ * messages never overtake one another), and paused nodes (no NIC work request, CPU pass or drain
+ * of the node starts inside a pause). Consulted in execution order, so a seeded implementation
+ * keeps one seed one execution.
+ */
+export interface TimeFaults {
+  /** Extra ns a message on QP `qpn` of node `node` spends on the fabric ('in': to the NIC; 'out': to the client). */
+  messageDelayNs(node: number, qpn: number, dir: 'in' | 'out'): number;
+  /** The earliest time ≥ `t` at which node `node` is not paused (t itself when it is not). */
+  resumeAt(node: number, t: number): number;
 }
 
 /** The node view VirtualTime needs (WorldNode satisfies it). */
@@ -67,6 +83,10 @@ export class VirtualTime {
   /** While a step runs: when its outputs leave, and when CPU work it triggers may start. */
   #out: { node: TimedNode; cpuReady: number; buffered: Array<{ link: TimedLink; msg: ServerMessage }>; charged: Map<string, number>; queued: Map<TimedNode, number> } | undefined;
   #stats = { events: 0, nicWrs: 0, cpuPasses: 0, messagesIn: 0, messagesOut: 0 };
+  /** Per QP and direction: when its last message arrives (RC order: a later one never arrives earlier). */
+  #lastAt = new Map<string, number>();
+  /** Faults (the swarm simulation); undefined: none. */
+  faults: TimeFaults | undefined;
 
   constructor(model: Readonly<CostModel>, now: () => number) {
     this.model = model;
@@ -103,12 +123,31 @@ export class VirtualTime {
   // ------------------------------------------------------------------ what links and hosts call
 
   /** A client posts `msg` to `node` now: it arrives after the fabric and the node's ingress link. */
-  send(node: TimedNode, msg: ClientMessage, submit: () => void): void {
+  send(node: TimedNode, qpn: number, msg: ClientMessage, submit: () => void): void {
     const m = this.model;
     const t = this.nowNs + round(wireOneWayNs(m));
-    const at = this.#use(node, 'in', t, wireSerialNs(m, requestBytes(msg)));
+    const at = this.#delayed(node, qpn, 'in', this.#use(node, 'in', t, wireSerialNs(m, requestBytes(msg))));
     this.arrivals.push({ at, seq: this.#seq++, item: { node, msg, submit } });
     this.#stats.messagesIn++;
+  }
+
+  /** `at` plus the faults' delay of a message on (node, qpn, dir), never before that QP's previous message. */
+  #delayed(node: TimedNode, qpn: number, dir: 'in' | 'out', at: number): number {
+    if (this.faults === undefined) return at;
+    const k = `${this.#key(node, `qp${qpn}`)}/${dir}`;
+    const t = Math.max(at + round(this.faults.messageDelayNs(node.index, qpn, dir)), this.#lastAt.get(k) ?? 0);
+    this.#lastAt.set(k, t);
+    return t;
+  }
+
+  /** `t`, or the end of the pause of `node` it falls into. */
+  #resume(node: TimedNode, t: number): number {
+    return this.faults === undefined ? t : this.faults.resumeAt(node.index, t);
+  }
+
+  /** When an idle NIC of `node` may drain (its pipeline free, the node not paused). */
+  drainStart(node: TimedNode): number {
+    return this.#resume(node, Math.max(this.nowNs, this.freeAt(node, 'nic')));
   }
 
   /** The NIC or CPU of the running step emits `msg` to a client: it leaves when the step's output is done. */
@@ -142,14 +181,14 @@ export class VirtualTime {
 
   /** When the next work request of QP `qpn` on `node` can start. */
   nicStart(node: TimedNode, qpn: number): number {
-    return Math.max(this.nowNs, this.freeAt(node, 'nic'), this.freeAt(node, `qp${qpn}`));
+    return this.#resume(node, Math.max(this.nowNs, this.freeAt(node, 'nic'), this.freeAt(node, `qp${qpn}`)));
   }
 
   /** When the oldest queued CPU pass of `node` can start (undefined: none queued). */
   cpuStart(node: TimedNode): number | undefined {
     if (node.cpu.length === 0) return undefined;
     const ready = this.#cpuReady.get(node)?.[0] ?? this.nowNs;
-    return Math.max(this.nowNs, ready, this.freeAt(node, 'cpu'));
+    return this.#resume(node, Math.max(this.nowNs, ready, this.freeAt(node, 'cpu')));
   }
 
   /** Next arrival or delivery time (undefined: none in flight). */
@@ -264,7 +303,7 @@ export class VirtualTime {
     const m = this.model;
     for (const { link, msg } of buffered) {
       const left = this.#use(node, 'out', end, wireSerialNs(m, responseBytes(msg)));
-      this.deliveries.push({ at: left + round(wireOneWayNs(m)), seq: this.#seq++, item: { link, msg } });
+      this.deliveries.push({ at: this.#delayed(node, link.qpn, 'out', left + round(wireOneWayNs(m))), seq: this.#seq++, item: { link, msg } });
       this.#stats.messagesOut++;
     }
   }

@@ -64,7 +64,7 @@ class ExplorerLink implements Link {
     else {
       // Modelled time: the message reaches the NIC after the fabric (a QP gone by then: the link closes).
       const node = this.#node;
-      vt.send(node, msg, () => {
+      vt.send(node, this.qpn, msg, () => {
         if (this.#closed || node.crashed) return;
         try {
           node.nic.submit(msg);
@@ -299,6 +299,20 @@ export class World {
     for (const l of node.links) l.down(new PmrpcError(NicErrorCodes.LINK_CLOSED, `node ${n} crashed`));
   }
 
+  /**
+   * Drops one client connection while both ends live (a dropped connection): the `k`-th (mod their
+   * count) of the open links of the up nodes, in node and connection order, closes as on a crash of
+   * its node; the client sees the link close and reconnects if its app does. Returns what it
+   * dropped (undefined: no open link).
+   */
+  dropConnection(k: number): string | undefined {
+    const open = this.nodes.flatMap((n) => (n.crashed ? [] : n.links.filter((l) => !l.closed).map((l) => ({ n, l }))));
+    if (open.length === 0) return undefined;
+    const { n, l } = open[k % open.length]!;
+    l.down(new PmrpcError(NicErrorCodes.LINK_CLOSED, `the connection to node ${n.index} (QP ${l.qpn}) dropped`));
+    return `node ${n.index} QP ${l.qpn}${l.client >= 0 ? ` (client ${l.client})` : ''}`;
+  }
+
   /** Stops every node in order (no crash): app servers close, NIC caches drain. */
   close(): void {
     for (const node of this.nodes) {
@@ -437,8 +451,9 @@ export class World {
     let drainNode: WorldNode | undefined;
     for (const node of this.nodes) {
       if (node.crashed || node.nic.cacheEntries === 0 || node.nic.busyQps().length > 0) continue;
-      const at = Math.max(vt.nowNs, vt.freeAt(node, 'nic'));
-      if (at < best) {
+      const at = vt.drainStart(node);
+      // Without idle drain, an idle NIC's DMA engine catches up only when nothing else can happen before (as in the untimed scheduler).
+      if (at < best && (this.config.idleDrain || (cands.length === 0 && msgAt === undefined))) {
         best = at;
         drainNode = node;
       }

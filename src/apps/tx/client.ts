@@ -386,7 +386,7 @@ export class TxClient {
         // A reused slot (a later incarnation): a transaction of an earlier one still PREPARED here is
         // settled before this client prepares anything over its record (a later txid in the slot
         // tells every resolver that T is final — row D1 — so it must be).
-        if (h !== 0n && hState(h) === H_PREPARED && hTxid(h) !== 0n) {
+        if (h !== 0n && hState(h) === H_PREPARED && hTxid(h) !== 0n && !this.faults.reuseSlotUnsettled) {
           if (round >= RESOLVE_ROUNDS_MAX || (await this.resolver.resolve(hTxid(h))) === 'unknown') throw new PmrpcError(TxErrorCodes.UNRESOLVED, `${txName(hTxid(h))} of an earlier incarnation of client slot ${this.client} could not be resolved`);
           continue;
         }

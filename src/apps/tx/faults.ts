@@ -28,6 +28,13 @@ export interface TxFaults {
   resolverNoFence: boolean;
   /** Recovery: PREPARED records are ignored — their locks are released and H set ABORTED locally. */
   recoveryIgnoresRecords: boolean;
+  /**
+   * Client restart: a later incarnation of a client slot prepares over an earlier incarnation's
+   * PREPARED record without resolving it first (the slot reused before its transactions are
+   * resolved). Not in TX_MUTANTS: the explorer never restarts a client; caught by
+   * test/apps/tx/slot-reuse.test.ts.
+   */
+  reuseSlotUnsettled: boolean;
 }
 
 export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
@@ -42,6 +49,7 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   resolverTrustsVisible: false,
   resolverNoFence: false,
   recoveryIgnoresRecords: false,
+  reuseSlotUnsettled: false,
 });
 
 export type TxFaultName = keyof TxFaults;

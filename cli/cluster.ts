@@ -115,10 +115,19 @@ export async function nodeStatus(dir: string, n: ClusterNodeSpec, probeMs = 1000
   return { ...base, pid: pid!, state: started && (await probePort(n.host, n.port, probeMs)) ? 'serving' : 'starting' };
 }
 
-/** The serve command line of a node (the token never appears in it: env or --auth-token-file). */
-export function serveArgs(n: ClusterNodeSpec, authTokenFile: string | undefined): string[] {
+/**
+ * The serve command line of a node (the token never appears in it: env or --auth-token-file). A tx
+ * node gets `--cluster FILE`: its shard index and the shard count are its place among the file's
+ * tx nodes, and it runs the resolver agent over links to its peers.
+ */
+export function serveArgs(n: ClusterNodeSpec, authTokenFile: string | undefined, clusterFile?: string): string[] {
   const a = [MAIN, 'serve', '--app', n.app, '--node', n.id, '--pm', n.pm, '--host', n.host, '--port', String(n.port), '--json'];
   const o = n.options;
+  if (n.app === 'tx') {
+    if (clusterFile === undefined) throw new TypeError(`node ${n.id} is a tx node: its serve command needs the cluster file`);
+    a.push('--cluster', resolve(clusterFile));
+  }
+  if (o.leaseMs !== undefined) a.push('--lease-ms', String(o.leaseMs));
   if (o.sizeBytes !== undefined) a.push('--size', String(o.sizeBytes));
   if (o.ddio !== undefined) a.push('--ddio', o.ddio ? 'on' : 'off');
   if (o.strict === true) a.push('--strict');
@@ -130,7 +139,7 @@ export function serveArgs(n: ClusterNodeSpec, authTokenFile: string | undefined)
 }
 
 /** Starts one node detached; resolves with its start line once it serves (bounded by timeoutMs). */
-export async function startNode(dir: string, n: ClusterNodeSpec, o: { authTokenFile?: string; timeoutMs: number }): Promise<Record<string, unknown>> {
+export async function startNode(dir: string, n: ClusterNodeSpec, o: { authTokenFile?: string | undefined; clusterFile?: string | undefined; timeoutMs: number }): Promise<Record<string, unknown>> {
   mkdirSync(dir, { recursive: true });
   mkdirSync(dirname(n.pm), { recursive: true });
   const outPath = join(dir, `${n.id}.out`);
@@ -140,7 +149,7 @@ export async function startNode(dir: string, n: ClusterNodeSpec, o: { authTokenF
   const err = openSync(logPath, 'a');
   let child;
   try {
-    child = spawn(process.execPath, serveArgs(n, o.authTokenFile), { detached: true, stdio: ['ignore', out, err] });
+    child = spawn(process.execPath, serveArgs(n, o.authTokenFile, o.clusterFile), { detached: true, stdio: ['ignore', out, err] });
   } finally {
     closeSync(out);
     closeSync(err);
@@ -211,7 +220,7 @@ export function registerCluster(program: Command): void {
           const s = await nodeStatus(dir, n);
           if (s.state !== 'down') return; // already running: left alone
           try {
-            started.set(n.id, await startNode(dir, n, { authTokenFile: opts.authTokenFile, timeoutMs: opts.timeoutMs }));
+            started.set(n.id, await startNode(dir, n, { authTokenFile: opts.authTokenFile, clusterFile: spec.file, timeoutMs: opts.timeoutMs }));
           } catch (e) {
             failures.push((e as Error).message);
           }
@@ -255,7 +264,7 @@ export function registerCluster(program: Command): void {
       const n = localNode(spec, id);
       const pid = readPid(dir, id);
       if (nodeProcessAlive(pid, n.pm)) throw new PmrpcError(LauncherErrorCodes.NODE_RUNNING, `node ${id} is running (pid ${pid}): kill it (a crash) or bring the cluster down first`);
-      const line = await startNode(dir, n, { authTokenFile: opts.authTokenFile, timeoutMs: opts.timeoutMs });
+      const line = await startNode(dir, n, { authTokenFile: opts.authTokenFile, clusterFile: spec.file, timeoutMs: opts.timeoutMs });
       if (opts.json) printJson(line);
       else log(`pmrpc cluster: node ${id} serving again on ${n.host}:${n.port} (pid ${String(line.pid)}), recovered in ${Number(line.recoveryMs).toFixed(1)} ms`);
     });

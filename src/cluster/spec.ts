@@ -59,6 +59,8 @@ export interface ClusterNodeOptions {
   txItems?: number;
   txValue?: 'list' | 'balance';
   initialBalance?: number;
+  /** rpc: a silent client's slot lease; tx: the resolver agent's pass period (`pmrpc serve --lease-ms`). */
+  leaseMs?: number;
 }
 
 export interface ClusterNodeSpec {
@@ -94,6 +96,7 @@ const OPTION_FIELDS: Readonly<Record<string, (v: unknown) => boolean>> = Object.
   txItems: (v) => Number.isSafeInteger(v) && (v as number) > 0,
   txValue: (v) => v === 'list' || v === 'balance',
   initialBalance: (v) => Number.isSafeInteger(v),
+  leaseMs: (v) => Number.isSafeInteger(v) && (v as number) > 0,
 });
 const TOKEN_RE = /token|secret|password/i;
 

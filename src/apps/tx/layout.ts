@@ -65,6 +65,8 @@ export const TxErrorCodes = defineErrorCodes('tx', {
   BAD_STATE: 'PMRPC_ERR_TX_BAD_STATE',
   /** The outcome of a transaction could not be settled within the resolver's bound (a shard stayed down). */
   UNRESOLVED: 'PMRPC_ERR_TX_UNRESOLVED',
+  /** open() of a shard file whose header names another shard index or shard count than the options (a cluster file that disagrees with its PM files). */
+  SHARD_MISMATCH: 'PMRPC_ERR_TX_SHARD_MISMATCH',
 });
 
 declare module '../../../pmem/index.js' {

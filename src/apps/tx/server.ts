@@ -130,6 +130,11 @@ export class TxAppServer implements AppServer {
     if (o.base + TX_HEADER_BYTES > host.region.sizeBytes) throw new PmrpcError(TxErrorCodes.NOT_FORMATTED, `no TX header at ${o.base}: the region has ${host.region.sizeBytes} bytes`);
     this.geometry = decodeTxHeader(host.region.load(o.base, TX_HEADER_BYTES), o.base);
     if (o.base + this.geometry.totalBytes > host.region.sizeBytes) throw new PmrpcError(TxErrorCodes.NOT_FORMATTED, 'the TX area runs past the end of the region');
+    // Keys are routed by key % shards: a file that is another shard (or of another shard count) than
+    // its node is told to be would serve keys that are not its own.
+    if (this.geometry.shard !== o.shard || this.geometry.shards !== o.shards) {
+      throw new PmrpcError(TxErrorCodes.SHARD_MISMATCH, `the file is shard ${this.geometry.shard} of ${this.geometry.shards}, the options say shard ${o.shard} of ${o.shards} (a tx node of a cluster is started with --cluster FILE; its place among the file's tx nodes must not change)`);
+    }
     host.nic.refuseAllocate();
     this.#pd = host.nic.allocPd();
     this.mr = host.nic.registerMr(this.#pd, o.base, this.geometry.totalBytes, Access.ALL);

@@ -9,11 +9,12 @@ import { fileURLToPath } from 'node:url';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const SEEDS = process.env.PMRPC_SWARM_SEEDS ?? '1..200';
-t.setTimeout(290_000);
+// Bounded generously: the bound is for a hung run, not a speed assertion (at load 32 the run took over 280 s).
+t.setTimeout(1_200_000);
 t.comment(`swarm seeds ${SEEDS} (replay one: pmrpc swarm --seeds N..N --app APP; all: PMRPC_SWARM_SEEDS=${SEEDS} npx tap test/crash/swarm-done.test.ts)`);
 
 t.test(`pmrpc swarm --seeds ${SEEDS} --jobs 2: every seed passes`, async (t) => {
-  const r = spawnSync(process.execPath, [CLI, 'swarm', '--seeds', SEEDS, '--jobs', '2', '--json', '--no-history'], { encoding: 'utf8', timeout: 280_000 });
+  const r = spawnSync(process.execPath, [CLI, 'swarm', '--seeds', SEEDS, '--jobs', '2', '--json', '--no-history'], { encoding: 'utf8', timeout: 1_150_000 });
   t.equal(r.signal, null, 'finished within the bound');
   const doc = JSON.parse(r.stdout) as { seeds: number[]; failures: Array<{ seed: number; replay: string; violation: string }>; apps: string[]; virtualSeconds: number; wallSeconds: number };
   t.same(doc.failures, [], doc.failures.map((f) => `seed ${f.seed}: ${f.replay}: ${f.violation}`).join('\n'));

@@ -12,7 +12,8 @@ import { buggify, FAULT_SITE_NAMES, setBuggifyHook, type FaultSite } from '../..
 import { explore, formatPlan, kvExplorerApp, parsePlan, paramsFor, resolveSwarmOptions, swarm, swarmReplay, swarmRun, SWARM_APPS, SWARM_DEFAULT_SECONDS, nsOfSeconds } from '../../src/testing/crash/index.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
-const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'swarm', '--no-history', ...args], { encoding: 'utf8', timeout: 120_000 });
+t.setTimeout(900_000); // a bound for a hung run, not a speed assertion
+const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'swarm', '--no-history', ...args], { encoding: 'utf8', timeout: 400_000 });
 /** A mutant the swarm catches at most seeds (a conditional CAS made unconditional: the index tears). */
 const MUTANT = 'kv:unconditionalCas';
 
@@ -31,7 +32,7 @@ t.test('a small swarm range over every app passes', async (t) => {
 t.test('CLI --json: {seeds, failures: [{seed, replay, violation}]}, exit 0 when every seed passes; the run enters the SQLite history', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-swarm-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const r = spawnSync(process.execPath, [CLI, 'swarm', '--seeds', '4..5', '--app', 'kv,rs', '--json', '--out', dir], { encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(process.execPath, [CLI, 'swarm', '--seeds', '4..5', '--app', 'kv,rs', '--json', '--out', dir], { encoding: 'utf8', timeout: 400_000 });
   t.equal(r.status, 0, r.stderr);
   const doc = JSON.parse(r.stdout) as { seeds: number[]; failures: unknown[]; apps: string[]; seconds: number; steps: number; virtualSeconds: number };
   t.same(doc.seeds, [4, 5]);

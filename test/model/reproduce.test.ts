@@ -70,6 +70,25 @@ t.test('reproduce --json: {rows: [{name, published, modelled, measured, deviatio
   }
 });
 
+t.test('the KV rows: the audited GET paths, the media of PM reads, and the what-ifs of the row outside the band', async (t) => {
+  const rep = await reproduce({ profile: 'cx4-optane', seed: SEED, measuredDir: undefined, requests: 20, groups: ['kv'] });
+  t.same(rep.rows.map((r) => r.name), [
+    'PRISM-KV GET ÷ Pilaf GET latency (PRISM on its software NIC, Pilaf on hardware RDMA)',
+    'PRISM-KV GET ÷ Pilaf GET latency (both on the software NIC)',
+    'PRISM-KV GET ÷ Pilaf GET latency (both on cx4-optane)',
+  ]);
+  for (const r of rep.rows) {
+    t.ok(r.modelled !== null && r.modelled > 0.5 && r.modelled < 1, `${r.name}: PRISM-KV's one round trip beats Pilaf's two (×${r.modelled})`);
+    t.match(r.explanation, /PRISM-KV: 1 round trip of 2 work requests .* Pilaf: 2 round trips .* 3 work requests, the same 2 PM reads/);
+  }
+  const [, both, hw] = rep.rows;
+  // A hardware NIC's DMA read of PM pays the media (pmReadNs − dramReadNs): without it this row was ×0.637.
+  t.ok(hw!.modelled! > 0.65, `both on cx4-optane: ×${hw!.modelled}`);
+  t.match(hw!.explanation, /pmReadNs − dramReadNs = 203 ns/);
+  // Outside the band, the row names the parameters and values: modelled what-ifs of softwareNicUs, the client CPU that would close it.
+  if (Math.abs(both!.deviation!) > rep.tolerance) t.match(both!.explanation, /softwareNicUs = 0\.5 µs → ×0\.\d+, 1 µs → ×0\.\d+.* ≈ 0\.\d+ µs per Pilaf round trip .* reaches 0\.48/);
+});
+
 t.test('reproduce refuses a bad profile', async (t) => {
   const r = spawnSync(process.execPath, [CLI, 'reproduce', '--model', 'nope'], { encoding: 'utf8', timeout: 30_000 });
   t.equal(r.status, 1);

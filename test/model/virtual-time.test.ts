@@ -1,9 +1,9 @@
 // Modelled time (issue 14): the World with a cost model. Exact accounting on a hand-computable
 // scenario, resource queues, and determinism (one seed = one execution, bit for bit).
 import t from 'tap';
-import { Wr } from '../../flush/index.js';
+import { Wr, type WorkRequest } from '../../flush/index.js';
 import { addMemoryNode, modelChains, modelFlushCell, type ModelFlushCell } from '../../bench/index.js';
-import { COST_PROFILES, CX4_OPTANE, World, costProfile, nicConfigFor, withCosts, wireOneWayNs, type CostModel } from '../../src/testing/index.js';
+import { COST_PROFILES, CX4_OPTANE, World, costProfile, nicConfigFor, withCosts, wireOneWayNs, wrCost, type CostModel } from '../../src/testing/index.js';
 
 const SEED = Number(process.env.PMRPC_SEED ?? 1);
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/model/virtual-time.test.ts)`);
@@ -19,6 +19,9 @@ const HAND: CostModel = withCosts(CX4_OPTANE, {
   doorbellBatch: 16,
   pcieDmaReadNs: 500,
   pcieDmaWriteNs: 200,
+  // No media extra on DMA reads here (pmReadNs = dramReadNs): the hand sums below leave it out; its own test adds it.
+  pmReadNs: 300,
+  dramReadNs: 300,
   pmPersistNs: 50,
   pmPersistNsPer256B: 100,
   softwareNicUs: 0,
@@ -46,6 +49,31 @@ t.test('a small READ costs wireRttUs (the fabric share is derived from it)', asy
   t.equal(wireOneWayNs(m), 745);
   // one-way + doorbell + verb + PCIe read + one-way = 2000 + doorbell (100)
   t.equal(Math.round(us[0]![0]! * 1000), 2100);
+});
+
+t.test('a DMA read of PM pays the media\'s extra over DRAM (pmReadNs − dramReadNs) per dependent PM access; scratch (NIC memory) none', async (t) => {
+  const m = withCosts(HAND, { wireGbps: 1e9, pmReadNs: 305, dramReadNs: 102 }); // serialisation ~0; media extra 203 ns
+  const one = async (wrs: (rkey: number) => WorkRequest[]): Promise<number> => Math.round((await modelChains(m, SEED, false, (rkey) => [wrs(rkey)])).us[0]![0]! * 1000);
+  // The small READ of the test above (2100 ns on DRAM), now of PM: + 203.
+  t.equal(await one((rkey) => [Wr.read({ rkey, addr: 4096 }, 64)]), 2100 + 203);
+  // wrCost: a bounded indirect READ (PRISM-KV's GET) is two dependent PM reads — the pointer, then the data.
+  t.equal(wrCost(m, Wr.read({ rkey: 1, addr: 4096 }, 64, { bounded: true })).latencyNs, 500 + 500 + 2 * 203);
+  t.equal(wrCost(m, Wr.read({ scratch: 0 }, 8)).latencyNs, 500, 'a scratch READ: no PM media');
+  t.equal(wrCost(m, Wr.flush('persistent', 1, { addr: 4096, len: 64 })).latencyNs, 500, 'a FLUSH reads no data');
+  t.equal(wrCost(withCosts(m, { dramReadNs: 305 }), Wr.read({ rkey: 1, addr: 4096 }, 64)).latencyNs, 500, 'pmReadNs = dramReadNs: no extra');
+  // A software NIC's loads pay pmReadNs already (no PCIe, no second media charge).
+  t.equal(Math.round(wrCost(withCosts(m, { softwareNicUs: 0.2 }), Wr.read({ rkey: 1, addr: 4096 }, 64)).latencyNs), 305);
+});
+
+t.test('software NIC: a message is handed to the core before any of its work requests, the answer back after its last; a FLUSH is the core\'s fence', async (t) => {
+  const m = withCosts(HAND, { wireGbps: 1e9, softwareNicUs: 0.1 }); // serialisation ~0
+  const us = async (wrs: (rkey: number) => WorkRequest[]): Promise<number> => Math.round((await modelChains(m, SEED, false, (rkey) => [wrs(rkey)])).us[0]![0]! * 1000);
+  // WRITE 64 B + FLUSH: arrives at 745; hand-in 200 (pcieDmaWriteNs); WRITE: doorbell 100 + verb 10 + core 100 → 1155,
+  // placed + 200 + one XPLine 100 = 1455; FLUSH: core 110 → 1265, waits for the placement, + fence 50 → 1505;
+  // hand-back 500 (pcieDmaReadNs) → 2005; + 745 on the way back.
+  t.equal(await us((rkey) => [Wr.write({ rkey, addr: 4096 }, new Uint8Array(64)), Wr.flush('persistent', rkey, { addr: 4096, len: 64 })]), 2750);
+  // READ 64 B of PM + FLUSH: the READ (a load, pmReadNs 300) ends the message: 745 + 200 + 210 + 300 + 500 + 745.
+  t.equal(await us((rkey) => [Wr.read({ rkey, addr: 4096 }, 64), Wr.flush('persistent', rkey, { addr: 4096, len: 64 })]), 2700);
 });
 
 t.test('resources queue: two QPs contending on one NIC take longer than one', async (t) => {

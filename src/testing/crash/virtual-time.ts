@@ -16,7 +16,7 @@
  * of nanoseconds (bit-for-bit replayable).
  */
 import type { ClientMessage, ServerMessage } from '../../../flush/index.js';
-import { pmWriteNs, requestBytes, responseBytes, softwareHandoffNs, wireOneWayNs, wireSerialNs, wrCost, type CostModel } from '../model/index.js';
+import { pmWriteNs, requestBytes, responseBytes, softwareHandoffInNs, softwareHandoffOutNs, wireOneWayNs, wireSerialNs, wrCost, type CostModel } from '../model/index.js';
 
 /** Busy time (ns) per resource kind, summed over nodes: where the modelled time went. */
 export interface VirtualTimeStats {
@@ -223,9 +223,11 @@ export class VirtualTime {
     const c = wrCost(m, wr);
     let occ = c.occupancyNs;
     if (st.wrIndex % m.doorbellBatch === 0) occ += m.nicDoorbellUs * 1000;
-    let issued = this.#use(node, 'nic', s, occ);
-    if (st.wrIndex === 0) issued += round(softwareHandoffNs(m));
-    this.#use(node, `qp${qpn}`, s, occ);
+    // A software NIC's core sees a message only once the hardware NIC has handed it over: every
+    // work request of the message starts after that (the answer's hand-back is added at its end).
+    const from = st.wrIndex === 0 ? s + round(softwareHandoffInNs(m)) : s;
+    const issued = this.#use(node, 'nic', from, occ);
+    this.#use(node, `qp${qpn}`, from, occ);
     let done: number;
     let placed = st.placed;
     if (c.atomicAddr !== undefined) {
@@ -254,7 +256,7 @@ export class VirtualTime {
       if (wb > 0) done = Math.max(done, this.#use(node, 'pm', done, m.pmPersistNs + pmWriteNs(m, wb * 64)));
       st.msgDone = Math.max(st.msgDone, round(done));
       st.placed = round(placed);
-      const end = last ? st.msgDone : round(done);
+      const end = last ? st.msgDone + round(softwareHandoffOutNs(m)) : round(done);
       st.wrIndex = last ? 0 : st.wrIndex + 1;
       if (last) st.msgDone = 0;
       this.#qpState.set(qk, st);

@@ -41,6 +41,12 @@ export interface CostModel {
   pcieDmaWriteNs: number;
   /** PM media read of one line, random (an indirect target, a poll of PM). */
   pmReadNs: number;
+  /**
+   * DRAM read of one line, random: the host-memory access inside pcieDmaReadNs. A hardware NIC's
+   * DMA read of PM (data, a pointer, an atomic's target) pays the media's extra over it:
+   * pmReadNs − dramReadNs (PM is the node's memory; DDIO never allocates on a DMA read).
+   */
+  dramReadNs: number;
   /** Persist (store + clwb + sfence) fixed part, per drain. */
   pmPersistNs: number;
   /** Persist, per 256 B XPLine written back (the media's write bandwidth). */
@@ -73,6 +79,7 @@ export const COST_SOURCES: Readonly<Record<Exclude<keyof CostModel, 'name'>, str
   pcieDmaNsPerByte: 'PCIe DMA read 533 ns (4 B) – 1,133 ns (2 KiB) — pcie-bench: (1133−533)/2044 B ≈ 0.29 ns/B',
   pcieDmaWriteNs: 'write-then-read 64 B 773 ns vs read 546 ns — pcie-bench: 227 ns',
   pmReadNs: 'Optane random read 305 ns — FAST\'20 OptaneStudy',
+  dramReadNs: 'DRAM random read 102 ns (DDR4-2666) — FAST\'20 OptaneStudy',
   pmPersistNs: 'store + clwb + sfence 64 B 62 ns; persist 256 B 192 ns — FAST\'20 OptaneStudy: 192 − 111 = 81 ns',
   pmPersistNsPer256B: 'persist 4 KiB 1,774 ns = 16 × 111 ns; one DIMM 2.2 GB/s at 256 B (256 B / 2.2 GB/s = 116 ns) — FAST\'20 OptaneStudy',
   cpuPassUs: 'KV handler CPU per request ~100 ns (80–250) — HERD, Kalia ATC\'16 (the poll and bookkeeping of one pass)',
@@ -99,6 +106,7 @@ export const CX4_OPTANE: Readonly<CostModel> = Object.freeze({
   pcieDmaNsPerByte: 0.29,
   pcieDmaWriteNs: 227,
   pmReadNs: 305,
+  dramReadNs: 102,
   pmPersistNs: 81,
   pmPersistNsPer256B: 111,
   cpuPassUs: 0.1,
@@ -226,33 +234,46 @@ export function wrCost(m: CostModel, wr: WorkRequest): WrCost {
   // costs a PM read there, not a PCIe round trip.
   const hw = m.softwareNicUs === 0;
   const deref = (n: number): number => n * (hw ? m.pcieDmaReadNs : m.pmReadNs);
+  // A hardware NIC's DMA read of PM is served by the media (DDIO does not allocate on a DMA read):
+  // each dependent PM access pays the media's extra over the DRAM access pcieDmaReadNs includes.
+  // The scratch buffer is NIC memory (no media). A software NIC's loads already pay pmReadNs.
+  const media = (accesses: number): number => (hw ? accesses * Math.max(0, m.pmReadNs - m.dramReadNs) : 0);
+  const pm = (loc: unknown): number => (addrOf(loc) !== undefined ? 1 : 0);
   switch (wr.op) {
     case 'write':
     case 'writeImm': {
-      const derefs = (wr.indirect === true || wr.bounded === true ? 1 : 0) + (wr.from !== undefined ? 1 : 0);
-      return { occupancyNs: verb + streamNs(len), latencyNs: deref(derefs), writeBytes: len, atomicAddr: undefined };
+      const ptr = wr.indirect === true || wr.bounded === true ? 1 : 0;
+      const derefs = ptr + (wr.from !== undefined ? 1 : 0);
+      return { occupancyNs: verb + streamNs(len), latencyNs: deref(derefs) + media(ptr * pm(wr.to) + (wr.from !== undefined ? pm(wr.from) : 0)), writeBytes: len, atomicAddr: undefined };
     }
     case 'send':
       return { occupancyNs: verb + streamNs(len), latencyNs: 0, writeBytes: len, atomicAddr: undefined };
     case 'read': {
+      // Direct: the data at `from`. Indirect / bounded: the pointer at `from`, then the data it names (PM).
       const derefs = wr.indirect === true || wr.bounded === true ? 1 : 0;
-      return { occupancyNs: verb, latencyNs: (hw ? readNs(wr.len) : m.pmReadNs + wr.len * lineNsPerByte) + deref(derefs), writeBytes: 0, atomicAddr: undefined };
+      return { occupancyNs: verb, latencyNs: (hw ? readNs(wr.len) : m.pmReadNs + wr.len * lineNsPerByte) + deref(derefs) + media(pm(wr.from) + derefs), writeBytes: 0, atomicAddr: undefined };
     }
     case 'flush':
       // The read-after-write of rxe / APM: a DMA read that waits for the QP's posted writes to be
       // placed (their pcieDmaWriteNs and, without DDIO, the media) — the scheduler adds that wait.
-      return { occupancyNs: verb, latencyNs: m.pcieDmaReadNs, writeBytes: 0, atomicAddr: undefined };
+      // A software NIC's core persists the range itself (clwb per line + sfence, as rxe does): a
+      // fence, not a PCIe round trip; dirty lines' write-back is charged to the media either way.
+      return { occupancyNs: verb, latencyNs: hw ? m.pcieDmaReadNs : m.pmPersistNs, writeBytes: 0, atomicAddr: undefined };
     case 'cas':
     case 'faa':
+      // Read-modify-write of the target: its read is a PM access.
+      return { occupancyNs: verb + us(m.nicAtomicUs), latencyNs: m.pcieDmaReadNs + media(pm(wr.at)), writeBytes: 8, atomicAddr: addrOf(wr.at) };
     case 'atomicWrite':
       return { occupancyNs: verb + us(m.nicAtomicUs), latencyNs: m.pcieDmaReadNs, writeBytes: 8, atomicAddr: addrOf(wr.at) };
     case 'prismCas': {
       const derefs = (wr.indirect === true ? 1 : 0) + (wr.from !== undefined ? 1 : 0);
-      return { occupancyNs: verb + us(m.nicAtomicUs), latencyNs: m.pcieDmaReadNs + deref(derefs), writeBytes: wr.len, atomicAddr: wr.indirect === true ? undefined : addrOf(wr.at) };
+      // The target's read (through the pointer at `at` when indirect), and the operand's when dataIndirect.
+      const reads = (wr.indirect === true ? pm(wr.at) + 1 : pm(wr.at)) + (wr.from !== undefined ? pm(wr.from) : 0);
+      return { occupancyNs: verb + us(m.nicAtomicUs), latencyNs: m.pcieDmaReadNs + deref(derefs) + media(reads), writeBytes: wr.len, atomicAddr: wr.indirect === true ? undefined : addrOf(wr.at) };
     }
     case 'allocate':
       // The free-list pop is a NIC-local operation; the data is a DMA write.
-      return { occupancyNs: verb + streamNs(len), latencyNs: deref(wr.from !== undefined ? 1 : 0), writeBytes: len, atomicAddr: undefined };
+      return { occupancyNs: verb + streamNs(len), latencyNs: deref(wr.from !== undefined ? 1 : 0) + media(wr.from !== undefined ? pm(wr.from) : 0), writeBytes: len, atomicAddr: undefined };
   }
 }
 
@@ -263,5 +284,15 @@ export function pmWriteNs(m: CostModel, bytes: number): number {
 
 /** Extra latency of a request message on a software NIC: the hardware NIC hands it to the core and the answer back. */
 export function softwareHandoffNs(m: CostModel): number {
-  return m.softwareNicUs > 0 ? m.pcieDmaWriteNs + m.pcieDmaReadNs : 0;
+  return softwareHandoffInNs(m) + softwareHandoffOutNs(m);
+}
+
+/** Software NIC: the hardware NIC writes the request message into the core's memory (a posted PCIe write) before any of its work requests starts. */
+export function softwareHandoffInNs(m: CostModel): number {
+  return m.softwareNicUs > 0 ? m.pcieDmaWriteNs : 0;
+}
+
+/** Software NIC: the hardware NIC reads the response back (a PCIe read) after the message's last work request is done. */
+export function softwareHandoffOutNs(m: CostModel): number {
+  return m.softwareNicUs > 0 ? m.pcieDmaReadNs : 0;
 }

@@ -12,6 +12,8 @@ export {
   requestBytes,
   responseBytes,
   softwareHandoffNs,
+  softwareHandoffInNs,
+  softwareHandoffOutNs,
   wireOneWayNs,
   wireSerialNs,
   withCosts,

@@ -88,12 +88,14 @@ t.test("crash-test --app rs --mutant reuseOwnTag --seed 1 (its crash plan): the 
   );
 });
 
-t.test('swarm seed 12 (rs, modelled time; replicas crash in subsets): durably linearizable; the reuseOwnTag mutant fails it', async (t) => {
-  const r = await swarmRun(12, 'rs');
-  t.same(r.failures.map((f) => f.violation), [], 'replay: pmrpc swarm --seeds 12..12 --app rs');
-  const m = await swarmRun(12, 'rs', { mutant: 'rs:reuseOwnTag' });
+// Seed 111: the one seed of 1..480 whose schedule catches the mutant since a hardware NIC's DMA read of
+// PM pays the media in modelled time (before that change: seeds 12, 146, 148 of 1..200).
+t.test('swarm seed 111 (rs, modelled time; replicas crash in subsets): durably linearizable; the reuseOwnTag mutant fails it', async (t) => {
+  const r = await swarmRun(111, 'rs');
+  t.same(r.failures.map((f) => f.violation), [], 'replay: pmrpc swarm --seeds 111..111 --app rs');
+  const m = await swarmRun(111, 'rs', { mutant: 'rs:reuseOwnTag' });
   t.ok(
-    m.failures.some((f) => /^linearizability: /.test(f.violation) && f.replay === 'pmrpc swarm --seeds 12..12 --app rs --mutant rs:reuseOwnTag'),
+    m.failures.some((f) => /^linearizability: /.test(f.violation) && f.replay === 'pmrpc swarm --seeds 111..111 --app rs --mutant rs:reuseOwnTag'),
     `mutant reuseOwnTag caught by the swarm: ${m.failures.map((f) => f.violation.slice(0, 120)).join(' | ')}`,
   );
 });

@@ -26,6 +26,8 @@ import type { RequestMessage } from './types.js';
 export interface NicDriverFaults {
   /** Group commit: release a pass's responses before its msync, each reaching the link before the ack gate. */
   respondBeforeSync?: boolean;
+  /** Group commit: a FLUSH inside a chain waits for the pass's msync instead of syncing at once (its ordering lost). */
+  skipChainSync?: boolean;
 }
 
 export class NicDriver {
@@ -100,7 +102,7 @@ export class NicDriver {
       return;
     }
     const nic = this.nic;
-    nic.holdResponses();
+    nic.holdResponses(this.faults.skipChainSync !== true);
     let failure: unknown;
     try {
       nic.region.groupCommit(() => {

@@ -55,7 +55,7 @@ function checkDriverFaults(name: string, f: unknown): void {
   if (f === undefined) return;
   if (f === null || typeof f !== 'object') throw new TypeError(`${name} must be an object, got ${String(f)}`);
   for (const [k, v] of Object.entries(f)) {
-    if (k !== 'respondBeforeSync') throw new TypeError(`unknown fault switch ${k}`);
+    if (k !== 'respondBeforeSync' && k !== 'skipChainSync') throw new TypeError(`unknown fault switch ${k}`);
     if (typeof v !== 'boolean' && v !== undefined) throw new TypeError(`fault switch ${k} must be a boolean, got ${String(v)}`);
   }
 }

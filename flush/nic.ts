@@ -196,6 +196,8 @@ export class Rnic {
   #closed = false;
   /** Group commit (NicDriver, strict): responses of the running pass, held until its msync. */
   #held: Array<{ e: QpEngine; item: Inbound }> | undefined;
+  /** Group commit: a FLUSH inside a chain syncs at once (false only under the fault switch skipChainSync). */
+  #chainSync = true;
   #removeContributor: () => void;
   #stats: RnicStats = { wrs: 0, errors: 0, messages: 0, cacheEntriesDrained: 0, bytesDrained: 0, flushes: 0, recvCompletions: 0 };
 
@@ -355,7 +357,7 @@ export class Rnic {
       if (buggify('nic.drain-early')) this.drainAll();
       // Group commit: a FLUSH inside a chain is an ordering point — what the chain does next may
       // depend on its bytes being durable (PRISM), so they are synced now, not at the pass's end.
-      if (this.#held !== undefined && wr.op === 'flush' && item.next < item.msg.wrs.length) this.region.sync();
+      if (this.#held !== undefined && this.#chainSync && wr.op === 'flush' && item.next < item.msg.wrs.length) this.region.sync();
     }
     if (item.next >= item.msg.wrs.length) {
       e.inbound.shift();
@@ -403,10 +405,12 @@ export class Rnic {
   /**
    * Group commit for `strict` (docs/recovery.md, "Group commit"; NicDriver runs it): from now until
    * releaseResponses(), the responses of the messages executed wait here, so that one msync at the
-   * end of the pass covers all of their FLUSHes before any of them leaves.
+   * end of the pass covers all of their FLUSHes before any of them leaves. `chainSync` false is the
+   * test-only fault switch skipChainSync (a FLUSH inside a chain waits for the pass's msync too).
    */
-  holdResponses(): void {
+  holdResponses(chainSync = true): void {
     this.#held ??= [];
+    this.#chainSync = chainSync;
   }
 
   /** Whether responses are being held (a group-commit pass is running). */

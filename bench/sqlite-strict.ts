@@ -7,9 +7,10 @@
  * pmrpc side: one in-process client keeping `outstanding` requests in flight on a file-backed
  * `strict` region (msync, durable across a machine crash), inline no-op handler (one 8-byte effect
  * per request, like the SQLite side's digest row), wrflush (the server persists each poll batch
- * with one drain; its redo-log persists are group-committed per batch, docs/recovery.md) and
- * wflush (the NIC persists each request's FLUSH). SQLite side: `outstanding` requests per
- * transaction (its group commit: each request waits for its group's fsync).
+ * with one drain; its redo-log persists are group-committed per batch, docs/recovery.md), wflush
+ * and sflush (the NIC persists each FLUSH; its driver loop group-commits a pass of them,
+ * flush/driver.ts) and gpspm (the server CPU persists on the client's flush request). SQLite side:
+ * `outstanding` requests per transaction (its group commit: each request waits for its group's fsync).
  */
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { closeBenchPool, runCell, wallClock, type BenchClock, type CellPlan, type CellResult } from './flush-cell.js';
@@ -27,8 +28,8 @@ export interface StrictPlan {
   strategies: RpcStrategy[];
 }
 
-export const STRICT_QUICK: StrictPlan = { cell: { warmupMs: 150, measureMs: 800, drainMsMax: 20_000 }, passes: 3, payloadBytes: 1024, outstanding: 16, strategies: ['wrflush', 'wflush'] };
-export const STRICT_FULL: StrictPlan = { cell: { warmupMs: 300, measureMs: 2000, drainMsMax: 30_000 }, passes: 5, payloadBytes: 1024, outstanding: 16, strategies: ['wrflush', 'wflush'] };
+export const STRICT_QUICK: StrictPlan = { cell: { warmupMs: 150, measureMs: 800, drainMsMax: 20_000 }, passes: 3, payloadBytes: 1024, outstanding: 16, strategies: ['wrflush', 'wflush', 'sflush', 'gpspm'] };
+export const STRICT_FULL: StrictPlan = { cell: { warmupMs: 300, measureMs: 2000, drainMsMax: 30_000 }, passes: 5, payloadBytes: 1024, outstanding: 16, strategies: ['wrflush', 'wflush', 'sflush', 'gpspm'] };
 
 const us = (ns: number): number => Math.round(ns / 100) / 10;
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;

@@ -10,19 +10,40 @@
  * Both share one re-entry guard: a response handler or host-write listener that submits again
  * while the loop runs only queues its request, and the running loop serves it (no recursion, no
  * interleaving of two loops over one NIC).
+ *
+ * Group commit (`strict` file region; docs/recovery.md, "Group commit"): each run is one **pass**
+ * inside the region's groupCommit scope — the FLUSHes of every message it executes write their
+ * lines but share ONE msync at the pass's end — and the NIC holds the pass's responses until that
+ * msync, then releases them (each still through the region's ack gate). A FLUSH inside a chain
+ * syncs at once (an ordering point, Rnic.step). A pass that fails (a failed msync,
+ * PMRPC_ERR_SYNC_FAILED, sticky) acknowledges nothing after the failure: what is held or queued is
+ * answered with error completions of the failure's code, and the pass does not throw.
  */
 import type { Rnic } from './nic.js';
 import type { RequestMessage } from './types.js';
+
+/** Test-only fault switches of the driver (each must make a test fail). */
+export interface NicDriverFaults {
+  /** Group commit: release a pass's responses before its msync, each reaching the link before the ack gate. */
+  respondBeforeSync?: boolean;
+  /** Group commit: a FLUSH inside a chain waits for the pass's msync instead of syncing at once (its ordering lost). */
+  skipChainSync?: boolean;
+}
 
 export class NicDriver {
   readonly nic: Rnic;
   /** Drain the whole NIC cache when the loop leaves the NIC idle. */
   readonly idleDrain: boolean;
+  /** One msync per pass, responses held until it (a `strict`, file-backed region). */
+  readonly groupCommit: boolean;
+  readonly faults: Readonly<NicDriverFaults>;
   #running = false;
 
-  constructor(nic: Rnic, idleDrain: boolean) {
+  constructor(nic: Rnic, idleDrain: boolean, faults: Readonly<NicDriverFaults> = {}) {
     this.nic = nic;
     this.idleDrain = idleDrain;
+    this.groupCommit = nic.region.options.strict && nic.region.path !== undefined;
+    this.faults = faults;
   }
 
   /** Whether a loop is running (a submit now only queues). */
@@ -44,8 +65,10 @@ export class NicDriver {
     if (this.#running) return false;
     this.#running = true;
     try {
-      this.nic.runAll();
-      if (this.idleDrain) this.nic.drainAll();
+      this.#pass(() => {
+        this.nic.runAll();
+        if (this.idleDrain) this.nic.drainAll();
+      });
     } finally {
       this.#running = false;
     }
@@ -62,11 +85,36 @@ export class NicDriver {
     this.#running = true;
     let n = 0;
     try {
-      while (n < stepsMax && step()) n++;
-      if (this.idleDrain && this.nic.busyQps().length === 0) this.nic.drainAll();
+      this.#pass(() => {
+        while (n < stepsMax && step()) n++;
+        if (this.idleDrain && this.nic.busyQps().length === 0) this.nic.drainAll();
+      });
     } finally {
       this.#running = false;
     }
     return n;
+  }
+
+  /** One pass: as is, or (group commit) inside one groupCommit scope with its responses held until its msync. */
+  #pass(body: () => void): void {
+    if (!this.groupCommit) {
+      body();
+      return;
+    }
+    const nic = this.nic;
+    nic.holdResponses(this.faults.skipChainSync !== true);
+    let failure: unknown;
+    try {
+      nic.region.groupCommit(() => {
+        body();
+        if (this.faults.respondBeforeSync === true) nic.releaseResponses(true);
+      }); // the pass's one msync, at the end of the scope
+    } catch (e) {
+      failure = e;
+    }
+    // Nothing queued runs past a failure (a failed msync is sticky): answered with its code.
+    if (failure !== undefined) nic.failQueued(failure);
+    // Released through the ack gate: after a failure, its sync fails again and they are answered with the error.
+    nic.releaseResponses();
   }
 }

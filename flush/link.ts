@@ -10,10 +10,14 @@
  *
  * When no work is queued, the DMA engine catches up (`idleDrain`): a real NIC's cache does not hold
  * data forever, and a server CPU polling memory must see a WRITE eventually.
+ *
+ * On a `strict` file-backed region (group commit, flush/driver.ts) 'immediate' delivery runs on the
+ * next turn of the event loop after the send (as the RPC server's CPU passes do there): the
+ * messages sent in one turn form one pass and share its msync; their responses arrive after it.
  */
-import { bool, createPrng, integer, oneOf, PmrpcError, positiveInt, resolveOptions, type OptionChecks, type Prng } from '../pmem/index.js';
+import { bool, createPrng, integer, nextTurn, oneOf, PmrpcError, positiveInt, resolveOptions, type OptionChecks, type Prng } from '../pmem/index.js';
 import { NicErrorCodes } from './mr.js';
-import { NicDriver } from './driver.js';
+import { NicDriver, type NicDriverFaults } from './driver.js';
 import type { Rnic, ServerQp } from './nic.js';
 import type { ClientMessage, Link, ServerMessage } from './types.js';
 
@@ -30,6 +34,8 @@ export interface FabricOptions {
   idleDrain: boolean;
   /** Bound of one run(): most work requests executed before it returns. */
   runStepsMax: number;
+  /** Test-only fault switches of the NIC loop (flush/driver.ts). */
+  faults: NicDriverFaults | undefined;
 }
 
 export const FABRIC_DEFAULTS: Readonly<FabricOptions> = Object.freeze({
@@ -39,9 +45,20 @@ export const FABRIC_DEFAULTS: Readonly<FabricOptions> = Object.freeze({
   autoRun: true,
   idleDrain: true,
   runStepsMax: 1_000_000,
+  faults: undefined,
 });
 
-const FABRIC_CHECKS: OptionChecks<FabricOptions> = { delivery: oneOf(['immediate', 'seeded']), seed: integer, autoRun: bool, idleDrain: bool, runStepsMax: positiveInt };
+const FABRIC_CHECKS: OptionChecks<FabricOptions> = { delivery: oneOf(['immediate', 'seeded']), seed: integer, autoRun: bool, idleDrain: bool, runStepsMax: positiveInt, faults: checkDriverFaults };
+
+/** The fabric's `faults` option: undefined, or an object of known boolean switches (NicDriverFaults). */
+function checkDriverFaults(name: string, f: unknown): void {
+  if (f === undefined) return;
+  if (f === null || typeof f !== 'object') throw new TypeError(`${name} must be an object, got ${String(f)}`);
+  for (const [k, v] of Object.entries(f)) {
+    if (k !== 'respondBeforeSync' && k !== 'skipChainSync') throw new TypeError(`unknown fault switch ${k}`);
+    if (typeof v !== 'boolean' && v !== undefined) throw new TypeError(`fault switch ${k} must be a boolean, got ${String(v)}`);
+  }
+}
 
 export class InProcessFabric {
   readonly nic: Rnic;
@@ -56,7 +73,7 @@ export class InProcessFabric {
     this.nic = nic;
     this.options = Object.freeze(o);
     this.#prng = o.prng ?? createPrng(mix32(o.seed));
-    this.#driver = new NicDriver(nic, o.idleDrain);
+    this.#driver = new NicDriver(nic, o.idleDrain, o.faults === undefined ? {} : Object.freeze({ ...o.faults }));
   }
 
   /** A client link to server QP `target`: its responses and notifications come back through it. */
@@ -82,8 +99,21 @@ export class InProcessFabric {
 
   /** @internal */
   submit(msg: ClientMessage): void {
-    if (this.options.delivery === 'immediate') {
+    if (this.options.delivery === 'immediate' && !this.#driver.groupCommit) {
       this.#driver.submit(msg);
+      return;
+    }
+    if (this.options.delivery === 'immediate') {
+      // Group commit: what is sent before the next turn of the event loop is one pass, one msync
+      // (a microtask would run between two callers' macrotasks: passes of one message each).
+      this.nic.submit(msg);
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        nextTurn(() => {
+          this.#scheduled = false;
+          this.#driver.runUntilIdle();
+        });
+      }
       return;
     }
     this.nic.submit(msg);

@@ -194,6 +194,10 @@ export class Rnic {
   #freeLists = new Map<string, number[]>();
   #allocRefused = false;
   #closed = false;
+  /** Group commit (NicDriver, strict): responses of the running pass, held until its msync. */
+  #held: Array<{ e: QpEngine; item: Inbound }> | undefined;
+  /** Group commit: a FLUSH inside a chain syncs at once (false only under the fault switch skipChainSync). */
+  #chainSync = true;
   #removeContributor: () => void;
   #stats: RnicStats = { wrs: 0, errors: 0, messages: 0, cacheEntriesDrained: 0, bytesDrained: 0, flushes: 0, recvCompletions: 0 };
 
@@ -348,8 +352,12 @@ export class Rnic {
     const item = e.inbound[0]!;
     if (item.next < item.msg.wrs.length) {
       const i = item.next++;
-      item.completions.push(this.#execute(e, item.msg.wrs[i]!, i));
+      const wr = item.msg.wrs[i]!;
+      item.completions.push(this.#execute(e, wr, i));
       if (buggify('nic.drain-early')) this.drainAll();
+      // Group commit: a FLUSH inside a chain is an ordering point — what the chain does next may
+      // depend on its bytes being durable (PRISM), so they are synced now, not at the pass's end.
+      if (this.#held !== undefined && this.#chainSync && wr.op === 'flush' && item.next < item.msg.wrs.length) this.region.sync();
     }
     if (item.next >= item.msg.wrs.length) {
       e.inbound.shift();
@@ -392,12 +400,91 @@ export class Rnic {
     this.#removeContributor();
   }
 
+  // ---------------------------------------------------------------- group commit (NicDriver)
+
+  /**
+   * Group commit for `strict` (docs/recovery.md, "Group commit"; NicDriver runs it): from now until
+   * releaseResponses(), the responses of the messages executed wait here, so that one msync at the
+   * end of the pass covers all of their FLUSHes before any of them leaves. `chainSync` false is the
+   * test-only fault switch skipChainSync (a FLUSH inside a chain waits for the pass's msync too).
+   */
+  holdResponses(chainSync = true): void {
+    this.#held ??= [];
+    this.#chainSync = chainSync;
+  }
+
+  /** Whether responses are being held (a group-commit pass is running). */
+  get holdingResponses(): boolean {
+    return this.#held !== undefined;
+  }
+
+  /**
+   * Sends the held responses, in the order they completed. Each leaves through the region's ack
+   * gate (its 'completion' crash point syncs whatever still waits); if that sync fails, this and
+   * every later held response is answered with error completions of the failure's code
+   * (PMRPC_ERR_SYNC_FAILED): nothing is acknowledged whose bytes are not synced.
+   * `sinkFirst` is the test-only fault switch `respondBeforeSync`: the sink sees the response
+   * before the crash point (and its gate) — a response that leaves before the sync.
+   */
+  releaseResponses(sinkFirst = false): void {
+    const held = this.#held;
+    this.#held = undefined;
+    if (held === undefined) return;
+    let failure: unknown;
+    for (const { e, item } of held) {
+      if (failure === undefined) {
+        if (sinkFirst) {
+          e.sink?.({ type: 'response', qpn: e.qpn, seq: item.msg.seq, completions: item.completions });
+          this.#completionPoint(e, item);
+          continue;
+        }
+        try {
+          this.#completionPoint(e, item);
+        } catch (err) {
+          failure = err;
+        }
+        if (failure === undefined) {
+          e.sink?.({ type: 'response', qpn: e.qpn, seq: item.msg.seq, completions: item.completions });
+          continue;
+        }
+      }
+      this.#respondFailed(e, item, failure);
+    }
+  }
+
+  /**
+   * A pass failed (a failed msync, sticky: PMRPC_ERR_SYNC_FAILED): every message still queued —
+   * the one that was executing included — is answered with error completions of the failure's
+   * code, without executing further (no acknowledgement can follow a failed sync).
+   */
+  failQueued(failure: unknown): void {
+    for (const e of this.#qps.values()) {
+      for (const item of e.inbound.splice(0)) this.#respondFailed(e, item, failure);
+    }
+  }
+
+  /** Error completions for every work request of `item` (not an acknowledgement: no crash point, no ack gate). */
+  #respondFailed(e: QpEngine, item: Inbound, failure: unknown): void {
+    const code = typeof (failure as { code?: unknown })?.code === 'string' ? (failure as { code: string }).code : NicErrorCodes.WR_FAILED;
+    const message = failure instanceof Error ? failure.message : String(failure);
+    this.#stats.errors += item.msg.wrs.length;
+    const completions = item.msg.wrs.map((w, i) => errorCompletion(w, i, code, message));
+    e.sink?.({ type: 'response', qpn: e.qpn, seq: item.msg.seq, completions });
+  }
+
   // ---------------------------------------------------------------- engine
 
   #respond(e: QpEngine, item: Inbound): void {
-    const completions = item.completions;
-    this.region.crashPoint('completion', { qpn: e.qpn, seq: item.msg.seq, completions: completions.map((c) => ({ id: c.id, op: c.op, status: c.status })) });
-    e.sink?.({ type: 'response', qpn: e.qpn, seq: item.msg.seq, completions });
+    if (this.#held !== undefined) {
+      this.#held.push({ e, item });
+      return;
+    }
+    this.#completionPoint(e, item);
+    e.sink?.({ type: 'response', qpn: e.qpn, seq: item.msg.seq, completions: item.completions });
+  }
+
+  #completionPoint(e: QpEngine, item: Inbound): void {
+    this.region.crashPoint('completion', { qpn: e.qpn, seq: item.msg.seq, completions: item.completions.map((c) => ({ id: c.id, op: c.op, status: c.status })) });
   }
 
   #execute(e: QpEngine, wr: WorkRequest, index: number): Completion {

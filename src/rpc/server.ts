@@ -536,11 +536,16 @@ export class DurableRpcServer {
   /** gpspm: the client asks the CPU to persist the entry of sequence `imm`. */
   #onFlushRequest(c: Conn, rc: RecvCompletion): void {
     if (c.failed || this.#state !== 'serving') return;
-    c.sqp.postRecv({ id: rc.recvId, addr: 0, len: 0 });
-    const seq = rc.imm;
-    if (seq === undefined || seq < 1) return;
-    // Poll first: the entry (which the same chain wrote) is in visible memory (rule ii).
-    this.#service(c, () => this.#persistAndAck(c, [seq]));
+    // Every flush request already received is taken now (strict group commit: one pass, one
+    // batch, one msync for all of them, not one per request; their poll events then find none).
+    const seqs: number[] = [];
+    for (const r of [rc, ...c.sqp.pollRecv(this.store.geometry.ringSlots)]) {
+      c.sqp.postRecv({ id: r.recvId, addr: 0, len: 0 });
+      if (r.imm !== undefined && r.imm >= 1) seqs.push(r.imm);
+    }
+    if (seqs.length === 0) return;
+    // Poll first: the entries (which the same chains wrote) are in visible memory (rule ii).
+    this.#service(c, () => this.#persistAndAck(c, seqs));
   }
 
   #persistAndAck(c: Conn, seqs: number[]): void {

@@ -2,12 +2,16 @@
 // with a recording msync shim (what a machine crash keeps), every ACK leaves only when the acked
 // entries' bytes are on the disk; the ackBeforePersist fault switch makes the same check fail; a
 // failing msync acknowledges nothing and cuts the connection with PMRPC_ERR_SYNC_FAILED.
+// wflush (the NIC's FLUSH completion is the acknowledgement; group commit in flush/driver.ts): a
+// shim on the link records, when each response leaves, whether its FLUSH range is on the disk;
+// fewer msyncs than requests; the respondBeforeSync fault switch makes it fail; a failing msync
+// answers every FLUSH with PMRPC_ERR_SYNC_FAILED and acknowledges none.
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPrng, HEADER_BYTES, PmemRegion, seededEntropy, type MsyncFn } from '../../pmem/index.js';
-import { InProcessFabric, Rnic } from '../../flush/index.js';
+import { InProcessFabric, Rnic, type DeliveryMode, type NicDriverFaults, type RequestMessage, type ServerMessage } from '../../flush/index.js';
 import { layoutBytes, RecoveryStore } from '../../recovery/index.js';
 import { connectInProcess, DurableRpcServer, RPC_ACK_IMM, RPC_RESULT_IMM, type RpcFaults } from '../../src/rpc/index.js';
 import { GEOMETRY, inc, SEED } from './fixtures/rig.js';
@@ -20,7 +24,7 @@ async function turns(n = 200): Promise<void> {
 
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/rpc/strict-sync.test.ts)`);
 
-async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false) {
+async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, strategy: 'wrflush' | 'gpspm' = 'wrflush') {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-strict-rpc-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const disk = new Map<number, number>();
@@ -37,7 +41,7 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false) 
   const store = RecoveryStore.format(region, GEOMETRY);
   const nic = new Rnic(region, { ddio: true, entropy: seededEntropy(createPrng(SEED + 1)) });
   const fabric = new InProcessFabric(nic, { delivery: 'seeded', seed: SEED + 2 });
-  const server = new DurableRpcServer(nic, store, { strategy: 'wrflush', faults });
+  const server = new DurableRpcServer(nic, store, { strategy, faults });
   server.register('inc', inc);
   server.start();
   const client = connectInProcess(server, fabric);
@@ -97,6 +101,19 @@ t.test('group commit: one msync per poll batch (entries, records, the previous b
   t.same(r.violations, []);
 });
 
+t.test('gpspm: one batch per pass for the flush requests received together (was one msync per request)', async (t) => {
+  const r = await run(t, undefined, false, 'gpspm');
+  t.equal(r.results, 12, 'every request answered');
+  t.ok(r.acks > 0, `${r.acks} ACKs`);
+  t.ok(r.syncs < 12, `${r.syncs} msyncs for 12 requests`);
+  t.same(r.violations, [], 'no entry acknowledged before it was on the disk');
+});
+
+t.test('gpspm: the fault switch ackBeforePersist makes the same check fail', async (t) => {
+  const r = await run(t, { ackBeforePersist: true }, false, 'gpspm');
+  t.ok(r.violations.length > 0, `caught: ${r.violations[0] ?? 'nothing'}`);
+});
+
 t.test('the fault switch ackBeforePersist makes the same check fail', async (t) => {
   const r = await run(t, { ackBeforePersist: true });
   t.ok(r.violations.length > 0, `caught: ${r.violations[0] ?? 'nothing'}`);
@@ -108,3 +125,94 @@ t.test('a failing msync: nothing acknowledged after it, the connection is cut wi
   t.same(r.violations, []);
   t.ok(r.server.connectionErrors.some((e) => (e.error as { code?: string }).code === 'PMRPC_ERR_SYNC_FAILED'), 'the server recorded the coded error for the connection');
 });
+
+/** wflush on a strict region: the link-side record of every response against the disk (the msync shim's copy). */
+async function runWflush(t: Tap.Test, delivery: DeliveryMode, faults: NicDriverFaults | undefined, failing = false) {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-strict-wflush-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const disk = new Map<number, number>();
+  let syncs = 0;
+  const ctl = { failing: false };
+  const msync: MsyncFn = (mapping, off, len) => {
+    if (ctl.failing) throw Object.assign(new Error('msync: Input/output error'), { code: 'EIO' });
+    syncs++;
+    const b = new Uint8Array(mapping);
+    for (let i = off; i < off + len; i++) disk.set(i, b[i]!);
+  };
+  const region = PmemRegion.create(join(dir, 'r.pm'), layoutBytes(GEOMETRY), { strict: true, msync, entropy: seededEntropy(createPrng(SEED)) });
+  t.teardown(() => region.close({ writeBack: false }));
+  const store = RecoveryStore.format(region, GEOMETRY);
+  const nic = new Rnic(region, { ddio: true, entropy: seededEntropy(createPrng(SEED + 1)) });
+  // The shim where an acknowledgement leaves: the NIC's sink of each QP (the link's end).
+  const ranges = new Map<string, Array<{ addr: number; len: number }>>();
+  const submit = nic.submit.bind(nic);
+  nic.submit = (m: RequestMessage) => {
+    const fl: Array<{ addr: number; len: number }> = [];
+    for (const w of m.wrs) if (w.op === 'flush' && w.selectivity === 'range') fl.push({ addr: w.addr!, len: w.len! });
+    ranges.set(`${m.qpn}/${m.seq}`, fl);
+    return submit(m);
+  };
+  const violations: string[] = [];
+  const codes: string[] = [];
+  let acks = 0;
+  const attach = nic.attach.bind(nic);
+  nic.attach = (qpn: number, sink: (m: ServerMessage) => void) =>
+    attach(qpn, (m) => {
+      if (m.type === 'response') {
+        const fl = ranges.get(`${m.qpn}/${m.seq}`) ?? [];
+        m.completions.forEach((c) => {
+          if (c.op !== 'flush') return;
+          if (c.status !== 'ok') {
+            codes.push(c.code ?? '?');
+            return;
+          }
+          acks++;
+          for (const { addr, len } of fl) {
+            const want = region.load(addr, len);
+            if (!want.every((v, i) => disk.get(HEADER_BYTES + addr + i) === v)) violations.push(`message ${m.seq}: FLUSH of [${addr}, ${addr + len}) acknowledged before it was synced`);
+          }
+        });
+      }
+      sink(m);
+    });
+  const fabric = new InProcessFabric(nic, { delivery, seed: SEED + 2, ...(faults === undefined ? {} : { faults }) });
+  const server = new DurableRpcServer(nic, store, { strategy: 'wflush' });
+  server.register('inc', inc);
+  server.start();
+  const client = connectInProcess(server, fabric);
+  syncs = 0;
+  ctl.failing = failing;
+  const n = 12;
+  const calls = Array.from({ length: n }, (_, i) => client.call('inc', new Uint8Array(16).fill(i)));
+  let durable = 0;
+  for (const c of calls) {
+    c.durable.then(() => durable++, () => undefined);
+    void c.result.catch(() => undefined);
+  }
+  await turns();
+  return { violations, acks, syncs, durable, codes, n, results: calls.length };
+}
+
+for (const delivery of ['immediate', 'seeded'] as const) {
+  t.test(`wflush (${delivery} delivery): every FLUSH completion leaves after its range is synced, fewer msyncs than requests`, async (t) => {
+    const r = await runWflush(t, delivery, undefined);
+    t.equal(r.durable, r.n, 'every request durable');
+    t.ok(r.acks >= r.n, `${r.acks} FLUSH completions`);
+    t.same(r.violations, [], 'no FLUSH acknowledged before its bytes were on the disk');
+    // Before group commit in the NIC loop, every FLUSH msynced on its own: ≥ 12 msyncs for 12 requests.
+    t.ok(r.syncs < r.n, `${r.syncs} msyncs for ${r.n} requests (FLUSHes and the server's batches)`);
+  });
+
+  t.test(`wflush (${delivery}): the fault switch respondBeforeSync makes the same check fail`, async (t) => {
+    const r = await runWflush(t, delivery, { respondBeforeSync: true });
+    t.ok(r.violations.length > 0, `caught: ${r.violations[0] ?? 'nothing'}`);
+  });
+
+  t.test(`wflush (${delivery}): a failing msync acknowledges no FLUSH; each is answered with PMRPC_ERR_SYNC_FAILED`, async (t) => {
+    const r = await runWflush(t, delivery, undefined, true);
+    t.equal(r.acks, 0, 'no FLUSH completion ok');
+    t.equal(r.durable, 0, 'no request durable');
+    t.ok(r.codes.length > 0 && r.codes.every((c) => c === 'PMRPC_ERR_SYNC_FAILED'), `error completions: ${r.codes.length}, codes ${[...new Set(r.codes)].join(', ')}`);
+    t.same(r.violations, []);
+  });
+}

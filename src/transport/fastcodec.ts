@@ -15,6 +15,9 @@ import type { WireMessage } from './codec.js';
 
 type WireMessageFast = WireMessage;
 
+/** Tests only: `enabled = false` sends everything through the reference codec (to compare both). */
+export const FAST_CODEC = { enabled: true };
+
 // ------------------------------------------------------------------ encode
 
 /** Sizes of the nested messages, in pre-order, from the sizing pass to the writing pass. */
@@ -365,6 +368,7 @@ function writeCompletion(c: Completion): void {
  * a value the fast path does not handle; then the reference encodes it.
  */
 export function fastEncodeFramed(msg: WireMessageFast): Uint8Array | undefined {
+  if (!FAST_CODEC.enabled || msg === null || typeof msg !== 'object') return undefined;
   sizes = [];
   sizeAt = 0;
   let body: number;
@@ -724,6 +728,7 @@ function readWr(end: number): WorkRequest | undefined {
  * decoder's units), or undefined: not in canonical form or an op the fast path does not handle.
  */
 export function fastDecodeWr(frame: Uint8Array, a: number, b: number): { wr: WorkRequest; fields: number } | undefined {
+  if (!FAST_CODEC.enabled) return undefined;
   off = false;
   tags = 0;
   rb = frame;
@@ -806,6 +811,7 @@ function readCompletion(end: number): Completion | undefined {
  * it, or undefined: another kind of frame, or not in canonical form — the reference decides.
  */
 export function fastDecode(frame: Uint8Array): WireMessageFast | undefined {
+  if (!FAST_CODEC.enabled || !(frame instanceof Uint8Array)) return undefined;
   off = false;
   tags = 0;
   rb = frame;

@@ -10,10 +10,11 @@
  * malformed frame always reaches the reference decoder, which gives its coded error
  * (PMRPC_ERR_BAD_FRAME); test/transport/fastcodec.test.ts checks both directions with fast-check.
  */
-import type { Completion, CompletionStatus, Loc, WorkRequest, WrOp } from '../../flush/index.js';
-import type { WireMessage } from './codec.js';
+import type { ClientMessage, Completion, CompletionStatus, Loc, ServerMessage, WorkRequest, WrOp } from '../../flush/index.js';
 
-type WireMessageFast = WireMessage;
+/** What the fast path decodes; it is handed any frame's message (codec.ts WireMessage) to encode. */
+type WireMessageFast = ClientMessage | ServerMessage;
+type Encodable = WireMessageFast | { type: 'hello' | 'welcome' | 'goodbye' };
 
 /** Tests only: `enabled = false` sends everything through the reference codec (to compare both). */
 export const FAST_CODEC = { enabled: true };
@@ -367,7 +368,7 @@ function writeCompletion(c: Completion): void {
  * protobufjs writes for it (codec.ts `encodeMessageReference`) — or undefined: not one of these, or
  * a value the fast path does not handle; then the reference encodes it.
  */
-export function fastEncodeFramed(msg: WireMessageFast): Uint8Array | undefined {
+export function fastEncodeFramed(msg: Encodable): Uint8Array | undefined {
   if (!FAST_CODEC.enabled || msg === null || typeof msg !== 'object') return undefined;
   sizes = [];
   sizeAt = 0;

@@ -113,7 +113,8 @@ class QpEngine {
   readonly recvCq: RecvCompletion[] = [];
   readonly inbound: Inbound[] = [];
   readonly entries: CacheEntry[] = [];
-  sink: ((msg: ServerMessage) => void) | undefined;
+  /** `lazy`: the message is no durable signal (a RESULT after its ACK): a transport may gather it with the next ones. */
+  sink: ((msg: ServerMessage, lazy?: boolean) => void) | undefined;
   recvNotify: (() => void) | undefined;
   constructor(
     readonly qpn: number,
@@ -168,12 +169,17 @@ export class ServerQp {
     this.#e.recvNotify = fn;
   }
 
-  /** The server CPU tells the client something (an ACK or a reply): one message on the link. A 'completion' crash point. */
-  notify(data: Uint8Array, imm?: number): void {
+  /**
+   * The server CPU tells the client something (an ACK or a reply): one message on the link. A
+   * 'completion' crash point. `options.lazy`: the message is no durable signal (a decoupled
+   * strategy's RESULT), so a transport may gather it with the messages that follow in the same
+   * run of callbacks (one socket write for a pass's RESULTs); an ACK or a coupled reply is never lazy.
+   */
+  notify(data: Uint8Array, imm?: number, options?: { lazy?: boolean }): void {
     const e = this.#e;
     if (!(data instanceof Uint8Array)) throw new TypeError('data must be a Uint8Array');
     this.#nic.region.crashPoint('completion', { qpn: this.qpn, notify: data.length, ...(imm === undefined ? {} : { imm }) });
-    e.sink?.({ type: 'notify', qpn: this.qpn, data: data.slice(), ...(imm === undefined ? {} : { imm }) });
+    e.sink?.({ type: 'notify', qpn: this.qpn, data: data.slice(), ...(imm === undefined ? {} : { imm }) }, options?.lazy === true);
   }
 
   /** A read-only copy of the scratch buffer (tests, debugging). */
@@ -245,7 +251,7 @@ export class Rnic {
   }
 
   /** Where the responses and notifications of QP `qpn` go (the transport's server end). */
-  attach(qpn: number, sink: (msg: ServerMessage) => void): void {
+  attach(qpn: number, sink: (msg: ServerMessage, lazy?: boolean) => void): void {
     const e = this.#qps.get(qpn);
     if (e === undefined) throw new RangeError(`no QP ${qpn}`);
     e.sink = sink;

@@ -273,6 +273,7 @@ export class DurableRpcServer {
     this.#faults = checkRpcFaults(o.faults);
     this.options = Object.freeze(o);
     this.strategy = o.strategy;
+    this.#lazyResults = COUPLED_STRATEGIES.has(o.strategy) ? undefined : { lazy: true };
     this.nic = nic;
     this.store = store;
     this.region = nic.region;
@@ -636,6 +637,9 @@ export class DurableRpcServer {
     if (failure !== undefined) throw failure;
   }
 
+  /** notify() options of a RESULT: lazy unless the strategy is coupled (its RESULT is the durable signal). */
+  #lazyResults: { lazy: boolean } | undefined;
+
   /** The region msyncs (strict, file-backed): a pass's ACKs join its RESULTs behind the batch's syncs. */
   #strictFile: boolean;
 
@@ -786,7 +790,9 @@ export class DurableRpcServer {
   }
 
   #reply(c: Conn, seq: number, status: number, bytes: Uint8Array, appliedSeq: number): void {
-    c.sqp.notify(encodeResult({ seq, appliedSeq, status, bytes }), RPC_RESULT_IMM);
+    // A decoupled strategy's RESULT follows its durable signal: the transport may gather it with the
+    // pass's other RESULTs (one socket write). A coupled reply is the durable signal: never lazy.
+    c.sqp.notify(encodeResult({ seq, appliedSeq, status, bytes }), RPC_RESULT_IMM, this.#lazyResults);
   }
 
   /** The effects of an entry, as committed (record) and as answered (status, bytes). Never throws for a request's fault. */

@@ -12,6 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import { PmrpcError } from '../../pmem/index.js';
+import { fastDecode, fastEncodeFramed } from './fastcodec.js';
 import type {
   CasMode,
   ClientMessage,
@@ -184,8 +185,22 @@ function completionOut(c: Completion): Obj {
   return o;
 }
 
-/** Encodes one message as a protobuf Frame (no length prefix). */
+/**
+ * Encodes one message as a protobuf Frame (no length prefix): the fast path (fastcodec.ts) for
+ * Request, Response and Notify, the same bytes as the reference below; the reference otherwise.
+ */
 export function encodeMessage(msg: WireMessage): Uint8Array {
+  const f = fastEncodeFramed(msg);
+  return f !== undefined ? f.subarray(4) : encodeMessageReference(msg);
+}
+
+/** One message as a length-prefixed frame, ready for the socket (one buffer, no second copy). */
+export function encodeFrame(msg: WireMessage): Uint8Array {
+  return fastEncodeFramed(msg) ?? frameBytes(encodeMessageReference(msg));
+}
+
+/** The reference encoder: protobufjs by reflection over proto/pmrpc.proto. */
+export function encodeMessageReference(msg: WireMessage): Uint8Array {
   let body: Obj;
   switch (msg.type) {
     case 'hello':
@@ -356,8 +371,17 @@ function str(v: unknown, what: string, maxChars: number): string {
   return x;
 }
 
-/** Decodes one Frame; anything malformed is PMRPC_ERR_BAD_FRAME. */
+/**
+ * Decodes one Frame; anything malformed is PMRPC_ERR_BAD_FRAME. A canonical Request, Response or
+ * Notify takes the fast path (fastcodec.ts; the same message as the reference), anything else —
+ * every malformed frame included — the reference below.
+ */
 export function decodeMessage(frame: Uint8Array): WireMessage {
+  return fastDecode(frame) ?? decodeMessageReference(frame);
+}
+
+/** The reference decoder: protobufjs by reflection, then the checks of this module. */
+export function decodeMessageReference(frame: Uint8Array): WireMessage {
   const F = Frame();
   let o: Obj;
   try {

@@ -18,6 +18,7 @@ import { PmrpcError } from '../../pmem/index.js';
 import { MAX_WRS_PER_MESSAGE, type WorkRequest } from '../../flush/index.js';
 import { BAD_FRAME, decodeMessage, Frame, wrIn, type Obj, type WireMessage } from './codec.js';
 import { TransportErrorCodes } from './errors.js';
+import { fastDecodeWr } from './fastcodec.js';
 
 const HANDSHAKE = TransportErrorCodes.HANDSHAKE;
 
@@ -196,6 +197,13 @@ export class FrameDecoder {
       const i = this.#wrs.length;
       const a = ranges[2 * i]!;
       const b = ranges[2 * i + 1]!;
+      // The fast path (a canonical work request): the same work request and field count as below.
+      const fast = fastDecodeWr(this.frame, a, b);
+      if (fast !== undefined) {
+        units += fast.fields + WR_DECODE_UNITS;
+        this.#wrs.push(fast.wr);
+        continue;
+      }
       const rw = protobuf.Reader.create(this.frame);
       rw.pos = a;
       units += countFields(rw, b, W, WR_FIELDS_MAX, 0) + WR_DECODE_UNITS;

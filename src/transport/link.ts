@@ -6,7 +6,7 @@
 import net from 'node:net';
 import { intIn, must, nonEmptyString, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type ErrorCode, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
 import type { ClientMessage, Completion, Link, ServerMessage, WrOp } from '../../flush/index.js';
-import { BAD_FRAME, CLIENT_NAME_CHARS_MAX, decodeMessage, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
+import { BAD_FRAME, CLIENT_NAME_CHARS_MAX, decodeMessage, encodeFrame, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
 import { bareMessage, messageOf, TransportErrorCodes } from './errors.js';
 import { authTokenCheck, clockCheck, frameBound, MIN_FRAME_BYTES, positiveIntAtLeast, U32_MAX } from './limits.js';
 
@@ -231,18 +231,19 @@ export class TcpLink implements Link {
     if (this.#pending.size >= this.options.outstandingMessagesMax) {
       throw new PmrpcError(TransportErrorCodes.QUEUE_FULL, `${this.#pending.size} requests are outstanding on the link to QP ${this.qpn} (outstandingMessagesMax)`);
     }
-    let frame: Uint8Array;
+    let framed: Uint8Array;
     try {
-      frame = encodeMessage(msg);
+      framed = encodeFrame(msg);
     } catch (e) {
       throw new TypeError(`the message cannot be encoded: ${messageOf(e)}`);
     }
-    if (frame.length > this.serverMaxFrameBytes) {
-      throw new PmrpcError(FRAME_TOO_LARGE, `a request of ${frame.length} bytes exceeds the server's frame bound of ${this.serverMaxFrameBytes}`);
+    const frameLength = framed.length - 4;
+    if (frameLength > this.serverMaxFrameBytes) {
+      throw new PmrpcError(FRAME_TOO_LARGE, `a request of ${frameLength} bytes exceeds the server's frame bound of ${this.serverMaxFrameBytes}`);
     }
     const s = this.#socket;
-    if (s.writableLength + frame.length + 4 > this.options.sendBufferBytesMax) {
-      throw new PmrpcError(TransportErrorCodes.BACKPRESSURE, `${s.writableLength} bytes wait to be sent to QP ${this.qpn}; sending ${frame.length + 4} more would pass sendBufferBytesMax (${this.options.sendBufferBytesMax}): await whenWritable()`);
+    if (s.writableLength + framed.length > this.options.sendBufferBytesMax) {
+      throw new PmrpcError(TransportErrorCodes.BACKPRESSURE, `${s.writableLength} bytes wait to be sent to QP ${this.qpn}; sending ${framed.length} more would pass sendBufferBytesMax (${this.options.sendBufferBytesMax}): await whenWritable()`);
     }
     this.#pending.set(
       msg.seq,
@@ -257,7 +258,7 @@ export class TcpLink implements Link {
         s.uncork();
       });
     }
-    s.write(frameBytes(frame));
+    s.write(framed);
   }
 
   onMessage(handler: (msg: ServerMessage) => void): void {

@@ -17,7 +17,7 @@
 import net from 'node:net';
 import { bool, callable, intIn, nextTurn, nonEmptyString, optional, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
 import { NicDriver, Rnic, ServerQp, type RequestMessage, type ServerMessage } from '../../flush/index.js';
-import { BAD_FRAME, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
+import { BAD_FRAME, encodeFrame, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
 import { FrameDecoder } from './decoder.js';
 import { isLoopbackHost, tokenEquals } from './auth.js';
 import { bareMessage, codeOf, messageOf, TransportErrorCodes } from './errors.js';
@@ -193,6 +193,10 @@ class ServerConn {
   clientName = '';
   /** The client's receive bound (from its Hello). */
   outFrameMax = MIN_FRAME_BYTES;
+  /** Inside #pump (the socket is corked until its end). */
+  pumping = false;
+  /** Lazy frames gathered outside #pump wait in a cork until the next process.nextTick (#write). */
+  gathering = false;
   readPaused = false;
   handshakeTimer: TimerHandle | undefined;
   lingerTimer: TimerHandle | undefined;
@@ -385,6 +389,8 @@ export class TcpNicServer {
   #pump(c: ServerConn): void {
     const s = c.socket;
     s.cork();
+    const nested = c.pumping;
+    c.pumping = true;
     try {
       for (;;) {
         if (c.state !== 'handshake' && c.state !== 'open') return;
@@ -427,7 +433,10 @@ export class TcpNicServer {
       // Everything buffered is handled: read more.
       this.#resume(c);
     } finally {
+      c.pumping = nested;
       s.uncork();
+      // The pump's frames (durable Responses) leave now, with anything gathered before them.
+      if (!nested) this.#flushGathered(c);
     }
   }
 
@@ -626,7 +635,7 @@ export class TcpNicServer {
       return;
     }
     try {
-      this.nic.attach(qpn, (m) => this.#sink(c, m));
+      this.nic.attach(qpn, (m, lazy) => this.#sink(c, m, lazy));
     } catch (e) {
       this.#goodbye(c, TransportErrorCodes.REFUSED, `accept() returned QP ${qpn}, which this NIC does not have: ${messageOf(e)}`);
       return;
@@ -643,43 +652,58 @@ export class TcpNicServer {
   }
 
   /** The NIC's (and the server CPU's) messages for this connection's QP. */
-  #sink(c: ServerConn, m: ServerMessage): void {
+  #sink(c: ServerConn, m: ServerMessage, lazy?: boolean): void {
     if (c.state !== 'open') return;
-    this.#write(c, m);
+    this.#write(c, m, lazy === true);
   }
 
-  #write(c: ServerConn, m: WireMessage): void {
-    let frame: Uint8Array;
+  /**
+   * Writes one frame to the connection. Inside #pump the socket is corked and the frames leave in
+   * one write at its end. Outside it (the server CPU's notifications, the NIC's responses of a later
+   * turn) a frame the sender marks `lazy` (a RESULT of a decoupled strategy: never a durable
+   * signal) is gathered: the socket is corked until the current run of callbacks and microtasks is
+   * over (process.nextTick), so the RESULTs of one CPU pass leave in one write. Any other frame (a
+   * durable signal: a Response, an ACK, a coupled reply) leaves at once, with what was gathered
+   * before it — a durable signal never waits behind later processing (test/node/latency-order).
+   */
+  #write(c: ServerConn, m: WireMessage, lazy = false): void {
+    let framed: Uint8Array;
     try {
-      frame = encodeMessage(m);
+      framed = encodeFrame(m);
     } catch (e) {
       this.#goodbye(c, TransportErrorCodes.INTERNAL, `cannot encode a ${m.type}: ${messageOf(e)}`);
       return;
     }
-    if (frame.length > c.outFrameMax) {
-      this.#goodbye(c, FRAME_TOO_LARGE, `a ${m.type} of ${frame.length} bytes exceeds the client's frame bound of ${c.outFrameMax}`);
+    const frameLength = framed.length - 4;
+    if (frameLength > c.outFrameMax) {
+      this.#goodbye(c, FRAME_TOO_LARGE, `a ${m.type} of ${frameLength} bytes exceeds the client's frame bound of ${c.outFrameMax}`);
       return;
     }
     const s = c.socket;
-    if (s.writableLength + frame.length + 4 > this.options.outgoingBytesMax) {
+    if (s.writableLength + framed.length > this.options.outgoingBytesMax) {
       // Requests are already held back by the pause; this is server-initiated traffic to a client that does not read.
       this.#setReason(c, TransportErrorCodes.BACKPRESSURE, `the client does not read: ${s.writableLength} bytes wait to be sent (outgoingBytesMax ${this.options.outgoingBytesMax})`);
       c.state = 'closing';
       s.destroy();
       return;
     }
-    if (frame.length < 1 << 16) s.write(frameBytes(frame));
-    else {
-      // A large frame (a Response of many READs): the prefix and the frame as two writes, so its
-      // megabytes are not copied once more in one go.
-      const prefix = new Uint8Array(4);
-      new DataView(prefix.buffer).setUint32(0, frame.length, true);
-      s.write(prefix);
-      s.write(frame);
+    if (lazy && !c.pumping && !c.gathering) {
+      c.gathering = true;
+      s.cork();
+      process.nextTick(() => this.#flushGathered(c));
     }
+    s.write(framed);
+    if (!lazy && !c.pumping) this.#flushGathered(c);
     c.framesOut++;
-    c.bytesOut += frame.length + 4;
+    c.bytesOut += framed.length;
     this.#stats.framesOut++;
+  }
+
+  /** Uncorks what #write gathered (once; a later call does nothing). */
+  #flushGathered(c: ServerConn): void {
+    if (!c.gathering) return;
+    c.gathering = false;
+    c.socket.uncork();
   }
 
   /** Sends a Goodbye and closes the connection; every other connection is untouched. */

@@ -1,0 +1,122 @@
+/**
+ * Profiles one `bench tcp` throughput cell (issue 16): a `pmrpc serve` child under `--cpu-prof`
+ * and, in this process, the clients (2 × 32 in flight, as `bench tcp --quick`), for `seconds`
+ * after a warm-up of ≥ 3,000 requests. Prints the top self-time functions of both processes in
+ * µs of CPU per completed request (samples × interval ÷ requests, over the measured window only).
+ *
+ *   node --cpu-prof --cpu-prof-dir /tmp/prof dist/bench/profile-tcp.js wflush 4 /tmp/prof
+ *   node dist/bench/profile-tcp.js --analyse /tmp/prof     # top self time of every profile there
+ *
+ * The window (CLOCK_MONOTONIC µs, the clock of V8's profiles on Linux) and the request count are
+ * written to window.json beside the profiles; the analysis counts only samples inside it.
+ */
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { RpcStrategy } from '../src/rpc/index.js';
+import { RemoteRpcClient, WORKLOAD_METHOD, workloadPayload } from '../src/server/index.js';
+import { MAIN, startChild, stopChild } from './tcp.js';
+
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: Node[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+}
+
+/** Self time per function (µs) of the samples whose timestamp is in [fromUs, toUs) (profile clock). */
+export function selfTimes(p: Profile, fromUs: number, toUs: number): Map<string, number> {
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const out = new Map<string, number>();
+  let t = p.startTime;
+  for (let i = 0; i < p.samples.length; i++) {
+    t += p.timeDeltas[i]!;
+    const dt = p.timeDeltas[i + 1] ?? 0;
+    if (t < fromUs || t >= toUs) continue;
+    const n = byId.get(p.samples[i]!)!;
+    const f = n.callFrame;
+    const file = f.url.replace(/^.*\/(dist|node_modules)\//, '$1/');
+    const key = `${f.functionName || '(anon)'} ${file}:${f.lineNumber + 1}`;
+    out.set(key, (out.get(key) ?? 0) + dt);
+  }
+  return out;
+}
+
+function top(m: Map<string, number>, requests: number, n: number): string[] {
+  const total = [...m.values()].reduce((a, b) => a + b, 0);
+  const idle = m.get('(idle) :0') ?? 0;
+  const rows = [...m.entries()].filter(([k]) => !k.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, n);
+  return [`  busy ${((total - idle) / requests).toFixed(1)} µs/request (idle ${(idle / requests).toFixed(1)})`, ...rows.map(([k, v]) => `  ${(v / requests).toFixed(2).padStart(7)}  ${k}`)];
+}
+
+async function main(): Promise<void> {
+  const strategy = (process.argv[2] ?? 'wflush') as RpcStrategy;
+  const seconds = Number(process.argv[3] ?? 4);
+  const profDir = process.argv[4] ?? mkdtempSync(join(tmpdir(), 'pmrpc-prof-'));
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-prof-pm-'));
+  const { child, port } = await startChild(['--cpu-prof', '--cpu-prof-dir', profDir, MAIN, 'serve', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json']);
+  const clients: RemoteRpcClient[] = [];
+  for (let k = 0; k < 2; k++) clients.push(await RemoteRpcClient.connect({ port, name: `prof-${k}` }));
+  let stop = false;
+  let done = 0;
+  const loops = clients.map(
+    (c) =>
+      new Promise<void>((resolve) => {
+        let inflight = 0;
+        let seq = 0;
+        const issue = (): void => {
+          while (!stop && inflight < 32) {
+            const call = c.rpc.call(WORKLOAD_METHOD, workloadPayload(1, c.clientId, ++seq));
+            inflight++;
+            call.result.then(
+              () => {
+                inflight--;
+                done++;
+                if (stop && inflight === 0) resolve();
+                else issue();
+              },
+              () => {
+                inflight--;
+                if (stop && inflight === 0) resolve();
+              },
+            );
+          }
+        };
+        issue();
+      }),
+  );
+  const t0 = performance.now();
+  while (done < 3000 || performance.now() - t0 < 1000) await new Promise((r) => setTimeout(r, 20));
+  const mono = (): number => Number(process.hrtime.bigint() / 1000n);
+  const from = mono();
+  const d0 = done;
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  const requests = done - d0;
+  const to = mono();
+  stop = true;
+  await Promise.race([Promise.all(loops), new Promise((r) => setTimeout(r, 5000))]);
+  for (const c of clients) await c.close();
+  await stopChild(child);
+  writeFileSync(join(profDir, 'window.json'), JSON.stringify({ strategy, from, to, requests, serverPid: child.pid, clientPid: process.pid }));
+  console.log(`${strategy}: ${requests} requests in ${seconds} s (${Math.round(requests / seconds)} /s); profiles in ${profDir}`);
+}
+
+function analyse(profDir: string): void {
+  const w = JSON.parse(readFileSync(join(profDir, 'window.json'), 'utf8')) as { strategy: string; from: number; to: number; requests: number; serverPid: number; clientPid: number };
+  console.log(`${w.strategy}: ${w.requests} requests in the window`);
+  for (const f of readdirSync(profDir).filter((x) => x.endsWith('.cpuprofile'))) {
+    const p = JSON.parse(readFileSync(join(profDir, f), 'utf8')) as Profile;
+    const who = f.includes(`.${w.serverPid}.`) ? 'server' : f.includes(`.${w.clientPid}.`) ? 'client' : 'other';
+    console.log(`${who} (${f})`);
+    for (const line of top(selfTimes(p, w.from, w.to), w.requests, 25)) console.log(line);
+  }
+}
+
+if (process.argv[2] === '--analyse') analyse(process.argv[3]!);
+else void main();

@@ -5,13 +5,16 @@
  *
  * Commit of T (txid with the client's slot and incarnation, timestamp ts above everything T saw):
  *   execution  READ the slot and the item (bounded, indirect): the item's ts is the version seen;
- *              writes are buffered; at commit the new values are ALLOCATEd + FLUSHed on their shard.
+ *              writes are buffered; at commit the new values are ALLOCATEd + FLUSHed on their
+ *              shards, every shard at once (one round trip).
  *   round 1    per participant one chain, every op conditional on the previous: per write key
  *              CAS L 0 → T, CAS lt [W CT] < [ts seen] (W := ts); per read-only key CAS lt
- *              [W CT L] < [ts seen 0] (W := ts); WRITE the record body; FLUSH slots + records;
- *              CAS H: the value this client left → PREPARED(T) (fails if a resolver fenced T);
- *              FLUSH H. Commit point: every participant's chain swapped its H (durable: FLUSHed).
- *   round 2    per participant: install (CAS eq L = T: CT := ts, ptr := new); FLUSH; CAS H
+ *              [W CT L] < [ts seen 0] (W := ts); WRITE the record body; FLUSH the slots the chain
+ *              CASed and the body; CAS H: the value this client left → PREPARED(T) (fails if a
+ *              resolver fenced T); FLUSH H. Commit point: every participant's chain swapped its H
+ *              (durable: FLUSHed).
+ *   round 2    per participant: install (CAS eq L = T: CT := ts, ptr := new); FLUSH the installed
+ *              slots; CAS H
  *              PREPARED(T) → COMMITTED(T); FLUSH; CAS L T → 0 (the decision is durable before
  *              any lock is released). Abort: H → ABORTED(T) where a record exists, FLUSH, release.
  * A CAS that did not swap proves nothing durable about what it lost to (DESIGN §2.2): the
@@ -106,6 +109,12 @@ async function post(conn: ShardConn, wrs: WorkRequest[]): Promise<Completion[] |
 const slotAt = (c: ShardConn, key: number): { rkey: number; addr: number } => ({ rkey: c.rkey, addr: c.slots + Math.floor(key / c.shards) * SLOT_BYTES });
 const recAt = (c: ShardConn, client: number): { rkey: number; addr: number } => ({ rkey: c.rkey, addr: c.records + client * RECORD_BYTES });
 const tablesRange = (c: ShardConn): { addr: number; len: number } => ({ addr: c.slots, len: c.arena - c.slots });
+/** One range over the slots of `keys` (of shard c): from the lowest to the highest, the slots between included. */
+function slotSpan(c: ShardConn, keys: readonly number[]): { addr: number; len: number } {
+  const idx = keys.map((k) => Math.floor(k / c.shards));
+  const lo = Math.min(...idx);
+  return { addr: c.slots + lo * SLOT_BYTES, len: (Math.max(...idx) - lo + 1) * SLOT_BYTES };
+}
 
 export type TxStatus = 'committed' | 'aborted' | 'unknown';
 
@@ -248,23 +257,36 @@ export class TxClient {
     }
     this.#lastHi = hi;
     const ts = (hi << 8n) | BigInt(this.client);
-    // Execution's end: the new values ALLOCATEd and FLUSHed on their shards, on the connection the prepare will use.
+    // Execution's end: the new values ALLOCATEd and FLUSHed on their shards, on the connection the
+    // prepare will use — every shard at once (one round trip, not one per shard).
     const conns = new Map<number, ShardConn>();
-    const newPtr = new Map<number, number>();
-    for (const [s, ks] of byShard) {
+    for (const s of byShard.keys()) {
       const conn = this.#source(s);
       if (conn === undefined) return { status: 'aborted', txid, code: TxErrorCodes.SHARD_UNAVAILABLE };
       conns.set(s, conn);
-      const wk = ks.filter((k) => this.#writes.has(k));
-      if (wk.length === 0) continue;
-      const wrs: WorkRequest[] = wk.map((k) => Wr.allocate(conn.rkey, ITEM_BYTES, encodeItem({ ts, key: k, value: this.#writes.get(k)! })));
-      // The FLUSH covers the whole arena: the items' addresses are known only after ALLOCATE (and
-      // nothing but ALLOCATE writes there, so it persists nothing else).
-      if (!this.faults.skipAllocateFlush) wrs.push(Wr.flush('persistent', conn.rkey, { addr: conn.arena, len: conn.arenaBytes }));
-      const cs = await post(conn, wrs);
-      if (cs === undefined || cs.slice(0, wk.length).some((c) => c.status !== 'ok' || c.data === undefined)) return { status: 'aborted', txid, code: TxErrorCodes.SHARD_UNAVAILABLE };
-      wk.forEach((k, i) => newPtr.set(k, Number(new DataView(cs[i]!.data!.buffer, cs[i]!.data!.byteOffset).getBigUint64(0, true))));
     }
+    const newPtr = new Map<number, number>();
+    const allocated = await Promise.all(
+      [...byShard].map(async ([s, ks]): Promise<boolean> => {
+        const conn = conns.get(s)!;
+        const wk = ks.filter((k) => this.#writes.has(k));
+        if (wk.length === 0) return true;
+        const wrs: WorkRequest[] = wk.map((k) => Wr.allocate(conn.rkey, ITEM_BYTES, encodeItem({ ts, key: k, value: this.#writes.get(k)! })));
+        // The FLUSH covers the whole arena: a FLUSH names its range in the work request (no
+        // indirect or redirected address, DESIGN §2.4), and the items' addresses are known only
+        // after ALLOCATE. Nothing but ALLOCATE writes there, so it persists nothing else; its
+        // modelled cost is the lines it writes back, not the range.
+        if (!this.faults.skipAllocateFlush) wrs.push(Wr.flush('persistent', conn.rkey, { addr: conn.arena, len: conn.arenaBytes }));
+        const cs = await post(conn, wrs);
+        if (cs === undefined) return false;
+        wk.forEach((k, i) => {
+          const c = cs[i]!;
+          if (c.status === 'ok' && c.data !== undefined) newPtr.set(k, Number(new DataView(c.data.buffer, c.data.byteOffset).getBigUint64(0, true)));
+        });
+        return wk.every((k) => newPtr.has(k));
+      }),
+    );
+    if (allocated.some((ok) => !ok)) return { status: 'aborted', txid, code: TxErrorCodes.SHARD_UNAVAILABLE };
     // Round 1: prepare + validate + record, every participant in parallel.
     this.lastRoundTrips++;
     const cond = !this.faults.countFailedCas;
@@ -294,10 +316,16 @@ export class TxClient {
         const rec = recAt(conn, this.client);
         const hPrev = this.#hPrev.get(s) ?? 0n;
         const prepared = hWord(txid, H_PREPARED);
-        wrs.push(Wr.write({ rkey: conn.rkey, addr: rec.addr + RECORD_BODY }, encodeBody({ txid, ts, participants, entries }), { conditional: cond && wrs.length > 0 }));
+        const body = encodeBody({ txid, ts, participants, entries });
+        wrs.push(Wr.write({ rkey: conn.rkey, addr: rec.addr + RECORD_BODY }, body, { conditional: cond && wrs.length > 0 }));
         roles.push(undefined);
         if (!this.faults.skipBodyFlush) {
-          wrs.push(Wr.flush('persistent', conn.rkey, tablesRange(conn), { conditional: cond }));
+          // What must be durable before H publishes the record: the body, and every slot this chain
+          // CASed — a read-only participant's raised W is FLUSHed nowhere else (round 2 FLUSHes
+          // only installs), and its COMMITTED record makes recovery drop T's record (R5, R1').
+          wrs.push(Wr.flush('persistent', conn.rkey, slotSpan(conn, ks), { conditional: cond }));
+          roles.push(undefined);
+          wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr + RECORD_BODY, len: body.length }, { conditional: cond }));
           roles.push(undefined);
         }
         const hAt = wrs.length;
@@ -414,7 +442,8 @@ async function commitOn(conn: ShardConn, client: number, txid: bigint, ts: bigin
   const rec = recAt(conn, client);
   const wrs: WorkRequest[] = [];
   for (const w of writes) wrs.push(Wr.prismCas('eq', slotAt(conn, w.key), words(0n, ts, txid, BigInt(w.ptr)), { compareMask: words(0n, 0n, ONES, 0n), swapMask: words(0n, ONES, 0n, ONES) }));
-  if (writes.length > 0 && !faults.skipInstallFlush) wrs.push(Wr.flush('persistent', conn.rkey, tablesRange(conn)));
+  // The installed slots only: the W this participant's validations raised was FLUSHed by its prepare.
+  if (writes.length > 0 && !faults.skipInstallFlush) wrs.push(Wr.flush('persistent', conn.rkey, slotSpan(conn, writes.map((w) => w.key))));
   wrs.push(Wr.cas(rec, hWord(txid, H_PREPARED), hWord(txid, H_COMMITTED)));
   wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }));
   for (const w of writes) wrs.push(Wr.cas({ rkey: conn.rkey, addr: slotAt(conn, w.key).addr + 16 }, txid, 0n));

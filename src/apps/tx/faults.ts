@@ -90,7 +90,8 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
     step: 'the resolver FLUSHes what it read before acting on it',
     // A prepare record visible (drained at once: drain eager) but not yet FLUSHed while its client's QP is held back
     // and the resolver agent decides on it; a crash in that window (pct.ts stalls).
-    explore: { pins: { drain: 'eager' }, schedule: { stalls: 20, stallSteps: 200, stallUnit: 'qp', horizon: 600 } },
+    // 40 stalls: with the commit's ALLOCATEs posted on every shard at once, 20 no longer reach the window at seed 1.
+    explore: { pins: { drain: 'eager' }, schedule: { stalls: 40, stallSteps: 200, stallUnit: 'qp', horizon: 600 } },
   },
   { name: 'resolver-no-fence', fault: 'resolverNoFence', step: 'the resolver fences T where it found no record before deciding abort' },
   { name: 'recovery-ignores-records', fault: 'recoveryIgnoresRecords', step: 'recovery keeps PREPARED records (and their locks) for the resolver' },

@@ -242,15 +242,15 @@ async function visibleRecord(faults: Partial<TxFaults>): Promise<{ k0: string; k
     await c.write(0, te.encode('x'));
     await c.write(1, te.encode('x'));
   });
-  let picks = 0;
-  // Client 0's prepare chain on shard 1: lock, check, body, FLUSH, H CAS run; its FLUSH(H) waits.
-  const held = (ch: StepChoice): boolean => c.lastRoundTrips >= 1 && ch.node === 1 && ch.client === 0 && picks >= 5;
+  // Client 0's prepare chain on shard 1: lock, check, body, its FLUSHes, H CAS run; its FLUSH(H) (8 bytes) waits.
+  const held = (ch: StepChoice): boolean => {
+    if (c.lastRoundTrips < 1 || ch.node !== 1 || ch.client !== 0) return false;
+    const next = world.nodes[1]!.nic.peekWr(ch.qpn)?.wr;
+    return next?.op === 'flush' && next.len === 8;
+  };
   world.chooser = (choices) => {
-    let i = choices.findIndex((ch) => !held(ch));
-    if (i < 0) i = 0;
-    const ch = choices[i]!;
-    if (c.lastRoundTrips >= 1 && ch.node === 1 && ch.client === 0) picks++;
-    return i;
+    const i = choices.findIndex((ch) => !held(ch));
+    return i < 0 ? 0 : i;
   };
   void c.commit().catch(() => undefined);
   await world.run(() => c.lastRoundTrips >= 1 && world.choices().length > 0 && world.choices().every(held), 100_000);

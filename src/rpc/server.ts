@@ -366,7 +366,11 @@ export class DurableRpcServer {
       if (old !== undefined) {
         // A live reconnect: take in what already arrived, make every consumed entry durable (the
         // client will count everything before the resume point as durable), drop the old QP.
-        if (!old.failed) this.#service(old);
+        // Not inside a CPU pass: a connection may drop (and its client reconnect) synchronously in
+        // the middle of one (the pass's own notify or persist); that pass processes what it polled
+        // and answers on the client's current connection (#process), so a nested pass here would
+        // only interleave two batches of the store.
+        if (!old.failed && this.#passes === 0) this.#service(old);
         if (!this.#faults.skipReconnectPersist) for (let s = store.conn.appliedSeq(clientId) + 1; s < old.ring.nextSeq; s++) old.ring.persistEntry(s);
         resumeSeq = old.ring.nextSeq;
         this.#drop(old);
@@ -518,6 +522,8 @@ export class DurableRpcServer {
   }
 
   #drop(c: Conn): void {
+    // Nothing more is polled for a dropped connection (a pass already running answers on the client's current one).
+    c.gone = true;
     for (const s of c.stops.splice(0)) s();
     this.nic.destroyQp(c.sqp.qpn);
     this.nic.deregisterMr(c.mr);
@@ -564,9 +570,21 @@ export class DurableRpcServer {
     }
   }
 
+  /** CPU passes running now (a reconnect accepted in the middle of one does not start another). */
+  #passes = 0;
+
   /** One CPU pass for a connection: poll FIFO, ACK what needs the CPU's persist, process. */
   #service(c: Conn, beforeProcess?: () => void): void {
     if (c.failed || c.gone || this.#state !== 'serving') return;
+    this.#passes++;
+    try {
+      this.#pass(c, beforeProcess);
+    } finally {
+      this.#passes--;
+    }
+  }
+
+  #pass(c: Conn, beforeProcess?: () => void): void {
     const polled: RingEntry[] = [];
     try {
       for (let i = 0; i < this.options.batchMax; i++) {
@@ -667,6 +685,8 @@ export class DurableRpcServer {
       return;
     }
     const send = (): void => {
+      // The client may have reconnected since (its old connection dropped in the middle of this pass): answer on the current one.
+      const c = this.#conns.get(from.clientId) ?? from;
       const applied = this.store.conn.appliedSeq(c.clientId);
       const g = this.store.geometry;
       // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.

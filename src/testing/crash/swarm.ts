@@ -46,7 +46,7 @@ const SUBSET_RATE = 0.3;
 /** Most node-crash events of one run (and most dropped connections). */
 const CRASH_EVENTS_MAX = 10;
 /** Apps whose runs draw dropped connections (their clients reconnect a live node and the run passes; rpc and rs fail under drops today: docs/swarm.md). */
-const DROP_APPS: readonly SwarmApp[] = ['tx'];
+const DROP_APPS: readonly SwarmApp[] = ['tx', 'rpc', 'rs', 'kv'];
 
 export interface SwarmOptions {
   apps: readonly SwarmApp[];

@@ -197,8 +197,10 @@ interface Conn {
   stops: Array<() => void>;
   ackedUpTo: number;
   failed: boolean;
-  /** The client said goodbye on this connection: nothing more is processed for it. */
+  /** The client said goodbye on this connection (or it was dropped): nothing more is polled for it. */
   gone: boolean;
+  /** SEND strategies: the highest sequence whose receive buffer this connection has posted. */
+  recvUpTo: number;
 }
 
 interface PoolTaskState {
@@ -386,13 +388,14 @@ export class DurableRpcServer {
     const sqp = this.nic.createQp(pd);
     const ring = store.ring(clientId);
     assert.equal(ring.nextSeq, resumeSeq, 'the ring polls from the resume point');
-    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, failed: false, gone: false };
+    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, failed: false, gone: false, recvUpTo: resumeSeq - 1 };
     this.#conns.set(clientId, conn);
     this.#lastSeen.set(clientId, this.options.clock.nowMs());
     this.#dormant.delete(clientId);
     const applied = store.conn.appliedSeq(clientId);
     if (SEND_STRATEGIES.has(this.strategy)) {
       for (let s = resumeSeq; s <= applied + g.ringSlots; s++) sqp.postRecv({ id: s, addr: ring.slotOffset(s), len: g.slotBytes });
+      conn.recvUpTo = Math.max(conn.recvUpTo, applied + g.ringSlots);
       conn.stops.push(this.#poller.watchRecv(sqp, () => this.#service(conn)));
     } else {
       if (this.strategy === 'gpspm') {
@@ -690,7 +693,12 @@ export class DurableRpcServer {
       const applied = this.store.conn.appliedSeq(c.clientId);
       const g = this.store.geometry;
       // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.
-      if (SEND_STRATEGIES.has(this.strategy)) c.sqp.postRecv({ id: entry.seq + g.ringSlots, addr: c.ring.slotOffset(entry.seq + g.ringSlots), len: g.slotBytes });
+      // (Once: a reconnect accepted in the middle of this pass may have posted it already.)
+      const next = entry.seq + g.ringSlots;
+      if (SEND_STRATEGIES.has(this.strategy) && next > c.recvUpTo) {
+        c.sqp.postRecv({ id: next, addr: c.ring.slotOffset(next), len: g.slotBytes });
+        c.recvUpTo = next;
+      }
       if (!(coupled && this.#faults.replyBeforeApply)) this.#reply(c, entry.seq, status, bytes, applied + (this.#faults.earlyCredit ? 1 : 0));
     };
     if (this.#replies !== undefined) this.#replies.push(send);

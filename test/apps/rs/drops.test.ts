@@ -84,3 +84,29 @@ t.test('swarm seed 6 (rs) with dropped connections: no leaked buffer', async (t)
   t.match(r.plan, /d\d+/, `the plan drops connections: ${r.plan}`);
   t.same(r.failures.map((f) => f.violation), [], 'no violation');
 });
+
+// An install chain that ran on the replica but whose answer the drop lost: the client cannot name
+// the buffer its ALLOCATE took (or its CAS replaced); it counts the install as uncertain, and the
+// leak is bounded by two buffers per uncertain install (what the swarm's judge accepts).
+t.test('an install whose answer a drop lost is counted; it leaks at most two buffers', async (t) => {
+  const c = RsLocalCluster.start({ replicas: 3, app: { layout: { blocks: 1 } } });
+  const conns = [0, 1, 2].map((i) => c.connect(i)!);
+  const w = new RsClient(conns, { writerId: 1, returnBatch: 1, reconnect: (i) => c.connect(i) });
+  await w.write(0, te.encode('first'));
+  const qp = conns[0]!.qp;
+  const post = qp.postChain.bind(qp);
+  qp.postChain = (async (wrs: Parameters<typeof qp.postChain>[0]) => {
+    if (!wrs.some((x) => x.op === 'allocate')) return post(wrs);
+    await post(wrs); // the install chain runs on the replica
+    qp.close(); // and its answer is lost with the connection
+    throw new Error('link down');
+  }) as typeof qp.postChain;
+  await w.write(0, te.encode('second'));
+  await w.settle();
+  t.same(w.stats.uncertainInstalls, [1, 0, 0], 'replica 0: one uncertain install');
+  const leaked = c.server(0).auditAllocator().leaked.length;
+  t.ok(leaked >= 1 && leaked <= 2, `replica 0: ${leaked} buffers leaked (bounded by 2 × uncertain installs)`);
+  t.same([1, 2].map((i) => c.server(i).audit()), [[], []], 'replicas 1 and 2 are sound');
+  await w.close();
+  await c.close();
+});

@@ -197,8 +197,10 @@ interface Conn {
   stops: Array<() => void>;
   ackedUpTo: number;
   failed: boolean;
-  /** The client said goodbye on this connection: nothing more is processed for it. */
+  /** The client said goodbye on this connection (or it was dropped): nothing more is polled for it. */
   gone: boolean;
+  /** SEND strategies: the highest sequence whose receive buffer this connection has posted. */
+  recvUpTo: number;
 }
 
 interface PoolTaskState {
@@ -367,7 +369,11 @@ export class DurableRpcServer {
       if (old !== undefined) {
         // A live reconnect: take in what already arrived, make every consumed entry durable (the
         // client will count everything before the resume point as durable), drop the old QP.
-        if (!old.failed) this.#service(old);
+        // Not inside a CPU pass: a connection may drop (and its client reconnect) synchronously in
+        // the middle of one (the pass's own notify or persist); that pass processes what it polled
+        // and answers on the client's current connection (#process), so a nested pass here would
+        // only interleave two batches of the store.
+        if (!old.failed && this.#passes === 0) this.#service(old);
         if (!this.#faults.skipReconnectPersist) for (let s = store.conn.appliedSeq(clientId) + 1; s < old.ring.nextSeq; s++) old.ring.persistEntry(s);
         resumeSeq = old.ring.nextSeq;
         this.#drop(old);
@@ -383,13 +389,14 @@ export class DurableRpcServer {
     const sqp = this.nic.createQp(pd);
     const ring = store.ring(clientId);
     assert.equal(ring.nextSeq, resumeSeq, 'the ring polls from the resume point');
-    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, failed: false, gone: false };
+    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, failed: false, gone: false, recvUpTo: resumeSeq - 1 };
     this.#conns.set(clientId, conn);
     this.#lastSeen.set(clientId, this.options.clock.nowMs());
     this.#dormant.delete(clientId);
     const applied = store.conn.appliedSeq(clientId);
     if (SEND_STRATEGIES.has(this.strategy)) {
       for (let s = resumeSeq; s <= applied + g.ringSlots; s++) sqp.postRecv({ id: s, addr: ring.slotOffset(s), len: g.slotBytes });
+      conn.recvUpTo = Math.max(conn.recvUpTo, applied + g.ringSlots);
       conn.stops.push(this.#poller.watchRecv(sqp, () => this.#service(conn)));
     } else {
       if (this.strategy === 'gpspm') {
@@ -519,6 +526,8 @@ export class DurableRpcServer {
   }
 
   #drop(c: Conn): void {
+    // Nothing more is polled for a dropped connection (a pass already running answers on the client's current one).
+    c.gone = true;
     for (const s of c.stops.splice(0)) s();
     this.nic.destroyQp(c.sqp.qpn);
     this.nic.deregisterMr(c.mr);
@@ -570,9 +579,21 @@ export class DurableRpcServer {
     }
   }
 
+  /** CPU passes running now (a reconnect accepted in the middle of one does not start another). */
+  #passes = 0;
+
   /** One CPU pass for a connection: poll FIFO, ACK what needs the CPU's persist, process. */
   #service(c: Conn, beforeProcess?: () => void): void {
     if (c.failed || c.gone || this.#state !== 'serving') return;
+    this.#passes++;
+    try {
+      this.#pass(c, beforeProcess);
+    } finally {
+      this.#passes--;
+    }
+  }
+
+  #pass(c: Conn, beforeProcess?: () => void): void {
     const polled: RingEntry[] = [];
     try {
       for (let i = 0; i < this.options.batchMax; i++) {
@@ -676,10 +697,17 @@ export class DurableRpcServer {
       return;
     }
     const send = (): void => {
+      // The client may have reconnected since (its old connection dropped in the middle of this pass): answer on the current one.
+      const c = this.#conns.get(from.clientId) ?? from;
       const applied = this.store.conn.appliedSeq(c.clientId);
       const g = this.store.geometry;
       // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.
-      if (SEND_STRATEGIES.has(this.strategy)) c.sqp.postRecv({ id: entry.seq + g.ringSlots, addr: c.ring.slotOffset(entry.seq + g.ringSlots), len: g.slotBytes });
+      // (Once: a reconnect accepted in the middle of this pass may have posted it already.)
+      const next = entry.seq + g.ringSlots;
+      if (SEND_STRATEGIES.has(this.strategy) && next > c.recvUpTo) {
+        c.sqp.postRecv({ id: next, addr: c.ring.slotOffset(next), len: g.slotBytes });
+        c.recvUpTo = next;
+      }
       if (!(coupled && this.#faults.replyBeforeApply)) this.#reply(c, entry.seq, status, bytes, applied + (this.#faults.earlyCredit ? 1 : 0));
     };
     if (this.#replies !== undefined) this.#replies.push(send);

@@ -5,6 +5,13 @@
  * Each pointer is checked (recovery/allocator.ts checkReturn: epoch, arena, alignment, not free,
  * not reachable) before it goes back on its free list; the reply is an 8-byte notify
  * (accepted u32 | refused u32) with imm ACK, or STALE when the batch's epoch is not the server's.
+ *
+ * Idempotent batches (flag bit 0 of the pad word): the header goes on with the sender's id u64 and
+ * its batch number u64 (numbers grow per sender), and the pointers start at byte 32. A batch whose
+ * number the desk already took from that sender in this epoch is answered ACK (0, 0) and nothing
+ * is freed again: a client whose connection dropped before the answer sends the batch again after
+ * its reconnect, whether or not the first one was applied. The table is volatile: a restart starts
+ * a new epoch, which refuses every batch of the old one anyway.
  */
 import type { MemoryRegion, RecvCompletion, Rnic, ServerQp } from '../../../flush/index.js';
 import type { PmemRegion } from '../../../pmem/index.js';
@@ -26,18 +33,45 @@ export interface ReturnDeskConfig {
   acceptStaleEpoch: boolean;
 }
 
+/** Flag bit of a return batch's pad word: the batch carries sender id and batch number (idempotent). */
+export const RETURN_FLAG_IDEMPOTENT = 1;
+/** Header bytes of a return batch: 16, or 32 with the idempotent flag (sender id u64, batch number u64). */
+export function returnHeaderBytes(idempotent: boolean): number {
+  return idempotent ? 32 : 16;
+}
+
+/** Encodes a return batch (the layout of the file comment); `id` makes it idempotent. */
+export function encodeReturnBatch(epoch: bigint, ptrs: readonly number[], id?: { sender: bigint; batch: bigint }): Uint8Array {
+  const h = returnHeaderBytes(id !== undefined);
+  const payload = new Uint8Array(h + ptrs.length * 8);
+  const dv = new DataView(payload.buffer);
+  dv.setBigUint64(0, epoch, true);
+  dv.setUint32(8, ptrs.length, true);
+  if (id !== undefined) {
+    dv.setUint32(12, RETURN_FLAG_IDEMPOTENT, true);
+    dv.setBigUint64(16, id.sender, true);
+    dv.setBigUint64(24, id.batch, true);
+  }
+  ptrs.forEach((p, i) => dv.setBigUint64(h + i * 8, BigInt(p), true));
+  return payload;
+}
+
 export interface ReturnStats {
   returnBatches: number;
+  /** Idempotent batches received again (already taken: nothing freed twice). */
+  returnDuplicates: number;
   returnsAccepted: number;
   returnsRefused: Record<string, number>;
 }
 
 export class ReturnDesk {
-  readonly stats: ReturnStats = { returnBatches: 0, returnsAccepted: 0, returnsRefused: {} };
+  readonly stats: ReturnStats = { returnBatches: 0, returnDuplicates: 0, returnsAccepted: 0, returnsRefused: {} };
   readonly #c: ReturnDeskConfig;
   #posted = new Map<number, { list: number[]; head: number; members: Set<number> }>();
   /** The server's epoch; undefined until recovery posted the lists (every return is refused before). */
   #epoch: bigint | undefined;
+  /** Idempotent batches: the highest batch number taken from each sender in this epoch. */
+  #taken = new Map<bigint, bigint>();
 
   constructor(config: ReturnDeskConfig) {
     this.#c = config;
@@ -48,6 +82,7 @@ export class ReturnDesk {
     this.#posted = new Map([...free].map(([k, v]) => [k, { list: [...v], head: 0, members: new Set(v) }]));
     postFreeLists(this.#c.nic, this.#c.mr, free);
     this.#epoch = epoch;
+    this.#taken.clear();
   }
 
   /** The NIC's current free lists. */
@@ -67,10 +102,13 @@ export class ReturnDesk {
       const dv = new DataView(msg.buffer);
       const epoch = dv.getBigUint64(0, true);
       const count = dv.getUint32(8, true);
-      if (16 + count * 8 <= c.byteLen) {
+      const idempotent = (dv.getUint32(12, true) & RETURN_FLAG_IDEMPOTENT) !== 0;
+      const h = returnHeaderBytes(idempotent);
+      if (h + count * 8 <= c.byteLen) {
         const ptrs: number[] = [];
-        for (let i = 0; i < count; i++) ptrs.push(Number(dv.getBigUint64(16 + i * 8, true)));
-        const { accepted, refused } = this.#accept(epoch, ptrs);
+        for (let i = 0; i < count; i++) ptrs.push(Number(dv.getBigUint64(h + i * 8, true)));
+        const id = idempotent ? { sender: dv.getBigUint64(16, true), batch: dv.getBigUint64(24, true) } : undefined;
+        const { accepted, refused } = this.#acceptOnce(epoch, ptrs, id);
         new DataView(reply.buffer).setUint32(0, accepted, true);
         new DataView(reply.buffer).setUint32(4, refused, true);
         if (epoch === this.#epoch || this.#c.acceptStaleEpoch) imm = this.#c.imms.ack;
@@ -91,6 +129,18 @@ export class ReturnDesk {
       }
     }
     return this.#posted;
+  }
+
+  /** An idempotent batch is taken once per epoch (a duplicate frees nothing); others as they come. */
+  #acceptOnce(epoch: bigint, ptrs: readonly number[], id: { sender: bigint; batch: bigint } | undefined): { accepted: number; refused: number } {
+    if (id === undefined || this.#epoch === undefined || epoch !== this.#epoch) return this.#accept(epoch, ptrs);
+    const last = this.#taken.get(id.sender);
+    if (last !== undefined && id.batch <= last) {
+      this.stats.returnDuplicates++;
+      return { accepted: 0, refused: 0 };
+    }
+    this.#taken.set(id.sender, id.batch);
+    return this.#accept(epoch, ptrs);
   }
 
   #accept(epoch: bigint, ptrs: readonly number[]): { accepted: number; refused: number } {

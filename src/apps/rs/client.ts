@@ -50,6 +50,7 @@ import {
   type Tag,
 } from './layout.js';
 import { RS_RETURN_ACK_IMM, RS_RETURN_IMM, RS_RETURN_STALE_IMM } from './server.js';
+import { encodeReturnBatch } from '../kv/index.js';
 
 /** One replica's connection: its queue pair and the welcome it sent. */
 export interface RsReplicaConnection {
@@ -124,6 +125,14 @@ export interface RsClientStats {
   countRetries: number;
   noMajority: number;
   returnRpcs: number;
+  /**
+   * Per replica: install chains posted on an open connection whose answer never came whole (the
+   * connection dropped, or the QP failed, after the chain may have run). Each may leave up to two
+   * buffers unlinked that this client cannot name (the one its ALLOCATE took, or the one its CAS
+   * replaced): they stay allocated until the replica's next recovery reclaims them, as a crashed
+   * client's buffers do.
+   */
+  uncertainInstalls: number[];
 }
 
 interface Replica {
@@ -133,6 +142,8 @@ interface Replica {
   geometry: RsGeometry | undefined;
   epoch: bigint;
   pending: number[];
+  /** A return batch sent whose answer never came (the connection dropped): sent again, same number, after the reconnect. */
+  unacked: { batch: bigint; ptrs: number[] } | undefined;
   returning: Promise<void> | undefined;
   waiter: { resolve: (m: NotifyMessage) => void; reject: (e: Error) => void } | undefined;
 }
@@ -178,7 +189,9 @@ export class RsClient {
    * disagree under one tag (reads then flip between the two values).
    */
   #lastTs = 0n;
-  #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, countRetries: 0, noMajority: 0, returnRpcs: 0 };
+  /** Return batches numbered so far (the replicas take each number once: idempotent returns). */
+  #returnBatches = 0n;
+  #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, countRetries: 0, noMajority: 0, returnRpcs: 0, uncertainInstalls: [] };
 
   /**
    * A client of the replicas behind `connections` (one per replica, in replica order; undefined for
@@ -190,7 +203,8 @@ export class RsClient {
     this.faults = Object.freeze({ ...NO_RS_FAULTS, ...this.options.faults });
     this.writerId = this.options.writerId !== undefined ? BigInt(this.options.writerId) : drawWriterId(this.options.entropy);
     this.replicas = connections.length;
-    this.#r = connections.map((_, i) => ({ index: i, qp: undefined, rkey: 0, geometry: undefined, epoch: 0n, pending: [], returning: undefined, waiter: undefined }));
+    this.#stats.uncertainInstalls = connections.map(() => 0);
+    this.#r = connections.map((_, i) => ({ index: i, qp: undefined, rkey: 0, geometry: undefined, epoch: 0n, pending: [], unacked: undefined, returning: undefined, waiter: undefined }));
     connections.forEach((c, i) => {
       if (c !== undefined) this.#attach(this.#r[i]!, c);
     });
@@ -201,7 +215,7 @@ export class RsClient {
   }
 
   get stats(): Readonly<RsClientStats> {
-    return { ...this.#stats };
+    return { ...this.#stats, uncertainInstalls: [...this.#stats.uncertainInstalls] };
   }
 
   /** Blocks per replica (undefined until a replica was reached). */
@@ -314,10 +328,18 @@ export class RsClient {
 
   // ---------------------------------------------------------------- life cycle
 
-  /** Waits for background installs and write-backs, then sends every pending buffer return. */
+  /**
+   * Waits for background installs and write-backs, then sends every pending buffer return
+   * (reconnecting, once, a replica whose link closed while it still holds returns for it).
+   */
   async settle(): Promise<void> {
     while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
-    await Promise.allSettled(this.#r.map((r) => this.#flushReturns(r)));
+    await Promise.allSettled(
+      this.#r.map(async (r) => {
+        if (!this.#closed && (r.pending.length > 0 || r.unacked !== undefined) && !this.#isLive(r)) await this.#reconnect(r).catch(() => undefined);
+        await this.#flushReturns(r);
+      }),
+    );
   }
 
   /** Settles, then closes every connection. Idempotent. */
@@ -345,7 +367,10 @@ export class RsClient {
       throw new PmrpcError(RsErrorCodes.GEOMETRY_MISMATCH, `replica ${r.index} has ${w.geometry.blocks} blocks and classes ${w.geometry.classes.map((x) => x.sizeBytes).join(',')}; the others ${this.#geometry.blocks} and ${this.#geometry.classes.map((x) => x.sizeBytes).join(',')}`);
     }
     // A different epoch: the replica restarted, and its recovery reclaimed every unlinked buffer.
-    if (w.epoch !== r.epoch) r.pending = [];
+    if (w.epoch !== r.epoch) {
+      r.pending = [];
+      r.unacked = undefined;
+    }
     r.qp = c.qp;
     r.rkey = w.rkey;
     r.geometry = w.geometry;
@@ -384,8 +409,7 @@ export class RsClient {
         for (const r of this.#r) {
           if (this.#isLive(r)) continue;
           try {
-            const c = await reconnect(r.index);
-            if (c !== undefined) this.#attach(r, c);
+            await this.#reconnect(r);
           } catch (e) {
             if (e instanceof PmrpcError && e.code === RsErrorCodes.GEOMETRY_MISMATCH) throw e;
             // not reachable now
@@ -399,6 +423,14 @@ export class RsClient {
       }
       await this.#sleep(retryDelayMs);
     }
+  }
+
+  /** One reconnect attempt of replica r (options.reconnect); returns held for it go out after. */
+  async #reconnect(r: Replica): Promise<void> {
+    const c = await this.options.reconnect?.(r.index);
+    if (c === undefined) return;
+    this.#attach(r, c);
+    if (r.unacked !== undefined && r.returning === undefined) this.#track(this.#flushReturns(r));
   }
 
   #end(): void {
@@ -539,8 +571,12 @@ export class RsClient {
       chain.push(Wr.read(loc, RS_SLOT_BYTES));
       if (!f.dropSlotFlush) chain.push(this.#slotFlush(r, block));
       chain.push(Wr.read({ scratch: SCRATCH_PTR }, 8));
+      const open = this.#isLive(r);
       const cs = await this.#post(r, chain);
-      if (cs === undefined) return undefined;
+      if (cs === undefined) {
+        if (open) this.#stats.uncertainInstalls[r.index]!++;
+        return undefined;
+      }
       const alloc = cs[1]!;
       const cas = cs[casAt]!;
       if (alloc.status !== 'ok') {
@@ -580,30 +616,33 @@ export class RsClient {
     if (r.pending.length >= this.options.returnBatch && r.returning === undefined) this.#track(this.#flushReturns(r));
   }
 
-  /** Sends replica r's pending returns (epoch-stamped batches, one at a time). */
+  /**
+   * Sends replica r's pending returns (epoch-stamped, numbered batches, one at a time). A batch
+   * whose answer does not come (the connection dropped; the replica may or may not have taken it)
+   * is kept and sent again, with the same number, once r is reconnected: the replica takes a
+   * number once per epoch (kv/returns.ts), so nothing is freed twice and nothing leaks. A replica
+   * that restarted (a new epoch) reclaimed every unlinked buffer itself: its batches are dropped.
+   */
   async #flushReturns(r: Replica): Promise<void> {
     while (r.returning !== undefined) await r.returning.catch(() => undefined);
     const run = async (): Promise<void> => {
-      while (r.pending.length > 0 && r.qp !== undefined && this.#isLive(r)) {
+      while ((r.unacked !== undefined || r.pending.length > 0) && r.qp !== undefined && this.#isLive(r)) {
         const qp = r.qp;
-        const ptrs = r.pending.splice(0, Math.min(RS_RETURN_BATCH_MAX, r.pending.length));
-        const payload = new Uint8Array(16 + ptrs.length * 8);
-        const dv = new DataView(payload.buffer);
-        dv.setBigUint64(0, r.epoch, true);
-        dv.setUint32(8, ptrs.length, true);
-        ptrs.forEach((p, i) => dv.setBigUint64(16 + i * 8, BigInt(p), true));
+        const b = (r.unacked ??= { batch: ++this.#returnBatches, ptrs: r.pending.splice(0, Math.min(RS_RETURN_BATCH_MAX, r.pending.length)) });
+        const payload = encodeReturnBatch(r.epoch, b.ptrs, this.faults.dropUnansweredReturns ? undefined : { sender: this.writerId, batch: b.batch });
         this.options.onReturnBatch?.(r.index, payload);
         const reply = new Promise<NotifyMessage>((resolve, reject) => (r.waiter = { resolve, reject }));
         reply.catch(() => undefined);
         this.#stats.returnRpcs++;
         const cs = await this.#post(r, [Wr.send(payload, RS_RETURN_IMM)]);
-        if (cs === undefined || r.qp !== qp) return; // the replica went away: its recovery reclaims them
+        if (cs === undefined || r.qp !== qp) return this.#unsent(r, b); // sent again after the reconnect
         let m: NotifyMessage;
         try {
           m = await reply;
         } catch {
-          return;
+          return this.#unsent(r, b);
         }
+        if (r.unacked === b) r.unacked = undefined;
         if (m.imm === RS_RETURN_STALE_IMM) {
           r.pending = []; // the replica restarted: recovery reclaimed every unlinked buffer
           return;
@@ -617,6 +656,11 @@ export class RsClient {
     } finally {
       r.returning = undefined;
     }
+  }
+
+  /** A batch whose answer did not come: kept to be sent again (mutant dropUnansweredReturns: dropped, as before the fix). */
+  #unsent(r: Replica, b: { batch: bigint; ptrs: number[] }): void {
+    if (this.faults.dropUnansweredReturns && r.unacked === b) r.unacked = undefined;
   }
 }
 

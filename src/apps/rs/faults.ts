@@ -30,6 +30,8 @@ export interface RsFaults {
   allowAllocateBeforeRebuild: boolean;
   /** Write: the tag's ts is the query's max + 1 only, not above this writer's own last ts (an indeterminate write of ours may hold that tag on a minority). */
   reuseOwnTag: boolean;
+  /** Returns: a return batch whose answer never came (the connection dropped, the replica up) is dropped, not sent again after the reconnect (and batches carry no number, so they are not idempotent). */
+  dropUnansweredReturns: boolean;
 }
 
 export const NO_RS_FAULTS: Readonly<RsFaults> = Object.freeze({
@@ -45,6 +47,7 @@ export const NO_RS_FAULTS: Readonly<RsFaults> = Object.freeze({
   acceptStaleEpoch: false,
   allowAllocateBeforeRebuild: false,
   reuseOwnTag: false,
+  dropUnansweredReturns: false,
 });
 
 export type RsFaultName = keyof RsFaults;
@@ -104,6 +107,13 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     // block: a crash run of replicas 1 and 2 together at crash point 12 of seed 1 (restarted at once).
     // The correct build passes the same run: crash-test --app rs --seed 1 --crash-plan 'p12:n1,n2@0/r0'.
     explore: { crashPlan: 'p12:n1,n2@0/r0' },
+  },
+  {
+    name: 'dropUnansweredReturns',
+    layer: 'recovery',
+    step: 'sending a return batch again (same number, idempotent) after a reconnect when the connection dropped before its answer (the replica is up: no recovery reclaims it)',
+    // Needs a dropped connection with the replica up; the explorer's seeded crash runs crash nodes only.
+    caughtBy: 'test/apps/rs/drops.test.ts',
   },
 ] as const satisfies readonly RsMutant[]);
 

@@ -33,9 +33,9 @@ export const RS_EPOCH_OFFSET = 128;
 export const RS_SLOT_BYTES = 32;
 export const RS_ITEM_HEADER_BYTES = 32;
 export const RS_MAX_CLASSES = 8;
-/** Mailbox buffers are KV's (1 KiB each): a return batch carries (1024 - 16) / 8 pointers. */
+/** Mailbox buffers are KV's (1 KiB each): a return batch (idempotent: a 32-byte header, kv/returns.ts) carries (1024 - 32) / 8 pointers. */
 export const RS_MAILBOX_BUFFER_BYTES = 1024;
-export const RS_RETURN_BATCH_MAX = (RS_MAILBOX_BUFFER_BYTES - 16) / 8;
+export const RS_RETURN_BATCH_MAX = (RS_MAILBOX_BUFFER_BYTES - 32) / 8;
 
 const MASK64 = (1n << 64n) - 1n;
 

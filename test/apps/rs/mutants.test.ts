@@ -28,6 +28,7 @@ const EXPECTED: Record<RsFaultName, string[]> = {
   allowAllocateBeforeRebuild: ['early-allocate'],
   countFailedCas: ['lost', 'linearizability'],
   reuseOwnTag: ['linearizability'],
+  dropUnansweredReturns: ['allocator'],
 };
 
 t.test('mutants are data: name and step; at least 8; the listing', async (t) => {

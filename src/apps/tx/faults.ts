@@ -28,6 +28,10 @@ export interface TxFaults {
   resolverNoFence: boolean;
   /** Recovery: PREPARED records are ignored — their locks are released and H set ABORTED locally. */
   recoveryIgnoresRecords: boolean;
+  /** Reclamation: the client marks its ALLOCATEd items dead as soon as its commit did not reach the commit point in its own view — a participant that did not answer included — before T's abort is decided and durable. */
+  returnBeforeDecided: boolean;
+  /** Reclamation switched off (not a safety step: a liveness switch): no item is marked dead, so aborted transactions' items come back only at recovery (R4). */
+  skipReturns: boolean;
 }
 
 export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
@@ -42,6 +46,8 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   resolverTrustsVisible: false,
   resolverNoFence: false,
   recoveryIgnoresRecords: false,
+  returnBeforeDecided: false,
+  skipReturns: false,
 });
 
 export type TxFaultName = keyof TxFaults;
@@ -86,6 +92,7 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
   },
   { name: 'resolver-no-fence', fault: 'resolverNoFence', step: 'the resolver fences T where it found no record before deciding abort' },
   { name: 'recovery-ignores-records', fault: 'recoveryIgnoresRecords', step: 'recovery keeps PREPARED records (and their locks) for the resolver' },
+  { name: 'return-before-decided', fault: 'returnBeforeDecided', step: "an aborted transaction's ALLOCATEd items are marked dead (and swept back to the free list) only once its abort is decided and durable" },
 ] as const satisfies readonly TxMutant[]);
 
 export function txFaultsFor(mutant: string | undefined): TxFaults {

@@ -153,7 +153,7 @@ export class TxClient {
    */
   #unsettled: Array<{ txid: bigint; participants: bigint; ts?: bigint; items?: Map<number, Array<{ key: number; ptr: number }>> }> = [];
   /** Items this client marked dead (docs/tx.md "Reclamation"), for reports and tests. */
-  readonly reclaimStats = { marked: 0, markChainsLost: 0 };
+  readonly reclaimStats = { marked: 0, markChainsLost: 0, guardRefused: 0 };
   #open = false;
   #reads = new Map<number, ReadEntry>();
   #writes = new Map<number, Uint8Array>();
@@ -330,7 +330,7 @@ export class TxClient {
     // Mutant return-before-decided: T's items are marked dead before T's abort is decided (a
     // participant that did not answer may hold a durable record: the resolver may commit T).
     const early = this.faults.returnBeforeDecided && !this.faults.skipReturns && notPrepared;
-    if (early) await Promise.all(prep.map((p) => this.#markDead(conns.get(p.s)!, ts, writesOn(p.s))));
+    if (early) await Promise.all(prep.map((p) => this.#markDead(conns.get(p.s)!, txid, ts, writesOn(p.s))));
     /** T's items on the participants where they are not marked yet (the resolver's decision marks them: #settle). */
     const unmarked = (only: (s: number) => boolean): Map<number, Array<{ key: number; ptr: number }>> => new Map(early ? [] : prep.filter((p) => only(p.s)).map((p) => [p.s, writesOn(p.s)]));
     if (prep.every((p) => p.state === 'prepared')) {
@@ -363,7 +363,7 @@ export class TxClient {
           // CAS completed without swapping, and no prepare is ever sent again — and durable here:
           // ABORTED(T) FLUSHed where T's record was, no record where it was refused. Only now are
           // T's items here marked dead.
-          if (ok && !early) await this.#markDead(conn, ts, writesOn(p.s));
+          if (ok && !early) await this.#markDead(conn, txid, ts, writesOn(p.s));
           return ok;
         }),
       );
@@ -399,7 +399,7 @@ export class TxClient {
       if (r === 'aborted' && u.ts !== undefined && u.items !== undefined) {
         for (const [s, items] of u.items) {
           const conn = this.#source(s);
-          if (conn !== undefined) await this.#markDead(conn, u.ts, items);
+          if (conn !== undefined) await this.#markDead(conn, u.txid, u.ts, items);
         }
       }
       // What the resolver left in this client's slots: re-learn every participant's H.
@@ -426,21 +426,34 @@ export class TxClient {
   }
 
   /**
-   * Marks T's items on one shard dead (docs/tx.md "Reclamation"): per item an enhanced CAS on its
-   * [ts, key] words — it swaps only T's own item, never one the allocator has since handed to
-   * another transaction — setting the mark, then a FLUSH so that the marks drain (the shard CPU's
-   * sweep sees only drained memory) and persist. Called once per item, only after T's abort is
-   * decided and durable on that shard (and with the fault switch skipReturns, never).
+   * Marks T's items on one shard dead (docs/tx.md "Reclamation", table A). Called once per item,
+   * only after T's abort is decided (and with the fault switch skipReturns, never). One chain:
+   * - a guard: enhanced CAS `ne` on the client's H there, against PREPARED(T), swapping nothing —
+   *   it succeeds iff H no longer says PREPARED(T) (as the NIC's atomics see it, another QP's
+   *   undrained ABORTED(T) included) and writes that value back through this QP; then a FLUSH of
+   *   H: the abort is durable on this shard before any mark (a crash can never bring back a
+   *   PREPARED(T) record naming a marked item). Every later op is conditional on it;
+   * - per item an enhanced CAS on its [ts, key] words — it swaps only T's own item — setting the
+   *   mark, then a FLUSH so that the marks drain (the shard CPU's sweep sees only drained memory).
+   * The mutant return-before-decided posts the marks without the guard, before T is decided.
    */
-  async #markDead(conn: ShardConn, ts: bigint, items: ReadonlyArray<{ key: number; ptr: number }>): Promise<void> {
+  async #markDead(conn: ShardConn, txid: bigint, ts: bigint, items: ReadonlyArray<{ key: number; ptr: number }>): Promise<void> {
     if (items.length === 0 || this.faults.skipReturns) return;
-    const wrs: WorkRequest[] = items.map((it) =>
-      Wr.prismCas('eq', { rkey: conn.rkey, addr: it.ptr + 8 }, words(ts, BigInt(it.key) | (ITEM_DEAD << 32n)), { compareMask: words(ONES, 0xffffffffn), swapMask: words(0n, 0xffffffff00000000n) }),
-    );
+    const guarded = !this.faults.returnBeforeDecided;
+    const wrs: WorkRequest[] = [];
+    if (guarded) {
+      const rec = recAt(conn, this.client);
+      wrs.push(Wr.prismCas('ne', rec, u64(hWord(txid, H_PREPARED)), { swapMask: u64(0n) }));
+      wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }, { conditional: true }));
+    }
+    for (const it of items) {
+      wrs.push(Wr.prismCas('eq', { rkey: conn.rkey, addr: it.ptr + 8 }, words(ts, BigInt(it.key) | (ITEM_DEAD << 32n)), { compareMask: words(ONES, 0xffffffffn), swapMask: words(0n, 0xffffffff00000000n), conditional: guarded }));
+    }
     wrs.push(Wr.flush('persistent', conn.rkey, { addr: items[0]!.ptr + ITEM_MARK_WORD, len: 8 }));
     const cs = await post(conn, wrs);
     if (cs === undefined) this.reclaimStats.markChainsLost++;
-    else this.reclaimStats.marked += cs.filter((c) => c.swapped === true).length;
+    else if (guarded && cs[0]!.swapped !== true) this.reclaimStats.guardRefused++; // T still PREPARED here: its items wait for recovery (R4)
+    else this.reclaimStats.marked += cs.slice(guarded ? 2 : 0, -1).filter((c) => c.swapped === true).length;
   }
 
   #knownShards = -1;

@@ -122,9 +122,7 @@ export interface TxSweepStats {
   dead: number;
   /** Dead items given back to the free list. */
   returned: number;
-  /** Dead items a PREPARED record still names (looked at again on the next write there). */
-  deferred: number;
-  /** Dead items the ReturnDesk refused (reachable, already free). */
+  /** Dead items the ReturnDesk refused (reached by a slot or a PREPARED record, or already free). */
   refused: number;
 }
 
@@ -147,7 +145,7 @@ export class TxAppServer implements AppServer {
   /** Items whose mark word a drained NIC write touched since the last sweep. */
   #candidates = new Set<number>();
   #sweepQueued = false;
-  readonly sweepStats: TxSweepStats = { sweeps: 0, dead: 0, returned: 0, deferred: 0, refused: 0 };
+  readonly sweepStats: TxSweepStats = { sweeps: 0, dead: 0, returned: 0, refused: 0 };
 
   constructor(host: AppHost, o: TxAppOptions) {
     this.region = host.region;
@@ -218,16 +216,15 @@ export class TxAppServer implements AppServer {
   }
 
   /**
-   * The CPU's sweep (docs/tx.md table A): every candidate item marked dead goes back to the free
-   * list unless the index reaches it or a PREPARED record still names it. A record of the
-   * aborted transaction that is no longer PREPARED in visible memory is persisted first, so the
-   * record a crash can bring back never names an item that was handed out again. The mark is
-   * cleared in the same step as the return, so a later owner's item never shows a stale mark.
-   * Returns how many items went back.
+   * The CPU's sweep (docs/tx.md table A): every candidate item marked dead over a whole item goes
+   * back to the free list through the ReturnDesk, which refuses what the index reaches (a slot, or
+   * a PREPARED record: a transaction still in doubt here). The mark was posted behind a durable
+   * H ≠ PREPARED(T) on this shard (the client's guard), so no crash brings back a record naming a
+   * returned item. The mark is cleared in the same synchronous step as the return, so a later
+   * owner's item never shows a stale mark. Returns how many items went back.
    */
   sweep(): number {
     if (!this.#recovered || this.#closed || this.#candidates.size === 0) return 0;
-    const g = this.geometry;
     this.sweepStats.sweeps++;
     const todo = [...this.#candidates].sort((a, b) => a - b);
     this.#candidates.clear();
@@ -238,23 +235,9 @@ export class TxAppServer implements AppServer {
       // A whole item under the mark (its crc covers the mark: checked with the mark cleared).
       const bytes = this.region.load(ptr, ITEM_BYTES);
       new DataView(bytes.buffer, bytes.byteOffset).setUint32(ITEM_MARK_WORD + 4, 0, true);
-      const item = decodeItem(bytes);
-      if (item === undefined) continue;
+      if (decodeItem(bytes) === undefined) continue;
       this.sweepStats.dead++;
-      let deferred = false;
-      for (let c = 0; c < g.clients && !deferred; c++) {
-        const at = recordOffset(g, c);
-        const body = decodeBody(this.region.load(at + RECORD_BODY, RECORD_BYTES - RECORD_BODY));
-        if (body === undefined || !body.entries.some((e) => e.kind === ENTRY_WRITE && e.newPtr === ptr)) continue;
-        const h = this.region.loadU64(at);
-        if (h !== 0n && hState(h) === H_PREPARED && hTxid(h) === body.txid) deferred = true;
-        else this.region.persist(at, 8); // what replaced T's record here is durable before its item is reused
-      }
-      if (deferred) {
-        this.sweepStats.deferred++;
-        continue;
-      }
-      const { accepted } = this.#desk.giveBack([ptr]);
+    const { accepted } = this.#desk.giveBack([ptr]);
       if (accepted === 0) {
         this.sweepStats.refused++;
         continue;

@@ -28,7 +28,7 @@ export interface TxFaults {
   resolverNoFence: boolean;
   /** Recovery: PREPARED records are ignored — their locks are released and H set ABORTED locally. */
   recoveryIgnoresRecords: boolean;
-  /** Reclamation: the client marks its ALLOCATEd items dead as soon as its commit did not reach the commit point in its own view — a participant that did not answer included — before T's abort is decided and durable. */
+  /** Reclamation: the client marks its ALLOCATEd items dead as soon as its commit did not reach the commit point in its own view — a participant that did not answer included — before T's abort is decided, and without the guard that makes the abort durable on the shard first. */
   returnBeforeDecided: boolean;
   /** Reclamation switched off (not a safety step: a liveness switch): no item is marked dead, so aborted transactions' items come back only at recovery (R4). */
   skipReturns: boolean;

@@ -87,8 +87,9 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
     fault: 'resolverTrustsVisible',
     step: 'the resolver FLUSHes what it read before acting on it',
     // A prepare record visible (drained at once: drain eager) but not yet FLUSHed while its client's QP is held back
-    // and the resolver agent decides on it; a crash in that window (pct.ts stalls).
-    explore: { pins: { drain: 'eager' }, schedule: { stalls: 20, stallSteps: 200, stallUnit: 'qp', horizon: 600 } },
+    // and the resolver agent decides on it; a crash in that window (pct.ts stalls). Stalls of up to 400 steps in the
+    // first 800 since live reclamation (its mark chains and sweeps moved seed 1's interleaving off the 200/600 window).
+    explore: { pins: { drain: 'eager' }, schedule: { stalls: 20, stallSteps: 400, stallUnit: 'qp', horizon: 800 } },
   },
   { name: 'resolver-no-fence', fault: 'resolverNoFence', step: 'the resolver fences T where it found no record before deciding abort' },
   { name: 'recovery-ignores-records', fault: 'recoveryIgnoresRecords', step: 'recovery keeps PREPARED records (and their locks) for the resolver' },

@@ -11,7 +11,7 @@ import { listRsMutants } from '../src/apps/rs/index.js';
 import { resolveRsWorkload } from '../src/testing/crash/index.js';
 import { RSLOCK_MUTANTS } from '../src/apps/rslock/index.js';
 import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
-import { resolveTxWorkload, TX_CLI_DEFAULTS, resolveSchedule, type ScheduleOptions } from '../src/testing/crash/index.js';
+import { txCrashSpec, resolveSchedule, type ScheduleOptions } from '../src/testing/crash/index.js';
 import { TX_MUTANTS } from '../src/apps/tx/index.js';
 import { DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
@@ -161,25 +161,25 @@ export function registerCrashTest(program: Command): void {
         ...(opts.placement !== undefined ? { placement: opts.placement as 'any' | 'ascending' } : {}),
         ...(opts.eviction !== undefined ? { eviction: opts.eviction } : {}),
       };
-      // tx: a mutant runs with DDIO on unless pinned (the configuration in which a missing persistence step shows).
-      if (opts.app === 'tx' && opts.mutant !== undefined && pins.ddio === undefined) pins.ddio = true;
-      const exploreOptions = resolveExploreOptions({
+      const given = {
         engine: opts.engine as 'random' | 'exhaustive',
-        // rs, tx: one seed checks >= 10,000 images by default (issues 12, 13).
-        imagesPerPoint: opts.imagesPerPoint ?? (opts.app === 'tx' ? TX_CLI_DEFAULTS.imagesPerPoint : opts.app === 'rs' ? RS_IMAGES_PER_POINT : undefined),
+        // rs, tx: one seed checks >= 10,000 images by default (issues 12, 13; tx's defaults: txCrashSpec).
+        imagesPerPoint: opts.imagesPerPoint ?? (opts.app === 'rs' ? RS_IMAGES_PER_POINT : undefined),
         pointsMax: opts.pointsMax,
         point: opts.point,
         nested: opts.nested,
         pins,
-        crashRuns: opts.crashRuns ?? (opts.app === 'tx' ? TX_CLI_DEFAULTS.crashRuns : undefined),
+        crashRuns: opts.crashRuns,
         crashPlan: opts.crashPlan,
         schedule: scheduleOf(opts),
-      });
+      };
+      const exploreOptions = resolveExploreOptions(given);
       if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && !CRASH_RUN_APPS.includes(opts.app)) throw new TypeError(`--crash-runs and --crash-plan need --app ${CRASH_RUN_APPS.join(', ')} (an app with a whole-history check)`);
       const { clock: _c, onProgress: _p, seed: _s, ...ex } = exploreOptions;
       let spec: SweepSpec;
       if (opts.app === 'tx') {
-        spec = { app: 'tx', workload: resolveTxWorkload({ workload: opts.workload as 'append' | 'bank' | undefined, shards: opts.nodes, clients: opts.clients, txPerClient: opts.requests, keys: opts.keys, mutant: opts.mutant, agent: opts.agent }), explore: ex };
+        // One path with test/crash/tx-mutants.test.ts: a mutant's DDIO pin and the TX defaults are applied there.
+        spec = txCrashSpec({ workload: opts.workload as 'append' | 'bank' | undefined, shards: opts.nodes, clients: opts.clients, txPerClient: opts.requests, keys: opts.keys, mutant: opts.mutant, agent: opts.agent }, given);
       } else if (opts.app === 'rslock') {
         if (opts.mutant !== undefined && !RSLOCK_MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`--mutant must be one of ${RSLOCK_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
         spec = { app: 'rslock', workload: { nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant }, explore: ex };

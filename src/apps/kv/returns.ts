@@ -12,6 +12,8 @@
  * is freed again: a client whose connection dropped before the answer sends the batch again after
  * its reconnect, whether or not the first one was applied. The table is volatile: a restart starts
  * a new epoch, which refuses every batch of the old one anyway.
+ * PRISM-TX's shard CPU gives back the items its sweep found dead through the same checks
+ * (giveBack: no mailbox, the server's own epoch).
  */
 import type { MemoryRegion, RecvCompletion, Rnic, ServerQp } from '../../../flush/index.js';
 import type { PmemRegion } from '../../../pmem/index.js';
@@ -27,8 +29,8 @@ export interface ReturnDeskConfig {
   classOf(ptr: number): number | undefined;
   /** Whether the index reaches this buffer (then it must not be freed). */
   isReachable(ptr: number): boolean;
-  /** The imm values of a batch, the ACK and the STALE reply. */
-  imms: { batch: number; ack: number; stale: number };
+  /** The imm values of a batch, the ACK and the STALE reply (a desk fed only by giveBack has no mailbox: none). */
+  imms?: { batch: number; ack: number; stale: number };
   /** Test-only fault: accept a batch stamped with another epoch. */
   acceptStaleEpoch: boolean;
 }
@@ -96,8 +98,9 @@ export class ReturnDesk {
   onRecv(qp: ServerQp, bufs: MailboxBuffer[], c: RecvCompletion): void {
     const b = bufs[c.recvId]!;
     const reply = new Uint8Array(8);
-    let imm = this.#c.imms.stale;
-    if (c.op === 'send' && c.imm === this.#c.imms.batch && c.byteLen >= 16) {
+    const imms = this.#c.imms ?? { batch: -1, ack: 0, stale: 0 };
+    let imm = imms.stale;
+    if (c.op === 'send' && c.imm === imms.batch && c.byteLen >= 16) {
       const msg = this.#c.region.load(c.addr, c.byteLen);
       const dv = new DataView(msg.buffer);
       const epoch = dv.getBigUint64(0, true);
@@ -111,11 +114,19 @@ export class ReturnDesk {
         const { accepted, refused } = this.#acceptOnce(epoch, ptrs, id);
         new DataView(reply.buffer).setUint32(0, accepted, true);
         new DataView(reply.buffer).setUint32(4, refused, true);
-        if (epoch === this.#epoch || this.#c.acceptStaleEpoch) imm = this.#c.imms.ack;
+        if (epoch === this.#epoch || this.#c.acceptStaleEpoch) imm = imms.ack;
       }
     }
     qp.postRecv({ id: c.recvId, ...b });
     qp.notify(reply, imm);
+  }
+
+  /**
+   * The server CPU's own returns (PRISM-TX's sweep of dead items): the same checks as a batch
+   * stamped with the current epoch (arena, alignment, not free, not reachable). Refused before open().
+   */
+  giveBack(ptrs: readonly number[]): { accepted: number; refused: number } {
+    return this.#accept(this.#epoch ?? -1n, ptrs);
   }
 
   /** Catches the mirror up with what ALLOCATE popped since. */

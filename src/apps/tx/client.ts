@@ -44,6 +44,8 @@ import {
   hTxid,
   hWord,
   ITEM_BYTES,
+  ITEM_DEAD,
+  ITEM_MARK_WORD,
   makeTxid,
   ONES,
   RECORD_BODY,
@@ -154,8 +156,13 @@ export class TxClient {
   #lastHi = 0n;
   /** Per shard: the H value this client last left in its record slot there (its next prepare's expected value). */
   #hPrev = new Map<number, bigint>();
-  /** Transactions of this client whose final state is not yet known everywhere (settled before the next begin). */
-  #unsettled: Array<{ txid: bigint; participants: bigint }> = [];
+  /**
+   * Transactions of this client whose final state is not yet known everywhere (settled before the
+   * next begin), with the ALLOCATEd items not yet marked dead (marked once the resolver decides abort).
+   */
+  #unsettled: Array<{ txid: bigint; participants: bigint; ts?: bigint; items?: Map<number, Array<{ key: number; ptr: number }>> }> = [];
+  /** Items this client marked dead (docs/tx.md "Reclamation"), for reports and tests. */
+  readonly reclaimStats = { marked: 0, markChainsLost: 0, guardRefused: 0 };
   #open = false;
   #reads = new Map<number, ReadEntry>();
   #writes = new Map<number, Uint8Array>();
@@ -347,6 +354,13 @@ export class TxClient {
       }),
     );
     const writesOn = (s: number): Array<{ key: number; ptr: number }> => byShard.get(s)!.filter((k) => this.#writes.has(k)).map((k) => ({ key: k, ptr: newPtr.get(k)! }));
+    const notPrepared = !prep.every((p) => p.state === 'prepared');
+    // Mutant return-before-decided: T's items are marked dead before T's abort is decided (a
+    // participant that did not answer may hold a durable record: the resolver may commit T).
+    const early = this.faults.returnBeforeDecided && !this.faults.skipReturns && notPrepared;
+    if (early) await Promise.all(prep.map((p) => this.#markDead(conns.get(p.s)!, txid, ts, writesOn(p.s))));
+    /** T's items on the participants where they are not marked yet (the resolver's decision marks them: #settle). */
+    const unmarked = (only: (s: number) => boolean): Map<number, Array<{ key: number; ptr: number }>> => new Map(early ? [] : prep.filter((p) => only(p.s)).map((p) => [p.s, writesOn(p.s)]));
     if (prep.every((p) => p.state === 'prepared')) {
       // Commit point reached: every participant holds a durable record of T and none fenced it.
       if (this.#afterPrepare !== undefined) await this.#afterPrepare(txid);
@@ -373,14 +387,20 @@ export class TxClient {
           else if (p.hOld !== undefined) this.#hPrev.delete(p.s); // an earlier incarnation's PREPARED record: settled (and re-read) before the next prepare
           const ok = await abortOn(conn, this.client, txid, p.state === 'prepared', p.locked);
           if (ok && p.state === 'prepared') this.#hPrev.set(p.s, hWord(txid, H_ABORTED));
+          // Reclamation (docs/tx.md, table A): T's abort is decided — a participant refused: its H
+          // CAS completed without swapping, and no prepare is ever sent again — and durable here:
+          // ABORTED(T) FLUSHed where T's record was, no record where it was refused. Only now are
+          // T's items here marked dead.
+          if (ok && !early) await this.#markDead(conn, txid, ts, writesOn(p.s));
           return ok;
         }),
       );
-      if (oks.some((x) => !x)) this.#unsettled.push({ txid, participants });
+      if (oks.some((x) => !x)) this.#unsettled.push({ txid, participants, ts, items: unmarked((s) => !oks[prep.findIndex((p) => p.s === s)]) });
       return { status: 'aborted', txid, code: TxErrorCodes.CONFLICT };
     }
-    // Some participant did not answer: whether its record is durable is unknown. Resolve.
-    this.#unsettled.push({ txid, participants });
+    // Some participant did not answer: whether its record is durable is unknown. Resolve (and mark
+    // T's items dead only if the resolver decides abort).
+    this.#unsettled.push({ txid, participants, ts, items: unmarked(() => true) });
     try {
       await this.#settle();
     } catch {
@@ -401,6 +421,15 @@ export class TxClient {
       if (r === 'unknown') throw new PmrpcError(TxErrorCodes.UNRESOLVED, `${txName(u.txid)} could not be resolved (a shard stayed down)`);
       this.#decided.set(u.txid, r);
       this.#unsettled.shift();
+      // Reclamation: the resolver decided abort and made it durable (fences and ABORTED FLUSHed on
+      // every participant): T's items that are not marked yet are marked now (a shard that is down
+      // keeps them until its recovery, R4).
+      if (r === 'aborted' && u.ts !== undefined && u.items !== undefined) {
+        for (const [s, items] of u.items) {
+          const conn = this.#source(s);
+          if (conn !== undefined) await this.#markDead(conn, u.txid, u.ts, items);
+        }
+      }
       // What the resolver left in this client's slots: re-learn every participant's H.
       for (let s = 0; (1n << BigInt(s)) <= u.participants; s++) if ((u.participants >> BigInt(s)) & 1n) this.#hPrev.delete(s);
     }
@@ -422,6 +451,37 @@ export class TxClient {
         break;
       }
     }
+  }
+
+  /**
+   * Marks T's items on one shard dead (docs/tx.md "Reclamation", table A). Called once per item,
+   * only after T's abort is decided (and with the fault switch skipReturns, never). One chain:
+   * - a guard: enhanced CAS `ne` on the client's H there, against PREPARED(T), swapping nothing —
+   *   it succeeds iff H no longer says PREPARED(T) (as the NIC's atomics see it, another QP's
+   *   undrained ABORTED(T) included) and writes that value back through this QP; then a FLUSH of
+   *   H: the abort is durable on this shard before any mark (a crash can never bring back a
+   *   PREPARED(T) record naming a marked item). Every later op is conditional on it;
+   * - per item an enhanced CAS on its [ts, key] words — it swaps only T's own item — setting the
+   *   mark, then a FLUSH so that the marks drain (the shard CPU's sweep sees only drained memory).
+   * The mutant return-before-decided posts the marks without the guard, before T is decided.
+   */
+  async #markDead(conn: ShardConn, txid: bigint, ts: bigint, items: ReadonlyArray<{ key: number; ptr: number }>): Promise<void> {
+    if (items.length === 0 || this.faults.skipReturns) return;
+    const guarded = !this.faults.returnBeforeDecided;
+    const wrs: WorkRequest[] = [];
+    if (guarded) {
+      const rec = recAt(conn, this.client);
+      wrs.push(Wr.prismCas('ne', rec, u64(hWord(txid, H_PREPARED)), { swapMask: u64(0n) }));
+      wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }, { conditional: true }));
+    }
+    for (const it of items) {
+      wrs.push(Wr.prismCas('eq', { rkey: conn.rkey, addr: it.ptr + 8 }, words(ts, BigInt(it.key) | (ITEM_DEAD << 32n)), { compareMask: words(ONES, 0xffffffffn), swapMask: words(0n, 0xffffffff00000000n), conditional: guarded }));
+    }
+    wrs.push(Wr.flush('persistent', conn.rkey, { addr: items[0]!.ptr + ITEM_MARK_WORD, len: 8 }));
+    const cs = await post(conn, wrs);
+    if (cs === undefined) this.reclaimStats.markChainsLost++;
+    else if (guarded && cs[0]!.swapped !== true) this.reclaimStats.guardRefused++; // T still PREPARED here: its items wait for recovery (R4)
+    else this.reclaimStats.marked += cs.slice(guarded ? 2 : 0, -1).filter((c) => c.swapped === true).length;
   }
 
   #knownShards = -1;

@@ -35,6 +35,10 @@ export interface TxFaults {
    * test/apps/tx/slot-reuse.test.ts.
    */
   reuseSlotUnsettled: boolean;
+  /** Reclamation: the client marks its ALLOCATEd items dead as soon as its commit did not reach the commit point in its own view — a participant that did not answer included — before T's abort is decided, and without the guard that makes the abort durable on the shard first. */
+  returnBeforeDecided: boolean;
+  /** Reclamation switched off (not a safety step: a liveness switch): no item is marked dead, so aborted transactions' items come back only at recovery (R4). */
+  skipReturns: boolean;
 }
 
 export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
@@ -50,6 +54,8 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   resolverNoFence: false,
   recoveryIgnoresRecords: false,
   reuseSlotUnsettled: false,
+  returnBeforeDecided: false,
+  skipReturns: false,
 });
 
 export type TxFaultName = keyof TxFaults;
@@ -89,12 +95,13 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
     fault: 'resolverTrustsVisible',
     step: 'the resolver FLUSHes what it read before acting on it',
     // A prepare record visible (drained at once: drain eager) but not yet FLUSHed while its client's QP is held back
-    // and the resolver agent decides on it; a crash in that window (pct.ts stalls).
-    // 40 stalls: with the commit's ALLOCATEs posted on every shard at once, 20 no longer reach the window at seed 1.
-    explore: { pins: { drain: 'eager' }, schedule: { stalls: 40, stallSteps: 200, stallUnit: 'qp', horizon: 600 } },
+    // and the resolver agent decides on it; a crash in that window (pct.ts stalls). Stalls of up to 400 steps in the
+    // first 800 since live reclamation (its mark chains and sweeps moved seed 1's interleaving off the 200/600 window).
+    explore: { pins: { drain: 'eager' }, schedule: { stalls: 20, stallSteps: 400, stallUnit: 'qp', horizon: 800 } },
   },
   { name: 'resolver-no-fence', fault: 'resolverNoFence', step: 'the resolver fences T where it found no record before deciding abort' },
   { name: 'recovery-ignores-records', fault: 'recoveryIgnoresRecords', step: 'recovery keeps PREPARED records (and their locks) for the resolver' },
+  { name: 'return-before-decided', fault: 'returnBeforeDecided', step: "an aborted transaction's ALLOCATEd items are marked dead (and swept back to the free list) only once its abort is decided and durable" },
 ] as const satisfies readonly TxMutant[]);
 
 export function txFaultsFor(mutant: string | undefined): TxFaults {

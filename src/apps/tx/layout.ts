@@ -23,7 +23,8 @@
  * 2 read), newPtr u64, oldCT u64.
  *
  * Item (ITEM_BYTES): +0 crc32c u32 over [4, 24 + len) | +4 len u32 | +8 ts u64 | +16 key u32 |
- * +20 reserved | +24 value (len bytes).
+ * +20 mark u32 (0; ITEM_DEAD once its transaction's abort is decided and durable: the shard CPU's
+ * sweep returns it to the free list; the crc covers it, so a dead item never decodes) | +24 value.
  */
 import { crc32c, defineErrorCodes, PmrpcError, type ErrorCodesOf } from '../../../pmem/index.js';
 
@@ -38,6 +39,10 @@ export const ENTRIES_MAX = Math.floor((RECORD_BYTES - RECORD_BODY - 32) / ENTRY_
 export const ITEM_BYTES = 128;
 export const ITEM_HEADER_BYTES = 24;
 export const VALUE_BYTES_MAX = ITEM_BYTES - ITEM_HEADER_BYTES;
+/** The item word the dead mark lives in: key u32 | mark u32 (docs/tx.md, "Reclamation"). */
+export const ITEM_MARK_WORD = 16;
+/** The mark of an item whose transaction aborted (decided and durable): the sweep may return it. */
+export const ITEM_DEAD = 0xdeadn;
 export const SHARDS_MAX = 32;
 export const CLIENTS_MAX = 255;
 

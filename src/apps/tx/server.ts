@@ -4,12 +4,15 @@
  * torn install left on a slot a PREPARED record holds, release every lock no PREPARED record
  * backs, rebuild the free list from what slots and PREPARED records reach) and posts the free list
  * to the NIC. Reads, prepares, validations, installs and the resolver's fences are NIC chains
- * (client.ts, resolver.ts): the shard's CPU is never on a transaction's path.
+ * (client.ts, resolver.ts): the shard's CPU is never on a transaction's path. Off the path, the
+ * CPU sweeps the items clients marked dead (their transaction aborted, decided and durable) back
+ * to the free list through the ReturnDesk KV and RS use (docs/tx.md "Reclamation", table A).
  */
-import { Access, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
+import { Access, CpuPoller, type HostWriteEvent, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { intIn, oneOf, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
-import { postFreeLists, recoverFreeLists } from '../../../recovery/index.js';
+import { recoverFreeLists, type ArenaClass } from '../../../recovery/index.js';
 import { jsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
+import { ReturnDesk, type ReturnStats } from '../kv/index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
 import {
   CLIENTS_MAX,
@@ -29,6 +32,8 @@ import {
   hTxid,
   hWord,
   ITEM_BYTES,
+  ITEM_DEAD,
+  ITEM_MARK_WORD,
   RECORD_BODY,
   RECORD_BYTES,
   recordOffset,
@@ -109,6 +114,18 @@ export interface TxRecoveryReport {
   reclaimed: number;
 }
 
+/** The live reclamation of one shard (docs/tx.md "Reclamation"). */
+export interface TxSweepStats {
+  /** CPU passes that looked at candidate items. */
+  sweeps: number;
+  /** Items found marked dead. */
+  dead: number;
+  /** Dead items given back to the free list. */
+  returned: number;
+  /** Dead items the ReturnDesk refused (reached by a slot or a PREPARED record, or already free). */
+  refused: number;
+}
+
 /** One shard opened on a region. */
 export class TxAppServer implements AppServer {
   readonly app = 'tx';
@@ -122,6 +139,13 @@ export class TxAppServer implements AppServer {
   #recovered = false;
   #closed = false;
   #last: TxRecoveryReport | undefined;
+  readonly #desk: ReturnDesk;
+  readonly #poller: CpuPoller;
+  readonly #schedule: (fn: () => void) => void;
+  /** Items whose mark word a drained NIC write touched since the last sweep. */
+  #candidates = new Set<number>();
+  #sweepQueued = false;
+  readonly sweepStats: TxSweepStats = { sweeps: 0, dead: 0, returned: 0, refused: 0 };
 
   constructor(host: AppHost, o: TxAppOptions) {
     this.region = host.region;
@@ -138,6 +162,97 @@ export class TxAppServer implements AppServer {
     host.nic.refuseAllocate();
     this.#pd = host.nic.allocPd();
     this.mr = host.nic.registerMr(this.#pd, o.base, this.geometry.totalBytes, Access.ALL);
+    const g = this.geometry;
+    this.#desk = new ReturnDesk({
+      region: host.region,
+      nic: host.nic,
+      mr: this.mr,
+      classes: this.arenaClasses,
+      classOf: (p) => (p >= g.arenaOffset && p < g.arenaOffset + g.items * ITEM_BYTES ? ITEM_BYTES : undefined),
+      isReachable: (p) => this.#reachable().has(p),
+      acceptStaleEpoch: false,
+    });
+    // The sweep is driven by the NIC's notifications (a drained write touching an item's mark
+    // word), never by a timer or a spin loop.
+    this.#schedule = host.schedule;
+    this.#poller = new CpuPoller(host.nic, { schedule: host.schedule });
+    this.#poller.watchMemory({ offset: g.arenaOffset, len: g.items * ITEM_BYTES }, (e) => this.#onArenaWrite(e));
+  }
+
+  /** The arena: one size class. */
+  get arenaClasses(): ArenaClass[] {
+    return [{ sizeBytes: ITEM_BYTES, offset: this.geometry.arenaOffset, count: this.geometry.items }];
+  }
+
+  /** The ReturnDesk's counters (returns accepted, refused by reason). */
+  get returnStats(): Readonly<ReturnStats> {
+    return this.#desk.stats;
+  }
+
+  /** The NIC's free list of items (the ReturnDesk's mirror). */
+  freeItems(): number[] {
+    return this.#desk.freeLists().get(ITEM_BYTES) ?? [];
+  }
+
+  /** What the index reaches now (visible memory): every slot's item and the new items of PREPARED records. */
+  #reachable(): Set<number> {
+    const g = this.geometry;
+    const out = new Set<number>();
+    for (let i = 0; i < g.keys; i++) out.add(this.slot(i).ptr);
+    for (const body of this.prepared().values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) out.add(e.newPtr);
+    return out;
+  }
+
+  #onArenaWrite(e: HostWriteEvent): void {
+    const g = this.geometry;
+    const first = Math.max(0, Math.floor((e.offset - g.arenaOffset) / ITEM_BYTES));
+    const last = Math.min(g.items - 1, Math.floor((e.offset + e.len - 1 - g.arenaOffset) / ITEM_BYTES));
+    for (let i = first; i <= last; i++) {
+      const mark = g.arenaOffset + i * ITEM_BYTES + ITEM_MARK_WORD;
+      if (e.offset < mark + 8 && e.offset + e.len > mark) this.#candidates.add(g.arenaOffset + i * ITEM_BYTES);
+    }
+    if (this.#candidates.size > 0 && !this.#sweepQueued) {
+      this.#sweepQueued = true;
+      this.#schedule(() => {
+        this.#sweepQueued = false;
+        this.sweep();
+      });
+    }
+  }
+
+  /**
+   * The CPU's sweep (docs/tx.md table A): every candidate item marked dead over a whole item goes
+   * back to the free list through the ReturnDesk, which refuses what the index reaches (a slot, or
+   * a PREPARED record: a transaction still in doubt here). The mark was posted behind a durable
+   * H ≠ PREPARED(T) on this shard (the client's guard), so no crash brings back a record naming a
+   * returned item. The mark is cleared in the same synchronous step as the return, so a later
+   * owner's item never shows a stale mark. Returns how many items went back.
+   */
+  sweep(): number {
+    if (!this.#recovered || this.#closed || this.#candidates.size === 0) return 0;
+    this.sweepStats.sweeps++;
+    const todo = [...this.#candidates].sort((a, b) => a - b);
+    this.#candidates.clear();
+    let returned = 0;
+    for (const ptr of todo) {
+      const word = this.region.loadU64(ptr + ITEM_MARK_WORD);
+      if (word >> 32n !== ITEM_DEAD) continue;
+      // A whole item under the mark (its crc covers the mark: checked with the mark cleared).
+      const bytes = this.region.load(ptr, ITEM_BYTES);
+      new DataView(bytes.buffer, bytes.byteOffset).setUint32(ITEM_MARK_WORD + 4, 0, true);
+      if (decodeItem(bytes) === undefined) continue;
+      this.sweepStats.dead++;
+    const { accepted } = this.#desk.giveBack([ptr]);
+      if (accepted === 0) {
+        this.sweepStats.refused++;
+        continue;
+      }
+      // Same synchronous step as the return: no ALLOCATE runs in between.
+      this.region.storeU64(ptr + ITEM_MARK_WORD, word & 0xffffffffn);
+      returned++;
+    }
+    this.sweepStats.returned += returned;
+    return returned;
   }
 
   get lastRecovery(): TxRecoveryReport | undefined {
@@ -228,16 +343,21 @@ export class TxAppServer implements AppServer {
       }
     }
     // R4: the free list: everything that neither a slot nor a PREPARED record reaches.
-    const classes = [{ sizeBytes: ITEM_BYTES, offset: g.arenaOffset, count: g.items }];
     const result = recoverFreeLists({
-      classes,
+      classes: this.arenaClasses,
       reach: (visit) => {
         for (let i = 0; i < g.keys; i++) visit(this.slot(i).ptr);
         for (const body of prepared.values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) visit(e.newPtr);
       },
       checkObject: (ptr) => decodeItem(this.region.load(ptr, ITEM_BYTES)) !== undefined,
     });
-    postFreeLists(this.#nic, this.mr, result.free);
+    // A free item carries no dead mark (a later owner's partly drained item must never show one).
+    for (const ptr of result.free.get(ITEM_BYTES) ?? []) {
+      const word = this.region.loadU64(ptr + ITEM_MARK_WORD);
+      if (word >> 32n !== 0n) this.region.storeU64(ptr + ITEM_MARK_WORD, word & 0xffffffffn);
+    }
+    this.#candidates.clear();
+    this.#desk.open(result.free, 1n);
     this.#recovered = true;
     this.#last = { prepared: [...prepared.keys()].map(txName), slotsRepaired: repaired, locksReleased: released, reachable: result.reachable.size, reclaimed: result.reclaimed };
     return { app: 'tx', shard: g.shard, ...this.#last };
@@ -271,7 +391,7 @@ export class TxAppServer implements AppServer {
       const s = this.slot(i);
       if (s.lock !== 0n) locked.push(`key ${i * g.shards + g.shard}: ${txName(s.lock)}`);
     }
-    return { app: 'tx', shard: g.shard, shards: g.shards, keys: g.keys, clients: g.clients, records, locked, lastRecovery: this.#last };
+    return { app: 'tx', shard: g.shard, shards: g.shards, keys: g.keys, clients: g.clients, records, locked, lastRecovery: this.#last, sweep: { ...this.sweepStats }, freeItems: this.freeItems().length };
   }
 
   audit(): AppProblem[] {
@@ -298,12 +418,18 @@ export class TxAppServer implements AppServer {
       else if (it.key !== key || it.ts !== s.ct) out.push({ kind: 'slot', detail: `key ${key}: item (key ${it.key}, ts ${it.ts}) does not match the slot (CT ${s.ct})` });
       if (s.w < s.ct) out.push({ kind: 'slot', detail: `key ${key}: W ${s.w} below CT ${s.ct}` });
     }
+    // No double use: nothing the index or a PREPARED record reaches is on the free list.
+    if (this.#recovered) {
+      const reach = this.#reachable();
+      for (const p of this.freeItems()) if (reach.has(p)) out.push({ kind: 'allocator', detail: `item ${p} is on the free list and reached (a slot or a PREPARED record names it)` });
+    }
     return out;
   }
 
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#poller.close();
     for (const qp of this.#qps) this.#nic.destroyQp(qp.qpn);
     this.#qps = [];
   }

@@ -5,14 +5,14 @@
  */
 import { Piscina } from 'piscina';
 import type { Clock } from '../../../pmem/index.js';
-import { explore, mergeReports, type ExploreOptions, type ExploreReport, type ExplorerApp } from './explorer.js';
+import { explore, mergeReports, resolveExploreOptions, type ExploreOptions, type ExploreReport, type ExplorerApp } from './explorer.js';
 import { withDistinctImages } from './distinct.js';
 import type { PicturedViolation } from './picture.js';
 import { kvExplorerApp, type KvWorkloadOptions } from './kv.js';
 import { recoveryExplorerApp, type RecoveryWorkloadOptions } from './recovery.js';
 import { rpcExplorerApp, type RpcWorkloadOptions } from './rpc.js';
 import { registerExplorerApp, type RegisterWorkloadOptions } from './register.js';
-import { txExplorerApp, type TxWorkloadOptions } from './tx.js';
+import { resolveTxWorkload, TX_CLI_DEFAULTS, txExplorerApp, type TxWorkloadOptions } from './tx.js';
 import { rsExplorerApp, type RsWorkloadOptions } from './rs.js';
 import { rslockExplorerApp, type RsLockWorkloadOptions } from './rslock.js';
 
@@ -33,6 +33,25 @@ export function appOf(spec: SweepSpec): ExplorerApp<unknown> {
   if (spec.app === 'tx') return txExplorerApp(spec.workload) as ExplorerApp<unknown>;
   if (spec.app === 'rslock') return rslockExplorerApp(spec.workload) as ExplorerApp<unknown>;
   return (spec.app === 'rpc' ? rpcExplorerApp(spec.workload) : kvExplorerApp(spec.workload)) as ExplorerApp<unknown>;
+}
+
+/**
+ * What `pmrpc crash-test --app tx` explores, from its flags (a workload, explorer options as given;
+ * undefined = not given): a mutant runs with DDIO on unless pinned, with TX_CLI_DEFAULTS' images
+ * per point and crash runs, and its own pins and schedule (TxMutant.pins, .explore, applied by
+ * resolveTxWorkload and the explorer). The CLI and test/crash/tx-mutants.test.ts both build their
+ * run here and explore it with exploreSeed, so the test runs exactly what the CLI runs.
+ */
+export function txCrashSpec(workload: Partial<TxWorkloadOptions>, given: Partial<ExploreOptions> = {}): Extract<SweepSpec, { app: 'tx' }> {
+  const pins = { ...(given.pins ?? {}) };
+  if (workload.mutant !== undefined && pins.ddio === undefined) pins.ddio = true; // the configuration in which a missing persistence step shows
+  const { clock: _c, onProgress: _p, seed: _s, ...explore } = resolveExploreOptions({
+    ...given,
+    pins,
+    imagesPerPoint: given.imagesPerPoint ?? TX_CLI_DEFAULTS.imagesPerPoint,
+    crashRuns: given.crashRuns ?? TX_CLI_DEFAULTS.crashRuns,
+  });
+  return { app: 'tx', workload: resolveTxWorkload(workload), explore };
 }
 
 /** A report with the distinct (crash point, image) pairs checked (distinct.ts). */

@@ -1,0 +1,107 @@
+// Live reclamation (docs/tx.md "Reclamation", table A): the ALLOCATEd items of aborted transactions
+// come back to the shard's free list during a run, not only at recovery. A long high-contention run
+// on an arena too small to hold every aborted transaction's items: with the fault switch
+// skipReturns (nothing marked dead) it runs out of items; with returns every client reaches its
+// commits, and at the end every item is accounted for (free, installed, or superseded by a commit).
+import t from 'tap';
+import { PmemRegion } from '../../../pmem/index.js';
+import { nicConfigFor, World } from '../../../src/testing/crash/index.js';
+import { parseTxWelcome, TxClient, TxErrorCodes, txApp, type ShardConn, type TxAppServer, type TxFaults } from '../../../src/apps/tx/index.js';
+
+const SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
+t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/apps/tx/returns.test.ts)`);
+
+const SHARDS = 2;
+const CLIENTS = 4;
+/** Commits each client makes (every transaction writes both keys: one on each shard). */
+const COMMITS = 10;
+/** Attempts a client makes at most. */
+const ATTEMPTS_MAX = 400;
+/** Items per shard: the initial value, one per commit (a commit's item stays: superseded values are not reclaimed live), and room for the transactions in flight. */
+const ITEMS = 1 + CLIENTS * COMMITS + 2 * CLIENTS;
+
+interface Run {
+  committed: number;
+  conflicts: number;
+  outOfItems: number;
+  world: World;
+  servers: TxAppServer[];
+}
+
+async function run(faults: Partial<TxFaults>): Promise<Run> {
+  const world = new World(nicConfigFor(SEED, { eviction: 0, ddio: true }), SEED);
+  for (let n = 0; n < SHARDS; n++) {
+    const o = txApp.resolveOptions({ shard: n, shards: SHARDS, keysPerShard: 1, clients: CLIENTS, items: ITEMS, value: 'balance', faults });
+    const region = PmemRegion.createInMemory(txApp.minRegionBytes(o) + 64, { tracing: false });
+    txApp.format(region, o);
+    world.addNode(region, (host) => txApp.open(host, o)).server!.recover();
+  }
+  const servers = world.nodes.map((n) => n.server as TxAppServer);
+  const out: Run = { committed: 0, conflicts: 0, outOfItems: 0, world, servers };
+  const client = async (c: number): Promise<void> => {
+    const conns: ShardConn[] = [];
+    const source = (s: number): ShardConn | undefined => {
+      if (conns[s] === undefined || conns[s]!.qp.link.closed === true) {
+        const { qp, welcome } = world.connect(s, new Uint8Array(0), c);
+        conns[s] = parseTxWelcome(qp, welcome);
+      }
+      return conns[s];
+    };
+    const tx = new TxClient(source, { client: c, incarnation: 1, clock: world.clock, faults });
+    let mine = 0;
+    for (let i = 0; i < ATTEMPTS_MAX && mine < COMMITS; i++) {
+      await tx.begin();
+      for (const k of [0, 1]) {
+        const v = new DataView((await tx.read(k)).buffer).getBigInt64(0, true);
+        const b = new Uint8Array(8);
+        new DataView(b.buffer).setBigInt64(0, v + 1n, true);
+        await tx.write(k, b);
+      }
+      const o = await tx.commit();
+      if (o.status === 'committed') mine++;
+      else if (o.code === TxErrorCodes.CONFLICT) out.conflicts++;
+      else if (o.code === TxErrorCodes.SHARD_UNAVAILABLE) out.outOfItems++; // ALLOCATE found the free list empty
+      else throw new Error(`unexpected outcome ${o.status} ${o.code ?? ''}`);
+    }
+    out.committed += mine;
+  };
+  let done = false;
+  let err: unknown;
+  void Promise.all(Array.from({ length: CLIENTS }, (_, c) => client(c))).then(
+    () => void (done = true),
+    (e: unknown) => {
+      err = e;
+      done = true;
+    },
+  );
+  const r = await world.run(() => done, 5_000_000);
+  if (r.status !== 'done') throw new Error(`the world ${r.status} after ${r.steps} steps`);
+  if (err !== undefined) throw err;
+  return out;
+}
+
+t.test('with returns switched off (skipReturns) the small arena runs out: aborted transactions keep their items', async (t) => {
+  const r = await run({ skipReturns: true });
+  t.comment(`committed ${r.committed}, conflicts ${r.conflicts}, out of items ${r.outOfItems}`);
+  t.ok(r.conflicts > 2 * CLIENTS, `high contention: ${r.conflicts} aborted by conflicts, more than the ${2 * CLIENTS} spare items`);
+  t.ok(r.outOfItems > 0, `ALLOCATE found the free list empty ${r.outOfItems} times`);
+  t.ok(r.committed < CLIENTS * COMMITS, `only ${r.committed} of ${CLIENTS * COMMITS} commits`);
+  for (const s of r.servers) t.equal(s.sweepStats.returned, 0, `shard ${s.geometry.shard}: nothing returned`);
+});
+
+t.test('with returns every client reaches its commits; every aborted item came back to the free list', async (t) => {
+  const r = await run({});
+  t.comment(`committed ${r.committed}, conflicts ${r.conflicts}, out of items ${r.outOfItems}; sweeps ${JSON.stringify(r.servers.map((s) => s.sweepStats))}`);
+  t.ok(r.conflicts > 2 * CLIENTS, `high contention: ${r.conflicts} aborted by conflicts, more than the ${2 * CLIENTS} spare items`);
+  t.equal(r.outOfItems, 0, 'ALLOCATE never found the free list empty');
+  t.equal(r.committed, CLIENTS * COMMITS, 'every client committed');
+  // The last marks drain and their sweeps run (bounded: each is one NIC drain and one CPU pass).
+  const free = (): number[] => r.servers.map((s) => s.freeItems().length);
+  const want = ITEMS - 1 - CLIENTS * COMMITS; // every item is free but the installed one and the superseded ones
+  const q = await r.world.run(() => free().every((n) => n === want), 200_000);
+  t.equal(q.status, 'done', `free items per shard ${JSON.stringify(free())}, want ${want} each`);
+  for (const s of r.servers) {
+    t.equal(s.sweepStats.returned, r.conflicts, `shard ${s.geometry.shard}: one item returned live per aborted transaction`);
+    t.same(s.audit(), [], `shard ${s.geometry.shard}: audit clean (nothing on the free list is reached)`);
+  }
+});

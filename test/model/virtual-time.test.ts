@@ -65,6 +65,27 @@ t.test('a DMA read of PM pays the media\'s extra over DRAM (pmReadNs − dramRea
   t.equal(Math.round(wrCost(withCosts(m, { softwareNicUs: 0.2 }), Wr.read({ rkey: 1, addr: 4096 }, 64)).latencyNs), 305);
 });
 
+t.test('a work request after a FLUSH in one chain starts when the FLUSH completes (a durable chain: the CAS may not publish before the FLUSH persisted)', async (t) => {
+  const m = withCosts(HAND, { wireGbps: 1e9 }); // serialisation ~0
+  const wf = (rkey: number): WorkRequest[] => [Wr.write({ rkey, addr: 4096 }, new Uint8Array(64)), Wr.flush('persistent', rkey, { addr: 4096, len: 64 })];
+  for (const ddio of [true, false]) {
+    const rt = async (wrs: (rkey: number) => WorkRequest[]): Promise<number> => Math.round((await modelChains(m, SEED, ddio, (rkey) => [wrs(rkey)])).us[0]![0]! * 1000);
+    const flushed = await rt(wf); // the chain's answer leaves when the FLUSH completes
+    for (const conditional of [true, false]) {
+      const cas = await rt((rkey) => [...wf(rkey), Wr.cas({ rkey, addr: 8192 }, 0n, 1n, { conditional })]);
+      const casNs = wrCost(m, Wr.cas({ rkey: 1, addr: 8192 }, 0n, 1n)).latencyNs; // its own PCIe round trip (500) + media (0 here)
+      // The CAS starts only when the FLUSH is done, so it completes one CAS latency after the FLUSH's completion.
+      t.ok(cas >= flushed + casNs, `ddio ${String(ddio)}, conditional ${String(conditional)}: CAS done ${cas} >= FLUSH done ${flushed} + CAS latency ${casNs}`);
+    }
+  }
+  // By hand (DDIO on): WRITE issued at doorbell + verb = 110, placed at 110 + 200 = 310; the FLUSH's read
+  // waits for it: 310 + 500 = 810, then writes back the dirty line: + pmPersistNs 50 + one XPLine 100 = 960;
+  // the CAS starts at 960: issued after verb 10 + nicAtomicUs 19, done one PCIe read later: 989 + 500 = 1489.
+  // Round trip: 2 × one-way 745 + 1489.
+  const hand = Math.round((await modelChains(m, SEED, true, (rkey) => [[...wf(rkey), Wr.cas({ rkey, addr: 8192 }, 0n, 1n, { conditional: true })]])).us[0]![0]! * 1000);
+  t.equal(hand, 2 * 745 + 1489, 'the hand sum, to the nanosecond');
+});
+
 t.test('software NIC: a message is handed to the core before any of its work requests, the answer back after its last; a FLUSH is the core\'s fence', async (t) => {
   const m = withCosts(HAND, { wireGbps: 1e9, softwareNicUs: 0.1 }); // serialisation ~0
   const us = async (wrs: (rkey: number) => WorkRequest[]): Promise<number> => Math.round((await modelChains(m, SEED, false, (rkey) => [wrs(rkey)])).us[0]![0]! * 1000);

@@ -78,8 +78,11 @@ export class VirtualTime {
   readonly deliveries: Array<Pending<{ link: TimedLink; msg: ServerMessage }>> = [];
   /** Per node: when each queued CPU pass became ready (parallel to node.cpu). */
   #cpuReady = new Map<TimedNode, number[]>();
-  /** Per QP: index of the next work request within its current message, when it is done, and when its writes are placed. */
-  #qpState = new Map<string, { wrIndex: number; msgDone: number; placed: number }>();
+  /**
+   * Per QP: index of the next work request within its current message, when it is done, when its
+   * writes are placed, and when the chain's last FLUSH completes (its later requests wait for it).
+   */
+  #qpState = new Map<string, { wrIndex: number; msgDone: number; placed: number; flushed: number }>();
   /** While a step runs: when its outputs leave, and when CPU work it triggers may start. */
   #out: { node: TimedNode; cpuReady: number; buffered: Array<{ link: TimedLink; msg: ServerMessage }>; charged: Map<string, number>; queued: Map<TimedNode, number> } | undefined;
   #stats = { events: 0, nicWrs: 0, cpuPasses: 0, messagesIn: 0, messagesOut: 0 };
@@ -179,9 +182,15 @@ export class VirtualTime {
 
   // ------------------------------------------------------------------ step timing
 
-  /** When the next work request of QP `qpn` on `node` can start. */
+  /**
+   * When the next work request of QP `qpn` on `node` can start: after the NIC pipeline and the QP's
+   * previous request are free and, inside a chain, after the chain's last FLUSH has completed — a
+   * chain executes op by op (DESIGN §2.4): the request after a FLUSH runs on its durability (a
+   * durable chain's CAS publishes only what the FLUSH persisted; a conditional one needs its result).
+   */
   nicStart(node: TimedNode, qpn: number): number {
-    return this.#resume(node, Math.max(this.nowNs, this.freeAt(node, 'nic'), this.freeAt(node, `qp${qpn}`)));
+    const flushed = this.#qpState.get(this.#key(node, `qp${qpn}`))?.flushed ?? 0;
+    return this.#resume(node, Math.max(this.nowNs, this.freeAt(node, 'nic'), this.freeAt(node, `qp${qpn}`), flushed));
   }
 
   /** When the oldest queued CPU pass of `node` can start (undefined: none queued). */
@@ -219,7 +228,7 @@ export class VirtualTime {
     const m = this.model;
     const s = this.nowNs;
     const qk = this.#key(node, `qp${qpn}`);
-    const st = this.#qpState.get(qk) ?? { wrIndex: 0, msgDone: 0, placed: 0 };
+    const st = this.#qpState.get(qk) ?? { wrIndex: 0, msgDone: 0, placed: 0, flushed: 0 };
     const c = wrCost(m, wr);
     let occ = c.occupancyNs;
     if (st.wrIndex % m.doorbellBatch === 0) occ += m.nicDoorbellUs * 1000;
@@ -256,6 +265,8 @@ export class VirtualTime {
       if (wb > 0) done = Math.max(done, this.#use(node, 'pm', done, m.pmPersistNs + pmWriteNs(m, wb * 64)));
       st.msgDone = Math.max(st.msgDone, round(done));
       st.placed = round(placed);
+      // The chain's next request starts when this FLUSH is done (nicStart); a new message does not wait.
+      st.flushed = wr.op === 'flush' && !last ? round(done) : last ? 0 : st.flushed;
       const end = last ? st.msgDone + round(softwareHandoffOutNs(m)) : round(done);
       st.wrIndex = last ? 0 : st.wrIndex + 1;
       if (last) st.msgDone = 0;

@@ -190,3 +190,22 @@ t.test('time faults (the swarm): a message delay on a QP adds exactly its ns, RC
   const order = await readUs((w) => (w.time!.faults = { messageDelayNs: (_n, _q, dir) => (dir === 'in' ? Math.max(0, 5000 - 1000 * k++) : 0), resumeAt: (_n, x) => x }), 4);
   t.same(order.slice(1), [-1, -2, -3], 'completions in posting order');
 });
+
+t.test('time faults turned off with a delayed message still on the fabric: the QP\'s next message does not overtake it (RC order)', async (t) => {
+  // The swarm turns its faults off for the liveness phase while messages delayed in the fault phase
+  // may still be in flight. A message posted after that on the same QP once arrived first: rpc seed 153
+  // (darpc) had SEND 45 land in the receive buffer posted for 42, read as PMRPC_ERR_RING_OVERRUN.
+  const m = withCosts(HAND, { wireGbps: 1e9 });
+  const world = new World({ drain: 'eager', ddio: false, placement: 'ascending', cacheEntriesMax: 65536, eviction: 0, idleDrain: false, lineModel: 'prefix' }, SEED, { model: m });
+  const rkey = addMemoryNode(world, SEED);
+  world.time!.faults = { messageDelayNs: (_n, _q, dir) => (dir === 'in' ? 5000 : 0), resumeAt: (_n, x) => x };
+  const { qp } = world.connect(0, new Uint8Array(0), 0);
+  const done: number[] = [];
+  const first = qp.postChain([Wr.read({ rkey, addr: 4096 }, 64)]).then(() => done.push(1));
+  world.time!.faults = undefined; // faults off: the first READ is still on its way (5 µs late)
+  const second = qp.postChain([Wr.read({ rkey, addr: 4096 }, 64)]).then(() => done.push(2));
+  const r = await world.settle(Promise.all([first, second]), 100_000);
+  t.equal(r.status, 'done');
+  t.same(done, [1, 2], 'completions in posting order');
+  world.close();
+});

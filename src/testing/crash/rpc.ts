@@ -312,6 +312,10 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
         const s = node.server as RpcAppServer;
         for (const c of s.store.conn.entries()) {
           const kk = key(node.index, c.clientId);
+          // A registration whose welcome the crash lost (the node went down after the slot was durable):
+          // no client ever knew its id or secret, so none resumes it (its lease gives the slot back);
+          // checkDigests still requires that nothing of it was applied.
+          if (!secrets.has(kk)) continue;
           const sent = snap.sentUpTo.get(kk) ?? 0;
           const awaiting: number[] = [];
           for (let q = (snap.acked.get(kk) ?? 0) + 1; q <= sent; q++) awaiting.push(q);

@@ -134,11 +134,16 @@ export class VirtualTime {
     this.#stats.messagesIn++;
   }
 
-  /** `at` plus the faults' delay of a message on (node, qpn, dir), never before that QP's previous message. */
+  /**
+   * `at` plus the faults' delay of a message on (node, qpn, dir), never before that QP's previous
+   * message — with faults off too: a message delayed while they were on may still be on the
+   * fabric when they are turned off (the swarm's liveness phase), and RC order holds for the
+   * messages posted after it (docs/swarm.md, "Dropped connections": rpc seed 153).
+   */
   #delayed(node: TimedNode, qpn: number, dir: 'in' | 'out', at: number): number {
-    if (this.faults === undefined) return at;
     const k = `${this.#key(node, `qp${qpn}`)}/${dir}`;
-    const t = Math.max(at + round(this.faults.messageDelayNs(node.index, qpn, dir)), this.#lastAt.get(k) ?? 0);
+    const delay = this.faults === undefined ? 0 : round(this.faults.messageDelayNs(node.index, qpn, dir));
+    const t = Math.max(at + delay, this.#lastAt.get(k) ?? 0);
     this.#lastAt.set(k, t);
     return t;
   }

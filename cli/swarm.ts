@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import type { Command } from 'commander';
 import { systemClock, wallClockMs } from '../pmem/index.js';
 import { recordRun } from '../bench/index.js';
-import { parseSeedRange, swarm, SWARM_APPS, SWARM_DEFAULT_SECONDS, SWARM_COST_PROFILE, LIVENESS_STEPS_MAX, type SwarmApp } from '../src/testing/crash/index.js';
+import { parseSeedRange, swarm, SWARM_APPS, SWARM_DEFAULT_SECONDS, SWARM_COST_PROFILE, LIVENESS_STEPS_MAX, LIVENESS_VIRTUAL_US, type SwarmApp } from '../src/testing/crash/index.js';
 import { DEFAULT_BENCH_OUT } from './bench.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
@@ -32,7 +32,7 @@ export function registerSwarm(program: Command): void {
   program
     .command('swarm')
     .description(
-      'swarm simulation: per seed, fault parameters drawn from the seed (NIC drain policy and bound, DDIO, placement, eviction; node crash and restart rates, crashes during recovery, all nodes at once; client crashes and dropped connections; message delay and reordering between QPs; paused nodes; BUGGIFY fault sites) over every app, with the crash suites\' whole-history checkers; then a liveness phase (faults off, every node up) in which every app must converge and every client finish',
+      `swarm simulation: per seed, fault parameters drawn from the seed (NIC drain policy and bound, DDIO, placement, eviction; node crash rates and restart delays in virtual time, crashes during recovery, all nodes at once; client crashes and dropped connections; message delay and reordering between QPs; paused nodes; BUGGIFY fault sites) over every app, with the crash suites' whole-history checkers; then a liveness phase (faults off, every node up) in which every app must converge and every client finish within ${LIVENESS_VIRTUAL_US / 1e6} virtual s (modelled time, not wall time)`,
     )
     .option('--seeds <A..B>', 'seeds to run (each a new fault schedule)', '1..20')
     .option('--seconds <T>', `virtual seconds of the fault phase per seed and app: modelled time on the ${SWARM_COST_PROFILE} cost model, not wall time (workloads scale with it)`, String(SWARM_DEFAULT_SECONDS))
@@ -70,8 +70,8 @@ export function registerSwarm(program: Command): void {
           join(opts.out, 'history.sqlite'),
           {
             suite: 'swarm',
-            config: { apps, seconds, mutant: opts.mutant ?? null, crashes: opts.crashes, seeds: opts.seeds, jobs: opts.jobs ?? 1, costProfile: SWARM_COST_PROFILE, livenessStepsMax: LIVENESS_STEPS_MAX },
-            rows: r.results.flatMap((s) => s.apps.map((a) => ({ seed: a.seed, app: a.app, config: a.config, plan: a.plan, sites: a.sites, steps: a.steps, faultUs: a.faultUs, virtualUs: a.virtualUs, crashPoints: a.crashPoints, events: a.events, failures: a.failures.map((f) => f.violation) }))),
+            config: { apps, seconds, mutant: opts.mutant ?? null, crashes: opts.crashes, seeds: opts.seeds, jobs: opts.jobs ?? 1, costProfile: SWARM_COST_PROFILE, livenessVirtualUs: LIVENESS_VIRTUAL_US, livenessStepsMax: LIVENESS_STEPS_MAX },
+            rows: r.results.flatMap((s) => s.apps.map((a) => ({ seed: a.seed, app: a.app, config: a.config, plan: a.plan, sites: a.sites, steps: a.steps, faultUs: a.faultUs, virtualUs: a.virtualUs, livenessUs: a.livenessUs, crashPoints: a.crashPoints, events: a.events, failures: a.failures.map((f) => f.violation) }))),
             ratios: { seeds: seeds.length, failures: failures.length, failedSeeds: new Set(failures.map((f) => f.seed)).size, steps: r.steps, virtualSeconds: r.virtualUs / 1e6, crashPoints: r.crashPoints, wallSeconds },
             summary: [],
           },

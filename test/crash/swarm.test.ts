@@ -158,6 +158,7 @@ t.test('bad options are refused with an exact message', async (t) => {
 // crashed after a registration was durable but before its welcome reached the client, which
 // registered again; the final check then tried to resume the orphan slot with no secret
 // (PMRPC_ERR_CLIENT_AUTH). No client knows such a slot: the check skips it (nothing of it may be applied).
+// Since restart delays are virtual time, seeds 214 and 386 of 1..400 still fail without the skip.
 t.test('rpc: a registration whose welcome a crash lost is not resumed by the final check (seed 214)', async (t) => {
   const seed = 214;
   t.comment(`seed ${seed} (replay: pmrpc swarm --seeds ${seed}..${seed} --app rpc)`);

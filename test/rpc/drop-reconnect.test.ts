@@ -73,9 +73,11 @@ t.test('swarm seed 11 (rpc), drops alone: the workload finishes', async (t) => {
 
 // The swarm's finding: seed 153 (rpc, darpc) with drops, crashes and restarts. A SEND delayed in the
 // fault phase was overtaken on its QP by one posted after the faults went off (the liveness phase):
-// modelled time broke RC order (test/model/virtual-time.test.ts), not the ring.
-t.test('swarm seed 153 (rpc), drops and crashes: the liveness phase finishes', async (t) => {
-  const seed = 153;
+// modelled time broke RC order (test/model/virtual-time.test.ts), not the ring. Since restart delays
+// are virtual time, seed 152 (srflush) is the seed of 1..400 that stalls in the liveness phase
+// without that fix (153 no longer does).
+t.test('swarm seed 152 (rpc), drops and crashes: the liveness phase finishes', async (t) => {
+  const seed = 152;
   t.comment(`seed ${seed} (replay: swarmRun(${seed}, 'rpc', { overrides: { dropRate: 1 / 100 } }))`);
   const r = await swarmRun(seed, 'rpc', { overrides: { dropRate: 1 / 100 } });
   t.match(r.plan, /d\d+/, `the plan drops connections: ${r.plan}`);

@@ -4,15 +4,16 @@
  * run replays the seeded workload from the start — same seed, same execution — up to crash point p,
  * crashes a subset of nodes there (their clients see the links close; the other nodes keep running)
  * and/or some clients (they stop mid-operation and never resume), restarts each crashed node
- * `restartAfter` scheduler steps later from one of its crash images (a fresh region and NIC in the
+ * `restartAfter` scheduler steps later (or, in modelled time, `restartAfterNs` virtual ns later) from one of its crash images (a fresh region and NIC in the
  * same World, recovered through the App contract; clients may reconnect), and lets the workload run
  * to its end. The app then judges the whole history (checkHistory).
  *
  * A plan is a string, so the replay command can name it:
  *   plan   := event (';' event)*
- *   event  := 'p' point ':' target (',' target)* ['@' image] ['/r' restartAfter] ['x']
+ *   event  := 'p' point ':' target (',' target)* ['@' image] ['/r' restartAfter ['ns']] ['x']
  *   target := 'n' node | 'c' client | 'd' k   (d: drop the k-th open connection, both ends live)
- * e.g. "p40:n1@2/r12;p95:n0,n1,n2/r0;p120:c1". A trailing 'x' crashes each restarted node once
+ * e.g. "p40:n1@2/r12;p95:n0,n1,n2/r0;p120:c1". '/r12' restarts 12 scheduler steps later; '/r12000ns'
+ * 12 000 virtual ns later on the modelled clock (a World with a cost model: the swarm). A trailing 'x' crashes each restarted node once
  * more during its recovery (at a seeded crash point of it) and restarts it from that image. Points count every crash point of the replayed run
  * (media events of every node and deliveries), in order, so a plan's later events refer to the
  * run as changed by its earlier ones — still deterministic.
@@ -34,17 +35,22 @@ export interface CrashEvent {
   drops?: number[];
   /** Which image of each crashed node's state it restarts from (index into a seeded list). */
   image: number;
-  /** Scheduler steps between the crash and the restart (earlier if nothing else can run). */
+  /** Scheduler steps between the crash and the restart (earlier if nothing else can run); ignored when restartAfterNs is set. */
   restartAfter: number;
+  /** Modelled time only: virtual ns between the crash and the restart, an event on the virtual clock (plan suffix '/r<N>ns'). */
+  restartAfterNs?: number;
   /** The restart crashes once more during its recovery and restarts from that image (plan suffix 'x'). */
   recoveryCrash?: boolean;
 }
 
 /**
  * What a caller (the swarm simulation, swarm.ts) adds to a crash run: faults installed on the World,
- * and a fault phase followed by a liveness phase — after `faultStepsMax` steps the plan's events stop
- * firing, `faultsOff` runs, every crashed node restarts, and the workload must then finish within
- * `livenessStepsMax` steps (else a 'liveness' problem).
+ * and a fault phase followed by a liveness phase — once the virtual clock reaches `faultNsMax` (or
+ * after `faultStepsMax` steps) the plan's events stop firing, `faultsOff` runs, every crashed node
+ * restarts, and the workload must then finish within `livenessNsMax` virtual ns of modelled time
+ * (else a 'liveness' problem). `livenessStepsMax` is only a safety net against a run that takes
+ * steps without advancing the virtual clock: hitting it is a 'steps' problem, not a liveness one.
+ * Without a cost model (or without `livenessNsMax`), `livenessStepsMax` is the liveness bound.
  */
 export interface CrashRunHooks {
   /** Modelled time (virtual-time.ts): the World runs on this cost model, and the fault phase is bounded in virtual ns too. */
@@ -55,6 +61,9 @@ export interface CrashRunHooks {
   faultStepsMax: number;
   faultNsMax?: number;
   faultsOff?(world: World): void;
+  /** Modelled time: virtual ns the workload may take to finish once faults are off (the liveness bound). */
+  livenessNsMax?: number;
+  /** With livenessNsMax: a safety net on the liveness phase's steps (a 'steps' problem); without it: the liveness bound. */
   livenessStepsMax: number;
 }
 
@@ -62,15 +71,15 @@ export type CrashPlan = CrashEvent[];
 
 export function formatPlan(plan: CrashPlan): string {
   return plan
-    .map((e) => `p${e.point}:${[...e.nodes.map((n) => `n${n}`), ...e.clients.map((c) => `c${c}`), ...(e.drops ?? []).map((d) => `d${d}`)].join(',')}${e.nodes.length > 0 ? `@${e.image}/r${e.restartAfter}${e.recoveryCrash === true ? 'x' : ''}` : ''}`)
+    .map((e) => `p${e.point}:${[...e.nodes.map((n) => `n${n}`), ...e.clients.map((c) => `c${c}`), ...(e.drops ?? []).map((d) => `d${d}`)].join(',')}${e.nodes.length > 0 ? `@${e.image}/r${e.restartAfterNs !== undefined ? `${e.restartAfterNs}ns` : e.restartAfter}${e.recoveryCrash === true ? 'x' : ''}` : ''}`)
     .join(';');
 }
 
 export function parsePlan(s: string): CrashPlan {
   if (typeof s !== 'string' || s.trim() === '') throw new TypeError('a crash plan must be a non-empty string');
   return s.split(';').map((part) => {
-    const m = /^p(\d+):((?:[ncd]\d+)(?:,[ncd]\d+)*)(?:@(\d+))?(?:\/r(\d+))?(x)?$/.exec(part.trim());
-    if (m === null) throw new TypeError(`bad crash plan event '${part}': expected p<point>:n<node>|c<client>|d<connection>[,...][@<image>][/r<steps>][x]`);
+    const m = /^p(\d+):((?:[ncd]\d+)(?:,[ncd]\d+)*)(?:@(\d+))?(?:\/r(\d+)(ns)?)?(x)?$/.exec(part.trim());
+    if (m === null) throw new TypeError(`bad crash plan event '${part}': expected p<point>:n<node>|c<client>|d<connection>[,...][@<image>][/r<steps>|/r<virtual ns>ns][x]`);
     const targets = m[2]!.split(',');
     return {
       point: Number(m[1]),
@@ -78,8 +87,9 @@ export function parsePlan(s: string): CrashPlan {
       clients: targets.filter((x) => x.startsWith('c')).map((x) => Number(x.slice(1))),
       ...(targets.some((x) => x.startsWith('d')) ? { drops: targets.filter((x) => x.startsWith('d')).map((x) => Number(x.slice(1))) } : {}),
       image: m[3] === undefined ? 0 : Number(m[3]),
-      restartAfter: m[4] === undefined ? 0 : Number(m[4]),
-      ...(m[5] !== undefined ? { recoveryCrash: true } : {}),
+      restartAfter: m[4] === undefined || m[5] !== undefined ? 0 : Number(m[4]),
+      ...(m[5] !== undefined ? { restartAfterNs: Number(m[4]) } : {}),
+      ...(m[6] !== undefined ? { recoveryCrash: true } : {}),
     };
   });
 }
@@ -106,6 +116,9 @@ export function planFor(seed: number, i: number, pointsTotal: number, nodes: num
   return plan;
 }
 
+/** Virtual ns as µs with 3 decimals (for messages). */
+const fmtUs = (ns: number): string => (ns / 1000).toFixed(3);
+
 /** The image a crashed node restarts from: the `k`-th (mod count) of its state's images, seeded. */
 function restartImage(state: CrashState, seed: number, k: number): Uint8Array {
   const n = countImages(state);
@@ -121,6 +134,8 @@ export interface CrashRunResult {
   /** Modelled time (a World with a cost model): virtual ns when the fault phase ended, and at the end of the run (after the check). */
   faultNs?: number;
   virtualNs?: number;
+  /** Modelled time: virtual ns the liveness phase took (until the workload finished, or the bound). */
+  livenessNs?: number;
 }
 
 /** Runs one crash plan of `app` (see the file comment). */
@@ -132,6 +147,7 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
       if (app.crashClient === undefined) throw new TypeError(`app ${app.name} cannot crash clients`);
       if (!Number.isSafeInteger(c) || c < 0 || c >= (app.clients ?? 0)) throw new RangeError(`crash plan: client ${c} out of [0, ${app.clients ?? 0})`);
     }
+    if (e.restartAfterNs !== undefined && hooks?.model === undefined) throw new RangeError(`crash plan: a restart delay in virtual ns (/r${e.restartAfterNs}ns) needs modelled time (a cost model)`);
   }
   const problems: AppProblem[] = [];
   const events: string[] = [];
@@ -162,7 +178,7 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
       problems.push({ kind: 'recovery', detail: `node ${n} restarted after crash point ${point}: ${(e as Error).message}` });
       return;
     }
-    events.push(`step ${world.steps}: node ${n} restarted`);
+    events.push(`step ${world.steps}${world.time !== undefined ? ` at ${(world.time.nowNs / 1000).toFixed(3)} virtual µs` : ''}: node ${n} restarted`);
     for (const p of node.server!.audit()) problems.push({ kind: p.kind, detail: `node ${n} restarted after crash point ${point}: ${p.detail}` });
   };
   const byPoint = new Map<number, CrashEvent[]>();
@@ -179,9 +195,11 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
       const images = down.map((n) => restartImage(world.nodes[n]!.region.crashState(), mix(o.seed, p, n, 0xa11), e.image));
       down.forEach((n, j) => {
         world.crash(n);
-        events.push(`crash point ${p} (${kind}): node ${n} crashed`);
+        events.push(`crash point ${p} (${kind}): node ${n} crashed${world.time !== undefined ? ` at ${fmtUs(world.time.nowNs)} virtual µs` : ''}`);
         const img = images[j]!;
-        world.after(e.restartAfter, () => restart(n, img, p, e.recoveryCrash === true));
+        const again = (): void => restart(n, img, p, e.recoveryCrash === true);
+        if (e.restartAfterNs !== undefined) world.afterNs(e.restartAfterNs, again);
+        else world.after(e.restartAfter, again);
       });
       for (const c of e.clients) {
         app.crashClient!(c);
@@ -195,6 +213,7 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
   };
   let faultNs: number | undefined;
   let virtualNs: number | undefined;
+  let livenessNs: number | undefined;
   let finished = false;
   let workloadError: unknown;
   void app.workload(world, createPrng(mix(o.seed, 0))).then(
@@ -216,11 +235,32 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
       hooks.faultsOff?.(world);
       world.flushEvents();
       const at = world.time !== undefined ? ` at ${(world.time.nowNs / 1000).toFixed(3)} virtual µs` : '';
-      events.push(`step ${world.steps}${at}: faults off (fault phase ${r.status === 'done' ? 'outlived the workload' : `ended after ${r.steps} steps`})`);
+      const how = r.status === 'done' ? 'outlived the workload' : r.status === 'stalled' ? `stalled after ${r.steps} steps` : timeUp() ? `ended on the virtual clock after ${r.steps} steps` : `hit its safety bound of ${r.steps} steps`;
+      events.push(`step ${world.steps}${at}: faults off (fault phase ${how})`);
+      if (r.status === 'bound' && faultNsMax !== undefined && world.time !== undefined && !timeUp()) problems.push({ kind: 'steps', detail: `the fault phase hit the safety bound of ${r.steps} scheduler steps at ${fmtUs(world.time.nowNs)} of its ${fmtUs(faultNsMax)} virtual µs (modelled time): the run takes steps without advancing the virtual clock` });
       const faultPhase = r;
       if (faultPhase.status !== 'done') {
-        r = await world.run(() => finished, hooks.livenessStepsMax);
-        if (r.status !== 'done') problems.push({ kind: 'liveness', detail: `with faults off and every node up, the workload ${r.status === 'bound' ? `still runs after ${r.steps} steps` : `stalled after ${r.steps} steps (nothing can run and a client still waits)`}` });
+        const vt = world.time;
+        if (vt !== undefined && hooks.livenessNsMax !== undefined) {
+          // The bound is modelled time: the workload must finish by `end` on the virtual clock.
+          const from = vt.nowNs;
+          const end = from + hooks.livenessNsMax;
+          const late = (): boolean => vt.nowNs > end;
+          r = await world.run(() => finished || late(), hooks.livenessStepsMax);
+          livenessNs = vt.nowNs - from;
+          const waited = `${fmtUs(vt.nowNs - from)} virtual µs (modelled time, not measured) after faults went off at ${fmtUs(from)} virtual µs`;
+          if (late()) {
+            problems.push({ kind: 'liveness', detail: `with faults off and every node up, the workload did not finish within the liveness bound of ${fmtUs(hooks.livenessNsMax)} virtual µs of modelled time: ${finished ? 'it finished only' : 'still running'} ${waited}, ${r.steps} steps` });
+            r = { status: 'bound', steps: r.steps };
+          } else if (r.status === 'stalled') {
+            problems.push({ kind: 'liveness', detail: `with faults off and every node up, the workload stalled ${waited}, ${r.steps} steps (nothing can run and a client still waits)` });
+          } else if (r.status === 'bound') {
+            problems.push({ kind: 'steps', detail: `the liveness phase hit the safety bound of ${hooks.livenessStepsMax} scheduler steps after only ${fmtUs(vt.nowNs - from)} of its ${fmtUs(hooks.livenessNsMax)} virtual µs (modelled time): the run takes steps without advancing the virtual clock` });
+          }
+        } else {
+          r = await world.run(() => finished, hooks.livenessStepsMax);
+          if (r.status !== 'done') problems.push({ kind: 'liveness', detail: `with faults off and every node up, the workload ${r.status === 'bound' ? `still runs after ${r.steps} steps` : `stalled after ${r.steps} steps (nothing can run and a client still waits)`}` });
+        }
       }
     }
     world.onCrashPoint = undefined;
@@ -236,7 +276,7 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
     virtualNs = world.time?.nowNs;
     world.close();
   }
-  return { problems, events, crashPoints: pointIndex, ...(faultNs !== undefined ? { faultNs } : {}), ...(virtualNs !== undefined ? { virtualNs } : {}) };
+  return { problems, events, crashPoints: pointIndex, ...(faultNs !== undefined ? { faultNs } : {}), ...(virtualNs !== undefined ? { virtualNs } : {}), ...(livenessNs !== undefined ? { livenessNs } : {}) };
 }
 
 /**

@@ -7,7 +7,10 @@
  * reordering between QPs, paused nodes, and which BUGGIFY fault sites (pmem/buggify.ts) are on — and
  * the app's seeded workload runs as one crash run (multi.ts) with the crash suites' whole-history
  * checker judging it. The fault phase lasts `seconds` of virtual time (or until the workload ends);
- * then the liveness phase: faults off, every node up, and the workload must finish within a bound.
+ * then the liveness phase: faults off, every node up, and the workload must finish within
+ * LIVENESS_VIRTUAL_US of virtual time. A crashed node restarts after a delay of virtual time too
+ * (restartAfterUsMax, an event on the virtual clock): every bound of a run is modelled time, and
+ * scheduler steps only bound a run whose clock stops moving (a 'steps' failure).
  *
  * Each app runs in its own World in the same seed (the explorer's World hosts one ExplorerApp: its
  * workloads address nodes by index). Everything derives from (seed, app, seconds, mutant), so the
@@ -37,9 +40,22 @@ export type SwarmApp = (typeof SWARM_APPS)[number];
 export const SWARM_COST_PROFILE = DEFAULT_COST_PROFILE;
 /** Default virtual seconds per seed and app (fault phase); workloads are sized for it. */
 export const SWARM_DEFAULT_SECONDS = 0.01;
-/** Liveness bound: steps the workload may take to finish once faults are off. */
-export const LIVENESS_STEPS_MAX = 200_000;
-/** A safety bound on the fault phase's steps (it normally ends on the virtual clock or with the workload). */
+/**
+ * The liveness bound, in virtual µs of modelled time (not measured): once faults are off and every
+ * node is up, every app must converge and every client finish within this much time on the
+ * World's virtual clock, else a 'liveness' failure naming the modelled time it waited. 5 virtual
+ * seconds: above the longest protocol timer a client may have to ride out after the faults (2 s:
+ * rs `majorityWaitMs`, rpc `restartGraceMs`), and 12× the longest liveness phase of seeds 1..200
+ * (0.40 virtual s, tx; the median is 1 virtual ms).
+ */
+export const LIVENESS_VIRTUAL_US = 5_000_000;
+/**
+ * A safety net, not the liveness bound: the most scheduler steps of the liveness phase. Hitting it
+ * means the run takes steps far faster than the virtual clock moves (a loop of zero- or low-cost
+ * events): a 'steps' failure, not 'liveness'. Runs of seeds 1..200 take at most 7,419 steps in all.
+ */
+export const LIVENESS_STEPS_MAX = 500_000;
+/** The same safety net on the fault phase's steps (it ends on the virtual clock, at `seconds`, or with the workload). */
 const FAULT_STEPS_MAX = 1_000_000;
 /** Probability that a node-crash event that is not of every node crashes a seeded subset of them (apps of 3 or more nodes). */
 const SUBSET_RATE = 0.3;
@@ -69,8 +85,8 @@ export interface SwarmParams {
   nodeCrashRate: number;
   /** Probability that a node-crash event takes every node down at once. */
   allNodesRate: number;
-  /** Most scheduler steps between a crash and the restart. */
-  restartAfterMax: number;
+  /** Most virtual µs (modelled time) between a node's crash and its restart; each restart's delay is drawn in [0, this]. */
+  restartAfterUsMax: number;
   /** Probability that a restart crashes once more during its recovery. */
   recoveryCrashRate: number;
   /** Client crashes per crash point. */
@@ -115,6 +131,8 @@ export interface SwarmAppResult {
   /** Virtual (modelled, not measured) µs: when the fault phase ended, and at the end of the run. */
   faultUs: number;
   virtualUs: number;
+  /** Virtual (modelled) µs the liveness phase took (0: the workload ended in the fault phase); at most LIVENESS_VIRTUAL_US. */
+  livenessUs: number;
   crashPoints: number;
   events: number;
   failures: SwarmFailure[];
@@ -163,7 +181,7 @@ export function paramsFor(seed: number, app: SwarmApp, o: SwarmOptions): SwarmPa
     config,
     nodeCrashRate: pick([0, 1 / 400, 1 / 150, 1 / 60]),
     allNodesRate: pick([0, 0.2, 0.5]),
-    restartAfterMax: pick([0, 20, 200, 2000]),
+    restartAfterUsMax: pick([0, 10, 100, 1000]),
     recoveryCrashRate: pick([0, 0.3, 0.8]),
     clientCrashRate: pick([0, 0, 1 / 500, 1 / 150]),
     dropRate: ((r) => (DROP_APPS.includes(app) ? r : 0))(pick([0, 1 / 400, 1 / 100])), // drawn for every app, so the other draws do not depend on DROP_APPS
@@ -214,7 +232,7 @@ function planOf(seed: number, app: SwarmApp, params: SwarmParams, nodes: number,
       // Otherwise one node, or (with probability SUBSET_RATE) a seeded subset of them crashing at one instant.
       const subset = !all && nodes > 2 && p.chance(SUBSET_RATE) ? Array.from({ length: nodes }, (_, n) => n).filter(() => p.chance(0.5)) : [];
       const down = all ? Array.from({ length: nodes }, (_, n) => n) : subset.length > 0 ? subset : [p.int(0, nodes - 1)];
-      plan.push({ point: at, nodes: down, clients: [], image: p.int(0, 3), restartAfter: p.int(0, params.restartAfterMax), ...(p.chance(params.recoveryCrashRate) ? { recoveryCrash: true } : {}) });
+      plan.push({ point: at, nodes: down, clients: [], image: p.int(0, 3), restartAfter: 0, restartAfterNs: p.int(0, params.restartAfterUsMax * 1000), ...(p.chance(params.recoveryCrashRate) ? { recoveryCrash: true } : {}) });
     }
   }
   if (params.clientCrashRate > 0 && clients > 1) {
@@ -283,7 +301,7 @@ export async function swarmRun(seed: number, app: SwarmApp, options: Partial<Swa
   const siteRng = createPrng(mix(seed, 0xb0, SWARM_APPS.indexOf(app)));
   const enabled = new Set(params.sites);
   let world: World | undefined;
-  const result: SwarmAppResult = { app, seed, config: configName(params.config), plan: formatPlan(plan), sites: params.sites, steps: 0, faultUs: 0, virtualUs: 0, crashPoints: 0, events: 0, failures: [] };
+  const result: SwarmAppResult = { app, seed, config: configName(params.config), plan: formatPlan(plan), sites: params.sites, steps: 0, faultUs: 0, virtualUs: 0, livenessUs: 0, crashPoints: 0, events: 0, failures: [] };
   const fail = (violation: string): void => void result.failures.push({ seed, app, replay: swarmReplay(seed, app, o), violation });
   const prev = setBuggifyHook(enabled.size > 0 ? (site) => enabled.has(site) && siteRng.chance(params.siteFireRate) : undefined);
   try {
@@ -299,12 +317,14 @@ export async function swarmRun(seed: number, app: SwarmApp, options: Partial<Swa
         w.time!.faults = undefined;
         setBuggifyHook(undefined);
       },
+      livenessNsMax: LIVENESS_VIRTUAL_US * 1000,
       livenessStepsMax: LIVENESS_STEPS_MAX,
     });
     result.crashPoints = r.crashPoints;
     result.events = r.events.length;
     result.faultUs = Math.round(r.faultNs ?? r.virtualNs ?? 0) / 1000;
     result.virtualUs = Math.round(r.virtualNs ?? 0) / 1000;
+    result.livenessUs = Math.round(r.livenessNs ?? 0) / 1000;
     for (const p of r.problems) fail(`${p.kind}: ${p.detail}`);
     if (result.failures.length > 0) result.trace = r.events;
   } catch (e) {

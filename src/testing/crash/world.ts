@@ -191,6 +191,8 @@ export class World {
   #prng: Prng;
   #running = false;
   #events: Array<{ at: number; seq: number; fn: () => void }> = [];
+  /** Events on the virtual clock (afterNs): `at` in virtual ns. */
+  #timedEvents: Array<{ at: number; seq: number; fn: () => void }> = [];
   #eventSeq = 0;
 
   constructor(config: NicConfig, seed: number, options: WorldOptions = {}) {
@@ -264,14 +266,27 @@ export class World {
     this.#events.sort((a, b) => a.at - b.at || a.seq - b.seq);
   }
 
-  /** Events scheduled with after() that have not run yet. */
-  get pendingEvents(): number {
-    return this.#events.length;
+  /**
+   * Modelled time only: runs `fn` as an event on the virtual clock, `ns` virtual ns from now (e.g.
+   * a crashed node's restart after a modelled delay). It runs when the clock reaches that time —
+   * the scheduler takes events in virtual-time order — whatever the number of steps in between.
+   */
+  afterNs(ns: number, fn: () => void): void {
+    if (this.time === undefined) throw new Error('afterNs needs modelled time (a World built with a cost model)');
+    if (!Number.isSafeInteger(ns) || ns < 0) throw new RangeError(`afterNs ns must be a non-negative integer, got ${String(ns)}`);
+    this.#timedEvents.push({ at: Number(this.clock.nowNs()) + ns, seq: this.#eventSeq++, fn });
+    this.#timedEvents.sort((a, b) => a.at - b.at || a.seq - b.seq);
   }
 
-  /** Runs every event still scheduled, in order (e.g. restarts still due when the workload ended). */
+  /** Events scheduled with after() or afterNs() that have not run yet. */
+  get pendingEvents(): number {
+    return this.#events.length + this.#timedEvents.length;
+  }
+
+  /** Runs every event still scheduled, in order (e.g. restarts still due when the workload ended): step events, then virtual-time ones. */
   flushEvents(): void {
     while (this.#events.length > 0) this.#events.shift()!.fn();
+    while (this.#timedEvents.length > 0) this.#timedEvents.shift()!.fn();
   }
 
   /** A new client connection to node `n`: the app accepts `hello`; returns the client's queue pair and the welcome. */
@@ -443,10 +458,12 @@ export class World {
     const msgAt = vt.nextMessageAt();
     const timerNs = this.clock.nextDueNs();
     const timerAt = timerNs === undefined ? undefined : Number(timerNs);
+    const eventAt = this.#timedEvents[0]?.at;
     let best = Number.POSITIVE_INFINITY;
     for (const c of cands) best = Math.min(best, c.at);
     if (msgAt !== undefined) best = Math.min(best, msgAt);
     if (timerAt !== undefined) best = Math.min(best, timerAt);
+    if (eventAt !== undefined) best = Math.min(best, eventAt);
     // The DMA engine drains an idle NIC once its pipeline is free (a real NIC drains eventually).
     let drainNode: WorldNode | undefined;
     for (const node of this.nodes) {
@@ -468,6 +485,11 @@ export class World {
     const now = Number(this.clock.nowNs());
     this.clock.advanceNs(BigInt(Math.max(0, best - now))); // fires a timer due at `best` (also one due now)
     if (timerAt !== undefined && timerAt === best) return true;
+    // An event on the virtual clock (a restart) due now runs before the work that starts at the same instant.
+    if (eventAt !== undefined && eventAt === best) {
+      this.#timedEvents.shift()!.fn();
+      return true;
+    }
     if (drainNode !== undefined) {
       drainNode.nic.drainAll();
       return true;

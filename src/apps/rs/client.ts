@@ -139,6 +139,8 @@ export interface RsClientStats {
   uncertainInstalls: number[];
   /** Per replica: receipts of uncertain installs the replica answered (it resolved them: the unlinked buffer is back on its free list). */
   uncertainResolved: number[];
+  /** Per replica: receipts held now, not yet answered (the replica is down, or the client not reconnected yet): each may hold one buffer. */
+  receiptsHeld: number[];
 }
 
 interface Replica {
@@ -220,7 +222,7 @@ export class RsClient {
   #returnBatches = 0n;
   /** Install chains numbered so far (a receipt's serial; 0 is never one: a fresh scratch holds zeros). */
   #installs = 0n;
-  #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, countRetries: 0, noMajority: 0, returnRpcs: 0, uncertainInstalls: [], uncertainResolved: [] };
+  #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, countRetries: 0, noMajority: 0, returnRpcs: 0, uncertainInstalls: [], uncertainResolved: [], receiptsHeld: [] };
 
   /**
    * A client of the replicas behind `connections` (one per replica, in replica order; undefined for
@@ -245,7 +247,7 @@ export class RsClient {
   }
 
   get stats(): Readonly<RsClientStats> {
-    return { ...this.#stats, uncertainInstalls: [...this.#stats.uncertainInstalls], uncertainResolved: [...this.#stats.uncertainResolved] };
+    return { ...this.#stats, uncertainInstalls: [...this.#stats.uncertainInstalls], uncertainResolved: [...this.#stats.uncertainResolved], receiptsHeld: this.#r.map((r) => r.uncertain.length + (r.unacked?.receipts.length ?? 0)) };
   }
 
   /** Blocks per replica (undefined until a replica was reached). */

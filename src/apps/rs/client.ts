@@ -4,11 +4,13 @@
  *
  * write(block, data)  1 RTT query: READ the slot on every replica; the highest tag of a majority
  *                     (a LOST slot does not answer). tag = ⟨max.ts + 1, writer id⟩.
- *                     1 RTT install, on every live replica:
- *                       WRITE scratch[8..32) ← ⟨bound, tag⟩; ALLOCATE(item) → redirect scratch[0];
- *                       FLUSH(persistent) the class arena (conditional); CAS gt on the slot's tag with
- *                       ⟨ptr, bound, tag⟩ from scratch (conditional); READ the slot; FLUSH(persistent)
- *                       the slot; READ scratch[0] (the allocated buffer, to give it back if unlinked).
+ *                     1 RTT install, on every live replica (scratch receipt slot k, see RECEIPT_PTR):
+ *                       WRITE the receipt ⟨serial, 0, bound, tag, no-CAS mark⟩; ALLOCATE(item) → redirect
+ *                       to its ptr; FLUSH(persistent) the class arena (conditional); CAS gt on the slot's
+ *                       tag with ⟨ptr, bound, tag⟩ from the receipt, old value redirected into it
+ *                       (conditional); READ the slot; FLUSH(persistent) the slot; READ the receipt (the
+ *                       allocated buffer and the replaced slot: the one left unlinked goes back).
+ *                     Answer lost (drop): the receipt is handed back after the reconnect (docs/rs.md).
  *                     A replica counts when that READ — FLUSHed in the same chain — shows a tag ≥ ours:
  *                     a CAS that did not swap may have compared against another QP's undrained
  *                     result (DESIGN §2.2), so a lost CAS alone proves nothing durable; such a replica

@@ -14,6 +14,13 @@
  * a new epoch, which refuses every batch of the old one anyway.
  * PRISM-TX's shard CPU gives back the items its sweep found dead through the same checks
  * (giveBack: no mailbox, the server's own epoch).
+ *
+ * Receipt batches (flag bit 1, "return if unreachable"): the entries are 16 bytes each (qpn u32 |
+ * slot u32 | serial u64), each naming the receipt a client's chain left in the scratch of a QP whose
+ * answer a dropped connection lost. The app resolves a receipt (config.resolveReceipt: it makes the
+ * old QP dead first — no NIC operation of it still in flight — then reads what the chain left
+ * unlinked) into pointers, which then pass the same checks as any return: a buffer a slot reaches
+ * is never freed. Same epoch stamp, same numbering, same answer (PRISM-RS, docs/rs.md).
  */
 import type { MemoryRegion, RecvCompletion, Rnic, ServerQp } from '../../../flush/index.js';
 import type { PmemRegion } from '../../../pmem/index.js';
@@ -33,10 +40,17 @@ export interface ReturnDeskConfig {
   imms?: { batch: number; ack: number; stale: number };
   /** Test-only fault: accept a batch stamped with another epoch. */
   acceptStaleEpoch: boolean;
+  /**
+   * Resolves a receipt of a receipt batch into the buffers its chain left unlinked (none when the
+   * desk's app has no receipts). `unchecked`: test-only fault, freed without the reachability check.
+   */
+  resolveReceipt?(r: { qpn: number; slot: number; serial: bigint }): { ptrs: number[]; unchecked?: boolean };
 }
 
 /** Flag bit of a return batch's pad word: the batch carries sender id and batch number (idempotent). */
 export const RETURN_FLAG_IDEMPOTENT = 1;
+/** Flag bit of a return batch's pad word: the entries are receipts (16 bytes each), not pointers. */
+export const RETURN_FLAG_RECEIPTS = 2;
 /** Header bytes of a return batch: 16, or 32 with the idempotent flag (sender id u64, batch number u64). */
 export function returnHeaderBytes(idempotent: boolean): number {
   return idempotent ? 32 : 16;
@@ -58,16 +72,34 @@ export function encodeReturnBatch(epoch: bigint, ptrs: readonly number[], id?: {
   return payload;
 }
 
+/** Encodes a receipt batch (file comment): receipts of uncertain installs, resolved by the replica. */
+export function encodeReceiptBatch(epoch: bigint, receipts: ReadonlyArray<{ qpn: number; slot: number; serial: bigint }>, id?: { sender: bigint; batch: bigint }): Uint8Array {
+  const h = returnHeaderBytes(id !== undefined);
+  const payload = encodeReturnBatch(epoch, new Array<number>(receipts.length * 2).fill(0), id);
+  const dv = new DataView(payload.buffer);
+  dv.setUint32(8, receipts.length, true);
+  dv.setUint32(12, dv.getUint32(12, true) | RETURN_FLAG_RECEIPTS, true);
+  receipts.forEach((r, i) => {
+    dv.setUint32(h + i * 16, r.qpn, true);
+    dv.setUint32(h + i * 16 + 4, r.slot, true);
+    dv.setBigUint64(h + i * 16 + 8, r.serial, true);
+  });
+  return payload;
+}
+
 export interface ReturnStats {
   returnBatches: number;
   /** Idempotent batches received again (already taken: nothing freed twice). */
   returnDuplicates: number;
   returnsAccepted: number;
   returnsRefused: Record<string, number>;
+  /** Receipts resolved (receipt batches), and the buffers they named. */
+  receiptsResolved: number;
+  receiptBuffers: number;
 }
 
 export class ReturnDesk {
-  readonly stats: ReturnStats = { returnBatches: 0, returnDuplicates: 0, returnsAccepted: 0, returnsRefused: {} };
+  readonly stats: ReturnStats = { returnBatches: 0, returnDuplicates: 0, returnsAccepted: 0, returnsRefused: {}, receiptsResolved: 0, receiptBuffers: 0 };
   readonly #c: ReturnDeskConfig;
   #posted = new Map<number, { list: number[]; head: number; members: Set<number> }>();
   /** The server's epoch; undefined until recovery posted the lists (every return is refused before). */
@@ -105,13 +137,30 @@ export class ReturnDesk {
       const dv = new DataView(msg.buffer);
       const epoch = dv.getBigUint64(0, true);
       const count = dv.getUint32(8, true);
-      const idempotent = (dv.getUint32(12, true) & RETURN_FLAG_IDEMPOTENT) !== 0;
+      const flags = dv.getUint32(12, true);
+      const idempotent = (flags & RETURN_FLAG_IDEMPOTENT) !== 0;
+      const receipts = (flags & RETURN_FLAG_RECEIPTS) !== 0;
       const h = returnHeaderBytes(idempotent);
-      if (h + count * 8 <= c.byteLen) {
-        const ptrs: number[] = [];
-        for (let i = 0; i < count; i++) ptrs.push(Number(dv.getBigUint64(h + i * 8, true)));
+      if (h + count * (receipts ? 16 : 8) <= c.byteLen) {
         const id = idempotent ? { sender: dv.getBigUint64(16, true), batch: dv.getBigUint64(24, true) } : undefined;
-        const { accepted, refused } = this.#acceptOnce(epoch, ptrs, id);
+        const entries = (): { ptrs: number[]; unchecked: boolean } => {
+          const ptrs: number[] = [];
+          if (!receipts) {
+            for (let i = 0; i < count; i++) ptrs.push(Number(dv.getBigUint64(h + i * 8, true)));
+            return { ptrs, unchecked: false };
+          }
+          let unchecked = false;
+          for (let i = 0; i < count; i++) {
+            const got = this.#c.resolveReceipt?.({ qpn: dv.getUint32(h + i * 16, true), slot: dv.getUint32(h + i * 16 + 4, true), serial: dv.getBigUint64(h + i * 16 + 8, true) });
+            this.stats.receiptsResolved++;
+            if (got === undefined) continue;
+            ptrs.push(...got.ptrs);
+            this.stats.receiptBuffers += got.ptrs.length;
+            unchecked ||= got.unchecked === true;
+          }
+          return { ptrs, unchecked };
+        };
+        const { accepted, refused } = this.#acceptOnce(epoch, entries, id, receipts ? count : 0);
         new DataView(reply.buffer).setUint32(0, accepted, true);
         new DataView(reply.buffer).setUint32(4, refused, true);
         if (epoch === this.#epoch || this.#c.acceptStaleEpoch) imm = imms.ack;
@@ -126,7 +175,7 @@ export class ReturnDesk {
    * stamped with the current epoch (arena, alignment, not free, not reachable). Refused before open().
    */
   giveBack(ptrs: readonly number[]): { accepted: number; refused: number } {
-    return this.#accept(this.#epoch ?? -1n, ptrs);
+    return this.#accept(this.#epoch ?? -1n, ptrs, false);
   }
 
   /** Catches the mirror up with what ALLOCATE popped since. */
@@ -142,19 +191,32 @@ export class ReturnDesk {
     return this.#posted;
   }
 
-  /** An idempotent batch is taken once per epoch (a duplicate frees nothing); others as they come. */
-  #acceptOnce(epoch: bigint, ptrs: readonly number[], id: { sender: bigint; batch: bigint } | undefined): { accepted: number; refused: number } {
-    if (id === undefined || this.#epoch === undefined || epoch !== this.#epoch) return this.#accept(epoch, ptrs);
+  /**
+   * An idempotent batch is taken once per epoch (a duplicate frees nothing); others as they come.
+   * A receipt batch is resolved only when it is taken, and only in the desk's epoch.
+   */
+  #acceptOnce(epoch: bigint, entries: () => { ptrs: number[]; unchecked: boolean }, id: { sender: bigint; batch: bigint } | undefined, receipts: number): { accepted: number; refused: number } {
+    const take = (): { accepted: number; refused: number } => {
+      // Receipts of another epoch are never resolved: they name QPs of another NIC incarnation (numbers restart).
+      if (receipts > 0 && (this.#epoch === undefined || epoch !== this.#epoch)) {
+        this.stats.returnBatches++;
+        this.stats.returnsRefused['stale-epoch'] = (this.stats.returnsRefused['stale-epoch'] ?? 0) + receipts;
+        return { accepted: 0, refused: receipts };
+      }
+      const { ptrs, unchecked } = entries();
+      return this.#accept(epoch, ptrs, unchecked);
+    };
+    if (id === undefined || this.#epoch === undefined || epoch !== this.#epoch) return take();
     const last = this.#taken.get(id.sender);
     if (last !== undefined && id.batch <= last) {
       this.stats.returnDuplicates++;
       return { accepted: 0, refused: 0 };
     }
     this.#taken.set(id.sender, id.batch);
-    return this.#accept(epoch, ptrs);
+    return take();
   }
 
-  #accept(epoch: bigint, ptrs: readonly number[]): { accepted: number; refused: number } {
+  #accept(epoch: bigint, ptrs: readonly number[], unchecked: boolean): { accepted: number; refused: number } {
     this.stats.returnBatches++;
     let accepted = 0;
     let refused = 0;
@@ -164,7 +226,7 @@ export class ReturnDesk {
         this.#epoch !== undefined
           ? checkReturn(
               { epoch, ptr },
-              { epoch: this.#epoch, classes: this.#c.classes, isFree: (p) => mirror.get(this.#c.classOf(p) ?? -1)?.members.has(p) === true, isReachable: (p) => this.#c.isReachable(p) },
+              { epoch: this.#epoch, classes: this.#c.classes, isFree: (p) => mirror.get(this.#c.classOf(p) ?? -1)?.members.has(p) === true, isReachable: (p) => !unchecked && this.#c.isReachable(p) },
               { acceptStaleEpoch: this.#c.acceptStaleEpoch },
             )
           : 'stale-epoch';

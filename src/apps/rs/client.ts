@@ -4,11 +4,13 @@
  *
  * write(block, data)  1 RTT query: READ the slot on every replica; the highest tag of a majority
  *                     (a LOST slot does not answer). tag = ⟨max.ts + 1, writer id⟩.
- *                     1 RTT install, on every live replica:
- *                       WRITE scratch[8..32) ← ⟨bound, tag⟩; ALLOCATE(item) → redirect scratch[0];
- *                       FLUSH(persistent) the class arena (conditional); CAS gt on the slot's tag with
- *                       ⟨ptr, bound, tag⟩ from scratch (conditional); READ the slot; FLUSH(persistent)
- *                       the slot; READ scratch[0] (the allocated buffer, to give it back if unlinked).
+ *                     1 RTT install, on every live replica (scratch receipt slot k, see RECEIPT_PTR):
+ *                       WRITE the receipt ⟨serial, 0, bound, tag, no-CAS mark⟩; ALLOCATE(item) → redirect
+ *                       to its ptr; FLUSH(persistent) the class arena (conditional); CAS gt on the slot's
+ *                       tag with ⟨ptr, bound, tag⟩ from the receipt, old value redirected into it
+ *                       (conditional); READ the slot; FLUSH(persistent) the slot; READ the receipt (the
+ *                       allocated buffer and the replaced slot: the one left unlinked goes back).
+ *                     Answer lost (drop): the receipt is handed back after the reconnect (docs/rs.md).
  *                     A replica counts when that READ — FLUSHed in the same chain — shows a tag ≥ ours:
  *                     a CAS that did not swap may have compared against another QP's undrained
  *                     result (DESIGN §2.2), so a lost CAS alone proves nothing durable; such a replica
@@ -31,6 +33,10 @@ import { parseJsonBytes } from '../index.js';
 import { NO_RS_FAULTS, type RsFaults } from './faults.js';
 import {
   RS_ITEM_HEADER_BYTES,
+  RS_INSTALL_RECEIPTS,
+  RS_RECEIPT_BATCH_MAX,
+  RS_RECEIPT_BYTES,
+  RS_RECEIPT_NO_CAS,
   RS_RETURN_BATCH_MAX,
   RS_SLOT_BYTES,
   RsErrorCodes,
@@ -50,7 +56,7 @@ import {
   type Tag,
 } from './layout.js';
 import { RS_RETURN_ACK_IMM, RS_RETURN_IMM, RS_RETURN_STALE_IMM } from './server.js';
-import { encodeReturnBatch } from '../kv/index.js';
+import { encodeReturnBatch, encodeReceiptBatch } from '../kv/index.js';
 
 /** One replica's connection: its queue pair and the welcome it sent. */
 export interface RsReplicaConnection {
@@ -127,12 +133,16 @@ export interface RsClientStats {
   returnRpcs: number;
   /**
    * Per replica: install chains posted on an open connection whose answer never came whole (the
-   * connection dropped, or the QP failed, after the chain may have run). Each may leave up to two
-   * buffers unlinked that this client cannot name (the one its ALLOCATE took, or the one its CAS
-   * replaced): they stay allocated until the replica's next recovery reclaims them, as a crashed
-   * client's buffers do.
+   * connection dropped, or the QP failed, after the chain may have run). Each may leave one buffer
+   * unlinked that this client cannot name (the one its ALLOCATE took if its CAS did not swap, or
+   * the one its CAS replaced if it did): the chain's receipt (in the old QP's scratch) names it,
+   * and the client hands the receipt back after its reconnect (a receipt return, docs/rs.md).
    */
   uncertainInstalls: number[];
+  /** Per replica: receipts of uncertain installs the replica answered (it resolved them: the unlinked buffer is back on its free list). */
+  uncertainResolved: number[];
+  /** Per replica: receipts held now, not yet answered (the replica is down, or the client not reconnected yet): each may hold one buffer. */
+  receiptsHeld: number[];
 }
 
 interface Replica {
@@ -142,8 +152,14 @@ interface Replica {
   geometry: RsGeometry | undefined;
   epoch: bigint;
   pending: number[];
+  /** Receipts of install chains whose answer was lost (the connection dropped), to hand back after the reconnect. */
+  uncertain: RsReceipt[];
   /** A return batch sent whose answer never came (the connection dropped): sent again, same number, after the reconnect. */
-  unacked: { batch: bigint; ptrs: number[] } | undefined;
+  unacked: { batch: bigint; ptrs: number[]; receipts: RsReceipt[] } | undefined;
+  /** Scratch receipt slots of the current QP in use by install chains (RS_INSTALL_RECEIPTS of them). */
+  busy: boolean[];
+  /** Installs waiting for a receipt slot of the current QP. */
+  slotWaiters: Array<() => void>;
   returning: Promise<void> | undefined;
   waiter: { resolve: (m: NotifyMessage) => void; reject: (e: Error) => void } | undefined;
 }
@@ -154,8 +170,23 @@ interface ReadAnswer {
   item: RsItem | undefined;
 }
 
-const SCRATCH_PTR = 0;
-const SCRATCH_META = 8;
+/**
+ * The install chain's receipt in the connection's scratch (RS_RECEIPT_BYTES each, RS_INSTALL_RECEIPTS
+ * per QP, one per install chain in flight): serial u64 | ALLOCATE's ptr u64 | bound u64 | writer u64 |
+ * ts u64 (the CAS operand: ptr..ts) | the CAS's old slot value (32 B, redirected). The chain's first
+ * WRITE sets serial, ptr 0 and an old value whose bound is RS_RECEIPT_NO_CAS (no slot has it): a
+ * receipt shows whether the chain ran (serial), ALLOCATEd (ptr ≠ 0), ran its CAS (bound) and swapped
+ * (the old tag below ours). After a drop the replica resolves it (RsServer, docs/rs.md).
+ */
+const RECEIPT_PTR = 8;
+const RECEIPT_OLD = 40;
+
+/** One uncertain install: which receipt of which (dead) QP, and the serial the chain wrote there. */
+export interface RsReceipt {
+  qpn: number;
+  slot: number;
+  serial: bigint;
+}
 
 /** The replica address in an rs welcome. */
 export function parseRsWelcome(welcome: Uint8Array): { rkey: number; base: number; epoch: bigint; geometry: RsGeometry } {
@@ -191,7 +222,9 @@ export class RsClient {
   #lastTs = 0n;
   /** Return batches numbered so far (the replicas take each number once: idempotent returns). */
   #returnBatches = 0n;
-  #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, countRetries: 0, noMajority: 0, returnRpcs: 0, uncertainInstalls: [] };
+  /** Install chains numbered so far (a receipt's serial; 0 is never one: a fresh scratch holds zeros). */
+  #installs = 0n;
+  #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, countRetries: 0, noMajority: 0, returnRpcs: 0, uncertainInstalls: [], uncertainResolved: [], receiptsHeld: [] };
 
   /**
    * A client of the replicas behind `connections` (one per replica, in replica order; undefined for
@@ -204,7 +237,8 @@ export class RsClient {
     this.writerId = this.options.writerId !== undefined ? BigInt(this.options.writerId) : drawWriterId(this.options.entropy);
     this.replicas = connections.length;
     this.#stats.uncertainInstalls = connections.map(() => 0);
-    this.#r = connections.map((_, i) => ({ index: i, qp: undefined, rkey: 0, geometry: undefined, epoch: 0n, pending: [], unacked: undefined, returning: undefined, waiter: undefined }));
+    this.#stats.uncertainResolved = connections.map(() => 0);
+    this.#r = connections.map((_, i) => ({ index: i, qp: undefined, rkey: 0, geometry: undefined, epoch: 0n, pending: [], uncertain: [], unacked: undefined, busy: [], slotWaiters: [], returning: undefined, waiter: undefined }));
     connections.forEach((c, i) => {
       if (c !== undefined) this.#attach(this.#r[i]!, c);
     });
@@ -215,7 +249,7 @@ export class RsClient {
   }
 
   get stats(): Readonly<RsClientStats> {
-    return { ...this.#stats, uncertainInstalls: [...this.#stats.uncertainInstalls] };
+    return { ...this.#stats, uncertainInstalls: [...this.#stats.uncertainInstalls], uncertainResolved: [...this.#stats.uncertainResolved], receiptsHeld: this.#r.map((r) => r.uncertain.length + (r.unacked?.receipts.length ?? 0)) };
   }
 
   /** Blocks per replica (undefined until a replica was reached). */
@@ -336,7 +370,7 @@ export class RsClient {
     while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
     await Promise.allSettled(
       this.#r.map(async (r) => {
-        if (!this.#closed && (r.pending.length > 0 || r.unacked !== undefined) && !this.#isLive(r)) await this.#reconnect(r).catch(() => undefined);
+        if (!this.#closed && (r.pending.length > 0 || r.uncertain.length > 0 || r.unacked !== undefined) && !this.#isLive(r)) await this.#reconnect(r).catch(() => undefined);
         await this.#flushReturns(r);
       }),
     );
@@ -369,9 +403,13 @@ export class RsClient {
     // A different epoch: the replica restarted, and its recovery reclaimed every unlinked buffer.
     if (w.epoch !== r.epoch) {
       r.pending = [];
+      r.uncertain = [];
       r.unacked = undefined;
     }
     r.qp = c.qp;
+    // A new QP, a new scratch: every receipt slot is free (chains of the old QP keep theirs there).
+    r.busy = [];
+    for (const wake of r.slotWaiters.splice(0)) wake();
     r.rkey = w.rkey;
     r.geometry = w.geometry;
     r.epoch = w.epoch;
@@ -430,7 +468,7 @@ export class RsClient {
     const c = await this.options.reconnect?.(r.index);
     if (c === undefined) return;
     this.#attach(r, c);
-    if (r.unacked !== undefined && r.returning === undefined) this.#track(this.#flushReturns(r));
+    if ((r.unacked !== undefined || r.uncertain.length > 0) && r.returning === undefined) this.#track(this.#flushReturns(r));
   }
 
   #end(): void {
@@ -555,26 +593,40 @@ export class RsClient {
     const g = r.geometry!;
     const cls = rsClassFor(g, item.length - RS_ITEM_HEADER_BYTES)!;
     const f = this.faults;
-    const meta = new Uint8Array(24);
-    const dv = new DataView(meta.buffer);
-    dv.setBigUint64(0, BigInt(cls.sizeBytes), true);
-    dv.setBigUint64(8, tag.writer, true);
-    dv.setBigUint64(16, tag.ts, true);
     for (let attempt = 0; attempt <= this.options.allocRetriesMax; attempt++) {
+      // A receipt slot of the current QP's scratch for this chain (waits while every one is in flight).
+      const held = await this.#receiptSlot(r);
+      if (held === undefined) return undefined;
+      const off = held.slot * RS_RECEIPT_BYTES;
+      const serial = ++this.#installs;
+      const head = new Uint8Array(RS_RECEIPT_BYTES);
+      const dv = new DataView(head.buffer);
+      dv.setBigUint64(0, serial, true);
+      dv.setBigUint64(RECEIPT_PTR + 8, BigInt(cls.sizeBytes), true);
+      dv.setBigUint64(RECEIPT_PTR + 16, tag.writer, true);
+      dv.setBigUint64(RECEIPT_PTR + 24, tag.ts, true);
+      dv.setBigUint64(RECEIPT_OLD + 8, RS_RECEIPT_NO_CAS, true);
       // Addressed afresh on every attempt: a wait may span a reconnect to a restarted replica (a new rkey).
       const loc = this.#slotLoc(r, block);
-      const chain: WorkRequest[] = [Wr.write({ scratch: SCRATCH_META }, meta), Wr.allocate(r.rkey, cls.sizeBytes, item, { redirect: SCRATCH_PTR })];
+      const chain: WorkRequest[] = [Wr.write({ scratch: off }, head), Wr.allocate(r.rkey, cls.sizeBytes, item, { redirect: off + RECEIPT_PTR })];
       if (!f.dropItemFlush) chain.push(Wr.flush('persistent', r.rkey, { addr: cls.offset, len: cls.sizeBytes * cls.count }, { conditional: true }));
       const casAt = chain.length;
-      chain.push(Wr.prismCasFrom('gt', loc, { scratch: SCRATCH_PTR }, RS_SLOT_BYTES, { conditional: true, compareMask: rsTagMask() }));
+      chain.push(Wr.prismCasFrom('gt', loc, { scratch: off + RECEIPT_PTR }, RS_SLOT_BYTES, { conditional: true, compareMask: rsTagMask(), redirect: off + RECEIPT_OLD }));
       const readAt = chain.length;
       chain.push(Wr.read(loc, RS_SLOT_BYTES));
       if (!f.dropSlotFlush) chain.push(this.#slotFlush(r, block));
-      chain.push(Wr.read({ scratch: SCRATCH_PTR }, 8));
+      chain.push(Wr.read({ scratch: off + RECEIPT_PTR }, RS_RECEIPT_BYTES - RECEIPT_PTR));
       const open = this.#isLive(r);
       const cs = await this.#post(r, chain);
+      // A chain whose answer was lost keeps its slot for the rest of its QP's life: the receipt stays as the chain left it.
+      if (cs !== undefined) this.#freeReceiptSlot(r, held.qp, held.slot);
+      else for (const wake of r.slotWaiters.splice(0)) wake(); // they find the QP down and give up
       if (cs === undefined) {
-        if (open) this.#stats.uncertainInstalls[r.index]!++;
+        if (open) {
+          // The chain may have run: its receipt (the old QP's scratch) says what it left unlinked.
+          this.#stats.uncertainInstalls[r.index]!++;
+          r.uncertain.push({ qpn: held.qp.qpn, slot: held.slot, serial });
+        }
         return undefined;
       }
       const alloc = cs[1]!;
@@ -585,12 +637,13 @@ export class RsClient {
         await this.#sleep(this.options.retryDelayMs);
         continue;
       }
+      const receipt = cs[cs.length - 1]!.data!;
       if (cas.status === 'ok' && cas.swapped === true) {
-        const old = decodeRsSlot(cas.data!);
+        const old = decodeRsSlot(receipt.slice(RECEIPT_OLD - RECEIPT_PTR, RECEIPT_OLD - RECEIPT_PTR + RS_SLOT_BYTES));
         if (old.ptr !== g.base && old.ptr > 0) this.#giveBack(r, old.ptr);
       } else {
-        const mine = cs[cs.length - 1]!.data;
-        if (mine !== undefined && mine.length === 8) this.#giveBack(r, Number(new DataView(mine.buffer, mine.byteOffset, 8).getBigUint64(0, true)));
+        const mine = Number(new DataView(receipt.buffer, receipt.byteOffset, 8).getBigUint64(0, true));
+        if (mine > 0) this.#giveBack(r, mine);
         if (f.countFailedCas && cas.status === 'ok') return true;
       }
       if (compareTags(decodeRsSlot(cs[readAt]!.data!).tag, tag) >= 0) return true;
@@ -607,6 +660,26 @@ export class RsClient {
       return undefined;
     }
     return undefined;
+  }
+
+  /** A free receipt slot of r's current QP (waits while all are in flight); undefined when r is down. */
+  async #receiptSlot(r: Replica): Promise<{ qp: QueuePair; slot: number } | undefined> {
+    for (;;) {
+      const qp = r.qp;
+      if (qp === undefined || !this.#isLive(r)) return undefined;
+      for (let k = 0; k < RS_INSTALL_RECEIPTS; k++) {
+        if (r.busy[k] === true) continue;
+        r.busy[k] = true;
+        return { qp, slot: k };
+      }
+      await new Promise<void>((resolve) => r.slotWaiters.push(resolve));
+    }
+  }
+
+  #freeReceiptSlot(r: Replica, qp: QueuePair, slot: number): void {
+    if (r.qp !== qp) return; // reattached since: the new QP's slots were freed then
+    r.busy[slot] = false;
+    r.slotWaiters.shift()?.();
   }
 
   // ---------------------------------------------------------------- buffer returns
@@ -626,10 +699,15 @@ export class RsClient {
   async #flushReturns(r: Replica): Promise<void> {
     while (r.returning !== undefined) await r.returning.catch(() => undefined);
     const run = async (): Promise<void> => {
-      while ((r.unacked !== undefined || r.pending.length > 0) && r.qp !== undefined && this.#isLive(r)) {
+      while ((r.unacked !== undefined || r.pending.length > 0 || r.uncertain.length > 0) && r.qp !== undefined && this.#isLive(r)) {
         const qp = r.qp;
-        const b = (r.unacked ??= { batch: ++this.#returnBatches, ptrs: r.pending.splice(0, Math.min(RS_RETURN_BATCH_MAX, r.pending.length)) });
-        const payload = encodeReturnBatch(r.epoch, b.ptrs, this.faults.dropUnansweredReturns ? undefined : { sender: this.writerId, batch: b.batch });
+        // Receipts of uncertain installs first (the replica resolves each: frees what it left unlinked), then pointers.
+        const b = (r.unacked ??=
+          r.uncertain.length > 0
+            ? { batch: ++this.#returnBatches, ptrs: [], receipts: r.uncertain.splice(0, Math.min(RS_RECEIPT_BATCH_MAX, r.uncertain.length)) }
+            : { batch: ++this.#returnBatches, ptrs: r.pending.splice(0, Math.min(RS_RETURN_BATCH_MAX, r.pending.length)), receipts: [] });
+        const id = this.faults.dropUnansweredReturns ? undefined : { sender: this.writerId, batch: b.batch };
+        const payload = b.receipts.length > 0 ? encodeReceiptBatch(r.epoch, b.receipts, id) : encodeReturnBatch(r.epoch, b.ptrs, id);
         this.options.onReturnBatch?.(r.index, payload);
         const reply = new Promise<NotifyMessage>((resolve, reject) => (r.waiter = { resolve, reject }));
         reply.catch(() => undefined);
@@ -644,9 +722,12 @@ export class RsClient {
         }
         if (r.unacked === b) r.unacked = undefined;
         if (m.imm === RS_RETURN_STALE_IMM) {
-          r.pending = []; // the replica restarted: recovery reclaimed every unlinked buffer
+          // the replica restarted: recovery reclaimed every unlinked buffer
+          r.pending = [];
+          r.uncertain = [];
           return;
         }
+        this.#stats.uncertainResolved[r.index]! += b.receipts.length;
         if (m.imm !== RS_RETURN_ACK_IMM) return;
       }
     };
@@ -659,7 +740,7 @@ export class RsClient {
   }
 
   /** A batch whose answer did not come: kept to be sent again (mutant dropUnansweredReturns: dropped, as before the fix). */
-  #unsent(r: Replica, b: { batch: bigint; ptrs: number[] }): void {
+  #unsent(r: Replica, b: { batch: bigint; ptrs: number[]; receipts: RsReceipt[] }): void {
     if (this.faults.dropUnansweredReturns && r.unacked === b) r.unacked = undefined;
   }
 }

@@ -32,6 +32,8 @@ export interface RsFaults {
   reuseOwnTag: boolean;
   /** Returns: a return batch whose answer never came (the connection dropped, the replica up) is dropped, not sent again after the reconnect (and batches carry no number, so they are not idempotent). */
   dropUnansweredReturns: boolean;
+  /** Receipt returns: an uncertain install's two buffers (the one it ALLOCATEd, the one its CAS read) are both freed, whether or not the CAS swapped, without the reachability check. */
+  freeUncertainBlindly: boolean;
 }
 
 export const NO_RS_FAULTS: Readonly<RsFaults> = Object.freeze({
@@ -48,6 +50,7 @@ export const NO_RS_FAULTS: Readonly<RsFaults> = Object.freeze({
   allowAllocateBeforeRebuild: false,
   reuseOwnTag: false,
   dropUnansweredReturns: false,
+  freeUncertainBlindly: false,
 });
 
 export type RsFaultName = keyof RsFaults;
@@ -113,6 +116,13 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     layer: 'recovery',
     step: 'sending a return batch again (same number, idempotent) after a reconnect when the connection dropped before its answer (the replica is up: no recovery reclaims it)',
     // Needs a dropped connection with the replica up; the explorer's seeded crash runs crash nodes only.
+    caughtBy: 'test/apps/rs/drops.test.ts',
+  },
+  {
+    name: 'freeUncertainBlindly',
+    layer: 'recovery',
+    step: 'resolving an uncertain install by its receipt: free the ALLOCATEd buffer only if the CAS did not swap, else the buffer it replaced; never a buffer a slot reaches',
+    // Needs an install whose answer a dropped connection lost (the replica up); the explorer's seeded crash runs crash nodes only.
     caughtBy: 'test/apps/rs/drops.test.ts',
   },
 ] as const satisfies readonly RsMutant[]);

@@ -36,6 +36,14 @@ export const RS_MAX_CLASSES = 8;
 /** Mailbox buffers are KV's (1 KiB each): a return batch (idempotent: a 32-byte header, kv/returns.ts) carries (1024 - 32) / 8 pointers. */
 export const RS_MAILBOX_BUFFER_BYTES = 1024;
 export const RS_RETURN_BATCH_MAX = (RS_MAILBOX_BUFFER_BYTES - 32) / 8;
+/** Receipts in one receipt return batch (16 bytes each: qpn u32 | slot u32 | serial u64). */
+export const RS_RECEIPT_BATCH_MAX = (RS_MAILBOX_BUFFER_BYTES - 32) / 16;
+/** Bytes of one install chain's receipt in the connection's scratch (client.ts: serial | ptr | bound | writer | ts | old slot). */
+export const RS_RECEIPT_BYTES = 72;
+/** Receipt slots per connection: install chains in flight at once on one QP (3 × 72 B fit the NIC's default 256-byte scratch). */
+export const RS_INSTALL_RECEIPTS = 3;
+/** The bound a receipt's old-slot value holds until the chain's CAS overwrites it (no slot has it: bounds are 0 or a class size). */
+export const RS_RECEIPT_NO_CAS = 1n;
 
 const MASK64 = (1n << 64n) - 1n;
 

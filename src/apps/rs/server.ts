@@ -12,7 +12,7 @@
  *   ptr anything else                                 → LOST (this replica lost its copy; readers' write-back repairs it)
  * then: bump the epoch durably, rebuild the free lists from what no slot reaches, accept ALLOCATE.
  */
-import { Access, type MemoryRegion, type Rnic } from '../../../flush/index.js';
+import { Access, type MemoryRegion, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
 import { auditAllocator, recoverFreeLists, type AllocatorAudit, type ArenaClass } from '../../../recovery/index.js';
 import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
@@ -20,6 +20,9 @@ import { Mailbox, ReturnDesk, type MailboxStats, type ReturnStats } from '../kv/
 import { NO_RS_FAULTS, type RsFaults } from './faults.js';
 import {
   RS_EPOCH_OFFSET,
+  RS_INSTALL_RECEIPTS,
+  RS_RECEIPT_BYTES,
+  RS_RECEIPT_NO_CAS,
   RS_SLOT_BYTES,
   RsErrorCodes,
   compareTags,
@@ -45,6 +48,9 @@ import {
 export const RS_RETURN_IMM = 0x5253_0001;
 export const RS_RETURN_ACK_IMM = 0x5253_0002;
 export const RS_RETURN_STALE_IMM = 0x5253_0003;
+
+/** Scratches of released QPs kept for their clients' receipt returns (the oldest goes first; a receipt past it is not resolved: its buffer waits for recovery). */
+export const RS_DEAD_SCRATCHES_MAX = 1024;
 
 export interface RsRecoveryReport {
   epoch: bigint;
@@ -100,6 +106,10 @@ export class RsServer implements AppServer {
   /** The free lists' mirror and the return RPC (KV's). */
   #desk: ReturnDesk;
   #lastReport: RsRecoveryReport | undefined;
+  /** The QPs of live connections (a receipt return names one of its client's old ones). */
+  #qps = new Map<number, ServerQp>();
+  /** The scratch of each released QP as it was when the QP died (what its install chains' receipts say). */
+  #dead = new Map<number, Uint8Array>();
 
   constructor(host: AppHost, base: number, faults: Partial<RsFaults>) {
     this.region = host.region;
@@ -120,6 +130,7 @@ export class RsServer implements AppServer {
       classes: this.arenaClasses,
       classOf: (p) => rsClassOf(this.geometry, p)?.sizeBytes,
       isReachable: (p) => this.#isReachable(p),
+      resolveReceipt: (r) => this.#resolveReceipt(r),
       imms: { batch: RS_RETURN_IMM, ack: RS_RETURN_ACK_IMM, stale: RS_RETURN_STALE_IMM },
       acceptStaleEpoch: this.faults.acceptStaleEpoch,
     });
@@ -201,6 +212,7 @@ export class RsServer implements AppServer {
     this.#epoch = region.loadU64(g.base + RS_EPOCH_OFFSET) + 1n;
     region.storeU64(g.base + RS_EPOCH_OFFSET, this.#epoch);
     region.persist(g.base + RS_EPOCH_OFFSET, 8);
+    this.#dead.clear(); // receipts of the crashed incarnation's QPs: recovery reclaimed what they name
     this.#desk.open(result.free, this.#epoch);
     this.#recovered = true;
     this.#lastReport = { epoch: this.#epoch, slotsScanned: g.blocks, slotsRepaired: repaired, slotsLost: lost, reachable: result.reachable.size, reclaimed: result.reclaimed };
@@ -211,13 +223,54 @@ export class RsServer implements AppServer {
   accept(_hello: Uint8Array): AcceptedClient {
     // Clients may connect before recovery ends (ALLOCATE is refused meanwhile; the welcome's epoch is then stale).
     const qp = this.#mailbox.accept(this.#pd, (q, bufs, c) => this.#desk.onRecv(q, bufs, c));
+    this.#qps.set(qp.qpn, qp);
     const g = this.geometry;
     return { qp, welcome: jsonBytes({ app: 'rs', rkey: this.mr.rkey, base: g.base, epoch: this.#epoch.toString(), layout: { blocks: g.blocks, classes: g.classes.map((c) => ({ sizeBytes: c.sizeBytes, count: c.count })), mailboxBuffers: g.mailboxBuffers } }) };
   }
 
-  /** The connection of QP `qpn` is gone: its mailbox buffers are fenced and reused (Mailbox.release). */
+  /**
+   * The connection of QP `qpn` is gone: its mailbox buffers are fenced and reused (Mailbox.release:
+   * the QP is destroyed, its NIC cache entries drained, none of its chains runs any further), and
+   * its scratch is kept for the receipts its client may hand back.
+   */
   release(qpn: number): void {
     this.#mailbox.release(qpn);
+    const qp = this.#qps.get(qpn);
+    if (qp === undefined) return;
+    this.#qps.delete(qpn);
+    this.#dead.set(qpn, qp.scratch());
+    if (this.#dead.size > RS_DEAD_SCRATCHES_MAX) this.#dead.delete(this.#dead.keys().next().value!);
+  }
+
+  /**
+   * A receipt return (docs/rs.md "Uncertain installs"): the client lost the answer of an install
+   * chain on its old QP `qpn` and names the chain's receipt. The old QP is made dead first (a
+   * connection the replica still holds is released: no operation of it is in flight after that),
+   * then the receipt says what the chain left unlinked:
+   *   serial ≠ the client's (the chain never reached the NIC, or another chain reused the slot)  → nothing
+   *   ptr 0 (ALLOCATE did not run, or failed)                                                   → nothing
+   *   old slot bound = RS_RECEIPT_NO_CAS (the CAS did not run)                                  → the ALLOCATEd buffer
+   *   the old tag ≥ the chain's tag (the CAS did not swap)                                      → the ALLOCATEd buffer
+   *   the old tag < the chain's tag (the CAS swapped: the ALLOCATEd buffer is linked)           → the old slot's buffer, unless empty
+   * The desk then checks each like any return (not free, no slot reaches it). Mutant
+   * freeUncertainBlindly names both buffers whatever the CAS did, without the reachability check.
+   */
+  #resolveReceipt(r: { qpn: number; slot: number; serial: bigint }): { ptrs: number[]; unchecked?: boolean } {
+    if (!Number.isSafeInteger(r.slot) || r.slot < 0 || r.slot >= RS_INSTALL_RECEIPTS) return { ptrs: [] };
+    if (this.#qps.has(r.qpn)) this.release(r.qpn);
+    const scratch = this.#dead.get(r.qpn);
+    if (scratch === undefined || scratch.length < (r.slot + 1) * RS_RECEIPT_BYTES) return { ptrs: [] };
+    const dv = new DataView(scratch.buffer, scratch.byteOffset + r.slot * RS_RECEIPT_BYTES, RS_RECEIPT_BYTES);
+    if (dv.getBigUint64(0, true) !== r.serial) return { ptrs: [] };
+    const mine = Number(dv.getBigUint64(8, true));
+    if (mine === 0) return { ptrs: [] };
+    const tag = { writer: dv.getBigUint64(24, true), ts: dv.getBigUint64(32, true) };
+    const old = decodeRsSlot(scratch.slice(r.slot * RS_RECEIPT_BYTES + 40, r.slot * RS_RECEIPT_BYTES + 72));
+    const casRan = BigInt(old.bound) !== RS_RECEIPT_NO_CAS;
+    const oldPtr = casRan && old.ptr !== this.geometry.base && old.ptr > 0 ? [old.ptr] : [];
+    if (this.faults.freeUncertainBlindly) return { ptrs: [mine, ...oldPtr], unchecked: true };
+    if (!casRan || compareTags(tag, old.tag) <= 0) return { ptrs: [mine] };
+    return { ptrs: oldPtr };
   }
 
   get mailboxStats(): MailboxStats {

@@ -29,6 +29,7 @@ const EXPECTED: Record<RsFaultName, string[]> = {
   countFailedCas: ['lost', 'linearizability'],
   reuseOwnTag: ['linearizability'],
   dropUnansweredReturns: ['allocator'],
+  freeUncertainBlindly: ['allocator', 'lost'],
 };
 
 t.test('mutants are data: name and step; at least 8; the listing', async (t) => {

@@ -220,8 +220,18 @@ function overlaps(a: readonly EffectImage[], b: readonly EffectImage[]): boolean
 
 /** A method name's id on the wire (CRC-32C of its UTF-8 bytes): client and server agree without a handshake. */
 export function methodId(method: string): number {
-  return crc32c(new TextEncoder().encode(method));
+  let id = METHOD_IDS.get(method);
+  if (id === undefined) {
+    id = crc32c(new TextEncoder().encode(method));
+    // Bounded: a caller naming ever new methods pays the encoding, not memory.
+    if (METHOD_IDS.size >= 1024) METHOD_IDS.clear();
+    METHOD_IDS.set(method, id);
+  }
+  return id;
 }
+
+/** Ids of the method names seen (the client computes one per call). */
+const METHOD_IDS = new Map<string, number>();
 
 const GOODBYE_ID = methodId(GOODBYE_METHOD);
 

@@ -392,11 +392,15 @@ export class RedoLog {
 
   #persistWords(recs: readonly RecordInfo[]): void {
     if (this.#faults.skipPersistCreditBeforeReuse) return;
-    const done = new Set<number>();
+    // Once per client (a batch is mostly one client's: no set for the common case).
+    let last = -1;
+    let done: Set<number> | undefined;
     for (const rec of recs) {
-      if (done.has(rec.clientId)) continue;
-      done.add(rec.clientId);
-      this.conn.persistApplied(rec.clientId);
+      const id = rec.clientId;
+      if (id === last || done?.has(id) === true) continue;
+      if (last !== -1) (done ??= new Set([last])).add(id);
+      last = id;
+      this.conn.persistApplied(id);
     }
   }
 

@@ -279,8 +279,12 @@ export class RedoLog {
     this.#slotLsn[index] = lsn;
     this.#slotClient[index] = clientId;
     this.#slotSeq[index] = seq;
-    // The record as read back: the checksum of the stored bytes is the one computed over `effects`, so its images are these.
-    const back: RecordInfo = { index, state: 'complete-unapplied', lsn, clientId, seq, images: effects.images, result: undefined };
+    // The record as read back: the checksum of the stored bytes is the one computed over `effects`,
+    // so its images are these — taken now (offset and bytes of each): the lazy pipeline flushes
+    // their ranges a batch later, and a caller may reuse its effects objects by then.
+    const images: EffectImage[] = [];
+    for (const im of effects.images) images.push({ offset: im.offset, bytes: im.bytes });
+    const back: RecordInfo = { index, state: 'complete-unapplied', lsn, clientId, seq, images, result: undefined };
     if (!this.#faults.skipPersistRecordBeforeApply) r.persist(off, length);
     this.#nextLsn = lsn + 1;
     if (this.#batch === undefined) this.apply(back);

@@ -117,3 +117,24 @@ t.test('poll judges the expected entry like inspectSlot, on seeded slot states',
   }
   t.equal(checked, 400);
 });
+
+t.test('group commit flushes the images a record was committed with, even if the caller reuses its effects objects', async (t) => {
+  const region = newRegion(SMALL, 0, true);
+  const store = RecoveryStore.format(region, SMALL);
+  const { clientId } = store.register();
+  const image = { offset: 8, bytes: u64(41) };
+  const effects = { images: [image] };
+  store.batch(() => store.commit(clientId, 1, effects));
+  // The caller reuses its objects for the next request (another offset).
+  image.offset = 512;
+  image.bytes = u64(42);
+  store.batch(() => store.commit(clientId, 2, effects)); // flushes record 1's images (advance)
+  store.batch(() => store.commit(clientId, 3, { images: [] })); // sets record 1's flag
+  t.equal(readRecord(store.layout, 0).state, 'applied');
+  const st = region.crashState();
+  const [media] = [...crashImages(st, { engine: 'none' })];
+  const crashed = PmemRegion.openImage(materialize(st, media!));
+  const off = store.layout.recordOffset(0);
+  t.equal(crashed.loadU32(off), 1, 'record 1 is flagged applied on media');
+  t.equal(crashed.loadU32(store.geometry.appOffset + 8), 41, 'so its image is on media');
+});

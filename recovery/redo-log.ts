@@ -82,18 +82,45 @@ export function checkEffects(effects: Effects, layout: Layout): void {
 }
 
 export function encodeRecord(lsn: number, clientId: number, seq: number, effects: Effects): Uint8Array {
+  const b = new Uint8Array(RECORD_HEADER_BYTES + bodyBytes(effects));
+  encodeRecordInto(b, new DataView(b.buffer), lsn, clientId, seq, effects);
+  return b;
+}
+
+const TWO_32 = 0x1_0000_0000;
+
+/** A safe integer as a little-endian u64 (two u32 stores: no BigInt on the hot path). */
+function setU64(dv: DataView, at: number, v: number): void {
+  dv.setUint32(at, v >>> 0, true);
+  dv.setUint32(at + 4, Math.floor(v / TWO_32), true);
+}
+
+/** A little-endian u64 as a Number, or -1 past Number.MAX_SAFE_INTEGER. */
+function getU64(dv: DataView, at: number): number {
+  const hi = dv.getUint32(at + 4, true);
+  return hi > 0x1f_ffff ? -1 : hi * TWO_32 + dv.getUint32(at, true);
+}
+
+/**
+ * Encodes the record into `b` from byte 8 (the flag word is not the record's: the caller stores
+ * from byte 8) and returns its length. `dv` views `b` from its offset 0.
+ */
+function encodeRecordInto(b: Uint8Array, dv: DataView, lsn: number, clientId: number, seq: number, effects: Effects): number {
   const body = bodyBytes(effects);
-  const b = new Uint8Array(RECORD_HEADER_BYTES + body);
-  const dv = new DataView(b.buffer);
-  dv.setBigUint64(8, BigInt(lsn), true);
+  const length = RECORD_HEADER_BYTES + body;
+  b.fill(0, 8, length);
+  setU64(dv, 8, lsn);
   dv.setUint32(16, clientId, true);
   dv.setUint32(20, effects.images.length, true);
-  dv.setBigUint64(24, BigInt(seq), true);
-  dv.setUint32(32, effects.result?.length ?? 0, true);
+  setU64(dv, 24, seq);
+  const result = effects.result;
+  dv.setUint32(32, result?.length ?? 0, true);
   dv.setUint32(36, body, true);
   let p = RECORD_HEADER_BYTES;
-  if (effects.result !== undefined) b.set(effects.result, p);
-  p += pad8(effects.result?.length ?? 0);
+  if (result !== undefined) {
+    b.set(result, p);
+    p += pad8(result.length);
+  }
   for (const im of effects.images) {
     dv.setUint32(p, im.offset, true);
     dv.setUint32(p + 4, im.bytes.length, true);
@@ -101,7 +128,7 @@ export function encodeRecord(lsn: number, clientId: number, seq: number, effects
     p += 8 + pad8(im.bytes.length);
   }
   dv.setUint32(40, recordChecksum(b, body), true);
-  return b;
+  return length;
 }
 
 function recordChecksum(b: Uint8Array, body: number): number {
@@ -112,27 +139,33 @@ function recordChecksum(b: Uint8Array, body: number): number {
 export function readRecord(layout: Layout, index: number, verifyChecksum = true): RecordInfo {
   const r = layout.region;
   const off = layout.recordOffset(index);
-  const head = r.load(off, RECORD_HEADER_BYTES);
-  const dv = new DataView(head.buffer);
-  const flag = dv.getBigUint64(0, true);
-  const lsnBig = dv.getBigUint64(8, true);
+  const head = r.view(off, RECORD_HEADER_BYTES);
+  const dv = new DataView(head.buffer, head.byteOffset, RECORD_HEADER_BYTES);
+  const flagLo = dv.getUint32(0, true);
+  const flagHi = dv.getUint32(4, true);
+  const lsnLo = dv.getUint32(8, true);
+  const lsnHi = dv.getUint32(12, true);
+  const lsnNum = getU64(dv, 8);
   const clientId = dv.getUint32(16, true);
   const imageCount = dv.getUint32(20, true);
-  const seqBig = dv.getBigUint64(24, true);
+  const seqNum = getU64(dv, 24);
   const resultLength = dv.getUint32(32, true);
   const body = dv.getUint32(36, true);
+  const crc = dv.getUint32(40, true);
+  const reserved = dv.getUint32(44, true);
   // For an incomplete record the header fields are untrusted: kept only to attribute the tear.
-  const rawSeq = seqBig <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(seqBig) : 0;
-  const rawLsn = lsnBig <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(lsnBig) : 0;
+  const rawSeq = seqNum >= 0 ? seqNum : 0;
+  const rawLsn = lsnNum >= 0 ? lsnNum : 0;
   const info: RecordInfo = { index, state: 'incomplete', lsn: rawLsn, clientId, seq: rawSeq, images: [], result: undefined };
-  if (flag === 0n && head.every((x) => x === 0)) return { ...info, state: 'none', lsn: 0, clientId: 0, seq: 0 };
+  if (flagLo === 0 && flagHi === 0 && head.every((x) => x === 0)) return { ...info, state: 'none', lsn: 0, clientId: 0, seq: 0 };
   const app = layout.geometry.appBytes;
   const sane =
-    lsnBig >= 1n && lsnBig <= BigInt(Number.MAX_SAFE_INTEGER) && seqBig >= 1n && seqBig <= BigInt(Number.MAX_SAFE_INTEGER) &&
-    clientId >= 1 && body % 8 === 0 && RECORD_HEADER_BYTES + body <= layout.geometry.recordBytes && pad8(resultLength) <= body && dv.getUint32(44, true) === 0;
+    lsnNum >= 1 && seqNum >= 1 &&
+    clientId >= 1 && body % 8 === 0 && RECORD_HEADER_BYTES + body <= layout.geometry.recordBytes && pad8(resultLength) <= body && reserved === 0;
   if (!sane) return info;
+  // Checked on the copy that is kept: what was verified is what the caller gets.
   const b = r.load(off, RECORD_HEADER_BYTES + body);
-  if (verifyChecksum && recordChecksum(b, body) !== dv.getUint32(40, true)) return info;
+  if (verifyChecksum && recordChecksum(b, body) !== crc) return info;
   // Parse the body; a malformed body under a valid checksum cannot come from encodeRecord.
   const bdv = new DataView(b.buffer);
   let p = RECORD_HEADER_BYTES + pad8(resultLength);
@@ -142,16 +175,15 @@ export function readRecord(layout: Layout, index: number, verifyChecksum = true)
     const o = bdv.getUint32(p, true);
     const len = bdv.getUint32(p + 4, true);
     if (p + 8 + len > b.length || o + len > app) return info;
-    images.push({ offset: o, bytes: b.slice(p + 8, p + 8 + len) });
+    images.push({ offset: o, bytes: b.subarray(p + 8, p + 8 + len) });
     p += 8 + pad8(len);
   }
-  const lsn = Number(lsnBig);
   return {
     index,
-    state: flag === lsnBig ? 'applied' : 'complete-unapplied',
-    lsn,
+    state: flagLo === lsnLo && flagHi === lsnHi ? 'applied' : 'complete-unapplied',
+    lsn: lsnNum,
     clientId,
-    seq: Number(seqBig),
+    seq: seqNum,
     images,
     result: resultLength > 0 ? b.slice(RECORD_HEADER_BYTES, RECORD_HEADER_BYTES + resultLength) : new Uint8Array(0),
   };
@@ -183,12 +215,28 @@ export class RedoLog {
   #lazyMark = 0;
   /** Inside batch(): the pipeline advanced at its first commit. */
   #advanced = false;
+  /** Scratch of one record (commits run one at a time, on the region's owner thread). */
+  #scratch: Uint8Array;
+  #scratchDv: DataView;
+  /**
+   * Per record slot: LSN, client and sequence of the record this log wrote there and read back
+   * (LSN 0: none since open). The reuse check reads only the slot's header words against them.
+   */
+  #slotLsn: Float64Array;
+  #slotClient: Uint32Array;
+  #slotSeq: Float64Array;
 
   /** Scans the log to find the next LSN (one past the highest complete record). */
   constructor(layout: Layout, conn: ConnTable, options: Partial<RedoLogOptions> = {}) {
     this.layout = layout;
     this.conn = conn;
     this.#faults = checkFaults(options.faults);
+    const g = layout.geometry;
+    this.#scratch = new Uint8Array(g.recordBytes);
+    this.#scratchDv = new DataView(this.#scratch.buffer);
+    this.#slotLsn = new Float64Array(g.logRecords);
+    this.#slotClient = new Uint32Array(g.logRecords);
+    this.#slotSeq = new Float64Array(g.logRecords);
     let max = 0;
     for (const rec of this.scan()) if (rec.state === 'applied' || rec.state === 'complete-unapplied') max = Math.max(max, rec.lsn);
     this.#nextLsn = max + 1;
@@ -224,11 +272,20 @@ export class RedoLog {
     this.#prepareReuse(index);
     const r = this.layout.region;
     const off = this.layout.recordOffset(index);
-    const bytes = encodeRecord(lsn, clientId, seq, effects);
-    r.store(off + 8, bytes.subarray(8));
-    const back = readRecord(this.layout, index);
-    assert.ok(back.state === 'complete-unapplied' && back.lsn === lsn && back.clientId === clientId && back.seq === seq, `record ${lsn} reads back as ${back.state}`);
-    if (!this.#faults.skipPersistRecordBeforeApply) r.persist(off, bytes.length);
+    // Encoded into the log's scratch buffer (no allocation per commit), stored, then read back once.
+    const length = encodeRecordInto(this.#scratch, this.#scratchDv, lsn, clientId, seq, effects);
+    r.store(off + 8, this.#scratch.subarray(8, length));
+    this.#checkReadBack(off, length, lsn, clientId, seq);
+    this.#slotLsn[index] = lsn;
+    this.#slotClient[index] = clientId;
+    this.#slotSeq[index] = seq;
+    // The record as read back: the checksum of the stored bytes is the one computed over `effects`,
+    // so its images are these — taken now (offset and bytes of each): the lazy pipeline flushes
+    // their ranges a batch later, and a caller may reuse its effects objects by then.
+    const images: EffectImage[] = [];
+    for (const im of effects.images) images.push({ offset: im.offset, bytes: im.bytes });
+    const back: RecordInfo = { index, state: 'complete-unapplied', lsn, clientId, seq, images, result: undefined };
+    if (!this.#faults.skipPersistRecordBeforeApply) r.persist(off, length);
     this.#nextLsn = lsn + 1;
     if (this.#batch === undefined) this.apply(back);
     else {
@@ -339,11 +396,15 @@ export class RedoLog {
 
   #persistWords(recs: readonly RecordInfo[]): void {
     if (this.#faults.skipPersistCreditBeforeReuse) return;
-    const done = new Set<number>();
+    // Once per client (a batch is mostly one client's: no set for the common case).
+    let last = -1;
+    let done: Set<number> | undefined;
     for (const rec of recs) {
-      if (done.has(rec.clientId)) continue;
-      done.add(rec.clientId);
-      this.conn.persistApplied(rec.clientId);
+      const id = rec.clientId;
+      if (id === last || done?.has(id) === true) continue;
+      if (last !== -1) (done ??= new Set([last])).add(id);
+      last = id;
+      this.conn.persistApplied(id);
     }
   }
 
@@ -410,8 +471,28 @@ export class RedoLog {
     if (rec.lsn >= this.#nextLsn) this.#nextLsn = rec.lsn + 1;
   }
 
+  /**
+   * Commit's read-back (check data right after it is written): the slot's header names this record
+   * and the stored bytes, read in place, carry the checksum that was computed before the store.
+   */
+  #checkReadBack(off: number, length: number, lsn: number, clientId: number, seq: number): void {
+    const v = this.layout.region.view(off, length);
+    const dv = new DataView(v.buffer, v.byteOffset, length);
+    const crc = dv.getUint32(40, true);
+    const ok =
+      getU64(dv, 8) === lsn && dv.getUint32(16, true) === clientId && getU64(dv, 24) === seq &&
+      crc === this.#scratchDv.getUint32(40, true) && recordChecksum(v, length - RECORD_HEADER_BYTES) === crc;
+    assert.ok(ok, `record ${lsn} does not read back as written`);
+  }
+
   /** A record slot is reused only when its record is durably applied and its client's applied word durable. */
   #prepareReuse(index: number): void {
+    const known = this.#slotLsn[index]!;
+    if (known > 0 && !this.#lazyLsns.has(known) && this.#holdsApplied(index, known)) {
+      // Fast path: the applied record this log wrote and read back here (its flag set since).
+      this.#reuseApplied(this.#slotClient[index]!, this.#slotSeq[index]!, known);
+      return;
+    }
     let old = readRecord(this.layout, index);
     if (old.state === 'complete-unapplied' && this.#lazyLsns.has(old.lsn)) {
       // Still in the lazy pipeline (a record of the batch before: batches over logRecords / 2): its
@@ -424,9 +505,26 @@ export class RedoLog {
       throw new PmrpcError(RecoveryErrorCodes.LOG_FULL, `log record slot ${index} still holds unapplied record ${old.lsn}`);
     }
     if (old.state !== 'applied') return;
-    if (this.conn.has(old.clientId)) {
-      assert.ok(this.conn.appliedSeq(old.clientId) >= old.seq, `client ${old.clientId}: record ${old.lsn} (seq ${old.seq}) applied but the table says ${this.conn.appliedSeq(old.clientId)}`);
-      if (!this.#faults.skipPersistCreditBeforeReuse) this.conn.persistApplied(old.clientId);
+    this.#reuseApplied(old.clientId, old.seq, old.lsn);
+  }
+
+  /** The slot's flag, LSN, client and sequence words are those of record `lsn`, applied, as this log wrote it. */
+  #holdsApplied(index: number, lsn: number): boolean {
+    const r = this.layout.region;
+    const off = this.layout.recordOffset(index);
+    const lo = lsn >>> 0;
+    const hi = Math.floor(lsn / TWO_32);
+    const seq = this.#slotSeq[index]!;
+    return (
+      r.loadU32(off) === lo && r.loadU32(off + 4) === hi && r.loadU32(off + 8) === lo && r.loadU32(off + 12) === hi &&
+      r.loadU32(off + 16) === this.#slotClient[index] && r.loadU32(off + 24) === seq >>> 0 && r.loadU32(off + 28) === Math.floor(seq / TWO_32)
+    );
+  }
+
+  #reuseApplied(clientId: number, seq: number, lsn: number): void {
+    if (this.conn.has(clientId)) {
+      assert.ok(this.conn.appliedSeq(clientId) >= seq, `client ${clientId}: record ${lsn} (seq ${seq}) applied but the table says ${this.conn.appliedSeq(clientId)}`);
+      if (!this.#faults.skipPersistCreditBeforeReuse) this.conn.persistApplied(clientId);
     }
   }
 }

@@ -22,7 +22,10 @@ import { checkFaults, type RecoveryFaults } from './faults.js';
 import { COUNTER_MAX, RecoveryErrorCodes, type Geometry, type Layout } from './layout.js';
 
 export const ENTRY_HEADER_BYTES = 32;
+const TWO_32 = 0x1_0000_0000;
+/** CRC-32C of each lap's 4 little-endian bytes is computed into this scratch (owner thread only; no allocation per entry). */
 const LAP_BYTES = new Uint8Array(4);
+const LAP_DV = new DataView(LAP_BYTES.buffer);
 
 export interface RequestHeader {
   clientId: number;
@@ -74,9 +77,8 @@ function checkU32(name: string, v: unknown, min = 0): number {
 }
 
 function entryChecksum(lap: number, bytes: Uint8Array, payloadLength: number): number {
-  const lapBytes = LAP_BYTES.slice();
-  new DataView(lapBytes.buffer).setUint32(0, lap, true);
-  const c = crc32c(lapBytes);
+  LAP_DV.setUint32(0, lap, true);
+  const c = crc32c(LAP_BYTES);
   return crc32c(bytes, 8, ENTRY_HEADER_BYTES + payloadLength, c);
 }
 
@@ -99,7 +101,8 @@ export function encodeEntry(req: RingEntry, geometry: Pick<Geometry, 'slotBytes'
   const dv = new DataView(b.buffer);
   dv.setUint32(8, clientId, true);
   dv.setUint32(12, methodId, true);
-  dv.setBigUint64(16, BigInt(seq), true);
+  dv.setUint32(16, seq >>> 0, true);
+  dv.setUint32(20, Math.floor(seq / TWO_32), true);
   dv.setUint32(24, req.payload.length, true);
   b.set(req.payload, ENTRY_HEADER_BYTES);
   const lap = lapOf(seq, geometry.ringSlots);
@@ -134,35 +137,37 @@ export function inspectSlot(
   expect: { clientId: number; seq: number },
   verifyChecksum = true,
 ): SlotInspection {
-  const head = region.view(slotOffset, ENTRY_HEADER_BYTES);
-  const dv = new DataView(head.buffer, head.byteOffset, ENTRY_HEADER_BYTES);
-  const crc = dv.getUint32(0, true);
-  const lap = dv.getUint32(4, true);
-  const clientId = dv.getUint32(8, true);
-  const methodId = dv.getUint32(12, true);
-  const seqBig = dv.getBigUint64(16, true);
-  const payloadLength = dv.getUint32(24, true);
-  const reserved = dv.getUint32(28, true);
+  // Header words read in place (no view, no BigInt): this runs on every poll that finds no new entry.
+  const crc = region.loadU32(slotOffset);
+  const lap = region.loadU32(slotOffset + 4);
+  const clientId = region.loadU32(slotOffset + 8);
+  const methodId = region.loadU32(slotOffset + 12);
+  const seqLo = region.loadU32(slotOffset + 16);
+  const seqHi = region.loadU32(slotOffset + 20);
+  const payloadLength = region.loadU32(slotOffset + 24);
+  const reserved = region.loadU32(slotOffset + 28);
   const commitZero = crc === 0 && lap === 0;
-  const blank = commitZero && head.every((x) => x === 0);
+  const blank = commitZero && clientId === 0 && methodId === 0 && seqLo === 0 && seqHi === 0 && payloadLength === 0 && reserved === 0;
   const sane = lap >= 1 && clientId >= 1 && reserved === 0 && payloadLength <= maxPayloadBytes(g.slotBytes);
-  let crcOk = false;
-  let bytes: Uint8Array | undefined;
-  if (sane) {
-    // Validate the copy that is kept: what was checked is what the caller gets.
-    bytes = region.load(slotOffset, ENTRY_HEADER_BYTES + payloadLength);
-    crcOk = !verifyChecksum || entryChecksum(lap, bytes, payloadLength) === crc;
-  }
-  const checksumValid = crcOk && clientId === expect.clientId;
-  const foreign = crcOk && clientId !== expect.clientId;
-  const seq = seqBig <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(seqBig) : -1;
+  const seq = seqHi <= 0x1f_ffff ? seqHi * TWO_32 + seqLo : -1;
   const expLap = lapOf(expect.seq, g.ringSlots);
   let rel: LapRelation = 'other';
   if (lap === expLap && seq === expect.seq) rel = 'expected';
   else if (lap === expLap - 1 && seq === expect.seq - g.ringSlots) rel = 'previous';
+  let crcOk = false;
+  let bytes: Uint8Array | undefined;
+  if (sane) {
+    // The entry a caller gets is a copy, validated itself (what was checked is what the caller
+    // gets); any other verdict needs only the checksum, computed in place.
+    const keep = rel === 'expected' && clientId === expect.clientId;
+    bytes = keep ? region.load(slotOffset, ENTRY_HEADER_BYTES + payloadLength) : region.view(slotOffset, ENTRY_HEADER_BYTES + payloadLength);
+    crcOk = !verifyChecksum || entryChecksum(lap, bytes, payloadLength) === crc;
+  }
+  const checksumValid = crcOk && clientId === expect.clientId;
+  const foreign = crcOk && clientId !== expect.clientId;
   const out: SlotInspection = { blank, commitZero, checksumValid, foreign, lap: rel };
   if (checksumValid && rel === 'expected') {
-    assert.ok(bytes !== undefined && new DataView(bytes.buffer).getUint32(8, true) === expect.clientId);
+    assert.ok(bytes !== undefined && bytes.byteOffset === 0 && new DataView(bytes.buffer).getUint32(8, true) === expect.clientId);
     out.entry = { clientId, seq, methodId, payload: bytes.subarray(ENTRY_HEADER_BYTES) };
   }
   return out;
@@ -225,6 +230,8 @@ export class Ring {
   poll(): PollResult {
     const seq = this.#nextSeq;
     const off = this.slotOffset(seq);
+    const fast = this.#pollExpected(seq, off);
+    if (fast !== undefined) return fast;
     const s = inspectSlot(this.layout.region, off, this.layout.geometry, { clientId: this.clientId, seq }, !this.#faults.skipChecksumAtPoll);
     if (s.entry !== undefined) {
       this.#partialPolls = 0;
@@ -243,6 +250,33 @@ export class Ring {
       throw new PmrpcError(RecoveryErrorCodes.ENTRY_TORN, `client ${this.clientId}: entry ${seq} still incomplete after ${this.options.partialPollsMax} polls`);
     }
     return { kind: 'partial', seq, polls: this.#partialPolls };
+  }
+
+  /**
+   * The common case of poll, judged on the header words in place: the slot's header names the
+   * expected entry (lap, client, sequence, sane length), so its bytes are copied once and the
+   * checksum verified on that copy (what was checked is what the caller gets) — the same verdict
+   * inspectSlot gives such a slot. Anything else (empty, earlier lap, foreign, a checksum that does
+   * not match yet) returns undefined: inspectSlot classifies it.
+   */
+  #pollExpected(seq: number, off: number): PollResult | undefined {
+    const r = this.layout.region;
+    const g = this.layout.geometry;
+    if (
+      r.loadU32(off + 4) !== lapOf(seq, g.ringSlots) || r.loadU32(off + 8) !== this.clientId ||
+      r.loadU32(off + 16) !== seq >>> 0 || r.loadU32(off + 20) !== Math.floor(seq / TWO_32) || r.loadU32(off + 28) !== 0
+    ) return undefined;
+    const payloadLength = r.loadU32(off + 24);
+    if (payloadLength > maxPayloadBytes(g.slotBytes)) return undefined;
+    const bytes = r.load(off, ENTRY_HEADER_BYTES + payloadLength);
+    const dv = new DataView(bytes.buffer, 0, ENTRY_HEADER_BYTES);
+    // The header of the copy, not of the slot, is what the entry is made of.
+    const lap = dv.getUint32(4, true);
+    if (lap !== lapOf(seq, g.ringSlots) || dv.getUint32(8, true) !== this.clientId || dv.getUint32(16, true) !== seq >>> 0) return undefined;
+    if (!this.#faults.skipChecksumAtPoll && entryChecksum(lap, bytes, payloadLength) !== dv.getUint32(0, true)) return undefined;
+    this.#partialPolls = 0;
+    this.#nextSeq = seq + 1;
+    return { kind: 'entry', entry: { clientId: this.clientId, seq, methodId: dv.getUint32(12, true), payload: bytes.subarray(ENTRY_HEADER_BYTES) }, slotOffset: off };
   }
 
   /** Receiver-persist strategies: make a consumed entry durable before acknowledging it. */

@@ -220,8 +220,18 @@ function overlaps(a: readonly EffectImage[], b: readonly EffectImage[]): boolean
 
 /** A method name's id on the wire (CRC-32C of its UTF-8 bytes): client and server agree without a handshake. */
 export function methodId(method: string): number {
-  return crc32c(new TextEncoder().encode(method));
+  let id = METHOD_IDS.get(method);
+  if (id === undefined) {
+    id = crc32c(new TextEncoder().encode(method));
+    // Bounded: a caller naming ever new methods pays the encoding, not memory.
+    if (METHOD_IDS.size >= 1024) METHOD_IDS.clear();
+    METHOD_IDS.set(method, id);
+  }
+  return id;
 }
+
+/** Ids of the method names seen (the client computes one per call). */
+const METHOD_IDS = new Map<string, number>();
 
 const GOODBYE_ID = methodId(GOODBYE_METHOD);
 
@@ -826,29 +836,33 @@ export class DurableRpcServer {
   /** The effects of an entry, as committed (record) and as answered (status, bytes). Never throws for a request's fault. */
   #effects(entry: RingEntry, view: AppView, compute?: () => RpcEffects): { record: Effects; status: number; bytes: Uint8Array } {
     const keep = this.options.keepResults;
-    const roomBytes = this.store.geometry.recordBytes - RECORD_HEADER_BYTES - 8;
-    const failed = (code: string, message: string): { record: Effects; status: number; bytes: Uint8Array } => {
-      const bytes = encodeError(code, message, Math.min(256, roomBytes - 1));
-      return { record: { images: [], ...(keep ? { result: encodeKept(STATUS_ERROR, bytes) } : {}) }, status: STATUS_ERROR, bytes };
-    };
-    if (entry.methodId === GOODBYE_ID) return { record: { images: [], ...(keep ? { result: encodeKept(STATUS_OK, new Uint8Array(0)) } : {}) }, status: STATUS_OK, bytes: new Uint8Array(0) };
+    if (entry.methodId === GOODBYE_ID) return { record: keep ? { images: [], result: encodeKept(STATUS_OK, new Uint8Array(0)) } : { images: [] }, status: STATUS_OK, bytes: new Uint8Array(0) };
     const m = this.#methods.get(entry.methodId);
-    if (m === undefined) return failed(RpcErrorCodes.UNKNOWN_METHOD, `no method with id ${entry.methodId}`);
+    if (m === undefined) return this.#failed(RpcErrorCodes.UNKNOWN_METHOD, `no method with id ${entry.methodId}`);
     let eff: RpcEffects;
     try {
       eff = compute !== undefined ? compute() : m.handler({ clientId: entry.clientId, seq: entry.seq, method: m.name, payload: entry.payload }, view);
     } catch (e) {
       const err = e as { code?: unknown; message?: unknown };
-      return failed(typeof err?.code === 'string' && err.code.startsWith('PMRPC_ERR_') ? err.code : RpcErrorCodes.HANDLER_FAILED, String(err?.message ?? e));
+      return this.#failed(typeof err?.code === 'string' && err.code.startsWith('PMRPC_ERR_') ? err.code : RpcErrorCodes.HANDLER_FAILED, String(err?.message ?? e));
     }
     const result = eff?.result ?? new Uint8Array(0);
-    const record: Effects = { images: eff?.images, ...(keep ? { result: encodeKept(STATUS_OK, result instanceof Uint8Array ? result : new Uint8Array(0)) } : {}) };
+    // (No spread: one object of one shape per request.)
+    const record: Effects = keep ? { images: eff?.images, result: encodeKept(STATUS_OK, result instanceof Uint8Array ? result : new Uint8Array(0)) } : { images: eff?.images };
     try {
       if (!(result instanceof Uint8Array)) throw new TypeError('effects.result must be a Uint8Array');
       checkEffects(record, this.store.layout);
     } catch (e) {
-      return failed(RpcErrorCodes.HANDLER_FAILED, `invalid effects: ${(e as Error).message}`);
+      return this.#failed(RpcErrorCodes.HANDLER_FAILED, `invalid effects: ${(e as Error).message}`);
     }
     return { record, status: STATUS_OK, bytes: result };
   }
+
+  /** The effects of a request that failed: no images, the coded error as its result. */
+  #failed(code: string, message: string): { record: Effects; status: number; bytes: Uint8Array } {
+    const roomBytes = this.store.geometry.recordBytes - RECORD_HEADER_BYTES - 8;
+    const bytes = encodeError(code, message, Math.min(256, roomBytes - 1));
+    return { record: this.options.keepResults ? { images: [], result: encodeKept(STATUS_ERROR, bytes) } : { images: [] }, status: STATUS_ERROR, bytes };
+  }
+
 }

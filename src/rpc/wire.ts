@@ -21,22 +21,34 @@ export interface ResultMessage {
   bytes: Uint8Array;
 }
 
+const TWO_32 = 0x1_0000_0000;
+
+/** A sequence (a safe integer) as a little-endian u64: two u32 stores, no BigInt per message. */
+function setU64(dv: DataView, at: number, v: number): void {
+  dv.setUint32(at, v >>> 0, true);
+  dv.setUint32(at + 4, Math.floor(v / TWO_32), true);
+}
+
+function getU64(dv: DataView, at: number): number {
+  return dv.getUint32(at + 4, true) * TWO_32 + dv.getUint32(at, true);
+}
+
 export function encodeAck(seq: number): Uint8Array {
   const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigUint64(0, BigInt(seq), true);
+  setU64(new DataView(b.buffer), 0, seq);
   return b;
 }
 
 export function decodeAck(data: Uint8Array): number | undefined {
   if (data.length !== 8) return undefined;
-  return Number(new DataView(data.buffer, data.byteOffset, 8).getBigUint64(0, true));
+  return getU64(new DataView(data.buffer, data.byteOffset, 8), 0);
 }
 
 export function encodeResult(m: ResultMessage): Uint8Array {
   const b = new Uint8Array(RESULT_HEADER_BYTES + m.bytes.length);
   const dv = new DataView(b.buffer);
-  dv.setBigUint64(0, BigInt(m.seq), true);
-  dv.setBigUint64(8, BigInt(m.appliedSeq), true);
+  setU64(dv, 0, m.seq);
+  setU64(dv, 8, m.appliedSeq);
   dv.setUint32(16, m.status, true);
   dv.setUint32(20, m.bytes.length, true);
   b.set(m.bytes, RESULT_HEADER_BYTES);
@@ -49,8 +61,8 @@ export function decodeResult(data: Uint8Array): ResultMessage | undefined {
   const len = dv.getUint32(20, true);
   if (RESULT_HEADER_BYTES + len !== data.length) return undefined;
   return {
-    seq: Number(dv.getBigUint64(0, true)),
-    appliedSeq: Number(dv.getBigUint64(8, true)),
+    seq: getU64(dv, 0),
+    appliedSeq: getU64(dv, 8),
     status: dv.getUint32(16, true),
     bytes: data.slice(RESULT_HEADER_BYTES),
   };

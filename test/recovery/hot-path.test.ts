@@ -1,0 +1,140 @@
+// The fast paths of the redo log and the ring (issue 16): commit reads its record back once, in
+// place; slot reuse judges the old record on its header words; poll judges the expected entry on
+// its header words. Each check they keep is shown to catch what it is there for, and poll's
+// verdict is compared with inspectSlot's (the full classification) on seeded slot states.
+import t from 'tap';
+import { crashImages, createPrng, materialize, PmemRegion } from '../../pmem/index.js';
+import { encodeRecord, inspectSlot, readRecord, RecoveryStore } from '../../recovery/index.js';
+import { codeOf, newRegion, SMALL } from './fixtures/util.js';
+
+const u64 = (v: number): Uint8Array => {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setUint32(0, v, true);
+  return b;
+};
+
+t.test('commit reads its record back: a store that does not land as written is caught', async (t) => {
+  const region = newRegion();
+  const store = RecoveryStore.format(region, SMALL);
+  const { clientId } = store.register();
+  store.commit(clientId, 1, { images: [{ offset: 0, bytes: u64(1) }] });
+  const rec = store.layout.recordOffset(1);
+  const store0 = region.store.bind(region);
+  // One bit of the record's body (its image bytes) lands wrong.
+  region.store = (offset: number, bytes: Uint8Array): void => {
+    store0(offset, bytes);
+    if (offset === rec + 8) region.storeU8(rec + 60, region.loadU8(rec + 60) ^ 1);
+  };
+  t.throws(() => store.commit(clientId, 2, { images: [{ offset: 8, bytes: u64(2) }] }), /record 2 does not read back as written/);
+  region.store = store0;
+  // A header word landing wrong is caught too.
+  region.store = (offset: number, bytes: Uint8Array): void => {
+    store0(offset, bytes);
+    if (offset === rec + 8) region.storeU32(rec + 24, 77);
+  };
+  t.throws(() => store.commit(clientId, 2, { images: [{ offset: 8, bytes: u64(2) }] }), /record 2 does not read back as written/);
+});
+
+t.test('slot reuse: a record rewritten behind the log in a slot it wrote is judged from the slot, not from memory', async (t) => {
+  const region = newRegion();
+  const store = RecoveryStore.format(region, SMALL);
+  const { clientId } = store.register();
+  for (let seq = 1; seq <= 4; seq++) store.commit(clientId, seq, { images: [{ offset: 8 * seq, bytes: u64(seq) }] });
+  t.equal(readRecord(store.layout, 0).state, 'applied');
+  // Slot 0 (LSN 1, applied, written by this log) now holds a complete record that is not applied.
+  const off = store.layout.recordOffset(0);
+  region.storeU64Atomic(off, 0n);
+  region.store(off + 8, encodeRecord(1, clientId, 1, { images: [] }).subarray(8));
+  t.equal(readRecord(store.layout, 0).state, 'complete-unapplied');
+  t.equal(codeOf(() => store.commit(clientId, 5, { images: [] })), 'PMRPC_ERR_LOG_FULL', 'never overwritten');
+  // Same LSN and flag, another client word: the slow path reads it (torn: its checksum fails) and reuses the slot.
+  store.log.apply(readRecord(store.layout, 0));
+  region.storeU32(off + 16, clientId + 1);
+  t.equal(readRecord(store.layout, 0).state, 'incomplete');
+  t.equal(store.commit(clientId, 5, { images: [] }).lsn, 5);
+});
+
+t.test('slot reuse makes the old record\'s client word durable (fast path too)', async (t) => {
+  const region = newRegion(SMALL, 0, true);
+  const store = RecoveryStore.format(region, SMALL);
+  const { clientId } = store.register();
+  const creditWord = store.conn.creditOffset(clientId);
+  for (let seq = 1; seq <= 5; seq++) store.commit(clientId, seq, { images: [] });
+  // The reuse of slot 0 (at LSN 5) persisted the applied word as it was then (seq 4): on media.
+  const st = region.crashState();
+  const [media] = [...crashImages(st, { engine: 'none' })];
+  const crashed = PmemRegion.openImage(materialize(st, media!));
+  t.ok(Number(crashed.loadU64(creditWord)) >= 4, 'the applied word reached media before the slot was reused');
+});
+
+t.test('poll judges the expected entry like inspectSlot, on seeded slot states', async (t) => {
+  const seed = Number(process.env.PMRPC_SEED ?? 16);
+  t.comment(`seed ${seed} (PMRPC_SEED=${seed} replays)`);
+  const prng = createPrng(seed);
+  const region = newRegion();
+  const store = RecoveryStore.format(region, SMALL);
+  const { clientId } = store.register();
+  const g = store.geometry;
+  let checked = 0;
+  for (let round = 0; round < 400; round++) {
+    const ring = store.ring(clientId);
+    const seq = ring.nextSeq;
+    const off = ring.slotOffset(seq);
+    const payload = new Uint8Array(prng.int(0, 40)).map(() => prng.int(0, 255));
+    const kind = prng.int(0, 5);
+    let bytes = store.encodeEntry({ clientId, seq, methodId: 3, payload });
+    if (kind === 1 && seq > g.ringSlots) bytes = store.encodeEntry({ clientId, seq: seq - g.ringSlots, methodId: 3, payload }); // previous lap
+    if (kind === 2) bytes = store.encodeEntry({ clientId: clientId + 1, seq, methodId: 3, payload }); // a former occupant
+    region.fill(off, g.slotBytes, 0);
+    region.store(off, bytes);
+    if (kind === 3) region.storeU8(off + prng.int(8, bytes.length - 1), prng.int(0, 255)); // a byte that has not arrived yet
+    if (kind === 4) region.storeU32(off + 4 * prng.int(0, 7), prng.int(0, 0xffff)); // a header word that has not
+    const judged = inspectSlot(region, off, g, { clientId, seq });
+    const want = judged.entry !== undefined ? 'entry' : judged.commitZero || judged.foreign || (judged.checksumValid && judged.lap === 'previous') ? 'empty' : judged.checksumValid ? 'overrun' : 'partial';
+    let got: string;
+    try {
+      const p = ring.poll();
+      got = p.kind;
+      if (p.kind === 'entry') {
+        t.same([...p.entry.payload], [...judged.entry!.payload], `round ${round}: the entry's payload`);
+        t.equal(p.entry.methodId, judged.entry!.methodId);
+        region.storeU8(off + 32, 0xaa ^ (p.entry.payload[0] ?? 0)); // the entry is a copy: later stores do not reach it
+        t.same([...p.entry.payload], [...judged.entry!.payload]);
+        store.commit(clientId, seq, { images: [] });
+      }
+    } catch (e) {
+      got = (e as { code?: string }).code === 'PMRPC_ERR_RING_OVERRUN' ? 'overrun' : String(e);
+    }
+    if (got !== want) t.fail(`round ${round} (seed ${seed}): poll says ${got}, inspectSlot ${want}`);
+    checked++;
+    if (got === 'overrun' || got === 'partial') {
+      // Put the right entry in place so the ring goes on (the partial counter is reset by it).
+      region.fill(off, g.slotBytes, 0);
+      region.store(off, store.encodeEntry({ clientId, seq, methodId: 3, payload }));
+      t.equal(ring.poll().kind, 'entry');
+      store.commit(clientId, seq, { images: [] });
+    }
+  }
+  t.equal(checked, 400);
+});
+
+t.test('group commit flushes the images a record was committed with, even if the caller reuses its effects objects', async (t) => {
+  const region = newRegion(SMALL, 0, true);
+  const store = RecoveryStore.format(region, SMALL);
+  const { clientId } = store.register();
+  const image = { offset: 8, bytes: u64(41) };
+  const effects = { images: [image] };
+  store.batch(() => store.commit(clientId, 1, effects));
+  // The caller reuses its objects for the next request (another offset).
+  image.offset = 512;
+  image.bytes = u64(42);
+  store.batch(() => store.commit(clientId, 2, effects)); // flushes record 1's images (advance)
+  store.batch(() => store.commit(clientId, 3, { images: [] })); // sets record 1's flag
+  t.equal(readRecord(store.layout, 0).state, 'applied');
+  const st = region.crashState();
+  const [media] = [...crashImages(st, { engine: 'none' })];
+  const crashed = PmemRegion.openImage(materialize(st, media!));
+  const off = store.layout.recordOffset(0);
+  t.equal(crashed.loadU32(off), 1, 'record 1 is flagged applied on media');
+  t.equal(crashed.loadU32(store.geometry.appOffset + 8), 41, 'so its image is on media');
+});

@@ -195,8 +195,12 @@ class ServerConn {
   outFrameMax = MIN_FRAME_BYTES;
   /** Inside #pump (the socket is corked until its end). */
   pumping = false;
-  /** Lazy frames gathered outside #pump wait in a cork until the next process.nextTick (#write). */
+  /** Lazy frames gathered outside #pump wait in a cork until this connection's next write or the end of the next turn (#write). */
   gathering = false;
+  /** Counts gatherings: a deferred flush armed for an earlier one (already flushed) leaves a later one alone. */
+  gatherGen = 0;
+  /** Corked by a NIC run outside #pump (#runNic): uncorked when the run ends. */
+  runCorked = false;
   readPaused = false;
   handshakeTimer: TimerHandle | undefined;
   lingerTimer: TimerHandle | undefined;
@@ -249,6 +253,11 @@ export class TcpNicServer {
   /** QPs whose execution threw: not stepped again (their connection is closing). */
   #failedQps = new Set<number>();
   #rr = 0;
+  /** Requests submitted by #execute that no NIC run has picked up yet (the run comes once per socket read). */
+  #runPending = false;
+  /** Connections corked by the NIC run in progress (#runNic), uncorked at its end. */
+  #runCorked: ServerConn[] = [];
+  #inRun = false;
 
   constructor(nic: Rnic, options: Partial<TcpNicServerOptions>) {
     if (!(nic instanceof Rnic)) throw new TypeError('nic must be an Rnic');
@@ -433,6 +442,9 @@ export class TcpNicServer {
       // Everything buffered is handled: read more.
       this.#resume(c);
     } finally {
+      // One NIC run for every request decoded from this read (one pass: strict mode's one msync),
+      // its Responses into the cork, before the pump's frames leave.
+      if (!nested && this.#runPending) this.#runNic();
       c.pumping = nested;
       s.uncork();
       // The pump's frames (durable Responses) leave now, with anything gathered before them.
@@ -536,8 +548,11 @@ export class TcpNicServer {
       this.#goodbye(c, codeOf(e, TransportErrorCodes.INTERNAL), `request ${m.seq}: ${bareMessage(e)}`);
       return;
     }
-    // Only a sink or a host-write listener could find the loop running; then the running loop serves the request.
-    this.#runNic();
+    // The NIC runs once per socket read, after every request of the read is submitted (#pump's
+    // end): one pass, so a strict region msyncs once for them all. A sink or a host-write listener
+    // that submits while the loop runs: the running loop serves the request.
+    this.#runPending = true;
+    if (!c.pumping) this.#runNic();
   }
 
   #nicBusy(): boolean {
@@ -547,11 +562,27 @@ export class TcpNicServer {
 
   #runNic(): void {
     if (this.#driver.running) return;
+    this.#runPending = false;
+    // Frames the run writes outside a pump (a later turn's work) wait in a cork until its end: one
+    // write per connection per run. The run is NIC work only (the server CPU's pass is a later
+    // microtask), so no durable signal waits behind processing.
+    this.#inRun = true;
     try {
       this.#driver.runSteps(() => this.#stepOne(), Number.MAX_SAFE_INTEGER);
     } catch (e) {
       // The idle drain threw (a closed region): nothing to blame a connection for; the next request reports it.
       void e;
+    } finally {
+      this.#inRun = false;
+      const corked = this.#runCorked;
+      if (corked.length > 0) {
+        this.#runCorked = [];
+        for (const c of corked) {
+          c.runCorked = false;
+          c.socket.uncork();
+          this.#flushGathered(c);
+        }
+      }
     }
     if (this.#nicBusy()) this.#armTick();
   }
@@ -659,12 +690,15 @@ export class TcpNicServer {
 
   /**
    * Writes one frame to the connection. Inside #pump the socket is corked and the frames leave in
-   * one write at its end. Outside it (the server CPU's notifications, the NIC's responses of a later
-   * turn) a frame the sender marks `lazy` (a RESULT of a decoupled strategy: never a durable
-   * signal) is gathered: the socket is corked until the current run of callbacks and microtasks is
-   * over (process.nextTick), so the RESULTs of one CPU pass leave in one write. Any other frame (a
-   * durable signal: a Response, an ACK, a coupled reply) leaves at once, with what was gathered
-   * before it — a durable signal never waits behind later processing (test/node/latency-order).
+   * one write at its end; inside a NIC run outside a pump (a later turn's work, #runNic) likewise at
+   * the run's end. Outside both (the server CPU's notifications) a frame the sender marks `lazy` (a
+   * RESULT of a decoupled strategy: never a durable signal) is gathered: the socket stays corked
+   * until this connection's next write of a durable signal (the next read's Responses, at #pump's
+   * end) or, at the latest, the end of the next turn of the event loop — so under load a
+   * connection costs one write per turn. Any other frame (a durable signal: a Response, an ACK, a
+   * coupled reply) leaves at once (at the end of its pump or run), with what was gathered before
+   * it — a durable signal never waits behind processing, nor behind its RESULT
+   * (test/node/latency-order).
    */
   #write(c: ServerConn, m: WireMessage, lazy = false): void {
     let framed: Uint8Array;
@@ -689,11 +723,23 @@ export class TcpNicServer {
     }
     if (lazy && !c.pumping && !c.gathering) {
       c.gathering = true;
+      const gen = ++c.gatherGen;
       s.cork();
-      process.nextTick(() => this.#flushGathered(c));
+      // Until the end of the NEXT turn (two defers: the first runs at the end of this one): under
+      // load the next read's Responses take them along (#pump's end), one write per turn.
+      const defer = this.options.defer;
+      defer(() =>
+        defer(() => {
+          if (c.gatherGen === gen) this.#flushGathered(c);
+        }),
+      );
+    } else if (this.#inRun && !c.pumping && !c.runCorked) {
+      c.runCorked = true;
+      s.cork();
+      this.#runCorked.push(c);
     }
     s.write(framed);
-    if (!lazy && !c.pumping) this.#flushGathered(c);
+    if (!lazy && !c.pumping && !c.runCorked) this.#flushGathered(c);
     c.framesOut++;
     c.bytesOut += framed.length;
     this.#stats.framesOut++;
@@ -709,6 +755,8 @@ export class TcpNicServer {
   /** Sends a Goodbye and closes the connection; every other connection is untouched. */
   #goodbye(c: ServerConn, code: string, message: string): void {
     if (c.state === 'closing' || c.state === 'closed') return;
+    // Requests decoded before the bad frame run first: their Responses precede the Goodbye.
+    if (this.#runPending && c.state === 'open') this.#runNic();
     this.#setReason(c, code, message);
     this.#stats.goodbyes[code] = (this.#stats.goodbyes[code] ?? 0) + 1;
     c.state = 'closing';

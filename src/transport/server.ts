@@ -255,6 +255,8 @@ export class TcpNicServer {
   #rr = 0;
   /** Requests submitted by #execute that no NIC run has picked up yet (the run comes once per socket read). */
   #runPending = false;
+  /** Bounds of the Responses of those requests (responseBoundBytes): #pump runs the NIC early when they could pass the high-water mark. */
+  #unrunBytes = 0;
   /** Connections corked by the NIC run in progress (#runNic), uncorked at its end. */
   #runCorked: ServerConn[] = [];
   #inRun = false;
@@ -403,6 +405,9 @@ export class TcpNicServer {
     try {
       for (;;) {
         if (c.state !== 'handshake' && c.state !== 'open') return;
+        // Requests submitted but not yet run whose Responses could pass the high-water mark run now
+        // (their Responses count in the check below).
+        if (this.#runPending && s.writableLength + this.#unrunBytes > this.options.highWaterBytes) this.#runNic();
         if (c.state === 'open' && s.writableLength > this.options.highWaterBytes) {
           if (!c.readPaused) c.backpressurePauses++;
           this.#pause(c);
@@ -531,7 +536,7 @@ export class TcpNicServer {
       this.#goodbye(c, FRAME_TOO_LARGE, `the response to request ${m.seq} could take ${bound} bytes, past the client's frame bound of ${c.outFrameMax}`);
       return;
     }
-    this.#execute(c, m);
+    this.#execute(c, m, bound);
   }
 
   /**
@@ -539,7 +544,7 @@ export class TcpNicServer {
    * run, drain when idle — but at most the tick budget of work requests per turn of the event loop,
    * round robin over the QPs with work; what is left runs on the next turns.
    */
-  #execute(c: ServerConn, m: RequestMessage): void {
+  #execute(c: ServerConn, m: RequestMessage, bound: number): void {
     // A QP destroyed under the connection (or a closed NIC): submit() throws PMRPC_ERR_NO_SUCH_QP,
     // which becomes this connection's Goodbye, so the client does not wait forever.
     try {
@@ -552,6 +557,7 @@ export class TcpNicServer {
     // end): one pass, so a strict region msyncs once for them all. A sink or a host-write listener
     // that submits while the loop runs: the running loop serves the request.
     this.#runPending = true;
+    this.#unrunBytes += bound;
     if (!c.pumping) this.#runNic();
   }
 
@@ -563,6 +569,7 @@ export class TcpNicServer {
   #runNic(): void {
     if (this.#driver.running) return;
     this.#runPending = false;
+    this.#unrunBytes = 0;
     // Frames the run writes outside a pump (a later turn's work) wait in a cork until its end: one
     // write per connection per run. The run is NIC work only (the server CPU's pass is a later
     // microtask), so no durable signal waits behind processing.

@@ -195,7 +195,7 @@ class ServerConn {
   outFrameMax = MIN_FRAME_BYTES;
   /** Inside #pump (the socket is corked until its end). */
   pumping = false;
-  /** Lazy frames gathered outside #pump wait in a cork until this connection's next write or the end of the next turn (#write). */
+  /** Lazy frames gathered outside #pump wait in a cork until this connection's next durable write or the end of the turn (#write). */
   gathering = false;
   /** Counts gatherings: a deferred flush armed for an earlier one (already flushed) leaves a later one alone. */
   gatherGen = 0;
@@ -700,9 +700,9 @@ export class TcpNicServer {
    * one write at its end; inside a NIC run outside a pump (a later turn's work, #runNic) likewise at
    * the run's end. Outside both (the server CPU's notifications) a frame the sender marks `lazy` (a
    * RESULT of a decoupled strategy: never a durable signal) is gathered: the socket stays corked
-   * until this connection's next write of a durable signal (the next read's Responses, at #pump's
-   * end) or, at the latest, the end of the next turn of the event loop — so under load a
-   * connection costs one write per turn. Any other frame (a durable signal: a Response, an ACK, a
+   * until this connection's next write of a durable signal or, at the latest, the end of the
+   * current turn of the event loop (options.defer) — the RESULTs of every CPU pass of a turn leave
+   * in one write per connection. Any other frame (a durable signal: a Response, an ACK, a
    * coupled reply) leaves at once (at the end of its pump or run), with what was gathered before
    * it — a durable signal never waits behind processing, nor behind its RESULT
    * (test/node/latency-order).
@@ -732,14 +732,14 @@ export class TcpNicServer {
       c.gathering = true;
       const gen = ++c.gatherGen;
       s.cork();
-      // Until the end of the NEXT turn (two defers: the first runs at the end of this one): under
-      // load the next read's Responses take them along (#pump's end), one write per turn.
-      const defer = this.options.defer;
-      defer(() =>
-        defer(() => {
-          if (c.gatherGen === gen) this.#flushGathered(c);
-        }),
-      );
+      // Until the end of this turn of the event loop (after every socket read of the turn and the
+      // CPU passes they started): the RESULTs of all of them leave in one write per connection,
+      // unless a durable signal takes them along earlier. (Holding them to the next turn, for the
+      // next read's Responses, was tried: it delays a RESULT by up to a round trip when few
+      // requests are in flight, and did not cut the server's writes — docs/benchmarks.md.)
+      this.options.defer(() => {
+        if (c.gatherGen === gen) this.#flushGathered(c);
+      });
     } else if (this.#inRun && !c.pumping && !c.runCorked) {
       c.runCorked = true;
       s.cork();

@@ -597,7 +597,8 @@ export class TcpNicServer {
   /** Executes one work request of the next busy QP (round robin), within the budget. */
   #stepOne(): boolean {
     if (this.#budget <= 0) return false;
-    const busy = this.nic.busyQps().filter((q) => !this.#failedQps.has(q));
+    const all = this.nic.busyQps();
+    const busy = this.#failedQps.size === 0 ? all : all.filter((q) => !this.#failedQps.has(q));
     if (busy.length === 0) return false;
     const q = busy[this.#rr++ % busy.length]!;
     this.#spend(execUnits(this.nic.peekWr(q)?.wr));

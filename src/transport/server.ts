@@ -16,7 +16,7 @@
  */
 import net from 'node:net';
 import { bool, callable, intIn, nextTurn, nonEmptyString, optional, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
-import { NicDriver, Rnic, ServerQp, type RequestMessage, type ServerMessage } from '../../flush/index.js';
+import { checkDriverFaults, NicDriver, Rnic, ServerQp, type NicDriverFaults, type RequestMessage, type ServerMessage } from '../../flush/index.js';
 import { BAD_FRAME, encodeFrame, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
 import { FrameDecoder } from './decoder.js';
 import { isLoopbackHost, tokenEquals } from './auth.js';
@@ -119,6 +119,8 @@ export interface TcpNicServerOptions {
   /** Called once per connection when it is gone. */
   onDisconnect: ((info: DisconnectInfo) => void) | undefined;
   clock: Clock;
+  /** Test-only fault switches of the NIC loop (flush/driver.ts), as the in-process fabric's. */
+  faults: NicDriverFaults | undefined;
 }
 
 export const TCP_SERVER_DEFAULTS: Readonly<TcpNicServerOptions> = Object.freeze({
@@ -141,6 +143,7 @@ export const TCP_SERVER_DEFAULTS: Readonly<TcpNicServerOptions> = Object.freeze(
   destroyQpOnClose: true,
   onDisconnect: undefined,
   clock: systemClock,
+  faults: undefined,
 });
 
 const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
@@ -163,6 +166,7 @@ const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
   destroyQpOnClose: bool,
   onDisconnect: optional(callable()),
   clock: clockCheck,
+  faults: checkDriverFaults,
 };
 
 /**
@@ -266,7 +270,7 @@ export class TcpNicServer {
     const o = resolveTcpServerOptions(options);
     this.nic = nic;
     this.options = Object.freeze(o);
-    this.#driver = new NicDriver(nic, o.idleDrain);
+    this.#driver = new NicDriver(nic, o.idleDrain, o.faults === undefined ? {} : Object.freeze({ ...o.faults }));
     this.#budget = o.tickUnits;
   }
 

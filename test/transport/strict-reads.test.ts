@@ -5,13 +5,15 @@
 // every FLUSH completion, when it leaves the server (the NIC's sink), must find its range on the
 // disk. The client writes 16 requests in ONE socket write; the server's reads of that socket are
 // counted at the socket ('data' events), so the check holds whatever the kernel does to the bytes.
+// The driver's fault switch respondBeforeSync (passed through TcpNicServer's `faults`) makes the
+// durability check fail.
 import t from 'tap';
 import net from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPrng, HEADER_BYTES, PmemRegion, seededEntropy, type MsyncFn } from '../../pmem/index.js';
-import { Access, Rnic, Wr, type ServerMessage } from '../../flush/index.js';
+import { Access, Rnic, Wr, type NicDriverFaults, type ServerMessage } from '../../flush/index.js';
 import { encodeMessage, frameBytes, TcpNicServer, type WireMessage } from '../../src/transport/index.js';
 import { RawClient } from './fixtures/helpers.js';
 
@@ -20,7 +22,7 @@ t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/transport/stric
 
 const N = 16;
 
-t.test('strict over TCP: one msync per socket read (not per request), no FLUSH acknowledged before its range is synced', async (t) => {
+async function run(t: Tap.Test, faults?: NicDriverFaults) {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-strict-reads-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const disk = new Map<number, number>();
@@ -57,7 +59,7 @@ t.test('strict over TCP: one msync per socket read (not per request), no FLUSH a
       }
       sink(m, lazy);
     });
-  const server = new TcpNicServer(nic, { accept: () => ({ qp: nic.createQp(pd) }) });
+  const server = new TcpNicServer(nic, { accept: () => ({ qp: nic.createQp(pd) }), ...(faults === undefined ? {} : { faults }) });
   const { port } = await server.listen();
   t.teardown(() => server.close());
   // The server's reads of the client's socket: 'data' events on the accepted socket (local port = the server's).
@@ -87,9 +89,26 @@ t.test('strict over TCP: one msync per socket read (not per request), no FLUSH a
     if (m === undefined) break;
     if (m.type === 'response') got.push(m);
   }
-  t.equal(got.length, N, `${N} Responses`);
-  t.equal(flushesOk, N, 'every FLUSH completed ok');
-  t.same(violations, [], 'no FLUSH acknowledged before its range was on the disk');
-  t.ok(reads >= 1, `${reads} socket read(s) of ${N} requests`);
-  t.ok(msyncs <= reads, `${msyncs} msync(s) for ${reads} socket read(s) of ${N} requests (one NIC pass per read)`);
+  return { got: got.length, flushesOk, violations, reads, msyncs };
+}
+
+t.test('strict over TCP: one msync per socket read (not per request), no FLUSH acknowledged before its range is synced', async (t) => {
+  const r = await run(t);
+  t.equal(r.got, N, `${N} Responses`);
+  t.equal(r.flushesOk, N, 'every FLUSH completed ok');
+  t.same(r.violations, [], 'no FLUSH acknowledged before its range was on the disk');
+  t.ok(r.reads >= 1, `${r.reads} socket read(s) of ${N} requests`);
+  t.ok(r.msyncs <= r.reads, `${r.msyncs} msync(s) for ${r.reads} socket read(s) of ${N} requests (one NIC pass per read)`);
+});
+
+t.test('strict over TCP: the fault switch respondBeforeSync makes the same check fail', async (t) => {
+  const r = await run(t, { respondBeforeSync: true });
+  t.ok(r.violations.length > 0, `caught: ${r.violations[0] ?? 'nothing'}`);
+});
+
+t.test('the TCP server checks its faults option as the fabric does', async (t) => {
+  const nic = new Rnic(PmemRegion.createInMemory(4096));
+  const accept = () => ({ qp: nic.createQp(nic.allocPd()) });
+  t.throws(() => new TcpNicServer(nic, { accept, faults: 3 as never }), new TypeError('faults must be an object, got 3'));
+  t.throws(() => new TcpNicServer(nic, { accept, faults: { nope: true } as never }), new TypeError('unknown fault switch nope'));
 });

@@ -30,6 +30,16 @@ export interface NicDriverFaults {
   skipChainSync?: boolean;
 }
 
+/** A `faults` option of a NIC loop's owner (the fabric, the TCP server): undefined, or an object of known boolean switches (NicDriverFaults). */
+export function checkDriverFaults(name: string, f: unknown): void {
+  if (f === undefined) return;
+  if (f === null || typeof f !== 'object') throw new TypeError(`${name} must be an object, got ${String(f)}`);
+  for (const [k, v] of Object.entries(f)) {
+    if (k !== 'respondBeforeSync' && k !== 'skipChainSync') throw new TypeError(`unknown fault switch ${k}`);
+    if (typeof v !== 'boolean' && v !== undefined) throw new TypeError(`fault switch ${k} must be a boolean, got ${String(v)}`);
+  }
+}
+
 export class NicDriver {
   readonly nic: Rnic;
   /** Drain the whole NIC cache when the loop leaves the NIC idle. */

@@ -17,7 +17,7 @@
  */
 import { bool, createPrng, integer, nextTurn, oneOf, PmrpcError, positiveInt, resolveOptions, type OptionChecks, type Prng } from '../pmem/index.js';
 import { NicErrorCodes } from './mr.js';
-import { NicDriver, type NicDriverFaults } from './driver.js';
+import { checkDriverFaults, NicDriver, type NicDriverFaults } from './driver.js';
 import type { Rnic, ServerQp } from './nic.js';
 import type { ClientMessage, Link, ServerMessage } from './types.js';
 
@@ -49,16 +49,6 @@ export const FABRIC_DEFAULTS: Readonly<FabricOptions> = Object.freeze({
 });
 
 const FABRIC_CHECKS: OptionChecks<FabricOptions> = { delivery: oneOf(['immediate', 'seeded']), seed: integer, autoRun: bool, idleDrain: bool, runStepsMax: positiveInt, faults: checkDriverFaults };
-
-/** The fabric's `faults` option: undefined, or an object of known boolean switches (NicDriverFaults). */
-function checkDriverFaults(name: string, f: unknown): void {
-  if (f === undefined) return;
-  if (f === null || typeof f !== 'object') throw new TypeError(`${name} must be an object, got ${String(f)}`);
-  for (const [k, v] of Object.entries(f)) {
-    if (k !== 'respondBeforeSync' && k !== 'skipChainSync') throw new TypeError(`unknown fault switch ${k}`);
-    if (typeof v !== 'boolean' && v !== undefined) throw new TypeError(`fault switch ${k} must be a boolean, got ${String(v)}`);
-  }
-}
 
 export class InProcessFabric {
   readonly nic: Rnic;

@@ -81,6 +81,8 @@ export class DurableRpcClient {
   #info: ConnectionInfo;
   #faults: Readonly<RpcFaults>;
   #nextSeq: number;
+  /** Every pending call below this sequence has been posted (#pump starts here: calls are numbered in order). */
+  #nextUnsent: number;
   #credit: number;
   #durableUpTo: number;
   /** Requests whose durability or result is still open, by sequence (bounded: ringSlots + pendingCallsMax). */
@@ -101,6 +103,7 @@ export class DurableRpcClient {
     this.#qp = qp;
     this.#info = info;
     this.#nextSeq = info.resumeSeq;
+    this.#nextUnsent = info.resumeSeq;
     this.#credit = info.appliedSeq;
     this.#durableUpTo = info.resumeSeq - 1;
     this.#secret = info.secret;
@@ -169,7 +172,7 @@ export class DurableRpcClient {
     if (payload.length > this.maxPayloadBytes) {
       throw new PmrpcError('PMRPC_ERR_TOO_LARGE', `payload of ${payload.length} bytes exceeds the ring slot's ${this.maxPayloadBytes} bytes`);
     }
-    if (this.waitingForCredit >= this.options.pendingCallsMax && this.#nextSeq > this.#credit + this.#info.ringSlots) {
+    if (this.#nextSeq > this.#credit + this.#info.ringSlots && this.waitingForCredit >= this.options.pendingCallsMax) {
       throw new PmrpcError(RpcErrorCodes.CALLS_PENDING_FULL, `${this.options.pendingCallsMax} calls already wait for ring credit (pendingCallsMax)`);
     }
     const seq = this.#nextSeq++;
@@ -212,6 +215,8 @@ export class DurableRpcClient {
         this.#gc(p);
       } else if (p.seq >= info.resumeSeq) p.sent = false;
     }
+    this.#nextUnsent = this.#nextSeq;
+    for (const p of this.#pending.values()) if (!p.sent && p.seq < this.#nextUnsent) this.#nextUnsent = p.seq;
     this.#attach();
     this.#pump();
   }
@@ -236,9 +241,12 @@ export class DurableRpcClient {
 
   #pump(): void {
     if (!this.#connected || this.#closed) return;
-    for (const p of [...this.#pending.values()].sort((a, b) => a.seq - b.seq)) {
-      if (p.sent) continue;
-      if (p.seq > this.#credit + this.#info.ringSlots) break;
+    // In sequence order from the first call not yet posted (no scan or sort of every pending call).
+    const last = Math.min(this.#nextSeq - 1, this.#credit + this.#info.ringSlots);
+    for (let seq = this.#nextUnsent; seq <= last; seq++) {
+      this.#nextUnsent = seq + 1;
+      const p = this.#pending.get(seq);
+      if (p === undefined || p.sent) continue;
       p.sent = true;
       const qp = this.#qp;
       let sent: Promise<Completion[]>;
@@ -246,6 +254,7 @@ export class DurableRpcClient {
         sent = qp.postChain(this.#wrs(p));
       } catch (e) {
         p.sent = false;
+        this.#nextUnsent = seq;
         this.#disconnected(e);
         return;
       }

@@ -16,7 +16,7 @@
  */
 import net from 'node:net';
 import { bool, callable, intIn, nextTurn, nonEmptyString, optional, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
-import { NicDriver, Rnic, ServerQp, type RequestMessage, type ServerMessage } from '../../flush/index.js';
+import { checkDriverFaults, NicDriver, Rnic, ServerQp, type NicDriverFaults, type RequestMessage, type ServerMessage } from '../../flush/index.js';
 import { BAD_FRAME, encodeFrame, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
 import { FrameDecoder } from './decoder.js';
 import { isLoopbackHost, tokenEquals } from './auth.js';
@@ -119,6 +119,8 @@ export interface TcpNicServerOptions {
   /** Called once per connection when it is gone. */
   onDisconnect: ((info: DisconnectInfo) => void) | undefined;
   clock: Clock;
+  /** Test-only fault switches of the NIC loop (flush/driver.ts), as the in-process fabric's. */
+  faults: NicDriverFaults | undefined;
 }
 
 export const TCP_SERVER_DEFAULTS: Readonly<TcpNicServerOptions> = Object.freeze({
@@ -141,6 +143,7 @@ export const TCP_SERVER_DEFAULTS: Readonly<TcpNicServerOptions> = Object.freeze(
   destroyQpOnClose: true,
   onDisconnect: undefined,
   clock: systemClock,
+  faults: undefined,
 });
 
 const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
@@ -163,6 +166,7 @@ const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
   destroyQpOnClose: bool,
   onDisconnect: optional(callable()),
   clock: clockCheck,
+  faults: checkDriverFaults,
 };
 
 /**
@@ -195,8 +199,12 @@ class ServerConn {
   outFrameMax = MIN_FRAME_BYTES;
   /** Inside #pump (the socket is corked until its end). */
   pumping = false;
-  /** Lazy frames gathered outside #pump wait in a cork until the next process.nextTick (#write). */
+  /** Lazy frames gathered outside #pump wait in a cork until this connection's next durable write or the end of the turn (#write). */
   gathering = false;
+  /** Counts gatherings: a deferred flush armed for an earlier one (already flushed) leaves a later one alone. */
+  gatherGen = 0;
+  /** Corked by a NIC run outside #pump (#runNic): uncorked when the run ends. */
+  runCorked = false;
   readPaused = false;
   handshakeTimer: TimerHandle | undefined;
   lingerTimer: TimerHandle | undefined;
@@ -249,13 +257,20 @@ export class TcpNicServer {
   /** QPs whose execution threw: not stepped again (their connection is closing). */
   #failedQps = new Set<number>();
   #rr = 0;
+  /** Requests submitted by #execute that no NIC run has picked up yet (the run comes once per socket read). */
+  #runPending = false;
+  /** Bounds of the Responses of those requests (responseBoundBytes): #pump runs the NIC early when they could pass the high-water mark. */
+  #unrunBytes = 0;
+  /** Connections corked by the NIC run in progress (#runNic), uncorked at its end. */
+  #runCorked: ServerConn[] = [];
+  #inRun = false;
 
   constructor(nic: Rnic, options: Partial<TcpNicServerOptions>) {
     if (!(nic instanceof Rnic)) throw new TypeError('nic must be an Rnic');
     const o = resolveTcpServerOptions(options);
     this.nic = nic;
     this.options = Object.freeze(o);
-    this.#driver = new NicDriver(nic, o.idleDrain);
+    this.#driver = new NicDriver(nic, o.idleDrain, o.faults === undefined ? {} : Object.freeze({ ...o.faults }));
     this.#budget = o.tickUnits;
   }
 
@@ -394,6 +409,9 @@ export class TcpNicServer {
     try {
       for (;;) {
         if (c.state !== 'handshake' && c.state !== 'open') return;
+        // Requests submitted but not yet run whose Responses could pass the high-water mark run now
+        // (their Responses count in the check below).
+        if (this.#runPending && s.writableLength + this.#unrunBytes > this.options.highWaterBytes) this.#runNic();
         if (c.state === 'open' && s.writableLength > this.options.highWaterBytes) {
           if (!c.readPaused) c.backpressurePauses++;
           this.#pause(c);
@@ -433,6 +451,9 @@ export class TcpNicServer {
       // Everything buffered is handled: read more.
       this.#resume(c);
     } finally {
+      // One NIC run for every request decoded from this read (one pass: strict mode's one msync),
+      // its Responses into the cork, before the pump's frames leave.
+      if (!nested && this.#runPending) this.#runNic();
       c.pumping = nested;
       s.uncork();
       // The pump's frames (durable Responses) leave now, with anything gathered before them.
@@ -519,7 +540,7 @@ export class TcpNicServer {
       this.#goodbye(c, FRAME_TOO_LARGE, `the response to request ${m.seq} could take ${bound} bytes, past the client's frame bound of ${c.outFrameMax}`);
       return;
     }
-    this.#execute(c, m);
+    this.#execute(c, m, bound);
   }
 
   /**
@@ -527,7 +548,7 @@ export class TcpNicServer {
    * run, drain when idle — but at most the tick budget of work requests per turn of the event loop,
    * round robin over the QPs with work; what is left runs on the next turns.
    */
-  #execute(c: ServerConn, m: RequestMessage): void {
+  #execute(c: ServerConn, m: RequestMessage, bound: number): void {
     // A QP destroyed under the connection (or a closed NIC): submit() throws PMRPC_ERR_NO_SUCH_QP,
     // which becomes this connection's Goodbye, so the client does not wait forever.
     try {
@@ -536,8 +557,12 @@ export class TcpNicServer {
       this.#goodbye(c, codeOf(e, TransportErrorCodes.INTERNAL), `request ${m.seq}: ${bareMessage(e)}`);
       return;
     }
-    // Only a sink or a host-write listener could find the loop running; then the running loop serves the request.
-    this.#runNic();
+    // The NIC runs once per socket read, after every request of the read is submitted (#pump's
+    // end): one pass, so a strict region msyncs once for them all. A sink or a host-write listener
+    // that submits while the loop runs: the running loop serves the request.
+    this.#runPending = true;
+    this.#unrunBytes += bound;
+    if (!c.pumping) this.#runNic();
   }
 
   #nicBusy(): boolean {
@@ -547,11 +572,28 @@ export class TcpNicServer {
 
   #runNic(): void {
     if (this.#driver.running) return;
+    this.#runPending = false;
+    this.#unrunBytes = 0;
+    // Frames the run writes outside a pump (a later turn's work) wait in a cork until its end: one
+    // write per connection per run. The run is NIC work only (the server CPU's pass is a later
+    // microtask), so no durable signal waits behind processing.
+    this.#inRun = true;
     try {
       this.#driver.runSteps(() => this.#stepOne(), Number.MAX_SAFE_INTEGER);
     } catch (e) {
       // The idle drain threw (a closed region): nothing to blame a connection for; the next request reports it.
       void e;
+    } finally {
+      this.#inRun = false;
+      const corked = this.#runCorked;
+      if (corked.length > 0) {
+        this.#runCorked = [];
+        for (const c of corked) {
+          c.runCorked = false;
+          c.socket.uncork();
+          this.#flushGathered(c);
+        }
+      }
     }
     if (this.#nicBusy()) this.#armTick();
   }
@@ -559,7 +601,8 @@ export class TcpNicServer {
   /** Executes one work request of the next busy QP (round robin), within the budget. */
   #stepOne(): boolean {
     if (this.#budget <= 0) return false;
-    const busy = this.nic.busyQps().filter((q) => !this.#failedQps.has(q));
+    const all = this.nic.busyQps();
+    const busy = this.#failedQps.size === 0 ? all : all.filter((q) => !this.#failedQps.has(q));
     if (busy.length === 0) return false;
     const q = busy[this.#rr++ % busy.length]!;
     this.#spend(execUnits(this.nic.peekWr(q)?.wr));
@@ -659,12 +702,15 @@ export class TcpNicServer {
 
   /**
    * Writes one frame to the connection. Inside #pump the socket is corked and the frames leave in
-   * one write at its end. Outside it (the server CPU's notifications, the NIC's responses of a later
-   * turn) a frame the sender marks `lazy` (a RESULT of a decoupled strategy: never a durable
-   * signal) is gathered: the socket is corked until the current run of callbacks and microtasks is
-   * over (process.nextTick), so the RESULTs of one CPU pass leave in one write. Any other frame (a
-   * durable signal: a Response, an ACK, a coupled reply) leaves at once, with what was gathered
-   * before it — a durable signal never waits behind later processing (test/node/latency-order).
+   * one write at its end; inside a NIC run outside a pump (a later turn's work, #runNic) likewise at
+   * the run's end. Outside both (the server CPU's notifications) a frame the sender marks `lazy` (a
+   * RESULT of a decoupled strategy: never a durable signal) is gathered: the socket stays corked
+   * until this connection's next write of a durable signal or, at the latest, the end of the
+   * current turn of the event loop (options.defer) — the RESULTs of every CPU pass of a turn leave
+   * in one write per connection. Any other frame (a durable signal: a Response, an ACK, a
+   * coupled reply) leaves at once (at the end of its pump or run), with what was gathered before
+   * it — a durable signal never waits behind processing, nor behind its RESULT
+   * (test/node/latency-order).
    */
   #write(c: ServerConn, m: WireMessage, lazy = false): void {
     let framed: Uint8Array;
@@ -689,11 +735,23 @@ export class TcpNicServer {
     }
     if (lazy && !c.pumping && !c.gathering) {
       c.gathering = true;
+      const gen = ++c.gatherGen;
       s.cork();
-      process.nextTick(() => this.#flushGathered(c));
+      // Until the end of this turn of the event loop (after every socket read of the turn and the
+      // CPU passes they started): the RESULTs of all of them leave in one write per connection,
+      // unless a durable signal takes them along earlier. (Holding them to the next turn, for the
+      // next read's Responses, was tried: it delays a RESULT by up to a round trip when few
+      // requests are in flight, and did not cut the server's writes — docs/benchmarks.md.)
+      this.options.defer(() => {
+        if (c.gatherGen === gen) this.#flushGathered(c);
+      });
+    } else if (this.#inRun && !c.pumping && !c.runCorked) {
+      c.runCorked = true;
+      s.cork();
+      this.#runCorked.push(c);
     }
     s.write(framed);
-    if (!lazy && !c.pumping) this.#flushGathered(c);
+    if (!lazy && !c.pumping && !c.runCorked) this.#flushGathered(c);
     c.framesOut++;
     c.bytesOut += framed.length;
     this.#stats.framesOut++;
@@ -709,6 +767,8 @@ export class TcpNicServer {
   /** Sends a Goodbye and closes the connection; every other connection is untouched. */
   #goodbye(c: ServerConn, code: string, message: string): void {
     if (c.state === 'closing' || c.state === 'closed') return;
+    // Requests decoded before the bad frame run first: their Responses precede the Goodbye.
+    if (this.#runPending && c.state === 'open') this.#runNic();
     this.#setReason(c, code, message);
     this.#stats.goodbyes[code] = (this.#stats.goodbyes[code] ?? 0) + 1;
     c.state = 'closing';

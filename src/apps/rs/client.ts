@@ -26,8 +26,8 @@
  * replicas whose link closed.
  */
 import { callable, cryptoEntropy, intIn, optional, PmrpcError, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks } from '../../../pmem/index.js';
-import { NicErrorCodes, QueuePair, Wr, type Completion, type NotifyMessage, type WorkRequest } from '../../../flush/index.js';
-import { parseJsonBytes } from '../index.js';
+import { NicErrorCodes, QueuePair, Wr, type Completion, type WorkRequest } from '../../../flush/index.js';
+import { parseJsonBytes, untilReachable } from '../index.js';
 import { NO_RS_FAULTS, type RsFaults } from './faults.js';
 import {
   RS_ITEM_HEADER_BYTES,
@@ -50,7 +50,7 @@ import {
   type Tag,
 } from './layout.js';
 import { RS_RETURN_ACK_IMM, RS_RETURN_IMM, RS_RETURN_STALE_IMM } from './server.js';
-import { encodeReturnBatch } from '../kv/index.js';
+import { ReturnSender } from '../kv/index.js';
 
 /** One replica's connection: its queue pair and the welcome it sent. */
 export interface RsReplicaConnection {
@@ -141,11 +141,8 @@ interface Replica {
   rkey: number;
   geometry: RsGeometry | undefined;
   epoch: bigint;
-  pending: number[];
-  /** A return batch sent whose answer never came (the connection dropped): sent again, same number, after the reconnect. */
-  unacked: { batch: bigint; ptrs: number[] } | undefined;
-  returning: Promise<void> | undefined;
-  waiter: { resolve: (m: NotifyMessage) => void; reject: (e: Error) => void } | undefined;
+  /** Its buffer returns (idempotent batches, kept across a dropped connection: kv/returns.ts). */
+  returns: ReturnSender;
 }
 
 /** An answer of a replica to a read: the tag it holds and the item (undefined: never written). */
@@ -189,8 +186,6 @@ export class RsClient {
    * disagree under one tag (reads then flip between the two values).
    */
   #lastTs = 0n;
-  /** Return batches numbered so far (the replicas take each number once: idempotent returns). */
-  #returnBatches = 0n;
   #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, countRetries: 0, noMajority: 0, returnRpcs: 0, uncertainInstalls: [] };
 
   /**
@@ -204,7 +199,20 @@ export class RsClient {
     this.writerId = this.options.writerId !== undefined ? BigInt(this.options.writerId) : drawWriterId(this.options.entropy);
     this.replicas = connections.length;
     this.#stats.uncertainInstalls = connections.map(() => 0);
-    this.#r = connections.map((_, i) => ({ index: i, qp: undefined, rkey: 0, geometry: undefined, epoch: 0n, pending: [], unacked: undefined, returning: undefined, waiter: undefined }));
+    this.#r = connections.map((_, i) => ({
+      index: i,
+      qp: undefined,
+      rkey: 0,
+      geometry: undefined,
+      epoch: 0n,
+      returns: new ReturnSender({
+        imms: { batch: RS_RETURN_IMM, ack: RS_RETURN_ACK_IMM, stale: RS_RETURN_STALE_IMM },
+        batchMax: RS_RETURN_BATCH_MAX,
+        sender: this.writerId,
+        dropUnanswered: this.faults.dropUnansweredReturns,
+        onBatch: this.options.onReturnBatch === undefined ? undefined : (payload) => this.options.onReturnBatch!(i, payload),
+      }),
+    }));
     connections.forEach((c, i) => {
       if (c !== undefined) this.#attach(this.#r[i]!, c);
     });
@@ -215,7 +223,7 @@ export class RsClient {
   }
 
   get stats(): Readonly<RsClientStats> {
-    return { ...this.#stats, uncertainInstalls: [...this.#stats.uncertainInstalls] };
+    return { ...this.#stats, returnRpcs: this.#r.reduce((a, r) => a + r.returns.stats.rpcs, 0), uncertainInstalls: [...this.#stats.uncertainInstalls] };
   }
 
   /** Blocks per replica (undefined until a replica was reached). */
@@ -336,7 +344,7 @@ export class RsClient {
     while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
     await Promise.allSettled(
       this.#r.map(async (r) => {
-        if (!this.#closed && (r.pending.length > 0 || r.unacked !== undefined) && !this.#isLive(r)) await this.#reconnect(r).catch(() => undefined);
+        if (!this.#closed && r.returns.held > 0 && !this.#isLive(r)) await this.#reconnect(r).catch(() => undefined);
         await this.#flushReturns(r);
       }),
     );
@@ -366,28 +374,12 @@ export class RsClient {
       c.qp.close();
       throw new PmrpcError(RsErrorCodes.GEOMETRY_MISMATCH, `replica ${r.index} has ${w.geometry.blocks} blocks and classes ${w.geometry.classes.map((x) => x.sizeBytes).join(',')}; the others ${this.#geometry.blocks} and ${this.#geometry.classes.map((x) => x.sizeBytes).join(',')}`);
     }
-    // A different epoch: the replica restarted, and its recovery reclaimed every unlinked buffer.
-    if (w.epoch !== r.epoch) {
-      r.pending = [];
-      r.unacked = undefined;
-    }
     r.qp = c.qp;
     r.rkey = w.rkey;
     r.geometry = w.geometry;
     r.epoch = w.epoch;
-    const qp = c.qp;
-    qp.onNotify((m) => {
-      if (r.qp !== qp) return;
-      const wt = r.waiter;
-      r.waiter = undefined;
-      wt?.resolve(m);
-    });
-    qp.onClose((err) => {
-      if (r.qp !== qp) return;
-      const wt = r.waiter;
-      r.waiter = undefined;
-      wt?.reject(err);
-    });
+    // A different epoch: the replica restarted, and its recovery reclaimed every unlinked buffer (the sender forgets them).
+    r.returns.attach(c.qp, w.epoch);
   }
 
   #isLive(r: Replica): boolean {
@@ -403,8 +395,7 @@ export class RsClient {
     if (this.#closed) throw new PmrpcError(RsErrorCodes.CLOSED, 'the RS client is closed');
     this.#rtts = 0;
     const { clock, majorityWaitMs, retryDelayMs, reconnect } = this.options;
-    const t0 = clock.nowMs();
-    for (;;) {
+    const up = await untilReachable(clock, majorityWaitMs, retryDelayMs, async () => {
       if (reconnect !== undefined) {
         for (const r of this.#r) {
           if (this.#isLive(r)) continue;
@@ -416,12 +407,11 @@ export class RsClient {
           }
         }
       }
-      if (this.#live().length >= this.majority && this.#geometry !== undefined) return;
-      if (clock.nowMs() - t0 >= majorityWaitMs) {
-        this.#stats.noMajority++;
-        throw new PmrpcError(RsErrorCodes.NO_MAJORITY, `${this.#live().length} of ${this.replicas} replicas reachable for ${majorityWaitMs} ms; a majority is ${this.majority}`);
-      }
-      await this.#sleep(retryDelayMs);
+      return this.#live().length >= this.majority && this.#geometry !== undefined;
+    });
+    if (!up) {
+      this.#stats.noMajority++;
+      throw new PmrpcError(RsErrorCodes.NO_MAJORITY, `${this.#live().length} of ${this.replicas} replicas reachable for ${majorityWaitMs} ms; a majority is ${this.majority}`);
     }
   }
 
@@ -430,7 +420,7 @@ export class RsClient {
     const c = await this.options.reconnect?.(r.index);
     if (c === undefined) return;
     this.#attach(r, c);
-    if (r.unacked !== undefined && r.returning === undefined) this.#track(this.#flushReturns(r));
+    if (r.returns.unanswered && !r.returns.busy) this.#track(this.#flushReturns(r));
   }
 
   #end(): void {
@@ -581,7 +571,7 @@ export class RsClient {
       const cas = cs[casAt]!;
       if (alloc.status !== 'ok') {
         // Refused (the replica is rebuilding its free lists) or no free buffer: give back what we hold, wait, retry.
-        if (alloc.code !== NicErrorCodes.ALLOC_REFUSED && r.pending.length > 0) await this.#flushReturns(r);
+        if (alloc.code !== NicErrorCodes.ALLOC_REFUSED && r.returns.pending > 0) await this.#flushReturns(r);
         await this.#sleep(this.options.retryDelayMs);
         continue;
       }
@@ -612,55 +602,19 @@ export class RsClient {
   // ---------------------------------------------------------------- buffer returns
 
   #giveBack(r: Replica, ptr: number): void {
-    r.pending.push(ptr);
-    if (r.pending.length >= this.options.returnBatch && r.returning === undefined) this.#track(this.#flushReturns(r));
+    r.returns.push(ptr);
+    if (r.returns.pending >= this.options.returnBatch && !r.returns.busy) this.#track(this.#flushReturns(r));
   }
 
   /**
-   * Sends replica r's pending returns (epoch-stamped, numbered batches, one at a time). A batch
-   * whose answer does not come (the connection dropped; the replica may or may not have taken it)
-   * is kept and sent again, with the same number, once r is reconnected: the replica takes a
-   * number once per epoch (kv/returns.ts), so nothing is freed twice and nothing leaks. A replica
+   * Sends replica r's pending returns (kv/returns.ts ReturnSender: epoch-stamped, numbered batches,
+   * one at a time). A batch whose answer does not come (the connection dropped; the replica may or
+   * may not have taken it) is kept and sent again, with the same number, once r is reconnected: the
+   * replica takes a number once per epoch, so nothing is freed twice and nothing leaks. A replica
    * that restarted (a new epoch) reclaimed every unlinked buffer itself: its batches are dropped.
    */
   async #flushReturns(r: Replica): Promise<void> {
-    while (r.returning !== undefined) await r.returning.catch(() => undefined);
-    const run = async (): Promise<void> => {
-      while ((r.unacked !== undefined || r.pending.length > 0) && r.qp !== undefined && this.#isLive(r)) {
-        const qp = r.qp;
-        const b = (r.unacked ??= { batch: ++this.#returnBatches, ptrs: r.pending.splice(0, Math.min(RS_RETURN_BATCH_MAX, r.pending.length)) });
-        const payload = encodeReturnBatch(r.epoch, b.ptrs, this.faults.dropUnansweredReturns ? undefined : { sender: this.writerId, batch: b.batch });
-        this.options.onReturnBatch?.(r.index, payload);
-        const reply = new Promise<NotifyMessage>((resolve, reject) => (r.waiter = { resolve, reject }));
-        reply.catch(() => undefined);
-        this.#stats.returnRpcs++;
-        const cs = await this.#post(r, [Wr.send(payload, RS_RETURN_IMM)]);
-        if (cs === undefined || r.qp !== qp) return this.#unsent(r, b); // sent again after the reconnect
-        let m: NotifyMessage;
-        try {
-          m = await reply;
-        } catch {
-          return this.#unsent(r, b);
-        }
-        if (r.unacked === b) r.unacked = undefined;
-        if (m.imm === RS_RETURN_STALE_IMM) {
-          r.pending = []; // the replica restarted: recovery reclaimed every unlinked buffer
-          return;
-        }
-        if (m.imm !== RS_RETURN_ACK_IMM) return;
-      }
-    };
-    r.returning = run();
-    try {
-      await r.returning;
-    } finally {
-      r.returning = undefined;
-    }
-  }
-
-  /** A batch whose answer did not come: kept to be sent again (mutant dropUnansweredReturns: dropped, as before the fix). */
-  #unsent(r: Replica, b: { batch: bigint; ptrs: number[] }): void {
-    if (this.faults.dropUnansweredReturns && r.unacked === b) r.unacked = undefined;
+    await r.returns.flush();
   }
 }
 

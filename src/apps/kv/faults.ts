@@ -30,6 +30,12 @@ export interface KvFaults {
   skipDeadItemPersist: boolean;
   /** Recovery: a rejected slot's new word (its dead item's pointer, or empty) is stored, not persisted, before the rejected buffer goes back on a free list. */
   skipRejectedSlotPersist: boolean;
+  /** Returns: a return batch whose answer never came (the connection dropped, the server up) is dropped, not sent again after the reconnect (and batches carry no id, so they are not idempotent). */
+  dropUnansweredReturns: boolean;
+  /** Client: a PUT / DELETE whose answer a drop lost is posted again as if new (its CAS retried on the version it sees), not resolved first: it may take effect twice. */
+  retryUncertainPut: boolean;
+  /** Client: no reconnect after a drop (the operation fails, as before clients reconnected). */
+  noReconnect: boolean;
 }
 
 export const NO_KV_FAULTS: Readonly<KvFaults> = Object.freeze({
@@ -46,6 +52,9 @@ export const NO_KV_FAULTS: Readonly<KvFaults> = Object.freeze({
   allowAllocateBeforeRebuild: false,
   skipDeadItemPersist: false,
   skipRejectedSlotPersist: false,
+  dropUnansweredReturns: false,
+  retryUncertainPut: false,
+  noReconnect: false,
 });
 
 export type KvFaultName = keyof KvFaults;

@@ -250,6 +250,12 @@ export class ReturnSender {
     });
   }
 
+  /** The server's epoch as learned again on the same connection: a different one forgets what is held. */
+  renew(epoch: bigint): void {
+    if (epoch !== this.#epoch) this.forget();
+    this.#epoch = epoch;
+  }
+
   /** Buffers held and not yet in a batch. */
   get pending(): number {
     return this.#pending.length;

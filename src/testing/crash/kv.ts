@@ -216,7 +216,7 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
       const connect = async (c: number): Promise<KvClient> => {
         const { qp, welcome } = world.connect(0, new Uint8Array(0), c);
         const incarnation = world.nodes[0]!.incarnation;
-        return connectKvClient(qp, welcome, {
+        const opening = connectKvClient(qp, welcome, {
           faults,
           returnBatch: 2,
           clientId: c + 1,
@@ -233,6 +233,12 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
             if (old !== undefined && old.qp.link.closed === true) node.server!.release?.(old.qp.qpn);
             return world.connect(0, new Uint8Array(0), c);
           },
+        });
+        return opening.catch((e: unknown) => {
+          // The connection dropped while the client read the header: the host releases it (the caller connects again).
+          const node = world.nodes[0]!;
+          if (qp.link.closed === true && !node.crashed && node.incarnation === incarnation) node.server!.release?.(qp.qpn);
+          throw e;
         });
       };
       /**
@@ -282,8 +288,9 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
         try {
           clients.push(await connect(c));
         } catch (e) {
-          // Crash runs: the node crashed while this client connected.
-          if (!world.nodes[0]!.crashed && world.nodes[0]!.incarnation === 0) throw e;
+          // Crash runs: the node crashed while this client connected (or the connection dropped: connect again).
+          const dropped = e instanceof PmrpcError && e.code === NicErrorCodes.LINK_CLOSED;
+          if (!world.nodes[0]!.crashed && world.nodes[0]!.incarnation === 0 && !dropped) throw e;
           clients.push(undefined as unknown as KvClient);
           if (!(await reconnect(c))) crashedClients.add(c);
         }

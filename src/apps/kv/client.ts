@@ -307,11 +307,13 @@ export class PrismKvClient {
     const cls = classFor(g, itemBytes(k.length, value.length))!;
     const f = this.faults;
     let refilled = false;
-    /** A chain of this operation was posted and its answer lost with the connection: it may have installed `item` at the cached version + 1. */
-    let uncertain = false;
+    /** A chain of this operation was posted with this slot and its answer lost with the connection: it may have installed the item at ref.version + 1. */
+    let uncertain: SlotRef | undefined;
     for (let attempt = 0; attempt <= this.options.casRetriesMax; attempt++) {
+      await this.#ready(undefined); // a new connection (and rkey) before the chain is built
       let ref = this.#cache.get(name);
-      if (uncertain && ref !== undefined) {
+      if (uncertain !== undefined) {
+        ref = uncertain;
         const r = await this.#resolve(k, ref, value, tombstone);
         if (r === 'mine') {
           this.#cache.set(name, { slot: ref.slot, version: ref.version + 1n });
@@ -323,7 +325,7 @@ export class PrismKvClient {
         }
         if (r !== 'unchanged') {
           // Not ours, and it never will be (the slot's version passed the one our lost chain compares against).
-          uncertain = false;
+          uncertain = undefined;
           if (r.version > 0n) this.#cache.set(name, { slot: ref.slot, version: r.version });
           else this.#cache.delete(name);
           continue;
@@ -367,14 +369,13 @@ export class PrismKvClient {
       const from = f.narrowIndexFlush ? ref.slot : homeSlot(g, k);
       if (!f.dropIndexFlush) chain.push(Wr.flush('persistent', this.rkey, { addr: slotOffset(g, from), len: (ref.slot - from + 1) * SLOT_BYTES }, { conditional: true }));
       chain.push(Wr.read({ scratch: SCRATCH_PTR }, 8));
-      await this.#ready(undefined);
       let cs: Completion[];
       try {
         cs = await this.#post(chain);
       } catch (e) {
         if (!this.#dropped(e)) throw e;
         // The chain may or may not have run (and may still run): resolved after the reconnect, before anything else.
-        uncertain = !f.retryUncertainPut; // the mutant posts it again as if new
+        uncertain = f.retryUncertainPut ? undefined : ref; // the mutant posts it again as if new
         this.#stats.uncertainInstalls++;
         await this.#ready(e);
         continue;
@@ -402,7 +403,7 @@ export class PrismKvClient {
       const mine = Number(new DataView(got.buffer, got.byteOffset, got.byteLength).getBigUint64(0, true));
       this.#returns.push(mine);
       this.#stats.casRetries++;
-      if (uncertain) {
+      if (uncertain !== undefined) {
         // The slot is past the version we compare against (maybe by the lost chain, its result not drained yet): resolve again.
         await this.#sleep(this.options.retryDelayMs);
         continue;
@@ -413,6 +414,10 @@ export class PrismKvClient {
       const now = cas.status === 'ok' ? decodeSlot(cas.data!) : undefined;
       if (ref.version > 0n && now !== undefined && now.ptr !== g.base) this.#cache.set(name, { slot: ref.slot, version: now.version });
       else this.#cache.delete(name);
+    }
+    if (uncertain !== undefined) {
+      this.#stats.indeterminate++;
+      throw new PmrpcError(KvErrorCodes.INDETERMINATE, `key ${name}: the connection dropped before the answer of a ${tombstone ? 'DELETE' : 'PUT'}, and ${this.options.casRetriesMax + 1} attempts did not resolve it: it may or may not have happened`);
     }
     throw new PmrpcError(KvErrorCodes.CONTENDED, `key ${name}: ${this.options.casRetriesMax + 1} CAS attempts lost to concurrent writers`);
   }

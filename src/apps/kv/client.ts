@@ -310,7 +310,7 @@ export class PrismKvClient {
     /** A chain of this operation was posted with this slot and its answer lost with the connection: it may have installed the item at ref.version + 1. */
     let uncertain: SlotRef | undefined;
     for (let attempt = 0; attempt <= this.options.casRetriesMax; attempt++) {
-      await this.#ready(undefined); // a new connection (and rkey) before the chain is built
+      if (this.#qp.link.closed === true) await this.#ready(undefined); // a new connection (and rkey) before the chain is built
       let ref = this.#cache.get(name);
       if (uncertain !== undefined) {
         ref = uncertain;
@@ -573,7 +573,8 @@ export class PrismKvClient {
   /** A chain that may run twice (reads, FLUSHes): posted again on a new connection when the connection dropped under it. */
   async #safe(wrs: WorkRequest[]): Promise<Completion[]> {
     for (;;) {
-      await this.#ready(undefined);
+      // Only when the link closed: an await here would let the caller's first chain go out a turn later.
+      if (this.#qp.link.closed === true) await this.#ready(undefined);
       try {
         return await this.#post(wrs);
       } catch (e) {

@@ -450,7 +450,7 @@ t.test(`the checkers have teeth: without the index FLUSH of the PUT chain, a SIG
 });
 
 for (const system of ['prism', 'pilaf'] as System[]) {
-  t.test(`${system}: an RPC whose reply the crash swallowed rejects with the link (it does not hang)`, async (t) => {
+  t.test(`${system}: an RPC whose reply the crash swallowed does not hang (PRISM-KV: the PUT resolves, its batch held; Pilaf: rejects with the link)`, async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'pmrpc-kv-sigkill-'));
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const srv = await startServer({ path: join(dir, 'kv.pm'), system });

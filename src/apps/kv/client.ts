@@ -14,18 +14,27 @@
  *        Without a cached slot, 1 RTT before it to locate the key (chain of window READs).
  * DELETE the same chain with a tombstone item: a slot, once claimed by a key, stays that key's.
  *
+ * Dropped connections (options.reconnect): a chain whose connection dropped is posted again on a
+ * new connection to the live server, except a PUT / DELETE chain, which may or may not have run (it
+ * may even run later: the server's NIC executes what reached it). Its outcome is resolved first
+ * (#resolve: a FLUSHed READ of the slot), so it takes effect once or the client says it is
+ * indeterminate (PMRPC_ERR_KV_INDETERMINATE). Buffer returns are idempotent batches (kv/returns.ts
+ * ReturnSender), sent again after the reconnect.
+ *
  * Why CAS 'gt' and not 'eq': PRISM's CAS has one operand for compare and swap; an 'eq' can only
  * swap bytes it does not compare. Versions of a slot only grow, so `seen + 1 > current` holds
  * exactly when current == seen: it is the eq-on-last-seen test, and it swaps the new version in.
  */
-import { callable, intIn, optional, PmrpcError, resolveOptions, type ErrorCode, type OptionChecks } from '../../../pmem/index.js';
-import { NicErrorCodes, QueuePair, Wr, type Completion, type NotifyMessage, type WorkRequest } from '../../../flush/index.js';
+import { callable, cryptoEntropy, intIn, optional, PmrpcError, resolveOptions, systemClock, type Clock, type Entropy, type ErrorCode, type OptionChecks } from '../../../pmem/index.js';
+import { NicErrorCodes, QueuePair, Wr, type Completion, type WorkRequest } from '../../../flush/index.js';
+import { parseJsonBytes, untilReachable } from '../index.js';
 import { NO_KV_FAULTS, type KvFaults } from './faults.js';
 import {
   ITEM_HEADER_BYTES,
   KV_EPOCH_OFFSET,
   KV_HEADER_BYTES,
   KvErrorCodes,
+  MAILBOX_BUFFER_BYTES,
   RETURN_BATCH_MAX,
   SLOT_BYTES,
   SLOT_CAS_BYTES,
@@ -41,6 +50,10 @@ import {
   type KvGeometry,
 } from './layout.js';
 import { RETURN_ACK_IMM, RETURN_IMM, RETURN_STALE_IMM } from './server.js';
+import { ReturnSender, returnHeaderBytes } from './returns.js';
+
+/** How a client gets a new connection to its (live) server: undefined when not reachable now; a throw ends the wait. */
+export type KvReconnect = () => { qp: QueuePair; welcome: Uint8Array } | undefined | Promise<{ qp: QueuePair; welcome: Uint8Array } | undefined>;
 
 export interface KvClientOptions {
   /** Replaced buffers held before a return RPC is sent. */
@@ -53,9 +66,35 @@ export interface KvClientOptions {
   faults: Partial<KvFaults>;
   /** Called with each return batch sent (the crash suite replays the last one after a crash). */
   onReturnBatch: ((payload: Uint8Array) => void) | undefined;
+  /** The sender id of this client's return batches (unique among the server's clients, >= 1); default drawn from `entropy`. */
+  clientId: number | undefined;
+  entropy: Entropy;
+  /** Time for the bounded reconnect waits (the logical clock in the explorer). */
+  clock: Clock;
+  /** Reconnects to the server when the connection dropped (undefined: an operation on a closed connection fails with PMRPC_ERR_LINK_CLOSED). */
+  reconnect: KvReconnect | undefined;
+  /** Longest wait for a reconnect, per attempt, before the operation fails. */
+  reconnectWaitMs: number;
+  /** Pause between reconnect tries (and between resolutions of a PUT whose answer a drop lost). */
+  retryDelayMs: number;
+  /** Reconnects one operation may make. */
+  reconnectsMax: number;
 }
 
-export const KV_CLIENT_DEFAULTS: Readonly<KvClientOptions> = Object.freeze({ returnBatch: 32, casRetriesMax: 16, readRetriesMax: 8, faults: Object.freeze({}), onReturnBatch: undefined });
+export const KV_CLIENT_DEFAULTS: Readonly<KvClientOptions> = Object.freeze({
+  returnBatch: 32,
+  casRetriesMax: 16,
+  readRetriesMax: 8,
+  faults: Object.freeze({}),
+  onReturnBatch: undefined,
+  clientId: undefined,
+  entropy: cryptoEntropy,
+  clock: systemClock,
+  reconnect: undefined,
+  reconnectWaitMs: 2000,
+  retryDelayMs: 1,
+  reconnectsMax: 8,
+});
 
 export interface KvClientStats {
   /** Request messages posted (each one round trip), return RPCs included. */
@@ -69,6 +108,16 @@ export interface KvClientStats {
   readRetries: number;
   returnRpcs: number;
   returnsRefused: number;
+  /** New connections made after a drop. */
+  reconnects: number;
+  /**
+   * PUT / DELETE chains posted whose answer a dropped connection lost (resolved by #resolve). Each
+   * may leave one buffer unlinked that the client cannot name (the one its ALLOCATE took, or the one
+   * its CAS replaced): it stays allocated until the server's next recovery, as a crashed client's.
+   */
+  uncertainInstalls: number;
+  /** Operations that ended PMRPC_ERR_KV_INDETERMINATE. */
+  indeterminate: number;
 }
 
 interface SlotRef {
@@ -89,18 +138,18 @@ const encoder = new TextEncoder();
 type Located = { kind: 'found'; ref: SlotRef; item: ReturnType<typeof decodeItem> & object } | { kind: 'free'; ref: SlotRef } | { kind: 'full' };
 
 export class PrismKvClient {
-  readonly qp: QueuePair;
-  readonly rkey: number;
   readonly geometry: KvGeometry;
   readonly options: Readonly<KvClientOptions>;
   readonly faults: Readonly<KvFaults>;
+  readonly clientId: bigint;
+  #qp: QueuePair;
+  #rkey: number;
   #epoch: bigint;
   #cache = new Map<string, SlotRef>();
-  #pendingReturns: number[] = [];
-  #returning: Promise<void> | undefined;
-  #notifyWaiter: { resolve: (m: NotifyMessage) => void; reject: (e: Error) => void } | undefined;
-  #stats: KvClientStats = { roundTrips: 0, lastOpRoundTrips: 0, gets: 0, puts: 0, deletes: 0, casRetries: 0, readRetries: 0, returnRpcs: 0, returnsRefused: 0 };
+  #returns: ReturnSender;
+  #stats: KvClientStats = { roundTrips: 0, lastOpRoundTrips: 0, gets: 0, puts: 0, deletes: 0, casRetries: 0, readRetries: 0, returnRpcs: 0, returnsRefused: 0, reconnects: 0, uncertainInstalls: 0, indeterminate: 0 };
   #opRtts = 0;
+  #reconnectsLeft = 0;
   #maxRead: number;
 
   /** Reads the KV header (geometry, epoch) over the QP: one READ, not counted against an operation. */
@@ -115,37 +164,45 @@ export class PrismKvClient {
   }
 
   private constructor(qp: QueuePair, rkey: number, g: KvGeometry, epoch: bigint, o: KvClientOptions) {
-    this.qp = qp;
-    this.rkey = rkey;
+    this.#qp = qp;
+    this.#rkey = rkey;
     this.geometry = g;
     this.options = Object.freeze(o);
     this.faults = Object.freeze({ ...NO_KV_FAULTS, ...o.faults });
+    this.clientId = o.clientId !== undefined ? BigInt(o.clientId) : drawClientId(o.entropy);
     this.#epoch = epoch;
     this.#maxRead = g.classes[g.classes.length - 1]!.sizeBytes;
-    qp.onNotify((m) => {
-      const w = this.#notifyWaiter;
-      this.#notifyWaiter = undefined;
-      w?.resolve(m);
+    this.#returns = new ReturnSender({
+      imms: { batch: RETURN_IMM, ack: RETURN_ACK_IMM, stale: RETURN_STALE_IMM },
+      batchMax: (MAILBOX_BUFFER_BYTES - returnHeaderBytes(true)) / 8,
+      sender: this.clientId,
+      dropUnanswered: this.faults.dropUnansweredReturns,
+      onBatch: o.onReturnBatch,
     });
-    // A reply that will never come (the connection died after the SEND completed) must not hang the caller.
-    qp.onClose((err) => {
-      const w = this.#notifyWaiter;
-      this.#notifyWaiter = undefined;
-      w?.reject(err);
-    });
+    this.#returns.attach(qp, epoch);
+  }
+
+  /** The current connection (a new one after each reconnect). */
+  get qp(): QueuePair {
+    return this.#qp;
+  }
+
+  get rkey(): number {
+    return this.#rkey;
   }
 
   get stats(): Readonly<KvClientStats> {
-    return { ...this.#stats };
+    const r = this.#returns.stats;
+    return { ...this.#stats, roundTrips: this.#stats.roundTrips + r.rpcs, returnRpcs: r.rpcs, returnsRefused: r.refused };
   }
 
   get epoch(): bigint {
     return this.#epoch;
   }
 
-  /** Replaced buffers not yet returned. */
+  /** Replaced buffers not yet returned (an unanswered batch's included). */
   get pendingReturns(): number {
-    return this.#pendingReturns.length;
+    return this.#returns.held;
   }
 
   /** Largest value that fits a key of `keyBytes` bytes. */
@@ -165,13 +222,13 @@ export class PrismKvClient {
       const home = homeSlot(g, k);
       for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
         if (attempt > 0) this.#stats.readRetries++;
-        const [c, fl] = await this.#post(this.#durableReads(home, 1));
+        const [c, fl] = await this.#safe(this.#durableReads(home, 1));
         if (fl !== undefined) check(fl); // a value is returned only once its FLUSH completed
         const first = this.#classify(k, home, check(c!).data!);
         if (first === 'torn') continue;
         if (first !== 'other') return this.#answer(name, first);
         if (g.probeSlots === 1) return undefined;
-        const cs = await this.#post(this.#durableReads(home + 1, g.probeSlots - 1));
+        const cs = await this.#safe(this.#durableReads(home + 1, g.probeSlots - 1));
         for (const x of cs.slice(g.probeSlots - 1)) check(x);
         let torn = false;
         for (let j = 0; j < g.probeSlots - 1; j++) {
@@ -250,8 +307,31 @@ export class PrismKvClient {
     const cls = classFor(g, itemBytes(k.length, value.length))!;
     const f = this.faults;
     let refilled = false;
+    /** A chain of this operation was posted with this slot and its answer lost with the connection: it may have installed the item at ref.version + 1. */
+    let uncertain: SlotRef | undefined;
     for (let attempt = 0; attempt <= this.options.casRetriesMax; attempt++) {
+      if (this.#qp.link.closed === true) await this.#ready(undefined); // a new connection (and rkey) before the chain is built
       let ref = this.#cache.get(name);
+      if (uncertain !== undefined) {
+        ref = uncertain;
+        const r = await this.#resolve(k, ref, value, tombstone);
+        if (r === 'mine') {
+          this.#cache.set(name, { slot: ref.slot, version: ref.version + 1n });
+          return;
+        }
+        if (r === 'moved') {
+          this.#stats.indeterminate++;
+          throw new PmrpcError(KvErrorCodes.INDETERMINATE, `key ${name}: the connection dropped before the answer of a ${tombstone ? 'DELETE' : 'PUT'}, and its slot has moved on since: it may or may not have happened`);
+        }
+        if (r !== 'unchanged') {
+          // Not ours, and it never will be (the slot's version passed the one our lost chain compares against).
+          uncertain = undefined;
+          if (r.version > 0n) this.#cache.set(name, { slot: ref.slot, version: r.version });
+          else this.#cache.delete(name);
+          continue;
+        }
+        // 'unchanged': the lost chain has not swapped (yet); the same-version chain below swaps at most once for both.
+      }
       if (ref === undefined) {
         const loc = await this.#locate(k);
         if (loc.kind === 'full') {
@@ -262,7 +342,7 @@ export class PrismKvClient {
         if (tombstone && loc.kind === 'found' && loc.item.tombstone) {
           // Deleted already — but maybe by a chain whose FLUSH has not run: the tombstone must be
           // durable before this DELETE is acknowledged as done (one more round trip, only here).
-          if (!f.deleteNoopWithoutFlush) check((await this.#post([Wr.flush('persistent', this.rkey, { addr: slotOffset(g, homeSlot(g, k)), len: (loc.ref.slot - homeSlot(g, k) + 1) * SLOT_BYTES })]))[0]!);
+          if (!f.deleteNoopWithoutFlush) check((await this.#safe([Wr.flush('persistent', this.rkey, { addr: slotOffset(g, homeSlot(g, k)), len: (loc.ref.slot - homeSlot(g, k) + 1) * SLOT_BYTES })]))[0]!);
           return;
         }
         ref = loc.ref;
@@ -289,20 +369,30 @@ export class PrismKvClient {
       const from = f.narrowIndexFlush ? ref.slot : homeSlot(g, k);
       if (!f.dropIndexFlush) chain.push(Wr.flush('persistent', this.rkey, { addr: slotOffset(g, from), len: (ref.slot - from + 1) * SLOT_BYTES }, { conditional: true }));
       chain.push(Wr.read({ scratch: SCRATCH_PTR }, 8));
-      const cs = await this.#post(chain);
+      let cs: Completion[];
+      try {
+        cs = await this.#post(chain);
+      } catch (e) {
+        if (!this.#dropped(e)) throw e;
+        // The chain may or may not have run (and may still run): resolved after the reconnect, before anything else.
+        uncertain = f.retryUncertainPut ? undefined : ref; // the mutant posts it again as if new
+        this.#stats.uncertainInstalls++;
+        await this.#ready(e);
+        continue;
+      }
       const alloc = check(cs[1]!);
       const cas = check(cs[casAt]!);
       if (cas.status === 'ok' && cas.swapped === true) {
         if (!f.dropIndexFlush) check(cs[flushAt]!);
         const old = decodeSlot(cas.data!);
-        if (old.ptr !== g.base && old.ptr > 0) this.#pendingReturns.push(old.ptr);
+        if (old.ptr !== g.base && old.ptr > 0) this.#returns.push(old.ptr);
         this.#cache.set(name, { slot: ref.slot, version });
-        if (this.#pendingReturns.length >= this.options.returnBatch) await this.flushReturns();
+        if (this.#returns.pending >= this.options.returnBatch) await this.flushReturns();
         return;
       }
       if (alloc.status !== 'ok') {
         if (alloc.code === NicErrorCodes.ALLOC_REFUSED) throw new PmrpcError(KvErrorCodes.RECOVERING, 'the server is rebuilding its free lists after a crash; retry later');
-        if (refilled || this.#pendingReturns.length === 0) throw new PmrpcError(KvErrorCodes.FULL, `no free ${cls.sizeBytes}-byte buffer`);
+        if (refilled || this.#returns.held === 0) throw new PmrpcError(KvErrorCodes.FULL, `no free ${cls.sizeBytes}-byte buffer`);
         refilled = true;
         await this.flushReturns();
         attempt--;
@@ -311,8 +401,13 @@ export class PrismKvClient {
       // A concurrent writer moved the slot: the new buffer was never linked; give it back.
       const got = check(cs[cs.length - 1]!).data!;
       const mine = Number(new DataView(got.buffer, got.byteOffset, got.byteLength).getBigUint64(0, true));
-      this.#pendingReturns.push(mine);
+      this.#returns.push(mine);
       this.#stats.casRetries++;
+      if (uncertain !== undefined) {
+        // The slot is past the version we compare against (maybe by the lost chain, its result not drained yet): resolve again.
+        await this.#sleep(this.options.retryDelayMs);
+        continue;
+      }
       // A slot that held this key holds it for good (slots are never handed to another key), so
       // the CAS's old value is the version to try next: no re-read. A slot that was free may have
       // gone to another key: locate again.
@@ -320,7 +415,39 @@ export class PrismKvClient {
       if (ref.version > 0n && now !== undefined && now.ptr !== g.base) this.#cache.set(name, { slot: ref.slot, version: now.version });
       else this.#cache.delete(name);
     }
+    if (uncertain !== undefined) {
+      this.#stats.indeterminate++;
+      throw new PmrpcError(KvErrorCodes.INDETERMINATE, `key ${name}: the connection dropped before the answer of a ${tombstone ? 'DELETE' : 'PUT'}, and ${this.options.casRetriesMax + 1} attempts did not resolve it: it may or may not have happened`);
+    }
     throw new PmrpcError(KvErrorCodes.CONTENDED, `key ${name}: ${this.options.casRetriesMax + 1} CAS attempts lost to concurrent writers`);
+  }
+
+  /**
+   * The outcome of a PUT / DELETE chain whose answer a drop lost (it compared against `ref.version`
+   * and installs ref.version + 1): a FLUSHed READ of the window from home to the slot (what it shows
+   * is durable, as a GET's). 'mine': the slot holds the item we meant at that version (ours, or an
+   * equal item of another writer — linearizable either way). A version other than ours there: ours
+   * never swapped and never will. 'unchanged': the lost chain has not swapped so far (it may later).
+   * 'moved': the slot went further, and whether ours was one of the steps cannot be told.
+   */
+  async #resolve(k: Uint8Array, ref: SlotRef, value: Uint8Array, tombstone: boolean): Promise<'mine' | 'unchanged' | 'moved' | { version: bigint }> {
+    const g = this.geometry;
+    const home = homeSlot(g, k);
+    const n = ref.slot - home + 1;
+    for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
+      if (attempt > 0) this.#stats.readRetries++;
+      const cs = await this.#safe(this.#durableReads(home, n));
+      for (const x of cs.slice(n)) check(x);
+      const data = check(cs[n - 1]!).data!;
+      if (data.length === 0) return ref.version === 0n ? 'unchanged' : 'moved';
+      const item = decodeItem(data);
+      if (item === undefined) continue; // torn: read again
+      if (!bytesEqual(item.key, k)) return ref.version === 0n ? { version: 0n } : 'moved'; // a free slot another key claimed (locate again)
+      if (item.version === ref.version) return 'unchanged';
+      if (item.version !== ref.version + 1n) return 'moved';
+      return item.tombstone === tombstone && bytesEqual(item.value, value) ? 'mine' : { version: item.version };
+    }
+    throw new PmrpcError(KvErrorCodes.CORRUPT, `the item of key ${show(k)} failed its checksum ${this.options.readRetriesMax + 1} times`);
   }
 
   /** One round trip: the whole window, to find the key's slot or the first free slot. */
@@ -331,7 +458,7 @@ export class PrismKvClient {
       if (attempt > 0) this.#stats.readRetries++;
       const wrs: WorkRequest[] = [];
       for (let i = home; i < home + g.probeSlots; i++) wrs.push(Wr.read(this.#slot(i), this.#maxRead, { bounded: true }));
-      const cs = await this.#post(wrs);
+      const cs = await this.#safe(wrs);
       let torn = false;
       for (let j = 0; j < cs.length; j++) {
         const data = check(cs[j]!).data!;
@@ -350,55 +477,110 @@ export class PrismKvClient {
 
   // ---------------------------------------------------------------- the return RPC
 
-  /** Sends every pending replaced buffer back to the server (batched SENDs, each one round trip). Returns how many the server took. */
+  /**
+   * Sends every pending replaced buffer back to the server (idempotent batches, kv/returns.ts
+   * ReturnSender; reconnecting first when the connection dropped with returns held). Returns how
+   * many the server took.
+   */
   async flushReturns(): Promise<number> {
-    while (this.#returning !== undefined) await this.#returning;
-    let taken = 0;
-    const run = async (): Promise<void> => {
-      while (this.#pendingReturns.length > 0) {
-        const ptrs = this.#pendingReturns.splice(0, Math.min(RETURN_BATCH_MAX, this.#pendingReturns.length));
-        const payload = new Uint8Array(16 + ptrs.length * 8);
-        const dv = new DataView(payload.buffer);
-        dv.setBigUint64(0, this.#epoch, true);
-        dv.setUint32(8, ptrs.length, true);
-        ptrs.forEach((p, i) => dv.setBigUint64(16 + i * 8, BigInt(p), true));
-        this.options.onReturnBatch?.(payload);
-        const reply = new Promise<NotifyMessage>((resolve, reject) => (this.#notifyWaiter = { resolve, reject }));
-        reply.catch(() => undefined); // awaited below unless the SEND itself fails
-        this.#stats.roundTrips++;
-        this.#stats.returnRpcs++;
-        const [c] = await this.qp.postChain([Wr.send(payload, RETURN_IMM)]);
-        check(c!);
-        const m = await reply;
-        const rdv = new DataView(m.data.buffer, m.data.byteOffset, m.data.byteLength);
-        taken += m.data.length >= 8 ? rdv.getUint32(0, true) : 0;
-        this.#stats.returnsRefused += m.data.length >= 8 ? rdv.getUint32(4, true) : ptrs.length;
-        if (m.imm === RETURN_STALE_IMM) {
-          // The server restarted: recovery reclaimed every unlinked buffer. Forget them and the slot cache.
-          await this.refresh();
-          return;
-        }
-        if (m.imm !== RETURN_ACK_IMM) throw new PmrpcError(KvErrorCodes.RETURN_REFUSED, `unexpected reply ${String(m.imm)} to a return batch`);
+    if (this.#returns.held > 0 && !this.#live() && this.options.reconnect !== undefined) {
+      this.#reconnectsLeft = this.options.reconnectsMax;
+      try {
+        await this.#ready(undefined);
+      } catch {
+        return 0; // not reachable now: the returns stay held
       }
-    };
-    this.#returning = run();
-    try {
-      await this.#returning;
-    } finally {
-      this.#returning = undefined;
     }
-    return taken;
+    const r = await this.#returns.flush();
+    // The server restarted: recovery reclaimed every unlinked buffer (the sender forgot them). Forget the slot cache.
+    if (r.stale) await this.refresh();
+    if (r.unexpected !== undefined) throw new PmrpcError(KvErrorCodes.RETURN_REFUSED, `unexpected reply ${String(r.unexpected)} to a return batch`);
+    return r.accepted;
   }
 
   /** Re-reads the epoch; drops the slot cache and the pending returns when the server restarted. */
   async refresh(): Promise<void> {
     this.#stats.roundTrips++;
-    const b = await this.qp.read({ rkey: this.rkey, addr: this.geometry.base + KV_EPOCH_OFFSET }, 8);
+    const b = await this.#qp.read({ rkey: this.#rkey, addr: this.geometry.base + KV_EPOCH_OFFSET }, 8);
     const epoch = new DataView(b.buffer, b.byteOffset).getBigUint64(0, true);
     if (epoch !== this.#epoch) {
       this.#epoch = epoch;
       this.#cache.clear();
-      this.#pendingReturns.length = 0;
+      this.#returns.renew(epoch);
+    }
+  }
+
+  // ---------------------------------------------------------------- connections
+
+  #live(): boolean {
+    return this.#qp.link.closed !== true && this.#qp.state !== 'error';
+  }
+
+  /** Whether `e` is the connection closing under a chain (a drop, when the client reconnects). */
+  #dropped(e: unknown): boolean {
+    return this.options.reconnect !== undefined && !this.faults.noReconnect && e instanceof PmrpcError && e.code === NicErrorCodes.LINK_CLOSED && this.#qp.link.closed === true;
+  }
+
+  /**
+   * A live connection: the current one, or a new one (options.reconnect, bounded by reconnectsMax
+   * per operation and reconnectWaitMs per reconnect). Throws `cause` (or LINK_CLOSED) when none.
+   */
+  async #ready(cause: unknown): Promise<void> {
+    const { reconnect, clock, reconnectWaitMs, retryDelayMs } = this.options;
+    // Without reconnects (or with the QP in the error state: a protocol failure, not a drop) the chain fails as it would.
+    if (this.#qp.link.closed !== true || reconnect === undefined) return;
+    const fail = (): Error => (cause instanceof Error ? cause : new PmrpcError(NicErrorCodes.LINK_CLOSED, `the connection to the KV server (QP ${this.#qp.qpn}) is closed`));
+    if (this.faults.noReconnect || this.#reconnectsLeft <= 0) throw fail();
+    this.#reconnectsLeft--;
+    const up = await untilReachable(clock, reconnectWaitMs, retryDelayMs, async () => {
+      const c = await reconnect();
+      return c !== undefined && (await this.#attach(c));
+    });
+    if (!up) throw fail();
+    this.#stats.reconnects++;
+  }
+
+  /** Takes a new connection: its welcome, then the header (epoch) over it. False when it closed meanwhile. */
+  async #attach(c: { qp: QueuePair; welcome: Uint8Array }): Promise<boolean> {
+    if (!(c.qp instanceof QueuePair)) throw new TypeError('reconnect must return { qp: QueuePair, welcome }');
+    const w = parseJsonBytes(c.welcome);
+    if (w === undefined || w.system !== 'prism' || w.base !== this.geometry.base || !Number.isSafeInteger(w.rkey)) {
+      c.qp.close();
+      throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, 'the reconnect welcome is not the PRISM-KV area this client used');
+    }
+    let epoch: bigint;
+    try {
+      this.#stats.roundTrips++;
+      const h = await c.qp.read({ rkey: w.rkey as number, addr: this.geometry.base }, KV_HEADER_BYTES);
+      decodeKvHeader(h, this.geometry.base);
+      epoch = new DataView(h.buffer, h.byteOffset).getBigUint64(KV_EPOCH_OFFSET, true);
+    } catch (e) {
+      if (e instanceof PmrpcError && e.code === NicErrorCodes.LINK_CLOSED) return false;
+      throw e;
+    }
+    this.#qp = c.qp;
+    this.#rkey = w.rkey as number;
+    if (epoch !== this.#epoch) this.#cache.clear(); // the server restarted (the sender forgets its returns below)
+    this.#epoch = epoch;
+    this.#returns.attach(c.qp, epoch);
+    return true;
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => this.options.clock.setTimer(ms, resolve));
+  }
+
+  /** A chain that may run twice (reads, FLUSHes): posted again on a new connection when the connection dropped under it. */
+  async #safe(wrs: WorkRequest[]): Promise<Completion[]> {
+    for (;;) {
+      // Only when the link closed: an await here would let the caller's first chain go out a turn later.
+      if (this.#qp.link.closed === true) await this.#ready(undefined);
+      try {
+        return await this.#post(wrs);
+      } catch (e) {
+        if (!this.#dropped(e)) throw e;
+        await this.#ready(e);
+      }
     }
   }
 
@@ -423,6 +605,7 @@ export class PrismKvClient {
 
   #begin(): void {
     this.#opRtts = 0;
+    this.#reconnectsLeft = this.options.reconnectsMax;
   }
 
   #end(): void {
@@ -432,7 +615,7 @@ export class PrismKvClient {
   #post(wrs: WorkRequest[]): Promise<Completion[]> {
     this.#stats.roundTrips++;
     this.#opRtts++;
-    return this.qp.postChain(wrs);
+    return this.#qp.postChain(wrs);
   }
 }
 
@@ -456,7 +639,18 @@ const KV_CLIENT_CHECKS: OptionChecks<KvClientOptions> = {
   casRetriesMax: intIn(0, 1024),
   readRetriesMax: intIn(0, 1024),
   onReturnBatch: optional(callable()),
+  clientId: optional(intIn(1, Number.MAX_SAFE_INTEGER)),
+  reconnect: optional(callable()),
+  reconnectWaitMs: intIn(1, 3_600_000),
+  retryDelayMs: intIn(1, 60_000),
+  reconnectsMax: intIn(0, 1024),
 };
+
+function drawClientId(entropy: Entropy): bigint {
+  const b = entropy.bytes(8);
+  const v = new DataView(b.buffer, b.byteOffset, 8).getBigUint64(0, true) & ((1n << 62n) - 1n);
+  return v === 0n ? 1n : v;
+}
 
 function resolveClientOptions(options: Partial<KvClientOptions>): KvClientOptions {
   return resolveOptions(KV_CLIENT_DEFAULTS, options, KV_CLIENT_CHECKS);

@@ -30,6 +30,12 @@ export interface KvFaults {
   skipDeadItemPersist: boolean;
   /** Recovery: a rejected slot's new word (its dead item's pointer, or empty) is stored, not persisted, before the rejected buffer goes back on a free list. */
   skipRejectedSlotPersist: boolean;
+  /** Returns: a return batch whose answer never came (the connection dropped, the server up) is dropped, not sent again after the reconnect (and batches carry no id, so they are not idempotent). */
+  dropUnansweredReturns: boolean;
+  /** Client: a PUT / DELETE whose answer a drop lost is posted again as if new (its CAS retried on the version it sees), not resolved first: it may take effect twice. */
+  retryUncertainPut: boolean;
+  /** Client: no reconnect after a drop (the operation fails, as before clients reconnected). */
+  noReconnect: boolean;
 }
 
 export const NO_KV_FAULTS: Readonly<KvFaults> = Object.freeze({
@@ -46,6 +52,9 @@ export const NO_KV_FAULTS: Readonly<KvFaults> = Object.freeze({
   allowAllocateBeforeRebuild: false,
   skipDeadItemPersist: false,
   skipRejectedSlotPersist: false,
+  dropUnansweredReturns: false,
+  retryUncertainPut: false,
+  noReconnect: false,
 });
 
 export type KvFaultName = keyof KvFaults;
@@ -53,8 +62,8 @@ export type KvFaultName = keyof KvFaults;
 export interface KvMutant {
   /** Mutant name (the fault switch it sets). */
   name: KvFaultName;
-  /** 'put-chain', 'get-chain' or 'allocator-recovery'. */
-  layer: 'put-chain' | 'get-chain' | 'allocator-recovery';
+  /** 'put-chain', 'get-chain', 'allocator-recovery' or 'drops' (the client across a dropped connection). */
+  layer: 'put-chain' | 'get-chain' | 'allocator-recovery' | 'drops';
   /** The persistence step it removes. */
   step: string;
   /** Protocols it applies to (a CLI prints `name<TAB>strategies`, as for the RPC mutants). */
@@ -83,6 +92,9 @@ export const KV_MUTANTS: readonly KvMutant[] = Object.freeze([
   { name: 'allowAllocateBeforeRebuild', layer: 'allocator-recovery', step: 'refusing ALLOCATE until the free lists are rebuilt', strategies: ['prism-kv'] },
   { name: 'skipDeadItemPersist', layer: 'allocator-recovery', step: "persisting a rejected slot's dead item before the slot points at it", strategies: ['prism-kv'], caughtBy: 'test/apps/kv/repairs.test.ts' },
   { name: 'skipRejectedSlotPersist', layer: 'allocator-recovery', step: "persisting a rejected slot's new word before the rejected buffer goes back on a free list", strategies: ['prism-kv'], caughtBy: 'test/apps/kv/repairs.test.ts' },
+  { name: 'dropUnansweredReturns', layer: 'drops', step: 'sending a return batch whose answer a drop lost again, same number, after the reconnect (idempotent batches)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/drops.test.ts' },
+  { name: 'retryUncertainPut', layer: 'drops', step: 'resolving a PUT whose answer a drop lost (a FLUSHed READ of its slot) before posting it again', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/drops.test.ts' },
+  { name: 'noReconnect', layer: 'drops', step: 'reconnecting the live server after a dropped connection', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/drops.test.ts' },
 ] as const satisfies readonly KvMutant[]);
 
 export function faultsFor(mutant: KvFaultName | undefined): KvFaults {

@@ -7,4 +7,4 @@ export { PilafServer, PilafClient, PILAF_SERVER_DEFAULTS, PILAF_REQUEST_IMM, PIL
 export { kvApp, KvAppServer, KV_APP_DEFAULTS, connectKvClient, type KvAppOptions, type KvSystem } from './app.js';
 /** The return-RPC mailbox (two receive buffers per connection), shared with PRISM-RS's buffer returns. */
 export { Mailbox, type MailboxBuffer, type MailboxStats } from './mailbox.js';
-export { encodeReturnBatch, encodeReceiptBatch, ReturnDesk, RETURN_FLAG_IDEMPOTENT, RETURN_FLAG_RECEIPTS, returnHeaderBytes, type ReturnDeskConfig, type ReturnStats } from './returns.js';
+export { encodeReturnBatch, encodeReceiptBatch, ReturnDesk, ReturnSender, type ReturnSenderConfig, type ReturnRound, RETURN_FLAG_IDEMPOTENT, RETURN_FLAG_RECEIPTS, returnHeaderBytes, type ReturnDeskConfig, type ReturnStats } from './returns.js';

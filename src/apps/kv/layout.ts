@@ -56,6 +56,8 @@ export const KvErrorCodes = defineErrorCodes('kv', {
   CORRUPT: 'PMRPC_ERR_KV_CORRUPT',
   /** The region holds no KV area at this offset, or its header is damaged. */
   NOT_FORMATTED: 'PMRPC_ERR_KV_NOT_FORMATTED',
+  /** The connection dropped before a PUT / DELETE was answered, and the slot moved on since: it may or may not have happened. */
+  INDETERMINATE: 'PMRPC_ERR_KV_INDETERMINATE',
   /** The server refused a buffer return (stale epoch, bad pointer, buffer still reachable). */
   RETURN_REFUSED: 'PMRPC_ERR_KV_RETURN_REFUSED',
   /** format() found a KV area already there: it is never overwritten. */

@@ -22,7 +22,7 @@
  * unlinked) into pointers, which then pass the same checks as any return: a buffer a slot reaches
  * is never freed. Same epoch stamp, same numbering, same answer (PRISM-RS, docs/rs.md).
  */
-import type { MemoryRegion, RecvCompletion, Rnic, ServerQp } from '../../../flush/index.js';
+import { Wr, type MemoryRegion, type NotifyMessage, type QueuePair, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
 import type { PmemRegion } from '../../../pmem/index.js';
 import { checkReturn, postFreeLists, type ArenaClass, type ReturnVerdict } from '../../../recovery/index.js';
 import type { MailboxBuffer } from './mailbox.js';
@@ -244,5 +244,188 @@ export class ReturnDesk {
       this.stats.returnsAccepted++;
     }
     return { accepted, refused };
+  }
+}
+
+export interface ReturnSenderConfig {
+  /** The imm of a batch, of the ACK and of the STALE reply. */
+  imms: { batch: number; ack: number; stale: number };
+  /** Pointers one batch carries (what the server's mailbox buffer holds behind the idempotent header). */
+  batchMax: number;
+  /** The client's sender id in its batches (unique among the server's clients). */
+  sender: bigint;
+  /** Test-only fault (mutant dropUnansweredReturns): batches carry no id, and one whose answer never came is dropped, not sent again. */
+  dropUnanswered: boolean;
+  /** Called with each batch sent (the crash suites replay old ones after a crash). */
+  onBatch: ((payload: Uint8Array) => void) | undefined;
+  /** Receipts one batch carries (PRISM-RS's uncertain installs; 0 or absent: this sender holds none). */
+  receiptBatchMax?: number;
+}
+
+/** An install chain's receipt (PRISM-RS): the old QP, its scratch receipt slot and the chain's serial. */
+export interface ReturnReceipt {
+  qpn: number;
+  slot: number;
+  serial: bigint;
+}
+
+/** What one flush() got back. */
+export interface ReturnRound {
+  accepted: number;
+  refused: number;
+  /** The server answered STALE (it restarted): every held buffer was forgotten (its recovery reclaimed them). */
+  stale: boolean;
+  /** An answer that is neither ACK nor STALE (its imm). */
+  unexpected: number | undefined;
+  /** Receipts the server answered (it resolved each: freed what the chain left unlinked). */
+  receiptsResolved: number;
+}
+
+/**
+ * The client side of the buffer-return RPC, shared by PRISM-KV and PRISM-RS (one per client and
+ * server): it holds replaced buffers, sends them in epoch-stamped, numbered batches (idempotent, see
+ * the file comment), one at a time, and keeps a batch whose answer did not come (the connection
+ * dropped: the server may or may not have taken it) to send again, same number, on the next
+ * connection of the same epoch. A new epoch (the server restarted, its recovery reclaimed every
+ * unlinked buffer) forgets everything held.
+ */
+export class ReturnSender {
+  readonly stats = { rpcs: 0, accepted: 0, refused: 0 };
+  readonly #c: ReturnSenderConfig;
+  #qp: QueuePair | undefined;
+  #epoch: bigint | undefined;
+  #pending: number[] = [];
+  #receipts: ReturnReceipt[] = [];
+  #unacked: { batch: bigint; ptrs: number[]; receipts: ReturnReceipt[] } | undefined;
+  #batches = 0n;
+  #returning: Promise<ReturnRound> | undefined;
+  #waiter: { resolve: (m: NotifyMessage) => void; reject: (e: Error) => void } | undefined;
+
+  constructor(config: ReturnSenderConfig) {
+    this.#c = config;
+  }
+
+  /** Sends on `qp` from now on; a different `epoch` than the last connection's forgets what is held. */
+  attach(qp: QueuePair, epoch: bigint): void {
+    if (this.#epoch !== undefined && epoch !== this.#epoch) this.forget();
+    this.#epoch = epoch;
+    this.#qp = qp;
+    qp.onNotify((m) => {
+      if (this.#qp !== qp) return;
+      const w = this.#waiter;
+      this.#waiter = undefined;
+      w?.resolve(m);
+    });
+    qp.onClose((err) => {
+      if (this.#qp !== qp) return;
+      const w = this.#waiter;
+      this.#waiter = undefined;
+      w?.reject(err);
+    });
+  }
+
+  /** The server's epoch as learned again on the same connection: a different one forgets what is held. */
+  renew(epoch: bigint): void {
+    if (epoch !== this.#epoch) this.forget();
+    this.#epoch = epoch;
+  }
+
+  /** Buffers held and not yet in a batch. */
+  get pending(): number {
+    return this.#pending.length;
+  }
+
+  /** Buffers and receipts held, an unanswered batch's included. */
+  get held(): number {
+    return this.#pending.length + this.receiptsHeld + (this.#unacked?.ptrs.length ?? 0);
+  }
+
+  /** Receipts held, an unanswered batch's included. */
+  get receiptsHeld(): number {
+    return this.#receipts.length + (this.#unacked?.receipts.length ?? 0);
+  }
+
+  /** Whether a batch was sent whose answer never came (sent again on the next connection). */
+  get unanswered(): boolean {
+    return this.#unacked !== undefined;
+  }
+
+  /** Whether a flush() is running. */
+  get busy(): boolean {
+    return this.#returning !== undefined;
+  }
+
+  push(ptr: number): void {
+    this.#pending.push(ptr);
+  }
+
+  /** Holds an uncertain install's receipt (sent before any pointer, on the next connection). */
+  pushReceipt(receipt: ReturnReceipt): void {
+    this.#receipts.push(receipt);
+  }
+
+  /** Drops every held buffer (the server restarted: its recovery reclaimed them). */
+  forget(): void {
+    this.#pending = [];
+    this.#receipts = [];
+    this.#unacked = undefined;
+  }
+
+  /** Sends what is held while the connection is up (a batch at a time). Never throws: a batch the connection lost stays held. */
+  async flush(): Promise<ReturnRound> {
+    while (this.#returning !== undefined) await this.#returning.catch(() => undefined);
+    this.#returning = this.#run();
+    try {
+      return await this.#returning;
+    } finally {
+      this.#returning = undefined;
+    }
+  }
+
+  async #run(): Promise<ReturnRound> {
+    const out: ReturnRound = { accepted: 0, refused: 0, stale: false, unexpected: undefined, receiptsResolved: 0 };
+    for (;;) {
+      const qp = this.#qp;
+      if ((this.#unacked === undefined && this.#pending.length === 0 && this.#receipts.length === 0) || qp === undefined || qp.link.closed === true || qp.state === 'error') return out;
+      // Receipts first (the server resolves each: frees what its chain left unlinked), then pointers.
+      const b = (this.#unacked ??=
+        this.#receipts.length > 0
+          ? { batch: ++this.#batches, ptrs: [], receipts: this.#receipts.splice(0, Math.max(1, Math.min(this.#c.receiptBatchMax ?? 1, this.#receipts.length))) }
+          : { batch: ++this.#batches, ptrs: this.#pending.splice(0, Math.min(this.#c.batchMax, this.#pending.length)), receipts: [] });
+      const id = this.#c.dropUnanswered ? undefined : { sender: this.#c.sender, batch: b.batch };
+      const payload = b.receipts.length > 0 ? encodeReceiptBatch(this.#epoch!, b.receipts, id) : encodeReturnBatch(this.#epoch!, b.ptrs, id);
+      this.#c.onBatch?.(payload);
+      const reply = new Promise<NotifyMessage>((resolve, reject) => (this.#waiter = { resolve, reject }));
+      reply.catch(() => undefined);
+      this.stats.rpcs++;
+      let m: NotifyMessage;
+      try {
+        const [c] = await qp.postChain([Wr.send(payload, this.#c.imms.batch)]);
+        if (c?.status === 'error' || this.#qp !== qp) throw new Error('not sent');
+        m = await reply;
+      } catch {
+        // The answer did not come: sent again after the reconnect (the mutant drops it, as before idempotent batches).
+        if (this.#c.dropUnanswered && this.#unacked === b) this.#unacked = undefined;
+        return out;
+      }
+      if (this.#unacked === b) this.#unacked = undefined;
+      const rdv = new DataView(m.data.buffer, m.data.byteOffset, m.data.byteLength);
+      const accepted = m.data.length >= 8 ? rdv.getUint32(0, true) : 0;
+      const refused = m.data.length >= 8 ? rdv.getUint32(4, true) : b.ptrs.length;
+      out.accepted += accepted;
+      out.refused += refused;
+      this.stats.accepted += accepted;
+      this.stats.refused += refused;
+      if (m.imm === this.#c.imms.stale) {
+        this.forget();
+        out.stale = true;
+        return out;
+      }
+      out.receiptsResolved += b.receipts.length;
+      if (m.imm !== this.#c.imms.ack) {
+        out.unexpected = m.imm;
+        return out;
+      }
+    }
   }
 }

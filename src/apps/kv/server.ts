@@ -61,6 +61,8 @@ export interface KvRecoveryReport {
 
 export interface KvServerStats {
   returnBatches: number;
+  /** Idempotent return batches received again (a client resending after a drop): nothing freed twice. */
+  returnDuplicates: number;
   returnsAccepted: number;
   returnsRefused: Record<string, number>;
 }

@@ -28,8 +28,8 @@
  * replicas whose link closed.
  */
 import { callable, cryptoEntropy, intIn, optional, PmrpcError, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks } from '../../../pmem/index.js';
-import { NicErrorCodes, QueuePair, Wr, type Completion, type NotifyMessage, type WorkRequest } from '../../../flush/index.js';
-import { parseJsonBytes } from '../index.js';
+import { NicErrorCodes, QueuePair, Wr, type Completion, type WorkRequest } from '../../../flush/index.js';
+import { parseJsonBytes, untilReachable } from '../index.js';
 import { NO_RS_FAULTS, type RsFaults } from './faults.js';
 import {
   RS_ITEM_HEADER_BYTES,
@@ -56,7 +56,7 @@ import {
   type Tag,
 } from './layout.js';
 import { RS_RETURN_ACK_IMM, RS_RETURN_IMM, RS_RETURN_STALE_IMM } from './server.js';
-import { encodeReturnBatch, encodeReceiptBatch } from '../kv/index.js';
+import { ReturnSender } from '../kv/index.js';
 
 /** One replica's connection: its queue pair and the welcome it sent. */
 export interface RsReplicaConnection {
@@ -151,17 +151,12 @@ interface Replica {
   rkey: number;
   geometry: RsGeometry | undefined;
   epoch: bigint;
-  pending: number[];
-  /** Receipts of install chains whose answer was lost (the connection dropped), to hand back after the reconnect. */
-  uncertain: RsReceipt[];
-  /** A return batch sent whose answer never came (the connection dropped): sent again, same number, after the reconnect. */
-  unacked: { batch: bigint; ptrs: number[]; receipts: RsReceipt[] } | undefined;
+  /** Its buffer returns and uncertain installs' receipts (idempotent batches, kept across a dropped connection: kv/returns.ts). */
+  returns: ReturnSender;
   /** Scratch receipt slots of the current QP in use by install chains (RS_INSTALL_RECEIPTS of them). */
   busy: boolean[];
   /** Installs waiting for a receipt slot of the current QP. */
   slotWaiters: Array<() => void>;
-  returning: Promise<void> | undefined;
-  waiter: { resolve: (m: NotifyMessage) => void; reject: (e: Error) => void } | undefined;
 }
 
 /** An answer of a replica to a read: the tag it holds and the item (undefined: never written). */
@@ -220,8 +215,6 @@ export class RsClient {
    * disagree under one tag (reads then flip between the two values).
    */
   #lastTs = 0n;
-  /** Return batches numbered so far (the replicas take each number once: idempotent returns). */
-  #returnBatches = 0n;
   /** Install chains numbered so far (a receipt's serial; 0 is never one: a fresh scratch holds zeros). */
   #installs = 0n;
   #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, countRetries: 0, noMajority: 0, returnRpcs: 0, uncertainInstalls: [], uncertainResolved: [], receiptsHeld: [] };
@@ -238,7 +231,23 @@ export class RsClient {
     this.replicas = connections.length;
     this.#stats.uncertainInstalls = connections.map(() => 0);
     this.#stats.uncertainResolved = connections.map(() => 0);
-    this.#r = connections.map((_, i) => ({ index: i, qp: undefined, rkey: 0, geometry: undefined, epoch: 0n, pending: [], uncertain: [], unacked: undefined, busy: [], slotWaiters: [], returning: undefined, waiter: undefined }));
+    this.#r = connections.map((_, i) => ({
+      index: i,
+      qp: undefined,
+      rkey: 0,
+      geometry: undefined,
+      epoch: 0n,
+      returns: new ReturnSender({
+        imms: { batch: RS_RETURN_IMM, ack: RS_RETURN_ACK_IMM, stale: RS_RETURN_STALE_IMM },
+        batchMax: RS_RETURN_BATCH_MAX,
+        receiptBatchMax: RS_RECEIPT_BATCH_MAX,
+        sender: this.writerId,
+        dropUnanswered: this.faults.dropUnansweredReturns,
+        onBatch: this.options.onReturnBatch === undefined ? undefined : (payload) => this.options.onReturnBatch!(i, payload),
+      }),
+      busy: [],
+      slotWaiters: [],
+    }));
     connections.forEach((c, i) => {
       if (c !== undefined) this.#attach(this.#r[i]!, c);
     });
@@ -249,7 +258,13 @@ export class RsClient {
   }
 
   get stats(): Readonly<RsClientStats> {
-    return { ...this.#stats, uncertainInstalls: [...this.#stats.uncertainInstalls], uncertainResolved: [...this.#stats.uncertainResolved], receiptsHeld: this.#r.map((r) => r.uncertain.length + (r.unacked?.receipts.length ?? 0)) };
+    return {
+      ...this.#stats,
+      returnRpcs: this.#r.reduce((a, r) => a + r.returns.stats.rpcs, 0),
+      uncertainInstalls: [...this.#stats.uncertainInstalls],
+      uncertainResolved: [...this.#stats.uncertainResolved],
+      receiptsHeld: this.#r.map((r) => r.returns.receiptsHeld),
+    };
   }
 
   /** Blocks per replica (undefined until a replica was reached). */
@@ -370,7 +385,7 @@ export class RsClient {
     while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
     await Promise.allSettled(
       this.#r.map(async (r) => {
-        if (!this.#closed && (r.pending.length > 0 || r.uncertain.length > 0 || r.unacked !== undefined) && !this.#isLive(r)) await this.#reconnect(r).catch(() => undefined);
+        if (!this.#closed && r.returns.held > 0 && !this.#isLive(r)) await this.#reconnect(r).catch(() => undefined);
         await this.#flushReturns(r);
       }),
     );
@@ -400,12 +415,6 @@ export class RsClient {
       c.qp.close();
       throw new PmrpcError(RsErrorCodes.GEOMETRY_MISMATCH, `replica ${r.index} has ${w.geometry.blocks} blocks and classes ${w.geometry.classes.map((x) => x.sizeBytes).join(',')}; the others ${this.#geometry.blocks} and ${this.#geometry.classes.map((x) => x.sizeBytes).join(',')}`);
     }
-    // A different epoch: the replica restarted, and its recovery reclaimed every unlinked buffer.
-    if (w.epoch !== r.epoch) {
-      r.pending = [];
-      r.uncertain = [];
-      r.unacked = undefined;
-    }
     r.qp = c.qp;
     // A new QP, a new scratch: every receipt slot is free (chains of the old QP keep theirs there).
     r.busy = [];
@@ -413,19 +422,8 @@ export class RsClient {
     r.rkey = w.rkey;
     r.geometry = w.geometry;
     r.epoch = w.epoch;
-    const qp = c.qp;
-    qp.onNotify((m) => {
-      if (r.qp !== qp) return;
-      const wt = r.waiter;
-      r.waiter = undefined;
-      wt?.resolve(m);
-    });
-    qp.onClose((err) => {
-      if (r.qp !== qp) return;
-      const wt = r.waiter;
-      r.waiter = undefined;
-      wt?.reject(err);
-    });
+    // A different epoch: the replica restarted, and its recovery reclaimed every unlinked buffer (the sender forgets them).
+    r.returns.attach(c.qp, w.epoch);
   }
 
   #isLive(r: Replica): boolean {
@@ -441,8 +439,7 @@ export class RsClient {
     if (this.#closed) throw new PmrpcError(RsErrorCodes.CLOSED, 'the RS client is closed');
     this.#rtts = 0;
     const { clock, majorityWaitMs, retryDelayMs, reconnect } = this.options;
-    const t0 = clock.nowMs();
-    for (;;) {
+    const up = await untilReachable(clock, majorityWaitMs, retryDelayMs, async () => {
       if (reconnect !== undefined) {
         for (const r of this.#r) {
           if (this.#isLive(r)) continue;
@@ -454,12 +451,11 @@ export class RsClient {
           }
         }
       }
-      if (this.#live().length >= this.majority && this.#geometry !== undefined) return;
-      if (clock.nowMs() - t0 >= majorityWaitMs) {
-        this.#stats.noMajority++;
-        throw new PmrpcError(RsErrorCodes.NO_MAJORITY, `${this.#live().length} of ${this.replicas} replicas reachable for ${majorityWaitMs} ms; a majority is ${this.majority}`);
-      }
-      await this.#sleep(retryDelayMs);
+      return this.#live().length >= this.majority && this.#geometry !== undefined;
+    });
+    if (!up) {
+      this.#stats.noMajority++;
+      throw new PmrpcError(RsErrorCodes.NO_MAJORITY, `${this.#live().length} of ${this.replicas} replicas reachable for ${majorityWaitMs} ms; a majority is ${this.majority}`);
     }
   }
 
@@ -468,7 +464,7 @@ export class RsClient {
     const c = await this.options.reconnect?.(r.index);
     if (c === undefined) return;
     this.#attach(r, c);
-    if ((r.unacked !== undefined || r.uncertain.length > 0) && r.returning === undefined) this.#track(this.#flushReturns(r));
+    if ((r.returns.unanswered || r.returns.receiptsHeld > 0) && !r.returns.busy) this.#track(this.#flushReturns(r));
   }
 
   #end(): void {
@@ -625,7 +621,7 @@ export class RsClient {
         if (open) {
           // The chain may have run: its receipt (the old QP's scratch) says what it left unlinked.
           this.#stats.uncertainInstalls[r.index]!++;
-          r.uncertain.push({ qpn: held.qp.qpn, slot: held.slot, serial });
+          r.returns.pushReceipt({ qpn: held.qp.qpn, slot: held.slot, serial });
         }
         return undefined;
       }
@@ -633,7 +629,7 @@ export class RsClient {
       const cas = cs[casAt]!;
       if (alloc.status !== 'ok') {
         // Refused (the replica is rebuilding its free lists) or no free buffer: give back what we hold, wait, retry.
-        if (alloc.code !== NicErrorCodes.ALLOC_REFUSED && r.pending.length > 0) await this.#flushReturns(r);
+        if (alloc.code !== NicErrorCodes.ALLOC_REFUSED && r.returns.pending > 0) await this.#flushReturns(r);
         await this.#sleep(this.options.retryDelayMs);
         continue;
       }
@@ -685,63 +681,20 @@ export class RsClient {
   // ---------------------------------------------------------------- buffer returns
 
   #giveBack(r: Replica, ptr: number): void {
-    r.pending.push(ptr);
-    if (r.pending.length >= this.options.returnBatch && r.returning === undefined) this.#track(this.#flushReturns(r));
+    r.returns.push(ptr);
+    if (r.returns.pending >= this.options.returnBatch && !r.returns.busy) this.#track(this.#flushReturns(r));
   }
 
   /**
-   * Sends replica r's pending returns (epoch-stamped, numbered batches, one at a time). A batch
-   * whose answer does not come (the connection dropped; the replica may or may not have taken it)
-   * is kept and sent again, with the same number, once r is reconnected: the replica takes a
-   * number once per epoch (kv/returns.ts), so nothing is freed twice and nothing leaks. A replica
+   * Sends replica r's pending returns (kv/returns.ts ReturnSender: epoch-stamped, numbered batches,
+   * one at a time). A batch whose answer does not come (the connection dropped; the replica may or
+   * may not have taken it) is kept and sent again, with the same number, once r is reconnected: the
+   * replica takes a number once per epoch, so nothing is freed twice and nothing leaks. A replica
    * that restarted (a new epoch) reclaimed every unlinked buffer itself: its batches are dropped.
    */
   async #flushReturns(r: Replica): Promise<void> {
-    while (r.returning !== undefined) await r.returning.catch(() => undefined);
-    const run = async (): Promise<void> => {
-      while ((r.unacked !== undefined || r.pending.length > 0 || r.uncertain.length > 0) && r.qp !== undefined && this.#isLive(r)) {
-        const qp = r.qp;
-        // Receipts of uncertain installs first (the replica resolves each: frees what it left unlinked), then pointers.
-        const b = (r.unacked ??=
-          r.uncertain.length > 0
-            ? { batch: ++this.#returnBatches, ptrs: [], receipts: r.uncertain.splice(0, Math.min(RS_RECEIPT_BATCH_MAX, r.uncertain.length)) }
-            : { batch: ++this.#returnBatches, ptrs: r.pending.splice(0, Math.min(RS_RETURN_BATCH_MAX, r.pending.length)), receipts: [] });
-        const id = this.faults.dropUnansweredReturns ? undefined : { sender: this.writerId, batch: b.batch };
-        const payload = b.receipts.length > 0 ? encodeReceiptBatch(r.epoch, b.receipts, id) : encodeReturnBatch(r.epoch, b.ptrs, id);
-        this.options.onReturnBatch?.(r.index, payload);
-        const reply = new Promise<NotifyMessage>((resolve, reject) => (r.waiter = { resolve, reject }));
-        reply.catch(() => undefined);
-        this.#stats.returnRpcs++;
-        const cs = await this.#post(r, [Wr.send(payload, RS_RETURN_IMM)]);
-        if (cs === undefined || r.qp !== qp) return this.#unsent(r, b); // sent again after the reconnect
-        let m: NotifyMessage;
-        try {
-          m = await reply;
-        } catch {
-          return this.#unsent(r, b);
-        }
-        if (r.unacked === b) r.unacked = undefined;
-        if (m.imm === RS_RETURN_STALE_IMM) {
-          // the replica restarted: recovery reclaimed every unlinked buffer
-          r.pending = [];
-          r.uncertain = [];
-          return;
-        }
-        this.#stats.uncertainResolved[r.index]! += b.receipts.length;
-        if (m.imm !== RS_RETURN_ACK_IMM) return;
-      }
-    };
-    r.returning = run();
-    try {
-      await r.returning;
-    } finally {
-      r.returning = undefined;
-    }
-  }
-
-  /** A batch whose answer did not come: kept to be sent again (mutant dropUnansweredReturns: dropped, as before the fix). */
-  #unsent(r: Replica, b: { batch: bigint; ptrs: number[]; receipts: RsReceipt[] }): void {
-    if (this.faults.dropUnansweredReturns && r.unacked === b) r.unacked = undefined;
+    const round = await r.returns.flush();
+    this.#stats.uncertainResolved[r.index]! += round.receiptsResolved;
   }
 }
 

@@ -3,7 +3,7 @@
  * schedule. Per seed and app, fault parameters are drawn from the seed — the NIC configuration
  * (config.ts: drain policy and bound, cache pressure, DDIO, placement, eviction, line model), node
  * crash and restart rates, crashes during recovery, crashes of every node at once, client crashes,
- * dropped connections (rpc, rs, tx: their clients reconnect a live node), message delay and
+ * dropped connections (every app: its clients reconnect a live node), message delay and
  * reordering between QPs, paused nodes, and which BUGGIFY fault sites (pmem/buggify.ts) are on — and
  * the app's seeded workload runs as one crash run (multi.ts) with the crash suites' whole-history
  * checker judging it. The fault phase lasts `seconds` of virtual time (or until the workload ends);
@@ -61,8 +61,8 @@ const FAULT_STEPS_MAX = 1_000_000;
 const SUBSET_RATE = 0.3;
 /** Most node-crash events of one run (and most dropped connections). */
 const CRASH_EVENTS_MAX = 10;
-/** Apps whose runs draw dropped connections (their clients reconnect a live node; kv's do not: docs/swarm.md). */
-const DROP_APPS: readonly SwarmApp[] = ['rpc', 'tx', 'rs'];
+/** Apps whose runs draw dropped connections (their clients reconnect a live node: docs/swarm.md). */
+const DROP_APPS: readonly SwarmApp[] = ['rpc', 'kv', 'tx', 'rs'];
 
 export interface SwarmOptions {
   apps: readonly SwarmApp[];
@@ -91,7 +91,7 @@ export interface SwarmParams {
   recoveryCrashRate: number;
   /** Client crashes per crash point. */
   clientCrashRate: number;
-  /** Dropped connections per crash point (both ends live; the client reconnects). Drawn for rpc, rs and tx (DROP_APPS); elsewhere 0 (docs/swarm.md, "Dropped connections"). */
+  /** Dropped connections per crash point (both ends live; the client reconnects). Drawn for every app in DROP_APPS; elsewhere 0 (docs/swarm.md, "Dropped connections"). */
   dropRate: number;
   /** Probability that a QP is slow (message delay; QPs of different delays reorder relative to each other). */
   slowQpRate: number;

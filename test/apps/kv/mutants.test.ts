@@ -24,17 +24,20 @@ const EXPECTED: Record<KvFaultName, string[]> = {
   deleteNoopWithoutFlush: [],
   skipDeadItemPersist: [],
   skipRejectedSlotPersist: [],
+  dropUnansweredReturns: [],
+  retryUncertainPut: [],
+  noReconnect: [],
 };
 
 t.test('mutants are data: a name and the persistence step each removes', async (t) => {
-  t.equal(KV_MUTANTS.length, 13);
-  t.same(new Set(KV_MUTANTS.map((m) => m.layer)), new Set(['put-chain', 'get-chain', 'allocator-recovery']));
+  t.equal(KV_MUTANTS.length, 16);
+  t.same(new Set(KV_MUTANTS.map((m) => m.layer)), new Set(['put-chain', 'get-chain', 'allocator-recovery', 'drops']));
   for (const m of KV_MUTANTS) t.match(m, { name: String, step: String });
   t.same(Object.keys(EXPECTED).sort(), KV_MUTANTS.map((m) => m.name).sort());
   t.equal(faultsFor('dropHeapFlush').dropHeapFlush, true);
   t.throws(() => faultsFor('nope' as never), TypeError);
   t.equal(listKvMutants().split('\n')[0], 'dropHeapFlush\tprism-kv');
-  t.equal(listKvMutants().split('\n').length, 13);
+  t.equal(listKvMutants().split('\n').length, 16);
 });
 
 for (const m of KV_MUTANTS) {

@@ -7,11 +7,12 @@
 // Mutants: dropUnansweredReturns (an unanswered batch is dropped: a buffer leaks), retryUncertainPut
 // (a PUT whose answer was lost is posted again as new: it takes effect twice), noReconnect.
 import t, { type Test } from 'tap';
-import { NicErrorCodes, QueuePair, type NotifyMessage } from '../../../flush/index.js';
+import { NicErrorCodes, QueuePair } from '../../../flush/index.js';
 import { PmrpcError } from '../../../pmem/index.js';
 import { jsonBytes } from '../../../src/apps/index.js';
 import { KvErrorCodes, PrismKvClient, RETURN_ACK_IMM, type KvClientOptions, type KvFaults } from '../../../src/apps/kv/index.js';
 import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../../src/check/index.js';
+import { loseFirstReturn, type ReturnLoss } from '../drop-fixture.js';
 import { swarmRun } from '../../../src/testing/crash/index.js';
 import { kvSetup, te, td, type KvSetup } from './helpers.js';
 
@@ -35,40 +36,20 @@ async function dropClient(s: KvSetup, tamper: (qp: QueuePair) => void, options: 
  * (`loseAnswer`), or the connection drops before the batch is sent (`loseBatch`). Then the client
  * flushes its returns (reconnecting).
  */
-async function returnScenario(t: Test, how: 'loseAnswer' | 'loseBatch', faults: Partial<KvFaults>): Promise<{ leaked: number; doubleFree: number; duplicates: number; accepted: number }> {
+async function returnScenario(t: Test, how: ReturnLoss, faults: Partial<KvFaults>): Promise<{ leaked: number; doubleFree: number; duplicates: number; accepted: number }> {
   const s = await kvSetup();
-  let dropped = false;
+  let dropped = (): boolean => false;
   const c = await dropClient(
     s,
     (qp) => {
-      if (how === 'loseAnswer') {
-        const on = qp.onNotify.bind(qp);
-        qp.onNotify = ((fn: (m: NotifyMessage) => void) =>
-          on((m) => {
-            if (m.imm === RETURN_ACK_IMM && !dropped) {
-              dropped = true;
-              qp.close();
-              return;
-            }
-            fn(m);
-          })) as typeof qp.onNotify;
-      } else {
-        const post = qp.postChain.bind(qp);
-        qp.postChain = (async (wrs: Parameters<typeof qp.postChain>[0]) => {
-          if (!dropped && wrs.some((w) => w.op === 'send')) {
-            dropped = true;
-            qp.close();
-          }
-          return post(wrs);
-        }) as typeof qp.postChain;
-      }
+      dropped = loseFirstReturn(qp, how, RETURN_ACK_IMM);
     },
     { returnBatch: 1, faults },
   );
   await c.put('k', te.encode('first'));
   await c.put('k', te.encode('second'));
   await c.flushReturns();
-  t.equal(dropped, true, `${how}: the connection dropped`);
+  t.equal(dropped(), true, `${how}: the connection dropped`);
   t.equal(td.decode((await c.get('k'))!), 'second');
   const a = s.server.auditAllocator();
   return { leaked: a.leaked.length, doubleFree: a.doubleFree.length, duplicates: s.server.stats.returnDuplicates, accepted: s.server.stats.returnsAccepted };

@@ -6,9 +6,10 @@
 // epoch, and the client sends an unanswered batch again, same number, after its reconnect
 // (settle() reconnects for it). Mutant dropUnansweredReturns restores the old behaviour.
 import t, { type Test } from 'tap';
-import type { NotifyMessage, QueuePair } from '../../../flush/index.js';
+import type { QueuePair } from '../../../flush/index.js';
 import { RS_RETURN_ACK_IMM, RsClient, RsErrorCodes, RsLocalCluster, type RsFaults } from '../../../src/apps/rs/index.js';
 import { swarmRun } from '../../../src/testing/crash/index.js';
+import { loseFirstReturn, type ReturnLoss } from '../drop-fixture.js';
 
 const te = new TextEncoder();
 const td = new TextDecoder();
@@ -20,39 +21,16 @@ t.setTimeout(240_000);
  * replica and is taken, but the connection drops before its answer (`loseAnswer`), or drops before
  * the batch is sent (`loseBatch`). Then the client settles. Returns the replica audits and stats.
  */
-async function scenario(t: Test, how: 'loseAnswer' | 'loseBatch', faults: Partial<RsFaults>): Promise<{ audits: string[][]; duplicates: number; accepted: number }> {
+async function scenario(t: Test, how: ReturnLoss, faults: Partial<RsFaults>): Promise<{ audits: string[][]; duplicates: number; accepted: number }> {
   const c = RsLocalCluster.start({ replicas: 3, app: { layout: { blocks: 1 } } });
   const conns = [0, 1, 2].map((i) => c.connect(i)!);
   const qp = conns[0]!.qp;
-  let dropped = false;
-  if (how === 'loseAnswer') {
-    // The replica's ACK of the first return batch never arrives: the link closes instead.
-    const on = qp.onNotify.bind(qp);
-    qp.onNotify = ((fn: (m: NotifyMessage) => void) =>
-      on((m) => {
-        if (m.imm === RS_RETURN_ACK_IMM && !dropped) {
-          dropped = true;
-          qp.close();
-          return;
-        }
-        fn(m);
-      })) as typeof qp.onNotify;
-  } else {
-    // The first SEND of a return batch is not sent: the link closes under it.
-    const post = qp.postChain.bind(qp);
-    qp.postChain = (async (wrs: Parameters<typeof qp.postChain>[0]) => {
-      if (!dropped && wrs.some((w) => w.op === 'send')) {
-        dropped = true;
-        qp.close();
-      }
-      return post(wrs);
-    }) as typeof qp.postChain;
-  }
+  const dropped = loseFirstReturn(qp, how, RS_RETURN_ACK_IMM);
   const w = new RsClient(conns, { writerId: 1, returnBatch: 1, faults, reconnect: (i) => c.connect(i) });
   await w.write(0, te.encode('first'));
   await w.write(0, te.encode('second'));
   await w.settle();
-  t.equal(dropped, true, `${how}: the connection to replica 0 dropped`);
+  t.equal(dropped(), true, `${how}: the connection to replica 0 dropped`);
   const audits = [0, 1, 2].map((i) => c.server(i).audit().map((p) => `${p.kind}: ${p.detail}`));
   const s = c.server(0).stats;
   await w.close();

@@ -98,17 +98,27 @@ export function encodeEntry(req: RingEntry, geometry: Pick<Geometry, 'slotBytes'
   }
   const len = (ENTRY_HEADER_BYTES + req.payload.length + 7) & ~7;
   const b = new Uint8Array(len);
-  const dv = new DataView(b.buffer);
-  dv.setUint32(8, clientId, true);
-  dv.setUint32(12, methodId, true);
-  dv.setUint32(16, seq >>> 0, true);
-  dv.setUint32(20, Math.floor(seq / TWO_32), true);
-  dv.setUint32(24, req.payload.length, true);
-  b.set(req.payload, ENTRY_HEADER_BYTES);
+  const plen = req.payload.length;
   const lap = lapOf(seq, geometry.ringSlots);
-  dv.setUint32(0, entryChecksum(lap, b, req.payload.length), true);
-  dv.setUint32(4, lap, true);
+  putU32(b, 4, lap);
+  putU32(b, 8, clientId);
+  putU32(b, 12, methodId);
+  putU32(b, 16, seq >>> 0);
+  putU32(b, 20, Math.floor(seq / TWO_32));
+  putU32(b, 24, plen);
+  b.set(req.payload, ENTRY_HEADER_BYTES);
+  // The lap word sits at +4, little-endian, just before +8: the CRC over [4, end) is the same value
+  // as entryChecksum(lap, b, plen) (the lap's 4 bytes, then [8, end)), without a second pass.
+  putU32(b, 0, crc32c(b, 4, ENTRY_HEADER_BYTES + plen));
   return b;
+}
+
+/** Little-endian u32 store into a fresh buffer (no DataView per entry). */
+function putU32(b: Uint8Array, off: number, v: number): void {
+  b[off] = v & 0xff;
+  b[off + 1] = (v >>> 8) & 0xff;
+  b[off + 2] = (v >>> 16) & 0xff;
+  b[off + 3] = v >>> 24;
 }
 
 /** Offset in the region of the slot that holds `seq` of the ring of `connSlot`. */

@@ -29,8 +29,13 @@ function setU64(dv: DataView, at: number, v: number): void {
   dv.setUint32(at + 4, Math.floor(v / TWO_32), true);
 }
 
-function getU64(dv: DataView, at: number): number {
-  return dv.getUint32(at + 4, true) * TWO_32 + dv.getUint32(at, true);
+/** Little-endian u32 read from bytes (the decoders: no DataView per message). */
+function u32At(b: Uint8Array, at: number): number {
+  return (b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24)) >>> 0;
+}
+
+function u64At(b: Uint8Array, at: number): number {
+  return u32At(b, at + 4) * TWO_32 + u32At(b, at);
 }
 
 export function encodeAck(seq: number): Uint8Array {
@@ -41,7 +46,7 @@ export function encodeAck(seq: number): Uint8Array {
 
 export function decodeAck(data: Uint8Array): number | undefined {
   if (data.length !== 8) return undefined;
-  return getU64(new DataView(data.buffer, data.byteOffset, 8), 0);
+  return u64At(data, 0);
 }
 
 export function encodeResult(m: ResultMessage): Uint8Array {
@@ -57,13 +62,12 @@ export function encodeResult(m: ResultMessage): Uint8Array {
 
 export function decodeResult(data: Uint8Array): ResultMessage | undefined {
   if (data.length < RESULT_HEADER_BYTES) return undefined;
-  const dv = new DataView(data.buffer, data.byteOffset, data.length);
-  const len = dv.getUint32(20, true);
+  const len = u32At(data, 20);
   if (RESULT_HEADER_BYTES + len !== data.length) return undefined;
   return {
-    seq: getU64(dv, 0),
-    appliedSeq: getU64(dv, 8),
-    status: dv.getUint32(16, true),
+    seq: u64At(data, 0),
+    appliedSeq: u64At(data, 8),
+    status: u32At(data, 16),
     bytes: data.slice(RESULT_HEADER_BYTES),
   };
 }

@@ -5,6 +5,8 @@
  * processed request, over the measured window only (warm-up excluded).
  *
  *   node --cpu-prof --cpu-prof-dir /tmp/prof dist/bench/profile-inproc.js wflush 3 /tmp/prof
+ *   node --cpu-prof --cpu-prof-dir /tmp/prof dist/bench/profile-inproc.js wrflush 3 /tmp/prof strict
+ *     # `strict`: bench sqlite's pmrpc cell instead (file-backed strict region, 1 KiB, 1 client × 16)
  *   node dist/bench/profile-tcp.js --analyse /tmp/prof     # the same analysis as bench tcp's
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -12,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RpcStrategy } from '../src/rpc/index.js';
 import { closeBenchPool, runCell, wallClock, type BenchClock } from './flush-cell.js';
+import { HEADLINE } from './flush.js';
 
 async function main(): Promise<void> {
   const strategy = (process.argv[2] ?? 'wflush') as RpcStrategy;
@@ -27,8 +30,11 @@ async function main(): Promise<void> {
       return wallClock.nowNs();
     },
   };
+  const strict = process.argv[5] === 'strict';
   const r = await runCell(
-    { link: 'in-process', strategy, payloadBytes: 64, clients: 1, outstanding: 32, handlerUs: 0, placement: 'inline', ringSlots: 64, ddio: true },
+    strict
+      ? { ...HEADLINE, strategy, payloadBytes: 1024, clients: 1, outstanding: 16, handlerUs: 0, placement: 'inline', ddio: true, strict: true }
+      : { link: 'in-process', strategy, payloadBytes: 64, clients: 1, outstanding: 32, handlerUs: 0, placement: 'inline', ringSlots: 64, ddio: true },
     { warmupMs: 300, measureMs: seconds * 1000, drainMsMax: 10000 },
     1,
     clock,

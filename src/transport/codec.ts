@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import { PmrpcError } from '../../pmem/index.js';
-import { fastDecode, fastEncodeFramed } from './fastcodec.js';
+import { fastDecode, fastEncodeFramed, fastFrameSize, fastWriteFrame } from './fastcodec.js';
 import type {
   CasMode,
   ClientMessage,
@@ -197,6 +197,37 @@ export function encodeMessage(msg: WireMessage): Uint8Array {
 /** One message as a length-prefixed frame, ready for the socket (one buffer, no second copy). */
 export function encodeFrame(msg: WireMessage): Uint8Array {
   return fastEncodeFramed(msg) ?? frameBytes(encodeMessageReference(msg));
+}
+
+/** The message sizeFrame sized through the reference encoder, and its frame (for writeSizedFrame). */
+let refSized: WireMessage | undefined;
+let refFramed: Uint8Array | undefined;
+
+/**
+ * The bytes of `msg`'s length-prefixed frame (encodeFrame's length) without allocating it: a writer
+ * that gathers frames in a buffer of its own (the server's per-connection output) sizes a frame,
+ * makes room, then writes it there with writeSizedFrame(msg, …) — before encoding anything else.
+ */
+export function sizeFrame(msg: WireMessage): number {
+  refSized = undefined;
+  refFramed = undefined;
+  const n = fastFrameSize(msg);
+  if (n >= 0) return n;
+  const f = frameBytes(encodeMessageReference(msg));
+  refSized = msg;
+  refFramed = f;
+  return f.length;
+}
+
+/** Writes the frame sizeFrame(msg) just sized into dst at `at` (the same bytes as encodeFrame(msg)). */
+export function writeSizedFrame(msg: WireMessage, dst: Uint8Array, at: number): void {
+  if (refSized === msg && refFramed !== undefined) {
+    dst.set(refFramed, at);
+    refSized = undefined;
+    refFramed = undefined;
+    return;
+  }
+  fastWriteFrame(msg, dst, at);
 }
 
 /** The reference encoder: protobufjs by reflection over proto/pmrpc.proto. */

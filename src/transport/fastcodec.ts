@@ -369,41 +369,74 @@ function writeCompletion(c: Completion): void {
  * a value the fast path does not handle; then the reference encodes it.
  */
 export function fastEncodeFramed(msg: Encodable): Uint8Array | undefined {
-  if (!FAST_CODEC.enabled || msg === null || typeof msg !== 'object') return undefined;
-  sizes = [];
+  const n = fastFrameSize(msg);
+  if (n < 0) return undefined;
+  const out = Buffer.allocUnsafe(n);
+  fastWriteFrame(msg, out, 0);
+  return out;
+}
+
+/** The message fastFrameSize sized last and the size of its Frame body (for fastWriteFrame). */
+let sizedMsg: Encodable | undefined;
+let sizedBody = 0;
+
+/**
+ * The bytes of `msg`'s frame with its 4-byte length prefix, as fastEncodeFramed would write it, or
+ * -1 (the fast path declines: the reference encodes it). A size ≥ 0 must be followed by
+ * fastWriteFrame(msg, …) before any other encode (the sizing pass's nested sizes are kept for it).
+ */
+export function fastFrameSize(msg: Encodable): number {
+  sizedMsg = undefined;
+  if (!FAST_CODEC.enabled || msg === null || typeof msg !== 'object') return -1;
+  sizes.length = 0;
   sizeAt = 0;
   let body: number;
   try {
     switch (msg.type) {
       case 'request': {
-        if (!u32(msg.qpn) || !u32(msg.seq) || !Array.isArray(msg.wrs)) return undefined;
+        if (!u32(msg.qpn) || !u32(msg.seq) || !Array.isArray(msg.wrs)) return -1;
         body = (msg.qpn !== 0 ? 1 + vlen(msg.qpn) : 0) + (msg.seq !== 0 ? 1 + vlen(msg.seq) : 0);
         for (const wr of msg.wrs) body += ldLen(sizeWr(wr));
         break;
       }
       case 'response': {
-        if (!u32(msg.qpn) || !u32(msg.seq) || !Array.isArray(msg.completions)) return undefined;
+        if (!u32(msg.qpn) || !u32(msg.seq) || !Array.isArray(msg.completions)) return -1;
         body = (msg.qpn !== 0 ? 1 + vlen(msg.qpn) : 0) + (msg.seq !== 0 ? 1 + vlen(msg.seq) : 0);
         for (const c of msg.completions) body += ldLen(sizeCompletion(c));
         break;
       }
       case 'notify': {
-        if (!u32(msg.qpn) || !(msg.data instanceof Uint8Array)) return undefined;
+        if (!u32(msg.qpn) || !(msg.data instanceof Uint8Array)) return -1;
         body = (msg.qpn !== 0 ? 1 + vlen(msg.qpn) : 0) + (msg.data.length !== 0 ? ldLen(msg.data.length) : 0) + optU32(msg.imm);
         break;
       }
       default:
-        return undefined;
+        return -1;
     }
   } catch (e) {
-    if (e === DECLINE) return undefined;
+    if (e === DECLINE) return -1;
     throw e;
   }
+  sizedMsg = msg;
+  sizedBody = body;
+  return 4 + ldLen(body);
+}
+
+/** Writes the frame fastFrameSize(msg) just sized into dst at `at` (dst must hold its bytes there). */
+export function fastWriteFrame(sized: Encodable, dst: Uint8Array, at: number): void {
+  if (sizedMsg !== sized) throw new Error('fastcodec: fastWriteFrame without fastFrameSize of the same message');
+  const msg = sized as WireMessageFast; // fastFrameSize sizes only these
+  sizedMsg = undefined;
+  const body = sizedBody;
   const frameLen = ldLen(body);
-  const out = Buffer.allocUnsafe(4 + frameLen);
-  out.writeUInt32LE(frameLen, 0);
-  buf = out;
-  pos = 4;
+  const end = at + 4 + frameLen;
+  if (end > dst.length) throw new RangeError(`fastcodec: a frame of ${4 + frameLen} bytes does not fit at ${at} of ${dst.length}`);
+  dst[at] = frameLen & 0xff;
+  dst[at + 1] = (frameLen >>> 8) & 0xff;
+  dst[at + 2] = (frameLen >>> 16) & 0xff;
+  dst[at + 3] = frameLen >>> 24;
+  buf = dst;
+  pos = at + 4;
   buf[pos++] = msg.type === 'request' ? 0x0a : msg.type === 'response' ? 0x12 : 0x1a;
   varint(body);
   if (msg.qpn !== 0) writeU32(0x08, msg.qpn);
@@ -417,10 +450,11 @@ export function fastEncodeFramed(msg: Encodable): Uint8Array | undefined {
     if (msg.data.length !== 0) writeBytes(0x12, msg.data);
     if (msg.imm !== undefined && msg.imm !== null) writeU32(0x18, msg.imm);
   }
-  buf = new Uint8Array(0);
-  if (pos !== out.length) throw new Error(`fastcodec: wrote ${pos} bytes of ${out.length}`);
-  return out;
+  buf = EMPTY_OUT;
+  if (pos !== end) throw new Error(`fastcodec: wrote ${pos - at} bytes of ${end - at}`);
 }
+
+const EMPTY_OUT = new Uint8Array(0);
 
 // ------------------------------------------------------------------ decode
 

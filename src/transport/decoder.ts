@@ -18,7 +18,7 @@ import { PmrpcError } from '../../pmem/index.js';
 import { MAX_WRS_PER_MESSAGE, type WorkRequest } from '../../flush/index.js';
 import { BAD_FRAME, decodeMessage, Frame, wrIn, type Obj, type WireMessage } from './codec.js';
 import { TransportErrorCodes } from './errors.js';
-import { fastDecodeWr } from './fastcodec.js';
+import { fastDecodedWrFields, fastDecodeWr } from './fastcodec.js';
 
 const HANDSHAKE = TransportErrorCodes.HANDSHAKE;
 
@@ -200,8 +200,8 @@ export class FrameDecoder {
       // The fast path (a canonical work request): the same work request and field count as below.
       const fast = fastDecodeWr(this.frame, a, b);
       if (fast !== undefined) {
-        units += fast.fields + WR_DECODE_UNITS;
-        this.#wrs.push(fast.wr);
+        units += fastDecodedWrFields() + WR_DECODE_UNITS;
+        this.#wrs.push(fast);
         continue;
       }
       const rw = protobuf.Reader.create(this.frame);

@@ -567,16 +567,19 @@ function readBool(end: number): boolean {
 }
 
 /** The body [rp, end) of an op message, into `o`. */
+/** The fields of the op message readOp is reading (no closure per work request). */
+let opFieldsSeen = 0;
+function once(bit: number): boolean {
+  if ((opFieldsSeen & bit) !== 0) {
+    off = true;
+    return false;
+  }
+  opFieldsSeen |= bit;
+  return true;
+}
+
 function readOp(opTag: number, end: number, o: Record<string, unknown>): void {
-  let seen = 0;
-  const once = (bit: number): boolean => {
-    if ((seen & bit) !== 0) {
-      off = true;
-      return false;
-    }
-    seen |= bit;
-    return true;
-  };
+  opFieldsSeen = 0;
   switch (opTag) {
     case 10: {
       // Write
@@ -717,43 +720,42 @@ function readOp(opTag: number, end: number, o: Record<string, unknown>): void {
 
 /** One WorkRequest from rb[rp, end) (its fields, not its tag and length). */
 function readWr(end: number): WorkRequest | undefined {
-  const o: Record<string, unknown> = {};
   let id: number | undefined;
   let conditional = false;
   let redirect: number | undefined;
-  let opSeen = false;
+  let out: Record<string, unknown> | undefined;
   let seen = 0;
   while (rp < end && !off) {
     const t = rtag(end);
-    if (t === 0x08 && (seen & 1) === 0) {
+    // The flags come before the op (protobufjs writes fields in number order); a flag after the op
+    // is declined (the reference decodes it), so the work request is built once, in wrIn's key
+    // order: the flags, then the op's fields.
+    if (t === 0x08 && (seen & 1) === 0 && out === undefined) {
       seen |= 1;
       id = ru32(end);
-    } else if (t === 0x10 && (seen & 2) === 0) {
+    } else if (t === 0x10 && (seen & 2) === 0 && out === undefined) {
       seen |= 2;
       conditional = readBool(end);
-    } else if (t === 0x18 && (seen & 4) === 0) {
+    } else if (t === 0x18 && (seen & 4) === 0 && out === undefined) {
       seen |= 4;
       redirect = ru32(end);
-    } else if ((t & 7) === 2 && t >>> 3 >= 10 && t >>> 3 <= 16 && !opSeen) {
-      opSeen = true;
+    } else if ((t & 7) === 2 && t >>> 3 >= 10 && t >>> 3 <= 16 && out === undefined) {
       const a = rlen(end);
       if (off) break;
+      out = {};
+      if (id !== undefined) out.id = id;
+      if (conditional) out.conditional = true;
+      if (redirect !== undefined) out.redirect = redirect;
       const e = rp;
       rp = a;
-      readOp(t >>> 3, e, o);
+      readOp(t >>> 3, e, out);
       if (rp !== e) off = true;
     } else off = true;
   }
-  if (!opSeen || off) {
+  if (out === undefined || off) {
     off = true;
     return undefined;
   }
-  // wrIn's key order: the flags, then the op's fields.
-  const out: Record<string, unknown> = {};
-  if (id !== undefined) out.id = id;
-  if (conditional) out.conditional = true;
-  if (redirect !== undefined) out.redirect = redirect;
-  for (const k in o) out[k] = o[k];
   return out as unknown as WorkRequest;
 }
 
@@ -762,7 +764,7 @@ function readWr(end: number): WorkRequest | undefined {
  * protobufjs, wrIn) with the number of protobuf fields it holds (nested ones included: the
  * decoder's units), or undefined: not in canonical form or an op the fast path does not handle.
  */
-export function fastDecodeWr(frame: Uint8Array, a: number, b: number): { wr: WorkRequest; fields: number } | undefined {
+export function fastDecodeWr(frame: Uint8Array, a: number, b: number): WorkRequest | undefined {
   if (!FAST_CODEC.enabled) return undefined;
   off = false;
   tags = 0;
@@ -771,7 +773,12 @@ export function fastDecodeWr(frame: Uint8Array, a: number, b: number): { wr: Wor
   const wr = readWr(b);
   rb = EMPTY;
   if (off || wr === undefined || rp !== b) return undefined;
-  return { wr, fields: tags };
+  return wr;
+}
+
+/** The fields (tags, nested ones included) of the work request fastDecodeWr decoded last. */
+export function fastDecodedWrFields(): number {
+  return tags;
 }
 
 const EMPTY = new Uint8Array(0);

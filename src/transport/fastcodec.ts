@@ -776,6 +776,11 @@ export function fastDecodeWr(frame: Uint8Array, a: number, b: number): WorkReque
   return wr;
 }
 
+/** The fields (tags, nested ones included) fastDecode read in the frame it decoded last. */
+export function fastDecodedFields(): number {
+  return tags;
+}
+
 /** The fields (tags, nested ones included) of the work request fastDecodeWr decoded last. */
 export function fastDecodedWrFields(): number {
   return tags;

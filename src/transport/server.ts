@@ -452,6 +452,13 @@ export class TcpNicServer {
           if (frame === undefined) break;
           c.framesIn++;
           this.#stats.framesIn++;
+          // A canonical Request within the budget: decoded in one call, as the decoder's one step would.
+          const whole = c.state === 'open' ? FrameDecoder.decodeRequest(frame, this.#budget) : undefined;
+          if (whole !== undefined) {
+            this.#spend(whole.units);
+            this.#onMessage(c, whole.message!);
+            continue;
+          }
           c.decoding = new FrameDecoder(frame, { firstFrame: c.state === 'handshake' });
         }
         let step;

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import { PmrpcError } from '../../pmem/index.js';
-import { fastDecode, fastEncodeFramed } from './fastcodec.js';
+import { fastDecode, fastEncodeFramed, fastFrameSize, fastWriteFrame } from './fastcodec.js';
 import type {
   CasMode,
   ClientMessage,
@@ -197,6 +197,37 @@ export function encodeMessage(msg: WireMessage): Uint8Array {
 /** One message as a length-prefixed frame, ready for the socket (one buffer, no second copy). */
 export function encodeFrame(msg: WireMessage): Uint8Array {
   return fastEncodeFramed(msg) ?? frameBytes(encodeMessageReference(msg));
+}
+
+/** The message sizeFrame sized through the reference encoder, and its frame (for writeSizedFrame). */
+let refSized: WireMessage | undefined;
+let refFramed: Uint8Array | undefined;
+
+/**
+ * The bytes of `msg`'s length-prefixed frame (encodeFrame's length) without allocating it: a writer
+ * that gathers frames in a buffer of its own (the server's per-connection output) sizes a frame,
+ * makes room, then writes it there with writeSizedFrame(msg, …) — before encoding anything else.
+ */
+export function sizeFrame(msg: WireMessage): number {
+  refSized = undefined;
+  refFramed = undefined;
+  const n = fastFrameSize(msg);
+  if (n >= 0) return n;
+  const f = frameBytes(encodeMessageReference(msg));
+  refSized = msg;
+  refFramed = f;
+  return f.length;
+}
+
+/** Writes the frame sizeFrame(msg) just sized into dst at `at` (the same bytes as encodeFrame(msg)). */
+export function writeSizedFrame(msg: WireMessage, dst: Uint8Array, at: number): void {
+  if (refSized === msg && refFramed !== undefined) {
+    dst.set(refFramed, at);
+    refSized = undefined;
+    refFramed = undefined;
+    return;
+  }
+  fastWriteFrame(msg, dst, at);
 }
 
 /** The reference encoder: protobufjs by reflection over proto/pmrpc.proto. */
@@ -451,6 +482,8 @@ export class FrameReader {
   maxFrameBytes: number;
   /** Unconsumed bytes, in order (used while no frame is being assembled). */
   #chunks: Uint8Array[] = [];
+  /** Bytes of #chunks[0] already consumed (frames are views into it: no subarray of the rest per frame). */
+  #off = 0;
   #chunkBytes = 0;
   /** The frame being assembled across chunks, and how much of it has arrived. */
   #partial: Uint8Array | undefined;
@@ -501,24 +534,37 @@ export class FrameReader {
       return f;
     }
     if (this.#chunkBytes < 4) return undefined;
-    if (this.#chunks[0]!.length < 4) this.#chunks = [concat(this.#chunks)]; // a split prefix: a few bytes
-    const head = this.#chunks[0]!;
-    const len = new DataView(head.buffer, head.byteOffset, 4).getUint32(0, true);
+    let head = this.#chunks[0]!;
+    let o = this.#off;
+    if (head.length - o < 4) {
+      // A split prefix: a few bytes.
+      this.#chunks[0] = head.subarray(o);
+      this.#chunks = [concat(this.#chunks)];
+      this.#off = o = 0;
+      head = this.#chunks[0]!;
+    }
+    const len = (head[o]! | (head[o + 1]! << 8) | (head[o + 2]! << 16) | (head[o + 3]! << 24)) >>> 0;
     if (len > this.maxFrameBytes) throw new PmrpcError(FRAME_TOO_LARGE, `frame length ${len} exceeds the bound of ${this.maxFrameBytes} bytes`);
-    if (head.length >= 4 + len) {
+    if (head.length - o >= 4 + len) {
       // The whole frame is inside the first chunk: a view of it.
-      this.#chunks[0] = head.subarray(4 + len);
-      if (this.#chunks[0].length === 0) this.#chunks.shift();
+      const f = head.subarray(o + 4, o + 4 + len);
+      o += 4 + len;
+      if (o === head.length) {
+        this.#chunks.shift();
+        o = 0;
+      }
+      this.#off = o;
       this.#chunkBytes -= 4 + len;
-      return head.subarray(4, 4 + len);
+      return f;
     }
     // The frame spans chunks: assemble it in its own buffer, from what is here and what comes.
     const rest = this.#chunks;
     this.#chunks = [];
+    this.#off = 0;
     this.#chunkBytes = 0;
     this.#partial = new Uint8Array(len);
     this.#filled = 0;
-    this.append(rest[0]!.subarray(4));
+    this.append(rest[0]!.subarray(o + 4));
     for (let i = 1; i < rest.length; i++) this.append(rest[i]!);
     return this.next();
   }

@@ -18,7 +18,7 @@ import { PmrpcError } from '../../pmem/index.js';
 import { MAX_WRS_PER_MESSAGE, type WorkRequest } from '../../flush/index.js';
 import { BAD_FRAME, decodeMessage, Frame, wrIn, type Obj, type WireMessage } from './codec.js';
 import { TransportErrorCodes } from './errors.js';
-import { fastDecodeWr } from './fastcodec.js';
+import { fastDecode, fastDecodedFields, fastDecodedWrFields, fastDecodeWr } from './fastcodec.js';
 
 const HANDSHAKE = TransportErrorCodes.HANDSHAKE;
 
@@ -119,6 +119,22 @@ export class FrameDecoder {
 
   readonly #firstFrame: boolean;
 
+  /**
+   * A whole Request frame in one call, when the fast codec reads it (canonical form) and it costs at
+   * most `unitsMax`: the message and units `new FrameDecoder(frame).step(unitsMax)` would give (one
+   * unit per field read, nested ones included, plus WR_DECODE_UNITS per work request), without a
+   * decoder, a protobuf reader or range arrays per frame. Otherwise undefined: use a FrameDecoder
+   * (the sliced, bounded path; a non-canonical frame gets its coded error there). Not for a
+   * connection's first frame (a Hello).
+   */
+  static decodeRequest(frame: Uint8Array, unitsMax: number): DecodeStep | undefined {
+    const m = fastDecode(frame);
+    if (m === undefined || m.type !== 'request' || m.wrs.length > MAX_WRS_PER_MESSAGE) return undefined;
+    const units = fastDecodedFields() + WR_DECODE_UNITS * m.wrs.length;
+    if (units > Math.max(1, unitsMax)) return undefined;
+    return { units, message: m };
+  }
+
   get done(): boolean {
     return this.#phase === 'done';
   }
@@ -200,8 +216,8 @@ export class FrameDecoder {
       // The fast path (a canonical work request): the same work request and field count as below.
       const fast = fastDecodeWr(this.frame, a, b);
       if (fast !== undefined) {
-        units += fast.fields + WR_DECODE_UNITS;
-        this.#wrs.push(fast.wr);
+        units += fastDecodedWrFields() + WR_DECODE_UNITS;
+        this.#wrs.push(fast);
         continue;
       }
       const rw = protobuf.Reader.create(this.frame);

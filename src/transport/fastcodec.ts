@@ -369,41 +369,74 @@ function writeCompletion(c: Completion): void {
  * a value the fast path does not handle; then the reference encodes it.
  */
 export function fastEncodeFramed(msg: Encodable): Uint8Array | undefined {
-  if (!FAST_CODEC.enabled || msg === null || typeof msg !== 'object') return undefined;
-  sizes = [];
+  const n = fastFrameSize(msg);
+  if (n < 0) return undefined;
+  const out = Buffer.allocUnsafe(n);
+  fastWriteFrame(msg, out, 0);
+  return out;
+}
+
+/** The message fastFrameSize sized last and the size of its Frame body (for fastWriteFrame). */
+let sizedMsg: Encodable | undefined;
+let sizedBody = 0;
+
+/**
+ * The bytes of `msg`'s frame with its 4-byte length prefix, as fastEncodeFramed would write it, or
+ * -1 (the fast path declines: the reference encodes it). A size ≥ 0 must be followed by
+ * fastWriteFrame(msg, …) before any other encode (the sizing pass's nested sizes are kept for it).
+ */
+export function fastFrameSize(msg: Encodable): number {
+  sizedMsg = undefined;
+  if (!FAST_CODEC.enabled || msg === null || typeof msg !== 'object') return -1;
+  sizes.length = 0;
   sizeAt = 0;
   let body: number;
   try {
     switch (msg.type) {
       case 'request': {
-        if (!u32(msg.qpn) || !u32(msg.seq) || !Array.isArray(msg.wrs)) return undefined;
+        if (!u32(msg.qpn) || !u32(msg.seq) || !Array.isArray(msg.wrs)) return -1;
         body = (msg.qpn !== 0 ? 1 + vlen(msg.qpn) : 0) + (msg.seq !== 0 ? 1 + vlen(msg.seq) : 0);
         for (const wr of msg.wrs) body += ldLen(sizeWr(wr));
         break;
       }
       case 'response': {
-        if (!u32(msg.qpn) || !u32(msg.seq) || !Array.isArray(msg.completions)) return undefined;
+        if (!u32(msg.qpn) || !u32(msg.seq) || !Array.isArray(msg.completions)) return -1;
         body = (msg.qpn !== 0 ? 1 + vlen(msg.qpn) : 0) + (msg.seq !== 0 ? 1 + vlen(msg.seq) : 0);
         for (const c of msg.completions) body += ldLen(sizeCompletion(c));
         break;
       }
       case 'notify': {
-        if (!u32(msg.qpn) || !(msg.data instanceof Uint8Array)) return undefined;
+        if (!u32(msg.qpn) || !(msg.data instanceof Uint8Array)) return -1;
         body = (msg.qpn !== 0 ? 1 + vlen(msg.qpn) : 0) + (msg.data.length !== 0 ? ldLen(msg.data.length) : 0) + optU32(msg.imm);
         break;
       }
       default:
-        return undefined;
+        return -1;
     }
   } catch (e) {
-    if (e === DECLINE) return undefined;
+    if (e === DECLINE) return -1;
     throw e;
   }
+  sizedMsg = msg;
+  sizedBody = body;
+  return 4 + ldLen(body);
+}
+
+/** Writes the frame fastFrameSize(msg) just sized into dst at `at` (dst must hold its bytes there). */
+export function fastWriteFrame(sized: Encodable, dst: Uint8Array, at: number): void {
+  if (sizedMsg !== sized) throw new Error('fastcodec: fastWriteFrame without fastFrameSize of the same message');
+  const msg = sized as WireMessageFast; // fastFrameSize sizes only these
+  sizedMsg = undefined;
+  const body = sizedBody;
   const frameLen = ldLen(body);
-  const out = Buffer.allocUnsafe(4 + frameLen);
-  out.writeUInt32LE(frameLen, 0);
-  buf = out;
-  pos = 4;
+  const end = at + 4 + frameLen;
+  if (end > dst.length) throw new RangeError(`fastcodec: a frame of ${4 + frameLen} bytes does not fit at ${at} of ${dst.length}`);
+  dst[at] = frameLen & 0xff;
+  dst[at + 1] = (frameLen >>> 8) & 0xff;
+  dst[at + 2] = (frameLen >>> 16) & 0xff;
+  dst[at + 3] = frameLen >>> 24;
+  buf = dst;
+  pos = at + 4;
   buf[pos++] = msg.type === 'request' ? 0x0a : msg.type === 'response' ? 0x12 : 0x1a;
   varint(body);
   if (msg.qpn !== 0) writeU32(0x08, msg.qpn);
@@ -417,10 +450,11 @@ export function fastEncodeFramed(msg: Encodable): Uint8Array | undefined {
     if (msg.data.length !== 0) writeBytes(0x12, msg.data);
     if (msg.imm !== undefined && msg.imm !== null) writeU32(0x18, msg.imm);
   }
-  buf = new Uint8Array(0);
-  if (pos !== out.length) throw new Error(`fastcodec: wrote ${pos} bytes of ${out.length}`);
-  return out;
+  buf = EMPTY_OUT;
+  if (pos !== end) throw new Error(`fastcodec: wrote ${pos - at} bytes of ${end - at}`);
 }
+
+const EMPTY_OUT = new Uint8Array(0);
 
 // ------------------------------------------------------------------ decode
 
@@ -533,16 +567,19 @@ function readBool(end: number): boolean {
 }
 
 /** The body [rp, end) of an op message, into `o`. */
+/** The fields of the op message readOp is reading (no closure per work request). */
+let opFieldsSeen = 0;
+function once(bit: number): boolean {
+  if ((opFieldsSeen & bit) !== 0) {
+    off = true;
+    return false;
+  }
+  opFieldsSeen |= bit;
+  return true;
+}
+
 function readOp(opTag: number, end: number, o: Record<string, unknown>): void {
-  let seen = 0;
-  const once = (bit: number): boolean => {
-    if ((seen & bit) !== 0) {
-      off = true;
-      return false;
-    }
-    seen |= bit;
-    return true;
-  };
+  opFieldsSeen = 0;
   switch (opTag) {
     case 10: {
       // Write
@@ -683,43 +720,42 @@ function readOp(opTag: number, end: number, o: Record<string, unknown>): void {
 
 /** One WorkRequest from rb[rp, end) (its fields, not its tag and length). */
 function readWr(end: number): WorkRequest | undefined {
-  const o: Record<string, unknown> = {};
   let id: number | undefined;
   let conditional = false;
   let redirect: number | undefined;
-  let opSeen = false;
+  let out: Record<string, unknown> | undefined;
   let seen = 0;
   while (rp < end && !off) {
     const t = rtag(end);
-    if (t === 0x08 && (seen & 1) === 0) {
+    // The flags come before the op (protobufjs writes fields in number order); a flag after the op
+    // is declined (the reference decodes it), so the work request is built once, in wrIn's key
+    // order: the flags, then the op's fields.
+    if (t === 0x08 && (seen & 1) === 0 && out === undefined) {
       seen |= 1;
       id = ru32(end);
-    } else if (t === 0x10 && (seen & 2) === 0) {
+    } else if (t === 0x10 && (seen & 2) === 0 && out === undefined) {
       seen |= 2;
       conditional = readBool(end);
-    } else if (t === 0x18 && (seen & 4) === 0) {
+    } else if (t === 0x18 && (seen & 4) === 0 && out === undefined) {
       seen |= 4;
       redirect = ru32(end);
-    } else if ((t & 7) === 2 && t >>> 3 >= 10 && t >>> 3 <= 16 && !opSeen) {
-      opSeen = true;
+    } else if ((t & 7) === 2 && t >>> 3 >= 10 && t >>> 3 <= 16 && out === undefined) {
       const a = rlen(end);
       if (off) break;
+      out = {};
+      if (id !== undefined) out.id = id;
+      if (conditional) out.conditional = true;
+      if (redirect !== undefined) out.redirect = redirect;
       const e = rp;
       rp = a;
-      readOp(t >>> 3, e, o);
+      readOp(t >>> 3, e, out);
       if (rp !== e) off = true;
     } else off = true;
   }
-  if (!opSeen || off) {
+  if (out === undefined || off) {
     off = true;
     return undefined;
   }
-  // wrIn's key order: the flags, then the op's fields.
-  const out: Record<string, unknown> = {};
-  if (id !== undefined) out.id = id;
-  if (conditional) out.conditional = true;
-  if (redirect !== undefined) out.redirect = redirect;
-  for (const k in o) out[k] = o[k];
   return out as unknown as WorkRequest;
 }
 
@@ -728,7 +764,7 @@ function readWr(end: number): WorkRequest | undefined {
  * protobufjs, wrIn) with the number of protobuf fields it holds (nested ones included: the
  * decoder's units), or undefined: not in canonical form or an op the fast path does not handle.
  */
-export function fastDecodeWr(frame: Uint8Array, a: number, b: number): { wr: WorkRequest; fields: number } | undefined {
+export function fastDecodeWr(frame: Uint8Array, a: number, b: number): WorkRequest | undefined {
   if (!FAST_CODEC.enabled) return undefined;
   off = false;
   tags = 0;
@@ -737,7 +773,17 @@ export function fastDecodeWr(frame: Uint8Array, a: number, b: number): { wr: Wor
   const wr = readWr(b);
   rb = EMPTY;
   if (off || wr === undefined || rp !== b) return undefined;
-  return { wr, fields: tags };
+  return wr;
+}
+
+/** The fields (tags, nested ones included) fastDecode read in the frame it decoded last. */
+export function fastDecodedFields(): number {
+  return tags;
+}
+
+/** The fields (tags, nested ones included) of the work request fastDecodeWr decoded last. */
+export function fastDecodedWrFields(): number {
+  return tags;
 }
 
 const EMPTY = new Uint8Array(0);

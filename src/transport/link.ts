@@ -6,7 +6,7 @@
 import net from 'node:net';
 import { intIn, must, nonEmptyString, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type ErrorCode, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
 import type { ClientMessage, Completion, Link, ServerMessage, WrOp } from '../../flush/index.js';
-import { BAD_FRAME, CLIENT_NAME_CHARS_MAX, decodeMessage, encodeFrame, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
+import { BAD_FRAME, CLIENT_NAME_CHARS_MAX, decodeMessage, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, sizeFrame, writeSizedFrame, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
 import { bareMessage, messageOf, TransportErrorCodes } from './errors.js';
 import { authTokenCheck, clockCheck, frameBound, MIN_FRAME_BYTES, positiveIntAtLeast, U32_MAX } from './limits.js';
 
@@ -67,6 +67,9 @@ const TCP_LINK_CHECKS: OptionChecks<TcpLinkOptions> = {
 };
 
 const PRIVATE = Symbol('TcpLink');
+/** The link's output buffer (send() encodes its frames there; larger for a larger frame). */
+const OUT_SLAB_BYTES = 16 * 1024;
+const NO_OUT = Buffer.alloc(0);
 
 interface PendingWr {
   id: number;
@@ -97,7 +100,15 @@ export class TcpLink implements Link {
   #closeError: PmrpcError | undefined;
   #closeListeners: Array<(e: PmrpcError | undefined) => void> = [];
   #writable: { promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void } | undefined;
-  #corked = false;
+  /**
+   * Frames sent in one turn are encoded into #out (no buffer per frame) and leave in one write of
+   * one buffer, out[#outStart, #outPos), at the end of the turn's microtasks (#flushOut). A region
+   * handed to the socket is not written again until the socket has sent everything.
+   */
+  #out: Buffer = NO_OUT;
+  #outStart = 0;
+  #outPos = 0;
+  #flushArmed = false;
   #paused = false;
   #socketError: Error | undefined;
   #lingerTimer: TimerHandle | undefined;
@@ -192,12 +203,18 @@ export class TcpLink implements Link {
 
   /** Bytes sent and not yet taken by the kernel. */
   get bufferedBytes(): number {
-    return this.#socket.writableLength;
+    return this.#socket.writableLength + this.#outPos - this.#outStart;
   }
 
   /** false while the send buffer is above highWaterBytes: wait for whenWritable() before sending more. */
   get writable(): boolean {
-    return !this.#closed && !this.#socket.writableNeedDrain;
+    return !this.#closed && !this.#overHighWater();
+  }
+
+  /** Past the high-water mark: the socket waits for its drain, or the frames gathered in this turn take it there. */
+  #overHighWater(): boolean {
+    const s = this.#socket;
+    return s.writableNeedDrain || s.writableLength + this.#outPos - this.#outStart >= s.writableHighWaterMark;
   }
 
   /** Requests sent whose response has not arrived. */
@@ -208,7 +225,7 @@ export class TcpLink implements Link {
   /** Resolves once the send buffer has drained below the high-water mark; rejects with PMRPC_ERR_LINK_CLOSED if the link closes first. */
   whenWritable(): Promise<void> {
     if (this.#closed) return Promise.reject(this.#closedError());
-    if (!this.#socket.writableNeedDrain) return Promise.resolve();
+    if (!this.#overHighWater()) return Promise.resolve();
     if (this.#writable === undefined) {
       let resolveW!: () => void;
       let rejectW!: (e: unknown) => void;
@@ -231,34 +248,56 @@ export class TcpLink implements Link {
     if (this.#pending.size >= this.options.outstandingMessagesMax) {
       throw new PmrpcError(TransportErrorCodes.QUEUE_FULL, `${this.#pending.size} requests are outstanding on the link to QP ${this.qpn} (outstandingMessagesMax)`);
     }
-    let framed: Uint8Array;
+    let framedLength: number;
     try {
-      framed = encodeFrame(msg);
+      framedLength = sizeFrame(msg);
     } catch (e) {
       throw new TypeError(`the message cannot be encoded: ${messageOf(e)}`);
     }
-    const frameLength = framed.length - 4;
+    const frameLength = framedLength - 4;
     if (frameLength > this.serverMaxFrameBytes) {
       throw new PmrpcError(FRAME_TOO_LARGE, `a request of ${frameLength} bytes exceeds the server's frame bound of ${this.serverMaxFrameBytes}`);
     }
-    const s = this.#socket;
-    if (s.writableLength + framed.length > this.options.sendBufferBytesMax) {
-      throw new PmrpcError(TransportErrorCodes.BACKPRESSURE, `${s.writableLength} bytes wait to be sent to QP ${this.qpn}; sending ${framed.length} more would pass sendBufferBytesMax (${this.options.sendBufferBytesMax}): await whenWritable()`);
+    const buffered = this.bufferedBytes;
+    if (buffered + framedLength > this.options.sendBufferBytesMax) {
+      throw new PmrpcError(TransportErrorCodes.BACKPRESSURE, `${buffered} bytes wait to be sent to QP ${this.qpn}; sending ${framedLength} more would pass sendBufferBytesMax (${this.options.sendBufferBytesMax}): await whenWritable()`);
     }
     this.#pending.set(
       msg.seq,
       msg.wrs.map((w, i) => ({ id: w.id ?? i, op: w.op })),
     );
-    // Frames sent in one turn of the event loop leave in one write (fewer syscalls, same order).
-    if (!this.#corked) {
-      this.#corked = true;
-      s.cork();
-      queueMicrotask(() => {
-        this.#corked = false;
-        s.uncork();
-      });
+    if (this.#outPos + framedLength > this.#out.length) {
+      const pending = this.#outPos - this.#outStart;
+      const out = Buffer.allocUnsafe(Math.max(OUT_SLAB_BYTES, pending + framedLength));
+      if (pending > 0) out.set(this.#out.subarray(this.#outStart, this.#outPos), 0);
+      this.#out = out;
+      this.#outStart = 0;
+      this.#outPos = pending;
     }
-    s.write(framed);
+    writeSizedFrame(msg, this.#out, this.#outPos);
+    this.#outPos += framedLength;
+    // Frames sent in one turn of the event loop leave in one write (fewer syscalls, same order).
+    if (!this.#flushArmed) {
+      this.#flushArmed = true;
+      queueMicrotask(() => this.#flushOut());
+    }
+  }
+
+  /** Hands the frames gathered since the last flush to the socket in one write (one buffer). */
+  #flushOut(): void {
+    this.#flushArmed = false;
+    if (this.#outPos === this.#outStart) return;
+    const s = this.#socket;
+    const chunk = this.#out.subarray(this.#outStart, this.#outPos);
+    this.#outStart = this.#outPos;
+    if (s.destroyed || s.writableEnded) return;
+    s.write(chunk);
+    // Written through to the kernel: the buffer is free again.
+    if (s.writableLength === 0) this.#outStart = this.#outPos = 0;
+    else if (this.#outPos > this.#out.length >>> 1) this.#out = NO_OUT; // the socket holds a view of it
+    // The socket emits 'drain' only after a write that found it past its high-water mark: one that
+    // took everything at once (or left it below the mark) frees a whenWritable() waiter here.
+    if (this.#writable !== undefined && !this.#overHighWater()) this.#onDrain();
   }
 
   onMessage(handler: (msg: ServerMessage) => void): void {
@@ -291,6 +330,7 @@ export class TcpLink implements Link {
     if (this.#closed) return;
     this.#closed = true;
     this.#pending.clear();
+    this.#flushOut(); // what was sent leaves first
     this.#socket.end();
     this.#linger();
     this.#finishClose(undefined);
@@ -375,6 +415,7 @@ export class TcpLink implements Link {
     this.#closed = true;
     this.#closeError = err;
     if (tellServer && !this.#socket.destroyed) {
+      this.#flushOut(); // what was sent leaves before the Goodbye
       let bytes: Uint8Array | undefined;
       try {
         bytes = frameBytes(encodeMessage({ type: 'goodbye', code: err.code, message: bareMessage(err) }));

@@ -17,7 +17,7 @@
 import net from 'node:net';
 import { bool, callable, intIn, nextTurn, nonEmptyString, optional, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
 import { checkDriverFaults, NicDriver, Rnic, ServerQp, type NicDriverFaults, type RequestMessage, type ServerMessage } from '../../flush/index.js';
-import { BAD_FRAME, encodeFrame, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
+import { BAD_FRAME, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, sizeFrame, writeSizedFrame, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
 import { FrameDecoder } from './decoder.js';
 import { isLoopbackHost, tokenEquals } from './auth.js';
 import { bareMessage, codeOf, messageOf, TransportErrorCodes } from './errors.js';
@@ -187,6 +187,9 @@ type ConnState = ConnectionStats['state'];
 
 /** Bytes read (and dropped) from a peer after its Goodbye while waiting for it to close. */
 const DISCARD_BYTES_MAX = 1 << 20;
+/** A connection's output buffer (#write encodes its frames there; larger for a larger frame). */
+const OUT_SLAB_BYTES = 16 * 1024;
+const NO_OUT = Buffer.alloc(0);
 
 class ServerConn {
   state: ConnState = 'handshake';
@@ -197,7 +200,20 @@ class ServerConn {
   clientName = '';
   /** The client's receive bound (from its Hello). */
   outFrameMax = MIN_FRAME_BYTES;
-  /** Inside #pump (the socket is corked until its end). */
+  /**
+   * Frames are encoded into `out` (no buffer per frame) and handed to the socket as one buffer —
+   * out[outStart, outPos) — when no cork holds them (`corks`, counted like a socket's cork: #pump,
+   * a gathering, a NIC run): one `write` of one buffer per flush instead of a corked `writev` of a
+   * buffer per frame. A region handed to the socket is not written again until the socket has
+   * sent everything (writableLength 0: the kernel has the bytes), so a pending write keeps its bytes.
+   */
+  out: Buffer = NO_OUT;
+  outStart = 0;
+  outPos = 0;
+  corks = 0;
+  /** Reading paused for back-pressure: #pump continues on the socket's 'drain' (or #flushOut's, if the socket emits none). */
+  drainWait = false;
+  /** Inside #pump (the connection is corked until its end). */
   pumping = false;
   /** Lazy frames gathered outside #pump wait in a cork until this connection's next durable write or the end of the turn (#write). */
   gathering = false;
@@ -320,7 +336,7 @@ export class TcpNicServer {
       framesOut: c.framesOut,
       bytesIn: c.bytesIn,
       bytesOut: c.bytesOut,
-      outgoingBytes: c.socket.writableLength,
+      outgoingBytes: c.socket.writableLength + c.outPos - c.outStart,
       readPaused: c.readPaused,
       backpressurePauses: c.backpressurePauses,
     }));
@@ -358,7 +374,10 @@ export class TcpNicServer {
     c.since = this.options.clock.nowMs();
     this.#stats.connectionsAccepted++;
     socket.on('data', (chunk: Buffer) => this.#onData(c, chunk));
-    socket.on('drain', () => this.#pump(c));
+    socket.on('drain', () => {
+      c.drainWait = false;
+      this.#pump(c);
+    });
     socket.on('end', () => this.#setReason(c, undefined, 'the client closed the connection'));
     socket.on('error', (e) => this.#setReason(c, TransportErrorCodes.LINK_CLOSED, `socket error: ${e.message}`));
     socket.on('close', () => this.#finalize(c));
@@ -403,7 +422,7 @@ export class TcpNicServer {
    */
   #pump(c: ServerConn): void {
     const s = c.socket;
-    s.cork();
+    c.corks++;
     const nested = c.pumping;
     c.pumping = true;
     try {
@@ -411,9 +430,10 @@ export class TcpNicServer {
         if (c.state !== 'handshake' && c.state !== 'open') return;
         // Requests submitted but not yet run whose Responses could pass the high-water mark run now
         // (their Responses count in the check below).
-        if (this.#runPending && s.writableLength + this.#unrunBytes > this.options.highWaterBytes) this.#runNic();
-        if (c.state === 'open' && s.writableLength > this.options.highWaterBytes) {
+        if (this.#runPending && s.writableLength + c.outPos - c.outStart + this.#unrunBytes > this.options.highWaterBytes) this.#runNic();
+        if (c.state === 'open' && s.writableLength + c.outPos - c.outStart > this.options.highWaterBytes) {
           if (!c.readPaused) c.backpressurePauses++;
+          c.drainWait = true;
           this.#pause(c);
           return;
         }
@@ -432,6 +452,13 @@ export class TcpNicServer {
           if (frame === undefined) break;
           c.framesIn++;
           this.#stats.framesIn++;
+          // A canonical Request within the budget: decoded in one call, as the decoder's one step would.
+          const whole = c.state === 'open' ? FrameDecoder.decodeRequest(frame, this.#budget) : undefined;
+          if (whole !== undefined) {
+            this.#spend(whole.units);
+            this.#onMessage(c, whole.message!);
+            continue;
+          }
           c.decoding = new FrameDecoder(frame, { firstFrame: c.state === 'handshake' });
         }
         let step;
@@ -455,7 +482,7 @@ export class TcpNicServer {
       // its Responses into the cork, before the pump's frames leave.
       if (!nested && this.#runPending) this.#runNic();
       c.pumping = nested;
-      s.uncork();
+      this.#uncork(c);
       // The pump's frames (durable Responses) leave now, with anything gathered before them.
       if (!nested) this.#flushGathered(c);
     }
@@ -590,7 +617,7 @@ export class TcpNicServer {
         this.#runCorked = [];
         for (const c of corked) {
           c.runCorked = false;
-          c.socket.uncork();
+          this.#uncork(c);
           this.#flushGathered(c);
         }
       }
@@ -713,30 +740,34 @@ export class TcpNicServer {
    * (test/node/latency-order).
    */
   #write(c: ServerConn, m: WireMessage, lazy = false): void {
-    let framed: Uint8Array;
+    let framedLength: number;
     try {
-      framed = encodeFrame(m);
+      framedLength = sizeFrame(m);
     } catch (e) {
       this.#goodbye(c, TransportErrorCodes.INTERNAL, `cannot encode a ${m.type}: ${messageOf(e)}`);
       return;
     }
-    const frameLength = framed.length - 4;
+    const frameLength = framedLength - 4;
     if (frameLength > c.outFrameMax) {
       this.#goodbye(c, FRAME_TOO_LARGE, `a ${m.type} of ${frameLength} bytes exceeds the client's frame bound of ${c.outFrameMax}`);
       return;
     }
     const s = c.socket;
-    if (s.writableLength + framed.length > this.options.outgoingBytesMax) {
+    const outgoing = s.writableLength + c.outPos - c.outStart;
+    if (outgoing + framedLength > this.options.outgoingBytesMax) {
       // Requests are already held back by the pause; this is server-initiated traffic to a client that does not read.
-      this.#setReason(c, TransportErrorCodes.BACKPRESSURE, `the client does not read: ${s.writableLength} bytes wait to be sent (outgoingBytesMax ${this.options.outgoingBytesMax})`);
+      this.#setReason(c, TransportErrorCodes.BACKPRESSURE, `the client does not read: ${outgoing} bytes wait to be sent (outgoingBytesMax ${this.options.outgoingBytesMax})`);
       c.state = 'closing';
       s.destroy();
       return;
     }
+    if (c.outPos + framedLength > c.out.length) this.#growOut(c, framedLength);
+    writeSizedFrame(m, c.out, c.outPos);
+    c.outPos += framedLength;
     if (lazy && !c.pumping && !c.gathering) {
       c.gathering = true;
       const gen = ++c.gatherGen;
-      s.cork();
+      c.corks++;
       // Until the end of this turn of the event loop (after every socket read of the turn and the
       // CPU passes they started): the RESULTs of all of them leave in one write per connection,
       // unless a durable signal takes them along earlier. (Holding them to the next turn, for the
@@ -747,21 +778,58 @@ export class TcpNicServer {
       });
     } else if (this.#inRun && !c.pumping && !c.runCorked) {
       c.runCorked = true;
-      s.cork();
+      c.corks++;
       this.#runCorked.push(c);
     }
-    s.write(framed);
-    if (!lazy && !c.pumping && !c.runCorked) this.#flushGathered(c);
+    if (c.corks === 0) this.#flushOut(c);
+    else if (!lazy && !c.pumping && !c.runCorked) this.#flushGathered(c);
     c.framesOut++;
-    c.bytesOut += framed.length;
+    c.bytesOut += framedLength;
     this.#stats.framesOut++;
+  }
+
+  /** Room for `n` more bytes in c's output: a new buffer, with the bytes not yet handed to the socket. */
+  #growOut(c: ServerConn, n: number): void {
+    const pending = c.outPos - c.outStart;
+    const out = Buffer.allocUnsafe(Math.max(OUT_SLAB_BYTES, pending + n));
+    if (pending > 0) out.set(c.out.subarray(c.outStart, c.outPos), 0);
+    c.out = out;
+    c.outStart = 0;
+    c.outPos = pending;
+  }
+
+  /** Ends one cork of c (#pump, a gathering, a NIC run): the last one hands c's frames to the socket. */
+  #uncork(c: ServerConn): void {
+    if (--c.corks === 0) this.#flushOut(c);
+  }
+
+  /** Hands c's gathered frames to the socket in one write (one buffer). */
+  #flushOut(c: ServerConn): void {
+    if (c.outPos === c.outStart) return;
+    const s = c.socket;
+    const chunk = c.out.subarray(c.outStart, c.outPos);
+    c.outStart = c.outPos;
+    if (s.destroyed) return;
+    s.write(chunk);
+    // Written through to the kernel (the usual case on an uncongested socket): the buffer is free again.
+    if (s.writableLength === 0) c.outStart = c.outPos = 0;
+    else if (c.outPos > c.out.length >>> 1) c.out = NO_OUT; // the socket holds a view of it: the next frame starts a new one
+    // A socket emits 'drain' only after a write() that found it past its high-water mark; one write
+    // of everything the pump gathered can pass the mark and reach the kernel at once (no 'drain'):
+    // the pump paused for it continues on the next turn.
+    if (c.drainWait && !s.writableNeedDrain) {
+      c.drainWait = false;
+      this.options.defer(() => {
+        if (c.readPaused && !c.drainWait) this.#pump(c);
+      });
+    }
   }
 
   /** Uncorks what #write gathered (once; a later call does nothing). */
   #flushGathered(c: ServerConn): void {
     if (!c.gathering) return;
     c.gathering = false;
-    c.socket.uncork();
+    this.#uncork(c);
   }
 
   /** Sends a Goodbye and closes the connection; every other connection is untouched. */
@@ -784,6 +852,8 @@ export class TcpNicServer {
     }
     // Keep reading (and discarding) so the client's FIN is seen; end() sends the Goodbye first.
     this.#resume(c);
+    // What #write gathered leaves first (a cork still open will find nothing to flush).
+    this.#flushOut(c);
     if (bytes !== undefined) c.socket.end(bytes);
     else c.socket.end();
     this.#linger(c);

@@ -579,6 +579,11 @@ export class PmemRegion {
     this.#crashPoint(kind, detail);
   }
 
+  /** Whether a crash point hook is set (a layer above builds a crash point's detail only then). */
+  get crashPointHooked(): boolean {
+    return this.#hook !== undefined;
+  }
+
   /** Number of crash points raised so far. */
   get crashPoints(): number {
     return this.#crashPointIndex;
@@ -739,7 +744,8 @@ export class PmemRegion {
   }
 
   #assertOwner(): void {
-    assert.equal(threadId, this.#owner, `pmrpc: store from thread ${threadId} into a region owned by thread ${this.#owner}; workers get read-only views`);
+    // (The message is built only on failure: this runs on every store.)
+    if (threadId !== this.#owner) assert.fail(`pmrpc: store from thread ${threadId} into a region owned by thread ${this.#owner}; workers get read-only views`);
   }
 
   #check(offset: number, len: number): void {

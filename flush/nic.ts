@@ -174,12 +174,18 @@ export class ServerQp {
    * 'completion' crash point. `options.lazy`: the message is no durable signal (a decoupled
    * strategy's RESULT), so a transport may gather it with the messages that follow in the same
    * run of callbacks (one socket write for a pass's RESULTs); an ACK or a coupled reply is never lazy.
+   * `options.transfer`: the caller hands `data` over (a fresh buffer it never touches again), so
+   * the message carries it as is instead of a copy.
    */
-  notify(data: Uint8Array, imm?: number, options?: { lazy?: boolean }): void {
+  notify(data: Uint8Array, imm?: number, options?: { lazy?: boolean; transfer?: boolean }): void {
     const e = this.#e;
     if (!(data instanceof Uint8Array)) throw new TypeError('data must be a Uint8Array');
-    this.#nic.region.crashPoint('completion', { qpn: this.qpn, notify: data.length, ...(imm === undefined ? {} : { imm }) });
-    e.sink?.({ type: 'notify', qpn: this.qpn, data: data.slice(), ...(imm === undefined ? {} : { imm }) }, options?.lazy === true);
+    const region = this.#nic.region;
+    // The crash point's detail is built only for a hook that reads it (one per request otherwise).
+    region.crashPoint('completion', region.crashPointHooked ? (imm === undefined ? { qpn: this.qpn, notify: data.length } : { qpn: this.qpn, notify: data.length, imm }) : undefined);
+    if (e.sink === undefined) return;
+    const bytes = options?.transfer === true ? data : data.slice();
+    e.sink(imm === undefined ? { type: 'notify', qpn: this.qpn, data: bytes } : { type: 'notify', qpn: this.qpn, data: bytes, imm }, options?.lazy === true);
   }
 
   /** A read-only copy of the scratch buffer (tests, debugging). */
@@ -490,7 +496,9 @@ export class Rnic {
   }
 
   #completionPoint(e: QpEngine, item: Inbound): void {
-    this.region.crashPoint('completion', { qpn: e.qpn, seq: item.msg.seq, completions: item.completions.map((c) => ({ id: c.id, op: c.op, status: c.status })) });
+    // The detail is built only for a hook that reads it (one per message otherwise).
+    const region = this.region;
+    region.crashPoint('completion', region.crashPointHooked ? { qpn: e.qpn, seq: item.msg.seq, completions: item.completions.map((c) => ({ id: c.id, op: c.op, status: c.status })) } : undefined);
   }
 
   #execute(e: QpEngine, wr: WorkRequest, index: number): Completion {
@@ -768,8 +776,10 @@ export class Rnic {
     if (e !== undefined) while (e.entries[0] !== c && e.entries.length > 0) this.#drainEntry(e.entries[0]!);
     // Coherence across QPs: an older entry of another QP on overlapping bytes lands first, or it
     // would land later and revert this newer one (e.g. an atomic that read it through the overlay).
+    // (The Map is iterated in place, not copied: deleting entries while iterating is defined, and
+    // the drains below delete only entries older than c, which the loop never revisits.)
     const end = c.offset + c.bytes.length;
-    for (const o of [...this.#cache.values()]) {
+    for (const o of this.#cache.values()) {
       if (o.seq >= c.seq) break; // the cache iterates in seq order
       if (o.qpn !== c.qpn && o.offset < end && c.offset < o.offset + o.bytes.length && this.#cache.has(o.seq)) this.#drainEntry(o);
     }

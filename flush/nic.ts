@@ -324,7 +324,8 @@ export class Rnic {
     if (e === undefined) throw new PmrpcError(NicErrorCodes.NO_SUCH_QP, `no QP ${String(msg?.qpn)} on this NIC (never created, or destroyed)`);
     this.#stats.messages++;
     const wrs = Array.isArray(msg.wrs) ? msg.wrs : [];
-    const item: Inbound = { msg: { ...msg, wrs }, completions: [], next: 0 };
+    // (The message is kept as is when its wrs is an array: no copy of it per message.)
+    const item: Inbound = { msg: wrs === msg.wrs ? msg : { ...msg, wrs }, completions: [], next: 0 };
     if (!Array.isArray(msg.wrs) || wrs.length > MAX_WRS_PER_MESSAGE) {
       e.state = 'error';
       this.#respond(e, { ...item, completions: wrs.slice(0, MAX_WRS_PER_MESSAGE).map((w, i) => errorCompletion(w, i, NicErrorCodes.BAD_WR, `a message carries 1..${MAX_WRS_PER_MESSAGE} work requests`)) });
@@ -335,6 +336,12 @@ export class Rnic {
       return true;
     }
     e.inbound.push(item);
+    return true;
+  }
+
+  /** Whether no QP has queued work (busyQps() is empty), without building the list. */
+  get idle(): boolean {
+    for (const e of this.#qps.values()) if (e.inbound.length > 0) return false;
     return true;
   }
 
@@ -394,6 +401,7 @@ export class Rnic {
 
   /** The DMA engine catches up: every NIC cache entry drains, oldest first. */
   drainAll(): void {
+    if (this.#cache.size === 0) return; // the common idle drain: nothing to copy or walk
     this.#drainWhere(() => true);
   }
 

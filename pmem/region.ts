@@ -131,6 +131,7 @@ interface Media {
 const MAX_PIECES_PER_LINE_HINT = 1 << 16;
 const LINE_WORDS = LINE_BYTES / 4;
 const SNAP_POOL_MAX = 4096;
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 export class PmemRegion {
   readonly path: string | undefined;
@@ -305,6 +306,38 @@ export class PmemRegion {
   view(offset: number, len: number): Uint8Array {
     this.#check(offset, len);
     return this.#visible.subarray(offset, offset + len);
+  }
+
+  /**
+   * Copies `dst.length` bytes of visible memory at `offset` into `dst` (no allocation: a caller that
+   * only reads them, e.g. to checksum, reuses one buffer; element reads of a SharedArrayBuffer view
+   * cost several times those of a plain array).
+   */
+  loadInto(offset: number, dst: Uint8Array): void {
+    this.#check(offset, dst.length);
+    dst.set(this.#visible.subarray(offset, offset + dst.length));
+  }
+
+  /**
+   * Whether visible memory at `offset` holds exactly `bytes` (a read-back check): word by word
+   * against visible memory when `offset` is 4-byte aligned on a little-endian host, the words of
+   * `bytes` assembled from its bytes (no view is built per call: constructing one costs more than
+   * the compare).
+   */
+  matches(offset: number, bytes: Uint8Array): boolean {
+    const len = bytes.length;
+    this.#check(offset, len);
+    let i = 0;
+    if ((offset & 3) === 0 && LITTLE_ENDIAN) {
+      const v = this.#visible32;
+      const base = offset >>> 2;
+      for (const end = len - 3; i < end; i += 4) {
+        if (v[base + (i >>> 2)] !== ((bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24)) >>> 0)) return false;
+      }
+    }
+    const vis = this.#visible;
+    for (; i < len; i++) if (vis[offset + i] !== bytes[i]) return false;
+    return true;
   }
 
   loadU8(offset: number): number {

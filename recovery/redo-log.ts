@@ -274,8 +274,9 @@ export class RedoLog {
     const off = this.layout.recordOffset(index);
     // Encoded into the log's scratch buffer (no allocation per commit), stored, then read back once.
     const length = encodeRecordInto(this.#scratch, this.#scratchDv, lsn, clientId, seq, effects);
-    r.store(off + 8, this.#scratch.subarray(8, length));
-    this.#checkReadBack(off, length, lsn);
+    const encoded = this.#scratch.subarray(8, length);
+    r.store(off + 8, encoded);
+    this.#checkReadBack(off, encoded, lsn);
     this.#slotLsn[index] = lsn;
     this.#slotClient[index] = clientId;
     this.#slotSeq[index] = seq;
@@ -478,17 +479,8 @@ export class RedoLog {
    * this is the check of recomputing it over the stored bytes, and stronger (it also covers the
    * checksum word and the reserved word), without a second CRC pass over the record.
    */
-  #checkReadBack(off: number, length: number, lsn: number): void {
-    const v = this.layout.region.view(off, length);
-    const s = this.#scratch;
-    let same = true;
-    for (let i = 8; i < length; i++) {
-      if (v[i] !== s[i]) {
-        same = false;
-        break;
-      }
-    }
-    if (!same) assert.fail(`record ${lsn} does not read back as written`);
+  #checkReadBack(off: number, encoded: Uint8Array, lsn: number): void {
+    if (!this.layout.region.matches(off + 8, encoded)) assert.fail(`record ${lsn} does not read back as written`);
   }
 
   /** A record slot is reused only when its record is durably applied and its client's applied word durable. */

@@ -97,7 +97,7 @@ export class NicDriver {
     try {
       this.#pass(() => {
         while (n < stepsMax && step()) n++;
-        if (this.idleDrain && this.nic.busyQps().length === 0) this.nic.drainAll();
+        if (this.idleDrain && this.nic.idle) this.nic.drainAll();
       });
     } finally {
       this.#running = false;

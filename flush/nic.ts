@@ -174,12 +174,18 @@ export class ServerQp {
    * 'completion' crash point. `options.lazy`: the message is no durable signal (a decoupled
    * strategy's RESULT), so a transport may gather it with the messages that follow in the same
    * run of callbacks (one socket write for a pass's RESULTs); an ACK or a coupled reply is never lazy.
+   * `options.transfer`: the caller hands `data` over (a fresh buffer it never touches again), so
+   * the message carries it as is instead of a copy.
    */
-  notify(data: Uint8Array, imm?: number, options?: { lazy?: boolean }): void {
+  notify(data: Uint8Array, imm?: number, options?: { lazy?: boolean; transfer?: boolean }): void {
     const e = this.#e;
     if (!(data instanceof Uint8Array)) throw new TypeError('data must be a Uint8Array');
-    this.#nic.region.crashPoint('completion', { qpn: this.qpn, notify: data.length, ...(imm === undefined ? {} : { imm }) });
-    e.sink?.({ type: 'notify', qpn: this.qpn, data: data.slice(), ...(imm === undefined ? {} : { imm }) }, options?.lazy === true);
+    const region = this.#nic.region;
+    // The crash point's detail is built only for a hook that reads it (one per request otherwise).
+    region.crashPoint('completion', region.crashPointHooked ? (imm === undefined ? { qpn: this.qpn, notify: data.length } : { qpn: this.qpn, notify: data.length, imm }) : undefined);
+    if (e.sink === undefined) return;
+    const bytes = options?.transfer === true ? data : data.slice();
+    e.sink(imm === undefined ? { type: 'notify', qpn: this.qpn, data: bytes } : { type: 'notify', qpn: this.qpn, data: bytes, imm }, options?.lazy === true);
   }
 
   /** A read-only copy of the scratch buffer (tests, debugging). */
@@ -318,7 +324,8 @@ export class Rnic {
     if (e === undefined) throw new PmrpcError(NicErrorCodes.NO_SUCH_QP, `no QP ${String(msg?.qpn)} on this NIC (never created, or destroyed)`);
     this.#stats.messages++;
     const wrs = Array.isArray(msg.wrs) ? msg.wrs : [];
-    const item: Inbound = { msg: { ...msg, wrs }, completions: [], next: 0 };
+    // (The message is kept as is when its wrs is an array: no copy of it per message.)
+    const item: Inbound = { msg: wrs === msg.wrs ? msg : { ...msg, wrs }, completions: [], next: 0 };
     if (!Array.isArray(msg.wrs) || wrs.length > MAX_WRS_PER_MESSAGE) {
       e.state = 'error';
       this.#respond(e, { ...item, completions: wrs.slice(0, MAX_WRS_PER_MESSAGE).map((w, i) => errorCompletion(w, i, NicErrorCodes.BAD_WR, `a message carries 1..${MAX_WRS_PER_MESSAGE} work requests`)) });
@@ -329,6 +336,12 @@ export class Rnic {
       return true;
     }
     e.inbound.push(item);
+    return true;
+  }
+
+  /** Whether no QP has queued work (busyQps() is empty), without building the list. */
+  get idle(): boolean {
+    for (const e of this.#qps.values()) if (e.inbound.length > 0) return false;
     return true;
   }
 
@@ -388,6 +401,7 @@ export class Rnic {
 
   /** The DMA engine catches up: every NIC cache entry drains, oldest first. */
   drainAll(): void {
+    if (this.#cache.size === 0) return; // the common idle drain: nothing to copy or walk
     this.#drainWhere(() => true);
   }
 
@@ -490,7 +504,9 @@ export class Rnic {
   }
 
   #completionPoint(e: QpEngine, item: Inbound): void {
-    this.region.crashPoint('completion', { qpn: e.qpn, seq: item.msg.seq, completions: item.completions.map((c) => ({ id: c.id, op: c.op, status: c.status })) });
+    // The detail is built only for a hook that reads it (one per message otherwise).
+    const region = this.region;
+    region.crashPoint('completion', region.crashPointHooked ? { qpn: e.qpn, seq: item.msg.seq, completions: item.completions.map((c) => ({ id: c.id, op: c.op, status: c.status })) } : undefined);
   }
 
   #execute(e: QpEngine, wr: WorkRequest, index: number): Completion {
@@ -768,8 +784,10 @@ export class Rnic {
     if (e !== undefined) while (e.entries[0] !== c && e.entries.length > 0) this.#drainEntry(e.entries[0]!);
     // Coherence across QPs: an older entry of another QP on overlapping bytes lands first, or it
     // would land later and revert this newer one (e.g. an atomic that read it through the overlay).
+    // (The Map is iterated in place, not copied: deleting entries while iterating is defined, and
+    // the drains below delete only entries older than c, which the loop never revisits.)
     const end = c.offset + c.bytes.length;
-    for (const o of [...this.#cache.values()]) {
+    for (const o of this.#cache.values()) {
       if (o.seq >= c.seq) break; // the cache iterates in seq order
       if (o.qpn !== c.qpn && o.offset < end && c.offset < o.offset + o.bytes.length && this.#cache.has(o.seq)) this.#drainEntry(o);
     }

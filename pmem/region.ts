@@ -129,6 +129,9 @@ interface Media {
 }
 
 const MAX_PIECES_PER_LINE_HINT = 1 << 16;
+const LINE_WORDS = LINE_BYTES / 4;
+const SNAP_POOL_MAX = 4096;
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 export class PmemRegion {
   readonly path: string | undefined;
@@ -144,7 +147,12 @@ export class PmemRegion {
   #u64: BigUint64Array;
   #dirty: Uint8Array; // per line: 1 = dirty (has stores not written back)
   #dirtyCount = 0;
-  #snapshots = new Map<number, Uint8Array>(); // fast path: line -> content at flush time
+  #snapshots = new Map<number, Uint32Array>(); // fast path: line -> content at flush time (16 words)
+  /** Snapshots written back, kept for the next flushes (no allocation per flushed line). */
+  #snapPool: Uint32Array[] = [];
+  /** Word views of visible memory and of media's data area: a line is copied as 16 words (no view, no slice per line). */
+  #visible32: Uint32Array;
+  #data32: Uint32Array;
   #pieces = new Map<number, CrashPiece[]>(); // tracing: line -> pending pieces in store order
   #flushed = new Map<number, number>(); // tracing: line -> pieces covered by a flush not yet drained
   #prng: Prng;
@@ -175,6 +183,8 @@ export class PmemRegion {
     this.#visible = new Uint8Array(sab);
     this.#visible.set(this.#data); // after a restart the caches are empty: visible = media
     this.#dv = new DataView(sab);
+    this.#visible32 = new Uint32Array(sab);
+    this.#data32 = new Uint32Array(media.buffer, HEADER_BYTES, header.sizeBytes / 4);
     this.#u64 = new BigUint64Array(sab);
     this.#dirty = new Uint8Array(this.lineCount);
     this.#prng = options.prng ?? createPrng(options.seed);
@@ -298,6 +308,38 @@ export class PmemRegion {
     return this.#visible.subarray(offset, offset + len);
   }
 
+  /**
+   * Copies `dst.length` bytes of visible memory at `offset` into `dst` (no allocation: a caller that
+   * only reads them, e.g. to checksum, reuses one buffer; element reads of a SharedArrayBuffer view
+   * cost several times those of a plain array).
+   */
+  loadInto(offset: number, dst: Uint8Array): void {
+    this.#check(offset, dst.length);
+    dst.set(this.#visible.subarray(offset, offset + dst.length));
+  }
+
+  /**
+   * Whether visible memory at `offset` holds exactly `bytes` (a read-back check): word by word
+   * against visible memory when `offset` is 4-byte aligned on a little-endian host, the words of
+   * `bytes` assembled from its bytes (no view is built per call: constructing one costs more than
+   * the compare).
+   */
+  matches(offset: number, bytes: Uint8Array): boolean {
+    const len = bytes.length;
+    this.#check(offset, len);
+    let i = 0;
+    if ((offset & 3) === 0 && LITTLE_ENDIAN) {
+      const v = this.#visible32;
+      const base = offset >>> 2;
+      for (const end = len - 3; i < end; i += 4) {
+        if (v[base + (i >>> 2)] !== ((bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24)) >>> 0)) return false;
+      }
+    }
+    const vis = this.#visible;
+    for (; i < len; i++) if (vis[offset + i] !== bytes[i]) return false;
+    return true;
+  }
+
   loadU8(offset: number): number {
     this.#check(offset, 1);
     return this.#visible[offset]!;
@@ -416,8 +458,15 @@ export class PmemRegion {
       if (this.options.tracing) {
         this.#flushed.set(line, this.#pieces.get(line)!.length);
       } else {
-        const start = line * LINE_BYTES;
-        this.#snapshots.set(line, this.#visible.slice(start, start + LINE_BYTES));
+        // A line flushed again before a drain: its snapshot is taken again, in place.
+        let snap = this.#snapshots.get(line);
+        if (snap === undefined) {
+          snap = this.#snapPool.pop() ?? new Uint32Array(LINE_WORDS);
+          this.#snapshots.set(line, snap);
+        }
+        const v = this.#visible32;
+        const w = line * LINE_WORDS;
+        for (let k = 0; k < LINE_WORDS; k++) snap[k] = v[w + k]!;
         this.#dirty[line] = 0;
         this.#dirtyCount--;
       }
@@ -446,7 +495,7 @@ export class PmemRegion {
       this.#flushed.clear();
     } else {
       for (const [line, snap] of this.#snapshots) {
-        this.#data.set(snap, line * LINE_BYTES);
+        this.#writeSnapshot(line, snap);
         this.#stats.linesWrittenBack++;
         if (line < lo) lo = line;
         if (line > hi) hi = line;
@@ -479,16 +528,21 @@ export class PmemRegion {
     this.#crashPoint('drain');
     let lo = Infinity;
     let hi = -1;
-    for (const [line, snap] of this.#snapshots) {
-      // A line re-dirtied since its snapshot and inside the range is written from visible memory
-      // below (what flush would have snapshotted): write and count it once, as flush + drain does.
-      if (line >= first && line <= last && this.#dirty[line] === 1) continue;
-      this.#data.set(snap, line * LINE_BYTES);
-      this.#stats.linesWrittenBack++;
-      if (line < lo) lo = line;
-      if (line > hi) hi = line;
+    if (this.#snapshots.size > 0) {
+      for (const [line, snap] of this.#snapshots) {
+        // A line re-dirtied since its snapshot and inside the range is written from visible memory
+        // below (what flush would have snapshotted): write and count it once, as flush + drain does.
+        if (line >= first && line <= last && this.#dirty[line] === 1) {
+          this.#recycle(snap);
+          continue;
+        }
+        this.#writeSnapshot(line, snap);
+        this.#stats.linesWrittenBack++;
+        if (line < lo) lo = line;
+        if (line > hi) hi = line;
+      }
+      this.#snapshots.clear();
     }
-    this.#snapshots.clear();
     for (let line = first; line <= last; ) {
       if (this.#dirty[line] !== 1) {
         line++;
@@ -500,7 +554,7 @@ export class PmemRegion {
         this.#dirtyCount--;
         line++;
       }
-      this.#data.set(this.#visible.subarray(runStart * LINE_BYTES, line * LINE_BYTES), runStart * LINE_BYTES);
+      this.#copyLines(runStart, line);
       this.#stats.linesWrittenBack += line - runStart;
       if (runStart < lo) lo = runStart;
       if (line - 1 > hi) hi = line - 1;
@@ -577,6 +631,11 @@ export class PmemRegion {
   /** Raises a crash point from a layer above (e.g. 'completion' when a client is told "durable"). */
   crashPoint(kind: CrashPointKind, detail?: unknown): void {
     this.#crashPoint(kind, detail);
+  }
+
+  /** Whether a crash point hook is set (a layer above builds a crash point's detail only then). */
+  get crashPointHooked(): boolean {
+    return this.#hook !== undefined;
   }
 
   /** Number of crash points raised so far. */
@@ -662,11 +721,40 @@ export class PmemRegion {
     }
   }
 
+  /** A flushed line's snapshot to media; the snapshot goes back to the pool (the caller forgets it). */
+  #writeSnapshot(line: number, snap: Uint32Array): void {
+    const d = this.#data32;
+    const w = line * LINE_WORDS;
+    for (let k = 0; k < LINE_WORDS; k++) d[w + k] = snap[k]!;
+    this.#recycle(snap);
+  }
+
+  /** Keeps a snapshot for reuse (a bounded pool: a flush of a huge range does not stay allocated). */
+  #recycle(snap: Uint32Array): void {
+    if (this.#snapPool.length < SNAP_POOL_MAX) this.#snapPool.push(snap);
+  }
+
+  /** Lines [from, to) from visible memory to media: word by word for a few lines, else one copy. */
+  #copyLines(from: number, to: number): void {
+    if (to - from > 4) {
+      this.#data.set(this.#visible.subarray(from * LINE_BYTES, to * LINE_BYTES), from * LINE_BYTES);
+      return;
+    }
+    const v = this.#visible32;
+    const d = this.#data32;
+    const end = to * LINE_WORDS;
+    for (let w = from * LINE_WORDS; w < end; w++) d[w] = v[w]!;
+  }
+
   /** Writes a line's current visible content to media and forgets its pending state. */
   #writeBackLine(line: number): void {
     const start = line * LINE_BYTES;
     this.#data.set(this.#visible.subarray(start, start + LINE_BYTES), start);
-    this.#snapshots.delete(line);
+    const snap = this.#snapshots.get(line);
+    if (snap !== undefined) {
+      this.#snapshots.delete(line);
+      this.#recycle(snap);
+    }
     this.#flushed.delete(line);
     this.#pieces.delete(line);
     if (this.#dirty[line] === 1) this.#markClean(line);
@@ -739,7 +827,8 @@ export class PmemRegion {
   }
 
   #assertOwner(): void {
-    assert.equal(threadId, this.#owner, `pmrpc: store from thread ${threadId} into a region owned by thread ${this.#owner}; workers get read-only views`);
+    // (The message is built only on failure: this runs on every store.)
+    if (threadId !== this.#owner) assert.fail(`pmrpc: store from thread ${threadId} into a region owned by thread ${this.#owner}; workers get read-only views`);
   }
 
   #check(offset: number, len: number): void {

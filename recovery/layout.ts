@@ -305,17 +305,18 @@ export class Layout {
   }
 
   connOffset(connSlot: number): number {
-    assert.ok(Number.isInteger(connSlot) && connSlot >= 0 && connSlot < this.geometry.maxClients, `conn slot ${connSlot}`);
+    if (!(Number.isInteger(connSlot) && connSlot >= 0 && connSlot < this.geometry.maxClients)) assert.fail(`conn slot ${connSlot}`);
     return this.geometry.connTableOffset + connSlot * CONN_ENTRY_BYTES;
   }
 
   ringOffset(connSlot: number): number {
-    assert.ok(Number.isInteger(connSlot) && connSlot >= 0 && connSlot < this.geometry.maxClients, `conn slot ${connSlot}`);
+    if (!(Number.isInteger(connSlot) && connSlot >= 0 && connSlot < this.geometry.maxClients)) assert.fail(`conn slot ${connSlot}`);
     return this.geometry.ringsOffset + connSlot * this.geometry.ringSlots * this.geometry.slotBytes;
   }
 
   recordOffset(index: number): number {
-    assert.ok(Number.isInteger(index) && index >= 0 && index < this.geometry.logRecords, `record index ${index}`);
+    // (The message is built only on failure: this runs several times per request.)
+    if (!(Number.isInteger(index) && index >= 0 && index < this.geometry.logRecords)) assert.fail(`record index ${index}`);
     return this.geometry.logOffset + index * this.geometry.recordBytes;
   }
 

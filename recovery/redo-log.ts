@@ -274,8 +274,9 @@ export class RedoLog {
     const off = this.layout.recordOffset(index);
     // Encoded into the log's scratch buffer (no allocation per commit), stored, then read back once.
     const length = encodeRecordInto(this.#scratch, this.#scratchDv, lsn, clientId, seq, effects);
-    r.store(off + 8, this.#scratch.subarray(8, length));
-    this.#checkReadBack(off, length, lsn, clientId, seq);
+    const encoded = this.#scratch.subarray(8, length);
+    r.store(off + 8, encoded);
+    this.#checkReadBack(off, encoded, lsn);
     this.#slotLsn[index] = lsn;
     this.#slotClient[index] = clientId;
     this.#slotSeq[index] = seq;
@@ -472,17 +473,14 @@ export class RedoLog {
   }
 
   /**
-   * Commit's read-back (check data right after it is written): the slot's header names this record
-   * and the stored bytes, read in place, carry the checksum that was computed before the store.
+   * Commit's read-back (check data right after it is written): the stored bytes, read in place,
+   * are the encoded record — byte for byte the scratch whose checksum encodeRecordInto computed
+   * (its header names this record: LSN, client, sequence). Equal bytes carry that checksum, so
+   * this is the check of recomputing it over the stored bytes, and stronger (it also covers the
+   * checksum word and the reserved word), without a second CRC pass over the record.
    */
-  #checkReadBack(off: number, length: number, lsn: number, clientId: number, seq: number): void {
-    const v = this.layout.region.view(off, length);
-    const dv = new DataView(v.buffer, v.byteOffset, length);
-    const crc = dv.getUint32(40, true);
-    const ok =
-      getU64(dv, 8) === lsn && dv.getUint32(16, true) === clientId && getU64(dv, 24) === seq &&
-      crc === this.#scratchDv.getUint32(40, true) && recordChecksum(v, length - RECORD_HEADER_BYTES) === crc;
-    assert.ok(ok, `record ${lsn} does not read back as written`);
+  #checkReadBack(off: number, encoded: Uint8Array, lsn: number): void {
+    if (!this.layout.region.matches(off + 8, encoded)) assert.fail(`record ${lsn} does not read back as written`);
   }
 
   /** A record slot is reused only when its record is durably applied and its client's applied word durable. */
@@ -523,7 +521,7 @@ export class RedoLog {
 
   #reuseApplied(clientId: number, seq: number, lsn: number): void {
     if (this.conn.has(clientId)) {
-      assert.ok(this.conn.appliedSeq(clientId) >= seq, `client ${clientId}: record ${lsn} (seq ${seq}) applied but the table says ${this.conn.appliedSeq(clientId)}`);
+      if (!(this.conn.appliedSeq(clientId) >= seq)) assert.fail(`client ${clientId}: record ${lsn} (seq ${seq}) applied but the table says ${this.conn.appliedSeq(clientId)}`);
       if (!this.#faults.skipPersistCreditBeforeReuse) this.conn.persistApplied(clientId);
     }
   }

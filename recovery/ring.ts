@@ -26,6 +26,9 @@ const TWO_32 = 0x1_0000_0000;
 /** CRC-32C of each lap's 4 little-endian bytes is computed into this scratch (owner thread only; no allocation per entry). */
 const LAP_BYTES = new Uint8Array(4);
 const LAP_DV = new DataView(LAP_BYTES.buffer);
+/** A polled entry's header words are re-encoded into this scratch for its checksum (owner thread only). */
+const HEAD_BYTES = new Uint8Array(32);
+const HEAD_DV = new DataView(HEAD_BYTES.buffer);
 
 export interface RequestHeader {
   clientId: number;
@@ -139,6 +142,16 @@ export function checkCredit(seq: number, creditSeq: number, ringSlots: number): 
   }
 }
 
+let INSPECT_SCRATCH = new Uint8Array(256);
+
+/** A copy of [offset, offset + len) of visible memory in a scratch reused by inspectSlot (owner thread only). */
+function inspectScratch(region: PmemRegion, offset: number, len: number): Uint8Array {
+  if (INSPECT_SCRATCH.length < len) INSPECT_SCRATCH = new Uint8Array(Math.max(len, 2 * INSPECT_SCRATCH.length));
+  const b = INSPECT_SCRATCH.subarray(0, len);
+  region.loadInto(offset, b);
+  return b;
+}
+
 /** Reads a slot and judges it against the entry expected there (client, seq). Reads only. */
 export function inspectSlot(
   region: PmemRegion,
@@ -170,7 +183,9 @@ export function inspectSlot(
     // The entry a caller gets is a copy, validated itself (what was checked is what the caller
     // gets); any other verdict needs only the checksum, computed in place.
     const keep = rel === 'expected' && clientId === expect.clientId;
-    bytes = keep ? region.load(slotOffset, ENTRY_HEADER_BYTES + payloadLength) : region.view(slotOffset, ENTRY_HEADER_BYTES + payloadLength);
+    // (The checksum-only case copies into a reused scratch: a CRC over a view of the region's
+    // SharedArrayBuffer reads each byte several times slower. It runs on every poll that ends a pass.)
+    bytes = keep ? region.load(slotOffset, ENTRY_HEADER_BYTES + payloadLength) : inspectScratch(region, slotOffset, ENTRY_HEADER_BYTES + payloadLength);
     crcOk = !verifyChecksum || entryChecksum(lap, bytes, payloadLength) === crc;
   }
   const checksumValid = crcOk && clientId === expect.clientId;
@@ -272,21 +287,37 @@ export class Ring {
   #pollExpected(seq: number, off: number): PollResult | undefined {
     const r = this.layout.region;
     const g = this.layout.geometry;
-    if (
-      r.loadU32(off + 4) !== lapOf(seq, g.ringSlots) || r.loadU32(off + 8) !== this.clientId ||
-      r.loadU32(off + 16) !== seq >>> 0 || r.loadU32(off + 20) !== Math.floor(seq / TWO_32) || r.loadU32(off + 28) !== 0
-    ) return undefined;
+    // The header words, read once in place (the common "nothing new" case stops at the first: a
+    // slot of the previous lap); the entry is made of these values and a copy of the payload.
+    const lap = lapOf(seq, g.ringSlots);
+    if (r.loadU32(off + 4) !== lap) return undefined;
+    const clientId = r.loadU32(off + 8);
+    const methodId = r.loadU32(off + 12);
+    const seqLo = r.loadU32(off + 16);
+    const seqHi = r.loadU32(off + 20);
     const payloadLength = r.loadU32(off + 24);
-    if (payloadLength > maxPayloadBytes(g.slotBytes)) return undefined;
-    const bytes = r.load(off, ENTRY_HEADER_BYTES + payloadLength);
-    const dv = new DataView(bytes.buffer, 0, ENTRY_HEADER_BYTES);
-    // The header of the copy, not of the slot, is what the entry is made of.
-    const lap = dv.getUint32(4, true);
-    if (lap !== lapOf(seq, g.ringSlots) || dv.getUint32(8, true) !== this.clientId || dv.getUint32(16, true) !== seq >>> 0) return undefined;
-    if (!this.#faults.skipChecksumAtPoll && entryChecksum(lap, bytes, payloadLength) !== dv.getUint32(0, true)) return undefined;
+    const reserved = r.loadU32(off + 28);
+    if (clientId !== this.clientId || seqLo !== seq >>> 0 || seqHi !== Math.floor(seq / TWO_32) || reserved !== 0 || payloadLength > maxPayloadBytes(g.slotBytes)) return undefined;
+    const crc = r.loadU32(off);
+    // The payload alone is copied (for a small payload an on-heap array, not a slot-sized buffer
+    // outside the heap). The checksum is verified over what the caller gets: the header values
+    // read above (re-encoded into a scratch; [4, 32) is the lap then the header, as entryChecksum)
+    // and the copy.
+    const payload = r.load(off + ENTRY_HEADER_BYTES, payloadLength);
+    if (!this.#faults.skipChecksumAtPoll) {
+      const h = HEAD_DV;
+      h.setUint32(4, lap, true);
+      h.setUint32(8, clientId, true);
+      h.setUint32(12, methodId, true);
+      h.setUint32(16, seqLo, true);
+      h.setUint32(20, seqHi, true);
+      h.setUint32(24, payloadLength, true);
+      h.setUint32(28, 0, true);
+      if (crc32c(payload, 0, payloadLength, crc32c(HEAD_BYTES, 4, ENTRY_HEADER_BYTES)) !== crc) return undefined;
+    }
     this.#partialPolls = 0;
     this.#nextSeq = seq + 1;
-    return { kind: 'entry', entry: { clientId: this.clientId, seq, methodId: dv.getUint32(12, true), payload: bytes.subarray(ENTRY_HEADER_BYTES) }, slotOffset: off };
+    return { kind: 'entry', entry: { clientId, seq, methodId, payload }, slotOffset: off };
   }
 
   /** Receiver-persist strategies: make a consumed entry durable before acknowledging it. */

@@ -27,7 +27,7 @@ import {
 import { RpcErrorCodes } from './errors.js';
 import { ACK_STRATEGIES, checkStrategy, COUPLED_STRATEGIES, SEND_STRATEGIES, type RpcStrategy } from './strategies.js';
 import type { PoolAnswer, RpcEffects, RpcHandler, RpcPool, RpcRequest } from './handler.js';
-import { decodeKept, encodeAck, encodeError, encodeKept, encodeResult, RPC_ACK_IMM, RPC_RESULT_IMM, STATUS_ERROR, STATUS_OK } from './wire.js';
+import { decodeKept, encodeAck, encodeError, encodeKept, encodeResultOf, RPC_ACK_IMM, RPC_RESULT_IMM, STATUS_ERROR, STATUS_OK } from './wire.js';
 
 /** Test-only fault switches of the RPC layer (the crash-test mutants); never set in production. */
 export interface RpcFaults {
@@ -243,6 +243,9 @@ function decodeSecret(secret: unknown): Uint8Array {
   return new Uint8Array(Buffer.from(secret, 'base64url'));
 }
 
+/** notify() options of an ACK: its bytes are encoded for the message alone (handed over, not copied). */
+const TRANSFER = Object.freeze({ transfer: true });
+
 const METHOD_RE = /^[A-Za-z_][A-Za-z0-9_.:/-]{0,127}$/;
 
 export class DurableRpcServer {
@@ -285,7 +288,8 @@ export class DurableRpcServer {
     this.#faults = checkRpcFaults(o.faults);
     this.options = Object.freeze(o);
     this.strategy = o.strategy;
-    this.#lazyResults = COUPLED_STRATEGIES.has(o.strategy) ? undefined : { lazy: true };
+    // The RESULT's bytes are encoded for the message alone: handed over, not copied again.
+    this.#lazyResults = COUPLED_STRATEGIES.has(o.strategy) ? { transfer: true } : { lazy: true, transfer: true };
     this.nic = nic;
     this.store = store;
     this.region = nic.region;
@@ -574,7 +578,7 @@ export class DurableRpcServer {
     const ack = (): void => {
       if (upTo > c.ackedUpTo) {
         c.ackedUpTo = upTo;
-        c.sqp.notify(encodeAck(upTo), RPC_ACK_IMM);
+        c.sqp.notify(encodeAck(upTo), RPC_ACK_IMM, TRANSFER);
       }
     };
     if (this.#faults.ackBeforePersist) ack();
@@ -669,7 +673,7 @@ export class DurableRpcServer {
   }
 
   /** notify() options of a RESULT: lazy unless the strategy is coupled (its RESULT is the durable signal). */
-  #lazyResults: { lazy: boolean } | undefined;
+  #lazyResults: { lazy?: boolean; transfer: boolean };
 
   /** The region msyncs (strict, file-backed): a pass's ACKs join its RESULTs behind the batch's syncs. */
   #strictFile: boolean;
@@ -830,7 +834,7 @@ export class DurableRpcServer {
   #reply(c: Conn, seq: number, status: number, bytes: Uint8Array, appliedSeq: number): void {
     // A decoupled strategy's RESULT follows its durable signal: the transport may gather it with the
     // pass's other RESULTs (one socket write). A coupled reply is the durable signal: never lazy.
-    c.sqp.notify(encodeResult({ seq, appliedSeq, status, bytes }), RPC_RESULT_IMM, this.#lazyResults);
+    c.sqp.notify(encodeResultOf(seq, appliedSeq, status, bytes), RPC_RESULT_IMM, this.#lazyResults);
   }
 
   /** The effects of an entry, as committed (record) and as answered (status, bytes). Never throws for a request's fault. */

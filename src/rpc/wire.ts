@@ -49,14 +49,28 @@ export function decodeAck(data: Uint8Array): number | undefined {
   return u64At(data, 0);
 }
 
+/** Little-endian u32 store into bytes (the encoders of per-request messages: no DataView per message). */
+function putU32(b: Uint8Array, at: number, v: number): void {
+  b[at] = v & 0xff;
+  b[at + 1] = (v >>> 8) & 0xff;
+  b[at + 2] = (v >>> 16) & 0xff;
+  b[at + 3] = (v >>> 24) & 0xff;
+}
+
 export function encodeResult(m: ResultMessage): Uint8Array {
-  const b = new Uint8Array(RESULT_HEADER_BYTES + m.bytes.length);
-  const dv = new DataView(b.buffer);
-  setU64(dv, 0, m.seq);
-  setU64(dv, 8, m.appliedSeq);
-  dv.setUint32(16, m.status, true);
-  dv.setUint32(20, m.bytes.length, true);
-  b.set(m.bytes, RESULT_HEADER_BYTES);
+  return encodeResultOf(m.seq, m.appliedSeq, m.status, m.bytes);
+}
+
+/** encodeResult without the message object (the server encodes one per request). */
+export function encodeResultOf(seq: number, appliedSeq: number, status: number, bytes: Uint8Array): Uint8Array {
+  const b = new Uint8Array(RESULT_HEADER_BYTES + bytes.length);
+  putU32(b, 0, seq >>> 0);
+  putU32(b, 4, Math.floor(seq / TWO_32));
+  putU32(b, 8, appliedSeq >>> 0);
+  putU32(b, 12, Math.floor(appliedSeq / TWO_32));
+  putU32(b, 16, status);
+  putU32(b, 20, bytes.length);
+  if (bytes.length > 0) b.set(bytes, RESULT_HEADER_BYTES);
   return b;
 }
 

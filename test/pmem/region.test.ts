@@ -439,3 +439,27 @@ t.test('storeNonTemporal writes a dirty line back first, then bypasses the cache
     o.close();
   }
 });
+
+t.test('loadInto copies visible memory; matches compares it byte for byte, aligned or not', async (t) => {
+  const r = PmemRegion.createInMemory(SIZE);
+  const data = Uint8Array.from({ length: 45 }, (_, i) => (i * 7 + 1) & 0xff);
+  r.store(128, data);
+  r.store(1001, data);
+  const dst = new Uint8Array(45);
+  r.loadInto(128, dst);
+  t.ok(eq(dst, data), 'loadInto');
+  t.ok(r.matches(128, data), 'aligned: equal');
+  t.ok(r.matches(1001, data), 'unaligned offset: equal');
+  const odd = new Uint8Array(50);
+  odd.set(data, 3);
+  t.ok(r.matches(128, odd.subarray(3, 48)), 'unaligned bytes: equal');
+  t.notOk(r.matches(132, data), 'another offset: not equal');
+  for (const at of [0, 7, 40, 44]) {
+    const other = data.slice();
+    other[at]! ^= 0x80;
+    t.notOk(r.matches(128, other), `aligned: byte ${at} differs`);
+    t.notOk(r.matches(1001, other), `unaligned: byte ${at} differs`);
+  }
+  t.throws(() => r.matches(SIZE - 8, data), { code: 'PMRPC_ERR_OUT_OF_BOUNDS' });
+  t.throws(() => r.loadInto(SIZE - 8, dst), { code: 'PMRPC_ERR_OUT_OF_BOUNDS' });
+});

@@ -37,11 +37,28 @@ export const QUEUE_PAIR_DEFAULTS: Readonly<QueuePairOptions> = Object.freeze({ o
 
 const SEQ_MOD = 2 ** 32;
 
-interface Outstanding {
-  resolve: (c: Completion[]) => void;
-  reject: (e: unknown) => void;
-  count: number;
+/**
+ * Receives the outcome of a chain posted with postChainWith (no promise, no closure per chain): `done`
+ * with its completions (in order; a remote failure is a status, as for postChain), or `failed` when
+ * the chain cannot complete (the link closed: PMRPC_ERR_LINK_CLOSED, or the link refused a held message).
+ * Called synchronously from the link's delivery — possibly before postChainWith returns (an
+ * 'immediate' in-process link).
+ */
+export interface ChainListener<T> {
+  done(arg: T, completions: Completion[]): void;
+  failed(arg: T, err: unknown): void;
 }
+
+interface Outstanding {
+  listener: ChainListener<unknown>;
+  arg: unknown;
+}
+
+/** postChain's listener: the arg is the promise's settle functions. */
+const PROMISE_LISTENER: ChainListener<{ resolve: (c: Completion[]) => void; reject: (e: unknown) => void }> = {
+  done: (arg, cs) => arg.resolve(cs),
+  failed: (arg, e) => arg.reject(e),
+};
 
 export class QueuePair {
   readonly link: Link;
@@ -85,39 +102,52 @@ export class QueuePair {
 
   /** Posts a chain of work requests as one message; resolves with their completions, in order. */
   postChain(wrs: readonly WorkRequest[]): Promise<Completion[]> {
-    if (!Array.isArray(wrs) || wrs.length === 0 || wrs.length > MAX_WRS_PER_MESSAGE) {
-      throw new RangeError(`a chain holds 1..${MAX_WRS_PER_MESSAGE} work requests, got ${Array.isArray(wrs) ? wrs.length : String(wrs)}`);
-    }
-    wrs.forEach((w, i) => {
-      const e = wrError(w);
-      if (e !== undefined) throw new TypeError(`work request ${i}: ${e}`);
+    checkChain(wrs);
+    let settle!: { resolve: (c: Completion[]) => void; reject: (e: unknown) => void };
+    const p = new Promise<Completion[]>((resolve, reject) => {
+      settle = { resolve, reject };
     });
+    // Copied: the caller may reuse its array while the message is held or queued.
+    this.#post([...wrs], PROMISE_LISTENER as ChainListener<unknown>, settle);
+    return p;
+  }
+
+  /**
+   * postChain without a promise: the chain's outcome goes to `listener` with `arg` (one object per
+   * chain, no closures: the RPC client posts one chain per call). Throws as postChain does. `wrs`
+   * is taken as it is (not copied): the caller must not change it afterwards.
+   */
+  postChainWith<T>(wrs: WorkRequest[], listener: ChainListener<T>, arg: T): void {
+    checkChain(wrs);
+    this.#post(wrs, listener as ChainListener<unknown>, arg);
+  }
+
+  #post(wrs: WorkRequest[], listener: ChainListener<unknown>, arg: unknown): void {
     if (this.#closed || this.link.closed) throw new PmrpcError(NicErrorCodes.LINK_CLOSED, `the link to QP ${this.qpn} is closed`);
     if (this.#outstanding.size >= this.options.outstandingMessagesMax) {
       throw new PmrpcError(NicErrorCodes.QUEUE_FULL, `QP ${this.qpn} has ${this.#outstanding.size} messages outstanding (outstandingMessagesMax)`);
     }
     const seq = this.#seq;
     // Bounded by outstandingMessagesMax (< 2^32): a wrapped sequence can only meet a finished one.
-    assert.ok(!this.#outstanding.has(seq), `sequence ${seq} is still outstanding`);
+    if (this.#outstanding.has(seq)) assert.fail(`sequence ${seq} is still outstanding`);
     this.#seq = (this.#seq + 1) % SEQ_MOD;
-    const p = new Promise<Completion[]>((resolve, reject) => this.#outstanding.set(seq, { resolve, reject, count: wrs.length }));
-    const msg: RequestMessage = { type: 'request', qpn: this.qpn, seq, wrs: [...wrs] };
+    this.#outstanding.set(seq, { listener, arg });
+    const msg: RequestMessage = { type: 'request', qpn: this.qpn, seq, wrs };
     // Back-pressure: while the link is full (or messages are already held), hold this one too, in order.
     if (this.#held.length > 0 || (this.link.whenWritable !== undefined && this.link.writable === false)) {
       this.#hold(msg);
-      return p;
+      return;
     }
     try {
       this.link.send(msg);
     } catch (e) {
       if (this.link.whenWritable !== undefined && !this.link.closed && e instanceof PmrpcError && e.code === BACKPRESSURE) {
         this.#hold(msg);
-        return p;
+        return;
       }
       this.#outstanding.delete(seq);
       throw e;
     }
-    return p;
   }
 
   /** Messages held back by the link's back-pressure, not yet sent. */
@@ -174,7 +204,7 @@ export class QueuePair {
           this.#held.shift();
           const o = this.#outstanding.get(m.seq);
           this.#outstanding.delete(m.seq);
-          o?.reject(e);
+          o?.listener.failed(o.arg, e);
           continue;
         }
         this.#held.shift();
@@ -218,7 +248,7 @@ export class QueuePair {
     this.#held.length = 0;
     const outstanding = [...this.#outstanding.values()];
     this.#outstanding.clear();
-    for (const o of outstanding) o.reject(err);
+    for (const o of outstanding) o.listener.failed(o.arg, err);
     for (const fn of this.#closeListeners.splice(0)) fn(err);
   }
 
@@ -259,15 +289,29 @@ export class QueuePair {
 
   #onMessage(m: ServerMessage): void {
     if (m.type === 'notify') {
-      if (this.#notify.length > 0) for (const h of [...this.#notify]) h(m);
+      const n = this.#notify;
+      if (n.length === 1) n[0]!(m);
+      else if (n.length > 0) for (const h of [...n]) h(m);
       else if (this.#notifyBacklog.length < 65536) this.#notifyBacklog.push(m);
       return;
     }
     const o = this.#outstanding.get(m.seq);
     if (o === undefined) return; // a response to a closed or unknown request: nothing waits for it
     this.#outstanding.delete(m.seq);
-    if (m.completions.some((c) => c.status === 'error')) this.#state = 'error';
-    o.resolve(m.completions);
+    const cs = m.completions;
+    for (let i = 0; i < cs.length; i++) if (cs[i]!.status === 'error') this.#state = 'error';
+    o.listener.done(o.arg, cs);
+  }
+}
+
+/** A chain's shape: 1..MAX_WRS_PER_MESSAGE well-formed work requests (a TypeError or RangeError says what is wrong). */
+function checkChain(wrs: readonly WorkRequest[]): void {
+  if (!Array.isArray(wrs) || wrs.length === 0 || wrs.length > MAX_WRS_PER_MESSAGE) {
+    throw new RangeError(`a chain holds 1..${MAX_WRS_PER_MESSAGE} work requests, got ${Array.isArray(wrs) ? wrs.length : String(wrs)}`);
+  }
+  for (let i = 0; i < wrs.length; i++) {
+    const e = wrError(wrs[i]);
+    if (e !== undefined) throw new TypeError(`work request ${i}: ${e}`);
   }
 }
 

@@ -6,7 +6,7 @@
  * reply), never earlier — and `result` — the handler's result once the request is applied.
  */
 import { callable, nonNegativeInt, optional, PmrpcError, resolveOptions, type ErrorCode } from '../../pmem/index.js';
-import { Wr, type NotifyMessage, type QueuePair, type WorkRequest, type Completion } from '../../flush/index.js';
+import { Wr, type ChainListener, type Completion, type FlushWr, type NotifyMessage, type QueuePair, type WorkRequest, type WriteWr } from '../../flush/index.js';
 import { encodeEntry } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
 import { checkRpcFaults, GOODBYE_METHOD, methodId, type ConnectionInfo, type RpcFaults } from './server.js';
@@ -36,49 +36,79 @@ export const RPC_CLIENT_DEFAULTS: Readonly<RpcClientOptions> = Object.freeze({ p
 const ignore = (): undefined => undefined;
 
 /**
- * A promise with its settle functions, settled at most once. A class, not an object of closures:
- * two of these per call are on the hot path. The no-op rejection handler (a caller that ignores
- * one of the two promises must not crash the process with an unhandled rejection) is attached
- * just before a rejection, not to every promise.
+ * The settle functions of the promise being built: `new Promise(capture)` stores them here, and the
+ * constructor of Pending takes them at once (one shared executor, not a closure per promise).
  */
-class Deferred<T> {
-  readonly promise: Promise<T>;
-  settled = false;
-  #resolve!: (v: T) => void;
-  #reject!: (e: unknown) => void;
-
-  constructor() {
-    this.promise = new Promise<T>((res, rej) => {
-      this.#resolve = res;
-      this.#reject = rej;
-    });
-  }
-
-  resolve(v: T): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.#resolve(v);
-  }
-
-  reject(e: unknown): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.promise.catch(ignore);
-    this.#reject(e);
-  }
+let capturedResolve: (v: never) => void = ignore;
+let capturedReject: (e: unknown) => void = ignore;
+function capture(resolve: (v: never) => void, reject: (e: unknown) => void): void {
+  capturedResolve = resolve;
+  capturedReject = reject;
 }
 
-function deferred<T>(): Deferred<T> {
-  return new Deferred<T>();
-}
-
-interface Pending {
-  seq: number;
-  bytes: Uint8Array;
-  durable: Deferred<void>;
-  result: Deferred<Uint8Array>;
+/**
+ * One call: its entry bytes, and its two promises with their settle functions, each settled at
+ * most once. One object per call on the hot path (no deferred objects, no closure per promise).
+ * The no-op rejection handler (a caller that ignores one of the two promises must not crash the
+ * process with an unhandled rejection) is attached just before a rejection, not to every promise.
+ */
+class Pending {
+  readonly seq: number;
+  readonly bytes: Uint8Array;
   /** Sent on the current connection. */
-  sent: boolean;
+  sent = false;
+  durableSettled: boolean;
+  resultSettled = false;
+  readonly durable: Promise<void>;
+  readonly result: Promise<Uint8Array>;
+  #resolveDurable: (v: never) => void = ignore;
+  #rejectDurable: (e: unknown) => void = ignore;
+  #resolveResult: (v: never) => void;
+  #rejectResult: (e: unknown) => void;
+
+  /** `never`: the durable promise of every call (strategy none: rejected once per client), settled already. */
+  constructor(seq: number, bytes: Uint8Array, never: Promise<void> | undefined) {
+    this.seq = seq;
+    this.bytes = bytes;
+    if (never === undefined) {
+      this.durable = new Promise<void>(capture);
+      this.#resolveDurable = capturedResolve;
+      this.#rejectDurable = capturedReject;
+      this.durableSettled = false;
+    } else {
+      this.durable = never;
+      this.durableSettled = true;
+    }
+    this.result = new Promise<Uint8Array>(capture);
+    this.#resolveResult = capturedResolve;
+    this.#rejectResult = capturedReject;
+  }
+
+  resolveDurable(): void {
+    if (this.durableSettled) return;
+    this.durableSettled = true;
+    (this.#resolveDurable as (v: undefined) => void)(undefined);
+  }
+
+  rejectDurable(e: unknown): void {
+    if (this.durableSettled) return;
+    this.durableSettled = true;
+    this.durable.catch(ignore);
+    this.#rejectDurable(e);
+  }
+
+  resolveResult(v: Uint8Array): void {
+    if (this.resultSettled) return;
+    this.resultSettled = true;
+    (this.#resolveResult as (v: Uint8Array) => void)(v);
+  }
+
+  rejectResult(e: unknown): void {
+    if (this.resultSettled) return;
+    this.resultSettled = true;
+    this.result.catch(ignore);
+    this.#rejectResult(e);
+  }
 }
 
 export class DurableRpcClient {
@@ -99,9 +129,13 @@ export class DurableRpcClient {
   /** The secret issued at registration (kept across reconnects; presented by each). */
   #secret: string | undefined;
   #goodbye = false;
+  /** Strategy none: the one (rejected) durable promise of every call, made at the first call. */
+  #never: Promise<void> | undefined;
+  /** The current connection's listener of chain outcomes (one per connection, not a closure per call). */
+  #chains!: ChainListener<Pending>;
 
   constructor(qp: QueuePair, info: ConnectionInfo, options: Partial<RpcClientOptions> = {}) {
-    if (qp === null || typeof qp !== 'object' || typeof (qp as QueuePair).postChain !== 'function') throw new TypeError('qp must be a QueuePair');
+    if (qp === null || typeof qp !== 'object' || typeof (qp as QueuePair).postChainWith !== 'function') throw new TypeError('qp must be a QueuePair');
     checkInfo(info);
     const o = resolveOptions(RPC_CLIENT_DEFAULTS, options, { pendingCallsMax: nonNegativeInt, onDurable: optional(callable()) });
     this.#faults = checkRpcFaults(o.faults);
@@ -156,7 +190,7 @@ export class DurableRpcClient {
 
   /** Sequences whose result is still awaited (what a reconnect hands to accept()). */
   get awaiting(): number[] {
-    return [...this.#pending.values()].filter((p) => !p.result.settled).map((p) => p.seq);
+    return [...this.#pending.values()].filter((p) => !p.resultSettled).map((p) => p.seq);
   }
 
   /** Calls issued but not yet placed for lack of ring credit. */
@@ -183,11 +217,10 @@ export class DurableRpcClient {
     }
     const seq = this.#nextSeq++;
     const bytes = encodeEntry({ clientId: this.#info.clientId, seq, methodId: methodId(method), payload }, this.#info);
-    const p: Pending = { seq, bytes, durable: deferred<void>(), result: deferred<Uint8Array>(), sent: false };
+    const p = new Pending(seq, bytes, this.#info.strategy === 'none' ? this.#neverDurable() : undefined);
     this.#pending.set(seq, p);
-    if (this.strategy === 'none') p.durable.reject(new PmrpcError(RpcErrorCodes.NEVER_DURABLE, 'strategy none never makes a request durable'));
     this.#pump();
-    return { seq, durable: p.durable.promise, result: p.result.promise };
+    return { seq, durable: p.durable, result: p.result };
   }
 
   /**
@@ -196,7 +229,7 @@ export class DurableRpcClient {
    * ones reject with PMRPC_ERR_RESULT_LOST; requests from the resume point on are sent again.
    */
   reconnect(qp: QueuePair, info: ConnectionInfo): void {
-    if (qp === null || typeof qp !== 'object' || typeof (qp as QueuePair).postChain !== 'function') throw new TypeError('qp must be a QueuePair');
+    if (qp === null || typeof qp !== 'object' || typeof (qp as QueuePair).postChainWith !== 'function') throw new TypeError('qp must be a QueuePair');
     checkInfo(info);
     if (info.clientId !== this.#info.clientId) throw new TypeError(`info is for client ${info.clientId}, not ${this.#info.clientId}`);
     if (this.#closed) throw new PmrpcError(RpcErrorCodes.DISCONNECTED, 'the client is closed');
@@ -210,14 +243,14 @@ export class DurableRpcClient {
     for (const r of info.results) {
       const p = this.#pending.get(r.seq);
       if (p === undefined) continue;
-      if (r.status === 'ok') p.result.resolve(r.bytes ?? new Uint8Array(0));
-      else if (r.status === 'error') p.result.reject(decodeError(r.bytes ?? new Uint8Array(0)));
-      else p.result.reject(new PmrpcError(RpcErrorCodes.RESULT_LOST, `client ${this.clientId} seq ${r.seq}: durable and applied, but its result was not kept across the server's restart`));
+      if (r.status === 'ok') p.resolveResult(r.bytes ?? new Uint8Array(0));
+      else if (r.status === 'error') p.rejectResult(decodeError(r.bytes ?? new Uint8Array(0)));
+      else p.rejectResult(new PmrpcError(RpcErrorCodes.RESULT_LOST, `client ${this.clientId} seq ${r.seq}: durable and applied, but its result was not kept across the server's restart`));
       this.#gc(p);
     }
     for (const p of this.#pending.values()) {
-      if (p.seq <= info.appliedSeq && !p.result.settled) {
-        p.result.reject(new PmrpcError(RpcErrorCodes.RESULT_LOST, `client ${this.clientId} seq ${p.seq}: applied, but the server no longer knows its result`));
+      if (p.seq <= info.appliedSeq && !p.resultSettled) {
+        p.rejectResult(new PmrpcError(RpcErrorCodes.RESULT_LOST, `client ${this.clientId} seq ${p.seq}: applied, but the server no longer knows its result`));
         this.#gc(p);
       } else if (p.seq >= info.resumeSeq) p.sent = false;
     }
@@ -235,14 +268,29 @@ export class DurableRpcClient {
     this.#qp.close();
     const err = new PmrpcError(RpcErrorCodes.DISCONNECTED, `client ${this.clientId} closed`);
     for (const p of this.#pending.values()) {
-      p.durable.reject(err);
-      p.result.reject(err);
+      p.rejectDurable(err);
+      p.rejectResult(err);
     }
     this.#pending.clear();
   }
 
   #attach(): void {
-    this.#unsubscribe = this.#qp.onNotify((m) => this.#onNotify(m));
+    const qp = this.#qp;
+    this.#chains = {
+      done: (p, cs) => this.#onCompletions(qp, p, cs),
+      failed: (_p, e) => {
+        if (qp === this.#qp) this.#disconnected(e);
+      },
+    };
+    this.#unsubscribe = qp.onNotify((m) => this.#onNotify(m));
+  }
+
+  #neverDurable(): Promise<void> {
+    if (this.#never === undefined) {
+      this.#never = Promise.reject(new PmrpcError(RpcErrorCodes.NEVER_DURABLE, 'strategy none never makes a request durable'));
+      this.#never.catch(ignore);
+    }
+    return this.#never;
   }
 
   #pump(): void {
@@ -250,57 +298,56 @@ export class DurableRpcClient {
     // In sequence order from the first call not yet posted (no scan or sort of every pending call).
     const last = Math.min(this.#nextSeq - 1, this.#credit + this.#info.ringSlots);
     for (let seq = this.#nextUnsent; seq <= last; seq++) {
+      // A chain's outcome may arrive before postChainWith returns (an 'immediate' in-process link).
+      if (!this.#connected || this.#closed) return;
       this.#nextUnsent = seq + 1;
       const p = this.#pending.get(seq);
       if (p === undefined || p.sent) continue;
       p.sent = true;
-      const qp = this.#qp;
-      let sent: Promise<Completion[]>;
       try {
-        sent = qp.postChain(this.#wrs(p));
+        this.#qp.postChainWith(this.#wrs(p), this.#chains, p);
       } catch (e) {
         p.sent = false;
         this.#nextUnsent = seq;
         this.#disconnected(e);
         return;
       }
-      sent.then(
-        (cs) => this.#onCompletions(qp, p, cs),
-        (e) => {
-          if (qp === this.#qp) this.#disconnected(e);
-        },
-      );
     }
   }
 
   #wrs(p: Pending): WorkRequest[] {
     const info = this.#info;
     const addr = info.ringOffset + ((p.seq - 1) % info.ringSlots) * info.slotBytes;
-    const to = { rkey: info.rkey, addr };
     const f = this.#faults;
     const placement = f.flushGlobal ? 'global' : 'persistent';
+    // Object literals of Wr's shapes (Wr.write and Wr.flush spread an options object each).
     switch (info.strategy) {
-      case 'wflush':
-        return f.skipFlush ? [Wr.write(to, p.bytes)] : [Wr.write(to, p.bytes), Wr.flush(placement, info.rkey, { addr, len: p.bytes.length })];
+      case 'wflush': {
+        const write: WriteWr = { op: 'write', to: { rkey: info.rkey, addr }, data: p.bytes };
+        if (f.skipFlush) return [write];
+        const flush: FlushWr = { op: 'flush', placement, selectivity: 'range', rkey: info.rkey, addr, len: p.bytes.length };
+        return [write, flush];
+      }
       case 'sflush':
         return f.skipFlush ? [Wr.send(p.bytes)] : [Wr.send(p.bytes), Wr.flush(placement, info.rkey)];
       case 'raw':
-        return [Wr.write(to, p.bytes), Wr.read({ rkey: info.rkey, addr: addr + p.bytes.length - 1 }, 1)];
+        return [Wr.write({ rkey: info.rkey, addr }, p.bytes), Wr.read({ rkey: info.rkey, addr: addr + p.bytes.length - 1 }, 1)];
       case 'gpspm':
-        return [Wr.write(to, p.bytes), Wr.send(new Uint8Array(0), p.seq >>> 0)];
+        return [Wr.write({ rkey: info.rkey, addr }, p.bytes), Wr.send(new Uint8Array(0), p.seq >>> 0)];
       case 'srflush':
       case 'darpc':
-        return [Wr.send(p.bytes)];
+        return [{ op: 'send', data: p.bytes }];
       case 'wrflush':
       case 'farm':
       case 'none':
-        return [Wr.write(to, p.bytes)];
+        return [{ op: 'write', to: { rkey: info.rkey, addr }, data: p.bytes }];
     }
   }
 
   #onCompletions(qp: QueuePair, p: Pending, cs: Completion[]): void {
     if (qp !== this.#qp) return; // an answer from a connection that was replaced
-    const bad = cs.find((c) => c.status !== 'ok');
+    let bad: Completion | undefined;
+    for (let i = 0; i < cs.length && bad === undefined; i++) if (cs[i]!.status !== 'ok') bad = cs[i];
     if (bad !== undefined) {
       this.#disconnected(new PmrpcError((bad.code ?? 'PMRPC_ERR_WR_FAILED') as ErrorCode, `${bad.op} ${bad.status}${bad.message ? `: ${bad.message}` : ''}`));
       return;
@@ -324,8 +371,8 @@ export class DurableRpcClient {
     if (this.strategy !== 'none') this.#markDurable(Math.min(r.seq, this.#nextSeq - 1));
     if (r.appliedSeq > this.#credit) this.#credit = r.appliedSeq;
     if (p !== undefined) {
-      if (r.status === STATUS_OK) p.result.resolve(r.bytes);
-      else p.result.reject(decodeError(r.bytes));
+      if (r.status === STATUS_OK) p.resolveResult(r.bytes);
+      else p.rejectResult(decodeError(r.bytes));
       this.#gc(p);
     }
     this.#pump();
@@ -338,14 +385,14 @@ export class DurableRpcClient {
       this.options.onDurable?.(s);
       const p = this.#pending.get(s);
       if (p !== undefined) {
-        p.durable.resolve();
+        p.resolveDurable();
         this.#gc(p);
       }
     }
   }
 
   #gc(p: Pending): void {
-    if (p.durable.settled && p.result.settled) this.#pending.delete(p.seq);
+    if (p.durableSettled && p.resultSettled) this.#pending.delete(p.seq);
   }
 
   #disconnected(_e: unknown): void {

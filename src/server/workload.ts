@@ -19,8 +19,8 @@ export const PAYLOAD_BYTES = 32;
 
 /** The payload of (client, seq) under `seed`: 32 bytes of a hash chain, so a resent request carries the same bytes. */
 export function workloadPayload(seed: number, clientId: number, seq: number): Uint8Array {
+  // Byte stores, not a DataView: `out.buffer` would move the bytes off the V8 heap (one per call).
   const out = new Uint8Array(PAYLOAD_BYTES);
-  const dv = new DataView(out.buffer);
   let h = (seed ^ Math.imul(clientId, 0x9e3779b1) ^ Math.imul(seq, 0x85ebca6b)) >>> 0;
   for (let i = 0; i < PAYLOAD_BYTES; i += 4) {
     h ^= h >>> 16;
@@ -28,7 +28,11 @@ export function workloadPayload(seed: number, clientId: number, seq: number): Ui
     h ^= h >>> 15;
     h = Math.imul(h, 0x846ca68b);
     h ^= h >>> 16;
-    dv.setUint32(i, (h + i) >>> 0, true);
+    const v = (h + i) >>> 0;
+    out[i] = v & 0xff;
+    out[i + 1] = (v >>> 8) & 0xff;
+    out[i + 2] = (v >>> 16) & 0xff;
+    out[i + 3] = v >>> 24;
   }
   return out;
 }

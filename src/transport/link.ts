@@ -5,7 +5,7 @@
  */
 import net from 'node:net';
 import { intIn, must, nonEmptyString, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type ErrorCode, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
-import type { ClientMessage, Completion, Link, ServerMessage, WrOp } from '../../flush/index.js';
+import type { ClientMessage, Completion, Link, ServerMessage, WorkRequest } from '../../flush/index.js';
 import { BAD_FRAME, CLIENT_NAME_CHARS_MAX, decodeMessage, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, sizeFrame, writeSizedFrame, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
 import { bareMessage, messageOf, TransportErrorCodes } from './errors.js';
 import { authTokenCheck, clockCheck, frameBound, MIN_FRAME_BYTES, positiveIntAtLeast, U32_MAX } from './limits.js';
@@ -71,11 +71,6 @@ const PRIVATE = Symbol('TcpLink');
 const OUT_SLAB_BYTES = 16 * 1024;
 const NO_OUT = Buffer.alloc(0);
 
-interface PendingWr {
-  id: number;
-  op: WrOp;
-}
-
 /**
  * The client end of a TCP connection to one server QP (a `Link`).
  *
@@ -95,7 +90,8 @@ export class TcpLink implements Link {
   #reader: FrameReader;
   #handler: ((m: ServerMessage) => void) | undefined;
   #backlog: ServerMessage[] = [];
-  #pending = new Map<number, PendingWr[]>();
+  /** The work requests of each request sent whose response has not arrived (their ids and ops answer a close). */
+  #pending = new Map<number, readonly WorkRequest[]>();
   #closed = false;
   #closeError: PmrpcError | undefined;
   #closeListeners: Array<(e: PmrpcError | undefined) => void> = [];
@@ -262,10 +258,7 @@ export class TcpLink implements Link {
     if (buffered + framedLength > this.options.sendBufferBytesMax) {
       throw new PmrpcError(TransportErrorCodes.BACKPRESSURE, `${buffered} bytes wait to be sent to QP ${this.qpn}; sending ${framedLength} more would pass sendBufferBytesMax (${this.options.sendBufferBytesMax}): await whenWritable()`);
     }
-    this.#pending.set(
-      msg.seq,
-      msg.wrs.map((w, i) => ({ id: w.id ?? i, op: w.op })),
-    );
+    this.#pending.set(msg.seq, msg.wrs);
     if (this.#outPos + framedLength > this.#out.length) {
       const pending = this.#outPos - this.#outStart;
       const out = Buffer.allocUnsafe(Math.max(OUT_SLAB_BYTES, pending + framedLength));
@@ -431,8 +424,8 @@ export class TcpLink implements Link {
     const pending = [...this.#pending];
     this.#pending.clear();
     for (const [seq, wrs] of pending) {
-      const completions: Completion[] = wrs.map((w) => ({
-        id: w.id,
+      const completions: Completion[] = wrs.map((w, i) => ({
+        id: w.id ?? i,
         op: w.op,
         status: 'error',
         code: TransportErrorCodes.LINK_CLOSED,

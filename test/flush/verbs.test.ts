@@ -158,6 +158,27 @@ t.test('closing a link rejects what is outstanding and refuses new sends', async
   t.equal(s.qp.outstanding, 0, 'a refused send leaves nothing outstanding');
 });
 
+t.test('postChainWith: the outcome goes to the listener with its arg (completions in order, or the close); bad chains throw as postChain', async (t) => {
+  const s = setup({ fabric: { delivery: 'seeded', autoRun: false } });
+  const seen: string[] = [];
+  const listener = {
+    done: (arg: string, cs: { op: string; status: string }[]) => void seen.push(`${arg} done ${cs.map((c) => `${c.op}:${c.status}`).join(',')}`),
+    failed: (arg: string, e: unknown) => void seen.push(`${arg} failed ${(e as { code: string }).code}`),
+  };
+  s.qp.postChainWith([Wr.write({ rkey: s.mr.rkey, addr: 64 }, fill(8, 3)), Wr.read({ rkey: s.mr.rkey, addr: 64 }, 8)], listener, 'a');
+  s.qp.postChainWith([Wr.read({ rkey: 12345, addr: 0 }, 8)], listener, 'b');
+  t.same(seen, [], 'nothing before the fabric runs');
+  s.fabric.run();
+  t.same(seen, ['a done write:ok,read:ok', 'b done read:error']);
+  t.throws(() => s.qp.postChainWith([], listener, 'c'), RangeError);
+  t.throws(() => s.qp.postChainWith([{ op: 'nope' } as never], listener, 'c'), TypeError);
+  const { qp } = s.connect();
+  qp.postChainWith([Wr.read({ rkey: s.mr.rkey, addr: 0 }, 8)], listener, 'd');
+  qp.close();
+  t.same(seen.slice(2), ['d failed PMRPC_ERR_LINK_CLOSED'], 'a close fails what is outstanding');
+  t.equal(qp.outstanding, 0);
+});
+
 t.test('bounds: outstanding messages per QP, posted receives, inbound queue', async (t) => {
   const s = setup({ fabric: { delivery: 'seeded', autoRun: false }, nic: { inboundMessagesMax: 2, recvQueueMax: 1 } });
   const qp = new QueuePair(s.fabric.connect(s.connect().sqp), { outstandingMessagesMax: 1 });

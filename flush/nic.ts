@@ -113,7 +113,7 @@ class QpEngine {
   readonly recvCq: RecvCompletion[] = [];
   readonly inbound: Inbound[] = [];
   readonly entries: CacheEntry[] = [];
-  /** `lazy`: the message is no durable signal (a RESULT after its ACK): a transport may gather it with the next ones. */
+  /** `lazy`: a transport may gather the message with the next ones (no durable signal — a RESULT after its ACK — or one followed at once by another: notify's `more`). */
   sink: ((msg: ServerMessage, lazy?: boolean) => void) | undefined;
   recvNotify: (() => void) | undefined;
   constructor(
@@ -174,10 +174,13 @@ export class ServerQp {
    * 'completion' crash point. `options.lazy`: the message is no durable signal (a decoupled
    * strategy's RESULT), so a transport may gather it with the messages that follow in the same
    * run of callbacks (one socket write for a pass's RESULTs); an ACK or a coupled reply is never lazy.
+   * `options.more`: another notify of this QP follows at once, in the same synchronous run with no
+   * processing between (the replies of one settled batch): a transport may hold this one for it
+   * (one socket write for the batch) — at the latest until the end of the turn, like a lazy one.
    * `options.transfer`: the caller hands `data` over (a fresh buffer it never touches again), so
    * the message carries it as is instead of a copy.
    */
-  notify(data: Uint8Array, imm?: number, options?: { lazy?: boolean; transfer?: boolean }): void {
+  notify(data: Uint8Array, imm?: number, options?: { lazy?: boolean; more?: boolean; transfer?: boolean }): void {
     const e = this.#e;
     if (!(data instanceof Uint8Array)) throw new TypeError('data must be a Uint8Array');
     const region = this.#nic.region;
@@ -185,7 +188,7 @@ export class ServerQp {
     region.crashPoint('completion', region.crashPointHooked ? (imm === undefined ? { qpn: this.qpn, notify: data.length } : { qpn: this.qpn, notify: data.length, imm }) : undefined);
     if (e.sink === undefined) return;
     const bytes = options?.transfer === true ? data : data.slice();
-    e.sink(imm === undefined ? { type: 'notify', qpn: this.qpn, data: bytes } : { type: 'notify', qpn: this.qpn, data: bytes, imm }, options?.lazy === true);
+    e.sink(imm === undefined ? { type: 'notify', qpn: this.qpn, data: bytes } : { type: 'notify', qpn: this.qpn, data: bytes, imm }, options?.lazy === true || options?.more === true);
   }
 
   /** A read-only copy of the scratch buffer (tests, debugging). */

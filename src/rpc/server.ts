@@ -245,6 +245,8 @@ function decodeSecret(secret: unknown): Uint8Array {
 
 /** notify() options of an ACK: its bytes are encoded for the message alone (handed over, not copied). */
 const TRANSFER = Object.freeze({ transfer: true });
+/** notify() options of a reply followed at once by another of the same settled batch (gathered: one socket write). */
+const MORE = Object.freeze({ more: true, transfer: true });
 
 const METHOD_RE = /^[A-Za-z_][A-Za-z0-9_.:/-]{0,127}$/;
 
@@ -667,8 +669,18 @@ export class DurableRpcServer {
     } finally {
       this.#replies = undefined;
     }
-    // What was settled before a failure is still answered (each RESULT through the ack gate).
-    for (const send of replies) send();
+    // What was settled before a failure is still answered (each RESULT through the ack gate). The
+    // batch is settled: its replies follow one another with no processing between, so all but the
+    // last are sent `more` (a coupled strategy's replies, its durable signals, leave in one write).
+    const last = replies.length - 1;
+    try {
+      for (let i = 0; i <= last; i++) {
+        this.#more = i < last;
+        replies[i]!();
+      }
+    } finally {
+      this.#more = false;
+    }
     if (failure !== undefined) throw failure;
   }
 
@@ -677,6 +689,9 @@ export class DurableRpcServer {
 
   /** The region msyncs (strict, file-backed): a pass's ACKs join its RESULTs behind the batch's syncs. */
   #strictFile: boolean;
+
+  /** Inside #processBatch's replies: another reply follows this one at once (notify's `more`). */
+  #more = false;
 
   /** Inside #processBatch: RESULTs held until the batch is settled. */
   #replies: Array<() => void> | undefined;
@@ -834,7 +849,7 @@ export class DurableRpcServer {
   #reply(c: Conn, seq: number, status: number, bytes: Uint8Array, appliedSeq: number): void {
     // A decoupled strategy's RESULT follows its durable signal: the transport may gather it with the
     // pass's other RESULTs (one socket write). A coupled reply is the durable signal: never lazy.
-    c.sqp.notify(encodeResultOf(seq, appliedSeq, status, bytes), RPC_RESULT_IMM, this.#lazyResults);
+    c.sqp.notify(encodeResultOf(seq, appliedSeq, status, bytes), RPC_RESULT_IMM, this.#more ? MORE : this.#lazyResults);
   }
 
   /** The effects of an entry, as committed (record) and as answered (status, bytes). Never throws for a request's fault. */

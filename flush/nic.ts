@@ -202,6 +202,8 @@ export class Rnic {
   readonly options: Readonly<RnicOptions>;
   #mrs: MrTable;
   #qps = new Map<number, QpEngine>();
+  /** #qps' engines in QP number order (its insertion order), walked per work request without an iterator. */
+  #qpList: QpEngine[] = [];
   #nextQpn = 1;
   #cache = new Map<number, CacheEntry>(); // insertion (= seq) order
   #seq = 0;
@@ -251,12 +253,13 @@ export class Rnic {
     const qpn = this.#nextQpn++;
     const e = new QpEngine(qpn, pd, new Uint8Array(this.options.scratchBytes));
     this.#qps.set(qpn, e);
+    this.#qpList.push(e);
     return new ServerQp(this, e);
   }
 
   destroyQp(qpn: number): void {
     this.#drainWhere((x) => x.qpn === qpn);
-    this.#qps.delete(qpn);
+    if (this.#qps.delete(qpn)) this.#qpList = this.#qpList.filter((x) => x.qpn !== qpn);
   }
 
   /** Where the responses and notifications of QP `qpn` go (the transport's server end). */
@@ -344,15 +347,30 @@ export class Rnic {
 
   /** Whether no QP has queued work (busyQps() is empty), without building the list. */
   get idle(): boolean {
-    for (const e of this.#qps.values()) if (e.inbound.length > 0) return false;
+    const list = this.#qpList;
+    for (let i = 0; i < list.length; i++) if (list[i]!.inbound.length > 0) return false;
     return true;
   }
 
   /** QPs with queued work, in QP number order. */
   busyQps(): number[] {
     const out: number[] = [];
-    for (const [qpn, e] of this.#qps) if (e.inbound.length > 0) out.push(qpn);
+    this.busyQpsInto(out);
     return out;
+  }
+
+  /**
+   * busyQps() into `out` (overwritten from index 0; entries past the count are stale), leaving out
+   * the QPs in `except`: the count. For a per-work-request scheduler that reuses one array.
+   */
+  busyQpsInto(out: number[], except?: ReadonlySet<number>): number {
+    let n = 0;
+    const list = this.#qpList;
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i]!;
+      if (e.inbound.length > 0 && (except === undefined || !except.has(e.qpn))) out[n++] = e.qpn;
+    }
+    return n;
   }
 
   /**
@@ -395,12 +413,22 @@ export class Rnic {
 
   /** Executes everything queued, QP by QP. */
   runAll(): void {
-    for (;;) {
-      const busy = this.busyQps();
-      if (busy.length === 0) return;
-      for (const q of busy) this.runQp(q);
+    // The list is reused unless a step's callback (a sink, a listener) calls runAll again.
+    const busy = this.#busyScratch ?? [];
+    this.#busyScratch = undefined;
+    try {
+      for (;;) {
+        const n = this.busyQpsInto(busy);
+        if (n === 0) return;
+        for (let i = 0; i < n; i++) this.runQp(busy[i]!);
+      }
+    } finally {
+      this.#busyScratch = busy;
     }
   }
+
+  /** runAll's list of busy QPs, reused (taken while a runAll runs). */
+  #busyScratch: number[] | undefined = [];
 
   /** The DMA engine catches up: every NIC cache entry drains, oldest first. */
   drainAll(): void {

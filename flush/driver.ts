@@ -56,6 +56,12 @@ export class NicDriver {
     this.faults = faults;
   }
 
+  /** runUntilIdle's body: everything queued, then the idle drain. */
+  readonly #runAll = (): void => {
+    this.nic.runAll();
+    if (this.idleDrain) this.nic.drainAll();
+  };
+
   /** Whether a loop is running (a submit now only queues). */
   get running(): boolean {
     return this.#running;
@@ -75,10 +81,8 @@ export class NicDriver {
     if (this.#running) return false;
     this.#running = true;
     try {
-      this.#pass(() => {
-        this.nic.runAll();
-        if (this.idleDrain) this.nic.drainAll();
-      });
+      if (this.groupCommit) this.#pass(this.#runAll);
+      else this.#runAll(); // no closure per run on the common path
     } finally {
       this.#running = false;
     }
@@ -95,10 +99,16 @@ export class NicDriver {
     this.#running = true;
     let n = 0;
     try {
-      this.#pass(() => {
+      if (this.groupCommit) {
+        this.#pass(() => {
+          while (n < stepsMax && step()) n++;
+          if (this.idleDrain && this.nic.idle) this.nic.drainAll();
+        });
+      } else {
+        // The same body without its closure (one per run otherwise).
         while (n < stepsMax && step()) n++;
         if (this.idleDrain && this.nic.idle) this.nic.drainAll();
-      });
+      }
     } finally {
       this.#running = false;
     }

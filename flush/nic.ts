@@ -113,7 +113,7 @@ class QpEngine {
   readonly recvCq: RecvCompletion[] = [];
   readonly inbound: Inbound[] = [];
   readonly entries: CacheEntry[] = [];
-  /** `lazy`: the message is no durable signal (a RESULT after its ACK): a transport may gather it with the next ones. */
+  /** `lazy`: a transport may gather the message with the next ones (no durable signal — a RESULT after its ACK — or one followed at once by another: notify's `more`). */
   sink: ((msg: ServerMessage, lazy?: boolean) => void) | undefined;
   recvNotify: (() => void) | undefined;
   constructor(
@@ -174,10 +174,13 @@ export class ServerQp {
    * 'completion' crash point. `options.lazy`: the message is no durable signal (a decoupled
    * strategy's RESULT), so a transport may gather it with the messages that follow in the same
    * run of callbacks (one socket write for a pass's RESULTs); an ACK or a coupled reply is never lazy.
+   * `options.more`: another notify of this QP follows at once, in the same synchronous run with no
+   * processing between (the replies of one settled batch): a transport may hold this one for it
+   * (one socket write for the batch) — at the latest until the end of the turn, like a lazy one.
    * `options.transfer`: the caller hands `data` over (a fresh buffer it never touches again), so
    * the message carries it as is instead of a copy.
    */
-  notify(data: Uint8Array, imm?: number, options?: { lazy?: boolean; transfer?: boolean }): void {
+  notify(data: Uint8Array, imm?: number, options?: { lazy?: boolean; more?: boolean; transfer?: boolean }): void {
     const e = this.#e;
     if (!(data instanceof Uint8Array)) throw new TypeError('data must be a Uint8Array');
     const region = this.#nic.region;
@@ -185,7 +188,7 @@ export class ServerQp {
     region.crashPoint('completion', region.crashPointHooked ? (imm === undefined ? { qpn: this.qpn, notify: data.length } : { qpn: this.qpn, notify: data.length, imm }) : undefined);
     if (e.sink === undefined) return;
     const bytes = options?.transfer === true ? data : data.slice();
-    e.sink(imm === undefined ? { type: 'notify', qpn: this.qpn, data: bytes } : { type: 'notify', qpn: this.qpn, data: bytes, imm }, options?.lazy === true);
+    e.sink(imm === undefined ? { type: 'notify', qpn: this.qpn, data: bytes } : { type: 'notify', qpn: this.qpn, data: bytes, imm }, options?.lazy === true || options?.more === true);
   }
 
   /** A read-only copy of the scratch buffer (tests, debugging). */
@@ -199,6 +202,8 @@ export class Rnic {
   readonly options: Readonly<RnicOptions>;
   #mrs: MrTable;
   #qps = new Map<number, QpEngine>();
+  /** #qps' engines in QP number order (its insertion order), walked per work request without an iterator. */
+  #qpList: QpEngine[] = [];
   #nextQpn = 1;
   #cache = new Map<number, CacheEntry>(); // insertion (= seq) order
   #seq = 0;
@@ -248,12 +253,13 @@ export class Rnic {
     const qpn = this.#nextQpn++;
     const e = new QpEngine(qpn, pd, new Uint8Array(this.options.scratchBytes));
     this.#qps.set(qpn, e);
+    this.#qpList.push(e);
     return new ServerQp(this, e);
   }
 
   destroyQp(qpn: number): void {
     this.#drainWhere((x) => x.qpn === qpn);
-    this.#qps.delete(qpn);
+    if (this.#qps.delete(qpn)) this.#qpList = this.#qpList.filter((x) => x.qpn !== qpn);
   }
 
   /** Where the responses and notifications of QP `qpn` go (the transport's server end). */
@@ -341,15 +347,30 @@ export class Rnic {
 
   /** Whether no QP has queued work (busyQps() is empty), without building the list. */
   get idle(): boolean {
-    for (const e of this.#qps.values()) if (e.inbound.length > 0) return false;
+    const list = this.#qpList;
+    for (let i = 0; i < list.length; i++) if (list[i]!.inbound.length > 0) return false;
     return true;
   }
 
   /** QPs with queued work, in QP number order. */
   busyQps(): number[] {
     const out: number[] = [];
-    for (const [qpn, e] of this.#qps) if (e.inbound.length > 0) out.push(qpn);
+    this.busyQpsInto(out);
     return out;
+  }
+
+  /**
+   * busyQps() into `out` (overwritten from index 0; entries past the count are stale), leaving out
+   * the QPs in `except`: the count. For a per-work-request scheduler that reuses one array.
+   */
+  busyQpsInto(out: number[], except?: ReadonlySet<number>): number {
+    let n = 0;
+    const list = this.#qpList;
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i]!;
+      if (e.inbound.length > 0 && (except === undefined || !except.has(e.qpn))) out[n++] = e.qpn;
+    }
+    return n;
   }
 
   /**
@@ -392,12 +413,22 @@ export class Rnic {
 
   /** Executes everything queued, QP by QP. */
   runAll(): void {
-    for (;;) {
-      const busy = this.busyQps();
-      if (busy.length === 0) return;
-      for (const q of busy) this.runQp(q);
+    // The list is reused unless a step's callback (a sink, a listener) calls runAll again.
+    const busy = this.#busyScratch ?? [];
+    this.#busyScratch = undefined;
+    try {
+      for (;;) {
+        const n = this.busyQpsInto(busy);
+        if (n === 0) return;
+        for (let i = 0; i < n; i++) this.runQp(busy[i]!);
+      }
+    } finally {
+      this.#busyScratch = busy;
     }
   }
+
+  /** runAll's list of busy QPs, reused (taken while a runAll runs). */
+  #busyScratch: number[] | undefined = [];
 
   /** The DMA engine catches up: every NIC cache entry drains, oldest first. */
   drainAll(): void {

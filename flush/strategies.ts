@@ -91,8 +91,20 @@ export class CpuPoller {
     return this.#queue.length;
   }
 
+  /**
+   * Numbers the passes: it changes when a pass starts. Every event of a pass was queued before it
+   * started (what its callbacks cause queues for a later pass), so a callback that has already
+   * looked at everything its memory holds during this pass may let its further events of the pass go.
+   */
+  get passId(): number {
+    return this.#passId;
+  }
+
+  #passId = 0;
+
   /** Runs one pass now (at most batchMax events); returns how many ran. */
   runPending(): number {
+    this.#passId++;
     const batch = this.#queue.splice(0, this.options.batchMax);
     for (const ev of batch) {
       if (ev.kind === 'mem') ev.fn(ev.e);

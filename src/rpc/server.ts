@@ -201,6 +201,12 @@ interface Conn {
   gone: boolean;
   /** SEND strategies: the highest sequence whose receive buffer this connection has posted. */
   recvUpTo: number;
+  /**
+   * The CpuPoller pass (passId) in which a CPU pass of this connection polled its ring until it
+   * found it empty: the pass's further doorbells of this connection (writes drained before the
+   * pass began, one per request) would find it empty again, and are let go.
+   */
+  polledEmptyIn: number;
 }
 
 interface PoolTaskState {
@@ -245,6 +251,8 @@ function decodeSecret(secret: unknown): Uint8Array {
 
 /** notify() options of an ACK: its bytes are encoded for the message alone (handed over, not copied). */
 const TRANSFER = Object.freeze({ transfer: true });
+/** notify() options of a reply followed at once by another of the same settled batch (gathered: one socket write). */
+const MORE = Object.freeze({ more: true, transfer: true });
 
 const METHOD_RE = /^[A-Za-z_][A-Za-z0-9_.:/-]{0,127}$/;
 
@@ -403,7 +411,7 @@ export class DurableRpcServer {
     const sqp = this.nic.createQp(pd);
     const ring = store.ring(clientId);
     assert.equal(ring.nextSeq, resumeSeq, 'the ring polls from the resume point');
-    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, failed: false, gone: false, recvUpTo: resumeSeq - 1 };
+    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, failed: false, gone: false, recvUpTo: resumeSeq - 1, polledEmptyIn: -1 };
     this.#conns.set(clientId, conn);
     this.#lastSeen.set(clientId, this.options.clock.nowMs());
     this.#dormant.delete(clientId);
@@ -411,7 +419,7 @@ export class DurableRpcServer {
     if (SEND_STRATEGIES.has(this.strategy)) {
       for (let s = resumeSeq; s <= applied + g.ringSlots; s++) sqp.postRecv({ id: s, addr: ring.slotOffset(s), len: g.slotBytes });
       conn.recvUpTo = Math.max(conn.recvUpTo, applied + g.ringSlots);
-      conn.stops.push(this.#poller.watchRecv(sqp, () => this.#service(conn)));
+      conn.stops.push(this.#poller.watchRecv(sqp, () => this.#doorbell(conn)));
     } else {
       if (this.strategy === 'gpspm') {
         // Flush requests carry the sequence in imm and no payload: zero-length receive buffers.
@@ -421,7 +429,7 @@ export class DurableRpcServer {
         conn.stops.push(this.#poller.watchRecv(sqp, (c) => this.#onFlushRequest(conn, c)));
       }
       // gpspm's doorbell is its flush request; the other WRITE strategies watch the ring for drained writes.
-      else conn.stops.push(this.#poller.watchMemory({ offset: info.ringOffset, len: ringBytes, qpn: sqp.qpn }, () => this.#service(conn)));
+      else conn.stops.push(this.#poller.watchMemory({ offset: info.ringOffset, len: ringBytes, qpn: sqp.qpn }, () => this.#doorbell(conn)));
     }
     const results: KnownResult[] = [];
     for (const s of awaiting) {
@@ -607,12 +615,22 @@ export class DurableRpcServer {
     }
   }
 
+  /** A drained write into c's ring (or a receive completion): a CPU pass, unless one of this poller pass already found the ring empty. */
+  #doorbell(c: Conn): void {
+    if (c.polledEmptyIn === this.#poller.passId) return;
+    this.#service(c);
+  }
+
   #pass(c: Conn, beforeProcess?: () => void): void {
     const polled: RingEntry[] = [];
     try {
       for (let i = 0; i < this.options.batchMax; i++) {
         const p = c.ring.poll();
-        if (p.kind !== 'entry') break;
+        if (p.kind !== 'entry') {
+          // Empty (not a partial entry, whose polls are counted): nothing drained before this poller pass is left.
+          if (p.kind === 'empty') c.polledEmptyIn = this.#poller.passId;
+          break;
+        }
         polled.push(p.entry);
       }
     } catch (e) {
@@ -667,8 +685,18 @@ export class DurableRpcServer {
     } finally {
       this.#replies = undefined;
     }
-    // What was settled before a failure is still answered (each RESULT through the ack gate).
-    for (const send of replies) send();
+    // What was settled before a failure is still answered (each RESULT through the ack gate). The
+    // batch is settled: its replies follow one another with no processing between, so all but the
+    // last are sent `more` (a coupled strategy's replies, its durable signals, leave in one write).
+    const last = replies.length - 1;
+    try {
+      for (let i = 0; i <= last; i++) {
+        this.#more = i < last;
+        replies[i]!();
+      }
+    } finally {
+      this.#more = false;
+    }
     if (failure !== undefined) throw failure;
   }
 
@@ -677,6 +705,9 @@ export class DurableRpcServer {
 
   /** The region msyncs (strict, file-backed): a pass's ACKs join its RESULTs behind the batch's syncs. */
   #strictFile: boolean;
+
+  /** Inside #processBatch's replies: another reply follows this one at once (notify's `more`). */
+  #more = false;
 
   /** Inside #processBatch: RESULTs held until the batch is settled. */
   #replies: Array<() => void> | undefined;
@@ -834,7 +865,7 @@ export class DurableRpcServer {
   #reply(c: Conn, seq: number, status: number, bytes: Uint8Array, appliedSeq: number): void {
     // A decoupled strategy's RESULT follows its durable signal: the transport may gather it with the
     // pass's other RESULTs (one socket write). A coupled reply is the durable signal: never lazy.
-    c.sqp.notify(encodeResultOf(seq, appliedSeq, status, bytes), RPC_RESULT_IMM, this.#lazyResults);
+    c.sqp.notify(encodeResultOf(seq, appliedSeq, status, bytes), RPC_RESULT_IMM, this.#more ? MORE : this.#lazyResults);
   }
 
   /** The effects of an entry, as committed (record) and as answered (status, bytes). Never throws for a request's fault. */

@@ -593,9 +593,14 @@ export class TcpNicServer {
   }
 
   #nicBusy(): boolean {
-    for (const q of this.nic.busyQps()) if (!this.#failedQps.has(q)) return true;
-    return false;
+    return this.nic.busyQpsInto(this.#busyScratch, this.#failedQps) > 0;
   }
+
+  /** #stepOne's list of busy QPs, reused (one per work request otherwise). */
+  readonly #busyScratch: number[] = [];
+
+  /** The step of #runNic's loop (one closure, not one per run). */
+  readonly #step = (): boolean => this.#stepOne();
 
   #runNic(): void {
     if (this.#driver.running) return;
@@ -606,7 +611,7 @@ export class TcpNicServer {
     // microtask), so no durable signal waits behind processing.
     this.#inRun = true;
     try {
-      this.#driver.runSteps(() => this.#stepOne(), Number.MAX_SAFE_INTEGER);
+      this.#driver.runSteps(this.#step, Number.MAX_SAFE_INTEGER);
     } catch (e) {
       // The idle drain threw (a closed region): nothing to blame a connection for; the next request reports it.
       void e;
@@ -628,10 +633,10 @@ export class TcpNicServer {
   /** Executes one work request of the next busy QP (round robin), within the budget. */
   #stepOne(): boolean {
     if (this.#budget <= 0) return false;
-    const all = this.nic.busyQps();
-    const busy = this.#failedQps.size === 0 ? all : all.filter((q) => !this.#failedQps.has(q));
-    if (busy.length === 0) return false;
-    const q = busy[this.#rr++ % busy.length]!;
+    const busy = this.#busyScratch;
+    const n = this.nic.busyQpsInto(busy, this.#failedQps.size === 0 ? undefined : this.#failedQps);
+    if (n === 0) return false;
+    const q = busy[this.#rr++ % n]!;
     this.#spend(execUnits(this.nic.peekWr(q)?.wr));
     try {
       this.nic.step(q);

@@ -54,3 +54,45 @@ for (const [strategy, frames] of Object.entries(DURABLE_FRAMES) as Array<[RpcStr
     t.same(order, ['durable', 'result'], 'the client learns durability before the result');
   });
 }
+
+// A coupled strategy's reply is its durable signal, so it is never held for a later turn; but the
+// replies of one settled batch follow one another with no processing between them (notify's
+// `more`): they leave in one socket write, not one each (which cost farm and darpc a syscall per
+// request, a baseline handicap the decoupled strategies do not have).
+for (const strategy of ['farm', 'darpc'] as const) {
+  t.test(`${strategy}: the replies of one batch leave in one socket write`, async (t) => {
+    const { Socket } = await import('node:net');
+    let node: NodeHost<RpcAppServer> | undefined;
+    node = await NodeHost.start<RpcAppServer>({
+      app: 'rpc',
+      pmPath: undefined,
+      sizeBytes: 2 << 20,
+      appOptions: { strategy, handlers: { m: () => ({ images: [], result: new Uint8Array([1]) }) } },
+      entropy: seededEntropy(createPrng(seed)),
+      region: { seed, entropy: seededEntropy(createPrng(seed + 1)) },
+    });
+    t.teardown(() => node!.close());
+    const port = node.address().port;
+    const c = await RemoteRpcClient.connect({ port });
+    t.teardown(() => c.close());
+    await c.rpc.call('m', new Uint8Array(8)).result; // warm: the connection is set up
+    const write = Socket.prototype.write;
+    let serverWrites = 0;
+    Socket.prototype.write = function (this: InstanceType<typeof Socket>, ...args: unknown[]) {
+      if (this.localPort === port) serverWrites++;
+      return (write as (...a: unknown[]) => boolean).apply(this, args);
+    } as typeof write;
+    t.teardown(() => {
+      Socket.prototype.write = write;
+    });
+    const n = 16;
+    const order: number[] = [];
+    const calls = Array.from({ length: n }, (_, i) => c.rpc.call('m', new Uint8Array(8)).result.then(() => order.push(i)));
+    await Promise.all(calls);
+    Socket.prototype.write = write;
+    t.same(order, Array.from({ length: n }, (_, i) => i), 'the replies arrive in request order');
+    // Before: ≥ n writes (one per reply). The n requests may reach the server in a few reads, each
+    // with its own NIC run and batch; a handful of writes at most.
+    t.ok(serverWrites <= 4, `${serverWrites} server writes for ${n} replies sent together`);
+  });
+}

@@ -2,7 +2,7 @@
  * The `App` contract (DESIGN §6, §8): what an application hosted on one PM region supplies, so that
  * one node host (src/node: a process on a PM file, serving over TCP) and one crash explorer
  * (src/testing/crash: in-process, on crash images) can run any app — the durable RPC app, PRISM-KV,
- * and PRISM-RS / PRISM-TX as they land.
+ * PRISM-RS, PRISM-TX and their baselines.
  *
  * Life cycle, the same in both hosts:
  *   new region → app.format(region, o) → app.open(host, o) → server.recover() → server.accept(hello)… → server.close()

@@ -1,6 +1,6 @@
 /**
  * The apps a node can host, by name (what `pmrpc serve --app NAME` and a cluster file's `app`
- * accept). PRISM-RS and PRISM-TX join this table when they land.
+ * accept): rpc, kv, rs, rslock, tx, txfarm, txford.
  */
 import { PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
 import type { App } from '../apps/index.js';

@@ -1,0 +1,213 @@
+// The repository is self-contained (issue 26): every "DESIGN §N" / "DESIGN §N.M" in code and docs
+// names a numbered section of docs/design.md (DESIGN is docs/design.md), and every link or relative
+// path in README.md and docs/*.md (outside fenced code blocks) resolves to a file inside the
+// repository — with its #anchor, when it has one, naming a heading of that file.
+import t from 'tap';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const SKIP_DIRS = new Set(['node_modules', 'dist', '.git', 'prebuilds', 'build']);
+const SCANNED = /\.(ts|mts|cts|js|mjs|cjs|md|json|proto|cc)$/;
+
+function walk(dir: string, out: string[] = []): string[] {
+  for (const name of readdirSync(dir)) {
+    if (SKIP_DIRS.has(name)) continue;
+    const p = join(dir, name);
+    const st = statSync(p);
+    if (st.isDirectory()) walk(p, out);
+    else if (SCANNED.test(name)) out.push(p);
+  }
+  return out;
+}
+
+const rel = (p: string): string => relative(ROOT, p).split(sep).join('/');
+const lineOf = (text: string, index: number): number => text.slice(0, index).split('\n').length;
+
+// ── docs/design.md's numbered sections ────────────────────────────────────────────────────────────
+
+/** The section numbers of a design document: `## N. Title` and `### N.M Title`. */
+function designSections(md: string): { sections: Set<string>; order: string[] } {
+  const order: string[] = [];
+  for (const m of stripFences(md).matchAll(/^(#{2,3}) (\d+)\.(\d+)?[ .]/gm)) {
+    const [, hashes, major, minor] = m;
+    if (hashes === '##' && minor === undefined) order.push(major!);
+    else if (hashes === '###' && minor !== undefined) order.push(`${major}.${minor}`);
+  }
+  return { sections: new Set(order), order };
+}
+
+/**
+ * Every DESIGN reference in a text: "DESIGN §2.1", a comment wrapped between "DESIGN" and "§"
+ * ("DESIGN\n * §2.2"), and the sections listed after it ("DESIGN §6, §8", "DESIGN §5 / §9").
+ */
+function designRefs(text: string): { section: string; index: number }[] {
+  const out: { section: string; index: number }[] = [];
+  const head = /DESIGN(?:\.md)?(?:[ \t]|\n[ \t]*(?:\*|\/\/|#)?[ \t]*)*§[ \t]*(\d+(?:\.\d+)*)/g;
+  for (const m of text.matchAll(head)) {
+    out.push({ section: m[1]!, index: m.index! });
+    // Sections listed after the first: ", §8", " / §9", " and §3".
+    let rest = text.slice(m.index! + m[0].length);
+    let offset = m.index! + m[0].length;
+    for (;;) {
+      const more = /^(?:\s*(?:\([^)]*\))?)?\s*(?:,|\/|and|or|;)\s*§[ \t]*(\d+(?:\.\d+)*)/.exec(rest);
+      if (more === null) break;
+      out.push({ section: more[1]!, index: offset });
+      rest = rest.slice(more[0].length);
+      offset += more[0].length;
+    }
+  }
+  return out;
+}
+
+/** The text with fenced code blocks blanked (offsets and line numbers kept). */
+function stripFences(md: string): string {
+  return md.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, (block) => block.replace(/[^\n]/g, ' '));
+}
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens; repeats get -1, -2, … */
+function headingAnchors(md: string): Set<string> {
+  const seen = new Map<string, number>();
+  const out = new Set<string>();
+  for (const m of stripFences(md).matchAll(/^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$/gm)) {
+    const text = m[1]!.replace(/`/g, '').replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
+    const base = text.toLowerCase().replace(/[^\p{L}\p{N}\- _]/gu, '').replace(/ /g, '-');
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    out.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return out;
+}
+
+/** Links of a markdown text outside fenced code blocks and inline code: [text](target), ![alt](target), [ref]: target. */
+function markdownLinks(md: string): { target: string; index: number }[] {
+  const prose = stripFences(md).replace(/`[^`\n]*`/g, (code) => ' '.repeat(code.length));
+  const out: { target: string; index: number }[] = [];
+  for (const m of prose.matchAll(/!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) out.push({ target: m[1]!, index: m.index! });
+  for (const m of prose.matchAll(/^\s{0,3}\[[^\]\n]+\]:\s*<?(\S+?)>?(?:\s+"[^"]*")?\s*$/gm)) out.push({ target: m[1]!, index: m.index! });
+  return out;
+}
+
+/** Paths in prose (inline code included, fenced blocks not) that leave the file's folder upwards, or name a machine's absolute path. */
+function proseUpwardPaths(md: string): { path: string; index: number }[] {
+  const prose = stripFences(md);
+  const out: { path: string; index: number }[] = [];
+  for (const m of prose.matchAll(/(?<![\w./-])((?:\.\.\/)+[\w.@+-][\w./@+-]*)/g)) out.push({ path: m[1]!, index: m.index! });
+  for (const m of prose.matchAll(/(?<![\w.:/-])(\/(?:work|home|Users|root)\/[\w./@+-]*)/g)) out.push({ path: m[1]!, index: m.index! });
+  return out;
+}
+
+const insideRepo = (abs: string): boolean => abs === ROOT || abs.startsWith(ROOT + sep);
+
+// ── the tests ─────────────────────────────────────────────────────────────────────────────────────
+
+const designPath = join(ROOT, 'docs', 'design.md');
+const design = existsSync(designPath) ? readFileSync(designPath, 'utf8') : '';
+const { sections, order } = designSections(design);
+const files = walk(ROOT);
+const mdDocs = [join(ROOT, 'README.md'), ...readdirSync(join(ROOT, 'docs')).filter((n) => n.endsWith('.md')).map((n) => join(ROOT, 'docs', n))];
+
+t.test('the helpers see what they should (and fail on what they should)', async (t) => {
+  t.same(designRefs('a (DESIGN §2.1) b').map((r) => r.section), ['2.1']);
+  t.same(designRefs(' * from host memory (DESIGN\n * §2.2 (i)) and').map((r) => r.section), ['2.2']);
+  t.same(designRefs('// DESIGN\n// §7').map((r) => r.section), ['7']);
+  t.same(designRefs('(DESIGN §6, §8)').map((r) => r.section), ['6', '8']);
+  t.same(designRefs('DESIGN §5 / §9. GET').map((r) => r.section), ['5', '9']);
+  t.same(designRefs('DESIGN §2.2 (iii), §5 and §8').map((r) => r.section), ['2.2', '5', '8']);
+  t.same(designRefs('DESIGN.md §12.3').map((r) => r.section), ['12.3']);
+  t.same(designRefs('design §3 and § 4').map((r) => r.section), [], 'only DESIGN (upper case) is a reference');
+  const s = designSections('# T\n## 1. One\n### 1.1 Sub\n```\n## 9. in a fence\n```\n## 2. Two\n');
+  t.same(s.order, ['1', '1.1', '2']);
+  t.same(markdownLinks('see [a](x.md#y) and `[b](no.md)` and\n```\n[c](no2.md)\n```\n[r]: ../out.md').map((l) => l.target), ['x.md#y', '../out.md']);
+  t.same(proseUpwardPaths('in [D](../shared/DESIGN.md) and `/work/wt-base` but\n```\ncd ../x\n```').map((p) => p.path), ['../shared/DESIGN.md', '/work/wt-base']);
+  const anchors = headingAnchors('# pmrpc — design\n## 2. The hardware model (the fidelity contract)\n### 2.1 PM device (pmem/)\n## Notes\n## Notes\n');
+  t.ok(anchors.has('2-the-hardware-model-the-fidelity-contract'));
+  t.ok(anchors.has('21-pm-device-pmem'));
+  t.ok(anchors.has('notes-1'), 'a repeated heading gets -1');
+});
+
+t.test('docs/design.md has numbered sections in order', async (t) => {
+  t.ok(design.length > 0, 'docs/design.md exists');
+  const words = stripFences(design).split(/\s+/).filter((w) => /[\p{L}\p{N}]/u.test(w)).length;
+  t.ok(words >= 3000, `docs/design.md has ${words} words (at least 3,000)`);
+  // Sections are 1, 2, 2.1, 2.2, …, 3, …: each top-level number one more than the last, each
+  // subsection under its own section and one more than the last.
+  let major = 0;
+  let minor = 0;
+  const bad: string[] = [];
+  for (const s of order) {
+    const [a, b] = s.split('.').map(Number);
+    if (b === undefined) {
+      if (a !== major + 1) bad.push(`§${s} after §${major}`);
+      major = a!;
+      minor = 0;
+    } else {
+      if (a !== major || b !== minor + 1) bad.push(`§${s} after §${major}.${minor}`);
+      minor = b;
+    }
+  }
+  t.same(bad, [], 'section numbers run in order');
+  t.ok(order.length >= 10, `${order.length} numbered sections`);
+});
+
+t.test('every DESIGN §N reference names a section of docs/design.md', async (t) => {
+  const missing: string[] = [];
+  let count = 0;
+  for (const f of files) {
+    if (rel(f) === 'test/docs/references.test.ts') continue; // its own examples
+    const text = readFileSync(f, 'utf8');
+    if (!text.includes('DESIGN')) continue;
+    for (const r of designRefs(text)) {
+      count++;
+      if (!sections.has(r.section)) missing.push(`${rel(f)}:${lineOf(text, r.index)}: DESIGN §${r.section}`);
+    }
+  }
+  // Within docs/design.md, a bare §N cross-reference must resolve too.
+  for (const m of stripFences(design).matchAll(/§[ \t]*(\d+(?:\.\d+)*)/g)) {
+    count++;
+    if (!sections.has(m[1]!)) missing.push(`docs/design.md:${lineOf(design, m.index!)}: §${m[1]}`);
+  }
+  t.ok(count >= 200, `${count} references checked`);
+  t.same(missing, [], 'references to sections docs/design.md does not have');
+});
+
+t.test('nothing names the design document outside the repository', async (t) => {
+  const outside: string[] = [];
+  for (const f of files) {
+    if (rel(f) === 'test/docs/references.test.ts') continue;
+    const text = readFileSync(f, 'utf8');
+    for (const m of text.matchAll(/shared\/DESIGN|\.\.\/DESIGN\.md|\/work\/shared/g)) outside.push(`${rel(f)}:${lineOf(text, m.index!)}: ${m[0]}`);
+  }
+  t.same(outside, []);
+});
+
+t.test('every link and relative path in README.md and docs/*.md resolves inside the repository', async (t) => {
+  const broken: string[] = [];
+  let checked = 0;
+  for (const f of mdDocs) {
+    const text = readFileSync(f, 'utf8');
+    for (const { target, index } of markdownLinks(text)) {
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto: — not a path
+      checked++;
+      const [pathPart, anchor] = target.split('#', 2) as [string, string | undefined];
+      const abs = pathPart === '' ? f : resolve(dirname(f), decodeURIComponent(pathPart));
+      const where = `${rel(f)}:${lineOf(text, index)}: ${target}`;
+      if (!insideRepo(abs)) { broken.push(`${where} (outside the repository)`); continue; }
+      if (!existsSync(abs)) { broken.push(`${where} (no such file)`); continue; }
+      if (anchor !== undefined && anchor !== '' && abs.endsWith('.md') && !headingAnchors(readFileSync(abs, 'utf8')).has(anchor.toLowerCase())) {
+        broken.push(`${where} (no heading #${anchor} in ${rel(abs)})`);
+      }
+    }
+    for (const { path, index } of proseUpwardPaths(text)) {
+      checked++;
+      const where = `${rel(f)}:${lineOf(text, index)}: ${path}`;
+      if (path.startsWith('/')) { broken.push(`${where} (a machine's absolute path)`); continue; }
+      const abs = resolve(dirname(f), path.replace(/[.,;:]+$/, ''));
+      if (!insideRepo(abs)) broken.push(`${where} (outside the repository)`);
+      else if (!existsSync(abs)) broken.push(`${where} (no such file)`);
+    }
+  }
+  t.ok(checked >= 20, `${checked} links and paths checked`);
+  t.same(broken, [], 'links and paths that do not resolve inside the repository');
+});

@@ -211,3 +211,68 @@ t.test('every link and relative path in README.md and docs/*.md resolves inside 
   t.ok(checked >= 20, `${checked} links and paths checked`);
   t.same(broken, [], 'links and paths that do not resolve inside the repository');
 });
+
+// ── docs/architecture.md names today's tree ───────────────────────────────────────────────────────
+
+/** Repository paths named in a markdown text outside fenced code blocks (`src/rpc/server.ts`, `recovery/`). */
+function namedPaths(md: string): { path: string; index: number }[] {
+  const prose = stripFences(md);
+  const out: { path: string; index: number }[] = [];
+  const re = /(?<![\w./#-])((?:pmem|flush|recovery|src|bench|cli|test|native|proto|docs|\.ci)\/[\w./-]*)/g;
+  for (const m of prose.matchAll(re)) out.push({ path: m[1]!.replace(/[.,;:]+$/, ''), index: m.index! });
+  return out;
+}
+
+/** `Name` or `Name.member` written right before (`path.ts`): the name and member a file must define. */
+function namedSymbols(md: string): { name: string; member?: string; path: string; index: number }[] {
+  const out: { name: string; member?: string; path: string; index: number }[] = [];
+  const re = /`([A-Za-z_$][\w$]*)((?:\.#?[\w$]+)?)(?:\([^`]*\))?` \(`([\w./-]+\.ts)`/g;
+  for (const m of stripFences(md).matchAll(re)) {
+    out.push({ name: m[1]!, ...(m[2] ? { member: m[2].slice(1) } : {}), path: m[3]!, index: m.index! });
+  }
+  return out;
+}
+
+/** Whether a TypeScript source exports `name`, and (when asked) defines `member` in it. */
+function definesSymbol(src: string, name: string, member?: string): boolean {
+  const esc = (s: string): string => s.replace(/[$#]/g, '\\$&');
+  const exported =
+    new RegExp(`export\\s+(?:declare\\s+)?(?:default\\s+)?(?:abstract\\s+)?(?:async\\s+)?(?:class|function\\*?|const|let|interface|type|enum)\\s+${esc(name)}\\b`).test(src) ||
+    new RegExp(`export\\s*(?:type\\s*)?\\{[^}]*\\b${esc(name)}\\b[^}]*\\}`).test(src);
+  if (!exported) return false;
+  if (member === undefined) return true;
+  return new RegExp(`(?:^|[\\s{,])(?:static\\s+|async\\s+|get\\s+|readonly\\s+)*${esc(member)}\\s*(?:<[^>]*>)?\\s*[(:=]`, 'm').test(src);
+}
+
+t.test('docs/architecture.md: the helpers see what they should', async (t) => {
+  t.same(namedPaths('in `src/node/host.ts`, flush/ and (recovery/ring.ts).\n```\nsrc/x.ts\n```').map((p) => p.path), ['src/node/host.ts', 'flush/', 'recovery/ring.ts']);
+  t.same(namedSymbols('`NodeHost.start` (`src/node/host.ts`) and `Ring.poll` (`recovery/ring.ts`), `encodeEntry` (`recovery/ring.ts`: x)').map(({ index: _i, ...s }) => s), [
+    { name: 'NodeHost', member: 'start', path: 'src/node/host.ts' },
+    { name: 'Ring', member: 'poll', path: 'recovery/ring.ts' },
+    { name: 'encodeEntry', path: 'recovery/ring.ts' },
+  ]);
+  const src = 'export class A {\n  static async start(o) {}\n  #wrs(p) {}\n}\nexport const b = Object.freeze({ format(r) {} });\nexport { C } from "./c.js";';
+  t.ok(definesSymbol(src, 'A', 'start'));
+  t.ok(definesSymbol(src, 'A', '#wrs'));
+  t.ok(definesSymbol(src, 'b', 'format'));
+  t.ok(definesSymbol(src, 'C'));
+  t.notOk(definesSymbol(src, 'A', 'stop'), 'a missing member');
+  t.notOk(definesSymbol(src, 'D'), 'a missing export');
+  t.notOk(definesSymbol('class E {}', 'E'), 'defined but not exported');
+});
+
+t.test('every source path docs/architecture.md names exists, with the exports named beside it', async (t) => {
+  const md = readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8');
+  const paths = namedPaths(md);
+  t.ok(paths.length >= 60, `${paths.length} paths named`);
+  const missing = paths.filter((p) => !existsSync(join(ROOT, p.path))).map((p) => `docs/architecture.md:${lineOf(md, p.index)}: ${p.path}`);
+  t.same(missing, [], 'paths that do not exist');
+  const symbols = namedSymbols(md);
+  t.ok(symbols.length >= 40, `${symbols.length} names checked against their files`);
+  const wrong = symbols
+    .filter((s) => !existsSync(join(ROOT, s.path)) || !definesSymbol(readFileSync(join(ROOT, s.path), 'utf8'), s.name, s.member))
+    .map((s) => `docs/architecture.md:${lineOf(md, s.index)}: ${s.name}${s.member ? `.${s.member}` : ''} in ${s.path}`);
+  t.same(wrong, [], 'names the named file does not export (or define)');
+  // The files the old page named, gone since: they must not come back as names.
+  for (const gone of ['src/transport/tcp.ts', 'src/server/handshake.ts', 'src/crash/engine.ts']) t.notOk(md.includes(gone), `${gone} is not named`);
+});

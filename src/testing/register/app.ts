@@ -1,6 +1,6 @@
 /**
  * TEST-ONLY: a replicated register app, to exercise multi-node crash paths of the crash explorer
- * before PRISM-RS exists. It is not PRISM-RS: no ALLOCATE, no indirection, values are one u64.
+ * with less machinery than PRISM-RS. It is not PRISM-RS: no ALLOCATE, no indirection, values are one u64.
  *
  * Each node holds `registers` cells of 32 bytes after a 64-byte header, at `base`:
  *

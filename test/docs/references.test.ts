@@ -44,7 +44,7 @@ function designSections(md: string): { sections: Set<string>; order: string[] } 
  */
 function designRefs(text: string): { section: string; index: number }[] {
   const out: { section: string; index: number }[] = [];
-  const head = /DESIGN(?:\.md)?(?:[ \t]|\n[ \t]*(?:\*|\/\/|#)?[ \t]*)*§[ \t]*(\d+(?:\.\d+)*)/g;
+  const head = /(?:DESIGN(?:\.md)?|design\.md\)?)(?:[ \t]|\n[ \t]*(?:\*|\/\/|#)?[ \t]*)*§[ \t]*(\d+(?:\.\d+)*)/g;
   for (const m of text.matchAll(head)) {
     out.push({ section: m[1]!, index: m.index! });
     // Sections listed after the first: ", §8", " / §9", " and §3".
@@ -116,6 +116,7 @@ t.test('the helpers see what they should (and fail on what they should)', async 
   t.same(designRefs('DESIGN §5 / §9. GET').map((r) => r.section), ['5', '9']);
   t.same(designRefs('DESIGN §2.2 (iii), §5 and §8').map((r) => r.section), ['2.2', '5', '8']);
   t.same(designRefs('DESIGN.md §12.3').map((r) => r.section), ['12.3']);
+  t.same(designRefs('see docs/design.md §4 and [design.md](design.md) §2.2').map((r) => r.section), ['4', '2.2']);
   t.same(designRefs('design §3 and § 4').map((r) => r.section), [], 'only DESIGN (upper case) is a reference');
   const s = designSections('# T\n## 1. One\n### 1.1 Sub\n```\n## 9. in a fence\n```\n## 2. Two\n');
   t.same(s.order, ['1', '1.1', '2']);

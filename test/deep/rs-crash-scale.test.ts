@@ -2,10 +2,10 @@
 // NIC configuration, until at least 10,000 distinct (crash point, image) pairs are checked (at most
 // 8 seeds), zero violations, no undecided linearizability search. (Nested crashes: crash.test.ts.)
 import t from 'tap';
-import { explore, rsExplorerApp, withDistinctImages } from '../../../src/testing/crash/index.js';
+import { explore, rsExplorerApp, withDistinctImages } from '../../src/testing/crash/index.js';
 
 const seed = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
-t.comment(`seed ${seed} (replay: PMRPC_SEED=${seed} npx tap test/apps/rs/crash-scale.test.ts; a violation prints its pmrpc crash-test command)`);
+t.comment(`seed ${seed} (replay: PMRPC_SEED=${seed} npx tap test/deep/rs-crash-scale.test.ts; a violation prints its pmrpc crash-test command)`);
 t.setTimeout(900_000);
 
 t.test('scale: at least 10,000 distinct (crash point, image) pairs across NIC configurations, no violation', async (t) => {

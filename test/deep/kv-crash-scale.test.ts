@@ -4,10 +4,10 @@
 // undecided linearizability search. Seed 2 draws eager drain + DDIO, under which the GET used to
 // return a value a crash took back (before its chain FLUSHed what it read).
 import t from 'tap';
-import { explore, kvExplorerApp, withDistinctImages } from '../../../src/testing/crash/index.js';
+import { explore, kvExplorerApp, withDistinctImages } from '../../src/testing/crash/index.js';
 
 const seed = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
-t.comment(`seed ${seed} (replay: PMRPC_SEED=${seed} npx tap test/apps/kv/crash-scale.test.ts; a violation prints its pmrpc crash-test command)`);
+t.comment(`seed ${seed} (replay: PMRPC_SEED=${seed} npx tap test/deep/kv-crash-scale.test.ts; a violation prints its pmrpc crash-test command)`);
 // A loaded machine may take minutes; a timeout is not an assertion (CI: about 30 s of CPU).
 t.setTimeout(900_000);
 

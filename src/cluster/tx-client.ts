@@ -3,10 +3,10 @@
  * a `txShardSource` (one reconnecting link per shard), with its incarnation allocated from what
  * the shards hold (TxClient.nextIncarnation) unless the caller gives one.
  */
-import { PmrpcError, resolveOptions, systemClock, intIn, optional, must, nonEmptyString, type Clock, type OptionChecks } from '../../pmem/index.js';
+import { PmrpcError, resolveOptions, systemClock, intIn, optional, must, nonEmptyString, positiveMs, type Clock, type OptionChecks } from '../../pmem/index.js';
 import { TxClient, TxErrorCodes, type TxFaults } from '../apps/tx/index.js';
-import { txShardSource, type TxShardSource } from './tx.js';
-import type { ClusterNodeSpec, ClusterSpec } from './spec.js';
+import { txShards, txShardSource, type TxShardSource } from './tx.js';
+import { toClusterSpec, type ClusterNodeSpec, type ClusterSpec } from './spec.js';
 
 export interface TxClusterOptions {
   /** This client's record slot on every shard (0 ≤ client < the shards' client slots): one process per slot at a time. */
@@ -17,6 +17,8 @@ export interface TxClusterOptions {
   authToken: string | undefined;
   /** The client's name in the nodes' logs. */
   name: string;
+  /** How long connectTxCluster waits for every shard to answer (PMRPC_ERR_TX_SHARD_UNAVAILABLE after). */
+  connectTimeoutMs: number;
   clock: Clock;
   faults: Partial<TxFaults>;
 }
@@ -25,6 +27,7 @@ export const TX_CLUSTER_DEFAULTS: Readonly<Omit<TxClusterOptions, 'client'>> = O
   incarnation: undefined,
   authToken: undefined,
   name: 'pmrpc-tx',
+  connectTimeoutMs: 10_000,
   clock: systemClock,
   faults: Object.freeze({}),
 });
@@ -33,6 +36,7 @@ const CHECKS: OptionChecks<TxClusterOptions> = {
   client: intIn(0, 255),
   incarnation: optional(intIn(0, 0xffff)),
   name: nonEmptyString,
+  connectTimeoutMs: positiveMs,
   clock: must((v) => v !== null && typeof v === 'object' && typeof (v as Clock).setTimer === 'function', 'must be a Clock'),
 };
 
@@ -63,9 +67,18 @@ export type TxShards = string | ClusterSpec | Record<string, unknown> | Readonly
  */
 export async function connectTxCluster(shards: TxShards, options: Partial<TxClusterOptions> & Pick<TxClusterOptions, 'client'>): Promise<TxClusterClient> {
   const o = resolveOptions(TX_CLUSTER_DEFAULTS as Readonly<TxClusterOptions>, options, CHECKS);
-  const spec = Array.isArray(shards) ? addressesSpec(shards as ReadonlyArray<{ host: string; port: number }>) : (shards as string | ClusterSpec | Record<string, unknown>);
+  const spec = Array.isArray(shards) ? addressesSpec(shards as ReadonlyArray<{ host: string; port: number }>) : toClusterSpec(shards as string | ClusterSpec | Record<string, unknown>);
+  const nodes = txShards(spec);
   const links = txShardSource(spec, { authToken: o.authToken, name: `${o.name}#${o.client}`, clock: o.clock });
   try {
+    // Every shard up first (the links dial in the background), within connectTimeoutMs of the clock.
+    const t0 = o.clock.nowMs();
+    for (;;) {
+      const down = nodes.findIndex((_, s) => links.source(s) === undefined);
+      if (down < 0) break;
+      if (o.clock.nowMs() - t0 >= o.connectTimeoutMs) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${down} (node ${nodes[down]!.id} at ${nodes[down]!.host}:${nodes[down]!.port}) did not answer within ${o.connectTimeoutMs} ms`);
+      await new Promise<void>((resolve) => o.clock.setTimer(5, resolve));
+    }
     const incarnation = o.incarnation ?? (await TxClient.nextIncarnation(links.source, o.client, o.clock));
     return new TxClusterClient(links, { client: o.client, incarnation, clock: o.clock, faults: o.faults });
   } catch (e) {

@@ -50,7 +50,7 @@ async function serve(t: Tap.Test, args: string[]): Promise<{ port: number; stop:
   const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
   const line = await new Promise<string>((res, rej) => {
     let buf = '';
-    const timer = setTimeout(() => rej(new Error(`serve printed nothing in 30 s; stderr: ${stderr}`)), 30_000);
+    const timer = setTimeout(() => rej(new Error(`serve printed nothing in 120 s; stderr: ${stderr}`)), 120_000);
     child.stdout!.on('data', (c: Buffer) => {
       buf += c.toString();
       const nl = buf.indexOf('\n');

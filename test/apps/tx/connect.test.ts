@@ -82,5 +82,27 @@ t.test('bad options and unreachable shards are refused with codes', async (t) =>
   await t.rejects(connectTxCluster(addrs, { client: 256 }), RangeError);
   await t.rejects(connectTxCluster(addrs, { client: 4 }), RangeError, 'past the shards\' client slots');
   await t.rejects(connectTxCluster([], { client: 0 }), { code: TxErrorCodes.SHARD_UNAVAILABLE });
-  await t.rejects(connectTxCluster([{ host: '127.0.0.1', port: 1 }], { client: 0 }), { code: TxErrorCodes.SHARD_UNAVAILABLE });
+  await t.rejects(connectTxCluster([{ host: '127.0.0.1', port: 1 }], { client: 0, connectTimeoutMs: 300 }), { code: TxErrorCodes.SHARD_UNAVAILABLE, message: /shard 0 \(node shard0 at 127.0.0.1:1\) did not answer within 300 ms/ });
+});
+
+t.test('a client\'s transactions settle with a coded error when the shards stop (their Goodbye)', async (t) => {
+  const nodes = await Promise.all(
+    [0, 1].map((shard) => NodeHost.start({ app: 'tx', pmPath: undefined, sizeBytes: 4 << 20, appOptions: { shard, shards: 2, keysPerShard: 4, clients: 4, items: 64, value: 'balance', initialBalance: 100 } })),
+  );
+  const clients = await Promise.all([0, 1, 2, 3].map((client) => connectTxCluster(nodes.map((n) => n.address()), { client })));
+  t.teardown(() => clients.forEach((c) => c.close()));
+  // Every client mid-transfer while the shards shut down.
+  const running = clients.map((c, i) =>
+    transfer(c, i % 4, (i + 1) % 4, 1n).then(
+      (o) => ({ settled: o.status, code: o.code }),
+      (e: unknown) => ({ settled: 'threw', code: (e as { code?: string }).code }),
+    ),
+  );
+  await Promise.all(nodes.map((n) => n.close()));
+  let timer: NodeJS.Timeout | undefined;
+  const outcomes = await Promise.race([Promise.all(running), new Promise<'timeout'>((res) => (timer = setTimeout(() => res('timeout'), 10_000)))]);
+  clearTimeout(timer);
+  t.not(outcomes, 'timeout', 'every transaction settled within 10 s');
+  if (outcomes === 'timeout') return;
+  for (const o of outcomes) t.ok(o.settled === 'committed' || (typeof o.code === 'string' && o.code.startsWith('PMRPC_ERR_')), `${o.settled} ${o.code ?? ''}`);
 });

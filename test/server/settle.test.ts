@@ -13,7 +13,7 @@ import { RemoteRpcClient } from '../../src/server/index.js';
 import { DIGEST_HANDLERS } from '../../src/apps/rpc/index.js';
 import { WORKLOAD_METHOD, workloadPayload } from '../../src/server/workload.js';
 import { connectKvClient } from '../../src/apps/kv/index.js';
-import { connectPeer } from '../../src/cluster/index.js';
+import { connectPeer, connectRsCluster } from '../../src/cluster/index.js';
 import { QueuePair } from '../../flush/index.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
@@ -142,4 +142,18 @@ t.test('a PRISM-KV client\'s 32 pending operations all settle after the server\'
   const codes = new Set(outcomes.filter((o) => !o.ok).map((o) => o.code));
   t.ok([...codes].every((c) => c === 'PMRPC_ERR_SERVER_CLOSED' || c === 'PMRPC_ERR_LINK_CLOSED'), `failed ones carry the link's code (seen: ${[...codes].join(', ') || 'none'})`);
   t.equal(await s.exited, 0);
+});
+
+t.test('a PRISM-RS client\'s 32 pending writes all settle when its replicas stop (their Goodbye)', async (t) => {
+  const nodes = await Promise.all([0, 1, 2].map(() => NodeHost.start({ app: 'rs', pmPath: undefined, sizeBytes: 4 << 20 })));
+  const spec = { version: 1, nodes: nodes.map((n, i) => ({ id: `r${i}`, app: 'rs', host: '127.0.0.1', port: n.address().port, pm: `/unused/r${i}.pm` })) };
+  const rs = await connectRsCluster(spec, { name: 'settle-rs', client: { majorityWaitMs: 500 } });
+  t.teardown(() => rs.close());
+  const writes = Array.from({ length: 32 }, (_, i) => settle(rs.write(i % 8, new Uint8Array([i]))));
+  await Promise.all(nodes.map((n) => n.close()));
+  const outcomes = await within(10_000, Promise.all(writes));
+  t.not(outcomes, 'timeout', 'every write settled within 10 s');
+  if (outcomes === 'timeout') return;
+  const codes = new Set(outcomes.filter((o) => !o.ok).map((o) => o.code));
+  t.ok([...codes].every((c) => typeof c === 'string' && c.startsWith('PMRPC_ERR_')), `failed ones carry a code (seen: ${[...codes].join(', ') || 'none'})`);
 });

@@ -40,7 +40,6 @@ export interface AcceptResult {
   welcome?: Uint8Array;
 }
 
-/** Reported once per connection when it is gone. `code` is undefined for an orderly close by the client. */
 /**
  * What a metrics module observes (TcpNicServer.observer): each Request frame submitted to the NIC
  * and each message the NIC sends a connection. Unset (the default), the request path pays one
@@ -51,6 +50,7 @@ export interface TcpObserver {
   message(qpn: number, m: ServerMessage): void;
 }
 
+/** Reported once per connection when it is gone. `code` is undefined for an orderly close by the client. */
 export interface DisconnectInfo {
   qpn: number | undefined;
   clientName: string;

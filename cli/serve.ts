@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { NODE_APP_NAMES, NodeHost, appByName, resolveAuthToken } from '../src/node/index.js';
+import { NodeMetrics, authFailureLogger } from '../src/node/index.js';
 import { DIGEST_HANDLERS as WORKLOAD_HANDLERS, RPC_APP_DEFAULTS } from '../src/apps/rpc/index.js';
 import { intOption, log } from './output.js';
 import { startTxShardAgent, txNodeAppOptions, type TxShardAgent } from '../src/cluster/index.js';
@@ -51,6 +52,8 @@ interface ServeOpts {
   strict?: boolean;
   json?: boolean;
   cluster?: string;
+  metricsPort?: number;
+  metricsHost: string;
 }
 
 /** The app options `serve` builds from its flags (the rest are the app's defaults). */
@@ -90,9 +93,11 @@ export function registerServe(program: Command): void {
     .option('--kill-after-events <n>', 'SIGKILL itself after this many persistence events (region crash points): a seeded real crash that replays', intOption('kill-after-events'))
     .option('--kill-after-completions <n>', 'SIGKILL itself at the first media-changing crash point (drain, eviction, NIC drain into media) once its n-th completion (a message to a client: every strategy\'s acknowledgement is one) has left the process: a crash between acknowledgements and the write-back after them', intOption('kill-after-completions'))
     .option('--cluster <file>', 'tx app: the cluster file this node belongs to — its shard index and the shard count (its place among the tx nodes) and its options come from there, and the node runs the resolver agent over node-to-node links (--lease-ms: its pass period, default 300)')
+    .option('--metrics-port <n>', 'serve Prometheus metrics (/metrics) and the probes /healthz and /readyz over HTTP on this port (0 picks one: metricsPort in the start line); off by default', intOption('metrics-port'))
+    .option('--metrics-host <h>', 'address of the metrics server', '127.0.0.1')
     .option('--strict', 'msync on every drain (durability across a machine crash; slow)')
     .option('--json', 'logs off: only the one JSON line on stdout')
-    .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"node", "app", "host", "port", "pid", "pm", "recovered": {...}, "recoveryMs", ...}.\nThe rpc app serves the demo workload (method append-digest); the kv app PRISM-KV (welcome {system, rkey, base}).\nExit 2: PMRPC_ERR_AUTH_REQUIRED.')
+    .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"node", "app", "host", "port", "pid", "pm", "recovered": {...}, "recoveryMs", ..., "metricsPort" (with --metrics-port)}.\nWith --metrics-port: GET /metrics (Prometheus, pmrpc_* series), /healthz (200: the process is up), /readyz (200 once recovered and serving, 503 before and during shutdown).\nFailed authentications are logged on stderr (one line each, at most 10 a second).\nThe rpc app serves the demo workload (method append-digest); the kv app PRISM-KV (welcome {system, rkey, base}).\nExit 2: PMRPC_ERR_AUTH_REQUIRED.')
     .action(async (opts: ServeOpts) => {
       if (opts.port < 0 || opts.port > 65535) throw new RangeError(`--port must be in [0, 65535], got ${opts.port}`);
       if (opts.killAfterEvents !== undefined && opts.killAfterEvents < 1) throw new RangeError(`--kill-after-events must be >= 1, got ${opts.killAfterEvents}`);
@@ -104,6 +109,9 @@ export function registerServe(program: Command): void {
       let completionsArmed = false;
       const completionLimit = opts.killAfterCompletions;
       const txCluster = app.name === 'tx' && opts.cluster !== undefined ? opts.cluster : undefined;
+      // Metrics first: /healthz answers (and /readyz says 503) while the node recovers.
+      if (opts.metricsPort !== undefined && (opts.metricsPort < 0 || opts.metricsPort > 65535)) throw new RangeError(`--metrics-port must be in [0, 65535], got ${opts.metricsPort}`);
+      const metrics = opts.metricsPort === undefined ? undefined : await NodeMetrics.start({ host: opts.metricsHost, port: opts.metricsPort });
       const node = await NodeHost.start({
         app,
         appOptions: txCluster !== undefined ? txNodeAppOptions(txCluster, opts.node) : serveAppOptions(app.name, { strategy: opts.strategy, keepResults: opts.keepResults === true, system: opts.system, maxClients: opts.maxClients, leaseMs: opts.leaseMs }),
@@ -115,6 +123,7 @@ export function registerServe(program: Command): void {
         authToken: resolveAuthToken(opts),
         ddio: opts.ddio,
         strict: opts.strict === true,
+        onDisconnect: authFailureLogger((l) => log(`pmrpc serve: ${l}`)),
         // A crash point is just before a media-changing event (or after a completion): dying here is a real crash at a replayable place.
         onCrashPoint: limit === undefined && completionLimit === undefined ? undefined : (e) => {
           if (limit !== undefined && ++events >= limit) process.kill(process.pid, 'SIGKILL');
@@ -126,8 +135,12 @@ export function registerServe(program: Command): void {
             if (++completions === completionLimit) setImmediate(() => (completionsArmed = true));
           } else if (completionsArmed) process.kill(process.pid, 'SIGKILL');
         },
+      }).catch(async (e: unknown) => {
+        await metrics?.close(); // the HTTP server would keep a refused start alive
+        throw e;
       });
-      const line = node.startLine();
+      metrics?.attach(node);
+      const line = { ...node.startLine(), ...(metrics === undefined ? {} : { metricsPort: metrics.port }) };
       const extra = app.name === 'rpc' ? { strategy: opts.strategy } : app.name === 'kv' ? { system: opts.system } : {};
       process.stdout.write(`${JSON.stringify({ ...line, pid: process.pid, pmFile: opts.pm, ddio: opts.ddio, ...extra })}\n`);
       // A tx shard of a cluster resolves what it participates in: at start (a restart), then per lease.
@@ -141,7 +154,8 @@ export function registerServe(program: Command): void {
         const stop = (): void => {
           process.off('SIGTERM', stop);
           process.off('SIGINT', stop);
-          void (agent?.stop() ?? Promise.resolve()).then(() => node.close()).then(resolve, (e: unknown) => {
+          metrics?.unready();
+          void (agent?.stop() ?? Promise.resolve()).then(() => node.close()).then(() => metrics?.close()).then(resolve, (e: unknown) => {
             log(`pmrpc serve: shutdown failed: ${(e as Error).message}`);
             process.exitCode = 1;
             resolve();

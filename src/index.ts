@@ -9,6 +9,7 @@
  *   `pmrpc/transport` — the wire codec (frames, messages) under the TCP link;
  *   `pmrpc/testing` — checkers, litmus, crash-test engines, mutants and fault switches;
  *   `pmrpc/apps/kv` — PRISM-KV and its Pilaf-style baseline;
+ *   `pmrpc/apps/tx` — PRISM-TX (shards, TxClient, TxResolver; over TCP: connectTxCluster, here too);
  *   `pmrpc/apps/rs` — PRISM-RS (RsClient, rsApp, RsLocalCluster; over TCP: connectRsCluster here).
  */
 
@@ -177,4 +178,7 @@ export {
 // src/node, src/cluster — the node host (one process, one PM file, one app) and clusters of nodes (DESIGN §6).
 export { NodeHost, NODE_HOST_DEFAULTS, NODE_APPS, NODE_APP_NAMES, NodeErrorCodes, appByName, resolveAuthToken, AUTH_TOKEN_ENV, AuthErrorCodes, type NodeHostOptions, type NodeRecovery, type NodeStartLine, type AnyApp } from './node/index.js';
 export { connectRsCluster, rsClientOfCluster, type RsClusterOptions } from './cluster/index.js';
+// PRISM-TX over TCP (docs/tx.md): a transaction client of a cluster's tx shards.
+export { connectTxCluster, TxClusterClient, TX_CLUSTER_DEFAULTS, txShardSource, type TxClusterOptions, type TxShards, type TxShardSource } from './cluster/index.js';
+export { TxClient, TxErrorCodes, type TxOutcome, type TxStatus } from './apps/tx/index.js';
 export { Cluster, connectPeer, CLUSTER_CONNECT_DEFAULTS, ClusterClientErrorCodes, ClusterErrorCodes, parseClusterSpec, loadClusterFile, clusterNode, isLocalNode, type ClusterSpec, type ClusterNodeSpec, type ClusterNodeOptions, type ClusterConnectOptions, type NodeConnection } from './cluster/index.js';

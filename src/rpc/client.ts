@@ -260,13 +260,17 @@ export class DurableRpcClient {
     this.#pump();
   }
 
-  /** Closes the connection; requests not yet durable reject `durable`, unknown results reject `result` (PMRPC_ERR_DISCONNECTED). */
-  close(): void {
+  /**
+   * Closes the connection; requests not yet durable reject `durable`, unknown results reject
+   * `result` — with PMRPC_ERR_DISCONNECTED, or with `cause` (the connection ended for good, e.g.
+   * the server's Goodbye PMRPC_ERR_SERVER_CLOSED: whether such a request is durable is unknown).
+   */
+  close(cause?: PmrpcError): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#unsubscribe();
     this.#qp.close();
-    const err = new PmrpcError(RpcErrorCodes.DISCONNECTED, `client ${this.clientId} closed`);
+    const err = cause ?? new PmrpcError(RpcErrorCodes.DISCONNECTED, `client ${this.clientId} closed`);
     for (const p of this.#pending.values()) {
       p.rejectDurable(err);
       p.rejectResult(err);

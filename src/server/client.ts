@@ -3,10 +3,10 @@
  * Hello / Welcome payloads. A client whose connection dropped (the server crashed or restarted)
  * reconnects — to the same or a new address — and resumes from the server's resume point.
  */
-import { PmrpcError, resolveOptions, systemClock, type Clock } from '../../pmem/index.js';
+import { optional, PmrpcError, positiveMs, resolveOptions, systemClock, type Clock, type TimerHandle } from '../../pmem/index.js';
 import { QueuePair } from '../../flush/index.js';
-import { DurableRpcClient, type RpcClientOptions } from '../rpc/index.js';
-import { TcpLink } from '../transport/index.js';
+import { DurableRpcClient, RpcErrorCodes, type RpcClientOptions } from '../rpc/index.js';
+import { TcpLink, TransportErrorCodes } from '../transport/index.js';
 import { decodeWelcomePayload, encodeHelloPayload } from '../apps/rpc/index.js';
 
 export interface RemoteClientOptions {
@@ -16,6 +16,13 @@ export interface RemoteClientOptions {
   /** Shown in the server's logs. */
   name: string;
   rpc: Partial<RpcClientOptions>;
+  /**
+   * After a drop (a crash, a reset: no Goodbye), how long the calls still pending wait for a
+   * reconnect() that succeeds; then they settle with PMRPC_ERR_DISCONNECTED and the client closes.
+   * undefined: they wait until reconnect() or close(). A server's orderly shutdown (its Goodbye
+   * PMRPC_ERR_SERVER_CLOSED) settles them at once with that code.
+   */
+  reconnectWindowMs: number | undefined;
   clock: Clock;
 }
 
@@ -24,6 +31,7 @@ export const REMOTE_CLIENT_DEFAULTS: Readonly<Omit<RemoteClientOptions, 'port'>>
   authToken: undefined,
   name: 'pmrpc-client',
   rpc: {},
+  reconnectWindowMs: 60_000,
   clock: systemClock,
 });
 
@@ -34,6 +42,7 @@ export class RemoteRpcClient {
   #connected = true;
   #closed = false;
   #listeners: Array<(err: PmrpcError | undefined) => void> = [];
+  #giveUp: TimerHandle | undefined;
 
   private constructor(rpc: DurableRpcClient, link: TcpLink, o: RemoteClientOptions) {
     this.rpc = rpc;
@@ -45,7 +54,7 @@ export class RemoteRpcClient {
   /** Connects as a new client. */
   static async connect(options: Partial<RemoteClientOptions> & { port: number }): Promise<RemoteRpcClient> {
     // host, port, authToken, name and clock are checked by TcpLink.connect, rpc by DurableRpcClient.
-    const o = resolveOptions(REMOTE_CLIENT_DEFAULTS as Readonly<RemoteClientOptions>, options, {});
+    const o = resolveOptions(REMOTE_CLIENT_DEFAULTS as Readonly<RemoteClientOptions>, options, { reconnectWindowMs: optional(positiveMs) });
     const { link, welcome } = await TcpLink.connect({ host: o.host, port: o.port, authToken: o.authToken, name: o.name, clock: o.clock, hello: encodeHelloPayload({}) });
     let rpc: DurableRpcClient;
     try {
@@ -102,6 +111,8 @@ export class RemoteRpcClient {
     this.#options = Object.freeze({ ...this.#options, host, port });
     this.#link = link;
     this.#connected = true;
+    this.#giveUp?.cancel();
+    this.#giveUp = undefined;
     this.#watch(link);
   }
 
@@ -127,7 +138,18 @@ export class RemoteRpcClient {
       timer?.cancel();
     }
     this.#connected = false;
+    this.#giveUp?.cancel();
     this.rpc.close();
+    this.#link.close();
+  }
+
+  /** The connection ended for good: every pending call settles with `cause`, the client is closed. */
+  #end(cause: PmrpcError): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#connected = false;
+    this.#giveUp?.cancel();
+    this.rpc.close(cause);
     this.#link.close();
   }
 
@@ -135,6 +157,17 @@ export class RemoteRpcClient {
     link.onClose((err) => {
       if (link !== this.#link || this.#closed) return;
       this.#connected = false;
+      if (err?.code === TransportErrorCodes.SERVER_CLOSED) {
+        // An orderly shutdown (SIGTERM, NodeHost.close()): nothing more will be answered on this connection.
+        this.#end(new PmrpcError(TransportErrorCodes.SERVER_CLOSED, `client ${this.clientId}: the server shut down (${err.message}); a call not answered may or may not be durable`));
+      } else if (this.#options.reconnectWindowMs !== undefined) {
+        const ms = this.#options.reconnectWindowMs;
+        this.#giveUp?.cancel();
+        this.#giveUp = this.#options.clock.setTimer(ms, () => {
+          this.#giveUp = undefined;
+          if (!this.#connected) this.#end(new PmrpcError(RpcErrorCodes.DISCONNECTED, `client ${this.clientId}: the connection dropped (${err?.message ?? 'closed'}) and no reconnect succeeded within ${ms} ms (reconnectWindowMs); a call not answered may or may not be durable`));
+        });
+      }
       for (const fn of [...this.#listeners]) fn(err);
     });
   }

@@ -7,5 +7,5 @@ export * from './codec.js';
 export { TransportErrorCodes } from './errors.js';
 export { isLoopbackHost } from './auth.js';
 export { MIN_FRAME_BYTES, responseBoundBytes } from './limits.js';
-export { TcpNicServer, TCP_SERVER_DEFAULTS, resolveTcpServerOptions, type TcpNicServerOptions, type HelloInfo, type AcceptResult, type DisconnectInfo, type ConnectionStats, type TcpServerStats } from './server.js';
+export { TcpNicServer, TCP_SERVER_DEFAULTS, resolveTcpServerOptions, type TcpNicServerOptions, type HelloInfo, type AcceptResult, type DisconnectInfo, type TcpObserver, type ConnectionStats, type TcpServerStats } from './server.js';
 export { TcpLink, TCP_LINK_DEFAULTS, type TcpLinkOptions } from './link.js';

@@ -40,6 +40,16 @@ export interface AcceptResult {
   welcome?: Uint8Array;
 }
 
+/**
+ * What a metrics module observes (TcpNicServer.observer): each Request frame submitted to the NIC
+ * and each message the NIC sends a connection. Unset (the default), the request path pays one
+ * undefined check per frame.
+ */
+export interface TcpObserver {
+  request(qpn: number, seq: number): void;
+  message(qpn: number, m: ServerMessage): void;
+}
+
 /** Reported once per connection when it is gone. `code` is undefined for an orderly close by the client. */
 export interface DisconnectInfo {
   qpn: number | undefined;
@@ -255,6 +265,8 @@ class ServerConn {
 export class TcpNicServer {
   readonly nic: Rnic;
   readonly options: Readonly<TcpNicServerOptions>;
+  /** Metrics hooks (src/node/metrics.ts); undefined unless metrics are on. */
+  observer: TcpObserver | undefined;
   #server: net.Server | undefined;
   #conns = new Set<ServerConn>();
   #byQpn = new Map<number, ServerConn>();
@@ -584,6 +596,7 @@ export class TcpNicServer {
       this.#goodbye(c, codeOf(e, TransportErrorCodes.INTERNAL), `request ${m.seq}: ${bareMessage(e)}`);
       return;
     }
+    if (this.observer !== undefined) this.observer.request(m.qpn, m.seq);
     // The NIC runs once per socket read, after every request of the read is submitted (#pump's
     // end): one pass, so a strict region msyncs once for them all. A sink or a host-write listener
     // that submits while the loop runs: the running loop serves the request.
@@ -729,6 +742,7 @@ export class TcpNicServer {
   /** The NIC's (and the server CPU's) messages for this connection's QP. */
   #sink(c: ServerConn, m: ServerMessage, lazy?: boolean): void {
     if (c.state !== 'open') return;
+    if (this.observer !== undefined) this.observer.message(m.qpn, m);
     this.#write(c, m, lazy === true);
   }
 

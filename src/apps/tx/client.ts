@@ -31,6 +31,7 @@ import { NO_TX_FAULTS, type TxFaults } from './faults.js';
 import {
   decodeBody,
   decodeItem,
+  describeH,
   decodeSlot,
   encodeBody,
   encodeItem,
@@ -199,9 +200,59 @@ export class TxClient {
     throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${shard} stayed down`);
   }
 
+  /**
+   * The incarnation a new client of slot `client` should use: one above every incarnation of the
+   * slot that any shard's durable state names (its record's H, FLUSHed before it is read, and the
+   * slots' locks), 1 on a fresh slot. One READ chain per shard; every shard must answer (bounded
+   * wait). Valid while no other client uses the slot (one process per client slot).
+   */
+  static async nextIncarnation(source: ShardSource, client: number, clock: Clock): Promise<number> {
+    if (!Number.isSafeInteger(client) || client < 0 || client > 255) throw new RangeError(`client must be an integer in [0, 255], got ${String(client)}`);
+    const waitFor = async (s: number): Promise<ShardConn> => {
+      for (let i = 0; i < SHARD_WAITS_MAX; i++) {
+        const c = source(s);
+        if (c !== undefined) return c;
+        await sleep(clock, 1);
+      }
+      throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${s} stayed down`);
+    };
+    const shards = (await waitFor(0)).shards;
+    let max = 0;
+    for (let s = 0; s < shards; s++) {
+      const conn = await waitFor(s);
+      if (client >= conn.clients) throw new RangeError(`client ${client} is not a client slot of shard ${s} (it has ${conn.clients})`);
+      const rec = recAt(conn, client);
+      const cs = await post(conn, [Wr.flush('persistent', conn.rkey, tablesRange(conn)), Wr.read(rec, 8), Wr.read({ rkey: conn.rkey, addr: conn.slots }, conn.keys * SLOT_BYTES)]);
+      if (cs === undefined) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${s} did not answer the incarnation read of client slot ${client}`);
+      const seen = (txid: bigint): void => {
+        if (txid !== 0n && txClient(txid) === client) max = Math.max(max, Number((txid >> 32n) & 0xffffn));
+      };
+      const h = new DataView(cs[1]!.data!.buffer, cs[1]!.data!.byteOffset).getBigUint64(0, true);
+      if (h !== 0n) seen(hTxid(h));
+      const t = cs[2]!.data!;
+      for (let i = 0; i < conn.keys; i++) seen(new DataView(t.buffer, t.byteOffset + i * SLOT_BYTES + 16).getBigUint64(0, true));
+    }
+    if (max >= 0xffff) throw new PmrpcError(TxErrorCodes.STALE_INCARNATION, `client slot ${client} has used every incarnation (65535): use another client slot`);
+    return max + 1;
+  }
+
+  /**
+   * H names a transaction of this slot that this client did not run: one past `own` (this
+   * client's latest txid), or — `ownInFlight`: own is being prepared and H is not a resolver's
+   * fence of it — own itself. The incarnation is stale.
+   */
+  #staleBy(h: bigint, own: bigint, ownInFlight: boolean): boolean {
+    if (h === 0n) return false;
+    const t = hTxid(h);
+    return txClient(t) === this.client && (t > own || (ownInFlight && t === own && hState(h) !== H_FENCED));
+  }
+
+  #stale: string | undefined;
+
   /** Starts a transaction (after settling the previous ones of this client: its record slots must be final). */
   async begin(): Promise<void> {
     if (this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'begin() while a transaction is open');
+    if (this.#stale !== undefined) throw new PmrpcError(TxErrorCodes.STALE_INCARNATION, this.#stale);
     await this.#settle();
     this.#open = true;
     this.#reads.clear();
@@ -383,6 +434,7 @@ export class TxClient {
         prep.map(async (p) => {
           if (p.state === 'lost') return false;
           const conn = conns.get(p.s)!;
+          if (p.hOld !== undefined && this.#staleBy(p.hOld, txid, true)) this.#stale ??= `client slot ${this.client}, incarnation ${this.incarnation}: shard ${p.s} holds ${describeH(p.hOld)}, a transaction this client did not run (the incarnation is used by another client, or reused)`;
           if (p.hOld !== undefined && hState(p.hOld) !== H_PREPARED) this.#hPrev.set(p.s, p.hOld);
           else if (p.hOld !== undefined) this.#hPrev.delete(p.s); // an earlier incarnation's PREPARED record: settled (and re-read) before the next prepare
           const ok = await abortOn(conn, this.client, txid, p.state === 'prepared', p.locked);
@@ -396,7 +448,7 @@ export class TxClient {
         }),
       );
       if (oks.some((x) => !x)) this.#unsettled.push({ txid, participants, ts, items: unmarked((s) => !oks[prep.findIndex((p) => p.s === s)]) });
-      return { status: 'aborted', txid, code: TxErrorCodes.CONFLICT };
+      return { status: 'aborted', txid, code: this.#stale !== undefined ? TxErrorCodes.STALE_INCARNATION : TxErrorCodes.CONFLICT };
     }
     // Some participant did not answer: whether its record is durable is unknown. Resolve (and mark
     // T's items dead only if the resolver decides abort).
@@ -440,6 +492,10 @@ export class TxClient {
         const cs = await post(conn, [Wr.read(recAt(conn, this.client), 8), Wr.flush('persistent', conn.rkey, { addr: recAt(conn, this.client).addr, len: 8 })]);
         if (cs === undefined) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${s} did not answer`);
         const h = new DataView(cs[0]!.data!.buffer, cs[0]!.data!.byteOffset).getBigUint64(0, true);
+        if (this.#staleBy(h, makeTxid(this.client, this.incarnation, this.#seq), false)) {
+          this.#stale = `client slot ${this.client}, incarnation ${this.incarnation}: shard ${s} holds ${describeH(h)}, a transaction this client did not run (the incarnation is used by another client, or reused)`;
+          throw new PmrpcError(TxErrorCodes.STALE_INCARNATION, this.#stale);
+        }
         // A reused slot (a later incarnation): a transaction of an earlier one still PREPARED here is
         // settled before this client prepares anything over its record (a later txid in the slot
         // tells every resolver that T is final — row D1 — so it must be).

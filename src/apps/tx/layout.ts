@@ -70,6 +70,13 @@ export const TxErrorCodes = defineErrorCodes('tx', {
   BAD_STATE: 'PMRPC_ERR_TX_BAD_STATE',
   /** The outcome of a transaction could not be settled within the resolver's bound (a shard stayed down). */
   UNRESOLVED: 'PMRPC_ERR_TX_UNRESOLVED',
+  /**
+   * A client slot's incarnation is in use or was used already: a shard's record of the slot holds
+   * a transaction of this incarnation (or a later one) that this client did not run — two clients
+   * on one slot, or an incarnation reused by hand. Connect again (connectTxCluster allocates the
+   * next incarnation), or use another client slot.
+   */
+  STALE_INCARNATION: 'PMRPC_ERR_TX_STALE_INCARNATION',
   /** open() of a shard file whose header names another shard index or shard count than the options (a cluster file that disagrees with its PM files). */
   SHARD_MISMATCH: 'PMRPC_ERR_TX_SHARD_MISMATCH',
 });

@@ -8,8 +8,12 @@
  * effect: it is given a return time after every other event, so it can be linearised anywhere
  * after its call, including after everything else (which is the same as never happening, for
  * every observer). Such an operation's output is unknown and never checked.
+ *
+ * Every partition is searched, each within its own bounds, and gets its own verdict (`keys`): one
+ * refuted partition makes the whole history non-linearizable whatever the other searches did; the
+ * history is 'unknown' only when no partition is refuted and some search hit a bound.
  */
-import { positiveInt, resolveOptions } from '../../pmem/index.js';
+import { intIn, positiveInt, resolveOptions } from '../../pmem/index.js';
 
 export interface Operation<I, O> {
   /** Client or process id, for reports. */
@@ -39,17 +43,33 @@ export interface Model<S, I, O> {
   describe?(op: Operation<I, O>): string;
 }
 
-export type CheckResult<I, O> =
-  | { ok: true; explored: number; partitions: number }
-  | { ok: false; explored: number; partitions: number; partition: string; operations: Operation<I, O>[]; reason: string }
-  | { ok: 'unknown'; explored: number; partitions: number; partition: string; reason: string };
-
-export interface CheckOptions {
-  /** Bound on search steps per partition; past it the result is 'unknown' (never a false verdict). */
-  maxSteps: number;
+/** One partition's (key's) verdict. */
+export interface KeyVerdict {
+  key: string;
+  ok: boolean | 'unknown';
 }
 
-export const CHECK_DEFAULTS: Readonly<CheckOptions> = Object.freeze({ maxSteps: 2_000_000 });
+export type CheckResult<I, O> =
+  | { ok: true; explored: number; partitions: number; keys: KeyVerdict[] }
+  /** `partition`, `operations`, `reason`: the first refuted partition (every one is in `keys`). */
+  | { ok: false; explored: number; partitions: number; keys: KeyVerdict[]; partition: string; operations: Operation<I, O>[]; reason: string }
+  /** `partition`, `reason`: the first undecided partition; no partition was refuted. */
+  | { ok: 'unknown'; explored: number; partitions: number; keys: KeyVerdict[]; partition: string; reason: string };
+
+export interface CheckOptions {
+  /** Bound on search steps per partition; past it the partition is 'unknown' (never a false verdict). */
+  maxSteps: number;
+  /**
+   * Bound on the memoised (linearised set, state) pairs per partition, which bounds the search's
+   * memory; past it the partition is 'unknown'. At most 16,000,000 (a JavaScript Set holds 2^24).
+   */
+  maxCache: number;
+}
+
+/** The largest `maxCache` (below the 2^24 entries a JavaScript Set can hold). */
+export const MAX_CACHE_LIMIT = 16_000_000;
+
+export const CHECK_DEFAULTS: Readonly<CheckOptions> = Object.freeze({ maxSteps: 2_000_000, maxCache: 4_000_000 });
 
 interface Entry<I, O> {
   op: Operation<I, O>;
@@ -62,7 +82,7 @@ interface Entry<I, O> {
 }
 
 export function checkLinearizable<S, I, O>(model: Model<S, I, O>, history: Operation<I, O>[], options: Partial<CheckOptions> = {}): CheckResult<I, O> {
-  const o = resolveOptions(CHECK_DEFAULTS, options, { maxSteps: positiveInt });
+  const o = resolveOptions(CHECK_DEFAULTS, options, { maxSteps: positiveInt, maxCache: intIn(1, MAX_CACHE_LIMIT) });
   for (const op of history) {
     if (!Number.isFinite(op.call) || (op.ret !== undefined && (!Number.isFinite(op.ret) || op.ret < op.call))) {
       throw new RangeError(`operation of client ${op.client} has call ${op.call} and return ${op.ret}: need finite call <= return`);
@@ -76,18 +96,26 @@ export function checkLinearizable<S, I, O>(model: Model<S, I, O>, history: Opera
     list.push(op);
   }
   let explored = 0;
+  const keys: KeyVerdict[] = [];
+  let refuted: { p: string; ops: Operation<I, O>[]; longest: number } | undefined;
+  let undecided: { p: string; reason: string } | undefined;
   for (const [p, ops] of parts) {
-    const r = checkPartition(model, ops, o.maxSteps);
+    const r = checkPartition(model, ops, o.maxSteps, o.maxCache);
     explored += r.explored;
-    if (r.verdict === 'unknown') return { ok: 'unknown', explored, partitions: parts.size, partition: p, reason: `search bound of ${o.maxSteps} steps reached` };
-    if (r.verdict === false) {
-      return { ok: false, explored, partitions: parts.size, partition: p, operations: ops, reason: `no linearization of the ${ops.length} operations on partition '${p}'; longest linearizable prefix: ${r.longest} operations` };
-    }
+    keys.push({ key: p, ok: r.verdict });
+    if (r.verdict === false) refuted ??= { p, ops, longest: r.longest };
+    else if (r.verdict === 'unknown') undecided ??= { p, reason: r.reason! };
   }
-  return { ok: true, explored, partitions: parts.size };
+  const partitions = parts.size;
+  if (refuted) {
+    const { p, ops, longest } = refuted;
+    return { ok: false, explored, partitions, keys, partition: p, operations: ops, reason: `no linearization of the ${ops.length} operations on partition '${p}'; longest linearizable prefix: ${longest} operations` };
+  }
+  if (undecided) return { ok: 'unknown', explored, partitions, keys, partition: undecided.p, reason: undecided.reason };
+  return { ok: true, explored, partitions, keys };
 }
 
-function checkPartition<S, I, O>(model: Model<S, I, O>, ops: Operation<I, O>[], maxSteps: number): { verdict: boolean | 'unknown'; explored: number; longest: number } {
+function checkPartition<S, I, O>(model: Model<S, I, O>, ops: Operation<I, O>[], maxSteps: number, maxCache: number): { verdict: boolean | 'unknown'; explored: number; longest: number; reason?: string } {
   const n = ops.length;
   if (n === 0) return { verdict: true, explored: 0, longest: 0 };
   // Unknown outcomes return after everything else.
@@ -142,7 +170,7 @@ function checkPartition<S, I, O>(model: Model<S, I, O>, ops: Operation<I, O>[], 
   };
 
   while (head.next !== undefined) {
-    if (++steps > maxSteps) return { verdict: 'unknown', explored: steps, longest };
+    if (++steps > maxSteps) return { verdict: 'unknown', explored: steps - 1, longest, reason: `search bound of ${maxSteps} steps reached` };
     if (entry === undefined) return { verdict: false, explored: steps, longest };
     if (entry.isCall) {
       const next = model.step(state, entry.op.input, entry.op.ret === undefined ? undefined : entry.op.output);
@@ -151,6 +179,7 @@ function checkPartition<S, I, O>(model: Model<S, I, O>, ops: Operation<I, O>[], 
         linearized[entry.id] = 1;
         const key = `${bitsKey()}|${model.key(next)}`;
         if (!cache.has(key)) {
+          if (cache.size >= maxCache) return { verdict: 'unknown', explored: steps, longest, reason: `memoisation bound of ${maxCache} cached states reached` };
           cache.add(key);
           stack.push({ entry, state });
           state = next;

@@ -8,9 +8,10 @@
  * The workload: every write appends a value, unique per key, to a list; every read returns the
  * whole list. A committed read is then a prefix of the key's version order, so the checker infers
  * the order from the reads alone and never trusts the store's timestamps:
- *   - version order of a key = its longest committed read; every other committed read must be a
- *     prefix of it, or the key's reads are `incompatible-order` (and the key gives no ww / rw
- *     edges, only wr edges);
+ *   - version order of a key = its longest committed read (its first occurrences, when a value
+ *     repeats); every other committed read must be a prefix of it, or the key's reads are
+ *     `incompatible-order` (the longest read still orders the key, as in Elle; a read that is not
+ *     its prefix gives only a wr edge);
  *   - ww: the writer of each element → the writer of the next element;
  *   - wr: the writer of the last element a transaction read (before its own appends) → the reader;
  *   - rw: a reader → the writer of the element that follows what it read;
@@ -23,8 +24,11 @@
  * exactly one rw → G-single; more → G2; a cycle that needs an rt edge gets the suffix
  * `-realtime`. Non-cycle anomalies: G1a (a committed read saw an aborted append), G1b (it saw an
  * append that was not its writer's last to that key), internal (a transaction's read disagrees
- * with its own earlier reads and appends), duplicate-elements, garbage-read (a value nobody
- * appended).
+ * with its own earlier reads and appends), future-read (a read shows an append its own
+ * transaction makes only later; no inference from that read), duplicate-elements, garbage-read
+ * (a value nobody appended). A value appended twice to a key breaks the workload's contract: it
+ * is reported (`duplicate-appends`), nothing is inferred from that key, and without another
+ * anomaly the result is 'unknown'. So is a history in which nothing committed.
  *
  * 'info' transactions (indeterminate: a crash or timeout cut them) may or may not have
  * committed: their reads are ignored; one whose append some committed read shows did commit and
@@ -166,6 +170,8 @@ interface Read {
   value: readonly number[];
   /** How many elements it observed: its value without the reader's own trailing appends. */
   observed: number;
+  /** Not a prefix of the key's version order (incompatible-order): gives only a wr edge. */
+  stray?: boolean;
 }
 
 
@@ -317,7 +323,7 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
   const reads: Read[] = [];
   const keys = new Set<KeyName>([...writers.keys(), ...readsByKey.keys()]);
   stats.keys = keys.size;
-  const orders = new Map<KeyName, readonly number[] | undefined>(); // undefined: incompatible
+  const orders = new Map<KeyName, readonly number[]>();
   for (const key of keys) {
     if (tainted.has(key)) continue;
     const rs = (readsByKey.get(key) ?? []).slice().sort((a, b) => b.value.length - a.value.length);
@@ -330,21 +336,23 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
     const good: Read[] = [longest];
     let bad: Read | undefined;
     for (const r of rs) {
-      if (!isPrefix(r.value, order)) bad ??= r;
+      if (!isPrefix(r.value, order)) {
+        bad ??= r;
+        r.stray = true;
+      }
       good.push(r);
     }
     reads.push(...good);
     stats.reads += good.length;
+    // Even when reads disagree, the longest one orders the key (as Elle's version order does).
+    orders.set(key, order);
     if (bad) {
-      orders.set(key, undefined);
       report({
         kind: 'incompatible-order',
         key,
         txns: [longest.t, bad.t].map(id),
         detail: `reads of '${key}' are not prefixes of one order: transaction ${show(id(longest.t))} read ${showList(longest.value)}, transaction ${show(id(bad.t))} read ${showList(bad.value)}`,
       });
-    } else {
-      orders.set(key, order);
     }
     // Each element's writer: once per element of the order, or per read when the order is not known.
     const w = writers.get(key);
@@ -437,7 +445,7 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
       if (src !== undefined) addEdge(src, r.t, WR, r.key);
     }
     const order = orders.get(r.key);
-    if (!order) continue;
+    if (!order || r.stray) continue;
     let next: number | undefined;
     for (let i = len; i < order.length && next === undefined; i++) next = writerOf(r.key, order[i]!);
     if (next !== undefined) addEdge(r.t, next, RW, r.key);

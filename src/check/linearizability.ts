@@ -102,15 +102,17 @@ export function checkLinearizable<S, I, O>(model: Model<S, I, O>, history: Opera
     list.push(op);
   }
   // Iterative deepening over the partitions: every undecided one is searched afresh with a step
-  // budget that grows fourfold per round up to maxSteps. A refutation within a small budget is
-  // found before any other partition's search has spent its whole bound; the rework costs at most
-  // a third more steps; one memoisation cache is alive at a time.
+  // budget that grows fourfold per round up to maxSteps (a lone undecided partition gets maxSteps
+  // at once). A refutation within a small budget is found before any other partition's search has
+  // spent its whole bound; the rework costs at most a third more steps; one memoisation cache is
+  // alive at a time.
   const verdicts = new Map<string, { ok: boolean | 'unknown'; reason?: string; longest: number }>();
   let explored = 0;
   let refuted: string | undefined;
   let budget = Math.min(FIRST_BUDGET, o.maxSteps);
   let pending = [...parts.keys()];
   while (pending.length > 0 && (o.allKeys || refuted === undefined)) {
+    if (pending.length === 1) budget = o.maxSteps;
     const next: string[] = [];
     for (const p of pending) {
       const r = checkPartition(model, parts.get(p)!, budget, o.maxCache);

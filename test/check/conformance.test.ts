@@ -154,7 +154,7 @@ interface ElleCase {
  * Elle's anomaly names as pmrpc's (docs/checkers.md, "Conformance with peers"); null: a name pmrpc
  * does not report (the verdict still has to agree).
  */
-export const ELLE_TO_PMRPC: Readonly<Record<string, ElleAnomalyKind | null>> = {
+const ELLE_TO_PMRPC: Readonly<Record<string, ElleAnomalyKind | null>> = {
   G0: 'G0',
   G1a: 'G1a',
   G1b: 'G1b',

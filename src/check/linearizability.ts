@@ -211,8 +211,9 @@ function checkPartition<S, I, O>(model: Model<S, I, O>, ops: Operation<I, O>[], 
     let sid = stateIds.get(k);
     if (sid === undefined) stateIds.set(k, (sid = stateIds.size));
     let bits = '';
-    for (let i = 0; i < words.length; i += 4096) bits += String.fromCharCode(...words.subarray(i, i + 4096));
-    return `${sid}|${bits}`;
+    if (words.length <= 4096) bits = String.fromCharCode.apply(null, words as unknown as number[]);
+    else for (let i = 0; i < words.length; i += 4096) bits += String.fromCharCode.apply(null, words.subarray(i, i + 4096) as unknown as number[]);
+    return bits + String.fromCharCode(sid & 0xffff, sid >>> 16);
   };
 
   while (head.next !== undefined) {

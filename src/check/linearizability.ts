@@ -9,9 +9,10 @@
  * after its call, including after everything else (which is the same as never happening, for
  * every observer). Such an operation's output is unknown and never checked.
  *
- * Every partition is searched, each within its own bounds, and gets its own verdict (`keys`): one
- * refuted partition makes the whole history non-linearizable whatever the other searches did; the
- * history is 'unknown' only when no partition is refuted and some search hit a bound.
+ * Every partition gets its own verdict (`keys`), each search within its own bounds: one refuted
+ * partition makes the whole history non-linearizable whatever the other searches did (by default
+ * the search stops there; `allKeys` decides the rest too); the history is 'unknown' only when no
+ * partition is refuted and some search hit a bound.
  */
 import { bool, intIn, positiveInt, resolveOptions } from '../../pmem/index.js';
 
@@ -104,8 +105,8 @@ export function checkLinearizable<S, I, O>(model: Model<S, I, O>, history: Opera
   // Iterative deepening over the partitions: every undecided one is searched afresh with a step
   // budget that grows fourfold per round up to maxSteps (a lone undecided partition gets maxSteps
   // at once). A refutation within a small budget is found before any other partition's search has
-  // spent its whole bound; the rework costs at most a third more steps; one memoisation cache is
-  // alive at a time.
+  // spent its whole bound; the rework costs at most a third of the last round's budget; one
+  // memoisation cache is alive at a time.
   const verdicts = new Map<string, { ok: boolean | 'unknown'; reason?: string; longest: number }>();
   let explored = 0;
   let refuted: string | undefined;

@@ -8,9 +8,10 @@
  * The workload: every write appends a value, unique per key, to a list; every read returns the
  * whole list. A committed read is then a prefix of the key's version order, so the checker infers
  * the order from the reads alone and never trusts the store's timestamps:
- *   - version order of a key = its longest committed read; every other committed read must be a
- *     prefix of it, or the key's reads are `incompatible-order` (and the key gives no ww / rw
- *     edges, only wr edges);
+ *   - version order of a key = its longest committed read (its first occurrences, when a value
+ *     repeats); every other committed read must be a prefix of it, or the key's reads are
+ *     `incompatible-order` (the longest read still orders the key, as in Elle; a read that is not
+ *     its prefix gives only a wr edge);
  *   - ww: the writer of each element → the writer of the next element;
  *   - wr: the writer of the last element a transaction read (before its own appends) → the reader;
  *   - rw: a reader → the writer of the element that follows what it read;
@@ -23,8 +24,11 @@
  * exactly one rw → G-single; more → G2; a cycle that needs an rt edge gets the suffix
  * `-realtime`. Non-cycle anomalies: G1a (a committed read saw an aborted append), G1b (it saw an
  * append that was not its writer's last to that key), internal (a transaction's read disagrees
- * with its own earlier reads and appends), duplicate-elements, garbage-read (a value nobody
- * appended).
+ * with its own earlier reads and appends), future-read (a read shows an append its own
+ * transaction makes only later; no inference from that read), duplicate-elements, garbage-read
+ * (a value nobody appended). A value appended twice to a key breaks the workload's contract: it
+ * is reported (`duplicate-appends`), nothing is inferred from that key, and without another
+ * anomaly the result is 'unknown'. So is a history in which nothing committed.
  *
  * 'info' transactions (indeterminate: a crash or timeout cut them) may or may not have
  * committed: their reads are ignored; one whose append some committed read shows did commit and
@@ -80,7 +84,9 @@ export type ElleAnomalyKind =
   | 'G1b'
   | 'incompatible-order'
   | 'internal'
+  | 'future-read'
   | 'duplicate-elements'
+  | 'duplicate-appends'
   | 'garbage-read';
 
 export interface ElleAnomaly {
@@ -164,6 +170,8 @@ interface Read {
   value: readonly number[];
   /** How many elements it observed: its value without the reader's own trailing appends. */
   observed: number;
+  /** Not a prefix of the key's version order (incompatible-order): gives only a wr edge. */
+  stray?: boolean;
 }
 
 
@@ -232,6 +240,9 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
   // Writers of every (key, value); appended values must be unique per key (the workload's contract).
   const writers = new Map<KeyName, Map<number, Writer>>();
   const appendsOf = new Map<KeyName, number[]>(); // key -> values in history order
+  // Keys with a value appended twice: a value no longer names one writer, so nothing is inferred
+  // from them (Elle refuses such a history: its valid? is :unknown, type :duplicate-appends).
+  const tainted = new Set<KeyName>();
   for (let t = 0; t < n; t++) {
     const tx = history[t]!;
     stats[tx.type]++;
@@ -247,7 +258,12 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
         appendsOf.set(m.key, []);
       }
       const prev = w.get(m.value);
-      if (prev) throw new RangeError(`history[${t}] appends ${m.value} to '${m.key}', already appended by transaction ${show(id(prev.t))}: appended values must be unique per key`);
+      if (prev) {
+        tainted.add(m.key);
+        const by = prev.t === t ? 'earlier in the same transaction' : `by transaction ${show(id(prev.t))}`;
+        report({ kind: 'duplicate-appends', key: m.key, txns: prev.t === t ? [id(t)] : [id(prev.t), id(t)], detail: `transaction ${show(id(t))} appends ${m.value} to '${m.key}', already appended ${by}: appended values must be unique per key, so nothing is inferred from '${m.key}'` });
+        return;
+      }
       w.set(m.value, { t, last: lastIdx.get(m.key) === j });
       appendsOf.get(m.key)!.push(m.value);
     });
@@ -262,6 +278,13 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
     committed[t] = 1;
     // What the transaction knows of each key: the list it read last (or nothing) and its appends since.
     const own = new Map<KeyName, { base: readonly number[] | undefined; extra: number[] }>();
+    // Future reads: a read that shows a value the transaction itself appends only later.
+    const future = futureRead(tx.mops);
+    if (future) {
+      const { mop, value } = future;
+      report({ kind: 'future-read', key: mop.key, txns: [tx.id], detail: `transaction ${show(tx.id)} read '${mop.key}' = ${showList(mop.value!)}, including ${value}, which it appends only later` });
+    }
+    let internal = false;
     for (const m of tx.mops) {
       if (m.f === 'append') {
         const s = own.get(m.key);
@@ -272,40 +295,39 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
       if (m.value === null) continue;
       const v = m.value;
       const s = own.get(m.key);
-      if (s && !consistent(s.base, s.extra, v)) {
+      if (s && !internal && !consistent(s.base, s.extra, v)) {
+        internal = true; // one per transaction, its first (as Elle counts them)
         const implied = s.base ? showList([...s.base, ...s.extra]) : `a list ending in ${showList(s.extra)}`;
         report({ kind: 'internal', key: m.key, txns: [tx.id], detail: `transaction ${show(tx.id)} read '${m.key}' = ${showList(v)}, but its own earlier reads and appends imply ${implied}` });
       }
       own.set(m.key, { base: v, extra: [] });
+      if (future?.mop === m || tainted.has(m.key)) continue; // not a state of the key: no inference from it
+      // A value shown twice is reported; the read's order of first occurrences still counts (as in Elle).
+      const distinct = [...new Set(v)];
+      if (distinct.length < v.length) {
+        const dup = v.find((x, i) => v.indexOf(x) !== i)!;
+        report({ kind: 'duplicate-elements', key: m.key, txns: [tx.id], detail: `transaction ${show(tx.id)} read '${m.key}' = ${showList(v)}: ${dup} appears more than once` });
+      }
+      const value = distinct.length < v.length ? distinct : v;
       const w = writers.get(m.key);
-      let observed = v.length;
-      while (observed > 0 && w?.get(v[observed - 1]!)?.t === t) observed--;
+      let observed = value.length;
+      while (observed > 0 && w?.get(value[observed - 1]!)?.t === t) observed--;
       let l = readsByKey.get(m.key);
       if (!l) readsByKey.set(m.key, (l = []));
-      l.push({ t, key: m.key, value: v, observed });
+      l.push({ t, key: m.key, value, observed });
     }
   }
 
-  // Per key: duplicates, the version order (the longest read; the others must be its prefixes),
-  // then each element's writer once: garbage, aborted (G1a), info transactions that committed.
+  // Per key: the version order (the longest read; the others must be its prefixes), then each
+  // element's writer once: garbage, info transactions that committed; aborted reads (G1a) per read.
   const reads: Read[] = [];
   const keys = new Set<KeyName>([...writers.keys(), ...readsByKey.keys()]);
   stats.keys = keys.size;
-  const orders = new Map<KeyName, readonly number[] | undefined>(); // undefined: incompatible
-  const duplicate = (r: Read): boolean => {
-    const seen = new Set<number>();
-    const dup = r.value.find((x) => (seen.has(x) ? true : (seen.add(x), false)));
-    if (dup === undefined) return false;
-    report({ kind: 'duplicate-elements', key: r.key, txns: [id(r.t)], detail: `transaction ${show(id(r.t))} read '${r.key}' = ${showList(r.value)}: ${dup} appears more than once` });
-    return true; // not a possible state: no inference from it
-  };
+  const orders = new Map<KeyName, readonly number[]>();
   for (const key of keys) {
+    if (tainted.has(key)) continue;
     const rs = (readsByKey.get(key) ?? []).slice().sort((a, b) => b.value.length - a.value.length);
-    let longest: Read | undefined;
-    while (rs.length > 0 && longest === undefined) {
-      const r = rs.shift()!;
-      if (!duplicate(r)) longest = r;
-    }
+    const longest = rs.shift();
     if (longest === undefined) {
       orders.set(key, []);
       continue;
@@ -314,43 +336,47 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
     const good: Read[] = [longest];
     let bad: Read | undefined;
     for (const r of rs) {
-      if (isPrefix(r.value, order)) good.push(r);
-      else if (!duplicate(r)) {
+      if (!isPrefix(r.value, order)) {
         bad ??= r;
-        good.push(r);
+        r.stray = true;
       }
+      good.push(r);
     }
     reads.push(...good);
     stats.reads += good.length;
+    // Even when reads disagree, the longest one orders the key (as Elle's version order does).
+    orders.set(key, order);
     if (bad) {
-      orders.set(key, undefined);
       report({
         kind: 'incompatible-order',
         key,
         txns: [longest.t, bad.t].map(id),
         detail: `reads of '${key}' are not prefixes of one order: transaction ${show(id(longest.t))} read ${showList(longest.value)}, transaction ${show(id(bad.t))} read ${showList(bad.value)}`,
       });
-    } else {
-      orders.set(key, order);
     }
     // Each element's writer: once per element of the order, or per read when the order is not known.
     const w = writers.get(key);
+    let aborted = false;
     for (const r of bad ? good : [longest]) {
       let garbage: number | undefined;
-      r.value.forEach((x, i) => {
+      for (const x of r.value) {
         const wx = w?.get(x);
-        if (!wx) {
-          garbage ??= x;
-          return;
-        }
-        const wt = history[wx.t]!;
-        if (wt.type === 'info') committed[wx.t] = 1; // a committed read saw it: it committed
-        if (wt.type !== 'fail') return;
-        // The shortest read that includes it.
-        const reader = bad ? r : good.reduce((a, b) => (b.value.length > i && b.value.length < a.value.length ? b : a));
-        report({ kind: 'G1a', key, txns: [wt.id, id(reader.t)], detail: `transaction ${show(id(reader.t))} read '${key}' = ${showList(reader.value)}, including ${x} appended by aborted transaction ${show(wt.id)}` });
-      });
+        if (!wx) garbage ??= x;
+        else if (history[wx.t]!.type === 'info') committed[wx.t] = 1; // a committed read saw it: it committed
+        else if (history[wx.t]!.type === 'fail') aborted = true;
+      }
       if (garbage !== undefined) report({ kind: 'garbage-read', key, txns: [id(r.t)], detail: `transaction ${show(id(r.t))} read '${key}' = ${showList(r.value)}, including ${garbage}, which no transaction appended` });
+    }
+    // G1a: every committed read of an aborted append (one per read and element, as Elle counts them).
+    if (aborted) {
+      for (const r of good) {
+        for (const x of r.value) {
+          const wx = w?.get(x);
+          if (!wx || history[wx.t]!.type !== 'fail') continue;
+          const wt = history[wx.t]!;
+          report({ kind: 'G1a', key, txns: [wt.id, id(r.t)], detail: `transaction ${show(id(r.t))} read '${key}' = ${showList(r.value)}, including ${x} appended by aborted transaction ${show(wt.id)}` });
+        }
+      }
     }
     // G1b: what a read observed last is an intermediate append of its writer.
     for (const r of good) {
@@ -419,7 +445,7 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
       if (src !== undefined) addEdge(src, r.t, WR, r.key);
     }
     const order = orders.get(r.key);
-    if (!order) continue;
+    if (!order || r.stray) continue;
     let next: number | undefined;
     for (let i = len; i < order.length && next === undefined; i++) next = writerOf(r.key, order[i]!);
     if (next !== undefined) addEdge(r.t, next, RW, r.key);
@@ -451,10 +477,7 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
     }
   }
 
-  if (overflow) {
-    const any = anomalies.length > 0;
-    return { valid: any ? false : 'unknown', anomalies, stats, ...(any ? {} : { reason: `more than maxEdges = ${o.maxEdges} dependency edges` }) };
-  }
+  if (overflow) return verdict(anomalies, counts, stats, `more than maxEdges = ${o.maxEdges} dependency edges`);
 
   // Cycles: Tarjan's SCCs of the dependency graph, then a cycle of each class in each.
   const search = new CycleSearch(out, o.maxSearchSteps);
@@ -543,7 +566,43 @@ export function checkListAppend(history: readonly ListAppendTxn[], options: Part
   }
   stats.searchSteps = search.steps;
   stats.searchTruncated = search.truncated;
-  return { valid: anomalies.length === 0, anomalies, stats };
+  return verdict(anomalies, counts, stats);
+}
+
+/**
+ * The verdict: any anomaly of the store refutes the history; without one it is 'unknown' when the
+ * check could not decide (`bound`: a bound was exceeded), when the history breaks the workload's
+ * contract (duplicate appends), or when nothing committed (nothing to check, as Elle's
+ * empty-transaction-graph and the bank / cycle checkers say); else valid.
+ */
+function verdict(anomalies: ElleAnomaly[], counts: Partial<Record<ElleAnomalyKind, number>>, stats: ListAppendStats, bound?: string): ListAppendResult {
+  const dup = counts['duplicate-appends'] ?? 0;
+  const total = Object.values(counts).reduce((a: number, b) => a + (b ?? 0), 0);
+  if (total > dup) return { valid: false, anomalies, stats };
+  if (bound !== undefined) return { valid: 'unknown', anomalies, stats, reason: bound };
+  if (dup > 0) return { valid: 'unknown', anomalies, stats, reason: `${dup} appended value${dup === 1 ? '' : 's'} repeat on a key: appended values must be unique per key` };
+  if (stats.committed === 0) return { valid: 'unknown', anomalies, stats, reason: 'nothing committed: no transaction is known to have committed' };
+  return { valid: true, anomalies, stats };
+}
+
+/** The first read of a transaction that shows a value the transaction appends to that key only later. */
+function futureRead(mops: readonly ListAppendMop[]): { mop: ListAppendMop & { f: 'r' }; value: number } | undefined {
+  const later = new Map<KeyName, Map<number, number>>(); // key -> value -> index of its first append
+  mops.forEach((m, j) => {
+    if (m.f !== 'append') return;
+    let l = later.get(m.key);
+    if (!l) later.set(m.key, (l = new Map()));
+    if (!l.has(m.value)) l.set(m.value, j);
+  });
+  for (let j = 0; j < mops.length; j++) {
+    const m = mops[j]!;
+    if (m.f !== 'r' || m.value === null) continue;
+    const l = later.get(m.key);
+    if (!l) continue;
+    const x = m.value.find((v) => (l.get(v) ?? -1) > j);
+    if (x !== undefined) return { mop: m, value: x };
+  }
+  return undefined;
 }
 
 const DESCRIBE: Record<CycleKind, string> = {

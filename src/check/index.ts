@@ -38,5 +38,5 @@ export {
   type Balance,
   type Name,
 } from './bank.js';
-export { checkLinearizable, kvModel, CHECK_DEFAULTS, type Model, type Operation, type CheckResult, type CheckOptions, type KvInput, type KvOutput } from './linearizability.js';
+export { checkLinearizable, kvModel, CHECK_DEFAULTS, MAX_CACHE_LIMIT, type KeyVerdict, type Model, type Operation, type CheckResult, type CheckOptions, type KvInput, type KvOutput } from './linearizability.js';
 export { lostWrites, describeKvInput, lostAcknowledged, durablePrefixes, describeAckedLoss, type AckedPrefix, type AckedLoss } from './lost.js';

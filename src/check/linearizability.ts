@@ -8,8 +8,13 @@
  * effect: it is given a return time after every other event, so it can be linearised anywhere
  * after its call, including after everything else (which is the same as never happening, for
  * every observer). Such an operation's output is unknown and never checked.
+ *
+ * Every partition gets its own verdict (`keys`), each search within its own bounds: one refuted
+ * partition makes the whole history non-linearizable whatever the other searches did (by default
+ * the search stops there; `allKeys` decides the rest too); the history is 'unknown' only when no
+ * partition is refuted and some search hit a bound.
  */
-import { positiveInt, resolveOptions } from '../../pmem/index.js';
+import { bool, intIn, positiveInt, resolveOptions } from '../../pmem/index.js';
 
 export interface Operation<I, O> {
   /** Client or process id, for reports. */
@@ -39,17 +44,39 @@ export interface Model<S, I, O> {
   describe?(op: Operation<I, O>): string;
 }
 
-export type CheckResult<I, O> =
-  | { ok: true; explored: number; partitions: number }
-  | { ok: false; explored: number; partitions: number; partition: string; operations: Operation<I, O>[]; reason: string }
-  | { ok: 'unknown'; explored: number; partitions: number; partition: string; reason: string };
-
-export interface CheckOptions {
-  /** Bound on search steps per partition; past it the result is 'unknown' (never a false verdict). */
-  maxSteps: number;
+/** One partition's (key's) verdict. */
+export interface KeyVerdict {
+  key: string;
+  ok: boolean | 'unknown';
 }
 
-export const CHECK_DEFAULTS: Readonly<CheckOptions> = Object.freeze({ maxSteps: 2_000_000 });
+export type CheckResult<I, O> =
+  | { ok: true; explored: number; partitions: number; keys: KeyVerdict[] }
+  /** `partition`, `operations`, `reason`: the first refuted partition (every one is in `keys`). */
+  | { ok: false; explored: number; partitions: number; keys: KeyVerdict[]; partition: string; operations: Operation<I, O>[]; reason: string }
+  /** `partition`, `reason`: the first undecided partition; no partition was refuted. */
+  | { ok: 'unknown'; explored: number; partitions: number; keys: KeyVerdict[]; partition: string; reason: string };
+
+export interface CheckOptions {
+  /** Bound on search steps per partition; past it the partition is 'unknown' (never a false verdict). */
+  maxSteps: number;
+  /**
+   * Bound on the memoised (linearised set, state) pairs per partition, which bounds the search's
+   * memory; past it the partition is 'unknown'. At most 16,000,000 (a JavaScript Set holds 2^24).
+   */
+  maxCache: number;
+  /**
+   * Decide every partition. By default the search stops at the first refuted partition (the
+   * history is then non-linearizable whatever the others say) and the partitions not decided by
+   * then are listed as 'unknown' in `keys`.
+   */
+  allKeys: boolean;
+}
+
+/** The largest `maxCache` (below the 2^24 entries a JavaScript Set can hold). */
+export const MAX_CACHE_LIMIT = 16_000_000;
+
+export const CHECK_DEFAULTS: Readonly<CheckOptions> = Object.freeze({ maxSteps: 2_000_000, maxCache: 4_000_000, allKeys: false });
 
 interface Entry<I, O> {
   op: Operation<I, O>;
@@ -62,7 +89,7 @@ interface Entry<I, O> {
 }
 
 export function checkLinearizable<S, I, O>(model: Model<S, I, O>, history: Operation<I, O>[], options: Partial<CheckOptions> = {}): CheckResult<I, O> {
-  const o = resolveOptions(CHECK_DEFAULTS, options, { maxSteps: positiveInt });
+  const o = resolveOptions(CHECK_DEFAULTS, options, { maxSteps: positiveInt, maxCache: intIn(1, MAX_CACHE_LIMIT), allKeys: bool });
   for (const op of history) {
     if (!Number.isFinite(op.call) || (op.ret !== undefined && (!Number.isFinite(op.ret) || op.ret < op.call))) {
       throw new RangeError(`operation of client ${op.client} has call ${op.call} and return ${op.ret}: need finite call <= return`);
@@ -75,23 +102,65 @@ export function checkLinearizable<S, I, O>(model: Model<S, I, O>, history: Opera
     if (!list) parts.set(p, (list = []));
     list.push(op);
   }
+  // Iterative deepening over the partitions: every undecided one is searched afresh with a step
+  // budget that grows fourfold per round up to maxSteps (a lone undecided partition gets maxSteps
+  // at once). A refutation within a small budget is found before any other partition's search has
+  // spent its whole bound; the rework costs at most a third of the last round's budget; one
+  // memoisation cache is alive at a time.
+  const verdicts = new Map<string, { ok: boolean | 'unknown'; reason?: string; longest: number }>();
   let explored = 0;
-  for (const [p, ops] of parts) {
-    const r = checkPartition(model, ops, o.maxSteps);
-    explored += r.explored;
-    if (r.verdict === 'unknown') return { ok: 'unknown', explored, partitions: parts.size, partition: p, reason: `search bound of ${o.maxSteps} steps reached` };
-    if (r.verdict === false) {
-      return { ok: false, explored, partitions: parts.size, partition: p, operations: ops, reason: `no linearization of the ${ops.length} operations on partition '${p}'; longest linearizable prefix: ${r.longest} operations` };
+  let refuted: string | undefined;
+  let budget = Math.min(FIRST_BUDGET, o.maxSteps);
+  let pending = [...parts.keys()];
+  while (pending.length > 0 && (o.allKeys || refuted === undefined)) {
+    if (pending.length === 1) budget = o.maxSteps;
+    const next: string[] = [];
+    for (const p of pending) {
+      const r = checkPartition(model, parts.get(p)!, budget, o.maxCache);
+      explored += r.explored;
+      if (r.verdict === 'unknown' && r.cacheFull !== true && budget < o.maxSteps) {
+        next.push(p);
+        continue;
+      }
+      verdicts.set(p, { ok: r.verdict, reason: r.verdict === 'unknown' ? r.reason : undefined, longest: r.longest });
+      if (r.verdict === false && !o.allKeys) {
+        refuted = p;
+        break;
+      }
+      if (r.verdict === false) refuted ??= p;
     }
+    pending = next;
+    budget = Math.min(budget * 4, o.maxSteps);
   }
-  return { ok: true, explored, partitions: parts.size };
+  const keys: KeyVerdict[] = [...parts.keys()].map((key) => ({ key, ok: verdicts.get(key)?.ok ?? 'unknown' }));
+  const partitions = parts.size;
+  if (refuted !== undefined) {
+    const ops = parts.get(refuted)!;
+    const longest = verdicts.get(refuted)!.longest;
+    return { ok: false, explored, partitions, keys, partition: refuted, operations: ops, reason: `no linearization of the ${ops.length} operations on partition '${refuted}'; longest linearizable prefix: ${longest} operations` };
+  }
+  const undecided = keys.find((k) => k.ok === 'unknown');
+  if (undecided) return { ok: 'unknown', explored, partitions, keys, partition: undecided.key, reason: verdicts.get(undecided.key)!.reason! };
+  return { ok: true, explored, partitions, keys };
 }
 
-function checkPartition<S, I, O>(model: Model<S, I, O>, ops: Operation<I, O>[], maxSteps: number): { verdict: boolean | 'unknown'; explored: number; longest: number } {
+/** The first round's step budget per partition (then ×4 per round, up to maxSteps). */
+const FIRST_BUDGET = 10_000;
+
+interface PartitionResult {
+  verdict: boolean | 'unknown';
+  explored: number;
+  longest: number;
+  reason?: string;
+  /** The memoisation bound stopped the search (more steps would not help). */
+  cacheFull?: boolean;
+}
+
+function checkPartition<S, I, O>(model: Model<S, I, O>, ops: Operation<I, O>[], maxSteps: number, maxCache: number): PartitionResult {
   const n = ops.length;
   if (n === 0) return { verdict: true, explored: 0, longest: 0 };
   // Unknown outcomes return after everything else.
-  const tEnd = Math.max(...ops.map((op) => Math.max(op.call, op.ret ?? op.call))) + 1;
+  const tEnd = ops.reduce((m, op) => Math.max(m, op.call, op.ret ?? op.call), -Infinity) + 1;
   const events: Entry<I, O>[] = [];
   ops.forEach((op, id) => {
     const call: Entry<I, O> = { op, id, isCall: true, time: op.call, match: undefined, prev: undefined, next: undefined };
@@ -124,33 +193,41 @@ function checkPartition<S, I, O>(model: Model<S, I, O>, ops: Operation<I, O>[], 
     if (e.next) e.next.prev = e;
   };
 
-  const linearized = new Uint8Array(n);
+  // The linearised set as 16-bit words (a cache key is their characters), and each distinct model
+  // state interned to a number: a cache key is short whatever the size of the state.
+  const words = new Uint16Array(Math.ceil(n / 16));
+  const setBit = (id: number, on: boolean): void => {
+    if (on) words[id >> 4]! |= 1 << (id & 15);
+    else words[id >> 4]! &= ~(1 << (id & 15));
+  };
+  const stateIds = new Map<string, number>();
   const cache = new Set<string>();
   const stack: Array<{ entry: Entry<I, O>; state: S }> = [];
   let state = model.init();
   let entry = head.next;
   let steps = 0;
   let longest = 0;
-  const bitsKey = (): string => {
-    let s = '';
-    for (let i = 0; i < n; i += 16) {
-      let v = 0;
-      for (let j = i; j < Math.min(n, i + 16); j++) v |= linearized[j]! << (j - i);
-      s += String.fromCharCode(v + 32);
-    }
-    return s;
+  const cacheKey = (s: S): string => {
+    const k = model.key(s);
+    let sid = stateIds.get(k);
+    if (sid === undefined) stateIds.set(k, (sid = stateIds.size));
+    let bits = '';
+    if (words.length <= 4096) bits = String.fromCharCode.apply(null, words as unknown as number[]);
+    else for (let i = 0; i < words.length; i += 4096) bits += String.fromCharCode.apply(null, words.subarray(i, i + 4096) as unknown as number[]);
+    return bits + String.fromCharCode(sid & 0xffff, sid >>> 16);
   };
 
   while (head.next !== undefined) {
-    if (++steps > maxSteps) return { verdict: 'unknown', explored: steps, longest };
+    if (++steps > maxSteps) return { verdict: 'unknown', explored: steps - 1, longest, reason: `search bound of ${maxSteps} steps reached` };
     if (entry === undefined) return { verdict: false, explored: steps, longest };
     if (entry.isCall) {
       const next = model.step(state, entry.op.input, entry.op.ret === undefined ? undefined : entry.op.output);
       let advanced = false;
       if (next !== undefined) {
-        linearized[entry.id] = 1;
-        const key = `${bitsKey()}|${model.key(next)}`;
+        setBit(entry.id, true);
+        const key = cacheKey(next);
         if (!cache.has(key)) {
+          if (cache.size >= maxCache) return { verdict: 'unknown', explored: steps, longest, reason: `memoisation bound of ${maxCache} cached states reached`, cacheFull: true };
           cache.add(key);
           stack.push({ entry, state });
           state = next;
@@ -159,7 +236,7 @@ function checkPartition<S, I, O>(model: Model<S, I, O>, ops: Operation<I, O>[], 
           entry = head.next;
           advanced = true;
         } else {
-          linearized[entry.id] = 0;
+          setBit(entry.id, false);
         }
       }
       if (!advanced) entry = entry.next;
@@ -168,7 +245,7 @@ function checkPartition<S, I, O>(model: Model<S, I, O>, ops: Operation<I, O>[], 
       if (stack.length === 0) return { verdict: false, explored: steps, longest };
       const top = stack.pop()!;
       state = top.state;
-      linearized[top.entry.id] = 0;
+      setBit(top.entry.id, false);
       unlift(top.entry);
       entry = top.entry.next;
     }

@@ -60,6 +60,73 @@ t.test('a search past its bound says unknown, never a verdict', async (t) => {
   h.push(get(99, 'a', 'nope', 101, 102));
   const r = checkLinearizable(kvModel, h, { maxSteps: 50 });
   t.equal(r.ok, 'unknown');
+  t.same(r.keys, [{ key: 'a', ok: 'unknown' }]);
+});
+
+/** 12 concurrent puts then a read of a value none wrote: refuted only after a search of ~2^12 states. */
+const hard = (key: string): Op[] => {
+  const h: Op[] = [];
+  for (let i = 0; i < 12; i++) h.push(put(i, key, `v${i}`, 0, 100));
+  h.push(get(99, key, 'nope', 101, 102));
+  return h;
+};
+
+t.test('one refuted key makes the history false, whatever the other keys searches did', async (t) => {
+  // Key 'a' comes first and exhausts the bound; key 'b' is refuted within it; key 'c' is fine.
+  const h = [...hard('a'), put(1, 'b', 'x', 0, 1), get(2, 'b', null, 2, 3), put(1, 'c', 'y', 0, 1), get(2, 'c', 'y', 2, 3)];
+  const all = checkLinearizable(kvModel, h, { maxSteps: 50, allKeys: true });
+  t.equal(all.ok, false, JSON.stringify(all.keys));
+  t.same(all.keys, [
+    { key: 'a', ok: 'unknown' },
+    { key: 'b', ok: false },
+    { key: 'c', ok: true },
+  ]);
+  if (all.ok === false) {
+    t.equal(all.partition, 'b');
+    t.equal(all.operations.length, 2);
+  }
+  // By default the search stops at the refuted key: the keys not decided by then are unknown.
+  const first = checkLinearizable(kvModel, h, { maxSteps: 50 });
+  t.equal(first.ok, false);
+  t.same(first.keys, [
+    { key: 'a', ok: 'unknown' },
+    { key: 'b', ok: false },
+    { key: 'c', ok: 'unknown' },
+  ]);
+  // No key refuted, one undecided: unknown, naming it.
+  const u = checkLinearizable(kvModel, [...hard('a'), put(1, 'c', 'y', 0, 1), get(2, 'c', 'y', 2, 3)], { maxSteps: 50 });
+  t.equal(u.ok, 'unknown');
+  t.same(u.keys, [
+    { key: 'a', ok: 'unknown' },
+    { key: 'c', ok: true },
+  ]);
+  if (u.ok === 'unknown') t.equal(u.reason, 'search bound of 50 steps reached');
+  // With the default bound every key is decided; the quick refutation of 'b' is found first
+  // (the budget per key grows round by round), though 'a' comes first.
+  const d = checkLinearizable(kvModel, h, { allKeys: true });
+  t.equal(d.ok, false);
+  t.same(d.keys, [
+    { key: 'a', ok: false },
+    { key: 'b', ok: false },
+    { key: 'c', ok: true },
+  ]);
+  if (d.ok === false) t.equal(d.partition, 'b', 'the first refuted key found is named');
+  const quick = checkLinearizable(kvModel, h);
+  t.ok(quick.ok === false && quick.explored < 12_000, `stops at the first refutation: ${quick.explored} steps`);
+});
+
+t.test('the memoisation cache is bounded: a huge maxSteps says unknown, never a RangeError', async (t) => {
+  // Before the bound a maxSteps past 2^24 could fill the cache until Set threw "maximum size exceeded".
+  const r = checkLinearizable(kvModel, hard('a'), { maxSteps: 1e12, maxCache: 1000 });
+  t.comment(`explored ${r.explored}`);
+  t.equal(r.ok, 'unknown');
+  if (r.ok === 'unknown') t.equal(r.reason, 'memoisation bound of 1000 cached states reached');
+  t.same(r.keys, [{ key: 'a', ok: 'unknown' }]);
+  t.ok(r.explored > 1000, `explored ${r.explored} steps before the cache bound`);
+  const big = checkLinearizable(kvModel, hard('a'), { maxSteps: 1e12 });
+  t.equal(big.ok, false, 'the default cache bound leaves room to decide');
+  t.throws(() => checkLinearizable(kvModel, [], { maxCache: 16_000_001 }), new RangeError('maxCache must be an integer in [1, 16000000], got 16000001'));
+  t.throws(() => checkLinearizable(kvModel, [], { maxCache: 0 }), new RangeError('maxCache must be an integer in [1, 16000000], got 0'));
 });
 
 // A simulated atomic register: each operation takes effect at one random instant inside its

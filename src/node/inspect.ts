@@ -117,7 +117,12 @@ function readImage(path: string): { image: Uint8Array; layoutVersion: number } {
       throw new PmrpcIoError(`cannot read ${path}: ${err.message}`, err.code ?? 'EUNKNOWN', err.syscall ?? 'read', e);
     }
     const header = decodeHeader(head, fileBytes, path);
-    const image = new Uint8Array(HEADER_BYTES + header.sizeBytes);
+    let image: Uint8Array;
+    try {
+      image = new Uint8Array(HEADER_BYTES + header.sizeBytes);
+    } catch (e) {
+      throw new PmrpcError(InspectErrorCodes.AREA_UNREADABLE, `${path}: no memory for a private copy of its ${header.sizeBytes} data bytes (${(e as Error).message})`, { cause: e });
+    }
     for (let at = 0; at < image.length; ) {
       const n = readSync(fd, image, at, Math.min(image.length - at, 1 << 30), at);
       if (n === 0) throw new PmrpcIoError(`cannot read ${path}: it ended at ${at} bytes while being read`, 'EIO', 'read');
@@ -168,8 +173,16 @@ function plain(v: Record<string, unknown>): Record<string, unknown> {
  */
 export function inspectFile(path: string): InspectReport {
   if (typeof path !== 'string' || path.length === 0) throw new TypeError('path must be a non-empty string');
-  const { image, layoutVersion } = readImage(path);
-  const region = PmemRegion.openImage(image);
+  const read = readImage(path);
+  const layoutVersion = read.layoutVersion;
+  let region: PmemRegion;
+  try {
+    region = PmemRegion.openImage(read.image);
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e;
+    throw new PmrpcError(InspectErrorCodes.AREA_UNREADABLE, `${path}: no memory for a private copy of it (${e.message})`, { cause: e });
+  }
+  read.image = new Uint8Array(0); // the region holds its own copy
   const problems: FileProblem[] = [];
   const head = region.load(0, AREA_IDENT_BYTES);
   const magic = new DataView(head.buffer, head.byteOffset, 8).getBigUint64(0, true);

@@ -7,6 +7,7 @@ import { registerDemo } from './demo.js';
 import { registerLitmus } from './litmus.js';
 import { registerServe } from './serve.js';
 import { registerInspect } from './inspect.js';
+import { registerCheck } from './check.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -19,6 +20,7 @@ program
 
 registerServe(program);
 registerInspect(program);
+registerCheck(program);
 registerDemo(program);
 registerLitmus(program);
 // A `serve` child restarting after a crash does not load the launcher either.

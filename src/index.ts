@@ -168,15 +168,16 @@ export {
   nodeAppBytes,
   RemoteRpcClient,
   REMOTE_CLIENT_DEFAULTS,
-  inspectFile,
   type RpcNodeOptions,
   type RecoverySummary,
   type RemoteClientOptions,
-  type InspectReport,
 } from './server/index.js';
 
 // src/node, src/cluster — the node host (one process, one PM file, one app) and clusters of nodes (DESIGN §6).
 export { NodeHost, NODE_HOST_DEFAULTS, NODE_APPS, NODE_APP_NAMES, NodeErrorCodes, appByName, resolveAuthToken, AUTH_TOKEN_ENV, AuthErrorCodes, type NodeHostOptions, type NodeRecovery, type NodeStartLine, type AnyApp } from './node/index.js';
+// `pmrpc inspect` / `pmrpc check` for every app, and the wrong-app refusal (src/apps identify.ts).
+export { inspectFile, checkFile, InspectErrorCodes, type InspectReport, type CheckReport, type FileProblem } from './node/index.js';
+export { AppErrorCodes } from './apps/index.js';
 export { connectRsCluster, rsClientOfCluster, type RsClusterOptions } from './cluster/index.js';
 // PRISM-TX over TCP (docs/tx.md): a transaction client of a cluster's tx shards.
 export { connectTxCluster, TxClusterClient, TX_CLUSTER_DEFAULTS, txShardSource, type TxClusterOptions, type TxShards, type TxShardSource } from './cluster/index.js';

@@ -3,3 +3,4 @@ export { NodeHost, NODE_HOST_DEFAULTS, type NodeHostOptions, type NodeRecovery, 
 export { NODE_APPS, NODE_APP_NAMES, NodeErrorCodes, appByName, type NodeAppName, type AnyApp } from './apps.js';
 export { resolveAuthToken, checkAuthToken, AUTH_TOKEN_ENV, AuthErrorCodes } from './auth.js';
 export { NodeMetrics, NODE_METRICS_DEFAULTS, authFailureLogger, type NodeMetricsOptions } from './metrics.js';
+export { inspectFile, checkFile, InspectErrorCodes, type InspectReport, type CheckReport, type FileProblem } from './inspect.js';

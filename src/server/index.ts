@@ -2,7 +2,8 @@
 export { RpcNode, RPC_NODE_DEFAULTS, NODE_LAYOUT, ServerErrorCodes, nodeAppBytes, type RpcNodeOptions, type RecoverySummary } from './node.js';
 export { RemoteRpcClient, REMOTE_CLIENT_DEFAULTS, type RemoteClientOptions } from './client.js';
 export { encodeHelloPayload, decodeHelloPayload, encodeWelcomePayload, decodeWelcomePayload, HandshakeErrorCodes } from '../apps/rpc/index.js';
-export { inspectFile, type InspectReport } from './inspect.js';
+/** The inspector moved to src/node (every app); re-exported here for the rpc node's users. */
+export { inspectFile, type InspectReport } from '../node/index.js';
 export { WORKLOAD_METHOD, WORKLOAD_HANDLERS, PAYLOAD_BYTES, workloadPayload, verifyDigestLog, kvNodeKeys, type ClientLedger, type DigestVerdict } from './workload.js';
 export { runRealCrash, resolveRealCrashOptions, REAL_CRASH_DEFAULTS, HarnessErrorCodes, type RealCrashOptions, type RealCrashReport, type RealCrashVerdict, type RestartRecord } from './harness.js';
 export { runKvRealCrash, resolveKvRealCrashOptions, KV_REAL_CRASH_DEFAULTS, type KvRealCrashOptions, type KvRealCrashReport, type KvNodeReport } from './harness.js';

@@ -16,7 +16,7 @@ import { TcpLink } from '../../src/transport/index.js';
 import { RpcNode } from '../../src/server/node.js';
 import { RemoteRpcClient } from '../../src/server/client.js';
 import { decodeWelcomePayload, encodeHelloPayload } from '../../src/apps/rpc/index.js';
-import { inspectFile } from '../../src/server/inspect.js';
+import { inspectFile } from '../../src/node/index.js';
 import { verifyDigestLog, WORKLOAD_HANDLERS, WORKLOAD_METHOD, workloadPayload } from '../../src/server/workload.js';
 
 const seed = Number(process.env.PMRPC_SEED ?? Date.now() % 2 ** 31);

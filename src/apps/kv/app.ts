@@ -5,7 +5,7 @@
  */
 import { oneOf, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import type { QueuePair } from '../../../flush/index.js';
-import { jsonBytes, parseJsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
+import { jsonBytes, parseJsonBytes, refuseOtherApp, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { kvBase } from './checks.js';
 import { PrismKvClient, type KvClientOptions } from './client.js';
 import type { KvFaults } from './faults.js';
@@ -96,10 +96,12 @@ export const kvApp: App<KvAppOptions> = Object.freeze({
     return o.base + computeKvGeometry(o.base, validateLayoutOptions(o.layout)).totalBytes;
   },
   format(region: PmemRegion, o: KvAppOptions): void {
+    refuseOtherApp(region, o.base, 'kv', o.system);
     if (o.system === 'prism') PrismKvServer.format(region, o.layout, { base: o.base });
     else PilafServer.format(region, o.layout, { base: o.base });
   },
   open(host: AppHost, o: KvAppOptions): KvAppServer {
+    refuseOtherApp(host.region, o.base, 'kv', o.system);
     return new KvAppServer(host, o);
   },
 });

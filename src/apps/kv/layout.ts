@@ -19,12 +19,13 @@
  *   +0 crc32c u32 over [4, 24 + keyLen + valueLen)   +4 flags u8 (1 = tombstone, 2 = dead)   +5 keyLen u8
  *   +6 reserved u16   +8 valueLen u32   +12 reserved u32   +16 version u64   +24 key   then value
  */
+import { AREA_MAGIC } from '../index.js';
 import { crc32c, intIn, PmrpcError, resolveOptions, defineErrorCodes, type ErrorCodesOf, type OptionCheck, type OptionChecks } from '../../../pmem/index.js';
 
-export const KV_MAGIC = 0x31304b5650534d52n; // 'RMSPVK01' little-endian
+export const KV_MAGIC = AREA_MAGIC.kv; // 'RMSPVK01' little-endian
 export const KV_LAYOUT_VERSION = 1;
 /** The Pilaf-style baseline's area: the same header with its own magic ('RMSPLP01'). */
-export const PILAF_MAGIC = 0x3130504c50534d52n;
+export const PILAF_MAGIC = AREA_MAGIC.pilaf;
 export const KV_HEADER_BYTES = 256;
 export const KV_EPOCH_OFFSET = 128;
 export const SLOT_BYTES = 32;

@@ -5,9 +5,9 @@
  * real-crash harness verify; a library user passes handlers of their own.
  */
 import { bool, callable, must, optional, PmemRegion, PmrpcError, positiveInt, positiveMs, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
-import { layoutBytes, RecoveryStore, type LayoutOptions, type RecoveryFaults, type RecoveryReport } from '../../../recovery/index.js';
+import { entryOffset, inspectSlot, layoutBytes, RecoveryStore, type LayoutOptions, type RecordState, type RecoveryFaults, type RecoveryReport } from '../../../recovery/index.js';
 import { checkStrategy, DurableRpcServer, type MethodOptions, type RpcFaults, type RpcHandler, type RpcPool, type RpcStrategy } from '../../rpc/index.js';
-import type { AcceptedClient, App, AppHost, AppProblem, AppServer } from '../index.js';
+import { refuseOtherApp, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { DIGEST_HANDLERS } from './digest.js';
 import { decodeHelloPayload, encodeWelcomePayload } from './handshake.js';
 
@@ -117,6 +117,32 @@ export function summarizeRecovery(report: RecoveryReport | undefined, epoch: num
   };
 }
 
+/** What RpcAppServer.inspect() shows. */
+export interface RpcInspectView {
+  app: 'rpc';
+  epoch: number;
+  nextClientId: number;
+  clients: Array<{ clientId: number; appliedSeq: number; resumeSeq: number }>;
+  connections: Array<{
+    clientId: number;
+    connSlot: number;
+    /** The table's applied word (made durable lazily; the redo log's flags are the truth). */
+    tableAppliedSeq: number;
+    /** Highest sequence of this client with a durable applied record in the log. */
+    logAppliedSeq: number;
+    ring: { offset: number; head: number; tail: number; durableUnprocessed: number };
+  }>;
+  redoLog: {
+    records: Record<RecordState, number>;
+    /** LSN range of complete records (applied or not). */
+    lsnMin: number | undefined;
+    lsnMax: number | undefined;
+    completeUnapplied: number[];
+  };
+  /** The first word of the application area (the digest workload's counter). */
+  appCounter: string;
+}
+
 /** The RPC app opened on a region: `rpc` and `store` are there for tests and checkers. */
 export class RpcAppServer implements AppServer {
   readonly app = 'rpc';
@@ -141,13 +167,54 @@ export class RpcAppServer implements AppServer {
     return { qp: sqp, welcome: encodeWelcomePayload(info) };
   }
 
-  inspect(): Record<string, unknown> {
+  /**
+   * The store as it is now (before or after recover()): epoch, clients, each client's ring (the
+   * durable, checksummed entries past its applied ones), the redo log's records by state, and the
+   * first word of the application area (the digest workload's counter). Reads only.
+   */
+  inspect(): RpcInspectView & Record<string, unknown> {
     const s = this.store;
+    const g = s.geometry;
+    const counts: Record<RecordState, number> = { none: 0, incomplete: 0, 'complete-unapplied': 0, applied: 0 };
+    const logApplied = new Map<number, number>();
+    let lsnMin: number | undefined;
+    let lsnMax: number | undefined;
+    const completeUnapplied: number[] = [];
+    for (const r of s.log.scan()) {
+      counts[r.state]++;
+      if (r.state === 'applied' || r.state === 'complete-unapplied') {
+        lsnMin = lsnMin === undefined ? r.lsn : Math.min(lsnMin, r.lsn);
+        lsnMax = lsnMax === undefined ? r.lsn : Math.max(lsnMax, r.lsn);
+      }
+      if (r.state === 'applied') logApplied.set(r.clientId, Math.max(logApplied.get(r.clientId) ?? 0, r.seq));
+      if (r.state === 'complete-unapplied') completeUnapplied.push(r.lsn);
+    }
+    const connections = s.conn.entries().map((c) => {
+      const applied = Math.max(c.appliedSeq, logApplied.get(c.clientId) ?? 0);
+      const head = applied + 1;
+      let tail = head;
+      while (tail - head < g.ringSlots) {
+        const ins = inspectSlot(s.region, entryOffset(s.layout, c.connSlot, tail), g, { clientId: c.clientId, seq: tail });
+        if (!(ins.checksumValid && ins.lap === 'expected')) break;
+        tail++;
+      }
+      return {
+        clientId: c.clientId,
+        connSlot: c.connSlot,
+        tableAppliedSeq: c.appliedSeq,
+        logAppliedSeq: logApplied.get(c.clientId) ?? 0,
+        ring: { offset: s.layout.ringOffset(c.connSlot), head, tail, durableUnprocessed: tail - head },
+      };
+    });
     return {
       app: 'rpc',
       epoch: s.epoch,
-      geometry: s.geometry,
+      nextClientId: s.layout.nextClientId,
+      geometry: g,
       clients: s.conn.entries().map((c) => ({ clientId: c.clientId, appliedSeq: s.conn.appliedSeq(c.clientId), resumeSeq: s.resumeSeq(c.clientId) })),
+      connections,
+      redoLog: { records: counts, lsnMin, lsnMax, completeUnapplied },
+      appCounter: s.appView.loadU64(0).toString(),
     };
   }
 
@@ -169,6 +236,7 @@ export const rpcApp: App<RpcAppOptions> = Object.freeze({
   },
   format(region: PmemRegion, o: RpcAppOptions): void {
     if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
+    refuseOtherApp(region, 0, 'rpc');
     const appBytes = rpcAppBytes(o.layout, region.sizeBytes);
     if (appBytes < o.appBytesMin) {
       throw new PmrpcError(RpcAppErrorCodes.SIZE_TOO_SMALL, `the rpc app needs at least ${fixedBytes(o.layout) + o.appBytesMin} bytes (rings, redo log and a ${o.appBytesMin}-byte application area), got ${region.sizeBytes}`);
@@ -176,6 +244,7 @@ export const rpcApp: App<RpcAppOptions> = Object.freeze({
     RecoveryStore.format(region, { ...o.layout, appBytes, faults: o.recoveryFaults, partialPollsMax: o.partialPollsMax });
   },
   open(host: AppHost, o: RpcAppOptions): RpcAppServer {
+    refuseOtherApp(host.region, 0, 'rpc');
     return new RpcAppServer(host, o);
   },
 });

@@ -4,7 +4,7 @@
  * empty; the welcome is JSON {app: 'rs', rkey, base, epoch}: what a client needs to reach the replica.
  */
 import { must, resolveOptions, type OptionChecks, type PmemRegion } from '../../../pmem/index.js';
-import type { App, AppHost } from '../index.js';
+import { refuseOtherApp, type App, type AppHost } from '../index.js';
 import type { RsFaults } from './faults.js';
 import { computeRsGeometry, RS_LAYOUT_DEFAULTS, validateRsLayout, type RsLayoutOptions } from './layout.js';
 import { formatRs, RsServer } from './server.js';
@@ -32,9 +32,11 @@ export const rsApp: App<RsAppOptions> = Object.freeze({
     return o.base + computeRsGeometry(o.base, validateRsLayout(o.layout)).totalBytes;
   },
   format(region: PmemRegion, o: RsAppOptions): void {
+    refuseOtherApp(region, o.base, 'rs');
     formatRs(region, o.layout, o.base);
   },
   open(host: AppHost, o: RsAppOptions): RsServer {
+    refuseOtherApp(host.region, o.base, 'rs');
     return new RsServer(host, o.base, o.faults);
   },
 });

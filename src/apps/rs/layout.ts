@@ -25,8 +25,9 @@
  */
 import { crc32c, defineErrorCodes, intIn, PmrpcError, resolveOptions, type ErrorCodesOf, type OptionChecks } from '../../../pmem/index.js';
 import { sizeClassesCheck } from '../kv/index.js';
+import { AREA_MAGIC } from '../index.js';
 
-export const RS_MAGIC = 0x3130535250534d52n; // 'RMSPRS01' little-endian
+export const RS_MAGIC = AREA_MAGIC.rs; // 'RMSPRS01' little-endian
 export const RS_LAYOUT_VERSION = 1;
 export const RS_HEADER_BYTES = 256;
 export const RS_EPOCH_OFFSET = 128;

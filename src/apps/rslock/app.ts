@@ -6,7 +6,7 @@
  */
 import { intIn, must, PmrpcError, resolveOptions, type OptionChecks, type PmemRegion } from '../../../pmem/index.js';
 import { Access, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
-import { jsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
+import { jsonBytes, refuseOtherApp, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import {
   BLOCK_BYTES_MAX,
   BLOCKS_MAX,
@@ -186,6 +186,7 @@ export const rslockApp: { open(host: AppHost, o: RsLockAppOptions): RsLockAppSer
     return o.base + computeRsLockGeometry(o.base, o.blocks, o.blockBytes).totalBytes;
   },
   format(region: PmemRegion, o: RsLockAppOptions): void {
+    refuseOtherApp(region, o.base, 'rslock');
     const g = computeRsLockGeometry(o.base, o.blocks, o.blockBytes);
     if (o.base + g.totalBytes > region.sizeBytes) throw new PmrpcError(RsLockErrorCodes.LAYOUT_TOO_LARGE, `the rslock area needs ${g.totalBytes} bytes at ${o.base}; the region has ${region.sizeBytes}`);
     try {
@@ -206,6 +207,7 @@ export const rslockApp: { open(host: AppHost, o: RsLockAppOptions): RsLockAppSer
     region.persist(o.base, RSLOCK_HEADER_BYTES);
   },
   open(host: AppHost, o: RsLockAppOptions): RsLockAppServer {
+    refuseOtherApp(host.region, o.base, 'rslock');
     return new RsLockAppServer(host, o);
   },
 });

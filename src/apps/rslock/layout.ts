@@ -26,9 +26,10 @@
  * Writes go to the slot the lock word does not name, are FLUSHed, and only then published by the
  * release: a crash mid-write tears at most the unpublished slot, never the block's last value.
  */
+import { AREA_MAGIC } from '../index.js';
 import { crc32c, defineErrorCodes, PmrpcError, type ErrorCodesOf } from '../../../pmem/index.js';
 
-export const RSLOCK_MAGIC = 0x31304b4c50534d52n; // 'RMSPLK01' little-endian
+export const RSLOCK_MAGIC = AREA_MAGIC.rslock; // 'RMSPLK01' little-endian
 export const RSLOCK_LAYOUT_VERSION = 1;
 export const RSLOCK_HEADER_BYTES = 64;
 /** Bytes per lock: one cache line. */

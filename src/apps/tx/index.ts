@@ -2,7 +2,7 @@
 export { txApp, TxAppServer, resolveTxAppOptions, initialValue, TX_APP_DEFAULTS, type TxAppOptions, type TxValueKind, type TxRecoveryReport } from './server.js';
 export { TxClient, TxResolver, parseTxWelcome, SHARD_WAITS_MAX, RESOLVE_ROUNDS_MAX, type ShardConn, type ShardSource, type TxOutcome, type TxStatus, type TxClientOptions, type Resolution } from './client.js';
 export { TX_MUTANTS, NO_TX_FAULTS, txFaultsFor, type TxFaults, type TxFaultName, type TxMutant } from './faults.js';
-export { TxErrorCodes, describeH, txName, makeTxid, txClient, ITEM_BYTES, VALUE_BYTES_MAX, ENTRIES_MAX, type TxGeometry } from './layout.js';
+export { TxErrorCodes, decodeTxHeader, TX_HEADER_BYTES, describeH, txName, makeTxid, txClient, ITEM_BYTES, VALUE_BYTES_MAX, ENTRIES_MAX, type TxGeometry } from './layout.js';
 export { TxAgent, type TxAgentOptions } from './agent.js';
 // The durable layout's encoders (tests construct each row of the decision tables with them).
 export { computeTxGeometry, encodeBody, encodeItem, encodeSlot, decodeItem, ITEM_HEADER_BYTES, type Item, recordOffset, slotOffset, hWord, hState, hTxid, H_FENCED, H_PREPARED, H_COMMITTED, H_ABORTED, ENTRY_WRITE, ENTRY_READ, RECORD_BODY, type RecordEntry } from './layout.js';

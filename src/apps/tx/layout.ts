@@ -26,9 +26,10 @@
  * +20 mark u32 (0; ITEM_DEAD once its transaction's abort is decided and durable: the shard CPU's
  * sweep returns it to the free list; the crc covers it, so a dead item never decodes) | +24 value.
  */
+import { AREA_MAGIC } from '../index.js';
 import { crc32c, defineErrorCodes, PmrpcError, type ErrorCodesOf } from '../../../pmem/index.js';
 
-export const TX_MAGIC = 0x3130585450534d52n; // 'RMSPTX01'
+export const TX_MAGIC = AREA_MAGIC.tx; // 'RMSPTX01'
 export const TX_LAYOUT_VERSION = 1;
 export const TX_HEADER_BYTES = 64;
 export const SLOT_BYTES = 64;

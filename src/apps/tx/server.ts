@@ -11,7 +11,7 @@
 import { Access, CpuPoller, type HostWriteEvent, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { intIn, oneOf, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import { recoverFreeLists, type ArenaClass } from '../../../recovery/index.js';
-import { jsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
+import { jsonBytes, refuseOtherApp, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { ReturnDesk, type ReturnStats } from '../kv/index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
 import {
@@ -467,9 +467,11 @@ export const txApp: App<TxAppOptions> = Object.freeze({
     return o.base + computeTxGeometry(o.base, o.shard, o.shards, o.keysPerShard, o.clients, o.items).totalBytes;
   },
   format(region: PmemRegion, o: TxAppOptions): void {
+    refuseOtherApp(region, o.base, 'tx');
     formatShard(region, o);
   },
   open(host: AppHost, o: TxAppOptions): TxAppServer {
+    refuseOtherApp(host.region, o.base, 'tx');
     return new TxAppServer(host, o);
   },
 });

@@ -22,9 +22,10 @@
  * trusted. A transaction touches at most ENTRIES_MAX keys of one shard.
  */
 import { crc32c, PmrpcError } from '../../../pmem/index.js';
+import { AREA_MAGIC } from '../index.js';
 import { decodeItem, encodeItem, ITEM_HEADER_BYTES, TxErrorCodes, VALUE_BYTES_MAX } from '../tx/index.js';
 
-export const TXLOCK_MAGIC = 0x3130434f4c585452n; // 'RTXLOC01'
+export const TXLOCK_MAGIC = AREA_MAGIC.txlock; // 'RTXLOC01'
 export const TXLOCK_LAYOUT_VERSION = 1;
 export const HEADER_BYTES = 64;
 export const OBJ_BYTES = 192;

@@ -9,7 +9,7 @@
  */
 import { Access, CpuPoller, type HostWriteEvent, type MemoryRegion, type ProtectionDomain, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { intIn, oneOf, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
-import { jsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
+import { jsonBytes, refuseOtherApp, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { initialValue, TxErrorCodes, txName, type TxValueKind } from '../tx/index.js';
 import {
   computeGeometry,
@@ -333,10 +333,14 @@ function makeApp(protocol: TxLockProtocol): App<TxLockAppOptions> {
       return r.base + computeGeometry(r.base, protocol, r.shard, r.shards, r.keysPerShard, r.clients, r.mailboxes).totalBytes;
     },
     format(region: PmemRegion, o: TxLockAppOptions): void {
-      format(region, resolveTxLockAppOptions(o), protocol);
+      const r = resolveTxLockAppOptions(o);
+      refuseOtherApp(region, r.base, `tx${protocol}`);
+      format(region, r, protocol);
     },
     open(host: AppHost, o: TxLockAppOptions): TxLockAppServer {
-      return new TxLockAppServer(host, resolveTxLockAppOptions(o), protocol);
+      const r = resolveTxLockAppOptions(o);
+      refuseOtherApp(host.region, r.base, `tx${protocol}`);
+      return new TxLockAppServer(host, r, protocol);
     },
   });
 }

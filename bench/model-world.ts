@@ -1,7 +1,7 @@
 /**
  * Modelled runs (issue 14): the real pmrpc code — the durable RPC app, the KV clients and servers —
  * on the explorer's World with a cost model (src/testing: virtual time). Every figure these return
- * is MODELLED time (virtual µs from the cost model of REFERENCES.md), never wall clock.
+ * is MODELLED time (virtual µs from the cost model of docs/references.md §7), never wall clock.
  */
 import { PmemRegion, createPrng, seededEntropy } from '../pmem/index.js';
 import { World, costProfile, type CostModel, type NicConfig } from '../src/testing/index.js';

@@ -1,6 +1,6 @@
 /**
  * `pmrpc reproduce [--json]` (issue 14): the reproduction table — each published figure of
- * REFERENCES.md beside the same figure in modelled time (the real code on the deterministic World
+ * docs/references.md (§8) beside the same figure in modelled time (the real code on the deterministic World
  * with a cost model) and, when a `pmrpc bench` run left its JSON in --out, the measured figure.
  */
 import type { Command } from 'commander';

@@ -1,7 +1,9 @@
 // The repository is self-contained (issue 26): every "DESIGN §N" / "DESIGN §N.M" in code and docs
-// names a numbered section of docs/design.md (DESIGN is docs/design.md), and every link or relative
-// path in README.md and docs/*.md (outside fenced code blocks) resolves to a file inside the
-// repository — with its #anchor, when it has one, naming a heading of that file.
+// names a numbered section of docs/design.md (DESIGN is docs/design.md); the published facts and
+// figures are cited as "docs/references.md §N.M", each naming a numbered entry of that page, and
+// never by another name (such as the old "REFERENCES", a file outside the repository); and every
+// link or relative path in README.md and docs/*.md (outside fenced code blocks) resolves to a file
+// inside the repository — with its #anchor, when it has one, naming a heading of that file.
 import t from 'tap';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -43,15 +45,46 @@ function designSections(md: string): { sections: Set<string>; order: string[] } 
  * ("DESIGN\n * §2.2"), and the sections listed after it ("DESIGN §6, §8", "DESIGN §5 / §9").
  */
 function designRefs(text: string): { section: string; index: number }[] {
+  return citedSections(text, /(?:DESIGN(?:\.md)?|design\.md\)?)(?:[ \t]|\n[ \t]*(?:\*|\/\/|#)?[ \t]*)*§[ \t]*(\d+(?:\.\d+)*)/g);
+}
+
+/**
+ * Every citation of docs/references.md by section: "docs/references.md §7.2", "docs/references.md
+ * (§8)", a comment wrapped between the name and "§", and the sections listed after the first
+ * ("docs/references.md §4.3, §3.5", a list wrapped onto the next line).
+ */
+function referencesRefs(text: string): { section: string; index: number }[] {
+  return citedSections(text, /docs\/references\.md(?:[ \t]|\n[ \t]*(?:\*|\/\/|#)?[ \t]*)*\(?§[ \t]*(\d+(?:\.\d+)*)/g);
+}
+
+/** Anchors of docs/references.md named in a text outside markdown links: "docs/references.md#7-cost-model-calibration". */
+function referencesAnchors(text: string): { anchor: string; index: number }[] {
+  return [...text.matchAll(/docs\/references\.md#([\w-]+)/g)].map((m) => ({ anchor: m[1]!, index: m.index! }));
+}
+
+/**
+ * Names of the published sources other than docs/references.md: the old "REFERENCES" /
+ * "REFERENCES.md" (a file outside the repository), and — outside markdown pages, whose links the
+ * link test resolves — a "references.md" without its folder. SQL's "REFERENCES table(column)" is
+ * not one.
+ */
+function foreignReferenceNames(text: string, markdown: boolean): { name: string; index: number }[] {
+  const out: { name: string; index: number }[] = [];
+  for (const m of text.matchAll(/\bREFERENCES(?:\.md)?\b(?![ \t]+\w+[ \t]*\()/g)) out.push({ name: m[0], index: m.index! });
+  if (!markdown) for (const m of text.matchAll(/(?<!docs\/)\b[Rr]eferences\.md\b/g)) out.push({ name: m[0], index: m.index! });
+  return out.sort((a, b) => a.index - b.index);
+}
+
+/** The sections a head pattern cites (its group 1), and the sections listed after each: ", §8", " / §9", " and §3". */
+function citedSections(text: string, head: RegExp): { section: string; index: number }[] {
   const out: { section: string; index: number }[] = [];
-  const head = /(?:DESIGN(?:\.md)?|design\.md\)?)(?:[ \t]|\n[ \t]*(?:\*|\/\/|#)?[ \t]*)*§[ \t]*(\d+(?:\.\d+)*)/g;
   for (const m of text.matchAll(head)) {
     out.push({ section: m[1]!, index: m.index! });
     // Sections listed after the first: ", §8", " / §9", " and §3".
     let rest = text.slice(m.index! + m[0].length);
     let offset = m.index! + m[0].length;
     for (;;) {
-      const more = /^(?:\s*(?:\([^)]*\))?)?\s*(?:,|\/|and|or|;)\s*§[ \t]*(\d+(?:\.\d+)*)/.exec(rest);
+      const more = /^(?:\s*(?:\([^)]*\))?)?\s*(?:,|\/|and|or|;)(?:\s|\*|\/\/)*§[ \t]*(\d+(?:\.\d+)*)/.exec(rest);
       if (more === null) break;
       out.push({ section: more[1]!, index: offset });
       rest = rest.slice(more[0].length);
@@ -59,6 +92,12 @@ function designRefs(text: string): { section: string; index: number }[] {
     }
   }
   return out;
+}
+
+/** The text with every docs/references.md citation (and the sections listed after it) blanked, offsets kept. */
+function blankReferencesCitations(text: string): string {
+  const re = /docs\/references\.md(?:[ \t]|\n[ \t]*(?:\*|\/\/|#)?[ \t]*)*\(?§[ \t]*\d+(?:\.\d+)*(?:\s*(?:,|\/|and|or|;)(?:\s|\*|\/\/)*§[ \t]*\d+(?:\.\d+)*)*/g;
+  return text.replace(re, (c) => c.replace(/[^\n]/g, ' '));
 }
 
 /** The text with fenced code blocks blanked (offsets and line numbers kept). */
@@ -98,6 +137,28 @@ function proseUpwardPaths(md: string): { path: string; index: number }[] {
   return out;
 }
 
+/**
+ * Section numbers out of order: they run 1, 2, 2.1, 2.2, …, 3, …, each top-level number one more
+ * than the last, each subsection under its own section and one more than the last.
+ */
+function outOfOrder(order: readonly string[]): string[] {
+  let major = 0;
+  let minor = 0;
+  const bad: string[] = [];
+  for (const s of order) {
+    const [a, b] = s.split('.').map(Number);
+    if (b === undefined) {
+      if (a !== major + 1) bad.push(`§${s} after §${major}`);
+      major = a!;
+      minor = 0;
+    } else {
+      if (a !== major || b !== minor + 1) bad.push(`§${s} after §${major}.${minor}`);
+      minor = b;
+    }
+  }
+  return bad;
+}
+
 const insideRepo = (abs: string): boolean => abs === ROOT || abs.startsWith(ROOT + sep);
 
 // ── the tests ─────────────────────────────────────────────────────────────────────────────────────
@@ -105,6 +166,9 @@ const insideRepo = (abs: string): boolean => abs === ROOT || abs.startsWith(ROOT
 const designPath = join(ROOT, 'docs', 'design.md');
 const design = existsSync(designPath) ? readFileSync(designPath, 'utf8') : '';
 const { sections, order } = designSections(design);
+const refsPath = join(ROOT, 'docs', 'references.md');
+const refsMd = existsSync(refsPath) ? readFileSync(refsPath, 'utf8') : '';
+const refs = designSections(refsMd);
 const files = walk(ROOT);
 const mdDocs = [join(ROOT, 'README.md'), ...readdirSync(join(ROOT, 'docs')).filter((n) => n.endsWith('.md')).map((n) => join(ROOT, 'docs', n))];
 
@@ -132,23 +196,7 @@ t.test('docs/design.md has numbered sections in order', async (t) => {
   t.ok(design.length > 0, 'docs/design.md exists');
   const words = stripFences(design).split(/\s+/).filter((w) => /[\p{L}\p{N}]/u.test(w)).length;
   t.ok(words >= 3000, `docs/design.md has ${words} words (at least 3,000)`);
-  // Sections are 1, 2, 2.1, 2.2, …, 3, …: each top-level number one more than the last, each
-  // subsection under its own section and one more than the last.
-  let major = 0;
-  let minor = 0;
-  const bad: string[] = [];
-  for (const s of order) {
-    const [a, b] = s.split('.').map(Number);
-    if (b === undefined) {
-      if (a !== major + 1) bad.push(`§${s} after §${major}`);
-      major = a!;
-      minor = 0;
-    } else {
-      if (a !== major || b !== minor + 1) bad.push(`§${s} after §${major}.${minor}`);
-      minor = b;
-    }
-  }
-  t.same(bad, [], 'section numbers run in order');
+  t.same(outOfOrder(order), [], 'section numbers run in order');
   t.ok(order.length >= 10, `${order.length} numbered sections`);
 });
 
@@ -164,13 +212,74 @@ t.test('every DESIGN §N reference names a section of docs/design.md', async (t)
       if (!sections.has(r.section)) missing.push(`${rel(f)}:${lineOf(text, r.index)}: DESIGN §${r.section}`);
     }
   }
-  // Within docs/design.md, a bare §N cross-reference must resolve too.
-  for (const m of stripFences(design).matchAll(/§[ \t]*(\d+(?:\.\d+)*)/g)) {
+  // Within docs/design.md, a bare §N cross-reference must resolve too (a docs/references.md
+  // citation is checked against that page, below).
+  for (const m of blankReferencesCitations(stripFences(design)).matchAll(/§[ \t]*(\d+(?:\.\d+)*)/g)) {
     count++;
     if (!sections.has(m[1]!)) missing.push(`docs/design.md:${lineOf(design, m.index!)}: §${m[1]}`);
   }
   t.ok(count >= 200, `${count} references checked`);
   t.same(missing, [], 'references to sections docs/design.md does not have');
+});
+
+t.test('docs/references.md: the helpers see what they should (and fail on what they should)', async (t) => {
+  t.same(referencesRefs('(docs/references.md §7.2) b').map((r) => r.section), ['7.2']);
+  t.same(referencesRefs('docs/references.md (§8) beside').map((r) => r.section), ['8']);
+  t.same(referencesRefs(' * SIGMOD\'23 (docs/references.md\n * §4.6):').map((r) => r.section), ['4.6']);
+  t.same(referencesRefs('Dolev; docs/references.md §4.3, §3.5)').map((r) => r.section), ['4.3', '3.5']);
+  t.same(referencesRefs('on npm — docs/references.md §6.1,\n§6.2). x').map((r) => r.section), ['6.1', '6.2']);
+  t.same(referencesRefs('[docs/references.md §7](references.md#7-cost-model-calibration)').map((r) => r.section), ['7']);
+  t.same(referencesRefs('DESIGN §7 and references §3'), [], 'only docs/references.md cites it');
+  t.same(referencesAnchors('see docs/references.md#7-cost-model-calibration.').map((a) => a.anchor), ['7-cost-model-calibration']);
+  const names = (x: string, md = false): string[] => foreignReferenceNames(x, md).map((n) => n.name);
+  t.same(names('in REFERENCES.md (the source of'), ['REFERENCES.md']);
+  t.same(names('exists (REFERENCES): these'), ['REFERENCES']);
+  t.same(names('REFERENCES gives 5 M ops/s per core'), ['REFERENCES'], 'not SQL: no (column) after the word');
+  t.same(names('run_id INTEGER NOT NULL REFERENCES runs(id),'), [], 'SQL\'s foreign key clause');
+  t.same(names('see references.md §7 or docs/references.md §7'), ['references.md'], 'outside markdown, the path from the root');
+  t.same(names('in [references.md](references.md#7-x)', true), [], 'a markdown link, resolved by the link test');
+  t.same(names('docs/references.md §7.13 gives'), []);
+  t.same([...blankReferencesCitations('§2 (docs/references.md §8), §3 and docs/references.md §4.3, §3.5. §9').matchAll(/§(\d+(?:\.\d+)*)/g)].map((m) => m[1]), ['2', '3', '9']);
+  const r = designSections('# T\n## 1. One\n### 1.1 Sub\n### 1.3 Gap\n## 3. Three\n');
+  t.same(outOfOrder(r.order), ['§1.3 after §1.1', '§3 after §1']);
+});
+
+t.test('docs/references.md has numbered entries in order, its own cross-references resolve', async (t) => {
+  t.ok(refsMd.length > 0, 'docs/references.md exists');
+  t.same(outOfOrder(refs.order), [], 'section numbers run in order');
+  t.ok(refs.order.length >= 50, `${refs.order.length} numbered entries`);
+  const text = stripFences(refsMd);
+  const missing: string[] = [];
+  for (const m of text.matchAll(/§[ \t]*(\d+(?:\.\d+)*)/g)) {
+    // DESIGN §N and design.md §N name docs/design.md (checked above).
+    if (/(?:DESIGN|design\.md)\s*$/.test(text.slice(Math.max(0, m.index! - 20), m.index!))) continue;
+    if (!refs.sections.has(m[1]!)) missing.push(`docs/references.md:${lineOf(refsMd, m.index!)}: §${m[1]}`);
+  }
+  t.same(missing, [], 'cross-references to entries the page does not have');
+});
+
+t.test('every docs/references.md citation names an entry it has, and nothing names the sources otherwise', async (t) => {
+  const missing: string[] = [];
+  const foreign: string[] = [];
+  let count = 0;
+  const anchors = headingAnchors(refsMd);
+  for (const f of files) {
+    if (rel(f) === 'test/docs/references.test.ts') continue; // its own examples
+    const text = readFileSync(f, 'utf8');
+    for (const n of foreignReferenceNames(text, f.endsWith('.md'))) foreign.push(`${rel(f)}:${lineOf(text, n.index)}: ${n.name}`);
+    if (!text.includes('references.md')) continue;
+    for (const r of referencesRefs(text)) {
+      count++;
+      if (!refs.sections.has(r.section)) missing.push(`${rel(f)}:${lineOf(text, r.index)}: docs/references.md §${r.section}`);
+    }
+    for (const a of referencesAnchors(text)) {
+      count++;
+      if (!anchors.has(a.anchor.toLowerCase())) missing.push(`${rel(f)}:${lineOf(text, a.index)}: docs/references.md#${a.anchor}`);
+    }
+  }
+  t.ok(count >= 50, `${count} citations checked`);
+  t.same(missing, [], 'citations of entries docs/references.md does not have');
+  t.same(foreign, [], 'the published sources named other than as docs/references.md');
 });
 
 t.test('nothing names the design document outside the repository', async (t) => {

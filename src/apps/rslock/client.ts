@@ -1,7 +1,7 @@
 /**
  * The client of the lock-based replication baseline (DESIGN §5, §9): one QueuePair per replica,
  * standard verbs only (READ, WRITE, 8-byte CAS, FLUSH) — no PRISM extension — built per the
- * SIGMOD'23 guidelines for one-sided synchronisation (REFERENCES.md):
+ * SIGMOD'23 guidelines for one-sided synchronisation (docs/references.md §4.6):
  *
  * Quorum. Every operation goes to a majority Q: the first ⌊N/2⌋+1 replicas this client can reach,
  * in index order (so all clients contend on the same locks and a lock never deadlocks across

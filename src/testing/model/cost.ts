@@ -1,6 +1,6 @@
 /**
  * The cost model of modelled time (DESIGN §7, §9; issue 14): named parameters, units in their
- * names, with defaults taken once from the published measurements in REFERENCES.md (the source of
+ * names, with defaults taken once from the published measurements in docs/references.md §7 (the source of
  * each is in `COST_SOURCES` and in docs/model.md). Nothing here is fitted to a reproduction row.
  *
  * The deterministic scheduler (src/testing/crash/world.ts with a cost model) charges every event
@@ -65,7 +65,7 @@ export interface CostModel {
   softwareNicUs: number;
 }
 
-/** Where each default comes from (REFERENCES.md, "Cost-model calibration"). */
+/** Where each default comes from (docs/references.md §7, "Cost-model calibration"). */
 export const COST_SOURCES: Readonly<Record<Exclude<keyof CostModel, 'name'>, string>> = Object.freeze({
   wireRttUs: 'small-message RDMA round trip 2 µs (1.3–2.6), 100 Gb NICs — Kalia ATC\'16; pmem-bench',
   wireGbps: 'ConnectX-4 100 Gb (perftest in a CX-4 thesis); ConnectX-3 56 Gb FDR',

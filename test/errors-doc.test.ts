@@ -10,6 +10,7 @@ import '../src/apps/tx/index.js';
 import * as rs from '../src/apps/rs/index.js';
 import * as testing from '../src/testing/index.js';
 import '../bench/sqlite.js';
+import '../bench/redis.js';
 import '../cli/cluster.js';
 import { PmrpcError, registeredErrorCodes } from '../pmem/index.js';
 

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { systemClock } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { KV_MUTANTS, type KvFaultName } from '../src/apps/kv/index.js';
-import { listRsMutants } from '../src/apps/rs/index.js';
+import { RS_MUTANTS } from '../src/apps/rs/index.js';
 import { resolveRsWorkload } from '../src/testing/crash/index.js';
 import { RSLOCK_MUTANTS } from '../src/apps/rslock/index.js';
 import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
@@ -68,6 +68,31 @@ export const RS_IMAGES_PER_POINT = 14;
 /** Violations drawn with --timeline. */
 export const TIMELINES_MAX = 5;
 
+/** The apps of --app. */
+export const CRASH_TEST_APPS = ['rpc', 'kv', 'register', 'recovery', 'rs', 'rslock', 'tx'] as const;
+
+/**
+ * The lines of `--list-mutants` for an app: name<TAB>what it is caught under (rpc, kv: the
+ * strategies, 'none' for an equivalent mutant (Mutant.equivalent); register, rs, rslock, tx: the
+ * persistence step it removes).
+ */
+export function mutantLines(app: string): string[] {
+  switch (app) {
+    case 'tx':
+      return TX_MUTANTS.map((m) => `${m.name}\t${m.step}`);
+    case 'rs':
+      return RS_MUTANTS.map((m) => `${m.name}\t${m.step}`);
+    case 'rslock':
+      return RSLOCK_MUTANTS.map((m) => `${m.name}\t${m.step}`);
+    case 'register':
+      return REGISTER_MUTANTS.map((m) => `${m.name}\t${m.step}`);
+    case 'recovery':
+      return [];
+    default:
+      return (app === 'kv' ? KV_MUTANTS : MUTANTS).map((m) => `${m.name}\t${m.strategies.length > 0 ? m.strategies.join(',') : 'none'}`);
+  }
+}
+
 /** The apps with a whole-history check, which crash runs (--crash-runs, --crash-plan) need. */
 const CRASH_RUN_APPS: readonly string[] = ['register', 'kv', 'rs', 'tx'];
 
@@ -124,28 +149,12 @@ export function registerCrashTest(program: Command): void {
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
     .addHelpText('after', '\nExit status: 0 when no violation was found, 1 when violations were found (or on bad options).')
     .action(async (opts: Opts) => {
-      if (!['rpc', 'kv', 'register', 'recovery', 'rs', 'rslock', 'tx'].includes(opts.app)) throw new TypeError(`--app must be rpc, kv, register, recovery, rs, rslock or tx, got ${opts.app}`);
-      if (opts.listMutants && opts.app === 'tx') {
-        for (const m of TX_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
-        return;
-      }
-      if (opts.listMutants && opts.app === 'rs') {
-        process.stdout.write(`${listRsMutants()}\n`);
-        return;
-      }
-      if (opts.listMutants && opts.app === 'rslock') {
-        for (const m of RSLOCK_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
+      if (!(CRASH_TEST_APPS as readonly string[]).includes(opts.app)) throw new TypeError(`--app must be one of ${CRASH_TEST_APPS.join(', ')}, got ${opts.app}`);
+      if (opts.listMutants) {
+        for (const line of mutantLines(opts.app)) process.stdout.write(`${line}\n`);
         return;
       }
       if ((opts.app === 'tx' || opts.app === 'rs' || opts.app === 'rslock') && opts.exhaustive) throw new TypeError('--exhaustive supports --app kv and --app register');
-      if (opts.listMutants && opts.app === 'register') {
-        for (const m of REGISTER_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
-        return;
-      }
-      if (opts.listMutants) {
-        for (const m of opts.app === 'kv' ? KV_MUTANTS : opts.app === 'recovery' ? [] : MUTANTS) process.stdout.write(`${m.name}\t${m.strategies.length > 0 ? m.strategies.join(',') : 'none'}\n`); // none: an equivalent mutant of this app (Mutant.equivalent)
-        return;
-      }
       if (opts.exhaustive) {
         await runExhaustive(opts);
         return;

@@ -17,6 +17,9 @@ const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
 
 export const DEMO_SECONDS_DEFAULT = 6;
 
+/** The apps of --app. */
+export const DEMO_APPS = ['rpc', 'kv'] as const;
+
 interface DemoOpts {
   app: string;
   nodes?: number;

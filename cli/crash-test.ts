@@ -13,9 +13,9 @@ import { RSLOCK_MUTANTS } from '../src/apps/rslock/index.js';
 import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
 import { txCrashSpec, resolveSchedule, type ScheduleOptions } from '../src/testing/crash/index.js';
 import { TX_MUTANTS } from '../src/apps/tx/index.js';
-import { DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
+import { appOf, DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
 import type { CountedReport } from '../src/testing/crash/index.js';
-import { badOption, CliErrorCodes, EXIT_MUTANT_NOT_CAUGHT, intOption, log, onInterrupt, printJson, progressBar, report } from './output.js';
+import { badOption, checkOptions, CliErrorCodes, EXIT_MUTANT_NOT_CAUGHT, intOption, log, onInterrupt, printJson, progressBar, report } from './output.js';
 
 interface Opts {
   app: string;
@@ -183,31 +183,34 @@ export function registerCrashTest(program: Command): void {
         crashPlan: opts.crashPlan,
         schedule: scheduleOf(opts),
       };
-      const exploreOptions = resolveExploreOptions(given);
+      const exploreOptions = checkOptions(() => resolveExploreOptions(given));
       if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && !CRASH_RUN_APPS.includes(opts.app)) throw badOption(`--crash-runs and --crash-plan need --app ${CRASH_RUN_APPS.join(', ')} (an app with a whole-history check)`);
       const { clock: _c, onProgress: _p, seed: _s, ...ex } = exploreOptions;
-      let spec: SweepSpec;
-      if (opts.app === 'tx') {
-        // One path with test/crash/tx-mutants.test.ts: a mutant's DDIO pin and the TX defaults are applied there.
-        spec = txCrashSpec({ workload: opts.workload as 'append' | 'bank' | undefined, shards: opts.nodes, clients: opts.clients, txPerClient: opts.requests, keys: opts.keys, mutant: opts.mutant, agent: opts.agent }, given);
-      } else if (opts.app === 'rslock') {
-        if (opts.mutant !== undefined && !RSLOCK_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${RSLOCK_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
-        spec = { app: 'rslock', workload: { nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant }, explore: ex };
-      } else if (opts.app === 'register') {
-        spec = { app: 'register', workload: resolveRegisterWorkload({ nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant, pattern: opts.pattern as 'mixed' | 'writer-reader' | undefined }), explore: ex };
-      } else if (opts.app === 'rs') {
-        spec = { app: 'rs', workload: resolveRsWorkload({ replicas: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, blocks: opts.registers, mutant: opts.mutant }), explore: ex };
-      } else if (opts.app === 'rpc') {
-        if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
-        spec = { app: 'rpc', workload: resolveRpcWorkload({ strategy: opts.strategy as RpcStrategy, requests: opts.requests, clients: opts.clients, mutant: opts.mutant, resumeEvery: opts.resumeEvery, nodes: opts.nodes }), explore: ex };
-      } else if (opts.app === 'recovery') {
-        if (opts.mutant !== undefined) throw badOption('--mutant: the recovery app has none (its fault switches are tested by test/recovery/faults.test.ts)');
-        spec = { app: 'recovery', workload: resolveRecoveryWorkload({ clients: opts.clients, requestsPerClient: opts.requests, churn: opts.churn, batchMax: opts.batch }), explore: ex };
-      } else {
-        if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
-        spec = { app: 'kv', workload: resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients }), explore: ex };
-      }
-      const seeds = opts.seeds !== undefined ? parseSeedRange(opts.seeds) : [opts.seed];
+      // The workload options' own checks (resolve*Workload): a bad value is PMRPC_ERR_BAD_OPTION.
+      const spec = checkOptions((): SweepSpec => {
+        if (opts.app === 'tx') {
+          // One path with test/crash/tx-mutants.test.ts: a mutant's DDIO pin and the TX defaults are applied there.
+          return txCrashSpec({ workload: opts.workload as 'append' | 'bank' | undefined, shards: opts.nodes, clients: opts.clients, txPerClient: opts.requests, keys: opts.keys, mutant: opts.mutant, agent: opts.agent }, given);
+        } else if (opts.app === 'rslock') {
+          if (opts.mutant !== undefined && !RSLOCK_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${RSLOCK_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
+          return { app: 'rslock', workload: { nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant }, explore: ex };
+        } else if (opts.app === 'register') {
+          return { app: 'register', workload: resolveRegisterWorkload({ nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant, pattern: opts.pattern as 'mixed' | 'writer-reader' | undefined }), explore: ex };
+        } else if (opts.app === 'rs') {
+          return { app: 'rs', workload: resolveRsWorkload({ replicas: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, blocks: opts.registers, mutant: opts.mutant }), explore: ex };
+        } else if (opts.app === 'rpc') {
+          if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
+          return { app: 'rpc', workload: resolveRpcWorkload({ strategy: opts.strategy as RpcStrategy, requests: opts.requests, clients: opts.clients, mutant: opts.mutant, resumeEvery: opts.resumeEvery, nodes: opts.nodes }), explore: ex };
+        } else if (opts.app === 'recovery') {
+          if (opts.mutant !== undefined) throw badOption('--mutant: the recovery app has none (its fault switches are tested by test/recovery/faults.test.ts)');
+          return { app: 'recovery', workload: resolveRecoveryWorkload({ clients: opts.clients, requestsPerClient: opts.requests, churn: opts.churn, batchMax: opts.batch }), explore: ex };
+        } else {
+          if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
+          return { app: 'kv', workload: resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients }), explore: ex };
+        }
+      });
+      checkOptions(() => appOf(spec)); // the app's own checks (counts in range), before any work
+      const seeds = opts.seeds !== undefined ? checkOptions(() => parseSeedRange(opts.seeds!)) : [opts.seed];
       const bar = opts.json ? { update() {}, stop() {} } : progressBar('crash-test');
       if (!opts.json) report(`pmrpc crash-test --app ${opts.app}: seeds ${seeds.length === 1 ? seeds[0] : `${seeds[0]}..${seeds[seeds.length - 1]}`}${opts.app === 'rpc' ? `, strategy ${opts.strategy}` : ''}, engine ${opts.engine}${opts.mutant ? `, mutant ${opts.mutant}` : ''}`);
       // What SIGINT prints: the seeds done, where the current one is, and the replay line.

@@ -32,6 +32,19 @@ export function badOption(message: string): PmrpcError {
   return new PmrpcError(CliErrorCodes.BAD_OPTION, message);
 }
 
+/**
+ * Runs the option checks of a library call (a seed range, explorer or swarm options): their
+ * TypeError / RangeError is a bad option to the user, so it becomes PMRPC_ERR_BAD_OPTION.
+ */
+export function checkOptions<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof TypeError || e instanceof RangeError) throw badOption(e.message);
+    throw e;
+  }
+}
+
 /** One line of the human report (stdout). */
 export function report(line: string): void {
   process.stdout.write(`${line}\n`);

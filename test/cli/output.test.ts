@@ -50,7 +50,7 @@ t.test('litmus: a selection of nothing is PMRPC_ERR_NOTHING_SELECTED; the report
 t.test('crash-test: the report on stdout; a mutant not caught says so and exits 3; a bad option is coded', async (t) => {
   const small = ['crash-test', '--strategy', 'wrflush', '--seed', String(SEED), '--requests', '3', '--images-per-point', '1', '--no-nested'];
   // skip-flush removes a flush only wflush and sflush issue: under wrflush nothing can show it.
-  const [ok, notCaught, bad] = await Promise.all([cli(...small), cli(...small, '--mutant', 'skip-flush', '--json'), cli('crash-test', '--seed', 'x')]);
+  const [ok, notCaught, bad, badCount] = await Promise.all([cli(...small), cli(...small, '--mutant', 'skip-flush', '--json'), cli('crash-test', '--seed', 'x'), cli('crash-test', '--requests', '0')]);
   t.equal(ok.code, 0, ok.stderr);
   t.match(ok.stdout, /^pmrpc crash-test --app rpc: seeds \d+, strategy wrflush/m, 'what ran, on stdout');
   t.match(ok.stdout, /^\d+ of \d+ crash points .* images/m, 'the summary on stdout');
@@ -62,6 +62,8 @@ t.test('crash-test: the report on stdout; a mutant not caught says so and exits 
   t.match(notCaught.stderr, /PMRPC_ERR_MUTANT_NOT_CAUGHT: mutant skip-flush of --app rpc was not caught by seed/);
   t.equal(bad.code, 1);
   t.match(bad.stderr, /PMRPC_ERR_BAD_OPTION: --seed must be an integer, got x/);
+  t.equal(badCount.code, 1);
+  t.match(badCount.stderr, /PMRPC_ERR_BAD_OPTION: requests must be an integer in \[1, 100000\], got 0/, 'the workload\'s own check, coded');
 });
 
 t.test('crash-test: SIGINT prints the partial summary and the replay line, exit 130', async (t) => {

@@ -20,7 +20,7 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /**
  * The bound of one runnable block (`ts`, `sh run`), stated in README.md: what a hung example hits.
- * Each takes 1–2 s on an idle machine, up to ~20 s on the shared 2-core one at load 30.
+ * Measured 4–18 s each on the shared 2-core machine at load ~28.
  */
 export const RUN_BOUND_MS = 120_000;
 

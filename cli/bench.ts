@@ -1,10 +1,10 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { randomSeed, wallClockMs } from '../pmem/index.js';
+import { PmrpcError, isPmrpcError, randomSeed, wallClockMs } from '../pmem/index.js';
 import { benchSuites, readHistory, recordRun, renderSvg, withModel } from '../bench/index.js';
 import { COST_PROFILE_NAMES, costProfile } from '../src/testing/index.js';
-import { intOption, log, printJson, progressBar } from './output.js';
+import { CliErrorCodes, intOption, log, printJson, progressBar, report as reportLine } from './output.js';
 
 /** Where results go unless --out says otherwise (relative to the working directory). */
 export const DEFAULT_BENCH_OUT = 'bench-results';
@@ -52,7 +52,7 @@ export function registerBench(program: Command): void {
         else {
           for (const line of report.summary) process.stdout.write(`${line}\n`);
           log(`wrote ${doc.files.join(', ')}`);
-          log(`seed ${seed}; replay: ${command}`);
+          reportLine(`seed ${seed}; replay: ${command}`);
         }
       });
   }
@@ -64,11 +64,19 @@ export function registerBench(program: Command): void {
     .option('--limit <n>', 'at most this many runs', intOption('limit'), 20)
     .option('--json', 'print one JSON document on stdout')
     .action((opts: { out: string; suite?: string; limit: number; json?: boolean }) => {
-      const runs = readHistory(join(opts.out, HISTORY_FILE), { suite: opts.suite, limit: opts.limit });
+      const file = join(opts.out, HISTORY_FILE);
+      if (!existsSync(file)) throw new PmrpcError(CliErrorCodes.NO_HISTORY, `no bench history at ${file}: run a suite first (pmrpc bench SUITE --out ${opts.out}), or point --out at its results`);
+      let runs;
+      try {
+        runs = readHistory(file, { suite: opts.suite, limit: opts.limit });
+      } catch (e) {
+        if (isPmrpcError(e)) throw e; // PMRPC_ERR_SQLITE_UNAVAILABLE and the like
+        throw new PmrpcError(CliErrorCodes.NO_HISTORY, `${file} is not a bench history pmrpc wrote: ${(e as Error).message}`, { cause: e });
+      }
       if (opts.json) return printJson(runs);
       for (const r of runs) {
         const ratios = Object.entries(r.ratios).map(([k, v]) => `${k}=${v.toFixed(3)}`).join(' ');
-        process.stdout.write(`#${r.id} ${r.startedAt} ${r.suite}${r.quick ? ' (quick)' : ''} git ${r.gitCommit} node ${r.nodeVersion} cells ${r.cells}  ${ratios}\n`);
+        reportLine(`#${r.id} ${r.startedAt} ${r.suite}${r.quick ? ' (quick)' : ''} git ${r.gitCommit} node ${r.nodeVersion} cells ${r.cells}  ${ratios}`);
       }
     });
 }

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../pmem/index.js';
 import { clusterNode, isLocalNode, loadClusterFile, type ClusterNodeSpec, type ClusterSpec } from '../src/cluster/index.js';
-import { intOption, log, printJson } from './output.js';
+import { CliErrorCodes, intOption, log, printJson, report } from './output.js';
 
 const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
 
@@ -236,13 +236,20 @@ export function registerCluster(program: Command): void {
       if (failures.length > 0) process.exitCode = 1;
     });
 
-  common(cluster.command('status <file>').description('each node: serving | starting | down (pid probe + TCP connect)')).action(async (file: string, opts: ClusterOpts) => {
-    const spec = loadClusterFile(file);
-    const dir = stateDirOf(spec, opts.stateDir);
-    const nodes = await Promise.all(spec.nodes.map((n) => nodeStatus(dir, n, Math.min(opts.timeoutMs, 2000))));
-    if (opts.json) printJson({ nodes });
-    else printStatus(nodes);
-  });
+  common(cluster.command('status <file>').description('each node: serving | starting | down (pid probe + TCP connect)'))
+    .addHelpText('after', '\nExit status: 0 when every node serves; 1 otherwise (PMRPC_ERR_NODE_NOT_SERVING on stderr, after the status of every node).')
+    .action(async (file: string, opts: ClusterOpts) => {
+      const spec = loadClusterFile(file);
+      const dir = stateDirOf(spec, opts.stateDir);
+      const nodes = await Promise.all(spec.nodes.map((n) => nodeStatus(dir, n, Math.min(opts.timeoutMs, 2000))));
+      if (opts.json) printJson({ nodes, serving: nodes.every((s) => s.state === 'serving') });
+      else printStatus(nodes);
+      const not = nodes.filter((s) => s.state !== 'serving');
+      if (not.length > 0) {
+        log(`pmrpc: ${CliErrorCodes.NODE_NOT_SERVING}: ${not.map((s) => `${s.id} ${s.state}`).join(', ')} (of ${nodes.length} nodes)`);
+        process.exitCode = 1;
+      }
+    });
 
   common(cluster.command('kill <file> <node>').description('SIGKILL one local node: a crash (its PM file keeps what reached media)')).action(async (file: string, id: string, opts: ClusterOpts) => {
     const spec = loadClusterFile(file);
@@ -253,7 +260,7 @@ export function registerCluster(program: Command): void {
     process.kill(pid!, 'SIGKILL');
     if (!(await waitGone(pid!, n.pm, opts.timeoutMs))) throw new PmrpcError(LauncherErrorCodes.NODE_STOP_TIMEOUT, `node ${id} (pid ${pid}) still runs ${opts.timeoutMs} ms after SIGKILL`);
     if (opts.json) printJson({ id, pid, signal: 'SIGKILL' });
-    else log(`pmrpc cluster: node ${id} (pid ${pid}) SIGKILLed — a crash; \`pmrpc cluster restart ${file} ${id}\` recovers it`);
+    else report(`pmrpc cluster: node ${id} (pid ${pid}) SIGKILLed — a crash; \`pmrpc cluster restart ${file} ${id}\` recovers it`);
   });
 
   common(cluster.command('restart <file> <node>').description('start one local node again on its PM file (it recovers); refused while it runs'))
@@ -266,7 +273,7 @@ export function registerCluster(program: Command): void {
       if (nodeProcessAlive(pid, n.pm)) throw new PmrpcError(LauncherErrorCodes.NODE_RUNNING, `node ${id} is running (pid ${pid}): kill it (a crash) or bring the cluster down first`);
       const line = await startNode(dir, n, { authTokenFile: opts.authTokenFile, clusterFile: spec.file, timeoutMs: opts.timeoutMs });
       if (opts.json) printJson(line);
-      else log(`pmrpc cluster: node ${id} serving again on ${n.host}:${n.port} (pid ${String(line.pid)}), recovered in ${Number(line.recoveryMs).toFixed(1)} ms`);
+      else report(`pmrpc cluster: node ${id} serving again on ${n.host}:${n.port} (pid ${String(line.pid)}), recovered in ${Number(line.recoveryMs).toFixed(1)} ms`);
     });
 
   common(cluster.command('down <file>').description('stop the local nodes in order (SIGTERM, one after another, each waited for)')).action(async (file: string, opts: ClusterOpts) => {
@@ -291,7 +298,7 @@ export function registerCluster(program: Command): void {
       nodes.push({ id: n.id, pid: pid!, stopped });
     }
     if (opts.json) printJson({ nodes });
-    else for (const x of nodes) log(`pmrpc cluster down: ${x.id} ${x.stopped === 'not-running' ? 'was not running' : x.stopped === 'sigterm' ? `stopped in order (pid ${x.pid})` : `did not stop within ${opts.timeoutMs} ms: SIGKILLed (pid ${x.pid})`}`);
+    else for (const x of nodes) report(`pmrpc cluster down: ${x.id} ${x.stopped === 'not-running' ? 'was not running' : x.stopped === 'sigterm' ? `stopped in order (pid ${x.pid})` : `did not stop within ${opts.timeoutMs} ms: SIGKILLed (pid ${x.pid})`}`);
     if (nodes.some((x) => x.stopped === 'sigkill')) process.exitCode = 1;
   });
 }

@@ -7,14 +7,15 @@ import type { Command } from 'commander';
 import { systemClock } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { KV_MUTANTS, type KvFaultName } from '../src/apps/kv/index.js';
-import { listRsMutants } from '../src/apps/rs/index.js';
+import { RS_MUTANTS } from '../src/apps/rs/index.js';
 import { resolveRsWorkload } from '../src/testing/crash/index.js';
 import { RSLOCK_MUTANTS } from '../src/apps/rslock/index.js';
 import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
 import { txCrashSpec, resolveSchedule, type ScheduleOptions } from '../src/testing/crash/index.js';
 import { TX_MUTANTS } from '../src/apps/tx/index.js';
-import { DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
-import { intOption, log, printJson, progressBar } from './output.js';
+import { appOf, DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
+import type { CountedReport } from '../src/testing/crash/index.js';
+import { badOption, checkOptions, CliErrorCodes, EXIT_MUTANT_NOT_CAUGHT, intOption, log, onInterrupt, printJson, progressBar, report } from './output.js';
 
 interface Opts {
   app: string;
@@ -68,6 +69,31 @@ export const RS_IMAGES_PER_POINT = 14;
 /** Violations drawn with --timeline. */
 export const TIMELINES_MAX = 5;
 
+/** The apps of --app. */
+export const CRASH_TEST_APPS = ['rpc', 'kv', 'register', 'recovery', 'rs', 'rslock', 'tx'] as const;
+
+/**
+ * The lines of `--list-mutants` for an app: name<TAB>what it is caught under (rpc, kv: the
+ * strategies, 'none' for an equivalent mutant (Mutant.equivalent); register, rs, rslock, tx: the
+ * persistence step it removes).
+ */
+export function mutantLines(app: string): string[] {
+  switch (app) {
+    case 'tx':
+      return TX_MUTANTS.map((m) => `${m.name}\t${m.step}`);
+    case 'rs':
+      return RS_MUTANTS.map((m) => `${m.name}\t${m.step}`);
+    case 'rslock':
+      return RSLOCK_MUTANTS.map((m) => `${m.name}\t${m.step}`);
+    case 'register':
+      return REGISTER_MUTANTS.map((m) => `${m.name}\t${m.step}`);
+    case 'recovery':
+      return [];
+    default:
+      return (app === 'kv' ? KV_MUTANTS : MUTANTS).map((m) => `${m.name}\t${m.strategies.length > 0 ? m.strategies.join(',') : 'none'}`);
+  }
+}
+
 /** The apps with a whole-history check, which crash runs (--crash-runs, --crash-plan) need. */
 const CRASH_RUN_APPS: readonly string[] = ['register', 'kv', 'rs', 'tx'];
 
@@ -96,7 +122,7 @@ export function registerCrashTest(program: Command): void {
     .option('--resume-every <n>', 'rpc: reconnect the clients after recovery on every n-th image (default 1; 0 = never)', intOption('resume-every'))
     .option('--eviction <p>', 'pin the probability per store of an unasked write-back of a dirty line (default: drawn per seed)', (v: string) => {
       const n = Number(v);
-      if (!(n >= 0 && n <= 1)) throw new TypeError(`--eviction must be a probability in [0, 1], got ${v}`);
+      if (!(n >= 0 && n <= 1)) throw badOption(`--eviction must be a probability in [0, 1], got ${v}`);
       return n;
     })
     .option('--line-model <prefix|subset>', "pin what a crash leaves of a dirty CPU line: an in-order 'prefix' of its pending words, or any 'subset' (a real kill) (default: drawn per seed)")
@@ -122,38 +148,22 @@ export function registerCrashTest(program: Command): void {
     .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught')
     .option('--timeline <dir>', `write a self-contained HTML timeline of the shortest failing history of each of the first ${TIMELINES_MAX} violations into <dir> (its path is printed beside the replay command; JSON: each violation's "timeline")`)
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
-    .addHelpText('after', '\nExit status: 0 when no violation was found, 1 when violations were found (or on bad options).')
+    .addHelpText('after', '\nOutput: the report on stdout (progress per crash point on stderr: a bar on a terminal, else a line every few seconds); SIGINT prints the partial summary and the replay line.\nExit status: 0 when no violation was found, 1 when violations were found (with --mutant: the mutant is caught) or on a bad option (PMRPC_ERR_BAD_OPTION), 3 when a --mutant run found none (PMRPC_ERR_MUTANT_NOT_CAUGHT), 130 on SIGINT.')
     .action(async (opts: Opts) => {
-      if (!['rpc', 'kv', 'register', 'recovery', 'rs', 'rslock', 'tx'].includes(opts.app)) throw new TypeError(`--app must be rpc, kv, register, recovery, rs, rslock or tx, got ${opts.app}`);
-      if (opts.listMutants && opts.app === 'tx') {
-        for (const m of TX_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
-        return;
-      }
-      if (opts.listMutants && opts.app === 'rs') {
-        process.stdout.write(`${listRsMutants()}\n`);
-        return;
-      }
-      if (opts.listMutants && opts.app === 'rslock') {
-        for (const m of RSLOCK_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
-        return;
-      }
-      if ((opts.app === 'tx' || opts.app === 'rs' || opts.app === 'rslock') && opts.exhaustive) throw new TypeError('--exhaustive supports --app kv and --app register');
-      if (opts.listMutants && opts.app === 'register') {
-        for (const m of REGISTER_MUTANTS) process.stdout.write(`${m.name}\t${m.step}\n`);
-        return;
-      }
+      if (!(CRASH_TEST_APPS as readonly string[]).includes(opts.app)) throw badOption(`--app must be one of ${CRASH_TEST_APPS.join(', ')}, got ${opts.app}`);
       if (opts.listMutants) {
-        for (const m of opts.app === 'kv' ? KV_MUTANTS : opts.app === 'recovery' ? [] : MUTANTS) process.stdout.write(`${m.name}\t${m.strategies.length > 0 ? m.strategies.join(',') : 'none'}\n`); // none: an equivalent mutant of this app (Mutant.equivalent)
+        for (const line of mutantLines(opts.app)) process.stdout.write(`${line}\n`);
         return;
       }
+      if ((opts.app === 'tx' || opts.app === 'rs' || opts.app === 'rslock') && opts.exhaustive) throw badOption('--exhaustive supports --app kv and --app register');
       if (opts.exhaustive) {
         await runExhaustive(opts);
         return;
       }
-      if (opts.ddio !== undefined && opts.ddio !== 'on' && opts.ddio !== 'off') throw new TypeError(`--ddio must be on or off, got ${opts.ddio}`);
-      if (opts.drain !== undefined && !DRAIN_CHOICES.includes(opts.drain as DrainChoice)) throw new TypeError(`--drain must be one of ${DRAIN_CHOICES.join(', ')}, got ${opts.drain}`);
-      if (opts.placement !== undefined && opts.placement !== 'any' && opts.placement !== 'ascending') throw new TypeError(`--placement must be any or ascending, got ${opts.placement}`);
-      if (opts.lineModel !== undefined && opts.lineModel !== 'prefix' && opts.lineModel !== 'subset') throw new TypeError(`--line-model must be prefix or subset, got ${opts.lineModel}`);
+      if (opts.ddio !== undefined && opts.ddio !== 'on' && opts.ddio !== 'off') throw badOption(`--ddio must be on or off, got ${opts.ddio}`);
+      if (opts.drain !== undefined && !DRAIN_CHOICES.includes(opts.drain as DrainChoice)) throw badOption(`--drain must be one of ${DRAIN_CHOICES.join(', ')}, got ${opts.drain}`);
+      if (opts.placement !== undefined && opts.placement !== 'any' && opts.placement !== 'ascending') throw badOption(`--placement must be any or ascending, got ${opts.placement}`);
+      if (opts.lineModel !== undefined && opts.lineModel !== 'prefix' && opts.lineModel !== 'subset') throw badOption(`--line-model must be prefix or subset, got ${opts.lineModel}`);
       const pins: NicPins = {
         ...(opts.lineModel !== undefined ? { lineModel: opts.lineModel as 'prefix' | 'subset' } : {}),
         ...(opts.ddio !== undefined ? { ddio: opts.ddio === 'on' } : {}),
@@ -173,64 +183,117 @@ export function registerCrashTest(program: Command): void {
         crashPlan: opts.crashPlan,
         schedule: scheduleOf(opts),
       };
-      const exploreOptions = resolveExploreOptions(given);
-      if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && !CRASH_RUN_APPS.includes(opts.app)) throw new TypeError(`--crash-runs and --crash-plan need --app ${CRASH_RUN_APPS.join(', ')} (an app with a whole-history check)`);
+      const exploreOptions = checkOptions(() => resolveExploreOptions(given));
+      if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && !CRASH_RUN_APPS.includes(opts.app)) throw badOption(`--crash-runs and --crash-plan need --app ${CRASH_RUN_APPS.join(', ')} (an app with a whole-history check)`);
       const { clock: _c, onProgress: _p, seed: _s, ...ex } = exploreOptions;
-      let spec: SweepSpec;
-      if (opts.app === 'tx') {
-        // One path with test/crash/tx-mutants.test.ts: a mutant's DDIO pin and the TX defaults are applied there.
-        spec = txCrashSpec({ workload: opts.workload as 'append' | 'bank' | undefined, shards: opts.nodes, clients: opts.clients, txPerClient: opts.requests, keys: opts.keys, mutant: opts.mutant, agent: opts.agent }, given);
-      } else if (opts.app === 'rslock') {
-        if (opts.mutant !== undefined && !RSLOCK_MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`--mutant must be one of ${RSLOCK_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
-        spec = { app: 'rslock', workload: { nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant }, explore: ex };
-      } else if (opts.app === 'register') {
-        spec = { app: 'register', workload: resolveRegisterWorkload({ nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant, pattern: opts.pattern as 'mixed' | 'writer-reader' | undefined }), explore: ex };
-      } else if (opts.app === 'rs') {
-        spec = { app: 'rs', workload: resolveRsWorkload({ replicas: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, blocks: opts.registers, mutant: opts.mutant }), explore: ex };
-      } else if (opts.app === 'rpc') {
-        if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
-        spec = { app: 'rpc', workload: resolveRpcWorkload({ strategy: opts.strategy as RpcStrategy, requests: opts.requests, clients: opts.clients, mutant: opts.mutant, resumeEvery: opts.resumeEvery, nodes: opts.nodes }), explore: ex };
-      } else if (opts.app === 'recovery') {
-        if (opts.mutant !== undefined) throw new TypeError('--mutant: the recovery app has none (its fault switches are tested by test/recovery/faults.test.ts)');
-        spec = { app: 'recovery', workload: resolveRecoveryWorkload({ clients: opts.clients, requestsPerClient: opts.requests, churn: opts.churn, batchMax: opts.batch }), explore: ex };
-      } else {
-        if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
-        spec = { app: 'kv', workload: resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients }), explore: ex };
-      }
-      const seeds = opts.seeds !== undefined ? parseSeedRange(opts.seeds) : [opts.seed];
+      // The workload options' own checks (resolve*Workload): a bad value is PMRPC_ERR_BAD_OPTION.
+      const spec = checkOptions((): SweepSpec => {
+        if (opts.app === 'tx') {
+          // One path with test/crash/tx-mutants.test.ts: a mutant's DDIO pin and the TX defaults are applied there.
+          return txCrashSpec({ workload: opts.workload as 'append' | 'bank' | undefined, shards: opts.nodes, clients: opts.clients, txPerClient: opts.requests, keys: opts.keys, mutant: opts.mutant, agent: opts.agent }, given);
+        } else if (opts.app === 'rslock') {
+          if (opts.mutant !== undefined && !RSLOCK_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${RSLOCK_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
+          return { app: 'rslock', workload: { nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant }, explore: ex };
+        } else if (opts.app === 'register') {
+          return { app: 'register', workload: resolveRegisterWorkload({ nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant, pattern: opts.pattern as 'mixed' | 'writer-reader' | undefined }), explore: ex };
+        } else if (opts.app === 'rs') {
+          return { app: 'rs', workload: resolveRsWorkload({ replicas: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, blocks: opts.registers, mutant: opts.mutant }), explore: ex };
+        } else if (opts.app === 'rpc') {
+          if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
+          return { app: 'rpc', workload: resolveRpcWorkload({ strategy: opts.strategy as RpcStrategy, requests: opts.requests, clients: opts.clients, mutant: opts.mutant, resumeEvery: opts.resumeEvery, nodes: opts.nodes }), explore: ex };
+        } else if (opts.app === 'recovery') {
+          if (opts.mutant !== undefined) throw badOption('--mutant: the recovery app has none (its fault switches are tested by test/recovery/faults.test.ts)');
+          return { app: 'recovery', workload: resolveRecoveryWorkload({ clients: opts.clients, requestsPerClient: opts.requests, churn: opts.churn, batchMax: opts.batch }), explore: ex };
+        } else {
+          if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
+          return { app: 'kv', workload: resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients }), explore: ex };
+        }
+      });
+      checkOptions(() => appOf(spec)); // the app's own checks (counts in range), before any work
+      const seeds = opts.seeds !== undefined ? checkOptions(() => parseSeedRange(opts.seeds!)) : [opts.seed];
       const bar = opts.json ? { update() {}, stop() {} } : progressBar('crash-test');
-      if (!opts.json) log(`pmrpc crash-test --app ${opts.app}: seeds ${seeds.length === 1 ? seeds[0] : `${seeds[0]}..${seeds[seeds.length - 1]}`}${opts.app === 'rpc' ? `, strategy ${opts.strategy}` : ''}, engine ${opts.engine}${opts.mutant ? `, mutant ${opts.mutant}` : ''}`);
-      let r;
-      try {
-        r = await sweep(spec, seeds, { jobs: opts.jobs ?? 1, clock: systemClock, onSeed: (x, done, total) => bar.update(done, total, `seed ${x.seed}: ${x.imagesChecked} images`) });
-      } finally {
-        bar.stop();
-      }
+      if (!opts.json) report(`pmrpc crash-test --app ${opts.app}: seeds ${seeds.length === 1 ? seeds[0] : `${seeds[0]}..${seeds[seeds.length - 1]}`}${opts.app === 'rpc' ? `, strategy ${opts.strategy}` : ''}, engine ${opts.engine}${opts.mutant ? `, mutant ${opts.mutant}` : ''}`);
+      // What SIGINT prints: the seeds done, where the current one is, and the replay line.
+      const done: CountedReport[] = [];
+      let current: { seed: number; pointsDone: number; points: number; imagesChecked: number } | undefined;
+      const partial = (): string[] => {
+        const violations = done.flatMap((x) => x.violations);
+        const head = {
+          interrupted: true, app: opts.app, seeds, seedsDone: done.map((x) => x.seed).sort((a, b) => a - b), current: current ?? null,
+          crashPoints: done.reduce((a, x) => a + x.crashPoints, 0), imagesChecked: done.reduce((a, x) => a + x.imagesChecked, 0), violationsTotal: violations.length,
+          violations: violations.slice(0, 20).map(({ kind, detail, replay, point }) => ({ kind, detail, replay, point })), replay: replayOf(),
+        };
+        if (opts.json) return [JSON.stringify(head, null, 2)];
+        return [
+          `interrupted (SIGINT): ${done.length} of ${seeds.length} seed${seeds.length === 1 ? '' : 's'} done (${head.crashPoints} crash points, ${head.imagesChecked} images)${current !== undefined && !head.seedsDone.includes(current.seed) ? `; seed ${current.seed} stopped at crash point ${current.pointsDone} of ${current.points} (${current.imagesChecked} images)` : ''}`,
+          ...head.violations.map((v) => `VIOLATION at crash point ${v.point} (${v.kind}): ${v.detail}\n  reproduce: ${v.replay}`),
+          `${violations.length} violation${violations.length === 1 ? '' : 's'} in the seeds done`,
+          `replay: ${head.replay}`,
+        ];
+      };
+      const r = await onInterrupt(partial, async () => {
+        try {
+          return await sweep(spec, seeds, {
+            jobs: opts.jobs ?? 1,
+            clock: systemClock,
+            onSeed: (x, n, total) => {
+              done.push(x);
+              bar.update(n, total, `seeds done, seed ${x.seed}: ${x.imagesChecked} images`);
+            },
+            // Per crash point (in-process runs): the points of the seed being explored.
+            onProgress: (seed, p) => {
+              current = { seed, ...p };
+              bar.update(p.pointsDone, p.points, `crash points of seed ${seed}${seeds.length > 1 ? ` (${done.length}/${seeds.length} seeds done)` : ''}, ${p.imagesChecked} images`);
+            },
+          });
+        } finally {
+          bar.stop();
+        }
+      });
       const paths = opts.timeline !== undefined ? writeViolationTimelines(r.violations, opts.timeline, TIMELINES_MAX, (v) => (v.timeline?.seed as number | undefined) ?? r.seed) : new Map<number, string>();
       const violations = (r.violations as PicturedViolation[]).slice(0, 20).map(({ timeline: _t, ...v }, i) => (paths.has(i) ? { ...v, timeline: paths.get(i)! } : v));
+      const caught = r.violations.length > 0;
       if (opts.json) {
         printJson({
-          app: r.app, seed: r.seed, ...(seeds.length > 1 ? { seeds } : {}), ...(opts.app === 'rpc' ? { strategy: opts.strategy } : opts.app === 'kv' ? { system: opts.system } : {}), mutant: opts.mutant ?? null,
+          app: r.app, seed: r.seed, ...(seeds.length > 1 ? { seeds } : {}), ...(opts.app === 'rpc' ? { strategy: opts.strategy } : opts.app === 'kv' ? { system: opts.system } : {}), mutant: opts.mutant ?? null, ...(opts.mutant !== undefined ? { caught } : {}),
           configs: r.configs, schedule: r.schedule ?? 'random', crashPoints: r.crashPoints, crashPointsTotal: r.crashPointsTotal, deliveryPoints: r.deliveryPoints, imagesChecked: r.imagesChecked, distinctImages: r.distinctImages,
           nestedImagesChecked: r.nestedImagesChecked, ...(r.crashRunsChecked !== undefined ? { crashRunsChecked: r.crashRunsChecked } : {}), sampledPoints: r.sampledPoints, imagesPerSecond: r.imagesPerSecond, seconds: Number(r.seconds.toFixed(3)),
           violations, violationsTotal: r.violations.length,
         });
       } else {
-        log(`${r.crashPoints} of ${r.crashPointsTotal} crash points (${r.deliveryPoints} at deliveries), ${r.imagesChecked} images (${r.distinctImages} distinct (crash point, image) pairs; + ${r.nestedImagesChecked} crashed again during recovery), ${r.imagesPerSecond} images/s, ${r.seconds.toFixed(1)} s; NIC configurations: ${r.configs.join(', ')}; schedule: ${r.schedule ?? 'random'}`);
-        for (const v of violations) log(`VIOLATION at crash point ${v.point} (${v.kind})${v.image === undefined ? '' : `, image ${v.image}`}: ${v.detail}\n  reproduce: ${v.replay}${'timeline' in v ? `\n  timeline: ${v.timeline}` : ''}`);
-        log(`${r.violations.length} violation${r.violations.length === 1 ? '' : 's'}${r.violations.length > violations.length ? ` (first ${violations.length} shown)` : ''}`);
+        report(`${r.crashPoints} of ${r.crashPointsTotal} crash points (${r.deliveryPoints} at deliveries), ${r.imagesChecked} images (${r.distinctImages} distinct (crash point, image) pairs; + ${r.nestedImagesChecked} crashed again during recovery), ${r.imagesPerSecond} images/s, ${r.seconds.toFixed(1)} s; NIC configurations: ${r.configs.join(', ')}; schedule: ${r.schedule ?? 'random'}`);
+        for (const v of violations) report(`VIOLATION at crash point ${v.point} (${v.kind})${v.image === undefined ? '' : `, image ${v.image}`}: ${v.detail}\n  reproduce: ${v.replay}${'timeline' in v ? `\n  timeline: ${v.timeline}` : ''}`);
+        report(`${r.violations.length} violation${r.violations.length === 1 ? '' : 's'}${r.violations.length > violations.length ? ` (first ${violations.length} shown)` : ''}`);
       }
-      if (r.violations.length > 0) process.exitCode = 1;
+      finish(opts, caught, `seed${seeds.length === 1 ? ` ${seeds[0]}` : `s ${seeds[0]}..${seeds[seeds.length - 1]}`} (NIC configurations: ${r.configs.join(', ')})`);
     });
+}
+
+/**
+ * The exit status and its last word: 1 with violations; with --mutant and none, the mutant was
+ * not caught: said on stdout (the report) and as a coded line on stderr, exit 3.
+ */
+function finish(opts: Opts, violated: boolean, what: string): void {
+  if (violated) process.exitCode = 1;
+  else if (opts.mutant !== undefined) {
+    if (!opts.json) report(`mutant ${opts.mutant} NOT CAUGHT`);
+    log(`pmrpc: ${CliErrorCodes.MUTANT_NOT_CAUGHT}: mutant ${opts.mutant} of --app ${opts.app} was not caught by ${what}: this run cannot show it; try other seeds (--seeds A..B), --images-per-point, or the pins of docs/cli.md`);
+    process.exitCode = EXIT_MUTANT_NOT_CAUGHT;
+  }
+}
+
+/** This run's command line, to replay it (arguments quoted for a POSIX shell where needed). */
+function replayOf(): string {
+  return ['pmrpc', ...process.argv.slice(2).map((a) => (/^[\w./:=@,+-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`))].join(' ');
 }
 
 /** The --schedule, --pct-depth, --stall-* flags (undefined when none is given: the mutant's own schedule, else random). */
 function scheduleOf(opts: Opts): Partial<ScheduleOptions> | undefined {
   const given = [opts.schedule, opts.pctDepth, opts.scheduleHorizon, opts.stalls, opts.stallSteps, opts.stallUnit, opts.stallOn].some((x) => x !== undefined);
   if (!given) return undefined;
-  if (opts.schedule !== undefined && opts.schedule !== 'random' && opts.schedule !== 'pct') throw new TypeError(`--schedule must be random or pct (an interleaving only with --exhaustive), got ${opts.schedule}`);
-  if (opts.stallUnit !== undefined && opts.stallUnit !== 'qp' && opts.stallUnit !== 'client') throw new TypeError(`--stall-unit must be qp or client, got ${opts.stallUnit}`);
-  if (opts.stallOn !== undefined && opts.stallOn !== 'any' && opts.stallOn !== 'atomic') throw new TypeError(`--stall-on must be any or atomic, got ${opts.stallOn}`);
+  if (opts.schedule !== undefined && opts.schedule !== 'random' && opts.schedule !== 'pct') throw badOption(`--schedule must be random or pct (an interleaving only with --exhaustive), got ${opts.schedule}`);
+  if (opts.stallUnit !== undefined && opts.stallUnit !== 'qp' && opts.stallUnit !== 'client') throw badOption(`--stall-unit must be qp or client, got ${opts.stallUnit}`);
+  if (opts.stallOn !== undefined && opts.stallOn !== 'any' && opts.stallOn !== 'atomic') throw badOption(`--stall-on must be any or atomic, got ${opts.stallOn}`);
   return resolveSchedule({
     ...(opts.schedule !== undefined ? { mode: opts.schedule as 'random' | 'pct' } : opts.pctDepth !== undefined ? { mode: 'pct' as const } : {}),
     ...(opts.pctDepth !== undefined ? { depth: opts.pctDepth } : {}),
@@ -244,12 +307,12 @@ function scheduleOf(opts: Opts): Partial<ScheduleOptions> | undefined {
 
 /** `--exhaustive`: the small-scope exhaustive mode on a tiny workload (one JSON document with --json). */
 async function runExhaustive(opts: Opts): Promise<void> {
-  if (opts.app === 'rpc' || opts.app === 'rs') throw new TypeError('--exhaustive supports --app kv and --app register');
-  if (opts.ddio !== undefined && opts.ddio !== 'on' && opts.ddio !== 'off') throw new TypeError(`--ddio must be on or off, got ${opts.ddio}`);
-  if (opts.placement !== undefined && opts.placement !== 'any' && opts.placement !== 'ascending') throw new TypeError(`--placement must be any or ascending, got ${opts.placement}`);
+  if (opts.app === 'rpc' || opts.app === 'rs') throw badOption('--exhaustive supports --app kv and --app register');
+  if (opts.ddio !== undefined && opts.ddio !== 'on' && opts.ddio !== 'off') throw badOption(`--ddio must be on or off, got ${opts.ddio}`);
+  if (opts.placement !== undefined && opts.placement !== 'any' && opts.placement !== 'ascending') throw badOption(`--placement must be any or ascending, got ${opts.placement}`);
   let makeApp: () => ExplorerApp<unknown>;
   if (opts.app === 'kv') {
-    if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw new TypeError(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
+    if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
     const w = resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients ?? 2, opsPerClient: 2, keys: 2 });
     makeApp = () => kvExplorerApp(w) as ExplorerApp<unknown>;
   } else {
@@ -260,14 +323,15 @@ async function runExhaustive(opts: Opts): Promise<void> {
     ...(opts.ddio !== undefined ? { ddio: opts.ddio === 'on' } : {}),
     ...(opts.placement !== undefined ? { placement: opts.placement as 'any' | 'ascending' } : {}),
   };
-  if (!opts.json) log(`pmrpc crash-test --app ${opts.app} --exhaustive: seed ${opts.seed}, POR ${opts.por ? 'on (sleep sets)' : 'off'}${opts.mutant ? `, mutant ${opts.mutant}` : ''}`);
+  if (!opts.json) report(`pmrpc crash-test --app ${opts.app} --exhaustive: seed ${opts.seed}, POR ${opts.por ? 'on (sleep sets)' : 'off'}${opts.mutant ? `, mutant ${opts.mutant}` : ''}`);
   const r = await exploreExhaustive(makeApp, { seed: opts.seed, statesMax: opts.statesMax, por: opts.por, pins, schedule: opts.schedule !== undefined ? parseSchedule(opts.schedule) : undefined, clock: systemClock });
   if (opts.json) {
-    printJson({ app: r.app, seed: r.seed, mutant: opts.mutant ?? null, exhaustive: true, configs: r.configs, por: r.por, statesExplored: r.statesExplored, sleepBlocked: r.sleepBlocked, maxDepth: r.maxDepth, complete: r.complete, seconds: Number(r.seconds.toFixed(3)), violations: r.violations });
+    printJson({ app: r.app, seed: r.seed, mutant: opts.mutant ?? null, ...(opts.mutant !== undefined ? { caught: r.violations.length > 0 } : {}), exhaustive: true, configs: r.configs, por: r.por, statesExplored: r.statesExplored, sleepBlocked: r.sleepBlocked, maxDepth: r.maxDepth, complete: r.complete, seconds: Number(r.seconds.toFixed(3)), violations: r.violations });
   } else {
     const s = r.statesExplored;
-    log(`${s.interleavings} interleavings (${r.sleepBlocked} cut asleep), ${s.crashPoints} crash points, ${s.images} image tuples: ${s.total} states, ${r.complete ? 'complete' : 'stopped early'}, ${r.seconds.toFixed(1)} s; NIC configuration: ${r.configs.join(', ')}`);
-    for (const v of r.violations) log(`VIOLATION at crash point ${v.point} (${v.kind}): ${v.detail}\n  reproduce: ${v.replay}`);
+    report(`${s.interleavings} interleavings (${r.sleepBlocked} cut asleep), ${s.crashPoints} crash points, ${s.images} image tuples: ${s.total} states, ${r.complete ? 'complete' : 'stopped early'}, ${r.seconds.toFixed(1)} s; NIC configuration: ${r.configs.join(', ')}`);
+    for (const v of r.violations) report(`VIOLATION at crash point ${v.point} (${v.kind}): ${v.detail}\n  reproduce: ${v.replay}`);
+    report(`${r.violations.length} violation${r.violations.length === 1 ? '' : 's'}`);
   }
-  if (r.violations.length > 0) process.exitCode = 1;
+  finish(opts, r.violations.length > 0, `the exhaustive search of seed ${opts.seed}`);
 }

@@ -10,12 +10,15 @@ import { randomSeed } from '../pmem/index.js';
 import type { RpcStrategy } from '../src/rpc/index.js';
 import { runKvRealCrash, runRealCrash, type KvRealCrashReport, type RealCrashReport } from '../src/server/index.js';
 import { runPmemWriter } from '../src/demo/index.js';
-import { intOption, log, printJson, progressBar } from './output.js';
+import { badOption, intOption, log, printJson, progressBar } from './output.js';
 import { onOffOption, strategyOption } from './serve.js';
 
 const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
 
 export const DEMO_SECONDS_DEFAULT = 6;
+
+/** The apps of --app. */
+export const DEMO_APPS = ['rpc', 'kv'] as const;
 
 interface DemoOpts {
   app: string;
@@ -88,7 +91,7 @@ export function registerDemo(program: Command): void {
     .command('demo')
     .description('durable RPC between processes over TCP, a real SIGKILL of the server mid-load, restart and recovery on the same PM file, then a verification')
     .option('--app <name>', 'rpc (durable RPC, one node) or kv (a PRISM-KV cluster)', (v: string) => {
-      if (v !== 'rpc' && v !== 'kv') throw new TypeError(`--app must be rpc or kv, got ${v}`);
+      if (v !== 'rpc' && v !== 'kv') throw badOption(`--app must be rpc or kv, got ${v}`);
       return v;
     }, 'rpc')
     .option('--nodes <n>', 'kv: nodes of the cluster, each a serve process on its own PM file (default 3)', intOption('nodes'))
@@ -96,7 +99,7 @@ export function registerDemo(program: Command): void {
     .option('--clients <n>', 'clients (each keeps --window calls in flight)', intOption('clients'), 4)
     .option('--seconds <t>', 'seconds of load (crashes and restarts included)', (v: string) => {
       const n = Number(v);
-      if (!(n > 0 && n <= 3600)) throw new TypeError(`--seconds must be a number in (0, 3600], got ${v}`);
+      if (!(n > 0 && n <= 3600)) throw badOption(`--seconds must be a number in (0, 3600], got ${v}`);
       return n;
     }, DEMO_SECONDS_DEFAULT)
     .option('--seed <n>', 'seed of the payloads and kill moments (default random, printed)', intOption('seed'))
@@ -130,7 +133,7 @@ export function registerDemo(program: Command): void {
         if (r.violations > 0 || r.crashes < 1) process.exitCode = 1;
         return;
       }
-      if (opts.nodes !== undefined && opts.nodes !== 1) throw new TypeError('--nodes applies to --app kv (the rpc demo runs one node)');
+      if (opts.nodes !== undefined && opts.nodes !== 1) throw badOption('--nodes applies to --app kv (the rpc demo runs one node)');
       const bar = quiet ? { update() {}, stop() {} } : progressBar('demo');
       if (!quiet) log(`pmrpc demo: strategy ${opts.strategy}, ${opts.clients} clients × ${opts.window} calls in flight, ${opts.seconds} s, seed ${seed}`);
       const r = await runRealCrash({

@@ -9,9 +9,9 @@ import { mkdirSync } from 'node:fs';
 import type { Command } from 'commander';
 import { systemClock, wallClockMs } from '../pmem/index.js';
 import { recordRun } from '../bench/index.js';
-import { parseSeedRange, swarm, SWARM_APPS, SWARM_DEFAULT_SECONDS, SWARM_COST_PROFILE, LIVENESS_STEPS_MAX, LIVENESS_VIRTUAL_US, type SwarmApp } from '../src/testing/crash/index.js';
+import { parseSeedRange, resolveSwarmOptions, swarm, SWARM_APPS, SWARM_DEFAULT_SECONDS, SWARM_COST_PROFILE, LIVENESS_STEPS_MAX, LIVENESS_VIRTUAL_US, type SwarmApp } from '../src/testing/crash/index.js';
 import { DEFAULT_BENCH_OUT } from './bench.js';
-import { intOption, log, printJson, progressBar } from './output.js';
+import { badOption, checkOptions, CliErrorCodes, EXIT_MUTANT_NOT_CAUGHT, intOption, log, onInterrupt, printJson, progressBar, report } from './output.js';
 
 interface Opts {
   seeds: string;
@@ -43,26 +43,45 @@ export function registerSwarm(program: Command): void {
     .option('--out <dir>', 'append the run to <dir>/history.sqlite', DEFAULT_BENCH_OUT)
     .option('--no-history', 'do not append this run to the SQLite history')
     .option('--json', 'print exactly one JSON document on stdout: {seeds, failures: [{seed, app, replay, violation}], apps, seconds, ...}')
-    .addHelpText('after', '\nExit status: 0 when every seed passed, 1 when a seed failed (each failure prints the one-line command that replays it) or on bad options.')
+    .addHelpText('after', '\nThe report is on stdout, progress on stderr; SIGINT prints the seeds done, their failures and the replay line (exit 130).\nExit status: 0 when every seed passed, 1 when a seed failed (each failure prints the one-line command that replays it) or on bad options, 3 when a --mutant run failed no seed (PMRPC_ERR_MUTANT_NOT_CAUGHT).')
     .action(async (opts: Opts) => {
-      const seeds = parseSeedRange(opts.seeds);
+      const seeds = checkOptions(() => parseSeedRange(opts.seeds));
       const seconds = Number(opts.seconds);
-      if (!(seconds > 0)) throw new RangeError(`--seconds must be a positive number, got ${String(opts.seconds)}`);
+      if (!(seconds > 0)) throw badOption(`--seconds must be a positive number, got ${String(opts.seconds)}`);
       const apps = (opts.app === 'all' ? [...SWARM_APPS] : opts.app.split(',').map((a) => a.trim())) as SwarmApp[];
-      for (const a of apps) if (!SWARM_APPS.includes(a)) throw new TypeError(`--app must be all or one of ${SWARM_APPS.join(', ')}, got ${opts.app}`);
+      for (const a of apps) if (!SWARM_APPS.includes(a)) throw badOption(`--app must be all or one of ${SWARM_APPS.join(', ')}, got ${opts.app}`);
+      checkOptions(() => resolveSwarmOptions({ apps, seconds, mutant: opts.mutant, crashes: opts.crashes })); // e.g. a --mutant that is not APP:NAME
+      const command = `pmrpc swarm --seeds ${opts.seeds} --app ${opts.app} --seconds ${seconds}${opts.mutant !== undefined ? ` --mutant ${opts.mutant}` : ''}${opts.crashes ? '' : ' --no-crashes'}`;
       const startedAt = new Date(wallClockMs()).toISOString();
       const t0 = systemClock.nowMs();
       const bar = opts.json ? { update() {}, stop() {} } : progressBar('swarm');
-      if (!opts.json) log(`pmrpc swarm: seeds ${opts.seeds}, apps ${apps.join(', ')}, ${seconds} virtual s per seed and app${opts.mutant !== undefined ? `, mutant ${opts.mutant}` : ''}${opts.jobs !== undefined ? `, ${opts.jobs} jobs` : ''}`);
-      let r;
-      try {
-        r = await swarm(seeds, { apps, seconds, mutant: opts.mutant, crashes: opts.crashes, jobs: opts.jobs ?? 1, onSeed: (x, done, total) => bar.update(done, total, `seed ${x.seed}${x.failures.length > 0 ? ' FAILED' : ''}`) });
-      } finally {
-        bar.stop();
-      }
+      if (!opts.json) report(`pmrpc swarm: seeds ${opts.seeds}, apps ${apps.join(', ')}, ${seconds} virtual s per seed and app${opts.mutant !== undefined ? `, mutant ${opts.mutant}` : ''}${opts.jobs !== undefined ? `, ${opts.jobs} jobs` : ''}`);
+      // SIGINT: the seeds done, their failures and the replay line.
+      const done: Array<{ seed: number; failures: Array<{ app: string; replay: string; violation: string }> }> = [];
+      const partial = (): string[] => {
+        const fs = done.flatMap((x) => x.failures.map((f) => ({ seed: x.seed, app: f.app, replay: f.replay, violation: f.violation })));
+        if (opts.json) return [JSON.stringify({ interrupted: true, seeds, seedsDone: done.map((x) => x.seed).sort((a, b) => a - b), failures: fs, replay: command }, null, 2)];
+        return [
+          `interrupted (SIGINT): ${done.length} of ${seeds.length} seeds done; ${fs.length} failure${fs.length === 1 ? '' : 's'}`,
+          ...fs.slice(0, FAILURES_SHOWN).map((f) => `FAILED seed ${f.seed} (${f.app}): ${f.violation}\n  replay: ${f.replay}`),
+          `replay: ${command}`,
+        ];
+      };
+      const r = await onInterrupt(partial, async () => {
+        try {
+          return await swarm(seeds, {
+            apps, seconds, mutant: opts.mutant, crashes: opts.crashes, jobs: opts.jobs ?? 1,
+            onSeed: (x, n, total) => {
+              done.push({ seed: x.seed, failures: x.failures });
+              bar.update(n, total, `seed ${x.seed}${x.failures.length > 0 ? ' FAILED' : ''}`);
+            },
+          });
+        } finally {
+          bar.stop();
+        }
+      });
       const wallSeconds = (systemClock.nowMs() - t0) / 1000;
       const failures = r.failures.map(({ seed, app, replay, violation }) => ({ seed, app, replay, violation }));
-      const command = `pmrpc swarm --seeds ${opts.seeds} --app ${opts.app} --seconds ${seconds}${opts.mutant !== undefined ? ` --mutant ${opts.mutant}` : ''}${opts.crashes ? '' : ' --no-crashes'}`;
       let runId: number | undefined;
       if (opts.history) {
         mkdirSync(opts.out, { recursive: true });
@@ -81,9 +100,14 @@ export function registerSwarm(program: Command): void {
       if (opts.json) {
         printJson({ seeds: r.seeds, failures, apps: r.apps, seconds: r.seconds, mutant: opts.mutant ?? null, steps: r.steps, virtualSeconds: r.virtualUs / 1e6, crashPoints: r.crashPoints, events: r.events, wallSeconds: Number(wallSeconds.toFixed(3)), ...(runId !== undefined ? { runId } : {}) });
       } else {
-        for (const f of failures.slice(0, FAILURES_SHOWN)) log(`FAILED seed ${f.seed} (${f.app}): ${f.violation}\n  replay: ${f.replay}`);
-        log(`${seeds.length} seeds x ${apps.length} apps: ${r.steps} scheduler steps, ${(r.virtualUs / 1e6).toFixed(4)} virtual s (modelled on ${SWARM_COST_PROFILE}, not measured), ${r.crashPoints} crash points, ${r.events} crash/restart events; ${failures.length} failure${failures.length === 1 ? '' : 's'} in ${new Set(failures.map((f) => f.seed)).size} seeds; ${wallSeconds.toFixed(1)} s wall`);
+        for (const f of failures.slice(0, FAILURES_SHOWN)) report(`FAILED seed ${f.seed} (${f.app}): ${f.violation}\n  replay: ${f.replay}`);
+        report(`${seeds.length} seeds x ${apps.length} apps: ${r.steps} scheduler steps, ${(r.virtualUs / 1e6).toFixed(4)} virtual s (modelled on ${SWARM_COST_PROFILE}, not measured), ${r.crashPoints} crash points, ${r.events} crash/restart events; ${failures.length} failure${failures.length === 1 ? '' : 's'} in ${new Set(failures.map((f) => f.seed)).size} seeds; ${wallSeconds.toFixed(1)} s wall`);
       }
       if (failures.length > 0) process.exitCode = 1;
+      else if (opts.mutant !== undefined) {
+        if (!opts.json) report(`mutant ${opts.mutant} NOT CAUGHT`);
+        log(`pmrpc: ${CliErrorCodes.MUTANT_NOT_CAUGHT}: mutant ${opts.mutant} was not caught by seeds ${opts.seeds}: try more seeds or --seconds`);
+        process.exitCode = EXIT_MUTANT_NOT_CAUGHT;
+      }
     });
 }

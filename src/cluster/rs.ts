@@ -1,6 +1,6 @@
 /**
  * PRISM-RS clients over TCP: one RsClient over the rs nodes of a cluster file (nodes started by
- * the node host: `pmrpc serve --app rs`, `pmrpc cluster start`). Unlike Cluster.connect (all or
+ * the node host: `pmrpc serve --app rs`, `pmrpc cluster up`). Unlike Cluster.connect (all or
  * nothing), a replica that is down is tolerated (f < N/2) and reconnected before later operations.
  */
 import { PmrpcError, systemClock, type Clock } from '../../pmem/index.js';

@@ -12,7 +12,7 @@ export { checkListAppend, LIST_APPEND_DEFAULTS, type ListAppendTxn, type ListApp
 export { checkBank, checkCycle, initialRing, BANK_DEFAULTS, CYCLE_DEFAULTS, type BankSnapshot, type BankOptions, type BankAnomaly, type BankResult, type CycleSnapshot, type CycleOptions, type CycleAnomaly, type CycleResult } from '../check/index.js';
 
 // The hardware-model litmus catalogue.
-export { litmusCatalogue, runLitmus, type Litmus, type LitmusLayer, type LitmusOutcome, type LitmusResult } from '../litmus/index.js';
+export { litmusCatalogue, selectLitmus, LitmusErrorCodes, LITMUS_LAYERS, runLitmus, type Litmus, type LitmusLayer, type LitmusOutcome, type LitmusResult } from '../litmus/index.js';
 
 // PM crash images (also in `pmrpc/pmem`).
 export {

@@ -40,8 +40,11 @@ t.test('cluster up / status / kill / restart / Cluster.connect / down', async (t
   }));
   const status = async (): Promise<Record<string, string>> => {
     const r = await cli(['cluster', 'status', file, '--json']);
-    t.equal(r.code, 0, r.stderr);
-    return Object.fromEntries((JSON.parse(r.stdout) as Status).nodes.map((n) => [n.id, n.state]));
+    const states: Record<string, string> = Object.fromEntries((JSON.parse(r.stdout) as Status).nodes.map((n) => [n.id, n.state]));
+    const all = Object.values(states).every((s) => s === 'serving');
+    t.equal(r.code, all ? 0 : 1, `status exits ${all ? 0 : 1}: ${JSON.stringify(states)} ${r.stderr}`);
+    if (!all) t.match(r.stderr, /PMRPC_ERR_NODE_NOT_SERVING/, 'a node not serving is named on stderr');
+    return states;
   };
 
   const up = await cli(['cluster', 'up', file, '--json', '--timeout-ms', '60000']);

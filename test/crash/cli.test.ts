@@ -52,8 +52,8 @@ t.test('violations: exit 1, each with the command that reproduces it', async (t)
   t.ok((JSON.parse(again.stdout) as { violations: unknown[] }).violations.length > 0);
   const mutant = run('--strategy', 'farm', '--mutant', 'reply-before-apply', '--requests', '9', '--ddio', 'on', '--seed', '2', '--no-nested');
   t.equal(mutant.status, 1);
-  t.match(mutant.stderr, /VIOLATION at crash point \d+/);
-  t.match(mutant.stderr, /reproduce: pmrpc crash-test --app rpc --strategy farm .*--mutant reply-before-apply .*--point \d+/);
+  t.match(mutant.stdout, /VIOLATION at crash point \d+/);
+  t.match(mutant.stdout, /reproduce: pmrpc crash-test --app rpc --strategy farm .*--mutant reply-before-apply .*--point \d+/);
 });
 
 t.test('--help states the exit status; bad options are refused', async (t) => {

@@ -60,8 +60,8 @@ t.test('a mutant build fails with a seed whose printed replay command reproduces
   const args = f.replay.split(' ').slice(2);
   const again = run(...args);
   t.equal(again.status, 1, again.stderr);
-  for (const x of doc.failures.filter((y) => y.seed === f.seed)) t.match(again.stderr, `FAILED seed ${f.seed} (kv): ${x.violation}\n  replay: ${f.replay}`);
-  t.equal((again.stderr.match(/^FAILED /gm) ?? []).length, doc.failures.filter((y) => y.seed === f.seed).length);
+  for (const x of doc.failures.filter((y) => y.seed === f.seed)) t.match(again.stdout, `FAILED seed ${f.seed} (kv): ${x.violation}\n  replay: ${f.replay}`);
+  t.equal((again.stdout.match(/^FAILED /gm) ?? []).length, doc.failures.filter((y) => y.seed === f.seed).length);
 });
 
 t.test('determinism: same seed, same outcome (plan, faults, steps, crash points, verdict)', async (t) => {

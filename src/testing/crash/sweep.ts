@@ -68,6 +68,8 @@ export interface SweepOptions {
   jobs: number;
   clock: Clock | undefined;
   onSeed: ((r: CountedReport, done: number, total: number) => void) | undefined;
+  /** Per crash point of the seed being explored (in-process runs, jobs 1, only: workers report per seed). */
+  onProgress: ((seed: number, p: { imagesChecked: number; points: number; pointsDone: number }) => void) | undefined;
 }
 
 export async function sweep(spec: SweepSpec, seeds: readonly number[], options: Partial<SweepOptions> = {}): Promise<CountedReport & { seeds: number[] }> {
@@ -81,7 +83,8 @@ export async function sweep(spec: SweepSpec, seeds: readonly number[], options: 
     reports.push(r);
     options.onSeed?.(r, ++done, seeds.length);
   };
-  await runPooled(seeds, jobs, (seed) => ({ spec, seed }), (seed) => exploreSeed(spec, seed), finish);
+  const onProgress = options.onProgress;
+  await runPooled(seeds, jobs, (seed) => ({ spec, seed }), (seed) => exploreSeed(spec, seed, onProgress !== undefined ? { onProgress: (p) => onProgress(seed, p) } : {}), finish);
   const merged = { ...mergeReports(reports), violations: reports.sort((a, b) => a.seed - b.seed).flatMap((r) => r.violations), distinctImages: reports.reduce((a, r) => a + r.distinctImages, 0) };
   if (options.clock !== undefined && t0 !== undefined) {
     merged.seconds = Math.max(1e-9, (options.clock.nowMs() - t0) / 1000);

@@ -108,10 +108,10 @@ export function resolveKvWorkload(options: Partial<KvWorkloadOptions>): KvWorklo
 const keyName = (i: number): string => `k${i}`;
 
 /**
- * Keys whose probe sets overlap: the first four share both buckets (bucket 0 and 1: their four
- * slots), the rest have one bucket of those two and one of bucket 2 or 3 — collisions, races for
- * free slots, and PUTs that go past slots other keys claimed. (Layout version 1, a window: homes 0
- * and 3, windows [0, 4) and [3, 7) sharing slot 3.)
+ * Keys whose probe sets overlap: the even-numbered ones share both buckets, in one order (bucket 0,
+ * then 1: k0, k2, k4, k6 fill slots 0, 2, 1, 3), the odd-numbered ones have one bucket of those two
+ * and one of bucket 2 or 3 — collisions, races for free slots, and PUTs that go past slots other
+ * keys claimed. (Layout version 1, a window: homes 0 and 3, windows [0, 4) and [3, 7) sharing slot 3.)
  */
 function clusteredKeys(g: KvGeometry, n: number): string[] {
   const out: string[] = [];
@@ -123,8 +123,9 @@ function clusteredKeys(g: KvGeometry, n: number): string[] {
       if (h === want || (out.length >= 4 && (h === 0 || h === 3))) out.push(keyName(i));
       continue;
     }
-    const [a, b] = keyBuckets(g, k).sort((x, y) => x - y) as [number, number];
-    const ok = out.length < 4 ? a === 0 && b === 1 : a <= 1 && (b === 2 || b === 3);
+    const [first, second] = keyBuckets(g, k);
+    const [a, b] = [Math.min(first, second), Math.max(first, second)];
+    const ok = out.length % 2 === 0 ? first === 0 && second === 1 : a <= 1 && (b === 2 || b === 3);
     if (ok) out.push(keyName(i));
   }
   return out;

@@ -14,6 +14,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../pmem/index.js';
+import { layoutFlagArgs } from './layout-flags.js';
 import { clusterNode, isLocalNode, loadClusterFile, type ClusterNodeSpec, type ClusterSpec } from '../src/cluster/index.js';
 import { CliErrorCodes, intOption, log, printJson, report } from './output.js';
 
@@ -134,6 +135,7 @@ export function serveArgs(n: ClusterNodeSpec, authTokenFile: string | undefined,
   if (o.strategy !== undefined) a.push('--strategy', o.strategy);
   if (o.keepResults === true) a.push('--keep-results');
   if (o.system !== undefined) a.push('--system', o.system);
+  a.push(...layoutFlagArgs(o));
   if (authTokenFile !== undefined) a.push('--auth-token-file', resolve(authTokenFile));
   return a;
 }

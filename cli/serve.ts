@@ -6,6 +6,7 @@ import { NodeMetrics, authFailureLogger } from '../src/node/index.js';
 import { DIGEST_HANDLERS as WORKLOAD_HANDLERS, RPC_APP_DEFAULTS } from '../src/apps/rpc/index.js';
 import { intOption, log } from './output.js';
 import { startTxShardAgent, txNodeAppOptions, type TxShardAgent } from '../src/cluster/index.js';
+import { addLayoutFlags, layoutAppOptions, type LayoutFlags } from './layout-flags.js';
 
 /** Parses a byte count: an integer, optionally with a K/M/G (KiB, MiB, GiB) suffix. */
 export function sizeOption(name: string): (v: string) => number {
@@ -32,7 +33,7 @@ export function strategyOption(v: string): RpcStrategy {
   return v as RpcStrategy;
 }
 
-interface ServeOpts {
+interface ServeOpts extends LayoutFlags {
   app: string;
   node: string;
   pm: string;
@@ -70,7 +71,7 @@ export function serveAppOptions(app: string, o: { strategy: RpcStrategy; keepRes
 }
 
 export function registerServe(program: Command): void {
-  program
+  const cmd = program
     .command('serve')
     .description('one node: host an app (rpc, kv) on a PM file over TCP — create it, or open and recover it; SIGTERM shuts down in order, SIGKILL is a crash')
     .requiredOption('--pm <file>', 'the PM file (created when absent; an existing one is recovered)')
@@ -96,8 +97,9 @@ export function registerServe(program: Command): void {
     .option('--metrics-port <n>', 'serve Prometheus metrics (/metrics) and the probes /healthz and /readyz over HTTP on this port (0 picks one: metricsPort in the start line); off by default', intOption('metrics-port'))
     .option('--metrics-host <h>', 'address of the metrics server', '127.0.0.1')
     .option('--strict', 'msync on every drain (durability across a machine crash; slow)')
-    .option('--json', 'logs off: only the one JSON line on stdout')
-    .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"node", "app", "host", "port", "pid", "pm", "recovered": {...}, "recoveryMs", ..., "metricsPort" (with --metrics-port)}.\nWith --metrics-port: GET /metrics (Prometheus, pmrpc_* series), /healthz (200: the process is up), /readyz (200 once recovered and serving, 503 before and during shutdown).\nFailed authentications are logged on stderr (one line each, at most 10 a second).\nThe rpc app serves the demo workload (method append-digest); the kv app PRISM-KV (welcome {system, rkey, base}).\nExit 2: PMRPC_ERR_AUTH_REQUIRED.')
+    .option('--json', 'logs off: only the one JSON line on stdout');
+  addLayoutFlags(cmd)
+    .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"node", "app", "host", "port", "pid", "pm", "recovered": {...}, "recoveryMs", ..., "metricsPort" (with --metrics-port)}.\nWith --metrics-port: GET /metrics (Prometheus, pmrpc_* series), /healthz (200: the process is up), /readyz (200 once recovered and serving, 503 before and during shutdown).\nFailed authentications are logged on stderr (one line each, at most 10 a second).\nThe rpc app serves the demo workload (method append-digest); the kv app PRISM-KV (welcome {system, rkey, base}).\nLayout flags (--kv-slots, --kv-probe-slots, --kv-classes, --rs-blocks, --tx-items) apply when the file is created; an existing file keeps the layout its header records. A flag of another app is PMRPC_ERR_LAYOUT_WRONG_APP, a bad value PMRPC_ERR_BAD_LAYOUT, a layout larger than --size PMRPC_ERR_SIZE_TOO_SMALL.\nExit 2: PMRPC_ERR_AUTH_REQUIRED.')
     .action(async (opts: ServeOpts) => {
       if (opts.port < 0 || opts.port > 65535) throw new RangeError(`--port must be in [0, 65535], got ${opts.port}`);
       if (opts.killAfterEvents !== undefined && opts.killAfterEvents < 1) throw new RangeError(`--kill-after-events must be >= 1, got ${opts.killAfterEvents}`);
@@ -109,12 +111,13 @@ export function registerServe(program: Command): void {
       let completionsArmed = false;
       const completionLimit = opts.killAfterCompletions;
       const txCluster = app.name === 'tx' && opts.cluster !== undefined ? opts.cluster : undefined;
+      const appOptions: Record<string, unknown> = txCluster !== undefined ? txNodeAppOptions(txCluster, opts.node) : { ...serveAppOptions(app.name, { strategy: opts.strategy, keepResults: opts.keepResults === true, system: opts.system, maxClients: opts.maxClients, leaseMs: opts.leaseMs }) };
       // Metrics first: /healthz answers (and /readyz says 503) while the node recovers.
       if (opts.metricsPort !== undefined && (opts.metricsPort < 0 || opts.metricsPort > 65535)) throw new RangeError(`--metrics-port must be in [0, 65535], got ${opts.metricsPort}`);
       const metrics = opts.metricsPort === undefined ? undefined : await NodeMetrics.start({ host: opts.metricsHost, port: opts.metricsPort });
       const node = await NodeHost.start({
         app,
-        appOptions: txCluster !== undefined ? txNodeAppOptions(txCluster, opts.node) : serveAppOptions(app.name, { strategy: opts.strategy, keepResults: opts.keepResults === true, system: opts.system, maxClients: opts.maxClients, leaseMs: opts.leaseMs }),
+        appOptions: { ...appOptions, ...layoutAppOptions(app.name, opts, appOptions) },
         nodeId: opts.node,
         pmPath: opts.pm,
         sizeBytes: opts.size,

@@ -1,5 +1,5 @@
 /** src/cluster — cluster files (nodes on one or many hosts), their validation, and clients of a whole cluster (DESIGN §6). */
-export { ClusterErrorCodes, parseClusterSpec, loadClusterFile, toClusterSpec, clusterNode, isLocalNode, type ClusterSpec, type ClusterNodeSpec, type ClusterNodeOptions } from './spec.js';
+export { ClusterErrorCodes, LayoutErrorCodes, LAYOUT_OPTION_APPS, layoutAppOptions, type LayoutOptions, parseClusterSpec, loadClusterFile, toClusterSpec, clusterNode, isLocalNode, type ClusterSpec, type ClusterNodeSpec, type ClusterNodeOptions } from './spec.js';
 export { Cluster, connectPeer, CLUSTER_CONNECT_DEFAULTS, ClusterClientErrorCodes, type ClusterConnectOptions, type NodeConnection } from './client.js';
 export { resolveAuthToken, AUTH_TOKEN_ENV, AuthErrorCodes } from '../node/index.js';
 export { connectRsCluster, rsClientOfCluster, type RsClusterOptions } from './rs.js';

@@ -10,7 +10,8 @@ import { networkInterfaces, hostname } from 'node:os';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { PmrpcError, defineErrorCodes, type ErrorCodesOf, type ErrorCode } from '../../pmem/index.js';
 import { isLoopbackHost } from '../transport/index.js';
-import { NODE_APP_NAMES } from '../node/index.js';
+import { NODE_APP_NAMES, appByName } from '../node/index.js';
+import { KV_LAYOUT_DEFAULTS, validateLayoutOptions, type SizeClass } from '../apps/kv/index.js';
 
 export const ClusterErrorCodes = defineErrorCodes('cluster', {
   /** The cluster file cannot be read. */
@@ -37,8 +38,72 @@ export const ClusterErrorCodes = defineErrorCodes('cluster', {
   UNKNOWN_NODE: 'PMRPC_ERR_CLUSTER_UNKNOWN_NODE',
 });
 
+export const LayoutErrorCodes = defineErrorCodes('layout', {
+  /** A layout option (kvSlots, kvProbeSlots, kvClasses, rsBlocks, txItems; `--kv-slots` …) with a bad value, or a layout the app refuses. */
+  BAD_LAYOUT: 'PMRPC_ERR_BAD_LAYOUT',
+  /** A layout option of another app (e.g. `--kv-slots` with `--app rs`). */
+  LAYOUT_WRONG_APP: 'PMRPC_ERR_LAYOUT_WRONG_APP',
+});
+
 declare module '../../pmem/index.js' {
-  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof ClusterErrorCodes> {}
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof ClusterErrorCodes>, ErrorCodesOf<typeof LayoutErrorCodes> {}
+}
+
+/**
+ * The capacity of a new PM file, per app (cluster-file node options; `pmrpc serve` flags
+ * `--kv-slots` …). They apply only when the file is formatted: an existing file keeps the layout
+ * its header records.
+ */
+export interface LayoutOptions {
+  /** kv: index slots (default 1024; a multiple of kvProbeSlots / 2). */
+  kvSlots?: number;
+  /** kv: slots a key may occupy — two buckets of kvProbeSlots / 2 (default 32; even, 2..64). */
+  kvProbeSlots?: number;
+  /** kv: the item arena's size classes, increasing powers of two in [64, 2^20] with their buffer counts. */
+  kvClasses?: SizeClass[];
+  /** rs: blocks (registers) per replica (default 256). */
+  rsBlocks?: number;
+  /** tx: items in the shard's arena (default 256; at least keysPerShard). */
+  txItems?: number;
+}
+
+/** The app each layout option belongs to. */
+export const LAYOUT_OPTION_APPS: Readonly<Record<keyof LayoutOptions, string>> = Object.freeze({ kvSlots: 'kv', kvProbeSlots: 'kv', kvClasses: 'kv', rsBlocks: 'rs', txItems: 'tx' });
+
+/**
+ * The app options that `layout` sets for app `app` (to merge over the rest of its options; `base`:
+ * those other options, e.g. a tx node's keysPerShard, which the check needs), checked by the app's
+ * own rules: PMRPC_ERR_LAYOUT_WRONG_APP for an option of another app, PMRPC_ERR_BAD_LAYOUT for a
+ * value or a layout the app refuses. `where` prefixes messages (e.g. `nodes[0].options.`).
+ */
+export function layoutAppOptions(app: string, layout: LayoutOptions, base: Record<string, unknown> = {}, where = ''): Record<string, unknown> {
+  const given = (Object.keys(LAYOUT_OPTION_APPS) as Array<keyof LayoutOptions>).filter((k) => layout[k] !== undefined);
+  for (const k of given) if (LAYOUT_OPTION_APPS[k] !== app) fail(LayoutErrorCodes.LAYOUT_WRONG_APP, `${where}${k} is a layout option of the ${LAYOUT_OPTION_APPS[k]} app, not of ${app}`);
+  if (given.length === 0) return {};
+  const int = (k: keyof LayoutOptions): number => {
+    const v = layout[k];
+    if (!Number.isSafeInteger(v) || (v as number) < 1) fail(LayoutErrorCodes.BAD_LAYOUT, `${where}${k} must be a positive integer, got ${JSON.stringify(v)}`);
+    return v as number;
+  };
+  let out: Record<string, unknown>;
+  if (app === 'kv') {
+    const l: Record<string, unknown> = {};
+    if (layout.kvSlots !== undefined) l.slotCount = int('kvSlots');
+    if (layout.kvProbeSlots !== undefined) l.probeSlots = int('kvProbeSlots');
+    if (layout.kvClasses !== undefined) l.classes = layout.kvClasses;
+    out = { layout: { ...KV_LAYOUT_DEFAULTS, ...(base.layout as object | undefined), ...l } };
+  } else if (app === 'rs') out = { layout: { ...(base.layout as object | undefined), blocks: int('rsBlocks') } };
+  else out = { items: int('txItems') };
+  const names: Record<string, string> = { slotCount: 'kvSlots', probeSlots: 'kvProbeSlots', classes: 'kvClasses', blocks: 'rsBlocks', items: 'txItems' };
+  try {
+    if (app === 'kv') validateLayoutOptions(out.layout as object);
+    appByName(app).resolveOptions({ ...base, ...out });
+  } catch (e) {
+    if (!(e instanceof RangeError || e instanceof TypeError)) throw e;
+    const msg = e.message.replace(/^(slotCount|probeSlots|classes|blocks|items)\b/, (m) => names[m] ?? m).replace(/(slotCount|probeSlots)/g, (m) => names[m] ?? m);
+    fail(LayoutErrorCodes.BAD_LAYOUT, `${where}${msg}`);
+  }
+  return out;
 }
 
 /** Per-node options; each applies to the apps named. */
@@ -61,6 +126,11 @@ export interface ClusterNodeOptions {
   initialBalance?: number;
   /** rpc: a silent client's slot lease; tx: the resolver agent's pass period (`pmrpc serve --lease-ms`). */
   leaseMs?: number;
+  /** Layout of a new PM file (LayoutOptions; txItems above): kv index slots, kv probe slots, kv size classes, rs blocks. */
+  kvSlots?: number;
+  kvProbeSlots?: number;
+  kvClasses?: SizeClass[];
+  rsBlocks?: number;
 }
 
 export interface ClusterNodeSpec {
@@ -97,6 +167,10 @@ const OPTION_FIELDS: Readonly<Record<string, (v: unknown) => boolean>> = Object.
   txValue: (v) => v === 'list' || v === 'balance',
   initialBalance: (v) => Number.isSafeInteger(v),
   leaseMs: (v) => Number.isSafeInteger(v) && (v as number) > 0,
+  kvSlots: (v) => Number.isSafeInteger(v) && (v as number) > 0,
+  kvProbeSlots: (v) => Number.isSafeInteger(v) && (v as number) > 0,
+  kvClasses: (v) => Array.isArray(v) && v.length > 0 && v.every((c: unknown) => c !== null && typeof c === 'object' && !Array.isArray(c) && Object.keys(c).every((k) => k === 'sizeBytes' || k === 'count') && Number.isSafeInteger((c as SizeClass).sizeBytes) && Number.isSafeInteger((c as SizeClass).count)),
+  rsBlocks: (v) => Number.isSafeInteger(v) && (v as number) > 0,
 });
 const TOKEN_RE = /token|secret|password/i;
 
@@ -151,6 +225,9 @@ export function parseClusterSpec(doc: unknown, options: { baseDir?: string; file
       if (ok === undefined) fail(ClusterErrorCodes.UNKNOWN_FIELD, `${at}.options.${k} is not a node option (known: ${Object.keys(OPTION_FIELDS).join(', ')})`);
       if (!ok(v)) fail(ClusterErrorCodes.BAD_FIELD, `${at}.options.${k} has a bad value ${JSON.stringify(v)}`);
     }
+    // Layout options: of this node's app, and a layout the app accepts.
+    const o = opts as ClusterNodeOptions;
+    layoutAppOptions(n.app, o, n.app === 'tx' && o.keysPerShard !== undefined ? { keysPerShard: o.keysPerShard } : {}, `${at}.options.`);
     const id = n.id;
     if (ids.has(id)) fail(ClusterErrorCodes.DUPLICATE_ID, `${at}.id ${id} is used twice`);
     ids.add(id);

@@ -24,7 +24,7 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
  */
 export const RUN_BOUND_MS = 120_000;
 
-export const KINDS = ['ts', 'ts fragment', 'js fragment', 'sh', 'sh run', 'text', 'json', 'ini', 'yaml'] as const;
+export const KINDS = ['ts', 'ts fragment', 'js fragment', 'sh', 'sh run', 'text', 'json', 'ini', 'yaml', 'mermaid'] as const;
 export type Kind = (typeof KINDS)[number];
 
 export interface Block {

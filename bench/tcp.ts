@@ -129,7 +129,7 @@ async function warmUp(plan: Plan, completedSoFar: () => number): Promise<number>
  */
 async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number, gate: 'result' | 'durable' = 'result'): Promise<RpcCell> {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-bench-tcp-'));
-  const { child, port } = await startChild([MAIN, 'serve', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json']);
+  const { child, port } = await startChild([MAIN, 'serve', '--create', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json']);
   const clients: RemoteRpcClient[] = [];
   try {
     for (let k = 0; k < plan.clients; k++) clients.push(await RemoteRpcClient.connect({ port, name: `bench-${k}` }));

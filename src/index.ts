@@ -175,6 +175,6 @@ export {
 } from './server/index.js';
 
 // src/node, src/cluster — the node host (one process, one PM file, one app) and clusters of nodes (DESIGN §6).
-export { NodeHost, NODE_HOST_DEFAULTS, NODE_APPS, NODE_APP_NAMES, NodeErrorCodes, appByName, resolveAuthToken, AUTH_TOKEN_ENV, AuthErrorCodes, type NodeHostOptions, type NodeRecovery, type NodeStartLine, type AnyApp } from './node/index.js';
+export { NodeHost, NODE_HOST_DEFAULTS, formatNodeFile, type FormatNodeFileOptions, NODE_APPS, NODE_APP_NAMES, NodeErrorCodes, appByName, resolveAuthToken, AUTH_TOKEN_ENV, AuthErrorCodes, type NodeHostOptions, type NodeRecovery, type NodeStartLine, type AnyApp } from './node/index.js';
 export { connectRsCluster, rsClientOfCluster, type RsClusterOptions } from './cluster/index.js';
 export { Cluster, connectPeer, CLUSTER_CONNECT_DEFAULTS, ClusterClientErrorCodes, ClusterErrorCodes, parseClusterSpec, loadClusterFile, clusterNode, isLocalNode, type ClusterSpec, type ClusterNodeSpec, type ClusterNodeOptions, type ClusterConnectOptions, type NodeConnection } from './cluster/index.js';

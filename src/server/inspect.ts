@@ -50,8 +50,9 @@ export interface InspectReport {
 /** Reads `path` without writing it. A foreign or damaged file throws its PmrpcError (region or layout code). */
 export function inspectFile(path: string): InspectReport {
   if (typeof path !== 'string' || path.length === 0) throw new TypeError('path must be a non-empty string');
-  // Validates the region header against the file (a foreign file is refused untouched), then unmaps.
-  PmemRegion.open(path).close({ writeBack: false });
+  // Validates the region header against the file (a foreign file is refused untouched) without
+  // mapping or locking it: a reader never takes the owner's exclusive lock (a live node keeps it).
+  PmemRegion.readHeader(path);
   const bytes = new Uint8Array(readFileSync(path));
   const region = PmemRegion.openImage(bytes);
   const store = RecoveryStore.open(region);

@@ -109,7 +109,7 @@ interface PhaseResult {
 
 async function runPhases(plan: Plan, seed: number, progress: BenchOptions['progress']): Promise<{ phases: PhaseResult[]; rssStartBytes: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-bench-hostile-'));
-  const { child, port } = await startChild([MAIN, 'serve', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', 'wflush', '--json'], { ...process.env, PMRPC_AUTH_TOKEN: TOKEN });
+  const { child, port } = await startChild([MAIN, 'serve', '--create', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', 'wflush', '--json'], { ...process.env, PMRPC_AUTH_TOKEN: TOKEN });
   const pid = child.pid!;
   const client = await RemoteRpcClient.connect({ port, authToken: TOKEN, name: 'good' });
   try {

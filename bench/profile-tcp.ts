@@ -60,7 +60,7 @@ async function main(): Promise<void> {
   const seconds = Number(process.argv[3] ?? 4);
   const profDir = process.argv[4] ?? mkdtempSync(join(tmpdir(), 'pmrpc-prof-'));
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-prof-pm-'));
-  const { child, port } = await startChild(['--cpu-prof', '--cpu-prof-dir', profDir, MAIN, 'serve', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json']);
+  const { child, port } = await startChild(['--cpu-prof', '--cpu-prof-dir', profDir, MAIN, 'serve', '--create', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json']);
   const clients: RemoteRpcClient[] = [];
   for (let k = 0; k < 2; k++) clients.push(await RemoteRpcClient.connect({ port, name: `prof-${k}` }));
   let stop = false;

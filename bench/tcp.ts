@@ -153,8 +153,7 @@ async function warmUp(plan: Plan, completedSoFar: () => number): Promise<number>
 export async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number, gate: 'result' | 'durable' = 'result', serve: ServeOptions = {}): Promise<RpcCell> {
   const dir = mkdtempSync(join(serve.baseDir ?? tmpdir(), 'pmrpc-bench-tcp-'));
   const payloadBytes = serve.payloadBytes ?? PAYLOAD_BYTES;
-  // NOTE (merge): once `pmrpc serve` refuses a missing PM file without `--create`, add '--create' here.
-  const args = [MAIN, 'serve', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json'];
+  const args = [MAIN, 'serve', '--create', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json'];
   if (serve.strict === true) args.push('--strict');
   const { child, port } = await startChild(args);
   const clients: RemoteRpcClient[] = [];

@@ -17,6 +17,7 @@ import { PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../pmem/index.j
 import { layoutFlagArgs } from './layout-flags.js';
 import { clusterNode, isLocalNode, loadClusterFile, type ClusterNodeSpec, type ClusterSpec } from '../src/cluster/index.js';
 import { CliErrorCodes, intOption, log, printJson, report } from './output.js';
+import { APP_FLAGS } from './serve.js';
 
 const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
 
@@ -122,19 +123,21 @@ export async function nodeStatus(dir: string, n: ClusterNodeSpec, probeMs = 1000
  * tx nodes, and it runs the resolver agent over links to its peers.
  */
 export function serveArgs(n: ClusterNodeSpec, authTokenFile: string | undefined, clusterFile?: string): string[] {
-  const a = [MAIN, 'serve', '--app', n.app, '--node', n.id, '--pm', n.pm, '--host', n.host, '--port', String(n.port), '--json'];
+  const a = [MAIN, 'serve', '--app', n.app, '--create', '--node', n.id, '--pm', n.pm, '--host', n.host, '--port', String(n.port), '--json'];
   const o = n.options;
   if (n.app === 'tx') {
     if (clusterFile === undefined) throw new TypeError(`node ${n.id} is a tx node: its serve command needs the cluster file`);
     a.push('--cluster', resolve(clusterFile));
   }
-  if (o.leaseMs !== undefined) a.push('--lease-ms', String(o.leaseMs));
+  // Only the flags of this node's app (serve refuses another app's: PMRPC_ERR_OPTION_NOT_APPLICABLE).
+  const applies = (name: string): boolean => APP_FLAGS[name]?.apps.includes(n.app) ?? true;
+  if (o.leaseMs !== undefined && applies('leaseMs')) a.push('--lease-ms', String(o.leaseMs));
   if (o.sizeBytes !== undefined) a.push('--size', String(o.sizeBytes));
   if (o.ddio !== undefined) a.push('--ddio', o.ddio ? 'on' : 'off');
   if (o.strict === true) a.push('--strict');
-  if (o.strategy !== undefined) a.push('--strategy', o.strategy);
-  if (o.keepResults === true) a.push('--keep-results');
-  if (o.system !== undefined) a.push('--system', o.system);
+  if (o.strategy !== undefined && applies('strategy')) a.push('--strategy', o.strategy);
+  if (o.keepResults === true && applies('keepResults')) a.push('--keep-results');
+  if (o.system !== undefined && applies('system')) a.push('--system', o.system);
   a.push(...layoutFlagArgs(o));
   if (authTokenFile !== undefined) a.push('--auth-token-file', resolve(authTokenFile));
   return a;

@@ -1,5 +1,6 @@
 /** `pmrpc serve`: one node — an app (rpc, kv) on a PM file, served over TCP (src/node). */
 import type { Command } from 'commander';
+import { defineErrorCodes, ErrorCodes, PmemRegion, PmrpcError, type ErrorCodesOf } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { NODE_APP_NAMES, NodeHost, appByName, resolveAuthToken } from '../src/node/index.js';
 import { NodeMetrics, authFailureLogger } from '../src/node/index.js';
@@ -8,16 +9,54 @@ import { intOption, log } from './output.js';
 import { startTxShardAgent, txNodeAppOptions, type TxShardAgent } from '../src/cluster/index.js';
 import { addLayoutFlags, layoutAppOptions, type LayoutFlags } from './layout-flags.js';
 
-/** Parses a byte count: an integer, optionally with a K/M/G (KiB, MiB, GiB) suffix. */
+export const ServeErrorCodes = defineErrorCodes('cli', {
+  /** `serve --size` on an existing PM file whose size differs (the size is fixed when the file is formatted). */
+  SIZE_MISMATCH: 'PMRPC_ERR_SIZE_MISMATCH',
+  /** A `serve` / `format` flag that does not apply to the app (e.g. `--strategy` with `--app kv`). */
+  OPTION_NOT_APPLICABLE: 'PMRPC_ERR_OPTION_NOT_APPLICABLE',
+});
+
+declare module '../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof ServeErrorCodes> {}
+}
+
+/** Parses a byte count: an integer, optionally with a K/M/G (KiB, MiB, GiB) suffix. A malformed or unsafe one is PMRPC_ERR_REGION_SIZE. */
 export function sizeOption(name: string): (v: string) => number {
   return (v: string) => {
     const m = /^(\d+)\s*([kmg]i?b?)?$/i.exec(v.trim());
-    if (!m) throw new TypeError(`--${name} must be a byte count such as 16777216 or 16M, got ${v}`);
+    if (!m) throw new PmrpcError(ErrorCodes.REGION_SIZE, `--${name} must be a byte count such as 16777216 or 16M, got ${v}`);
     const mult = m[2] === undefined ? 1 : { k: 1 << 10, m: 1 << 20, g: 1 << 30 }[m[2][0]!.toLowerCase() as 'k' | 'm' | 'g'];
     const n = Number(m[1]) * mult;
-    if (!Number.isSafeInteger(n)) throw new TypeError(`--${name} is too large: ${v}`);
+    if (!Number.isSafeInteger(n)) throw new PmrpcError(ErrorCodes.REGION_SIZE, `--${name} is too large: ${v}`);
     return n;
   };
+}
+
+/** The flags of `serve` / `format` that configure one app only (option attribute name -> the apps it applies to). */
+export const APP_FLAGS: Readonly<Record<string, { flag: string; apps: readonly string[] }>> = Object.freeze({
+  strategy: { flag: '--strategy', apps: ['rpc'] },
+  keepResults: { flag: '--keep-results', apps: ['rpc'] },
+  maxClients: { flag: '--max-clients', apps: ['rpc'] },
+  leaseMs: { flag: '--lease-ms', apps: ['rpc', 'tx'] },
+  system: { flag: '--system', apps: ['kv'] },
+  cluster: { flag: '--cluster', apps: ['tx'] },
+});
+
+/** PMRPC_ERR_OPTION_NOT_APPLICABLE for a flag given on the command line that does not configure `app`. */
+export function refuseForeignFlags(cmd: Command, app: string): void {
+  for (const [name, { flag, apps }] of Object.entries(APP_FLAGS)) {
+    if (cmd.getOptionValueSource(name) !== 'cli' || apps.includes(app)) continue;
+    throw new PmrpcError(ServeErrorCodes.OPTION_NOT_APPLICABLE, `${flag} applies to the ${apps.join(' and ')} app${apps.length > 1 ? 's' : ''}, not to ${app}: drop it`);
+  }
+}
+
+/** The app options of a node from the command line: a tx node of a cluster takes them from its cluster file, any other from serveAppOptions. */
+export function nodeAppOptions(app: string, opts: LayoutFlags & { cluster?: string | undefined; node: string; strategy: RpcStrategy; keepResults?: boolean | undefined; system: 'prism' | 'pilaf'; maxClients?: number | undefined; leaseMs?: number | undefined }): object {
+  const base = (app === 'tx' && opts.cluster !== undefined
+    ? txNodeAppOptions(opts.cluster, opts.node)
+    : serveAppOptions(app, { strategy: opts.strategy, keepResults: opts.keepResults === true, system: opts.system, maxClients: opts.maxClients, leaseMs: opts.leaseMs })) as Record<string, unknown>;
+  // Layout flags (--kv-slots, …) on top: they apply when the file is formatted.
+  return { ...base, ...layoutAppOptions(app, opts, base) };
 }
 
 export function onOffOption(name: string): (v: string) => boolean {
@@ -38,6 +77,7 @@ interface ServeOpts extends LayoutFlags {
   node: string;
   pm: string;
   size: number;
+  create?: boolean;
   port: number;
   host: string;
   authToken?: string;
@@ -70,14 +110,32 @@ export function serveAppOptions(app: string, o: { strategy: RpcStrategy; keepRes
   return {};
 }
 
+/**
+ * `--size` given on an existing, formatted PM file must be the file's size (it is fixed at
+ * format): PMRPC_ERR_SIZE_MISMATCH otherwise. Read without locking (the lock is taken by the open).
+ */
+function checkSizeOfExisting(pm: string, size: number | undefined): void {
+  if (size === undefined) return;
+  let fileSize: number;
+  try {
+    fileSize = PmemRegion.readHeader(pm).sizeBytes;
+  } catch {
+    return; // missing, empty or damaged: the open says what is wrong
+  }
+  if (fileSize !== size) {
+    throw new PmrpcError(ServeErrorCodes.SIZE_MISMATCH, `${pm} holds ${fileSize} data bytes, --size says ${size}: a PM file's size is fixed when it is formatted; drop --size (or give the file's size), or format a new file`);
+  }
+}
+
 export function registerServe(program: Command): void {
   const cmd = program
     .command('serve')
-    .description('one node: host an app (rpc, kv) on a PM file over TCP — create it, or open and recover it; SIGTERM shuts down in order, SIGKILL is a crash')
-    .requiredOption('--pm <file>', 'the PM file (created when absent; an existing one is recovered)')
+    .description('one node: host an app on a formatted PM file over TCP — open, lock and recover it; SIGTERM shuts down in order, SIGKILL is a crash')
+    .requiredOption('--pm <file>', 'the PM file, made by `pmrpc format` (a missing or empty one is refused unless --create); an existing one is recovered')
     .option('--app <name>', `the app (${NODE_APP_NAMES.join(', ')})`, 'rpc')
     .option('--node <id>', 'the node id in the start line (a cluster file id)', 'node')
-    .option('--size <bytes>', 'data bytes of a new PM file (K, M, G suffixes)', sizeOption('size'), 16 << 20)
+    .option('--create', 'create and format the PM file first when it is missing or empty (as `pmrpc format` does); an existing one is opened as always')
+    .option('--size <bytes>', 'data bytes of a new PM file with --create (K, M, G suffixes; 64-byte multiple, at most 4G minus 4K); on an existing file it must match the file\'s size', sizeOption('size'), 16 << 20)
     .option('--port <n>', 'TCP port; 0 picks a free one (printed)', intOption('port'), 0)
     .option('--host <h>', 'address to bind; anything but loopback requires an auth token', '127.0.0.1')
     .option('--auth-token-file <file>', 'read the token every client must present from this file (else PMRPC_AUTH_TOKEN)')
@@ -99,27 +157,29 @@ export function registerServe(program: Command): void {
     .option('--strict', 'msync on every drain (durability across a machine crash; slow)')
     .option('--json', 'logs off: only the one JSON line on stdout');
   addLayoutFlags(cmd)
-    .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"node", "app", "host", "port", "pid", "pm", "recovered": {...}, "recoveryMs", ..., "metricsPort" (with --metrics-port)}.\nWith --metrics-port: GET /metrics (Prometheus, pmrpc_* series), /healthz (200: the process is up), /readyz (200 once recovered and serving, 503 before and during shutdown).\nFailed authentications are logged on stderr (one line each, at most 10 a second).\nThe rpc app serves the demo workload (method append-digest); the kv app PRISM-KV (welcome {system, rkey, base}).\nLayout flags (--kv-slots, --kv-probe-slots, --kv-classes, --rs-blocks, --tx-items) apply when the file is created; an existing file keeps the layout its header records. A flag of another app is PMRPC_ERR_LAYOUT_WRONG_APP, a bad value PMRPC_ERR_BAD_LAYOUT, a layout larger than --size PMRPC_ERR_SIZE_TOO_SMALL.\nExit 2: PMRPC_ERR_AUTH_REQUIRED.')
-    .action(async (opts: ServeOpts) => {
+    .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"node", "app", "host", "port", "pid", "pm", "recovered": {...}, "recoveryMs", ..., "metricsPort" (with --metrics-port)}.\nWith --metrics-port: GET /metrics (Prometheus, pmrpc_* series), /healthz (200: the process is up), /readyz (200 once recovered and serving, 503 before and during shutdown).\nFailed authentications are logged on stderr (one line each, at most 10 a second).\nThe rpc app serves the demo workload (method append-digest); the kv app PRISM-KV (welcome {system, rkey, base}).\nThe process holds the PM file\'s exclusive lock while it runs: a second `serve` on it exits 1 with PMRPC_ERR_FILE_LOCKED (naming the holder\'s pid).\nA flag of another app (--strategy with --app kv, …) is refused: PMRPC_ERR_OPTION_NOT_APPLICABLE.\nLayout flags (--kv-slots, --kv-probe-slots, --kv-classes, --rs-blocks, --tx-items) apply when the file is created; an existing file keeps the layout its header records. A flag of another app is PMRPC_ERR_LAYOUT_WRONG_APP, a bad value PMRPC_ERR_BAD_LAYOUT, a layout larger than --size PMRPC_ERR_SIZE_TOO_SMALL.\nExit 2: PMRPC_ERR_AUTH_REQUIRED.')
+    .action(async (opts: ServeOpts, command: Command) => {
       if (opts.port < 0 || opts.port > 65535) throw new RangeError(`--port must be in [0, 65535], got ${opts.port}`);
       if (opts.killAfterEvents !== undefined && opts.killAfterEvents < 1) throw new RangeError(`--kill-after-events must be >= 1, got ${opts.killAfterEvents}`);
       if (opts.killAfterCompletions !== undefined && opts.killAfterCompletions < 1) throw new RangeError(`--kill-after-completions must be >= 1, got ${opts.killAfterCompletions}`);
       const app = appByName(opts.app);
+      refuseForeignFlags(command, app.name);
+      checkSizeOfExisting(opts.pm, command.getOptionValueSource('size') === 'cli' ? opts.size : undefined);
       let events = 0;
       const limit = opts.killAfterEvents;
       let completions = 0;
       let completionsArmed = false;
       const completionLimit = opts.killAfterCompletions;
       const txCluster = app.name === 'tx' && opts.cluster !== undefined ? opts.cluster : undefined;
-      const appOptions: Record<string, unknown> = txCluster !== undefined ? txNodeAppOptions(txCluster, opts.node) : { ...serveAppOptions(app.name, { strategy: opts.strategy, keepResults: opts.keepResults === true, system: opts.system, maxClients: opts.maxClients, leaseMs: opts.leaseMs }) };
       // Metrics first: /healthz answers (and /readyz says 503) while the node recovers.
       if (opts.metricsPort !== undefined && (opts.metricsPort < 0 || opts.metricsPort > 65535)) throw new RangeError(`--metrics-port must be in [0, 65535], got ${opts.metricsPort}`);
       const metrics = opts.metricsPort === undefined ? undefined : await NodeMetrics.start({ host: opts.metricsHost, port: opts.metricsPort });
       const node = await NodeHost.start({
         app,
-        appOptions: { ...appOptions, ...layoutAppOptions(app.name, opts, appOptions) },
+        appOptions: nodeAppOptions(app.name, opts),
         nodeId: opts.node,
         pmPath: opts.pm,
+        create: opts.create === true,
         sizeBytes: opts.size,
         host: opts.host,
         port: opts.port,

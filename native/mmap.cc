@@ -1,4 +1,6 @@
-// pmrpc mmap addon: the only C++ in pmrpc. It maps a file MAP_SHARED, msyncs a range and unmaps.
+// pmrpc mmap addon: the only C++ in pmrpc. It maps a file MAP_SHARED (optionally holding an
+// exclusive flock on it for the mapping's life: one owner per PM file, as PMDK pools do), msyncs a
+// range, unmaps, and lists a sparse file's data extents (SEEK_DATA / SEEK_HOLE).
 // Every argument is validated in TypeScript (pmem/native.ts); here we only translate errno into
 // an Error carrying `code` (e.g. "ENOENT"), `errno` and `syscall`.
 #include <napi.h>
@@ -6,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,7 +22,13 @@ struct Mapping {
   void* addr;
   size_t length;
   bool mapped;
+  int lockFd;  // the descriptor holding the flock (-1: none); closed with the mapping
 };
+
+// The largest buffer Node 20 accepts for an external ArrayBuffer (node::Buffer::kMaxLength, 2^32).
+// Above it napi_create_external_arraybuffer fails after running the finalizer, and node-addon-api
+// then frees its finalizer data a second time (glibc: "double free detected"): never go there.
+constexpr size_t kMaxMapping = static_cast<size_t>(1) << 32;
 
 const char* ErrnoName(int err) {
   switch (err) {
@@ -39,6 +48,8 @@ const char* ErrnoName(int err) {
     case EMFILE: return "EMFILE";
     case ENFILE: return "ENFILE";
     case EOVERFLOW: return "EOVERFLOW";
+    case EWOULDBLOCK: return "EWOULDBLOCK";
+    case ENXIO: return "ENXIO";
     default: return "EUNKNOWN";
   }
 }
@@ -56,29 +67,53 @@ Napi::Value ThrowErrno(Napi::Env env, const char* syscall, int err) {
 std::mutex g_mutex;
 std::unordered_map<void*, Mapping*> g_live;
 
-void Finalize(Napi::Env, void*, Mapping* m) {
+void Release(Mapping* m) {
+  munmap(m->addr, m->length);
+  if (m->lockFd >= 0) close(m->lockFd);  // releases the flock
+  m->mapped = false;
+}
+
+void Finalize(napi_env, void*, void* hint) {
+  Mapping* m = static_cast<Mapping*>(hint);
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (m->mapped) {
-      munmap(m->addr, m->length);
       g_live.erase(m->addr);
+      Release(m);
     }
   }
   delete m;
 }
 
-// map(path: string, length: number, create: boolean) -> ArrayBuffer
-// create: open with O_CREAT and extend the file to `length` if it is shorter (never shrink).
-// Without create the file must already be at least `length` bytes (checked in TS first).
+// map(path: string, length: number, flags: number) -> ArrayBuffer
+// flags: 1 CREATE  open with O_CREAT and extend the file to `length` if it is shorter (never shrink);
+//        2 LOCK    take flock(LOCK_EX | LOCK_NB) first and hold it until unmap (EWOULDBLOCK: held);
+//        4 RESET   (with LOCK) once the lock is held, truncate the file to 0 first (a stale temp file).
+// Without CREATE the file must already be at least `length` bytes (checked in TS first).
 Napi::Value Map(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::string path = info[0].As<Napi::String>().Utf8Value();
-  size_t length = static_cast<size_t>(info[1].As<Napi::Number>().Int64Value());
-  bool create = info[2].As<Napi::Boolean>().Value();
+  int64_t want = info[1].As<Napi::Number>().Int64Value();
+  int mode = info[2].As<Napi::Number>().Int32Value();
+  bool create = (mode & 1) != 0;
+  bool lockIt = (mode & 2) != 0;
+  bool reset = (mode & 4) != 0;
+  if (want <= 0 || static_cast<uint64_t>(want) > kMaxMapping) return ThrowErrno(env, "mmap", EFBIG);
+  size_t length = static_cast<size_t>(want);
 
   int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
   int fd = open(path.c_str(), flags, 0644);
   if (fd < 0) return ThrowErrno(env, "open", errno);
+  if (lockIt && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    close(fd);
+    return ThrowErrno(env, "flock", err);
+  }
+  if (reset && ftruncate(fd, 0) != 0) {
+    int err = errno;
+    close(fd);
+    return ThrowErrno(env, "ftruncate", err);
+  }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int err = errno;
@@ -90,6 +125,7 @@ Napi::Value Map(const Napi::CallbackInfo& info) {
       close(fd);
       return ThrowErrno(env, "mmap", EOVERFLOW);
     }
+    // A sparse extension: no page is written (a 4 GiB file costs no disk and no memory).
     if (ftruncate(fd, static_cast<off_t>(length)) != 0) {
       int err = errno;
       close(fd);
@@ -98,14 +134,43 @@ Napi::Value Map(const Napi::CallbackInfo& info) {
   }
   void* addr = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int err = errno;
-  close(fd);  // the mapping keeps the file referenced
-  if (addr == MAP_FAILED) return ThrowErrno(env, "mmap", err);
-  Mapping* m = new Mapping{addr, length, true};
+  if (addr == MAP_FAILED) {
+    close(fd);
+    return ThrowErrno(env, "mmap", err);
+  }
+  if (!lockIt) {
+    close(fd);  // the mapping keeps the file referenced
+    fd = -1;
+  }
+  Mapping* m = new Mapping{addr, length, true, fd};
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_live[addr] = m;
   }
-  return Napi::ArrayBuffer::New(env, addr, length, Finalize, m);
+  napi_value value;
+  napi_status status = napi_create_external_arraybuffer(env, addr, length, Finalize, m, &value);
+  if (status != napi_ok) {
+    // Some Node versions run the finalizer when this fails, some do not: whoever finds the mapping
+    // still live releases it (the finalizer erases it), and `m` is never touched after that.
+    bool stillLive;
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      auto it = g_live.find(addr);
+      stillLive = it != g_live.end() && it->second == m;
+      if (stillLive) {
+        g_live.erase(it);
+        Release(m);
+      }
+    }
+    if (stillLive) delete m;
+    bool pending = false;
+    if (napi_is_exception_pending(env, &pending) == napi_ok && pending) {
+      napi_value ignored;
+      napi_get_and_clear_last_exception(env, &ignored);
+    }
+    return ThrowErrno(env, "mmap", EFBIG);
+  }
+  return Napi::Value(env, value);
 }
 
 // msync(buffer: ArrayBuffer, offset: number, length: number) -> undefined; MS_SYNC, page-aligned start.
@@ -134,10 +199,56 @@ Napi::Value Unmap(const Napi::CallbackInfo& info) {
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_live.find(addr);
   if (it == g_live.end()) return env.Undefined();  // not ours, or already unmapped
-  it->second->mapped = false;
+  Mapping* m = it->second;
   g_live.erase(it);
-  if (munmap(addr, length) != 0) return ThrowErrno(env, "munmap", errno);
+  m->mapped = false;
+  int rc = munmap(addr, length);
+  int err = errno;
+  if (m->lockFd >= 0) {
+    close(m->lockFd);  // releases the flock
+    m->lockFd = -1;
+  }
+  if (rc != 0) return ThrowErrno(env, "munmap", err);
   return env.Undefined();
+}
+
+// dataExtents(path: string) -> number[]: [start0, end0, start1, end1, ...] the byte ranges of the
+// file that hold data (SEEK_DATA / SEEK_HOLE); a file system without hole support reports one
+// extent covering the whole file. Opening a sparse region copies only these into memory.
+Napi::Value DataExtents(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string path = info[0].As<Napi::String>().Utf8Value();
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ThrowErrno(env, "open", errno);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return ThrowErrno(env, "fstat", err);
+  }
+  Napi::Array out = Napi::Array::New(env);
+  uint32_t n = 0;
+  off_t pos = 0;
+  while (pos < st.st_size) {
+    off_t data = lseek(fd, pos, SEEK_DATA);
+    if (data < 0) {
+      int err = errno;
+      if (err == ENXIO) break;  // no data after pos
+      close(fd);
+      return ThrowErrno(env, "lseek", err);
+    }
+    off_t hole = lseek(fd, data, SEEK_HOLE);
+    if (hole < 0) {
+      int err = errno;
+      close(fd);
+      return ThrowErrno(env, "lseek", err);
+    }
+    out.Set(n++, Napi::Number::New(env, static_cast<double>(data)));
+    out.Set(n++, Napi::Number::New(env, static_cast<double>(hole)));
+    pos = hole;
+  }
+  close(fd);
+  return out;
 }
 
 Napi::Value PageSize(const Napi::CallbackInfo& info) {
@@ -149,6 +260,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("msync", Napi::Function::New(env, Msync));
   exports.Set("unmap", Napi::Function::New(env, Unmap));
   exports.Set("pageSize", Napi::Function::New(env, PageSize));
+  exports.Set("dataExtents", Napi::Function::New(env, DataExtents));
   return exports;
 }
 

@@ -61,6 +61,16 @@ export const ErrorCodes = defineErrorCodes('pmem', {
   LAYOUT_VERSION: 'PMRPC_ERR_LAYOUT_VERSION',
   /** create() found a non-empty file at the path: it is never overwritten. */
   REGION_EXISTS: 'PMRPC_ERR_REGION_EXISTS',
+  /**
+   * The PM file is held by another process (or another open of it in this one): one owner per PM
+   * file, an exclusive flock held while it is open for writing. The message names the holder's pid
+   * (from /proc/locks) when it can.
+   */
+  FILE_LOCKED: 'PMRPC_ERR_FILE_LOCKED',
+  /** A region size that is not a positive multiple of 64 bytes up to MAX_REGION_BYTES (4 GiB − 4 KiB). */
+  REGION_SIZE: 'PMRPC_ERR_REGION_SIZE',
+  /** The file is empty (0 bytes): never formatted (create it with `pmrpc format`). */
+  NOT_FORMATTED: 'PMRPC_ERR_NOT_FORMATTED',
   /** The region was closed. */
   REGION_CLOSED: 'PMRPC_ERR_REGION_CLOSED',
   /** A system call failed; `errno`, `syscall` and `cause` say which. */

@@ -19,8 +19,11 @@ export const LAYOUT_VERSION = 1;
 export const HEADER_BYTES = 4096;
 export const LINE_BYTES = 64;
 const CHECKED_BYTES = 60;
-/** Largest data area: SharedArrayBuffer and mapping limits on 64-bit Node 20. */
-export const MAX_REGION_BYTES = 2 ** 32;
+/**
+ * Largest data area: 4 GiB minus the header, so that the whole file (header + data) maps as one
+ * buffer of at most 2^32 bytes, the largest external ArrayBuffer Node 20 accepts.
+ */
+export const MAX_REGION_BYTES = 2 ** 32 - HEADER_BYTES;
 
 export interface RegionHeader {
   layoutVersion: number;
@@ -56,6 +59,9 @@ export function encodeHeader(out: Uint8Array, sizeBytes: number, uuidBytes: Uint
  * and returns it; a foreign, corrupted or truncated file gets a coded PmrpcError.
  */
 export function decodeHeader(bytes: Uint8Array, fileBytes: number, where: string): RegionHeader {
+  if (fileBytes === 0) {
+    throw new PmrpcError(ErrorCodes.NOT_FORMATTED, `${where} is empty (0 bytes): not a formatted pmrpc region; create it with \`pmrpc format\``);
+  }
   if (fileBytes < MAGIC.length || bytes.length < MAGIC.length || !MAGIC.every((b, i) => bytes[i] === b)) {
     throw new PmrpcError(ErrorCodes.NOT_A_REGION, `${where} is not a pmrpc region (no pmrpc magic); it is left untouched`);
   }

@@ -20,6 +20,8 @@ export {
   PmemReadView,
   PMEM_DEFAULTS,
   checkRange,
+  formatTempPath,
+  lockHolder,
   type PmemOptions,
   type PersistenceDomain,
   type CrashPointKind,

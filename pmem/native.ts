@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { PmrpcIoError } from './errors.js';
 
 interface NativeMmap {
-  map(path: string, length: number, create: boolean): ArrayBuffer;
+  map(path: string, length: number, flags: number): ArrayBuffer;
+  dataExtents(path: string): number[];
   msync(buffer: ArrayBuffer, offset: number, length: number): void;
   unmap(buffer: ArrayBuffer): void;
   pageSize(): number;
@@ -69,11 +70,41 @@ function wrap<T>(what: string, fn: () => T): T {
   }
 }
 
-/** Maps `length` bytes of `path` MAP_SHARED; with `create`, creates the file or extends it to `length`. */
-export function mapFile(path: string, length: number, create: boolean): ArrayBuffer {
-  if (!Number.isSafeInteger(length) || length <= 0) throw new RangeError(`length must be a positive integer, got ${length}`);
+/**
+ * The largest mapping: Node 20 refuses an external ArrayBuffer above 2^32 bytes (node::Buffer's
+ * kMaxLength), so a region file (header + data area) is at most this long.
+ */
+export const MAX_MAPPING_BYTES = 2 ** 32;
+
+export interface MapFileOptions {
+  /** Create the file if absent, and extend it (sparse: ftruncate) to `length` if shorter. */
+  create: boolean;
+  /**
+   * Take an exclusive flock(LOCK_EX | LOCK_NB) on the file first and hold it for the mapping's
+   * life (released by unmapFile, or when the process ends). Held by another open file: PMRPC_ERR_IO
+   * with errno EWOULDBLOCK.
+   */
+  lock: boolean;
+  /** With `lock`: once the lock is held, truncate the file to 0 bytes first (a stale temporary file). */
+  reset: boolean;
+}
+
+/** Maps `length` bytes of `path` MAP_SHARED (see MapFileOptions). */
+export function mapFile(path: string, length: number, options: Partial<MapFileOptions> = {}): ArrayBuffer {
+  if (!Number.isSafeInteger(length) || length <= 0 || length > MAX_MAPPING_BYTES) throw new RangeError(`length must be a positive integer up to ${MAX_MAPPING_BYTES}, got ${length}`);
+  if (options.reset === true && options.lock !== true) throw new TypeError('reset needs lock');
+  const flags = (options.create === true ? 1 : 0) | (options.lock === true ? 2 : 0) | (options.reset === true ? 4 : 0);
   const native = addon(); // a load failure is not an I/O error: it throws as is
-  return wrap(`map ${path}`, () => native.map(path, length, create));
+  return wrap(`map ${path}`, () => native.map(path, length, flags));
+}
+
+/** The byte ranges of `path` that hold data ([start, end) pairs, SEEK_DATA / SEEK_HOLE); holes read as zeros. */
+export function dataExtents(path: string): Array<[number, number]> {
+  const native = addon();
+  const flat = wrap(`extents of ${path}`, () => native.dataExtents(path));
+  const out: Array<[number, number]> = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i]!, flat[i + 1]!]);
+  return out;
 }
 
 /** msync(MS_SYNC) of [offset, offset + length) of a mapping. */

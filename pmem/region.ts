@@ -13,12 +13,13 @@
  * (pmem/crash.ts). Without it, the fast path keeps only a dirty-line bitmap and flush snapshots.
  */
 import assert from 'node:assert/strict';
-import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, openSync, readFileSync, readSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { threadId } from 'node:worker_threads';
 import type { Clock } from './clock.js';
 import { ErrorCodes, PmrpcError, PmrpcIoError } from './errors.js';
 import { decodeHeader, encodeHeader, HEADER_BYTES, LINE_BYTES, MAX_REGION_BYTES, type RegionHeader } from './header.js';
-import { mapFile, syncMapping, unmapFile } from './native.js';
+import { dataExtents, mapFile, syncMapping, unmapFile } from './native.js';
 import { bool, callable, integer, oneOf, probability, resolveOptions, type OptionChecks } from './options.js';
 import { createPrng, type Entropy, type Prng } from './prng.js';
 import { cryptoEntropy, systemClock } from './runtime.js';
@@ -128,6 +129,8 @@ interface Media {
   path: string | undefined;
 }
 
+/** The page granularity a format region tracks written pages at (PmemRegion.format). */
+const FORMAT_PAGE = 4096;
 const MAX_PIECES_PER_LINE_HINT = 1 << 16;
 const LINE_WORDS = LINE_BYTES / 4;
 const SNAP_POOL_MAX = 4096;
@@ -171,21 +174,31 @@ export class PmemRegion {
   /** A failed msync (sticky): PMRPC_ERR_SYNC_FAILED. */
   #syncFailed: PmrpcError | undefined;
 
-  private constructor(media: Media, header: RegionHeader, options: PmemOptions) {
+  /** Visible memory is the mapping itself (PmemRegion.format: every store is on media at once, no cache model). */
+  #direct: boolean;
+  /** Direct (format) regions: the 4 KiB pages stored to so far; the others are still holes of the fresh file (zeros). */
+  #touched: Uint8Array | undefined;
+
+  private constructor(media: Media, header: RegionHeader, options: PmemOptions, direct = false) {
     this.#media = media;
     this.path = media.path;
     this.sizeBytes = header.sizeBytes;
     this.uuid = header.uuid;
     this.lineCount = header.sizeBytes / LINE_BYTES;
-    this.options = Object.freeze({ ...options });
+    this.#direct = direct;
+    this.#touched = direct ? new Uint8Array(Math.ceil(header.sizeBytes / FORMAT_PAGE)) : undefined;
+    this.options = Object.freeze(direct ? { ...options, domain: 'eadr' as const, tracing: false, eviction: 0 } : { ...options });
     this.#data = media.bytes.subarray(HEADER_BYTES, HEADER_BYTES + header.sizeBytes);
-    const sab = new SharedArrayBuffer(header.sizeBytes);
-    this.#visible = new Uint8Array(sab);
-    this.#visible.set(this.#data); // after a restart the caches are empty: visible = media
-    this.#dv = new DataView(sab);
-    this.#visible32 = new Uint32Array(sab);
+    const vis: ArrayBufferLike = direct ? media.buffer : new SharedArrayBuffer(header.sizeBytes);
+    const at = direct ? HEADER_BYTES : 0;
+    this.#visible = new Uint8Array(vis, at, header.sizeBytes);
+    // After a restart the caches are empty: visible = media. Of a sparse file only the data extents
+    // are copied: the holes read as zeros already, and a large, mostly empty file costs no memory.
+    if (!direct) copyMedia(this.#visible, this.#data, media.path);
+    this.#dv = new DataView(vis, at, header.sizeBytes);
+    this.#visible32 = new Uint32Array(vis, at, header.sizeBytes / 4);
     this.#data32 = new Uint32Array(media.buffer, HEADER_BYTES, header.sizeBytes / 4);
-    this.#u64 = new BigUint64Array(sab);
+    this.#u64 = new BigUint64Array(vis, at, header.sizeBytes / 8);
     this.#dirty = new Uint8Array(this.lineCount);
     this.#prng = options.prng ?? createPrng(options.seed);
   }
@@ -206,7 +219,7 @@ export class PmemRegion {
     if (existing > 0) {
       throw new PmrpcError(ErrorCodes.REGION_EXISTS, `${path} already exists (${existing} bytes); pmrpc never overwrites a file`);
     }
-    const buffer = mapFile(path, HEADER_BYTES + sizeBytes, true);
+    const buffer = lockedMap(path, HEADER_BYTES + sizeBytes, { create: true });
     const bytes = new Uint8Array(buffer);
     encodeHeader(bytes, sizeBytes, opts.entropy.bytes(16));
     syncMapping(buffer, 0, HEADER_BYTES);
@@ -214,11 +227,12 @@ export class PmemRegion {
     return new PmemRegion({ bytes, buffer, path }, header, opts);
   }
 
-  /** Opens an existing region file; a foreign, truncated or corrupted file is refused untouched. */
-  static open(path: string, options: Partial<PmemOptions> = {}): PmemRegion {
-    const opts = resolvePmemOptions(options);
+  /**
+   * Reads and validates a region file's header without mapping or locking it (a read-only reader:
+   * inspect, check, `serve`'s size check). A foreign, empty, truncated or corrupted file is a coded error.
+   */
+  static readHeader(path: string): RegionHeader {
     const fd = openReadOnly(path);
-    let header: RegionHeader;
     try {
       let fileBytes: number;
       let head: Uint8Array;
@@ -231,15 +245,77 @@ export class PmemRegion {
         const err = e as NodeJS.ErrnoException;
         throw new PmrpcIoError(`cannot read ${path}: ${err.message}`, err.code ?? 'EUNKNOWN', err.syscall ?? 'read', e);
       }
-      header = decodeHeader(head, fileBytes, path);
+      return decodeHeader(head, fileBytes, path);
     } finally {
       closeSync(fd);
     }
-    const buffer = mapFile(path, HEADER_BYTES + header.sizeBytes, false);
+  }
+
+  /**
+   * Opens an existing region file for writing; a foreign, empty, truncated or corrupted file is
+   * refused untouched. The process holds the file's exclusive lock until close(): a second owner
+   * (another process, or another open in this one) gets PMRPC_ERR_FILE_LOCKED naming the holder.
+   */
+  static open(path: string, options: Partial<PmemOptions> = {}): PmemRegion {
+    const opts = resolvePmemOptions(options);
+    const header = PmemRegion.readHeader(path);
+    const buffer = lockedMap(path, HEADER_BYTES + header.sizeBytes, {});
     const bytes = new Uint8Array(buffer);
-    // The header is checked again on the mapping: the file may have changed in between.
-    decodeHeader(bytes, bytes.length, path);
-    return new PmemRegion({ bytes, buffer, path }, header, opts);
+    try {
+      // The header is checked again on the mapping: the file may have changed in between.
+      decodeHeader(bytes, bytes.length, path);
+      return new PmemRegion({ bytes, buffer, path }, header, opts);
+    } catch (e) {
+      unmapFile(buffer);
+      throw e;
+    }
+  }
+
+  /**
+   * Creates a region file, crash-safe: the file is built in a temporary sibling
+   * (`formatTempPath(path)`, sparse: holes cost neither disk nor memory), `init` formats it (an
+   * app's format(); its stores go straight to the mapping), it is synced, and only then renamed
+   * to `path` (and the directory synced). A process killed at any moment leaves either no file at
+   * `path` or a complete one; a stale temporary file is reused by the next format. A non-empty
+   * file at `path` is refused (PMRPC_ERR_REGION_EXISTS) unless `replace`; a file locked by a live
+   * owner (or a format of the same path in progress) is refused with PMRPC_ERR_FILE_LOCKED.
+   */
+  static format(path: string, sizeBytes: number, init: (region: PmemRegion) => void, options: Partial<PmemOptions> & { replace?: boolean; progress?: (step: number, steps: number, label: string) => void } = {}): { uuid: string; sizeBytes: number } {
+    const { replace, progress, ...rest } = options;
+    const opts = resolvePmemOptions(rest);
+    checkSize(sizeBytes);
+    const existing = fileSize(path);
+    if (existing !== undefined && existing > 0 && replace !== true) {
+      throw new PmrpcError(ErrorCodes.REGION_EXISTS, `${path} already exists (${existing} bytes); pmrpc never overwrites a file unless told to (format --force)`);
+    }
+    const tmp = formatTempPath(path);
+    progress?.(0, 4, 'sparse file');
+    const buffer = lockedMap(tmp, HEADER_BYTES + sizeBytes, { create: true, reset: true }, path);
+    let region: PmemRegion | undefined;
+    let target: ArrayBuffer | undefined;
+    try {
+      const bytes = new Uint8Array(buffer);
+      encodeHeader(bytes, sizeBytes, opts.entropy.bytes(16));
+      region = new PmemRegion({ bytes, buffer, path: tmp }, decodeHeader(bytes, bytes.length, tmp), opts, true);
+      progress?.(1, 4, 'layout');
+      init(region);
+      progress?.(2, 4, 'sync');
+      syncMapping(buffer, 0, bytes.length);
+      fsyncPath(tmp, 'r+');
+      progress?.(3, 4, 'rename');
+      // The file being replaced stays locked until the new one is in place: no owner can open it meanwhile.
+      if (existing !== undefined && existing > 0) target = lockedMap(path, 1, {});
+      renameSync(tmp, path);
+      fsyncPath(dirname(path), 'r');
+      progress?.(4, 4, 'done');
+      return { uuid: region.uuid, sizeBytes };
+    } catch (e) {
+      if (existsPath(tmp)) unlinkSync(tmp); // still ours: we hold its lock
+      throw e;
+    } finally {
+      if (target !== undefined) unmapFile(target);
+      unmapFile(buffer);
+    }
   }
 
   /** A region whose media is process memory, not a file (simulation, tests). */
@@ -369,6 +445,7 @@ export class PmemRegion {
   // ---------------------------------------------------------------- stores
 
   store(offset: number, bytes: Uint8Array): void {
+    if (this.#touched !== undefined && bytes.length >= FORMAT_PAGE && isZero(bytes)) return this.fill(offset, bytes.length, 0);
     this.#checkStore(offset, bytes.length);
     this.#visible.set(bytes, offset);
     this.#afterStore(offset, bytes.length);
@@ -376,6 +453,20 @@ export class PmemRegion {
 
   /** Stores `len` copies of `value` (a byte). */
   fill(offset: number, len: number, value = 0): void {
+    if (this.#touched !== undefined && value === 0) {
+      // A format (direct): the fresh sparse file reads as zeros; only pages already written are
+      // zeroed (a layout's "clear everything" costs no page of the holes, no disk, no memory).
+      this.#check(offset, len);
+      this.#assertOwner();
+      const t = this.#touched;
+      const end = offset + len;
+      for (let p = Math.floor(offset / FORMAT_PAGE); p * FORMAT_PAGE < end; p++) {
+        if (t[p] === 1) this.#visible.fill(0, Math.max(offset, p * FORMAT_PAGE), Math.min(end, (p + 1) * FORMAT_PAGE));
+      }
+      this.#stats.stores++;
+      this.#stats.bytesStored += len;
+      return;
+    }
     this.#checkStore(offset, len);
     this.#visible.fill(value, offset, offset + len);
     this.#afterStore(offset, len);
@@ -688,7 +779,7 @@ export class PmemRegion {
     if (len === 0) return;
     const opts = this.options;
     if (opts.domain === 'eadr') {
-      this.#data.set(this.#visible.subarray(offset, offset + len), offset);
+      if (!this.#direct) this.#data.set(this.#visible.subarray(offset, offset + len), offset);
       return;
     }
     const first = (offset / LINE_BYTES) | 0;
@@ -839,6 +930,8 @@ export class PmemRegion {
   #checkStore(offset: number, len: number): void {
     this.#check(offset, len);
     this.#assertOwner();
+    const t = this.#touched;
+    if (t !== undefined && len > 0) t.fill(1, Math.floor(offset / FORMAT_PAGE), Math.floor((offset + len - 1) / FORMAT_PAGE) + 1);
   }
 
   #checkAligned(offset: number): void {
@@ -889,9 +982,108 @@ export function checkRange(offset: number, len: number, sizeBytes: number): void
   }
 }
 
-function checkSize(sizeBytes: number): void {
+/** PMRPC_ERR_REGION_SIZE unless `sizeBytes` is a positive multiple of 64 up to MAX_REGION_BYTES. */
+export function checkSize(sizeBytes: number): void {
   if (!Number.isSafeInteger(sizeBytes) || sizeBytes <= 0 || sizeBytes % LINE_BYTES !== 0 || sizeBytes > MAX_REGION_BYTES) {
-    throw new RangeError(`sizeBytes must be a positive multiple of ${LINE_BYTES} up to ${MAX_REGION_BYTES}, got ${sizeBytes}`);
+    throw new PmrpcError(ErrorCodes.REGION_SIZE, `sizeBytes must be a positive multiple of ${LINE_BYTES} up to ${MAX_REGION_BYTES} (4 GiB minus the ${HEADER_BYTES}-byte header), got ${sizeBytes}`);
+  }
+}
+
+/** The temporary sibling a format builds `path` in (renamed into place when complete). */
+export function formatTempPath(path: string): string {
+  return join(dirname(path), `.${basename(path)}.pmrpc-format`);
+}
+
+function fileSize(path: string): number | undefined {
+  try {
+    const st = statSync(path);
+    if (st.isDirectory()) throw new PmrpcIoError(`${path} is a directory`, 'EISDIR', 'open');
+    return st.size;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (e instanceof PmrpcError) throw e;
+    const err = e as NodeJS.ErrnoException;
+    throw new PmrpcIoError(`cannot stat ${path}: ${err.message}`, err.code ?? 'EUNKNOWN', 'stat', e);
+  }
+}
+
+function existsPath(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function fsyncPath(path: string, flags: 'r' | 'r+'): void {
+  const fd = openSync(path, flags);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Maps a region file holding its exclusive lock; a lock held elsewhere is PMRPC_ERR_FILE_LOCKED naming the holder. */
+function lockedMap(path: string, length: number, o: { create?: boolean; reset?: boolean }, forPath = path): ArrayBuffer {
+  try {
+    return mapFile(path, length, { ...o, lock: true });
+  } catch (e) {
+    if (!(e instanceof PmrpcIoError) || e.errno !== 'EWOULDBLOCK') throw e;
+    const pid = lockHolder(path);
+    const who = pid === undefined ? 'another process' : `process ${pid}`;
+    const what = forPath === path ? `${path} is in use by ${who}` : `${forPath} is being formatted by ${who} (it holds ${path})`;
+    throw new PmrpcError(ErrorCodes.FILE_LOCKED, `${what}: one process owns a PM file (an exclusive lock, held while it is open); stop it first`, { cause: e });
+  }
+}
+
+/**
+ * The pid holding a flock on `path`, from /proc/locks (Linux; undefined elsewhere or if it is gone).
+ * A line reads `1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF` (major:minor in hex, inode).
+ */
+export function lockHolder(path: string): number | undefined {
+  let text: string;
+  let dev: number;
+  let ino: number;
+  try {
+    const st = statSync(path);
+    dev = st.dev;
+    ino = st.ino;
+    text = readFileSync('/proc/locks', 'utf8');
+  } catch {
+    return undefined;
+  }
+  const major = ((dev >>> 8) & 0xfff) | (Math.floor(dev / 2 ** 32) & ~0xfff);
+  const minor = (dev & 0xff) | ((dev >>> 12) & 0xfff00);
+  for (const line of text.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f[1] !== 'FLOCK' || f.length < 6) continue;
+    const m = /^([0-9a-f]+):([0-9a-f]+):(\d+)$/.exec(f[5]!);
+    if (m === null) continue;
+    if (parseInt(m[1]!, 16) === major && parseInt(m[2]!, 16) === minor && Number(m[3]) === ino) return Number(f[4]);
+  }
+  return undefined;
+}
+
+/** Media's data area into visible memory: only the file's data extents when it is sparse. */
+function copyMedia(visible: Uint8Array, data: Uint8Array, path: string | undefined): void {
+  let extents: Array<[number, number]> | undefined;
+  if (path !== undefined) {
+    try {
+      extents = dataExtents(path);
+    } catch {
+      extents = undefined; // no SEEK_DATA: copy it all
+    }
+  }
+  if (extents === undefined) {
+    visible.set(data);
+    return;
+  }
+  for (const [s, e] of extents) {
+    const from = Math.max(s - HEADER_BYTES, 0);
+    const to = Math.min(e - HEADER_BYTES, data.length);
+    if (to > from) visible.set(data.subarray(from, to), from);
   }
 }
 
@@ -908,6 +1100,11 @@ function openReadOnly(path: string): number {
     const err = e as NodeJS.ErrnoException;
     throw new PmrpcIoError(`cannot open ${path}: ${err.message}`, err.code ?? 'EUNKNOWN', 'open', e);
   }
+}
+
+function isZero(bytes: Uint8Array): boolean {
+  for (let i = 0; i < bytes.length; i++) if (bytes[i] !== 0) return false;
+  return true;
 }
 
 /** Marks lines [first, last] dirty; returns how many were clean. Nothing follows the loop but its result (see #afterStore). */

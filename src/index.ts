@@ -174,7 +174,7 @@ export {
 } from './server/index.js';
 
 // src/node, src/cluster — the node host (one process, one PM file, one app) and clusters of nodes (DESIGN §6).
-export { NodeHost, NODE_HOST_DEFAULTS, NODE_APPS, NODE_APP_NAMES, NodeErrorCodes, appByName, resolveAuthToken, AUTH_TOKEN_ENV, AuthErrorCodes, type NodeHostOptions, type NodeRecovery, type NodeStartLine, type AnyApp } from './node/index.js';
+export { NodeHost, NODE_HOST_DEFAULTS, formatNodeFile, type FormatNodeFileOptions, NODE_APPS, NODE_APP_NAMES, NodeErrorCodes, appByName, resolveAuthToken, AUTH_TOKEN_ENV, AuthErrorCodes, type NodeHostOptions, type NodeRecovery, type NodeStartLine, type AnyApp } from './node/index.js';
 // `pmrpc inspect` / `pmrpc check` for every app, and the wrong-app refusal (src/apps identify.ts).
 export { inspectFile, checkFile, InspectErrorCodes, type InspectReport, type CheckReport, type FileProblem } from './node/index.js';
 export { AppErrorCodes } from './apps/index.js';

@@ -157,7 +157,7 @@ export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { ma
   const shardSups = spec.nodes.map(
     (n) =>
       new Supervisor(
-        { args: () => [o.mainScript, 'serve', '--app', 'tx', '--cluster', clusterFile, '--node', n.id, '--pm', n.pm, '--port', String(n.port), '--lease-ms', String(o.leaseMs), '--json'], clock, log: o.log, restartsMax: o.kills + 3, name: `shard ${n.id}` },
+        { args: () => [o.mainScript, 'serve', '--app', 'tx', '--create', '--cluster', clusterFile, '--node', n.id, '--pm', n.pm, '--port', String(n.port), '--lease-ms', String(o.leaseMs), '--json'], clock, log: o.log, restartsMax: o.kills + 3, name: `shard ${n.id}` },
         n.pm,
         [],
       ),

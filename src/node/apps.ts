@@ -16,6 +16,8 @@ export const NodeErrorCodes = defineErrorCodes('node', {
   UNKNOWN_APP: 'PMRPC_ERR_UNKNOWN_APP',
   /** The PM file would be too small for the app with these options. */
   SIZE_TOO_SMALL: 'PMRPC_ERR_SIZE_TOO_SMALL',
+  /** A node started on a PM file that does not exist, without `create` (`pmrpc format` it first, or `serve --create`). */
+  PM_FILE_MISSING: 'PMRPC_ERR_PM_FILE_MISSING',
 });
 
 /** Any app, whatever its options type (the host passes the options through the app's own resolveOptions). */

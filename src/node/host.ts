@@ -8,8 +8,8 @@
  *
  * Time comes from the injected Clock (DESIGN §7): recovery is timed with it.
  */
-import { existsSync, statSync } from 'node:fs';
-import { bool, cryptoEntropy, intIn, must, nonEmptyString, optional, PmemRegion, PmrpcError, positiveInt, resolveOptions, systemClock, type Clock, type CrashPointEvent, type Entropy, type OptionChecks, type PmemOptions } from '../../pmem/index.js';
+import { statSync } from 'node:fs';
+import { bool, cryptoEntropy, ErrorCodes, intIn, must, nonEmptyString, optional, PmemRegion, PmrpcError, PmrpcIoError, positiveInt, resolveOptions, systemClock, type Clock, type CrashPointEvent, type Entropy, type OptionChecks, type PmemOptions } from '../../pmem/index.js';
 import { Rnic, type RnicOptions } from '../../flush/index.js';
 import type { AppServer } from '../apps/index.js';
 import { isLoopbackHost, resolveTcpServerOptions, TcpNicServer, TransportErrorCodes, type DisconnectInfo, type TcpNicServerOptions } from '../transport/index.js';
@@ -21,8 +21,15 @@ export interface NodeHostOptions {
   app: AnyApp | string;
   /** The app's options (its resolveOptions() validates them). */
   appOptions: object;
-  /** The PM file: created (and formatted) when absent, else opened and recovered. undefined: an in-memory region (nothing survives the process). */
+  /**
+   * The PM file, opened and recovered (the process holds its exclusive lock until close: a second
+   * owner gets PMRPC_ERR_FILE_LOCKED). A missing or empty file is refused (PMRPC_ERR_PM_FILE_MISSING,
+   * PMRPC_ERR_NOT_FORMATTED: `pmrpc format` it first) unless `create`. undefined: an in-memory
+   * region (nothing survives the process).
+   */
   pmPath: string | undefined;
+  /** Create and format a missing (or empty) PM file first, crash-safe (formatNodeFile); an existing one is opened as always. */
+  create: boolean;
   /** Data bytes of a new PM file (ignored when it exists). */
   sizeBytes: number;
   host: string;
@@ -52,6 +59,7 @@ export interface NodeHostOptions {
 
 export const NODE_HOST_DEFAULTS: Readonly<Omit<NodeHostOptions, 'app' | 'pmPath'>> = Object.freeze({
   appOptions: Object.freeze({}),
+  create: false,
   sizeBytes: 16 << 20,
   host: '127.0.0.1',
   port: 0,
@@ -88,6 +96,7 @@ const NODE_HOST_CHECKS: OptionChecks<NodeHostOptions> = {
   app: must((v) => v !== undefined, 'must be an App or an app name'),
   pmPath: optional(must((v) => typeof v === 'string' && v.length > 0, 'must be a non-empty string (or undefined: in memory)')),
   sizeBytes: positiveInt,
+  create: bool,
   host: nonEmptyString,
   port: intIn(0, 65535),
   ddio: bool,
@@ -111,6 +120,59 @@ function tcpOptionsOf(o: NodeHostOptions, accept: TcpNicServerOptions['accept'],
 
 function resolveNodeOptions(options: Partial<NodeHostOptions>): NodeHostOptions {
   return resolveOptions(NODE_HOST_DEFAULTS as Readonly<NodeHostOptions>, options, NODE_HOST_CHECKS);
+}
+
+/** PMRPC_ERR_SIZE_TOO_SMALL unless `sizeBytes` holds the app with these options. */
+function checkAppSize(app: AnyApp, appOptions: object, sizeBytes: number): void {
+  const min = app.minRegionBytes(appOptions);
+  if (sizeBytes < min) throw new PmrpcError(NodeErrorCodes.SIZE_TOO_SMALL, `the ${app.name} app needs at least ${min} bytes with these options, got ${sizeBytes}`);
+}
+
+/** The size of the file at `path` (undefined: none); a directory or an unreadable path is PMRPC_ERR_IO. */
+function pmFileBytes(path: string): number | undefined {
+  try {
+    const st = statSync(path);
+    if (!st.isFile()) throw new PmrpcIoError(`${path} is not a regular file`, st.isDirectory() ? 'EISDIR' : 'EINVAL', 'open');
+    return st.size;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (e instanceof PmrpcError) throw e;
+    const err = e as NodeJS.ErrnoException;
+    throw new PmrpcIoError(`cannot stat ${path}: ${err.message}`, err.code ?? 'EUNKNOWN', 'stat', e);
+  }
+}
+
+/**
+ * An app's NOT_FORMATTED on a file (a header but no app layout: a create interrupted by an older
+ * pmrpc, or a file formatted for nothing) gets the remedy: re-create it with `pmrpc format --force`.
+ */
+function withFormatRemedy(e: unknown, pmPath: string | undefined, appName: string): unknown {
+  if (pmPath === undefined || !(e instanceof PmrpcError) || !e.code.endsWith('NOT_FORMATTED')) return e;
+  return new PmrpcError(e.code, `${e.message.slice(e.code.length + 2)} — ${pmPath} holds no complete ${appName} layout; if it holds nothing you need, re-create it with \`pmrpc format ${pmPath} --app ${appName} --force\``, { cause: e });
+}
+
+export interface FormatNodeFileOptions {
+  /** Replace a non-empty file at the path (`pmrpc format --force`); without it one is refused (PMRPC_ERR_REGION_EXISTS). */
+  replace: boolean;
+  /** The region UUID's source. */
+  entropy: Entropy;
+  /** Called at each step (sparse file, layout, sync, rename, done): `pmrpc format`'s progress. */
+  progress: ((step: number, steps: number, label: string) => void) | undefined;
+}
+
+/**
+ * Creates the PM file of a node and formats the app in it, crash-safe (PmemRegion.format: built in
+ * a temporary sibling, synced, renamed into place; a format killed at any moment leaves no file at
+ * `pmPath`, and the next format reuses the stale temporary file). The file is sparse: its size
+ * costs neither disk nor memory until written. `pmrpc format` and `serve --create` run this.
+ */
+export function formatNodeFile(pmPath: string, app: AnyApp | string, appOptions: object, sizeBytes: number, options: Partial<FormatNodeFileOptions> = {}): { uuid: string; sizeBytes: number; app: string } {
+  const a = typeof app === 'string' ? appByName(app) : app;
+  const ao = a.resolveOptions(appOptions) as object;
+  if (typeof pmPath !== 'string' || pmPath.length === 0) throw new TypeError('pmPath must be a non-empty string');
+  if (Number.isSafeInteger(sizeBytes) && sizeBytes > 0) checkAppSize(a, ao, sizeBytes);
+  const r = PmemRegion.format(pmPath, sizeBytes, (region) => a.format(region, ao), { entropy: options.entropy ?? cryptoEntropy, replace: options.replace === true, ...(options.progress === undefined ? {} : { progress: options.progress }) });
+  return { ...r, app: a.name };
 }
 
 export class NodeHost<S extends AppServer = AppServer> {
@@ -154,24 +216,44 @@ export class NodeHost<S extends AppServer = AppServer> {
       throw new TypeError('not serving yet');
     }));
     const t0 = o.clock.nowMs();
-    const exists = o.pmPath !== undefined && existsSync(o.pmPath) && statSync(o.pmPath).size > 0;
-    if (!exists && o.sizeBytes < app.minRegionBytes(appOptions)) {
-      throw new PmrpcError(NodeErrorCodes.SIZE_TOO_SMALL, `the ${app.name} app needs at least ${app.minRegionBytes(appOptions)} bytes with these options, got ${o.sizeBytes}`);
-    }
     const regionOptions: Partial<PmemOptions> = { entropy: o.entropy, ...o.region, strict: o.strict, clock: o.clock };
+    let created = false;
     let region: PmemRegion;
-    if (exists) region = PmemRegion.open(o.pmPath!, regionOptions);
-    else if (o.pmPath !== undefined) region = PmemRegion.create(o.pmPath, o.sizeBytes, regionOptions);
-    else region = PmemRegion.createInMemory(o.sizeBytes, regionOptions);
+    if (o.pmPath !== undefined) {
+      const bytes = pmFileBytes(o.pmPath);
+      if (bytes === undefined || bytes === 0) {
+        if (!o.create) {
+          const remedy = `create it with \`pmrpc format ${o.pmPath} --app ${app.name}\` (or start with --create / { create: true })`;
+          if (bytes === undefined) throw new PmrpcError(NodeErrorCodes.PM_FILE_MISSING, `${o.pmPath} does not exist (an unmounted volume? a typo?): ${remedy}`);
+          throw new PmrpcError(ErrorCodes.NOT_FORMATTED, `${o.pmPath} is empty (0 bytes): not formatted; ${remedy}`);
+        }
+        formatNodeFile(o.pmPath, app, appOptions, o.sizeBytes, { entropy: o.entropy, replace: bytes === 0 });
+        created = true;
+      }
+      region = PmemRegion.open(o.pmPath, regionOptions);
+    } else {
+      checkAppSize(app, appOptions, o.sizeBytes);
+      region = PmemRegion.createInMemory(o.sizeBytes, regionOptions);
+      created = true;
+    }
     let nic: Rnic | undefined;
     let server: S | undefined;
     try {
       if (o.onCrashPoint !== undefined) region.setCrashPointHook(o.onCrashPoint);
-      if (!exists) app.format(region, appOptions);
+      if (o.pmPath === undefined) app.format(region, appOptions);
       nic = new Rnic(region, { entropy: o.entropy, ...o.nic, ddio: o.ddio });
-      server = app.open({ region, nic, clock: o.clock, schedule: o.schedule, entropy: o.entropy }, appOptions) as S;
-      const summary = server.recover();
-      const recovery: NodeRecovery = { created: !exists, ...summary, recoveryMs: o.clock.nowMs() - t0 };
+      try {
+        server = app.open({ region, nic, clock: o.clock, schedule: o.schedule, entropy: o.entropy }, appOptions) as S;
+      } catch (e) {
+        throw withFormatRemedy(e, o.pmPath, app.name);
+      }
+      let summary: object;
+      try {
+        summary = server.recover();
+      } catch (e) {
+        throw withFormatRemedy(e, o.pmPath, app.name);
+      }
+      const recovery: NodeRecovery = { created, ...summary, recoveryMs: o.clock.nowMs() - t0 };
       const node = new NodeHost<S>(o, app, region, nic, server, recovery);
       node.#address = await node.tcp.listen();
       return node;

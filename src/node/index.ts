@@ -1,5 +1,5 @@
 /** src/node — the node host (DESIGN §6): one process, one PM file, one app, served over TCP. */
-export { NodeHost, NODE_HOST_DEFAULTS, type NodeHostOptions, type NodeRecovery, type NodeStartLine } from './host.js';
+export { NodeHost, NODE_HOST_DEFAULTS, formatNodeFile, type FormatNodeFileOptions, type NodeHostOptions, type NodeRecovery, type NodeStartLine } from './host.js';
 export { NODE_APPS, NODE_APP_NAMES, NodeErrorCodes, appByName, type NodeAppName, type AnyApp } from './apps.js';
 export { resolveAuthToken, checkAuthToken, AUTH_TOKEN_ENV, AuthErrorCodes } from './auth.js';
 export { NodeMetrics, NODE_METRICS_DEFAULTS, authFailureLogger, type NodeMetricsOptions } from './metrics.js';

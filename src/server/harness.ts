@@ -592,7 +592,7 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
   const sup = new Supervisor(
     {
       args: (plan) => {
-        const args = [o.mainScript, 'serve', '--app', 'rpc', '--pm', pmFile, '--size', String(o.sizeBytes), '--port', '0', '--strategy', o.strategy, '--ddio', o.ddio ? 'on' : 'off', '--json'];
+        const args = [o.mainScript, 'serve', '--app', 'rpc', '--create', '--pm', pmFile, '--size', String(o.sizeBytes), '--port', '0', '--strategy', o.strategy, '--ddio', o.ddio ? 'on' : 'off', '--json'];
         if (o.keepResults) args.push('--keep-results');
         if (plan?.events !== undefined) args.push('--kill-after-events', String(plan.events));
         if (plan?.completions !== undefined) args.push('--kill-after-completions', String(plan.completions));
@@ -938,7 +938,7 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
       new Supervisor(
         {
           args: (plan) => {
-            const a = [o.mainScript, 'serve', '--app', 'kv', '--system', o.system, '--node', `kv${k}`, '--pm', pm, '--size', String(o.sizeBytes), '--port', '0', '--json'];
+            const a = [o.mainScript, 'serve', '--app', 'kv', '--create', '--system', o.system, '--node', `kv${k}`, '--pm', pm, '--size', String(o.sizeBytes), '--port', '0', '--json'];
             if (plan?.events !== undefined) a.push('--kill-after-events', String(plan.events));
             return a;
           },

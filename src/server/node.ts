@@ -21,8 +21,10 @@ export const ServerErrorCodes = defineErrorCodes('server', {
 export const NODE_LAYOUT: Readonly<Omit<LayoutOptions, 'appBytes' | 'baseOffset'>> = RPC_APP_DEFAULTS.layout;
 
 export interface RpcNodeOptions {
-  /** The PM file: created (and formatted) when absent, else opened and recovered. */
+  /** The PM file, opened and recovered (held with an exclusive lock while open); a missing or empty one is refused unless `create`. */
   pmPath: string;
+  /** Create and format a missing (or empty) PM file first (NodeHostOptions.create). */
+  create: boolean;
   /** Data bytes of a new PM file (ignored when it exists). */
   sizeBytes: number;
   host: string;
@@ -43,6 +45,7 @@ export interface RpcNodeOptions {
 }
 
 export const RPC_NODE_DEFAULTS: Readonly<Omit<RpcNodeOptions, 'pmPath' | 'handlers'>> = Object.freeze({
+  create: false,
   sizeBytes: 16 << 20,
   host: '127.0.0.1',
   port: 0,
@@ -118,6 +121,7 @@ export class RpcNode {
       app: rpcApp,
       appOptions: { strategy: o.strategy, keepResults: o.keepResults, handlers: o.handlers, layout: NODE_LAYOUT },
       pmPath: o.pmPath,
+      create: o.create,
       sizeBytes: o.sizeBytes,
       host: o.host,
       port: o.port,

@@ -38,7 +38,7 @@ t.test('refusals come before the file is touched', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const pm = join(dir, 'n.pm');
   await t.rejects(NodeHost.start({ app: 'nope', pmPath: pm }), { code: 'PMRPC_ERR_UNKNOWN_APP' });
-  await t.rejects(NodeHost.start({ app: 'rpc', pmPath: pm, sizeBytes: 4096 }), { code: 'PMRPC_ERR_SIZE_TOO_SMALL' });
+  await t.rejects(NodeHost.start({ app: 'rpc', pmPath: pm, create: true, sizeBytes: 4096 }), { code: 'PMRPC_ERR_SIZE_TOO_SMALL' });
   await t.rejects(NodeHost.start({ app: 'kv', pmPath: pm, host: '10.1.2.3' }), { code: 'PMRPC_ERR_AUTH_REQUIRED' });
   await t.rejects(NodeHost.start({ app: 'kv', pmPath: pm, appOptions: { system: 'redis' } }), TypeError);
   await t.rejects(NodeHost.start({ app: undefined as never, pmPath: pm }), new TypeError('app must be an App or an app name'));
@@ -70,7 +70,7 @@ t.test('RpcNode is the rpc app on the node host: a file survives a restart', asy
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-node-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const pm = join(dir, 'rpc.pm');
-  const a = await RpcNode.start({ pmPath: pm, sizeBytes: 2 << 20, handlers: WORKLOAD_HANDLERS });
+  const a = await RpcNode.start({ pmPath: pm, create: true, sizeBytes: 2 << 20, handlers: WORKLOAD_HANDLERS });
   t.equal(a.recovery.created, true);
   t.equal(a.host.app.name, 'rpc');
   const c = await RemoteRpcClient.connect({ port: a.address().port });

@@ -11,6 +11,7 @@ import {
   materialize,
   PmemReadView,
   PmemRegion,
+  PmrpcError,
   writeImageFile,
   type PmemOptions,
 } from '../../pmem/index.js';
@@ -163,7 +164,6 @@ t.test('a foreign file is refused with NOT_A_REGION and left byte-identical', as
     ['text', new TextEncoder().encode('hello, this is not a pmrpc region\n'.repeat(200))],
     ['zeros', new Uint8Array(HEADER_BYTES + SIZE)],
     ['3 bytes', new Uint8Array([0x50, 0x4d, 0x52])],
-    ['empty', new Uint8Array(0)],
   ];
   for (const [what, content] of files) {
     const p = join(dir, `${what.replace(/ /g, '-')}.bin`);
@@ -171,6 +171,14 @@ t.test('a foreign file is refused with NOT_A_REGION and left byte-identical', as
     const e = refusesUntouched(t, p, 'PMRPC_ERR_NOT_A_REGION', what);
     t.equal(e.message, `PMRPC_ERR_NOT_A_REGION: ${p} is not a pmrpc region (no pmrpc magic); it is left untouched`);
     t.equal(caught(() => PmemRegion.openImage(content)).code, 'PMRPC_ERR_NOT_A_REGION', `${what}: openImage`);
+  }
+  // an empty file is "not formatted" (what serve and inspect say too), not a foreign file
+  {
+    const p = join(dir, 'empty-file.bin');
+    writeFileSync(p, new Uint8Array(0));
+    const e = refusesUntouched(t, p, 'PMRPC_ERR_NOT_FORMATTED', 'empty');
+    t.equal(e.message, `PMRPC_ERR_NOT_FORMATTED: ${p} is empty (0 bytes): not a formatted pmrpc region; create it with \`pmrpc format\``);
+    t.equal(caught(() => PmemRegion.openImage(new Uint8Array(0))).code, 'PMRPC_ERR_NOT_FORMATTED', 'empty: openImage');
   }
   // an empty file is not "existing": create may use it
   const empty = join(dir, 'empty.bin');
@@ -386,10 +394,11 @@ t.test('invalid options and sizes → TypeError / RangeError with exact messages
   }
   t.doesNotThrow(() => PmemRegion.createInMemory(SIZE, { eviction: undefined, domain: undefined }).close(), 'undefined options take the defaults');
 
-  for (const size of [0, -64, 100, 63, 64.5, NaN, Infinity, 2 ** 32 + 64, 2 ** 53]) {
+  for (const size of [0, -64, 100, 63, 64.5, NaN, Infinity, 2 ** 32 - 4096 + 64, 2 ** 32, 2 ** 32 + 64, 2 ** 53]) {
     const e = caught(() => PmemRegion.createInMemory(size));
-    t.type(e, RangeError, `sizeBytes ${size}`);
-    t.equal(e.message, `sizeBytes must be a positive multiple of 64 up to 4294967296, got ${size}`);
+    t.type(e, PmrpcError, `sizeBytes ${size}`);
+    t.equal((e as PmrpcError).code, 'PMRPC_ERR_REGION_SIZE');
+    t.equal(e.message, `PMRPC_ERR_REGION_SIZE: sizeBytes must be a positive multiple of 64 up to 4294963200 (4 GiB minus the 4096-byte header), got ${size}`);
     const p = join(dir, `size-${n++}.pm`);
     t.equal(caught(() => PmemRegion.create(p, size)).message, e.message);
     t.notOk(existsSync(p), `sizeBytes ${size}: no file created`);

@@ -24,7 +24,7 @@ for (const ddio of ['on', 'off'] as const) {
     const dir = mkdtempSync(join(tmpdir(), 'pmrpc-ackkill-'));
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const pm = join(dir, 'node.pm');
-    const child = spawn(process.execPath, [MAIN, 'serve', '--pm', pm, '--size', '4M', '--port', '0', '--strategy', 'raw', '--ddio', ddio, '--kill-after-completions', '30', '--json'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [MAIN, 'serve', '--create', '--pm', pm, '--size', '4M', '--port', '0', '--strategy', 'raw', '--ddio', ddio, '--kill-after-completions', '30', '--json'], { stdio: ['ignore', 'pipe', 'inherit'] });
     t.teardown(() => void (child.exitCode === null && child.signalCode === null && child.kill('SIGKILL')));
     const exit = new Promise<{ code: number | null; signal: string | null }>((res) => child.on('exit', (code, signal) => res({ code, signal })));
     const port = await new Promise<number>((res, rej) => {

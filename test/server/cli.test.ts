@@ -40,7 +40,7 @@ t.test('serve --port 0, durable calls, SIGTERM; restart recovers; inspect reads 
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-serve-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const pm = join(dir, 'node.pm');
-  const s1 = await serve(['--pm', pm, '--size', '4M', '--port', '0', '--strategy', 'wrflush', '--keep-results', '--json']);
+  const s1 = await serve(['--create', '--pm', pm, '--size', '4M', '--port', '0', '--strategy', 'wrflush', '--keep-results', '--json']);
   t.match(s1.line, { host: '127.0.0.1', pid: s1.child.pid, strategy: 'wrflush', recovered: { created: true } });
   t.ok(Number.isInteger(s1.line.port) && (s1.line.port as number) > 0, `port ${s1.line.port}`);
   const c = await RemoteRpcClient.connect({ port: s1.line.port as number });
@@ -92,7 +92,7 @@ t.test('--kill-after-events: the server SIGKILLs itself after that many persiste
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-serve-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const pm = join(dir, 'k.pm');
-  const s = await serve(['--pm', pm, '--size', '4M', '--port', '0', '--kill-after-events', '200', '--json']);
+  const s = await serve(['--create', '--pm', pm, '--size', '4M', '--port', '0', '--kill-after-events', '200', '--json']);
   const c = await RemoteRpcClient.connect({ port: s.line.port as number });
   const dropped = new Promise<void>((res) => c.onDisconnect(() => res()));
   for (let i = 1; i <= 200; i++) c.rpc.call(WORKLOAD_METHOD, workloadPayload(1, c.clientId, i));

@@ -27,7 +27,7 @@ t.test('fuzzed handshakes and work requests: the good client is served, inspect 
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-fuzz-node-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const pm = join(dir, 'node.pm');
-  const node = await RpcNode.start({ pmPath: pm, sizeBytes: 2 << 20, strategy: 'wflush', handlers: WORKLOAD_HANDLERS });
+  const node = await RpcNode.start({ pmPath: pm, create: true, sizeBytes: 2 << 20, strategy: 'wflush', handlers: WORKLOAD_HANDLERS });
   const { port } = node.address();
   const good = await RemoteRpcClient.connect({ port, name: 'good' });
   let sent = 0;

@@ -21,7 +21,7 @@ t.test('rs is a node app', async (t) => {
 t.test('3 replicas over TCP: write, read, a replica restarts on its file, reads repair it', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-rs-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const start = (i: number, port = 0): Promise<NodeHost<RsServer>> => NodeHost.start<RsServer>({ app: 'rs', appOptions, pmPath: join(dir, `r${i}.pm`), sizeBytes: 4 << 20, port, nodeId: `r${i}` });
+  const start = (i: number, port = 0): Promise<NodeHost<RsServer>> => NodeHost.start<RsServer>({ app: 'rs', appOptions, pmPath: join(dir, `r${i}.pm`), create: true, sizeBytes: 4 << 20, port, nodeId: `r${i}` });
   const hosts = [await start(0), await start(1), await start(2)];
   t.teardown(async () => {
     for (const h of hosts) await h.close().catch(() => undefined);

@@ -16,7 +16,7 @@ for (const app of ['txfarm', 'txford'] as const) {
     const dir = mkdtempSync(join(tmpdir(), `pmrpc-${app}-`));
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const start = (s: number, port = 0): Promise<NodeHost<TxLockAppServer>> =>
-      NodeHost.start<TxLockAppServer>({ app, appOptions: { shard: s, shards: 2, keysPerShard: 4, clients: 2, value: 'balance', initialBalance: 50 }, pmPath: join(dir, `s${s}.pm`), sizeBytes: 1 << 20, port, nodeId: `s${s}` });
+      NodeHost.start<TxLockAppServer>({ app, appOptions: { shard: s, shards: 2, keysPerShard: 4, clients: 2, value: 'balance', initialBalance: 50 }, pmPath: join(dir, `s${s}.pm`), create: true, sizeBytes: 1 << 20, port, nodeId: `s${s}` });
     const hosts = [await start(0), await start(1)];
     t.teardown(async () => {
       for (const h of hosts) await h.close().catch(() => undefined);

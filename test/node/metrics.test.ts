@@ -98,7 +98,7 @@ t.test('`pmrpc serve --metrics-port 0`: metricsPort in the start line, /readyz 2
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-metrics-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const pm = join(dir, 'rpc.pm');
-  await (await NodeHost.start({ app: 'rpc', pmPath: pm, appOptions: { handlers: DIGEST_HANDLERS } })).close();
+  await (await NodeHost.start({ app: 'rpc', pmPath: pm, create: true, appOptions: { handlers: DIGEST_HANDLERS } })).close();
   const child = spawn(process.execPath, [MAIN, 'serve', '--pm', pm, '--port', '0', '--metrics-port', '0', '--auth-token', 'sesame'], { stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

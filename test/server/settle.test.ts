@@ -35,7 +35,7 @@ async function pmFile(t: Tap.Test, app: 'rpc' | 'kv'): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-settle-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const pm = join(dir, `${app}.pm`);
-  const node = await NodeHost.start({ app, pmPath: pm, appOptions: app === 'rpc' ? { handlers: DIGEST_HANDLERS } : {} });
+  const node = await NodeHost.start({ app, pmPath: pm, create: true, appOptions: app === 'rpc' ? { handlers: DIGEST_HANDLERS } : {} });
   await node.close();
   return pm;
 }

@@ -42,6 +42,8 @@ export {
   StrategyServer,
   FlushClient,
   FLUSH_STRATEGIES,
+  FLUSH_STRATEGY_TABLE,
+  flushStrategy,
   ACK_IMM,
   NACK_IMM,
   GPSPM_IMM,
@@ -49,6 +51,11 @@ export {
   type StrategyServerOptions,
   type FlushClientOptions,
   type FlushStrategy,
+  type FlushStrategyRecord,
+  type FlushDurableAt,
+  type RequestVerb,
+  type FollowVerb,
+  type Arrival,
   type PersistResult,
 } from './strategies.js';
 export { casSucceeds, casResult, leToBigint, bigintToLe, u64le, readPtr } from './prism.js';

@@ -2,6 +2,10 @@
  * The remote-persistence methods of DESIGN §2.3 as client-side primitives over a QP, and their
  * server halves.
  *
+ * - FLUSH_STRATEGY_TABLE is the one place a strategy is described: how the request is sent, how the
+ *   server learns of it, when it is durable, whether the server CPU acknowledges. Client and server
+ *   look their record up once, at construction (as PMDK picks its persist functions once), and
+ *   branch on its fields — never on the strategy's name.
  * - FlushClient.persist(addr, data) resolves at the moment the strategy lets a client treat the
  *   data as durable ("durable at" in the table): the FLUSH completion (wflush, sflush), the
  *   server's ACK (wrflush, srflush, gpspm), the READ completion (raw — correct only without DDIO
@@ -21,7 +25,61 @@ import { readPtr, u64le } from './prism.js';
 import type { Completion, NotifyMessage, RecvCompletion, WorkRequest } from './types.js';
 
 export type FlushStrategy = 'wflush' | 'sflush' | 'wrflush' | 'srflush' | 'raw' | 'gpspm' | 'none';
-export const FLUSH_STRATEGIES: readonly FlushStrategy[] = Object.freeze(['wflush', 'sflush', 'wrflush', 'srflush', 'raw', 'gpspm', 'none']);
+
+/** How the client sends the entry: a WRITE into server memory, or a SEND into a posted receive buffer. */
+export type RequestVerb = 'write' | 'send';
+/**
+ * What follows the entry in the same chain: a FLUSH(persistent) of it ('flush': of the written
+ * range, or of the whole receive MR after a SEND), a 1-byte READ of its last byte ('read'), a flush
+ * request SEND to the server CPU ('flush-request'), or nothing ('none').
+ */
+export type FollowVerb = 'flush' | 'read' | 'flush-request' | 'none';
+/**
+ * How the server CPU learns of an entry: a drained WRITE into watched memory ('memory'), a receive
+ * completion of the entry's own SEND ('recv'), or the receive completion of the flush request that
+ * follows the entry's WRITE ('flush-request').
+ */
+export type Arrival = 'memory' | 'recv' | 'flush-request';
+/**
+ * When the client may treat the entry as durable: its own chain's completion ('completion': the
+ * FLUSH or READ), the server CPU's ACK after it persisted the entry ('ack'), never ('never').
+ */
+export type FlushDurableAt = 'completion' | 'ack' | 'never';
+
+/** One row of DESIGN §2.3: everything client and server decide about a strategy. */
+export interface FlushStrategyRecord {
+  readonly name: FlushStrategy;
+  readonly request: RequestVerb;
+  readonly follow: FollowVerb;
+  readonly arrives: Arrival;
+  readonly durableAt: FlushDurableAt;
+  /** The server CPU persists the entry and then acknowledges it (exactly when durableAt is 'ack'). */
+  readonly serverAcks: boolean;
+  /** Correct under the hardware model of DESIGN §2 whatever the DDIO setting. */
+  readonly alwaysCorrect: boolean;
+}
+
+/** The flush strategies of DESIGN §2.3, one record each; FLUSH_STRATEGIES lists them in this order. */
+export const FLUSH_STRATEGY_TABLE: Readonly<Record<FlushStrategy, FlushStrategyRecord>> = Object.freeze({
+  wflush: { name: 'wflush', request: 'write', follow: 'flush', arrives: 'memory', durableAt: 'completion', serverAcks: false, alwaysCorrect: true },
+  sflush: { name: 'sflush', request: 'send', follow: 'flush', arrives: 'recv', durableAt: 'completion', serverAcks: false, alwaysCorrect: true },
+  wrflush: { name: 'wrflush', request: 'write', follow: 'none', arrives: 'memory', durableAt: 'ack', serverAcks: true, alwaysCorrect: true },
+  srflush: { name: 'srflush', request: 'send', follow: 'none', arrives: 'recv', durableAt: 'ack', serverAcks: true, alwaysCorrect: true },
+  // Durable at the READ completion only without DDIO or with eADR (read-after-write flushes the NIC, not the CPU caches).
+  raw: { name: 'raw', request: 'write', follow: 'read', arrives: 'memory', durableAt: 'completion', serverAcks: false, alwaysCorrect: false },
+  gpspm: { name: 'gpspm', request: 'write', follow: 'flush-request', arrives: 'flush-request', durableAt: 'ack', serverAcks: true, alwaysCorrect: true },
+  // No persistence at all: an upper bound for benchmarks.
+  none: { name: 'none', request: 'write', follow: 'none', arrives: 'memory', durableAt: 'never', serverAcks: false, alwaysCorrect: false },
+} satisfies Record<FlushStrategy, FlushStrategyRecord>);
+for (const r of Object.values(FLUSH_STRATEGY_TABLE)) Object.freeze(r);
+
+export const FLUSH_STRATEGIES: readonly FlushStrategy[] = Object.freeze(Object.keys(FLUSH_STRATEGY_TABLE) as FlushStrategy[]);
+
+/** The record of a flush strategy by name; a TypeError for anything else. */
+export function flushStrategy(name: unknown): FlushStrategyRecord {
+  if (typeof name !== 'string' || !Object.hasOwn(FLUSH_STRATEGY_TABLE, name)) throw new TypeError(`strategy must be one of ${FLUSH_STRATEGIES.join(', ')}, got ${String(name)}`);
+  return FLUSH_STRATEGY_TABLE[name as FlushStrategy];
+}
 
 /** imm of a server ACK (data: u64 offset, u64 length of what is now durable). */
 export const ACK_IMM = 0x504d4143; // 'PMAC'
@@ -30,8 +88,6 @@ export const NACK_IMM = 0x504d4e41; // 'PMNA'
 /** imm of a gpspm flush request SEND (data: u64 offset, u64 length). */
 export const GPSPM_IMM = 0x504d4750; // 'PMGP'
 
-const SEND_STRATEGIES: ReadonlySet<FlushStrategy> = new Set(['sflush', 'srflush']);
-const ACK_STRATEGIES: ReadonlySet<FlushStrategy> = new Set(['wrflush', 'srflush', 'gpspm']);
 
 // ---------------------------------------------------------------------------- CPU poller
 
@@ -160,24 +216,27 @@ export interface StrategyServerOptions {
 export class StrategyServer {
   readonly strategy: FlushStrategy;
   readonly qp: ServerQp;
+  /** The strategy's record, looked up once. */
+  readonly record: FlushStrategyRecord;
   #poller: CpuPoller;
   #stops: Array<() => void> = [];
   #buffers: ReadonlyArray<{ addr: number; len: number }>;
   #onEntry: ((e: { offset: number; len: number; qpn: number }) => void) | undefined;
 
   constructor(poller: CpuPoller, options: StrategyServerOptions) {
-    if (!FLUSH_STRATEGIES.includes(options.strategy)) throw new TypeError(`strategy must be one of ${FLUSH_STRATEGIES.join(', ')}, got ${String(options.strategy)}`);
-    this.strategy = options.strategy;
+    const r = flushStrategy(options.strategy);
+    this.record = r;
+    this.strategy = r.name;
     this.qp = options.qp;
     this.#poller = poller;
     this.#onEntry = options.onEntry;
     this.#buffers = options.recvBuffers ?? [];
-    const needsRecv = SEND_STRATEGIES.has(this.strategy) || this.strategy === 'gpspm';
-    if (needsRecv && this.#buffers.length === 0) throw new TypeError(`strategy ${this.strategy} needs recvBuffers`);
-    if (this.strategy === 'wrflush' && options.ring === undefined) throw new TypeError('strategy wrflush needs ring');
+    const needsRecv = r.arrives !== 'memory';
+    if (needsRecv && this.#buffers.length === 0) throw new TypeError(`strategy ${r.name} needs recvBuffers`);
+    if (!needsRecv && r.serverAcks && options.ring === undefined) throw new TypeError(`strategy ${r.name} needs ring`);
     this.#buffers.forEach((b, id) => this.qp.postRecv({ id, addr: b.addr, len: b.len }));
     if (needsRecv) this.#stops.push(poller.watchRecv(this.qp, (c) => this.#onRecv(c)));
-    if (options.ring !== undefined && (this.strategy === 'wrflush' || this.#onEntry !== undefined) && !needsRecv) {
+    if (options.ring !== undefined && (r.serverAcks || this.#onEntry !== undefined) && !needsRecv) {
       this.#stops.push(poller.watchMemory({ ...options.ring, qpn: this.qp.qpn }, (e) => this.#onWrite(e)));
     }
   }
@@ -187,19 +246,19 @@ export class StrategyServer {
   }
 
   #onWrite(e: HostWriteEvent): void {
-    if (this.strategy === 'wrflush') this.#durable(e.offset, e.len);
+    if (this.record.serverAcks) this.#durable(e.offset, e.len);
     else this.#onEntry?.({ offset: e.offset, len: e.len, qpn: e.qpn });
   }
 
   #onRecv(c: RecvCompletion): void {
     const region = this.#poller.nic.region;
-    if (this.strategy === 'gpspm') {
+    if (this.record.arrives === 'flush-request') {
       const req = c.byteLen >= 16 ? region.load(c.addr, 16) : undefined;
       const off = req === undefined ? -1 : readPtr(req, 0);
       const len = req === undefined ? -1 : readPtr(req, 8);
       if (c.imm !== GPSPM_IMM || !(off >= 0 && len >= 0 && off + len <= region.sizeBytes)) this.qp.notify(new Uint8Array(16), NACK_IMM);
       else this.#durable(off, len);
-    } else if (this.strategy === 'srflush') {
+    } else if (this.record.serverAcks) {
       this.#durable(c.addr, c.byteLen);
     } else {
       this.#onEntry?.({ offset: c.addr, len: c.byteLen, qpn: c.qpn });
@@ -239,19 +298,22 @@ export interface PersistResult {
 export class FlushClient {
   readonly qp: QueuePair;
   readonly strategy: FlushStrategy;
+  /** The strategy's record, looked up once. */
+  readonly record: FlushStrategyRecord;
   #rkey: number | undefined;
   #recvRkey: number | undefined;
   #ackWaiters: Array<{ resolve: (a: { offset: number; len: number }) => void; reject: (e: unknown) => void }> = [];
 
   constructor(qp: QueuePair, options: FlushClientOptions) {
-    if (!FLUSH_STRATEGIES.includes(options.strategy)) throw new TypeError(`strategy must be one of ${FLUSH_STRATEGIES.join(', ')}, got ${String(options.strategy)}`);
-    if (!SEND_STRATEGIES.has(options.strategy) && options.rkey === undefined) throw new TypeError(`strategy ${options.strategy} needs rkey`);
-    if (options.strategy === 'sflush' && options.recvRkey === undefined) throw new TypeError('strategy sflush needs recvRkey');
+    const r = flushStrategy(options.strategy);
+    if (r.request === 'write' && options.rkey === undefined) throw new TypeError(`strategy ${r.name} needs rkey`);
+    if (r.request === 'send' && r.follow === 'flush' && options.recvRkey === undefined) throw new TypeError(`strategy ${r.name} needs recvRkey`);
     this.qp = qp;
-    this.strategy = options.strategy;
+    this.record = r;
+    this.strategy = r.name;
     this.#rkey = options.rkey;
     this.#recvRkey = options.recvRkey;
-    if (ACK_STRATEGIES.has(this.strategy)) {
+    if (r.serverAcks) {
       qp.onNotify((m) => this.#onNotify(m));
       // No ACK can come over a closed link: its waiters reject instead of hanging.
       qp.onClose((err) => {
@@ -267,35 +329,19 @@ export class FlushClient {
    */
   async persist(addr: number, data: Uint8Array): Promise<PersistResult> {
     if (!(data instanceof Uint8Array) || data.length === 0) throw new TypeError('data must be a non-empty Uint8Array');
+    const r = this.record;
     const to = { rkey: this.#rkey ?? 0, addr };
-    let wrs: WorkRequest[];
-    switch (this.strategy) {
-      case 'wflush':
-        wrs = [Wr.write(to, data), Wr.flush('persistent', this.#rkey!, { addr, len: data.length })];
-        break;
-      case 'sflush':
-        wrs = [Wr.send(data), Wr.flush('persistent', this.#recvRkey!)];
-        break;
-      case 'wrflush':
-      case 'none':
-        wrs = [Wr.write(to, data)];
-        break;
-      case 'srflush':
-        wrs = [Wr.send(data)];
-        break;
-      case 'raw':
-        wrs = [Wr.write(to, data), Wr.read({ rkey: this.#rkey!, addr: addr + data.length - 1 }, 1)];
-        break;
-      case 'gpspm': {
-        const req = new Uint8Array(16);
-        req.set(u64le(addr), 0);
-        req.set(u64le(data.length), 8);
-        wrs = [Wr.write(to, data), Wr.send(req, GPSPM_IMM)];
-        break;
-      }
+    const wrs: WorkRequest[] = [r.request === 'write' ? Wr.write(to, data) : Wr.send(data)];
+    if (r.follow === 'flush') wrs.push(r.request === 'write' ? Wr.flush('persistent', this.#rkey!, { addr, len: data.length }) : Wr.flush('persistent', this.#recvRkey!));
+    else if (r.follow === 'read') wrs.push(Wr.read({ rkey: this.#rkey!, addr: addr + data.length - 1 }, 1));
+    else if (r.follow === 'flush-request') {
+      const req = new Uint8Array(16);
+      req.set(u64le(addr), 0);
+      req.set(u64le(data.length), 8);
+      wrs.push(Wr.send(req, GPSPM_IMM));
     }
     let waiter: { resolve: (a: { offset: number; len: number }) => void; reject: (e: unknown) => void } | undefined;
-    const ackP = ACK_STRATEGIES.has(this.strategy)
+    const ackP = r.serverAcks
       ? new Promise<{ offset: number; len: number }>((resolve, reject) => {
           waiter = { resolve, reject };
           this.#ackWaiters.push(waiter);

@@ -14,7 +14,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { intIn, nonEmptyString, resolveOptions, systemClock, type Clock } from '../../pmem/index.js';
 import type { ServerMessage } from '../../flush/index.js';
 import { TransportErrorCodes, type DisconnectInfo, type TcpObserver } from '../transport/index.js';
-import { ACK_STRATEGIES, RPC_ACK_IMM, type RpcStrategy } from '../rpc/index.js';
+import { RPC_ACK_IMM, rpcStrategy, type RpcStrategy } from '../rpc/index.js';
 import type { NodeHost } from './host.js';
 
 export interface NodeMetricsOptions {
@@ -31,8 +31,6 @@ export const NODE_METRICS_DEFAULTS: Readonly<NodeMetricsOptions> = Object.freeze
 const LATENCY_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 /** Goodbye codes that refuse a client (the connection never served). */
 const REFUSALS = [TransportErrorCodes.TOO_MANY_CONNECTIONS, TransportErrorCodes.TOO_MANY_HANDSHAKES, TransportErrorCodes.REFUSED, TransportErrorCodes.QP_IN_USE, TransportErrorCodes.PROTOCOL_VERSION, TransportErrorCodes.HANDSHAKE, TransportErrorCodes.HANDSHAKE_TIMEOUT];
-/** Strategies whose durable acknowledgement is the request's own Response (the NIC's completion of WRITE+FLUSH, SEND+FLUSH, WRITE+READ). */
-const RESPONSE_IS_DURABLE = new Set<string>(['wflush', 'sflush', 'raw']);
 
 /** Arena use an app reports cheaply (from its inspect() and geometry): undefined for an app without one. */
 function arenaOf(node: NodeHost): { used: number; capacity: number } | undefined {
@@ -147,8 +145,10 @@ export class NodeMetrics {
     const acks = this.#durableAcks.labels(labels);
     const latency = this.#latency.labels(labels);
     const clock = this.options.clock;
-    const timed = rpc !== undefined && RESPONSE_IS_DURABLE.has(rpc);
-    const acked = rpc !== undefined && ACK_STRATEGIES.has(rpc);
+    const rec = rpc === undefined ? undefined : rpcStrategy(rpc);
+    // Durable at the request's own Response (the NIC's completion of WRITE+FLUSH, SEND+FLUSH, WRITE+READ).
+    const timed = rec?.durableAt === 'completion';
+    const acked = rec?.serverAcks === true;
     /** Per QP: arrival (clock ms) of each request whose Response is awaited (timed strategies only). */
     const arrivals = new Map<number, Map<number, number>>();
     const observer: TcpObserver = {

@@ -10,7 +10,7 @@ import { Wr, type ChainListener, type Completion, type FlushWr, type NotifyMessa
 import { encodeEntry } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
 import { checkRpcFaults, GOODBYE_METHOD, methodId, type ConnectionInfo, type RpcFaults } from './server.js';
-import { ACK_STRATEGIES, type RpcStrategy } from './strategies.js';
+import { rpcStrategy, type RpcStrategy, type RpcStrategyRecord } from './strategies.js';
 import { decodeAck, decodeError, decodeResult, RPC_ACK_IMM, RPC_RESULT_IMM, STATUS_OK } from './wire.js';
 
 export interface RpcCall {
@@ -115,6 +115,8 @@ export class DurableRpcClient {
   readonly options: Readonly<RpcClientOptions>;
   #qp: QueuePair;
   #info: ConnectionInfo;
+  /** The strategy's record, looked up once per connection (never the name on the hot path). */
+  #rec: RpcStrategyRecord;
   #faults: Readonly<RpcFaults>;
   #nextSeq: number;
   /** Every pending call below this sequence has been posted (#pump starts here: calls are numbered in order). */
@@ -142,6 +144,7 @@ export class DurableRpcClient {
     this.options = Object.freeze(o);
     this.#qp = qp;
     this.#info = info;
+    this.#rec = rpcStrategy(info.strategy);
     this.#nextSeq = info.resumeSeq;
     this.#nextUnsent = info.resumeSeq;
     this.#credit = info.appliedSeq;
@@ -217,7 +220,7 @@ export class DurableRpcClient {
     }
     const seq = this.#nextSeq++;
     const bytes = encodeEntry({ clientId: this.#info.clientId, seq, methodId: methodId(method), payload }, this.#info);
-    const p = new Pending(seq, bytes, this.#info.strategy === 'none' ? this.#neverDurable() : undefined);
+    const p = new Pending(seq, bytes, this.#rec.durableAt === 'never' ? this.#neverDurable() : undefined);
     this.#pending.set(seq, p);
     this.#pump();
     return { seq, durable: p.durable, result: p.result };
@@ -237,6 +240,7 @@ export class DurableRpcClient {
     this.#unsubscribe();
     this.#qp = qp;
     this.#info = info;
+    this.#rec = rpcStrategy(info.strategy);
     this.#connected = true;
     this.#credit = Math.max(this.#credit, info.appliedSeq);
     this.#markDurable(info.resumeSeq - 1);
@@ -325,26 +329,22 @@ export class DurableRpcClient {
     const f = this.#faults;
     const placement = f.flushGlobal ? 'global' : 'persistent';
     // Object literals of Wr's shapes (Wr.write and Wr.flush spread an options object each).
-    switch (info.strategy) {
-      case 'wflush': {
-        const write: WriteWr = { op: 'write', to: { rkey: info.rkey, addr }, data: p.bytes };
-        if (f.skipFlush) return [write];
-        const flush: FlushWr = { op: 'flush', placement, selectivity: 'range', rkey: info.rkey, addr, len: p.bytes.length };
-        return [write, flush];
-      }
-      case 'sflush':
-        return f.skipFlush ? [Wr.send(p.bytes)] : [Wr.send(p.bytes), Wr.flush(placement, info.rkey)];
-      case 'raw':
-        return [Wr.write({ rkey: info.rkey, addr }, p.bytes), Wr.read({ rkey: info.rkey, addr: addr + p.bytes.length - 1 }, 1)];
-      case 'gpspm':
-        return [Wr.write({ rkey: info.rkey, addr }, p.bytes), Wr.send(new Uint8Array(0), p.seq >>> 0)];
-      case 'srflush':
-      case 'darpc':
-        return [{ op: 'send', data: p.bytes }];
-      case 'wrflush':
-      case 'farm':
+    const r = this.#rec;
+    const entry: WorkRequest = r.request === 'write' ? ({ op: 'write', to: { rkey: info.rkey, addr }, data: p.bytes } satisfies WriteWr) : { op: 'send', data: p.bytes };
+    switch (r.follow) {
       case 'none':
-        return [{ op: 'write', to: { rkey: info.rkey, addr }, data: p.bytes }];
+        return [entry];
+      case 'flush': {
+        if (f.skipFlush) return [entry];
+        // After a WRITE the written range; after a SEND the whole receive MR (the ring).
+        const flush: FlushWr = r.request === 'write' ? { op: 'flush', placement, selectivity: 'range', rkey: info.rkey, addr, len: p.bytes.length } : { op: 'flush', placement, selectivity: 'mr', rkey: info.rkey };
+        return [entry, flush];
+      }
+      case 'read':
+        return [entry, { op: 'read', from: { rkey: info.rkey, addr: addr + p.bytes.length - 1 }, len: 1 }];
+      case 'flush-request':
+        // The sequence in imm, no payload: the server persists the entry at that ring slot.
+        return [entry, { op: 'send', data: new Uint8Array(0), imm: p.seq >>> 0 }];
     }
   }
 
@@ -356,14 +356,13 @@ export class DurableRpcClient {
       this.#disconnected(new PmrpcError((bad.code ?? 'PMRPC_ERR_WR_FAILED') as ErrorCode, `${bad.op} ${bad.status}${bad.message ? `: ${bad.message}` : ''}`));
       return;
     }
-    const s = this.strategy;
-    if (s === 'wflush' || s === 'sflush' || s === 'raw') this.#markDurable(p.seq);
+    if (this.#rec.durableAt === 'completion') this.#markDurable(p.seq);
   }
 
   #onNotify(m: NotifyMessage): void {
     if (m.imm === RPC_ACK_IMM) {
       const upTo = decodeAck(m.data);
-      if (upTo !== undefined && ACK_STRATEGIES.has(this.strategy)) this.#markDurable(Math.min(upTo, this.#nextSeq - 1));
+      if (upTo !== undefined && this.#rec.serverAcks) this.#markDurable(Math.min(upTo, this.#nextSeq - 1));
       return;
     }
     if (m.imm !== RPC_RESULT_IMM) return;
@@ -372,7 +371,7 @@ export class DurableRpcClient {
     const p = this.#pending.get(r.seq);
     // A result is sent after the request's applied flag is durable: it implies durability
     // (for a decoupled strategy the ACK or FLUSH completion may simply not have arrived yet).
-    if (this.strategy !== 'none') this.#markDurable(Math.min(r.seq, this.#nextSeq - 1));
+    if (this.#rec.durableAt !== 'never') this.#markDurable(Math.min(r.seq, this.#nextSeq - 1));
     if (r.appliedSeq > this.#credit) this.#credit = r.appliedSeq;
     if (p !== undefined) {
       if (r.status === STATUS_OK) p.resolveResult(r.bytes);
@@ -383,7 +382,7 @@ export class DurableRpcClient {
   }
 
   #markDurable(upTo: number): void {
-    if (this.strategy === 'none') return;
+    if (this.#rec.durableAt === 'never') return;
     while (this.#durableUpTo < upTo) {
       const s = ++this.#durableUpTo;
       this.options.onDurable?.(s);

@@ -1,6 +1,6 @@
 /** src/rpc — durable RPC over the emulated RNIC and the recovery layer (DESIGN §4). */
 export { RpcErrorCodes } from './errors.js';
-export { RPC_STRATEGIES, ACK_STRATEGIES, SEND_STRATEGIES, COUPLED_STRATEGIES, COMPLETION_STRATEGIES, ALWAYS_CORRECT, checkStrategy, type RpcStrategy } from './strategies.js';
+export { RPC_STRATEGIES, RPC_STRATEGY_TABLE, rpcStrategy, type RpcStrategyRecord, ACK_STRATEGIES, SEND_STRATEGIES, COUPLED_STRATEGIES, COMPLETION_STRATEGIES, ALWAYS_CORRECT, checkStrategy, type RpcStrategy } from './strategies.js';
 export {
   DurableRpcServer,
   RPC_SERVER_DEFAULTS,

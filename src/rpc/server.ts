@@ -25,7 +25,7 @@ import {
   type RingEntry,
 } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
-import { ACK_STRATEGIES, checkStrategy, COUPLED_STRATEGIES, SEND_STRATEGIES, type RpcStrategy } from './strategies.js';
+import { checkStrategy, rpcStrategy, type RpcStrategy, type RpcStrategyRecord } from './strategies.js';
 import type { PoolAnswer, RpcEffects, RpcHandler, RpcPool, RpcRequest } from './handler.js';
 import { decodeKept, encodeAck, encodeError, encodeKept, encodeResultOf, RPC_ACK_IMM, RPC_RESULT_IMM, STATUS_ERROR, STATUS_OK } from './wire.js';
 
@@ -262,6 +262,8 @@ export class DurableRpcServer {
   readonly region: PmemRegion;
   readonly options: Readonly<RpcServerOptions>;
   readonly strategy: RpcStrategy;
+  /** The strategy's record, looked up once (the hot path branches on its fields, never on the name). */
+  readonly #rec: RpcStrategyRecord;
   #faults: Readonly<RpcFaults>;
   #methods = new Map<number, { name: string; handler: RpcHandler; pooled: boolean; keys: MethodOptions['keys'] }>();
   /** Pool mode: polled entries waiting for dispatch, in the one total order (FIFO per client). */
@@ -296,8 +298,9 @@ export class DurableRpcServer {
     this.#faults = checkRpcFaults(o.faults);
     this.options = Object.freeze(o);
     this.strategy = o.strategy;
+    this.#rec = rpcStrategy(o.strategy);
     // The RESULT's bytes are encoded for the message alone: handed over, not copied again.
-    this.#lazyResults = COUPLED_STRATEGIES.has(o.strategy) ? { transfer: true } : { lazy: true, transfer: true };
+    this.#lazyResults = this.#rec.coupled ? { transfer: true } : { lazy: true, transfer: true };
     this.nic = nic;
     this.store = store;
     this.region = nic.region;
@@ -416,12 +419,12 @@ export class DurableRpcServer {
     this.#lastSeen.set(clientId, this.options.clock.nowMs());
     this.#dormant.delete(clientId);
     const applied = store.conn.appliedSeq(clientId);
-    if (SEND_STRATEGIES.has(this.strategy)) {
+    if (this.#rec.arrives === 'recv') {
       for (let s = resumeSeq; s <= applied + g.ringSlots; s++) sqp.postRecv({ id: s, addr: ring.slotOffset(s), len: g.slotBytes });
       conn.recvUpTo = Math.max(conn.recvUpTo, applied + g.ringSlots);
       conn.stops.push(this.#poller.watchRecv(sqp, () => this.#doorbell(conn)));
     } else {
-      if (this.strategy === 'gpspm') {
+      if (this.#rec.arrives === 'flush-request') {
         // Flush requests carry the sequence in imm and no payload: zero-length receive buffers.
         // 2 × ringSlots: up to ringSlots requests may be applied (their entries polled on an
         // earlier request's pass) while their own SENDs wait for a pass, and ringSlots more sent.
@@ -638,7 +641,8 @@ export class DurableRpcServer {
       this.#fail(c, e);
     }
     try {
-      const acks = this.strategy !== 'gpspm' && ACK_STRATEGIES.has(this.strategy);
+      // The ACK of an entry that arrives by its flush request goes out on that request (#onFlushRequest).
+      const acks = this.#rec.serverAcks && this.#rec.arrives !== 'flush-request';
       if (this.options.pool === undefined && this.#strictFile) {
         this.#processBatch(c, polled, () => {
           if (acks) this.#persistAndAck(c, polled.map((e) => e.seq));
@@ -726,7 +730,7 @@ export class DurableRpcServer {
     this.#lastSeen.set(c.clientId, this.options.clock.nowMs());
     this.#dormant.delete(c.clientId);
     const { record, status, bytes } = computed ?? this.#effects(entry, this.store.appView);
-    const coupled = COUPLED_STRATEGIES.has(this.strategy);
+    const coupled = this.#rec.coupled;
     if (coupled && this.#faults.replyBeforeApply) this.#reply(c, entry.seq, status, bytes, this.store.conn.appliedSeq(c.clientId));
     this.store.commit(entry.clientId, entry.seq, record);
     if (entry.methodId === GOODBYE_ID) {
@@ -749,7 +753,7 @@ export class DurableRpcServer {
       // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.
       // (Once: a reconnect accepted in the middle of this pass may have posted it already.)
       const next = entry.seq + g.ringSlots;
-      if (SEND_STRATEGIES.has(this.strategy) && next > c.recvUpTo) {
+      if (this.#rec.arrives === 'recv' && next > c.recvUpTo) {
         c.sqp.postRecv({ id: next, addr: c.ring.slotOffset(next), len: g.slotBytes });
         c.recvUpTo = next;
       }

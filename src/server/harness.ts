@@ -25,7 +25,7 @@ import { TcpLink, TransportErrorCodes } from '../transport/index.js';
 import { connectKvClient, kvApp, type KvFaults, type PilafClient, type PrismKvClient } from '../apps/kv/index.js';
 import { checkLinearizable, describeAckedLoss, describeKvInput, durablePrefixes, kvModel, lostAcknowledged, lostWrites, type AckedLoss, type KvInput, type KvOutput, type Operation } from '../check/index.js';
 import { RecoveryStore } from '../../recovery/index.js';
-import { checkStrategy, RpcErrorCodes, type RpcStrategy } from '../rpc/index.js';
+import { rpcStrategy, RpcErrorCodes, type RpcStrategy } from '../rpc/index.js';
 import { RemoteRpcClient } from './client.js';
 import type { RecoverySummary } from './node.js';
 import { kvNodeKeys, verifyDigestLog, workloadPayload, WORKLOAD_METHOD, type ClientLedger, type DigestVerdict } from './workload.js';
@@ -549,7 +549,7 @@ const rangeCheck: OptionCheck = must((v) => {
 
 const REAL_CRASH_CHECKS: OptionChecks<RealCrashOptions> = {
   strategy: (_name, v) => {
-    if (checkStrategy(v) === 'none') throw new TypeError('strategy none never makes a request durable: nothing to verify');
+    if (rpcStrategy(v).durableAt === 'never') throw new TypeError('strategy none never makes a request durable: nothing to verify');
   },
   clients: intIn(1, 64),
   externalKills: intIn(0, 100),

@@ -14,6 +14,7 @@ import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, R
 import { txCrashSpec, resolveSchedule, type ScheduleOptions } from '../src/testing/crash/index.js';
 import { TX_MUTANTS } from '../src/apps/tx/index.js';
 import { DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
+import { allCaught, formatMutants, runMutants, type MutantApp, type MutantResult } from '../src/testing/crash/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
 
 interface Opts {
@@ -60,6 +61,8 @@ interface Opts {
   workload?: string;
   keys?: number;
   agent: boolean;
+  mutants?: string;
+  plain?: boolean;
 }
 
 /** Default images per crash point of --app rs. */
@@ -119,6 +122,8 @@ export function registerCrashTest(program: Command): void {
     .option('--workload <w>', "tx: 'append' (list-append, default) or 'bank' (transfers and audits)")
     .option('--keys <n>', 'tx: keys over all shards (default 4)', intOption('keys'))
     .option('--no-agent', 'tx: no resolver agent scanning while the clients run (it still runs after restarts, client crashes and at the end)')
+    .option('--mutants <all|a,b>', 'the mutant sweep: the plain sweep (--seeds, default 1..24; nothing pinned for a mutant) of every listed mutant of --app (rpc: once per strategy it lists), each until its first violation; exit 1 when one is not caught (docs/cli.md)')
+    .option('--plain', "a mutant runs without its own NIC pins, schedule, crash plan or workload (what --mutants runs; its replay commands name it)")
     .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught')
     .option('--timeline <dir>', `write a self-contained HTML timeline of the shortest failing history of each of the first ${TIMELINES_MAX} violations into <dir> (its path is printed beside the replay command; JSON: each violation's "timeline")`)
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
@@ -144,6 +149,15 @@ export function registerCrashTest(program: Command): void {
       }
       if (opts.listMutants) {
         for (const m of opts.app === 'kv' ? KV_MUTANTS : opts.app === 'recovery' ? [] : MUTANTS) process.stdout.write(`${m.name}\t${m.strategies.length > 0 ? m.strategies.join(',') : 'none'}\n`); // none: an equivalent mutant of this app (Mutant.equivalent)
+        return;
+      }
+      if (opts.mutants !== undefined) {
+        const seeds = parseSeedRange(opts.seeds ?? '1..24');
+        const progress = (m: MutantResult, done: number, total: number): void => void (opts.json || log(`[${done}/${total}] ${formatMutants({ app: opts.app as MutantApp, seeds, mutants: [m] })[0]!.split('\n')[0]!}`));
+        const r = await runMutants(opts.app, opts.mutants, seeds, { jobs: opts.jobs ?? 1, onResult: progress });
+        if (opts.json) printJson(r);
+        else for (const line of formatMutants(r)) log(line);
+        if (!allCaught(r)) process.exitCode = 1;
         return;
       }
       if (opts.exhaustive) {
@@ -172,6 +186,7 @@ export function registerCrashTest(program: Command): void {
         crashRuns: opts.crashRuns,
         crashPlan: opts.crashPlan,
         schedule: scheduleOf(opts),
+        plain: opts.plain === true,
       };
       const exploreOptions = resolveExploreOptions(given);
       if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && !CRASH_RUN_APPS.includes(opts.app)) throw new TypeError(`--crash-runs and --crash-plan need --app ${CRASH_RUN_APPS.join(', ')} (an app with a whole-history check)`);

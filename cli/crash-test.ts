@@ -111,7 +111,7 @@ export function registerCrashTest(program: Command): void {
     .option('--exhaustive', 'small-scope exhaustive mode: every interleaving (sleep-set POR) and every image at every crash point of a tiny workload (kv: 2 clients x PUT+GET; register: --nodes 2 --requests 1 --pattern writer-reader); drain eager, no eviction')
     .option('--states-max <n>', 'exhaustive: most states (interleavings + crash points + images), past it PMRPC_ERR_TOO_MANY_STATES (default 200000)', intOption('states-max'))
     .option('--no-por', 'exhaustive: no partial-order reduction (the full tree; to measure the reduction)')
-    .option('--schedule <s>', "the scheduler of the workload runs: 'random' (each step uniformly among the runnable agents) or 'pct' (PCT priorities with --pct-depth change points; docs/cli.md#adversarial-schedules) (default: a mutant's own schedule, else random); with --exhaustive: replay one interleaving, choice indices separated by '.' (what a violation's command names)")
+    .option('--schedule <s>', "the scheduler of the workload runs: 'mixed' (drawn per seed: random, a client or QP held right after its atomic, or PCT), 'random' (each step uniformly among the runnable agents) or 'pct' (PCT priorities with --pct-depth change points; docs/cli.md#adversarial-schedules) (default: a mutant's own schedule, else mixed); with --exhaustive: replay one interleaving, choice indices separated by '.' (what a violation's command names)")
     .option('--pct-depth <n>', 'pct: priority change points (default 3)', intOption('pct-depth'))
     .option('--schedule-horizon <n>', 'pct, stalls: steps over which change points and stalls are drawn (default 20000)', intOption('schedule-horizon'))
     .option('--stalls <n>', 'hold back a randomly picked agent at n seeded steps, each for up to --stall-steps steps (default 0)', intOption('stalls'))
@@ -185,7 +185,8 @@ export function registerCrashTest(program: Command): void {
         pins,
         crashRuns: opts.crashRuns,
         crashPlan: opts.crashPlan,
-        schedule: scheduleOf(opts),
+        // Default: the mixed schedule (a seeded share of stalls and PCT), unless a mutant's own schedule stands.
+        schedule: scheduleOf(opts) ?? (opts.mutant === undefined || opts.plain === true ? { mode: 'mixed' as const } : undefined),
         plain: opts.plain === true,
       };
       const exploreOptions = resolveExploreOptions(given);
@@ -243,11 +244,11 @@ export function registerCrashTest(program: Command): void {
 function scheduleOf(opts: Opts): Partial<ScheduleOptions> | undefined {
   const given = [opts.schedule, opts.pctDepth, opts.scheduleHorizon, opts.stalls, opts.stallSteps, opts.stallUnit, opts.stallOn].some((x) => x !== undefined);
   if (!given) return undefined;
-  if (opts.schedule !== undefined && opts.schedule !== 'random' && opts.schedule !== 'pct') throw new TypeError(`--schedule must be random or pct (an interleaving only with --exhaustive), got ${opts.schedule}`);
+  if (opts.schedule !== undefined && opts.schedule !== 'random' && opts.schedule !== 'pct' && opts.schedule !== 'mixed') throw new TypeError(`--schedule must be mixed, random or pct (an interleaving only with --exhaustive), got ${opts.schedule}`);
   if (opts.stallUnit !== undefined && opts.stallUnit !== 'qp' && opts.stallUnit !== 'client') throw new TypeError(`--stall-unit must be qp or client, got ${opts.stallUnit}`);
   if (opts.stallOn !== undefined && opts.stallOn !== 'any' && opts.stallOn !== 'atomic') throw new TypeError(`--stall-on must be any or atomic, got ${opts.stallOn}`);
   return resolveSchedule({
-    ...(opts.schedule !== undefined ? { mode: opts.schedule as 'random' | 'pct' } : opts.pctDepth !== undefined ? { mode: 'pct' as const } : {}),
+    ...(opts.schedule !== undefined ? { mode: opts.schedule as 'random' | 'pct' | 'mixed' } : opts.pctDepth !== undefined ? { mode: 'pct' as const } : {}),
     ...(opts.pctDepth !== undefined ? { depth: opts.pctDepth } : {}),
     ...(opts.scheduleHorizon !== undefined ? { horizon: opts.scheduleHorizon } : {}),
     ...(opts.stalls !== undefined ? { stalls: opts.stalls } : {}),

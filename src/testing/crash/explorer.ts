@@ -22,7 +22,7 @@ import { mix } from './seeds.js';
 import { World } from './world.js';
 import { buildWorld, imageRegion, nestedImage, sampleRecoveryCrash, startWorkload } from './driver.js';
 import { formatPlan, parsePlan, planFor, runCrashPlan } from './multi.js';
-import { resolveSchedule, scheduleArgs, scheduleName } from './pct.js';
+import { concreteSchedule, isPlainRandom, mixedSchedule, resolveSchedule, scheduleArgs, scheduleName } from './pct.js';
 
 export type { ImageEngine, ExplorerApp, ExploreOptions } from './types.js';
 import type { ExplorerApp, ExploreOptions } from './types.js';
@@ -117,14 +117,15 @@ export function resolveExploreOptions(options: Partial<ExploreOptions>): Explore
 /**
  * `o` with the app's exploreDefaults under it (a mutant's pins, schedule and crash plan): NIC pins
  * merge under the caller's, the app's schedule stands unless the caller gave one, and its crash plan
- * unless the caller gave a plan or crash runs. A plain run (`o.plain`, the mutant sweep) takes none of them.
+ * unless the caller gave a plan or crash runs. A 'mixed' schedule becomes the one the seed draws.
+ * A plain run (`o.plain`, the mutant sweep) takes none of them.
  */
 export function withAppDefaults(app: ExplorerApp<unknown>, o: ExploreOptions): ExploreOptions {
   const d = app.exploreDefaults;
-  if (d === undefined || o.plain) return o;
+  if (d === undefined || o.plain) return { ...o, schedule: concreteSchedule(o.schedule, o.seed) };
   // A crash plan of the app's stands only when the caller asked for neither a plan nor crash runs.
   const crashPlan = o.crashPlan ?? (o.crashRuns === 0 ? d.crashPlan : undefined);
-  return { ...o, pins: checkPins({ ...(d.pins ?? {}), ...o.pins }), schedule: o.schedule ?? d.schedule, crashPlan };
+  return { ...o, pins: checkPins({ ...(d.pins ?? {}), ...o.pins }), schedule: concreteSchedule(o.schedule ?? d.schedule, o.seed), crashPlan };
 }
 
 /** The command line that reproduces a run of `app` (or one crash point of it). */
@@ -137,7 +138,9 @@ export function replayCommand(app: ExplorerApp<unknown>, o: ExploreOptions, poin
   if (o.pins.lineModel !== undefined) parts.push(`--line-model ${o.pins.lineModel}`);
   if (!o.nested) parts.push('--no-nested');
   if (o.plain) parts.push('--plain');
-  if (o.schedule !== undefined) parts.push(scheduleArgs(resolveSchedule(o.schedule)));
+  // The schedule, always named unless it is what the CLI's default (mixed) draws for this seed anyway.
+  const sched = scheduleArgs(resolveSchedule(o.schedule));
+  parts.push(sched !== '' ? sched : isPlainRandom(resolveSchedule(mixedSchedule(o.seed))) ? '' : '--schedule random');
   if (point !== undefined) parts.push(`--point ${point}`);
   if (plan !== undefined) parts.push(`--crash-plan '${plan}'`);
   return parts.filter((p) => p !== '').join(' ');

@@ -86,7 +86,7 @@ export function mutantTargets(app: string, which: string): MutantTarget[] {
 
 /** The plain sweep's spec of a mutant: the app's defaults with the mutant switched on, nothing pinned for it. */
 export function plainSpec(t: MutantTarget): SweepSpec {
-  const explore = { plain: true, violationsMax: 1 };
+  const explore = { plain: true, violationsMax: 1, schedule: { mode: 'mixed' as const } };
   switch (t.app) {
     case 'rpc':
       return { app: 'rpc', workload: resolveRpcWorkload({ strategy: t.strategy as RpcStrategy, mutant: t.name }), explore };

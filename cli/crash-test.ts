@@ -15,6 +15,7 @@ import { txCrashSpec, resolveSchedule, type ScheduleOptions } from '../src/testi
 import { TX_MUTANTS } from '../src/apps/tx/index.js';
 import { appOf, DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
 import type { CountedReport } from '../src/testing/crash/index.js';
+import { allCaught, formatMutants, runMutants, type MutantApp, type MutantResult } from '../src/testing/crash/index.js';
 import { badOption, checkOptions, CliErrorCodes, EXIT_MUTANT_NOT_CAUGHT, intOption, log, onInterrupt, printJson, progressBar, report } from './output.js';
 
 interface Opts {
@@ -61,6 +62,8 @@ interface Opts {
   workload?: string;
   keys?: number;
   agent: boolean;
+  mutants?: string;
+  plain?: boolean;
 }
 
 /** Default images per crash point of --app rs. */
@@ -134,7 +137,7 @@ export function registerCrashTest(program: Command): void {
     .option('--exhaustive', 'small-scope exhaustive mode: every interleaving (sleep-set POR) and every image at every crash point of a tiny workload (kv: 2 clients x PUT+GET; register: --nodes 2 --requests 1 --pattern writer-reader); drain eager, no eviction')
     .option('--states-max <n>', 'exhaustive: most states (interleavings + crash points + images), past it PMRPC_ERR_TOO_MANY_STATES (default 200000)', intOption('states-max'))
     .option('--no-por', 'exhaustive: no partial-order reduction (the full tree; to measure the reduction)')
-    .option('--schedule <s>', "the scheduler of the workload runs: 'random' (each step uniformly among the runnable agents) or 'pct' (PCT priorities with --pct-depth change points; docs/cli.md#adversarial-schedules) (default: a mutant's own schedule, else random); with --exhaustive: replay one interleaving, choice indices separated by '.' (what a violation's command names)")
+    .option('--schedule <s>', "the scheduler of the workload runs: 'mixed' (drawn per seed: random, a client or QP held right after its atomic, or PCT), 'random' (each step uniformly among the runnable agents) or 'pct' (PCT priorities with --pct-depth change points; docs/cli.md#adversarial-schedules) (default: a mutant's own schedule, else mixed); with --exhaustive: replay one interleaving, choice indices separated by '.' (what a violation's command names)")
     .option('--pct-depth <n>', 'pct: priority change points (default 3)', intOption('pct-depth'))
     .option('--schedule-horizon <n>', 'pct, stalls: steps over which change points and stalls are drawn (default 20000)', intOption('schedule-horizon'))
     .option('--stalls <n>', 'hold back a randomly picked agent at n seeded steps, each for up to --stall-steps steps (default 0)', intOption('stalls'))
@@ -145,6 +148,8 @@ export function registerCrashTest(program: Command): void {
     .option('--workload <w>', "tx: 'append' (list-append, default) or 'bank' (transfers and audits)")
     .option('--keys <n>', 'tx: keys over all shards (default 4)', intOption('keys'))
     .option('--no-agent', 'tx: no resolver agent scanning while the clients run (it still runs after restarts, client crashes and at the end)')
+    .option('--mutants <all|a,b>', 'the mutant sweep: the plain sweep (--seeds, default 1..24; nothing pinned for a mutant) of every listed mutant of --app (rpc: once per strategy it lists), each until its first violation; exit 1 when one is not caught (docs/cli.md)')
+    .option('--plain', "a mutant runs without its own NIC pins, schedule, crash plan or workload (what --mutants runs; its replay commands name it)")
     .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught')
     .option('--timeline <dir>', `write a self-contained HTML timeline of the shortest failing history of each of the first ${TIMELINES_MAX} violations into <dir> (its path is printed beside the replay command; JSON: each violation's "timeline")`)
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
@@ -156,6 +161,15 @@ export function registerCrashTest(program: Command): void {
         return;
       }
       if ((opts.app === 'tx' || opts.app === 'rs' || opts.app === 'rslock') && opts.exhaustive) throw badOption('--exhaustive supports --app kv and --app register');
+      if (opts.mutants !== undefined) {
+        const seeds = parseSeedRange(opts.seeds ?? '1..24');
+        const progress = (m: MutantResult, done: number, total: number): void => void (opts.json || log(`[${done}/${total}] ${formatMutants({ app: opts.app as MutantApp, seeds, mutants: [m] })[0]!.split('\n')[0]!}`));
+        const r = await runMutants(opts.app, opts.mutants, seeds, { jobs: opts.jobs ?? 1, onResult: progress });
+        if (opts.json) printJson(r);
+        else for (const line of formatMutants(r)) report(line);
+        if (!allCaught(r)) process.exitCode = EXIT_MUTANT_NOT_CAUGHT;
+        return;
+      }
       if (opts.exhaustive) {
         await runExhaustive(opts);
         return;
@@ -181,7 +195,9 @@ export function registerCrashTest(program: Command): void {
         pins,
         crashRuns: opts.crashRuns,
         crashPlan: opts.crashPlan,
-        schedule: scheduleOf(opts),
+        // Default: the mixed schedule (a seeded share of stalls and PCT), unless a mutant's own schedule stands.
+        schedule: scheduleOf(opts) ?? (opts.mutant === undefined || opts.plain === true ? { mode: 'mixed' as const } : undefined),
+        plain: opts.plain === true,
       };
       const exploreOptions = checkOptions(() => resolveExploreOptions(given));
       if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && !CRASH_RUN_APPS.includes(opts.app)) throw badOption(`--crash-runs and --crash-plan need --app ${CRASH_RUN_APPS.join(', ')} (an app with a whole-history check)`);
@@ -291,11 +307,11 @@ function replayOf(): string {
 function scheduleOf(opts: Opts): Partial<ScheduleOptions> | undefined {
   const given = [opts.schedule, opts.pctDepth, opts.scheduleHorizon, opts.stalls, opts.stallSteps, opts.stallUnit, opts.stallOn].some((x) => x !== undefined);
   if (!given) return undefined;
-  if (opts.schedule !== undefined && opts.schedule !== 'random' && opts.schedule !== 'pct') throw badOption(`--schedule must be random or pct (an interleaving only with --exhaustive), got ${opts.schedule}`);
+  if (opts.schedule !== undefined && opts.schedule !== 'random' && opts.schedule !== 'pct' && opts.schedule !== 'mixed') throw badOption(`--schedule must be mixed, random or pct (an interleaving only with --exhaustive), got ${opts.schedule}`);
   if (opts.stallUnit !== undefined && opts.stallUnit !== 'qp' && opts.stallUnit !== 'client') throw badOption(`--stall-unit must be qp or client, got ${opts.stallUnit}`);
   if (opts.stallOn !== undefined && opts.stallOn !== 'any' && opts.stallOn !== 'atomic') throw badOption(`--stall-on must be any or atomic, got ${opts.stallOn}`);
   return resolveSchedule({
-    ...(opts.schedule !== undefined ? { mode: opts.schedule as 'random' | 'pct' } : opts.pctDepth !== undefined ? { mode: 'pct' as const } : {}),
+    ...(opts.schedule !== undefined ? { mode: opts.schedule as 'random' | 'pct' | 'mixed' } : opts.pctDepth !== undefined ? { mode: 'pct' as const } : {}),
     ...(opts.pctDepth !== undefined ? { depth: opts.pctDepth } : {}),
     ...(opts.scheduleHorizon !== undefined ? { horizon: opts.scheduleHorizon } : {}),
     ...(opts.stalls !== undefined ? { stalls: opts.stalls } : {}),

@@ -133,7 +133,7 @@ t.test('the CLI: --schedule pct --pct-depth --stalls on the register app (0 viol
   t.ok(d.imagesChecked > 0);
   const bad = run('--app', 'register', '--schedule', 'dfs');
   t.equal(bad.status, 1);
-  t.match(bad.stderr, /--schedule must be random or pct/);
+  t.match(bad.stderr, /--schedule must be mixed, random or pct/);
   const unit = run('--app', 'register', '--stalls', '2', '--stall-unit', 'node');
   t.equal(unit.status, 1);
   t.match(unit.stderr, /--stall-unit must be qp or client/);

@@ -18,12 +18,13 @@
  * - Bound: statesExplored = interleavings + crash points + image tuples; past `statesMax` the run
  *   is refused with PMRPC_ERR_TOO_MANY_STATES.
  */
-import { countImages, crashImages, createPrng, defineErrorCodes, materialize, PmemRegion, PmrpcError, seededEntropy, type Clock, type CrashState, type ErrorCodesOf, resolveOptions } from '../../../pmem/index.js';
+import { countImages, crashImages, createPrng, defineErrorCodes, materialize, PmrpcError, type Clock, type CrashState, type ErrorCodesOf, resolveOptions } from '../../../pmem/index.js';
 import type { Loc, WorkRequest } from '../../../flush/index.js';
 import { checkPins, configName, nicConfigFor, type NicConfig, type NicPins } from './config.js';
 import { checkTuple, type ExplorerApp, type ExplorerViolation, type ExploreReport } from './explorer.js';
 import { mix } from './seeds.js';
 import { World, type StepChoice } from './world.js';
+import { buildWorld, startWorkload } from './driver.js';
 
 export const ExhaustiveErrorCodes = defineErrorCodes('testing', {
   /** The exploration would pass `statesMax`. */
@@ -245,12 +246,7 @@ export async function exploreExhaustive<S>(makeApp: () => ExplorerApp<S>, option
   for (;;) {
     // One run: replay frames[0..branchDepth], then extend the path.
     const app = makeApp();
-    const world = new World(config, o.seed);
-    for (let n = 0; n < app.nodes; n++) {
-      const region = PmemRegion.createInMemory(app.regionBytes, { tracing: true, seed: mix(o.seed, 0x7e, n), eviction: 0, entropy: seededEntropy(createPrng(mix(o.seed, 3, n))) });
-      app.format(region, n);
-      world.addNode(region, (host) => app.open(host, n)).server!.recover();
-    }
+    const world = buildWorld(app, config, o.seed, 'exhaustive');
     let depth = 0;
     const chosen: number[] = [];
     world.chooser = (choices) => {
@@ -290,19 +286,11 @@ export async function exploreExhaustive<S>(makeApp: () => ExplorerApp<S>, option
         captures.push({ point: p, kind, states: world.nodes.map((n) => n.region.crashState()), snap });
       };
     }
-    let finished = false;
-    let workloadError: unknown;
-    void app.workload(world, createPrng(mix(o.seed, 0))).then(
-      () => void (finished = true),
-      (e: unknown) => {
-        finished = true;
-        workloadError = e;
-      },
-    );
+    const wl = startWorkload(app, world, o.seed);
     let blocked = false;
     let status: string = 'done';
     try {
-      status = (await world.run(() => finished, o.stepsMax)).status;
+      status = (await world.run(() => wl.finished, o.stepsMax)).status;
     } catch (e) {
       if (!(e instanceof Blocked)) throw e;
       blocked = true;
@@ -318,7 +306,7 @@ export async function exploreExhaustive<S>(makeApp: () => ExplorerApp<S>, option
     };
     if (!blocked) {
       if (status !== 'done') violate('stalled', `workload ${status} after ${depth} choices`, -1, undefined, 'live');
-      else if (workloadError !== undefined) violate('workload', `the workload failed: ${String(workloadError)}`, -1, undefined, 'live');
+      else if (wl.error !== undefined) violate('workload', `the workload failed: ${String(wl.error)}`, -1, undefined, 'live');
       else for (const p of await app.checkLive(world)) violate(p.kind, `live: ${p.detail}`, -1, undefined, 'live');
     }
     world.close();

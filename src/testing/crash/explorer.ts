@@ -15,13 +15,14 @@
  * Deterministic: time is read only from an injected clock (for imagesPerSecond), randomness only
  * from the seed, and the images of crash point p depend only on (seed, p).
  */
-import { countImages, crashImages, createPrng, materialize, PmemRegion, seededEntropy, type Clock, type CrashState, type Prng, resolveOptions } from '../../../pmem/index.js';
+import { countImages, crashImages, createPrng, materialize, type Clock, type CrashState, type Prng, resolveOptions } from '../../../pmem/index.js';
 import type { AppHost, AppProblem, AppServer } from '../../apps/index.js';
 import { checkPins, configName, nicConfigFor, type NicConfig, type NicPins } from './config.js';
 import { mix } from './seeds.js';
 import { World } from './world.js';
+import { buildWorld, imageRegion, nestedImage, sampleRecoveryCrash, startWorkload } from './driver.js';
 import { formatPlan, parsePlan, planFor, runCrashPlan } from './multi.js';
-import { applySchedule, resolveSchedule, scheduleArgs, scheduleName } from './pct.js';
+import { concreteSchedule, isPlainRandom, mixedSchedule, resolveSchedule, scheduleArgs, scheduleName } from './pct.js';
 
 export type { ImageEngine, ExplorerApp, ExploreOptions } from './types.js';
 import type { ExplorerApp, ExploreOptions } from './types.js';
@@ -43,6 +44,7 @@ export const EXPLORE_DEFAULTS: Readonly<ExploreOptions> = Object.freeze({
   crashRuns: 0,
   crashPlan: undefined,
   schedule: undefined,
+  plain: false,
 });
 
 export interface ExplorerViolation {
@@ -104,6 +106,7 @@ export function resolveExploreOptions(options: Partial<ExploreOptions>): Explore
   if (o.crashPlan !== undefined) parsePlan(o.crashPlan);
   if (o.engine !== 'random' && o.engine !== 'exhaustive') throw new TypeError(`engine must be 'random' or 'exhaustive', got ${String(o.engine)}`);
   if (o.point !== undefined && (!Number.isSafeInteger(o.point) || o.point < 0)) throw new RangeError(`point must be a non-negative integer, got ${String(o.point)}`);
+  if (typeof o.plain !== 'boolean') throw new TypeError(`plain must be a boolean, got ${String(o.plain)}`);
   if (typeof o.nested !== 'boolean') throw new TypeError(`nested must be a boolean, got ${String(o.nested)}`);
   if (o.observe !== 'delivery' && o.observe !== 'late') throw new TypeError(`observe must be 'delivery' or 'late', got ${String(o.observe)}`);
   checkPins(o.pins);
@@ -114,14 +117,15 @@ export function resolveExploreOptions(options: Partial<ExploreOptions>): Explore
 /**
  * `o` with the app's exploreDefaults under it (a mutant's pins, schedule and crash plan): NIC pins
  * merge under the caller's, the app's schedule stands unless the caller gave one, and its crash plan
- * unless the caller gave a plan or crash runs.
+ * unless the caller gave a plan or crash runs. A 'mixed' schedule becomes the one the seed draws.
+ * A plain run (`o.plain`, the mutant sweep) takes none of them.
  */
 export function withAppDefaults(app: ExplorerApp<unknown>, o: ExploreOptions): ExploreOptions {
   const d = app.exploreDefaults;
-  if (d === undefined) return o;
+  if (d === undefined || o.plain) return { ...o, schedule: concreteSchedule(o.schedule, o.seed) };
   // A crash plan of the app's stands only when the caller asked for neither a plan nor crash runs.
   const crashPlan = o.crashPlan ?? (o.crashRuns === 0 ? d.crashPlan : undefined);
-  return { ...o, pins: checkPins({ ...(d.pins ?? {}), ...o.pins }), schedule: o.schedule ?? d.schedule, crashPlan };
+  return { ...o, pins: checkPins({ ...(d.pins ?? {}), ...o.pins }), schedule: concreteSchedule(o.schedule ?? d.schedule, o.seed), crashPlan };
 }
 
 /** The command line that reproduces a run of `app` (or one crash point of it). */
@@ -133,7 +137,10 @@ export function replayCommand(app: ExplorerApp<unknown>, o: ExploreOptions, poin
   if (o.pins.eviction !== undefined) parts.push(`--eviction ${o.pins.eviction}`);
   if (o.pins.lineModel !== undefined) parts.push(`--line-model ${o.pins.lineModel}`);
   if (!o.nested) parts.push('--no-nested');
-  if (o.schedule !== undefined) parts.push(scheduleArgs(resolveSchedule(o.schedule)));
+  if (o.plain) parts.push('--plain');
+  // The schedule, always named unless it is what the CLI's default (mixed) draws for this seed anyway.
+  const sched = scheduleArgs(resolveSchedule(o.schedule));
+  parts.push(sched !== '' ? sched : isPlainRandom(resolveSchedule(mixedSchedule(o.seed))) ? '' : '--schedule random');
   if (point !== undefined) parts.push(`--point ${point}`);
   if (plan !== undefined) parts.push(`--crash-plan '${plan}'`);
   return parts.filter((p) => p !== '').join(' ');
@@ -155,14 +162,7 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
   };
 
   // 1. The workload, once, capturing every crash point.
-  const world = new World(config, o.seed);
-  applySchedule(world, schedule);
-  world.lateObservation = o.observe === 'late';
-  for (let n = 0; n < app.nodes; n++) {
-    const region = PmemRegion.createInMemory(app.regionBytes, { tracing: true, lineModel: config.lineModel, seed: mix(o.seed, 0x7e, n), eviction: config.eviction, entropy: seededEntropy(createPrng(mix(o.seed, 3, n))) });
-    app.format(region, n);
-    world.addNode(region, (host) => app.open(host, n)).server!.recover();
-  }
+  const world = buildWorld(app, config, o.seed, 'explore', { schedule, observe: o.observe });
   const captures: Capture<S>[] = [];
   let pointIndex = 0;
   world.onCrashPoint = (kind) => {
@@ -172,22 +172,14 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
     if (o.point !== undefined && p !== o.point) return;
     captures.push({ point: p, kind, states: world.nodes.map((n) => n.region.crashState()), snap: app.snapshot() });
   };
-  let finished = false;
-  let workloadError: unknown;
-  const wl = app.workload(world, createPrng(mix(o.seed, 0))).then(
-    () => void (finished = true),
-    (e: unknown) => {
-      finished = true;
-      workloadError = e;
-    },
-  );
-  const r = await world.run(() => finished, o.stepsMax);
+  const wl = startWorkload(app, world, o.seed);
+  const r = await world.run(() => wl.finished, o.stepsMax);
   world.onCrashPoint = undefined;
   report.crashPointsTotal = pointIndex;
   if (r.status !== 'done') violate('stalled', `workload ${r.status === 'bound' ? `still running after ${r.steps} steps` : `stalled after ${r.steps} steps: nothing can run and a client still waits`}`, -1, undefined, 'live');
-  if (workloadError !== undefined) violate('workload', `the workload failed: ${String(workloadError)}`, -1, undefined, 'live');
+  if (wl.error !== undefined) violate('workload', `the workload failed: ${String(wl.error)}`, -1, undefined, 'live');
   if (r.status === 'done') {
-    await wl;
+    await wl.done;
     for (const p of await app.checkLive(world)) violate(p.kind, `live: ${p.detail}`, -1, undefined, 'live');
   }
   world.close();
@@ -259,11 +251,10 @@ export async function checkTuple<S>(
   // A nested crash hits one node's recovery, at a crash point sampled uniformly (reservoir).
   const nestedNode = phase === 'first' && nested ? prng.int(0, images.length - 1) : -1;
   let sampled: CrashState | undefined;
-  let seen = 0;
   try {
     for (let n = 0; n < images.length; n++) {
       app.damageImage?.(images[n]!, n);
-      const region = PmemRegion.openImage(images[n]!, { tracing: true, lineModel: config.lineModel });
+      const region = imageRegion(config, images[n]!, n, 'check');
       let node;
       try {
         node = world.addNode(region, (host) => app.open(host, n));
@@ -272,19 +263,13 @@ export async function checkTuple<S>(
         return out;
       }
       if (phase === 'first' && app.beforeRecover) add(await app.beforeRecover(world, n));
-      if (n === nestedNode) {
-        region.setCrashPointHook(() => {
-          seen++;
-          if (prng.int(1, seen) === 1) sampled = region.crashState();
-        });
-      }
       try {
-        node.server!.recover();
+        const recover = (): void => void node.server!.recover();
+        if (n === nestedNode) sampled = sampleRecoveryCrash(region, prng, recover);
+        else recover();
       } catch (e) {
         add([{ kind: 'recovery', detail: `node ${n}: recovery failed: ${(e as Error).message}` }]);
         return out;
-      } finally {
-        region.setCrashPointHook(undefined);
       }
       for (const p of node.server!.audit()) out.push({ ...p, detail: `node ${n}: ${p.detail}`, phase });
     }
@@ -294,12 +279,9 @@ export async function checkTuple<S>(
     world.close();
   }
   if (sampled !== undefined && out.length === 0) {
-    const st = sampled;
-    const imgs = [...crashImages(st, { engine: 'random', seed: prng.u32() | 0, count: 3 })];
-    const pick = imgs[prng.int(0, imgs.length - 1)]!;
     report.nestedImagesChecked++;
     const tuple = images.slice();
-    tuple[nestedNode] = materialize(st, pick);
+    tuple[nestedNode] = nestedImage(sampled, prng);
     out.push(...(await checkTuple(app, config, tuple, snap, prng, 'nested', false, report, mix(seed, 77))));
   }
   return out;

@@ -19,4 +19,6 @@ export { txExplorerApp, resolveTxWorkload, cutTxHistory, checkAppendHistory, che
 export { rsExplorerApp, resolveRsWorkload, cutRsHistory, RS_WORKLOAD_DEFAULTS, RS_CRASH_LAYOUT, RS_MAJORITY_WAIT_MS, type RsWorkloadOptions, type RsOp, type RsExplorerApp } from './rs.js';
 export { rslockExplorerApp, RSLOCK_WORKLOAD_DEFAULTS, TORN_VALUE, type RsLockWorkloadOptions } from './rslock.js';
 export { swarm, swarmRun, swarmSeed, swarmReplay, paramsFor, parseMutant, resolveSwarmOptions, nsOfSeconds, SWARM_APPS, SWARM_DEFAULTS, SWARM_DEFAULT_SECONDS, SWARM_COST_PROFILE, LIVENESS_STEPS_MAX, LIVENESS_VIRTUAL_US, type SwarmApp, type SwarmOptions, type SwarmParams, type SwarmFailure, type SwarmAppResult, type SwarmSeedResult, type SwarmReport } from './swarm.js';
-export { scheduleChooser, applySchedule, resolveSchedule, scheduleArgs, scheduleName, isPlainRandom, SCHEDULE_DEFAULTS, type ScheduleOptions } from './pct.js';
+export { buildWorld, startWorkload, freshRegion, imageRegion, sampleRecoveryCrash, nestedImage, setRegionProbe, type RegionUse, type RegionProbeEvent, type BuildWorldOptions, type RunningWorkload } from './driver.js';
+export { scheduleChooser, mixedSchedule, concreteSchedule, applySchedule, resolveSchedule, scheduleArgs, scheduleName, isPlainRandom, SCHEDULE_DEFAULTS, type ScheduleOptions } from './pct.js';
+export { runMutants, mutantSweep, mutantTargets, plainSpec, formatMutants, allCaught, MUTANT_APPS, RS_PLAIN_IMAGES_PER_POINT, type MutantApp, type MutantTarget, type MutantResult, type MutantsReport } from './mutants.js';

@@ -18,13 +18,14 @@
  * (media events of every node and deliveries), in order, so a plan's later events refer to the
  * run as changed by its earlier ones — still deterministic.
  */
-import { countImages, crashImages, createPrng, materialize, PmemRegion, seededEntropy, type CrashState } from '../../../pmem/index.js';
+import { countImages, crashImages, createPrng, materialize, type CrashState } from '../../../pmem/index.js';
 import type { AppProblem } from '../../apps/index.js';
 import type { NicConfig } from './config.js';
 import type { ExploreOptions, ExplorerApp } from './types.js';
 import { mix } from './seeds.js';
 import { World } from './world.js';
-import { applySchedule, resolveSchedule } from './pct.js';
+import { resolveSchedule } from './pct.js';
+import { buildWorld, imageRegion, nestedImage, sampleRecoveryCrash, startWorkload } from './driver.js';
 import type { CostModel } from '../model/index.js';
 
 export interface CrashEvent {
@@ -151,15 +152,12 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
   }
   const problems: AppProblem[] = [];
   const events: string[] = [];
-  const world = new World(config, o.seed, hooks?.model !== undefined ? { model: hooks.model } : {});
-  applySchedule(world, resolveSchedule(o.schedule));
-  world.lateObservation = o.observe === 'late';
-  hooks?.install?.(world);
-  for (let n = 0; n < app.nodes; n++) {
-    const region = PmemRegion.createInMemory(app.regionBytes, { tracing: true, seed: mix(o.seed, 0x7e, n), eviction: config.eviction, entropy: seededEntropy(createPrng(mix(o.seed, 3, n))) });
-    app.format(region, n);
-    world.addNode(region, (host) => app.open(host, n)).server!.recover();
-  }
+  const world = buildWorld(app, config, o.seed, 'crash-run', {
+    ...(hooks?.model !== undefined ? { model: hooks.model } : {}),
+    schedule: resolveSchedule(o.schedule),
+    observe: o.observe,
+    ...(hooks?.install !== undefined ? { install: (w: World) => hooks.install!(w) } : {}),
+  });
   const restart = (n: number, image: Uint8Array, point: number, recoveryCrash: boolean): void => {
     app.damageImage?.(image, n);
     if (recoveryCrash) {
@@ -169,7 +167,7 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
         image = again;
       }
     }
-    const region = PmemRegion.openImage(image, { tracing: true, seed: mix(o.seed, 0x7f, n, point), eviction: config.eviction });
+    const region = imageRegion(config, image, n, 'restart', mix(o.seed, 0x7f, n, point));
     let node;
     try {
       node = world.restart(n, region, (host) => app.open(host, n));
@@ -214,20 +212,12 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
   let faultNs: number | undefined;
   let virtualNs: number | undefined;
   let livenessNs: number | undefined;
-  let finished = false;
-  let workloadError: unknown;
-  void app.workload(world, createPrng(mix(o.seed, 0))).then(
-    () => void (finished = true),
-    (e: unknown) => {
-      finished = true;
-      workloadError = e;
-    },
-  );
+  const wl = startWorkload(app, world, o.seed);
   try {
     const faultNsMax = hooks?.faultNsMax;
     const timeUp = (): boolean => faultNsMax !== undefined && world.time !== undefined && world.time.nowNs >= faultNsMax;
-    let r = await world.run(() => finished || timeUp(), hooks?.faultStepsMax ?? o.stepsMax);
-    if (r.status === 'done' && !finished) r = { status: 'bound', steps: r.steps };
+    let r = await world.run(() => wl.finished || timeUp(), hooks?.faultStepsMax ?? o.stepsMax);
+    if (r.status === 'done' && !wl.finished) r = { status: 'bound', steps: r.steps };
     if (hooks !== undefined) {
       // Liveness: faults off, every node up; the workload must now finish within the bound.
       faultsOn = false;
@@ -246,11 +236,11 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
           const from = vt.nowNs;
           const end = from + hooks.livenessNsMax;
           const late = (): boolean => vt.nowNs > end;
-          r = await world.run(() => finished || late(), hooks.livenessStepsMax);
+          r = await world.run(() => wl.finished || late(), hooks.livenessStepsMax);
           livenessNs = vt.nowNs - from;
           const waited = `${fmtUs(vt.nowNs - from)} virtual µs (modelled time, not measured) after faults went off at ${fmtUs(from)} virtual µs`;
           if (late()) {
-            problems.push({ kind: 'liveness', detail: `with faults off and every node up, the workload did not finish within the liveness bound of ${fmtUs(hooks.livenessNsMax)} virtual µs of modelled time: ${finished ? 'it finished only' : 'still running'} ${waited}, ${r.steps} steps` });
+            problems.push({ kind: 'liveness', detail: `with faults off and every node up, the workload did not finish within the liveness bound of ${fmtUs(hooks.livenessNsMax)} virtual µs of modelled time: ${wl.finished ? 'it finished only' : 'still running'} ${waited}, ${r.steps} steps` });
             r = { status: 'bound', steps: r.steps };
           } else if (r.status === 'stalled') {
             problems.push({ kind: 'liveness', detail: `with faults off and every node up, the workload stalled ${waited}, ${r.steps} steps (nothing can run and a client still waits)` });
@@ -258,15 +248,15 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
             problems.push({ kind: 'steps', detail: `the liveness phase hit the safety bound of ${hooks.livenessStepsMax} scheduler steps after only ${fmtUs(vt.nowNs - from)} of its ${fmtUs(hooks.livenessNsMax)} virtual µs (modelled time): the run takes steps without advancing the virtual clock` });
           }
         } else {
-          r = await world.run(() => finished, hooks.livenessStepsMax);
+          r = await world.run(() => wl.finished, hooks.livenessStepsMax);
           if (r.status !== 'done') problems.push({ kind: 'liveness', detail: `with faults off and every node up, the workload ${r.status === 'bound' ? `still runs after ${r.steps} steps` : `stalled after ${r.steps} steps (nothing can run and a client still waits)`}` });
         }
       }
     }
     world.onCrashPoint = undefined;
     if (r.status !== 'done' && hooks === undefined) problems.push({ kind: 'stalled', detail: `workload ${r.status === 'bound' ? `still running after ${r.steps} steps` : `stalled after ${r.steps} steps`}` });
-    if (workloadError !== undefined) problems.push({ kind: 'workload', detail: `the workload failed: ${String(workloadError)}` });
-    if (r.status === 'done' && workloadError === undefined) {
+    if (wl.error !== undefined) problems.push({ kind: 'workload', detail: `the workload failed: ${String(wl.error)}` });
+    if (r.status === 'done' && wl.error === undefined) {
       // Nodes still down come back before the final check (their restarts were still due).
       world.flushEvents();
       problems.push(...(await app.checkHistory(world)));
@@ -287,23 +277,15 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
 function crashedDuringRecovery<S>(app: ExplorerApp<S>, config: NicConfig, image: Uint8Array, n: number, seed: number): Uint8Array | undefined {
   const prng = createPrng(seed);
   const scratch = new World(config, seed);
-  const region = PmemRegion.openImage(image.slice(), { tracing: true, lineModel: config.lineModel });
+  const region = imageRegion(config, image.slice(), n, 'recovery-crash');
   let sampled: CrashState | undefined;
-  let seen = 0;
   try {
     const node = scratch.addNode(region, (host) => app.open(host, n));
-    region.setCrashPointHook(() => {
-      seen++;
-      if (prng.int(1, seen) === 1) sampled = region.crashState();
-    });
-    node.server!.recover();
+    sampled = sampleRecoveryCrash(region, prng, () => node.server!.recover());
   } catch {
     return undefined;
   } finally {
-    region.setCrashPointHook(undefined);
     scratch.close();
   }
-  if (sampled === undefined) return undefined;
-  const imgs = [...crashImages(sampled, { engine: 'random', seed: prng.u32() | 0, count: 3 })];
-  return materialize(sampled, imgs[prng.int(0, imgs.length - 1)]!);
+  return sampled === undefined ? undefined : nestedImage(sampled, prng);
 }

@@ -32,8 +32,12 @@ import { mix } from './seeds.js';
 import type { Chooser, StepChoice, World } from './world.js';
 
 export interface ScheduleOptions {
-  /** 'random': each step uniformly among the runnable (the default); 'pct': priorities with change points. */
-  mode: 'random' | 'pct';
+  /**
+   * 'random': each step uniformly among the runnable; 'pct': priorities with change points;
+   * 'mixed': a schedule drawn per seed (mixedSchedule) — random, stalls of a client or QP right after
+   * its atomic, or PCT — what a sweep runs by default (the CLI's default).
+   */
+  mode: 'random' | 'pct' | 'mixed';
   /** pct: priority change points. */
   depth: number;
   /** Steps over which change points and stalls are drawn (an estimate of a run's length). */
@@ -51,7 +55,7 @@ export interface ScheduleOptions {
 export const SCHEDULE_DEFAULTS: Readonly<ScheduleOptions> = Object.freeze({ mode: 'random', depth: 3, horizon: 20_000, stalls: 0, stallSteps: 200, stallUnit: 'client', stallOn: 'any' });
 
 const SCHEDULE_CHECKS: OptionChecks<ScheduleOptions> = {
-  mode: oneOf(['random', 'pct']),
+  mode: oneOf(['random', 'pct', 'mixed']),
   depth: intIn(0, 1000),
   horizon: intIn(1, 1e9),
   stalls: intIn(0, 100_000),
@@ -64,6 +68,28 @@ export function resolveSchedule(options: Partial<ScheduleOptions> = {}): Schedul
   return resolveOptions(SCHEDULE_DEFAULTS, options, SCHEDULE_CHECKS);
 }
 
+/**
+ * The schedule `--schedule mixed` draws for seed `seed`: seeds cycle through four kinds, so every
+ * sweep of four or more seeds runs each — plain random (seed 1, 5, …); a client held right after
+ * its next atomic (its READ and FLUSH delayed: the window in which another agent sees a CAS no
+ * FLUSH has persisted); one QP held right after its atomic; PCT priorities (depth 3) with client
+ * stalls. Holds are long (up to 400 steps), and the horizon over which stalls are drawn alternates
+ * between a short workload's length (800 steps) and a long one's (3000) per cycle.
+ */
+export function mixedSchedule(seed: number): Partial<ScheduleOptions> {
+  const kind = ((seed - 1) % 4 + 4) % 4;
+  const horizon = Math.floor(((seed - 1) / 4)) % 2 === 0 ? 800 : 3000;
+  if (kind === 0) return { mode: 'random' };
+  if (kind === 1) return { mode: 'random', horizon, stalls: 20, stallSteps: 400, stallUnit: 'client', stallOn: 'atomic' };
+  if (kind === 2) return { mode: 'random', horizon, stalls: 20, stallSteps: 400, stallUnit: 'qp', stallOn: 'atomic' };
+  return { mode: 'pct', depth: 3, horizon, stalls: 10, stallSteps: 300, stallUnit: 'client', stallOn: 'any' };
+}
+
+/** `s` with a mixed schedule replaced by the one seed `seed` draws (what a replay command names). */
+export function concreteSchedule(s: Partial<ScheduleOptions> | undefined, seed: number): Partial<ScheduleOptions> | undefined {
+  return s !== undefined && resolveSchedule(s).mode === 'mixed' ? mixedSchedule(seed) : s;
+}
+
 /** True when the schedule is the plain seeded random one (the World's own chooser serves it). */
 export function isPlainRandom(s: ScheduleOptions): boolean {
   return s.mode === 'random' && s.stalls === 0;
@@ -72,6 +98,7 @@ export function isPlainRandom(s: ScheduleOptions): boolean {
 /** The CLI flags that select `s` (empty for the plain random schedule): what a replay command names. */
 export function scheduleArgs(s: ScheduleOptions): string {
   if (isPlainRandom(s)) return '';
+  if (s.mode === 'mixed') return '--schedule mixed';
   const d = SCHEDULE_DEFAULTS;
   const parts = [`--schedule ${s.mode}`];
   if (s.mode === 'pct') parts.push(`--pct-depth ${s.depth}`);
@@ -82,6 +109,7 @@ export function scheduleArgs(s: ScheduleOptions): string {
 
 /** A short name for reports, e.g. "pct(d=3)+stalls(8x<=200 client atomic)". */
 export function scheduleName(s: ScheduleOptions): string {
+  if (s.mode === 'mixed') return 'mixed';
   const base = s.mode === 'pct' ? `pct(d=${s.depth})` : 'random';
   return s.stalls > 0 ? `${base}+stalls(${s.stalls}x<=${s.stallSteps} ${s.stallUnit}${s.stallOn === 'atomic' ? ' atomic' : ''})` : base;
 }
@@ -95,6 +123,7 @@ const ATOMICS: ReadonlySet<string> = new Set(['cas', 'faa', 'atomicWrite', 'pris
  */
 export function scheduleChooser(s: ScheduleOptions, seed: number, opOf?: (c: StepChoice) => string | undefined): Chooser | undefined {
   if (isPlainRandom(s)) return undefined;
+  if (s.mode === 'mixed') return scheduleChooser(resolveSchedule(mixedSchedule(seed)), seed, opOf);
   const prng = createPrng(mix(seed, 0x9c7));
   const changes = new Set<number>();
   if (s.mode === 'pct') for (let j = 0; j < s.depth; j++) changes.add(prng.int(0, s.horizon - 1));

@@ -1,8 +1,10 @@
-/** The piscina worker of a sweep (one seed of a spec) and of a swarm (one seed, every app of it). */
+/** The piscina worker of a sweep (one seed of a spec), of a swarm (one seed, every app of it) and of a mutant sweep (one mutant's seeds). */
 import { exploreSeed, type SweepSpec } from './sweep.js';
 import { swarmSeed, type SwarmOptions } from './swarm.js';
+import { mutantSweep, type MutantTarget } from './mutants.js';
 
-export default function run(task: { spec: SweepSpec; seed: number } | { swarm: SwarmOptions; seed: number }): Promise<unknown> {
+export default function run(task: { spec: SweepSpec; seed: number } | { swarm: SwarmOptions; seed: number } | { mutantSweep: MutantTarget; seeds: number[] }): Promise<unknown> {
+  if ('mutantSweep' in task) return mutantSweep(task.mutantSweep, task.seeds);
   if ('swarm' in task) return swarmSeed(task.seed, task.swarm);
   return exploreSeed(task.spec, task.seed);
 }

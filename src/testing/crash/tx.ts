@@ -400,7 +400,8 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
       return judge(world, cutTxHistory(history, Number.POSITIVE_INFINITY), '');
     },
     replayArgs(): string {
-      const d = TX_WORKLOAD_DEFAULTS;
+      // What the CLI resolves for this mutant (its workload pins included): a plain run of a pinned mutant names the defaults.
+      const d = resolveTxWorkload({ mutant: w.mutant });
       return [
         '--app tx',
         w.workload !== d.workload ? `--workload ${w.workload}` : '',

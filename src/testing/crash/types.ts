@@ -94,4 +94,9 @@ export interface ExploreOptions {
    * a client or QP. Undefined: the app's exploreDefaults.schedule, else plain random.
    */
   schedule: Partial<ScheduleOptions> | undefined;
+  /**
+   * A plain run: the app's exploreDefaults (a mutant's NIC pins, schedule and crash plan) do not
+   * apply — what the mutant sweep (mutants.ts) runs, so that a mutant is caught with nothing pinned for it.
+   */
+  plain: boolean;
 }

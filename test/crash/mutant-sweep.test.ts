@@ -1,0 +1,62 @@
+// The mutant sweep (src/testing/crash/mutants.ts, `crash-test --mutants`): the plain sweep of each
+// mutant — nothing pinned for it — stops at its first violation and names the command that
+// reproduces it; rpc mutants run once per strategy they list; an equivalent mutant is reported, not run.
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { allCaught, mixedSchedule, appOf, mutantTargets, plainSpec, resolveExploreOptions, runMutants, withAppDefaults, MUTANTS, type ExplorerApp } from '../../src/testing/crash/index.js';
+
+const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+t.setTimeout(240_000);
+
+t.test('targets: rpc once per listed strategy, equivalent mutants marked, unknown names refused', async (t) => {
+  const rpc = mutantTargets('rpc', 'all');
+  t.equal(rpc.length, MUTANTS.reduce((a, m) => a + Math.max(1, m.strategies.length), 0));
+  t.same(rpc.filter((x) => x.name === 'skip-flush').map((x) => x.strategy), ['wflush', 'sflush']);
+  const eq = rpc.find((x) => x.name === 'skip-flag-persist')!;
+  t.ok(eq.equivalent !== undefined && eq.strategy === null, 'skip-flag-persist is equivalent in the rpc app');
+  t.same(mutantTargets('recovery', 'all'), [], 'the recovery app has no mutants');
+  t.same(mutantTargets('rs', 'dropItemFlush,minorityWrite').map((x) => x.name), ['dropItemFlush', 'minorityWrite']);
+  t.throws(() => mutantTargets('rs', 'noSuchMutant'), /unknown mutant 'noSuchMutant'/);
+  t.throws(() => mutantTargets('pilaf', 'all'), TypeError);
+});
+
+t.test('a plain spec pins nothing for its mutant', async (t) => {
+  const rs = plainSpec({ app: 'rs', name: 'countFailedCas', strategy: null });
+  const app = appOf(rs);
+  t.ok(app.exploreDefaults !== undefined, 'the mutant has its own pins and schedule');
+  const o = withAppDefaults(app, resolveExploreOptions(rs.explore));
+  t.same(o.pins, {}, 'no NIC pin');
+  t.same(o.schedule, mixedSchedule(o.seed), "the sweep's mixed schedule, not the mutant's");
+  t.equal(o.crashPlan, undefined, 'no crash plan');
+  const tx = plainSpec({ app: 'tx', name: 'skip-validation', strategy: null });
+  t.same(tx.explore.pins, {}, 'tx: no DDIO pin');
+  t.match(tx.workload, { keys: 4, clients: 3, mutant: 'skip-validation' }, "tx: the default workload, not the mutant's");
+  t.match((appOf(tx) as ExplorerApp<unknown>).replayArgs(), /--clients 3 --keys 4 --mutant skip-validation/, 'the replay names the workload the mutant does not pin');
+});
+
+t.test('runMutants stops each mutant at its first violation; the CLI reports it and its replay reproduces it', async (t) => {
+  const r = await runMutants('register', 'skip-install-flush', [1, 2, 3, 4]);
+  const m = r.mutants[0]!;
+  t.comment(`register skip-install-flush: ${JSON.stringify(m)}`);
+  t.ok(m.caught, 'caught');
+  t.equal(m.seedsRun, m.seed, 'no seed after the catching one ran');
+  t.ok(allCaught(r));
+  t.match(m.replay, /^pmrpc crash-test --app register --mutant skip-install-flush --seed \d+ .*--plain/);
+
+  const cli = spawnSync(process.execPath, [CLI, 'crash-test', '--app', 'register', '--mutants', 'skip-install-flush', '--seeds', `1..${m.seed}`, '--json'], { encoding: 'utf8', timeout: 200_000 });
+  t.equal(cli.status, 0, cli.stderr);
+  const doc = JSON.parse(cli.stdout) as { app: string; mutants: Array<Record<string, unknown>> };
+  t.equal(doc.app, 'register');
+  t.match(doc.mutants, [{ name: 'skip-install-flush', strategy: null, caught: true, seed: m.seed, images: m.images, replay: m.replay, equivalent: false }]);
+
+  const replay = spawnSync(process.execPath, [CLI, ...m.replay!.replace(/^pmrpc /, '').split(' ')], { encoding: 'utf8', timeout: 200_000 });
+  t.equal(replay.status, 1, 'the replay command finds the violation again');
+});
+
+t.test('the exit status: every mutant caught or equivalent', async (t) => {
+  const m = { name: 'x', strategy: null, caught: false, seed: null, images: 10, replay: null, equivalent: false, seedsRun: 2 };
+  t.notOk(allCaught({ app: 'kv', seeds: [1, 2], mutants: [m] }), 'a mutant not caught fails the sweep');
+  t.ok(allCaught({ app: 'kv', seeds: [1, 2], mutants: [{ ...m, equivalent: true }] }), 'an equivalent one does not');
+  t.ok(allCaught({ app: 'kv', seeds: [1, 2], mutants: [{ ...m, caught: true, seed: 2 }] }));
+});

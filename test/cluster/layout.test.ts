@@ -61,7 +61,7 @@ t.test('flags: coded errors name the flag; through serve, nothing is created', a
     [['--app', 'rs', '--kv-slots', '64'], /PMRPC_ERR_LAYOUT_WRONG_APP: --kv-slots is a layout option of the kv app, not of rs/],
     [['--app', 'kv', '--kv-slots', '65536', '--size', '1M'], /PMRPC_ERR_SIZE_TOO_SMALL: the kv app needs at least/],
   ] as Array<[string[], RegExp]>) {
-    const r = spawnSync(process.execPath, [CLI, 'serve', '--pm', pm, '--json', ...args], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [CLI, 'serve', '--create', '--pm', pm, '--json', ...args], { encoding: 'utf8', timeout: 60_000 });
     t.equal(r.status, 1, args.join(' '));
     t.match(r.stderr, re, args.join(' '));
   }
@@ -70,7 +70,7 @@ t.test('flags: coded errors name the flag; through serve, nothing is created', a
 
 /** Starts serve, waits for its start line, stops it with SIGTERM. */
 async function serveOnce(args: string[]): Promise<Record<string, unknown>> {
-  const p = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = spawn(process.execPath, [CLI, 'serve', '--create', '--port', '0', '--json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   p.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -102,6 +102,23 @@ t.test('serve --kv-slots / --kv-probe-slots / --kv-classes format a new file wit
   t.same([g.slotCount, g.probeSlots, g.bucketSlots, g.scheme, g.classes.map((c) => `${c.sizeBytes}:${c.count}`)], [4096, 16, 8, 'buckets', ['64:4096', '256:512']]);
   await serveOnce(['--pm', pm, '--app', 'kv', '--size', '4M', '--kv-slots', '64']);
   t.equal(read().slotCount, 4096, 'an existing file keeps its layout');
+});
+
+t.test('format takes the same layout flags as serve --create', async (t) => {
+  const pm = join(dir, 'kv-format.pm');
+  const r = spawnSync(process.execPath, [CLI, 'format', pm, '--app', 'kv', '--size', '4M', '--kv-slots', '2048', '--kv-probe-slots', '16', '--json'], { encoding: 'utf8', timeout: 60_000 });
+  t.equal(r.status, 0, r.stderr);
+  const region = PmemRegion.open(pm);
+  try {
+    const g = decodeKvHeader(region.load(0, 128), 0);
+    t.same([g.slotCount, g.probeSlots, g.bucketSlots], [2048, 16, 8], 'the file holds the layout the flags gave');
+  } finally {
+    region.close();
+  }
+  const bad = spawnSync(process.execPath, [CLI, 'format', join(dir, 'rs-format.pm'), '--app', 'rs', '--kv-slots', '64'], { encoding: 'utf8', timeout: 60_000 });
+  t.equal(bad.status, 1);
+  t.match(bad.stderr, /PMRPC_ERR_LAYOUT_WRONG_APP/);
+  t.notOk(existsSync(join(dir, 'rs-format.pm')), 'no file was created');
 });
 
 t.test('serve --rs-blocks', async (t) => {

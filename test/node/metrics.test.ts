@@ -2,20 +2,17 @@
 // recovered and serves, 200 after), /metrics with pmrpc_ series that move with requests; a failed
 // authentication is counted and logged — in process, and on a real `pmrpc serve --metrics-port 0`.
 import t from 'tap';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { NodeHost, NodeMetrics, authFailureLogger } from '../../src/node/index.js';
 import { RemoteRpcClient } from '../../src/server/index.js';
 import { DIGEST_HANDLERS } from '../../src/apps/rpc/index.js';
 import { WORKLOAD_METHOD, workloadPayload } from '../../src/server/workload.js';
 import { VirtualClock } from '../../pmem/index.js';
 import type { DisconnectInfo } from '../../src/transport/index.js';
+import { spawnServe } from './serve-child.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
-if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);
 
 const get = async (port: number, path: string): Promise<{ status: number; body: string }> => {
   const r = await fetch(`http://127.0.0.1:${port}${path}`);
@@ -99,27 +96,9 @@ t.test('`pmrpc serve --metrics-port 0`: metricsPort in the start line, /readyz 2
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const pm = join(dir, 'rpc.pm');
   await (await NodeHost.start({ app: 'rpc', pmPath: pm, create: true, appOptions: { handlers: DIGEST_HANDLERS } })).close();
-  const child = spawn(process.execPath, [MAIN, 'serve', '--pm', pm, '--port', '0', '--metrics-port', '0', '--auth-token', 'sesame'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
-  const line = await new Promise<string>((res, rej) => {
-    let buf = '';
-    const timer = setTimeout(() => rej(new Error(`serve printed nothing in 120 s; stderr: ${stderr}`)), 120_000);
-    child.stdout!.on('data', (c: Buffer) => {
-      buf += c.toString();
-      const nl = buf.indexOf('\n');
-      if (nl >= 0) {
-        clearTimeout(timer);
-        res(buf.slice(0, nl));
-      }
-    });
-    child.on('exit', (code) => rej(new Error(`serve exited (${code}); stderr: ${stderr}`)));
-  });
-  const start = JSON.parse(line) as { port: number; metricsPort: number };
+  const served = await spawnServe(t, ['--pm', pm, '--port', '0', '--metrics-port', '0', '--auth-token', 'sesame']);
+  const { child, exited } = served;
+  const start = served.start as { port: number; metricsPort: number };
   t.ok(Number.isInteger(start.metricsPort) && start.metricsPort > 0, `metricsPort ${start.metricsPort}`);
   t.equal((await get(start.metricsPort, '/healthz')).status, 200);
   t.equal((await get(start.metricsPort, '/readyz')).status, 200, 'recovered and serving');
@@ -132,8 +111,8 @@ t.test('`pmrpc serve --metrics-port 0`: metricsPort in the start line, /readyz 2
   t.ok((series(body, 'pmrpc_requests_total{app="rpc",strategy="wflush"}') ?? 0) >= 1, 'requests counted');
   t.ok(body.split('\n').filter((l) => l.startsWith('# TYPE pmrpc_')).length >= 10, 'pmrpc_ series');
   await t.rejects(RemoteRpcClient.connect({ port: start.port, authToken: 'bad' }), { code: 'PMRPC_ERR_AUTH' });
-  for (let i = 0; i < 200 && !stderr.includes('authentication failed'); i++) await new Promise((r) => setTimeout(r, 25));
-  t.match(stderr, /authentication failed: 127\.0\.0\.1:\d+/, 'logged on stderr');
+  for (let i = 0; i < 200 && !served.stderr().includes('authentication failed'); i++) await new Promise((r) => setTimeout(r, 25));
+  t.match(served.stderr(), /authentication failed: 127\.0\.0\.1:\d+/, 'logged on stderr');
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'SIGTERM: exits 0 (the metrics server closes too)');
 });

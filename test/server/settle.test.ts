@@ -2,12 +2,10 @@
 // sends every connection a Goodbye PMRPC_ERR_SERVER_CLOSED) settles every pending call of a
 // RemoteRpcClient with that code; a drop without a reconnect settles them after reconnectWindowMs.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import net from 'node:net';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { NodeHost } from '../../src/node/index.js';
 import { RemoteRpcClient } from '../../src/server/index.js';
 import { DIGEST_HANDLERS } from '../../src/apps/rpc/index.js';
@@ -15,9 +13,8 @@ import { WORKLOAD_METHOD, workloadPayload } from '../../src/server/workload.js';
 import { connectKvClient } from '../../src/apps/kv/index.js';
 import { connectPeer, connectRsCluster } from '../../src/cluster/index.js';
 import { QueuePair } from '../../flush/index.js';
+import { spawnServe } from '../node/serve-child.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
-if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);
 
 type Settled = { ok: boolean; code?: string };
 const settle = (p: Promise<unknown>): Promise<Settled> => p.then(() => ({ ok: true }), (e: unknown) => ({ ok: false, code: (e as { code?: string }).code }));
@@ -41,27 +38,8 @@ async function pmFile(t: Tap.Test, app: 'rpc' | 'kv'): Promise<string> {
 }
 
 async function serve(t: Tap.Test, args: string[]): Promise<{ port: number; stop: () => void; exited: Promise<number | null> }> {
-  const child = spawn(process.execPath, [MAIN, 'serve', '--json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
-  const line = await new Promise<string>((res, rej) => {
-    let buf = '';
-    const timer = setTimeout(() => rej(new Error(`serve printed nothing in 120 s; stderr: ${stderr}`)), 120_000);
-    child.stdout!.on('data', (c: Buffer) => {
-      buf += c.toString();
-      const nl = buf.indexOf('\n');
-      if (nl >= 0) {
-        clearTimeout(timer);
-        res(buf.slice(0, nl));
-      }
-    });
-    child.on('exit', (code) => rej(new Error(`serve exited (${code}) before listening; stderr: ${stderr}`)));
-  });
-  return { port: (JSON.parse(line) as { port: number }).port, stop: () => child.kill('SIGTERM'), exited };
+  const s = await spawnServe(t, ['--json', ...args]);
+  return { port: s.start.port, stop: () => s.child.kill('SIGTERM'), exited: s.exited };
 }
 
 t.test('a RemoteRpcClient\'s 32 pending calls all settle after the server\'s SIGTERM (a real `pmrpc serve`)', async (t) => {

@@ -42,6 +42,13 @@ export interface Model<S, I, O> {
   partition?(input: I): string;
   /** For reports. */
   describe?(op: Operation<I, O>): string;
+  /**
+   * Optional: the operations of one partition that can be left out without changing its verdict
+   * (each returns true to drop). Only operations cut by a crash may be dropped: a cut operation may
+   * take effect or not, so one whose every effect no completed operation can observe is as good as
+   * one that never happened — and each cut operation kept doubles the states the search may visit.
+   */
+  droppable?(op: Operation<I, O>, partition: readonly Operation<I, O>[]): boolean;
 }
 
 /** One partition's (key's) verdict. */
@@ -101,6 +108,9 @@ export function checkLinearizable<S, I, O>(model: Model<S, I, O>, history: Opera
     let list = parts.get(p);
     if (!list) parts.set(p, (list = []));
     list.push(op);
+  }
+  if (model.droppable) {
+    for (const [p, list] of parts) parts.set(p, list.filter((op) => op.ret !== undefined || !model.droppable!(op, list)));
   }
   // Iterative deepening over the partitions: every undecided one is searched afresh with a step
   // budget that grows fourfold per round up to maxSteps (a lone undecided partition gets maxSteps
@@ -275,5 +285,14 @@ export const kvModel: Model<string | null, KvInput, KvOutput> = {
   },
   key: (s) => (s === null ? '\u0000' : `=${s}`),
   partition: (input) => input.key,
+  // A cut GET changes nothing; a cut PUT whose value no completed GET returned, or a cut DELETE when
+  // no completed GET returned null, changes nothing any completed operation saw: leaving it out
+  // keeps the verdict (a linearization that includes it has no read of its value before the next
+  // write, so dropping it there is a linearization too).
+  droppable: (op, partition) => {
+    if (op.input.kind === 'get') return true;
+    const written = op.input.kind === 'put' ? op.input.value : null;
+    return !partition.some((o) => o.ret !== undefined && o.input.kind === 'get' && o.output === written);
+  },
   describe: (op) => `client ${op.client} ${op.input.kind}(${op.input.key}${op.input.kind === 'put' ? `, ${op.input.value}` : ''}) -> ${op.ret === undefined ? '?' : String(op.output)} [${op.call}, ${op.ret ?? '∞'}]`,
 };

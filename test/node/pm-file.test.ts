@@ -13,7 +13,7 @@ import { RemoteRpcClient } from '../../dist/src/server/client.js';
 import { WORKLOAD_METHOD, workloadPayload } from '../../dist/src/server/workload.js';
 import { PmemRegion } from '../../pmem/index.js';
 import { formatNodeFile, NodeHost } from '../../src/node/index.js';
-import { inspectFile } from '../../src/server/inspect.js';
+import { inspectFile } from '../../src/node/index.js';
 import { sizeOption } from '../../cli/serve.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));

@@ -180,6 +180,7 @@ export { inspectFile, checkFile, InspectErrorCodes, type InspectReport, type Che
 export { AppErrorCodes } from './apps/index.js';
 export { connectRsCluster, rsClientOfCluster, type RsClusterOptions } from './cluster/index.js';
 // PRISM-TX over TCP (docs/tx.md): a transaction client of a cluster's tx shards.
-export { connectTxCluster, TxClusterClient, TX_CLUSTER_DEFAULTS, txShardSource, type TxClusterOptions, type TxShards, type TxShardSource } from './cluster/index.js';
-export { TxClient, TxErrorCodes, type TxOutcome, type TxStatus } from './apps/tx/index.js';
+// The rest of PRISM-TX (TxClient, txShardSource, TxErrorCodes, …) is in `pmrpc/apps/tx`: the root stays under 100 names.
+export { connectTxCluster, TxClusterClient, type TxClusterOptions, type TxShards, type TxShardSource } from './cluster/index.js';
+export { type TxOutcome, type TxStatus } from './apps/tx/index.js';
 export { Cluster, connectPeer, CLUSTER_CONNECT_DEFAULTS, ClusterClientErrorCodes, ClusterErrorCodes, parseClusterSpec, loadClusterFile, clusterNode, isLocalNode, type ClusterSpec, type ClusterNodeSpec, type ClusterNodeOptions, type ClusterConnectOptions, type NodeConnection } from './cluster/index.js';

@@ -83,7 +83,7 @@ t.test('pmrpc/testing carries the checkers, litmus, the crash explorer, timeline
 t.test('pmrpc/apps/kv carries PRISM-KV and its baseline; the layers and the transport their own', async (t) => {
   has(t, 'pmrpc/apps/kv', ['PrismKvServer', 'PrismKvClient', 'PilafServer', 'PilafClient', 'KvErrorCodes', 'KV_SERVER_DEFAULTS', 'KV_CLIENT_DEFAULTS']);
   has(t, 'pmrpc/apps/tx', ['TxClient', 'TxResolver', 'txApp', 'TxErrorCodes', 'connectTxCluster', 'TxClusterClient', 'txShardSource']);
-  has(t, 'pmrpc', ['connectTxCluster', 'TxClusterClient', 'txShardSource', 'TxClient', 'TxErrorCodes']);
+  has(t, 'pmrpc', ['connectTxCluster', 'TxClusterClient']);
   has(t, 'pmrpc/transport', ['encodeMessage', 'decodeMessage', 'FrameReader', 'TcpLink', 'TcpNicServer']);
   has(t, 'pmrpc/pmem', ['PmemRegion', 'crashImages', 'materialize']);
   has(t, 'pmrpc/flush', ['Rnic', 'casSucceeds']);

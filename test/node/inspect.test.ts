@@ -37,7 +37,7 @@ const APPS = ['rpc', 'kv', 'rs', 'rslock', 'tx', 'txfarm', 'txford'] as const;
 /** A fresh file of `app` made by a node host (formatted, recovered, closed in order). */
 async function freshFile(app: string, name = app, appOptions: object = {}): Promise<string> {
   const pm = join(dir, `${name}.pm`);
-  const node = await NodeHost.start({ app, appOptions, pmPath: pm, sizeBytes: 4 << 20, entropy: seededEntropy(createPrng(seed)) });
+  const node = await NodeHost.start({ app, appOptions, pmPath: pm, create: true, sizeBytes: 4 << 20, entropy: seededEntropy(createPrng(seed)) });
   await node.close();
   return pm;
 }
@@ -81,7 +81,7 @@ t.test('fresh files of every app (and the Pilaf baseline): the app named, layout
 t.test('written files: rpc, kv (TCP clients of a node host), rs, tx, txfarm, txford (in-process, saved to a file)', async (t) => {
   // rpc: five durable calls through a node.
   const rpcPm = join(dir, 'rpc-w.pm');
-  const node = await RpcNode.start({ pmPath: rpcPm, sizeBytes: 2 << 20, strategy: 'wflush', handlers: WORKLOAD_HANDLERS });
+  const node = await RpcNode.start({ pmPath: rpcPm, create: true, sizeBytes: 2 << 20, strategy: 'wflush', handlers: WORKLOAD_HANDLERS });
   const c = await RemoteRpcClient.connect({ port: node.address().port, name: 'w' });
   for (let i = 1; i <= 5; i++) await c.rpc.call(WORKLOAD_METHOD, workloadPayload(seed, c.clientId, i)).result;
   c.close();
@@ -92,7 +92,7 @@ t.test('written files: rpc, kv (TCP clients of a node host), rs, tx, txfarm, txf
 
   // kv: 20 keys through a node.
   const kvPm = join(dir, 'kv-w.pm');
-  const kvNode = await NodeHost.start<KvAppServer>({ app: 'kv', pmPath: kvPm, sizeBytes: 2 << 20 });
+  const kvNode = await NodeHost.start<KvAppServer>({ app: 'kv', pmPath: kvPm, create: true, sizeBytes: 2 << 20 });
   const { link, welcome } = await TcpLink.connect({ host: '127.0.0.1', port: kvNode.address().port, hello: new Uint8Array(0), name: 'w', clock: systemClock, authToken: undefined });
   const kv = await connectKvClient(new QueuePair(link), welcome);
   for (let i = 0; i < 20; i++) await kv.put(`key-${i}`, te.encode(`v${i}`));

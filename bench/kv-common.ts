@@ -9,6 +9,7 @@ export type KvSystem = 'prism' | 'pilaf';
 
 export const KV_BENCH_LAYOUT: Partial<KvLayoutOptions> = {
   slotCount: 4096,
+  probeSlots: 4,
   keyBytesMax: 16,
   classes: [
     { sizeBytes: 64, count: 2048 },

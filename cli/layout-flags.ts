@@ -27,8 +27,8 @@ const EXISTING = 'an existing file keeps its own layout';
 export function addLayoutFlags(cmd: Command): Command {
   const classes = KV_LAYOUT_DEFAULTS.classes.map((c) => `${c.sizeBytes}:${c.count}`).join(',');
   return cmd
-    .option('--kv-slots <n>', `kv app: index slots of a new PM file (default ${KV_LAYOUT_DEFAULTS.slotCount}; a multiple of --kv-probe-slots / 2; ${EXISTING})`)
-    .option('--kv-probe-slots <n>', `kv app: slots a key may occupy — two buckets of n / 2, all read by a GET in one round trip (default ${KV_LAYOUT_DEFAULTS.probeSlots}; even, 2..64; ${EXISTING})`)
+    .option('--kv-slots <n>', `kv app: index slots of a new PM file (default ${KV_LAYOUT_DEFAULTS.slotCount}, at most 2^24; ${EXISTING})`)
+    .option('--kv-probe-slots <n>', `kv app: a key's probe window, contiguous slots from its home slot (default ${KV_LAYOUT_DEFAULTS.probeSlots}, at most 16; ${EXISTING})`)
     .option('--kv-classes <list>', `kv app: the item arena's size classes SIZE:COUNT,… (sizes increasing powers of two in [64, 2^20]; default ${classes}; ${EXISTING})`)
     .option('--rs-blocks <n>', `rs app: blocks (registers) per replica of a new PM file (default ${RS_LAYOUT_DEFAULTS.blocks}; ${EXISTING})`)
     .option('--tx-items <n>', `tx app: items in the shard's arena of a new PM file (default ${TX_APP_DEFAULTS.items}; at least the shard's keys; with --cluster it overrides the file's txItems; ${EXISTING})`);

@@ -55,9 +55,9 @@ declare module '../../pmem/index.js' {
  * its header records.
  */
 export interface LayoutOptions {
-  /** kv: index slots (default 1024; a multiple of kvProbeSlots / 2). */
+  /** kv: index slots (default 1024, at most 2^24). */
   kvSlots?: number;
-  /** kv: slots a key may occupy — two buckets of kvProbeSlots / 2 (default 32; even, 2..64). */
+  /** kv: a key's probe window, contiguous slots from its home slot (default 4, at most 16). */
   kvProbeSlots?: number;
   /** kv: the item arena's size classes, increasing powers of two in [64, 2^20] with their buffer counts. */
   kvClasses?: SizeClass[];

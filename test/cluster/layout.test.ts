@@ -28,8 +28,8 @@ t.test('cluster file: layout options of the node\'s app, checked by the app\'s r
   t.equal(parseClusterSpec(spec('rs', { rsBlocks: 1000 })).nodes[0]!.options.rsBlocks, 1000);
   t.throws(() => parseClusterSpec(spec('rs', { kvSlots: 64 })), code(LayoutErrorCodes.LAYOUT_WRONG_APP));
   t.throws(() => parseClusterSpec(spec('kv', { txItems: 64 })), code(LayoutErrorCodes.LAYOUT_WRONG_APP));
-  t.throws(() => parseClusterSpec(spec('kv', { kvSlots: 1000 })), { code: LayoutErrorCodes.BAD_LAYOUT, message: /nodes\[0\]\.options\.kvSlots must be a multiple of kvProbeSlots \/ 2/ });
-  t.throws(() => parseClusterSpec(spec('kv', { kvProbeSlots: 7 })), code(LayoutErrorCodes.BAD_LAYOUT));
+  t.throws(() => parseClusterSpec(spec('kv', { kvSlots: 1 << 25 })), { code: LayoutErrorCodes.BAD_LAYOUT, message: /nodes\[0\]\.options\.kvSlots must be an integer in \[1, 2\^24\]/ });
+  t.throws(() => parseClusterSpec(spec('kv', { kvProbeSlots: 17 })), code(LayoutErrorCodes.BAD_LAYOUT));
   t.throws(() => parseClusterSpec(spec('kv', { kvClasses: [{ sizeBytes: 100, count: 1 }] })), code(LayoutErrorCodes.BAD_LAYOUT));
   t.throws(() => parseClusterSpec(spec('kv', { kvClasses: [{ size: 64 }] })), code('PMRPC_ERR_CLUSTER_BAD_FIELD'));
   t.throws(() => parseClusterSpec(spec('tx', { keysPerShard: 20, txItems: 10 })), code(LayoutErrorCodes.BAD_LAYOUT), 'fewer items than keys');
@@ -44,7 +44,7 @@ t.test('flags: coded errors name the flag; through serve, nothing is created', a
   const cases: Array<[string, Record<string, string>, string, RegExp]> = [
     ['rs', { kvSlots: '64' }, 'PMRPC_ERR_LAYOUT_WRONG_APP', /--kv-slots is a layout option of the kv app, not of rs/],
     ['kv', { txItems: '64' }, 'PMRPC_ERR_LAYOUT_WRONG_APP', /--tx-items/],
-    ['kv', { kvSlots: '1000' }, 'PMRPC_ERR_BAD_LAYOUT', /--kv-slots must be a multiple of --kv-probe-slots \/ 2/],
+    ['kv', { kvProbeSlots: '17' }, 'PMRPC_ERR_BAD_LAYOUT', /--kv-probe-slots must be an integer in \[1, min\(16, --kv-slots\)\]/],
     ['kv', { kvProbeSlots: 'x' }, 'PMRPC_ERR_BAD_LAYOUT', /--kv-probe-slots must be a positive integer/],
     ['kv', { kvSlots: '-3' }, 'PMRPC_ERR_BAD_LAYOUT', /--kv-slots must be a positive integer/],
     ['kv', { kvClasses: '64:10,64:3' }, 'PMRPC_ERR_BAD_LAYOUT', /increasing/],
@@ -89,7 +89,7 @@ async function serveOnce(args: string[]): Promise<Record<string, unknown>> {
 
 t.test('serve --kv-slots / --kv-probe-slots / --kv-classes format a new file with them; an existing file keeps its own', async (t) => {
   const pm = join(dir, 'kv.pm');
-  await serveOnce(['--pm', pm, '--app', 'kv', '--size', '4M', '--kv-slots', '4096', '--kv-probe-slots', '16', '--kv-classes', '64:4096,256:512']);
+  await serveOnce(['--pm', pm, '--app', 'kv', '--size', '4M', '--kv-slots', '4096', '--kv-probe-slots', '8', '--kv-classes', '64:4096,256:512']);
   const read = (): ReturnType<typeof decodeKvHeader> => {
     const r = PmemRegion.open(pm);
     try {
@@ -99,19 +99,19 @@ t.test('serve --kv-slots / --kv-probe-slots / --kv-classes format a new file wit
     }
   };
   const g = read();
-  t.same([g.slotCount, g.probeSlots, g.bucketSlots, g.scheme, g.classes.map((c) => `${c.sizeBytes}:${c.count}`)], [4096, 16, 8, 'buckets', ['64:4096', '256:512']]);
+  t.same([g.slotCount, g.probeSlots, g.classes.map((c) => `${c.sizeBytes}:${c.count}`)], [4096, 8, ['64:4096', '256:512']]);
   await serveOnce(['--pm', pm, '--app', 'kv', '--size', '4M', '--kv-slots', '64']);
   t.equal(read().slotCount, 4096, 'an existing file keeps its layout');
 });
 
 t.test('format takes the same layout flags as serve --create', async (t) => {
   const pm = join(dir, 'kv-format.pm');
-  const r = spawnSync(process.execPath, [CLI, 'format', pm, '--app', 'kv', '--size', '4M', '--kv-slots', '2048', '--kv-probe-slots', '16', '--json'], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [CLI, 'format', pm, '--app', 'kv', '--size', '4M', '--kv-slots', '2048', '--kv-probe-slots', '8', '--json'], { encoding: 'utf8', timeout: 60_000 });
   t.equal(r.status, 0, r.stderr);
   const region = PmemRegion.open(pm);
   try {
     const g = decodeKvHeader(region.load(0, 128), 0);
-    t.same([g.slotCount, g.probeSlots, g.bucketSlots], [2048, 16, 8], 'the file holds the layout the flags gave');
+    t.same([g.slotCount, g.probeSlots], [2048, 8], 'the file holds the layout the flags gave');
   } finally {
     region.close();
   }

@@ -1,17 +1,17 @@
 /**
  * The PRISM-KV client: GET, PUT and DELETE as NIC chains over any Link (QueuePair), no server CPU.
  *
- * GET    1 RTT: bounded indirect READs of every slot the key may occupy (its two buckets, in its
- *        probe order — layout.ts probeOrder; the bound = the item's buffer size, 0 for an empty
- *        slot), then FLUSH(persistent) of those slots in the same message: what a GET returns is
- *        durable (DESIGN §5: a read never returns state a crash can take back).
+ * GET    1 RTT: bounded indirect READ of the key's home slot (the bound = the item's buffer size),
+ *        then FLUSH(persistent) of that slot in the same message: what a GET returns is durable
+ *        (DESIGN §5: a read never returns state a crash can take back).
+ *        On a collision, 1 more: a chain of bounded indirect READs of the rest of the window + FLUSH.
  * PUT    1 RTT with a cached slot (slot index + version): WRITE scratch[8..24) ← (bound, version+1);
  *        ALLOCATE → redirect scratch[0]; FLUSH(persistent) heap (conditional); CAS 'gt' on the
  *        version word with dataIndirect from scratch (conditional); FLUSH(persistent) slot
- *        (conditional) — over the key's probe order up to the slot, so the slots it went past
- *        (maybe claimed by a chain whose own FLUSH has not run) are durable too; READ scratch[0] (the
+ *        (conditional) — over the window from home to the slot, so the slots it went past (maybe
+ *        claimed by a chain whose own FLUSH has not run) are durable too; READ scratch[0] (the
  *        allocated address, to return it if the CAS lost).
- *        Without a cached slot, 1 RTT before it to locate the key (the same READs as a GET's).
+ *        Without a cached slot, 1 RTT before it to locate the key (chain of window READs).
  * DELETE the same chain with a tombstone item: a slot, once claimed by a key, stays that key's.
  *
  * Dropped connections (options.reconnect): a chain whose connection dropped is posted again on a
@@ -44,10 +44,8 @@ import {
   decodeKvHeader,
   decodeSlot,
   encodeItem,
+  homeSlot,
   itemBytes,
-  probeOrder,
-  probePrefix,
-  slotRuns,
   slotOffset,
   type KvGeometry,
 } from './layout.js';
@@ -220,14 +218,21 @@ export class PrismKvClient {
     this.#begin();
     this.#stats.gets++;
     try {
-      const order = probeOrder(this.geometry, k);
+      const g = this.geometry;
+      const home = homeSlot(g, k);
       for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
         if (attempt > 0) this.#stats.readRetries++;
-        const cs = await this.#safe(this.#durableReads(order));
-        for (const x of cs.slice(order.length)) check(x); // a value is returned only once its FLUSH completed
+        const [c, fl] = await this.#safe(this.#durableReads(home, 1));
+        if (fl !== undefined) check(fl); // a value is returned only once its FLUSH completed
+        const first = this.#classify(k, home, check(c!).data!);
+        if (first === 'torn') continue;
+        if (first !== 'other') return this.#answer(name, first);
+        if (g.probeSlots === 1) return undefined;
+        const cs = await this.#safe(this.#durableReads(home + 1, g.probeSlots - 1));
+        for (const x of cs.slice(g.probeSlots - 1)) check(x);
         let torn = false;
-        for (let j = 0; j < order.length; j++) {
-          const r = this.#classify(k, order[j]!, check(cs[j]!).data!);
+        for (let j = 0; j < g.probeSlots - 1; j++) {
+          const r = this.#classify(k, home + 1 + j, check(cs[j]!).data!);
           if (r === 'torn') {
             torn = true;
             break;
@@ -243,14 +248,14 @@ export class PrismKvClient {
   }
 
   #classify(k: Uint8Array, slot: number, data: Uint8Array): 'torn' | 'other' | { slot: number; item: ReturnType<typeof decodeItem> } {
-    if (data.length === 0) return { slot, item: undefined }; // an empty slot ends the probe: the key is absent
+    if (data.length === 0) return { slot, item: undefined }; // an empty slot ends the window: the key is absent
     const item = decodeItem(data);
     if (item === undefined) return 'torn';
     return bytesEqual(item.key, k) ? { slot, item } : 'other';
   }
 
   /**
-   * Bounded READs of `slots` (in that order), then FLUSH(persistent) over those slots (one per run of contiguous slots), in one
+   * Bounded READs of slots [first, first + n), then FLUSH(persistent) over those slots, in one
    * message: what the READs returned is durable before the client sees it (DESIGN §5). A READ sees
    * host memory — media or dirty CPU lines, never another QP's undrained NIC-cache entry (DESIGN
    * §2.2 (i)) — and FLUSH(persistent, range) writes back every dirty line of its range whoever
@@ -258,15 +263,11 @@ export class PrismKvClient {
    * it completes. The items they point at need no FLUSH: every writer's chain FLUSHes its item
    * before its CAS can make a pointer to it visible.
    */
-  #durableReads(slots: readonly number[]): WorkRequest[] {
-    const wrs: WorkRequest[] = slots.map((i) => Wr.read(this.#slot(i), this.#maxRead, { bounded: true }));
-    if (!this.faults.getWithoutFlush) wrs.push(...this.#slotFlushes(slots, false));
+  #durableReads(first: number, n: number): WorkRequest[] {
+    const wrs: WorkRequest[] = [];
+    for (let i = first; i < first + n; i++) wrs.push(Wr.read(this.#slot(i), this.#maxRead, { bounded: true }));
+    if (!this.faults.getWithoutFlush) wrs.push(Wr.flush('persistent', this.rkey, { addr: slotOffset(this.geometry, first), len: n * SLOT_BYTES }));
     return wrs;
-  }
-
-  /** FLUSH(persistent) of `slots`, one per run of contiguous slots. */
-  #slotFlushes(slots: readonly number[], conditional: boolean): WorkRequest[] {
-    return slotRuns(slots).map((r) => Wr.flush('persistent', this.rkey, { addr: slotOffset(this.geometry, r.first), len: r.n * SLOT_BYTES }, { conditional }));
   }
 
   #answer(name: string, r: { slot: number; item: ReturnType<typeof decodeItem> }): Uint8Array | undefined {
@@ -335,13 +336,13 @@ export class PrismKvClient {
         const loc = await this.#locate(k);
         if (loc.kind === 'full') {
           if (tombstone) return;
-          throw new PmrpcError(KvErrorCodes.INDEX_FULL, `every slot key ${name} may occupy (${this.geometry.probeSlots} of ${this.geometry.slotCount}) belongs to another key`);
+          throw new PmrpcError(KvErrorCodes.INDEX_FULL, `every slot of the probe window of key ${name} belongs to another key`);
         }
-        if (tombstone && loc.kind === 'free') return; // absent: nothing to delete (no slot of its probe order ever held the key)
+        if (tombstone && loc.kind === 'free') return; // absent: nothing to delete (no slot of the window ever held the key)
         if (tombstone && loc.kind === 'found' && loc.item.tombstone) {
           // Deleted already — but maybe by a chain whose FLUSH has not run: the tombstone must be
           // durable before this DELETE is acknowledged as done (one more round trip, only here).
-          if (!f.deleteNoopWithoutFlush) for (const x of await this.#safe(this.#slotFlushes(probePrefix(g, k, loc.ref.slot), false))) check(x);
+          if (!f.deleteNoopWithoutFlush) check((await this.#safe([Wr.flush('persistent', this.rkey, { addr: slotOffset(g, homeSlot(g, k)), len: (loc.ref.slot - homeSlot(g, k) + 1) * SLOT_BYTES })]))[0]!);
           return;
         }
         ref = loc.ref;
@@ -361,13 +362,12 @@ export class PrismKvClient {
           : Wr.prismCasFrom('gt', slotLoc, { scratch: SCRATCH_PTR }, SLOT_CAS_BYTES, { conditional: !f.unconditionalCas, compareMask: VERSION_MASK }),
       );
       const flushAt = chain.length;
-      // The index FLUSH covers the key's probe order up to the slot: the slots this PUT went past
+      // The index FLUSH covers the window from home to the slot: the slots this PUT went past
       // (claimed by other keys, maybe by chains whose own FLUSH has not run yet: their CAS results
       // are in host memory, where this FLUSH reaches them) are durable before it is acknowledged —
-      // else a crash could empty one and end the probe before this key (DESIGN §5). One FLUSH
-      // per run of contiguous slots (two buckets: two).
-      if (!f.dropIndexFlush) chain.push(...this.#slotFlushes(f.narrowIndexFlush ? [ref.slot] : probePrefix(g, k, ref.slot), true));
-      const flushEnd = chain.length;
+      // else a crash could empty one and end the probe before this key (DESIGN §5).
+      const from = f.narrowIndexFlush ? ref.slot : homeSlot(g, k);
+      if (!f.dropIndexFlush) chain.push(Wr.flush('persistent', this.rkey, { addr: slotOffset(g, from), len: (ref.slot - from + 1) * SLOT_BYTES }, { conditional: true }));
       chain.push(Wr.read({ scratch: SCRATCH_PTR }, 8));
       let cs: Completion[];
       try {
@@ -383,7 +383,7 @@ export class PrismKvClient {
       const alloc = check(cs[1]!);
       const cas = check(cs[casAt]!);
       if (cas.status === 'ok' && cas.swapped === true) {
-        for (let i = flushAt; i < flushEnd; i++) check(cs[i]!);
+        if (!f.dropIndexFlush) check(cs[flushAt]!);
         const old = decodeSlot(cas.data!);
         if (old.ptr !== g.base && old.ptr > 0) this.#returns.push(old.ptr);
         this.#cache.set(name, { slot: ref.slot, version });
@@ -424,18 +424,19 @@ export class PrismKvClient {
 
   /**
    * The outcome of a PUT / DELETE chain whose answer a drop lost (it compared against `ref.version`
-   * and installs ref.version + 1): a FLUSHed READ of the probe order up to the slot (what it shows
+   * and installs ref.version + 1): a FLUSHed READ of the window from home to the slot (what it shows
    * is durable, as a GET's). 'mine': the slot holds the item we meant at that version (ours, or an
    * equal item of another writer — linearizable either way). A version other than ours there: ours
    * never swapped and never will. 'unchanged': the lost chain has not swapped so far (it may later).
    * 'moved': the slot went further, and whether ours was one of the steps cannot be told.
    */
   async #resolve(k: Uint8Array, ref: SlotRef, value: Uint8Array, tombstone: boolean): Promise<'mine' | 'unchanged' | 'moved' | { version: bigint }> {
-    const prefix = probePrefix(this.geometry, k, ref.slot);
-    const n = prefix.length;
+    const g = this.geometry;
+    const home = homeSlot(g, k);
+    const n = ref.slot - home + 1;
     for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
       if (attempt > 0) this.#stats.readRetries++;
-      const cs = await this.#safe(this.#durableReads(prefix));
+      const cs = await this.#safe(this.#durableReads(home, n));
       for (const x of cs.slice(n)) check(x);
       const data = check(cs[n - 1]!).data!;
       if (data.length === 0) return ref.version === 0n ? 'unchanged' : 'moved';
@@ -449,26 +450,29 @@ export class PrismKvClient {
     throw new PmrpcError(KvErrorCodes.CORRUPT, `the item of key ${show(k)} failed its checksum ${this.options.readRetriesMax + 1} times`);
   }
 
-  /** One round trip: every slot the key may occupy, to find the key's slot or the first free slot of its probe order. */
+  /** One round trip: the whole window, to find the key's slot or the first free slot. */
   async #locate(k: Uint8Array): Promise<Located> {
-    const order = probeOrder(this.geometry, k);
+    const g = this.geometry;
+    const home = homeSlot(g, k);
     for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
       if (attempt > 0) this.#stats.readRetries++;
-      const cs = await this.#safe(order.map((i) => Wr.read(this.#slot(i), this.#maxRead, { bounded: true })));
+      const wrs: WorkRequest[] = [];
+      for (let i = home; i < home + g.probeSlots; i++) wrs.push(Wr.read(this.#slot(i), this.#maxRead, { bounded: true }));
+      const cs = await this.#safe(wrs);
       let torn = false;
       for (let j = 0; j < cs.length; j++) {
         const data = check(cs[j]!).data!;
-        if (data.length === 0) return { kind: 'free', ref: { slot: order[j]!, version: 0n } };
+        if (data.length === 0) return { kind: 'free', ref: { slot: home + j, version: 0n } };
         const item = decodeItem(data);
         if (item === undefined) {
           torn = true;
           break;
         }
-        if (bytesEqual(item.key, k)) return { kind: 'found', ref: { slot: order[j]!, version: item.version }, item };
+        if (bytesEqual(item.key, k)) return { kind: 'found', ref: { slot: home + j, version: item.version }, item };
       }
       if (!torn) return { kind: 'full' };
     }
-    throw new PmrpcError(KvErrorCodes.CORRUPT, `the probe slots of key ${show(k)} kept failing their checksum`);
+    throw new PmrpcError(KvErrorCodes.CORRUPT, `the window of key ${show(k)} kept failing its checksum`);
   }
 
   // ---------------------------------------------------------------- the return RPC

@@ -4,8 +4,6 @@
  * KV area at `base` (64-byte aligned), registered as one MR:
  *   header   [base, base+256)       line 0–1: config (magic, version, geometry, crc); line 2: epoch word
  *   index    slotCount × 32 B        slot = ptr u64 | bound u64 | version u64 | reserved u64
- *            (layout version 2: slotCount / (probeSlots / 2) buckets of probeSlots / 2 slots;
- *            a key may occupy the slots of its two buckets — see probeOrder)
  *   arena    one sub-arena per size class, buffers of 2^k bytes, sizeBytes-aligned offsets from base
  *   mailbox  recv buffers for the buffer-return RPC (SEND payloads)
  *
@@ -25,12 +23,7 @@ import { AREA_MAGIC } from '../index.js';
 import { crc32c, intIn, PmrpcError, resolveOptions, defineErrorCodes, type ErrorCodesOf, type OptionCheck, type OptionChecks } from '../../../pmem/index.js';
 
 export const KV_MAGIC = AREA_MAGIC.kv; // 'RMSPVK01' little-endian
-/** The layout format() writes: two-choice buckets. Version 1 (a contiguous probe window) is still opened. */
-export const KV_LAYOUT_VERSION = 2;
-/** Layout version 1: a key's probe window is probeSlots contiguous slots from its home (files made before version 2). */
-export const KV_LAYOUT_VERSION_WINDOW = 1;
-/** Largest probeSlots of layout version 2 (two buckets of 32: a GET posts that many bounded READs). */
-export const PROBE_SLOTS_MAX = 64;
+export const KV_LAYOUT_VERSION = 1;
 /** The Pilaf-style baseline's area: the same header with its own magic ('RMSPLP01'). */
 export const PILAF_MAGIC = AREA_MAGIC.pilaf;
 export const KV_HEADER_BYTES = 256;
@@ -52,7 +45,7 @@ export const KvErrorCodes = defineErrorCodes('kv', {
   KEY_TOO_LONG: 'PMRPC_ERR_KV_KEY_TOO_LONG',
   /** Item (24 B header + key + value) larger than the largest size class. */
   VALUE_TOO_LARGE: 'PMRPC_ERR_KV_VALUE_TOO_LARGE',
-  /** Every slot the key may occupy (its two buckets; its probe window in layout version 1) is claimed by other keys. */
+  /** Every slot of the key's probe window is claimed by other keys. */
   INDEX_FULL: 'PMRPC_ERR_KV_INDEX_FULL',
   /** The free list of the item's size class stayed empty after returning the client's buffers. */
   FULL: 'PMRPC_ERR_KV_FULL',
@@ -83,22 +76,10 @@ export interface SizeClass {
   count: number;
 }
 
-/**
- * How keys map to slots: 'buckets' (layout version 2) — the index is slotCount / bucketSlots
- * buckets, a key's probe set is its two buckets (two hashes), claimed in the interleaved order of
- * probeOrder; 'window' (version 1) — probeSlots contiguous slots from the key's home slot.
- */
-export type KvIndexScheme = 'buckets' | 'window';
-
 export interface KvGeometry {
   base: number;
-  /** 'buckets' for every area format() writes; 'window' for an area of layout version 1. */
-  scheme: KvIndexScheme;
   slotCount: number;
-  /** Slots a key may occupy: its probe set (two buckets of bucketSlots, or its window). */
   probeSlots: number;
-  /** Slots per bucket (probeSlots / 2; 'window': probeSlots). */
-  bucketSlots: number;
   keyBytesMax: number;
   classes: Array<SizeClass & { offset: number }>;
   indexOffset: number;
@@ -120,7 +101,7 @@ export interface KvLayoutOptions {
 
 export const KV_LAYOUT_DEFAULTS: Readonly<KvLayoutOptions> = Object.freeze({
   slotCount: 1024,
-  probeSlots: 32,
+  probeSlots: 4,
   keyBytesMax: 64,
   classes: Object.freeze([
     Object.freeze({ sizeBytes: 64, count: 1024 }),
@@ -147,13 +128,8 @@ export function sizeClassesCheck(max: number): OptionCheck {
 }
 
 const KV_LAYOUT_CHECKS: OptionChecks<KvLayoutOptions> = {
-  slotCount: intIn(2, 1 << 24, '[2, 2^24]'),
-  probeSlots: (name, v, all) => {
-    const slots = all.slotCount as number;
-    intIn(2, Math.min(PROBE_SLOTS_MAX, slots), `[2, min(${PROBE_SLOTS_MAX}, slotCount)]`)(name, v, all);
-    if ((v as number) % 2 !== 0) throw new RangeError(`${name} must be even (two buckets of ${name} / 2 slots), got ${String(v)}`);
-    if (slots % ((v as number) / 2) !== 0) throw new RangeError(`slotCount must be a multiple of ${name} / 2 (whole buckets of ${(v as number) / 2} slots), got ${slots}`);
-  },
+  slotCount: intIn(1, 1 << 24, '[1, 2^24]'),
+  probeSlots: (name, v, all) => intIn(1, Math.min(16, all.slotCount as number), '[1, min(16, slotCount)]')(name, v, all),
   keyBytesMax: intIn(1, 255),
   classes: sizeClassesCheck(MAX_CLASSES),
   mailboxBuffers: intIn(1, 4096),
@@ -164,7 +140,7 @@ export function validateLayoutOptions(options: Partial<KvLayoutOptions>): KvLayo
 }
 
 /** Where everything lies, for a KV area at `base`. */
-export function computeKvGeometry(base: number, o: KvLayoutOptions, scheme: KvIndexScheme = 'buckets'): KvGeometry {
+export function computeKvGeometry(base: number, o: KvLayoutOptions): KvGeometry {
   if (!Number.isSafeInteger(base) || base < 0 || base % 64 !== 0) throw new RangeError(`base must be a non-negative multiple of 64, got ${String(base)}`);
   const indexOffset = base + KV_HEADER_BYTES;
   let at = indexOffset + o.slotCount * SLOT_BYTES;
@@ -180,10 +156,8 @@ export function computeKvGeometry(base: number, o: KvLayoutOptions, scheme: KvIn
   const end = mailboxOffset + o.mailboxBuffers * MAILBOX_BUFFER_BYTES;
   return {
     base,
-    scheme,
     slotCount: o.slotCount,
     probeSlots: o.probeSlots,
-    bucketSlots: scheme === 'buckets' ? o.probeSlots / 2 : o.probeSlots,
     keyBytesMax: o.keyBytesMax,
     classes,
     indexOffset,
@@ -199,7 +173,7 @@ export function encodeKvHeader(g: KvGeometry, magic: bigint = KV_MAGIC): Uint8Ar
   const b = new Uint8Array(128);
   const dv = new DataView(b.buffer);
   dv.setBigUint64(0, magic, true);
-  dv.setUint32(8, g.scheme === 'buckets' ? KV_LAYOUT_VERSION : KV_LAYOUT_VERSION_WINDOW, true);
+  dv.setUint32(8, KV_LAYOUT_VERSION, true);
   dv.setUint32(12, g.slotCount, true);
   dv.setUint32(16, g.probeSlots, true);
   dv.setUint32(20, g.classes.length, true);
@@ -218,21 +192,12 @@ export function decodeKvHeader(b: Uint8Array, base: number, magic: bigint = KV_M
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
   if (b.length < 128 || dv.getBigUint64(0, true) !== magic) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `no KV area at offset ${base}`);
   if (dv.getUint32(124, true) !== crc32c(b.subarray(0, 124))) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `the KV header at offset ${base} fails its checksum`);
-  const version = dv.getUint32(8, true);
-  if (version !== KV_LAYOUT_VERSION && version !== KV_LAYOUT_VERSION_WINDOW) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `KV layout version ${version} is not supported`);
+  if (dv.getUint32(8, true) !== KV_LAYOUT_VERSION) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `KV layout version ${dv.getUint32(8, true)} is not supported`);
   const n = dv.getUint32(20, true);
   const classes: SizeClass[] = [];
   for (let i = 0; i < n && i < MAX_CLASSES; i++) classes.push({ sizeBytes: dv.getUint32(32 + i * 8, true), count: dv.getUint32(36 + i * 8, true) });
-  const fields = { slotCount: dv.getUint32(12, true), probeSlots: dv.getUint32(16, true), keyBytesMax: dv.getUint32(24, true), classes, mailboxBuffers: dv.getUint32(28, true) };
-  try {
-    if (version === KV_LAYOUT_VERSION) return computeKvGeometry(base, validateLayoutOptions(fields), 'buckets');
-    // Version 1: the checks of its time (a window of 1..min(16, slotCount) slots).
-    const o = resolveOptions(KV_LAYOUT_DEFAULTS, fields, { ...KV_LAYOUT_CHECKS, slotCount: intIn(1, 1 << 24), probeSlots: (name, v, all) => intIn(1, Math.min(16, all.slotCount as number))(name, v, all) });
-    return computeKvGeometry(base, o, 'window');
-  } catch (e) {
-    if (e instanceof RangeError || e instanceof TypeError) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `the KV header at offset ${base} describes no valid layout: ${e.message}`);
-    throw e;
-  }
+  const o = validateLayoutOptions({ slotCount: dv.getUint32(12, true), probeSlots: dv.getUint32(16, true), keyBytesMax: dv.getUint32(24, true), classes, mailboxBuffers: dv.getUint32(28, true) });
+  return computeKvGeometry(base, o);
 }
 
 // ------------------------------------------------------------------ slots
@@ -274,71 +239,9 @@ export function hashKey(key: Uint8Array): number {
   return h >>> 0;
 }
 
-/** MurmurHash3's 32-bit finaliser: every input bit reaches every output bit (FNV-1a's low bits alone follow the last bytes). */
-function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
-
-/** The key's two buckets (distinct bucket numbers), layout version 2. */
-export function keyBuckets(g: KvGeometry, key: Uint8Array): [number, number] {
-  const nb = g.slotCount / g.bucketSlots;
-  const h = hashKey(key);
-  const a = fmix32(h) % nb;
-  const b = fmix32((h ^ 0x9e3779b9) >>> 0) % (nb - 1);
-  return [a, b >= a ? b + 1 : b];
-}
-
-/**
- * The slots the key may occupy, in the order a PUT claims them (the first free one): 'buckets' —
- * its two buckets interleaved, A[0], B[0], A[1], B[1], …; 'window' — home, home + 1, ….
- * Every key sharing a bucket walks it from its first slot, so a bucket fills from the front and
- * the interleaving puts a new key in the emptier of its two buckets (two-choice balancing), while
- * the order stays fixed per key: two writers of one new key always race for the same slot.
- */
-export function probeOrder(g: KvGeometry, key: Uint8Array): number[] {
-  const out: number[] = [];
-  if (g.scheme === 'window') {
-    const home = hashKey(key) % (g.slotCount - g.probeSlots + 1);
-    for (let i = 0; i < g.probeSlots; i++) out.push(home + i);
-    return out;
-  }
-  const [a, b] = keyBuckets(g, key);
-  for (let i = 0; i < g.bucketSlots; i++) out.push(a * g.bucketSlots + i, b * g.bucketSlots + i);
-  return out;
-}
-
-/** First slot of the key's probe order (its first bucket's first slot; its window's first slot in layout version 1). */
+/** First slot of the key's probe window; the window is [home, home + probeSlots), never wrapping. */
 export function homeSlot(g: KvGeometry, key: Uint8Array): number {
-  return probeOrder(g, key)[0]!;
-}
-
-/** The slots of the key's probe order up to and including `slot` (all of them when `slot` is not in it). */
-export function probePrefix(g: KvGeometry, key: Uint8Array, slot: number): number[] {
-  const order = probeOrder(g, key);
-  const i = order.indexOf(slot);
-  return i < 0 ? order : order.slice(0, i + 1);
-}
-
-/** Whether the key may occupy `slot`. */
-export function inProbeSet(g: KvGeometry, key: Uint8Array, slot: number): boolean {
-  return probeOrder(g, key).includes(slot);
-}
-
-/** `slots` as runs of contiguous slots, ascending: what one READ or FLUSH each covers. */
-export function slotRuns(slots: readonly number[]): Array<{ first: number; n: number }> {
-  const sorted = [...new Set(slots)].sort((x, y) => x - y);
-  const runs: Array<{ first: number; n: number }> = [];
-  for (const s of sorted) {
-    const last = runs[runs.length - 1];
-    if (last !== undefined && last.first + last.n === s) last.n++;
-    else runs.push({ first: s, n: 1 });
-  }
-  return runs;
+  return hashKey(key) % (g.slotCount - g.probeSlots + 1);
 }
 
 /** The size class whose buffers hold `ptr` (inside its sub-arena, aligned to its size), or undefined. */

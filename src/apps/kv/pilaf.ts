@@ -33,9 +33,8 @@ import {
   decodeKvHeader,
   encodeItem,
   encodeKvHeader,
+  homeSlot,
   itemBytes,
-  probeOrder,
-  slotRuns,
   slotOffset,
   validateLayoutOptions,
   type KvGeometry,
@@ -216,10 +215,11 @@ export class PilafServer {
   /** The server CPU's PUT / DELETE: item, persist, entry, persist, then free the old buffer. */
   #apply(op: number, key: Uint8Array, value: Uint8Array): number {
     const g = this.geometry;
+    const home = homeSlot(g, key);
     let found = -1;
     let free = -1;
     let old: Entry | undefined;
-    for (const i of probeOrder(g, key)) {
+    for (let i = home; i < home + g.probeSlots; i++) {
       const e = decodePilafEntry(this.region.load(slotOffset(g, i), SLOT_BYTES));
       if (e === 'empty' || e === undefined) {
         if (free < 0) free = i;
@@ -326,22 +326,22 @@ export class PilafClient {
     this.#op = 0;
     try {
       const g = this.geometry;
-      const order = probeOrder(g, k);
-      const runs = slotRuns(order);
+      const home = homeSlot(g, k);
       for (let attempt = 0; attempt <= this.readRetriesMax; attempt++) {
         if (attempt > 0) this.#stats.readRetries++;
-        // Every entry the key may occupy in one message (a READ per run of contiguous entries: its
-        // two buckets), then its items in its probe order. Each entry READ carries a
-        // FLUSH(persistent) of what it read, so a GET never returns an entry the server CPU has
-        // stored but not yet persisted (visible before durable, DESIGN §2.1): a crash could take it
-        // back (DESIGN §5). The item needs none: the server persists it before it stores the entry
-        // that points at it.
-        const datas = await this.#readRuns(runs.map((r) => ({ addr: slotOffset(g, r.first), len: r.n * SLOT_BYTES })));
-        const at = (slot: number): Entry | 'empty' | undefined => {
-          const j = runs.findIndex((r) => slot >= r.first && slot < r.first + r.n);
-          return decodePilafEntry(datas[j]!, (slot - runs[j]!.first) * SLOT_BYTES);
-        };
-        const r = await this.#scan(k, order.map(at));
+        // Home entry first (the common case: no collision), then the rest of the window in one READ.
+        // Each entry READ carries a FLUSH(persistent) of what it read, so a GET never returns an
+        // entry the server CPU has stored but not yet persisted (visible before durable, DESIGN
+        // §2.1): a crash could take it back (DESIGN §5). The item needs none: the server persists
+        // it before it stores the entry that points at it.
+        const first = await this.#read(slotOffset(g, home), SLOT_BYTES, true);
+        let entries: Array<Entry | 'empty' | undefined> = [decodePilafEntry(first)];
+        let r = await this.#scan(k, entries);
+        if (r === 'next' && g.probeSlots > 1) {
+          const rest = await this.#read(slotOffset(g, home + 1), (g.probeSlots - 1) * SLOT_BYTES, true);
+          entries = Array.from({ length: g.probeSlots - 1 }, (_, i) => decodePilafEntry(rest, i * SLOT_BYTES));
+          r = await this.#scan(k, entries);
+        }
         if (r === 'retry') continue;
         return r === 'next' || r === 'absent' ? undefined : r.value;
       }
@@ -395,7 +395,7 @@ export class PilafClient {
       if (c!.status !== 'ok') throw new PmrpcError((c!.code ?? 'PMRPC_ERR_WR_FAILED') as ErrorCode, `PUT request: ${c!.message ?? c!.status}`);
       const status = await reply;
       if (status === STATUS_FULL) throw new PmrpcError(KvErrorCodes.FULL, 'the server has no free buffer of that size');
-      if (status === STATUS_INDEX_FULL) throw new PmrpcError(KvErrorCodes.INDEX_FULL, 'every slot the key may occupy belongs to another key');
+      if (status === STATUS_INDEX_FULL) throw new PmrpcError(KvErrorCodes.INDEX_FULL, 'every slot of the probe window belongs to another key');
       if (status !== STATUS_OK) throw new PmrpcError(KvErrorCodes.CORRUPT, `the server refused the request (status ${status})`);
     };
     const p = run();
@@ -413,21 +413,6 @@ export class PilafClient {
     if (!(k instanceof Uint8Array)) throw new TypeError('key must be a string or a Uint8Array');
     if (k.length === 0 || k.length > this.geometry.keyBytesMax) throw new PmrpcError(KvErrorCodes.KEY_TOO_LONG, `a key holds 1..${this.geometry.keyBytesMax} bytes, got ${k.length}`);
     return k;
-  }
-
-  /** READs of `ranges` and a FLUSH(persistent) of each, in one message. */
-  #readRuns(ranges: Array<{ addr: number; len: number }>): Promise<Uint8Array[]> {
-    this.#stats.roundTrips++;
-    this.#op++;
-    const wrs: WorkRequest[] = ranges.map((r) => Wr.read({ rkey: this.rkey, addr: r.addr }, r.len));
-    if (!this.getWithoutFlush) for (const r of ranges) wrs.push(Wr.flush('persistent', this.rkey, r));
-    return this.qp.postChain(wrs).then((cs) => {
-      for (const f of cs.slice(ranges.length)) if (f.status !== 'ok') throw new PmrpcError((f.code ?? 'PMRPC_ERR_WR_FAILED') as ErrorCode, `FLUSH: ${f.message ?? f.status}`);
-      return cs.slice(0, ranges.length).map((c) => {
-        if (c.status !== 'ok') throw new PmrpcError((c.code ?? 'PMRPC_ERR_WR_FAILED') as ErrorCode, `READ: ${c.message ?? c.status}`);
-        return c.data!;
-      });
-    });
   }
 
   #read(addr: number, len: number, durable = false): Promise<Uint8Array> {

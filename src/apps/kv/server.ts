@@ -25,8 +25,7 @@ import {
   encodeKvHeader,
   encodeItem,
   encodeSlot,
-  inProbeSet,
-  probeOrder,
+  homeSlot,
   slotOffset,
   validateLayoutOptions,
   type KvGeometry,
@@ -232,7 +231,8 @@ export class PrismKvServer {
         const item = decodeItem(region.load(ptr, cls.sizeBytes));
         if (item === undefined) return false;
         if (item.dead === true) return true;
-        return inProbeSet(g, item.key, this.#checking);
+        const h = homeSlot(g, item.key);
+        return this.#checking >= h && this.#checking < h + g.probeSlots;
       },
     });
     // A rejected slot cannot simply become empty: an empty slot ends every probe, and keys stored
@@ -322,7 +322,8 @@ export class PrismKvServer {
       if (reachable.has(s.ptr)) problems.push({ slot: i, problem: `buffer ${s.ptr} reached twice` });
       reachable.add(s.ptr);
       if (item.dead === true) continue;
-      if (!inProbeSet(g, item.key, i)) problems.push({ slot: i, problem: `item of key ${hex(item.key)} outside its probe slots` });
+      const h = homeSlot(g, item.key);
+      if (i < h || i >= h + g.probeSlots) problems.push({ slot: i, problem: `item of key ${hex(item.key)} outside its probe window` });
       const k = hex(item.key);
       if (items.has(k)) problems.push({ slot: i, problem: `key ${k} in two slots` });
       items.set(k, { slot: i, value: item.tombstone ? undefined : item.value, version: item.version });
@@ -335,7 +336,7 @@ export class PrismKvServer {
     return auditAllocator(this.arenaClasses, this.freeLists(), this.inspect().reachable);
   }
 
-  /** Whether a slot of the buffer's item's probe set points at the buffer (the only slots that can). */
+  /** Whether a slot of the buffer's item's window points at the buffer (the only slots that can). */
   #isReachable(ptr: number): boolean {
     const g = this.geometry;
     const c = classOf(g, ptr);
@@ -343,7 +344,8 @@ export class PrismKvServer {
     const item = decodeItem(this.region.load(ptr, c.sizeBytes));
     if (item === undefined) return false;
     if (item.dead === true) return true; // dead items are never handed to clients: refuse
-    for (const i of probeOrder(g, item.key)) {
+    const h = homeSlot(g, item.key);
+    for (let i = h; i < h + g.probeSlots; i++) {
       const o = slotOffset(g, i);
       if (this.region.loadU32(o) + this.region.loadU32(o + 4) * 0x1_0000_0000 === ptr) return true;
     }

@@ -18,7 +18,7 @@ import { checkLinearizable, describeKvInput, kvModel, lostWrites, type KvInput, 
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { connectKvClient, kvApp, KvAppServer, type KvSystem } from '../../apps/kv/index.js';
 import { faultsFor, KV_MUTANTS, NO_KV_FAULTS, type KvFaultName, type KvFaults } from '../../apps/kv/index.js';
-import { classOf, computeKvGeometry, decodeItem, decodeSlot, homeSlot, keyBuckets, KvErrorCodes, slotOffset, validateLayoutOptions, type KvGeometry, type KvLayoutOptions } from '../../apps/kv/index.js';
+import { classOf, computeKvGeometry, decodeItem, decodeSlot, homeSlot, KvErrorCodes, slotOffset, validateLayoutOptions, type KvGeometry, type KvLayoutOptions } from '../../apps/kv/index.js';
 import type { PrismKvClient } from '../../apps/kv/index.js';
 import type { PilafClient } from '../../apps/kv/index.js';
 import { PrismKvServer, RETURN_IMM } from '../../apps/kv/index.js';
@@ -107,26 +107,13 @@ export function resolveKvWorkload(options: Partial<KvWorkloadOptions>): KvWorklo
 
 const keyName = (i: number): string => `k${i}`;
 
-/**
- * Keys whose probe sets overlap: the even-numbered ones share both buckets, in one order (bucket 0,
- * then 1: k0, k2, k4, k6 fill slots 0, 2, 1, 3), the odd-numbered ones have one bucket of those two
- * and one of bucket 2 or 3 — collisions, races for free slots, and PUTs that go past slots other
- * keys claimed. (Layout version 1, a window: homes 0 and 3, windows [0, 4) and [3, 7) sharing slot 3.)
- */
+/** Keys whose probe windows start at slot 0 or 3 (windows [0, 4) and [3, 7) share slot 3): collisions and races for free slots. */
 function clusteredKeys(g: KvGeometry, n: number): string[] {
   const out: string[] = [];
   for (let i = 0; out.length < n && i < 100_000; i++) {
-    const k = te.encode(keyName(i));
-    if (g.scheme === 'window') {
-      const h = homeSlot(g, k);
-      const want = out.length % 2 === 0 && out.length < 4 ? 0 : 3;
-      if (h === want || (out.length >= 4 && (h === 0 || h === 3))) out.push(keyName(i));
-      continue;
-    }
-    const [first, second] = keyBuckets(g, k);
-    const [a, b] = [Math.min(first, second), Math.max(first, second)];
-    const ok = out.length % 2 === 0 ? first === 0 && second === 1 : a <= 1 && (b === 2 || b === 3);
-    if (ok) out.push(keyName(i));
+    const h = homeSlot(g, te.encode(keyName(i)));
+    const want = out.length % 2 === 0 && out.length < 4 ? 0 : 3;
+    if (h === want || (out.length >= 4 && (h === 0 || h === 3))) out.push(keyName(i));
   }
   return out;
 }

@@ -33,7 +33,7 @@ import { TcpLink } from '../../../src/transport/index.js';
 import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../../src/check/linearizability.js';
 import {
   computeKvGeometry,
-  keyBuckets,
+  homeSlot,
   PilafClient,
   PrismKvClient,
   RETURN_IMM,
@@ -140,25 +140,22 @@ async function startServer(cfg: { path: string; system: System; killAfterEvents?
   };
 }
 
-/**
- * `count` keys with collisions (keys sharing a bucket) but never more keys naming a bucket than it
- * has slots: whatever the order of their PUTs, no key ever finds its two buckets full.
- */
+/** `count` keys with collisions (overlapping probe windows) but never more than probeSlots keys competing for one window. */
 function pickKeys(count: number): { keys: string[]; collisions: number } {
   const g = computeKvGeometry(0, validateLayoutOptions(LAYOUT));
-  const named = new Map<number, number>();
-  const buckets: Array<[number, number]> = [];
+  const homes: number[] = [];
   const keys: string[] = [];
   for (let i = 0; keys.length < count && i < 10_000; i++) {
     const k = `k${i}`;
-    const bs = keyBuckets(g, te.encode(k));
-    if (bs.some((b) => (named.get(b) ?? 0) >= g.bucketSlots)) continue;
-    for (const b of bs) named.set(b, (named.get(b) ?? 0) + 1);
-    buckets.push(bs);
+    const h = homeSlot(g, te.encode(k));
+    const near = homes.filter((x) => Math.abs(x - h) < g.probeSlots).length;
+    if (near >= g.probeSlots - 1) continue;
+    if (homes.some((x) => Math.abs(x - h) < g.probeSlots && homes.filter((y) => Math.abs(y - x) < g.probeSlots).length >= g.probeSlots - 1)) continue;
+    homes.push(h);
     keys.push(k);
   }
   let collisions = 0;
-  for (let i = 0; i < buckets.length; i++) for (let j = i + 1; j < buckets.length; j++) if (buckets[i]!.some((b) => buckets[j]!.includes(b))) collisions++;
+  for (let i = 0; i < homes.length; i++) for (let j = i + 1; j < homes.length; j++) if (Math.abs(homes[i]! - homes[j]!) < g.probeSlots) collisions++;
   return { keys, collisions };
 }
 

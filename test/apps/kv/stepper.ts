@@ -114,13 +114,13 @@ export async function makeRig(cfg: NicConfig, ddio: boolean, seed = 1): Promise<
   };
 }
 
-/** `n` distinct keys whose home slot (the first of their probe order) is the same (odd in a layout-1 window); the next slot of each order is in another bucket (another cache line; in a layout-1 window, slot h + 1). */
+/** `n` distinct keys whose home slot is the same odd slot: slot h and h+1 then sit on different cache lines. */
 export function keysOnOddHome(g: KvGeometry, n: number): { home: number; keys: string[] } {
   const by = new Map<number, string[]>();
   for (let i = 0; i < 100_000; i++) {
     const k = `k${i}`;
     const h = homeSlot(g, te.encode(k));
-    if (g.scheme === 'window' && h % 2 === 0) continue; // buckets of 2 slots start on a line: any home will do
+    if (h % 2 === 0) continue;
     const l = by.get(h) ?? [];
     l.push(k);
     by.set(h, l);

@@ -205,7 +205,7 @@ export function registerCrashTest(program: Command): void {
       // The workload options' own checks (resolve*Workload): a bad value is PMRPC_ERR_BAD_OPTION.
       const spec = checkOptions((): SweepSpec => {
         if (opts.app === 'tx') {
-          // One path with test/crash/tx-mutants.test.ts: a mutant's DDIO pin and the TX defaults are applied there.
+          // One path with test/deep/tx-mutants.test.ts: a mutant's DDIO pin and the TX defaults are applied there.
           return txCrashSpec({ workload: opts.workload as 'append' | 'bank' | undefined, shards: opts.nodes, clients: opts.clients, txPerClient: opts.requests, keys: opts.keys, mutant: opts.mutant, agent: opts.agent }, given);
         } else if (opts.app === 'rslock') {
           if (opts.mutant !== undefined && !RSLOCK_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${RSLOCK_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);

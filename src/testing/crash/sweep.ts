@@ -39,7 +39,7 @@ export function appOf(spec: SweepSpec): ExplorerApp<unknown> {
  * What `pmrpc crash-test --app tx` explores, from its flags (a workload, explorer options as given;
  * undefined = not given): a mutant runs with DDIO on unless pinned, with TX_CLI_DEFAULTS' images
  * per point and crash runs, and its own pins and schedule (none of them in a plain run, `given.plain`) (TxMutant.pins, .explore, applied by
- * resolveTxWorkload and the explorer). The CLI and test/crash/tx-mutants.test.ts both build their
+ * resolveTxWorkload and the explorer). The CLI and test/deep/tx-mutants.test.ts both build their
  * run here and explore it with exploreSeed, so the test runs exactly what the CLI runs.
  */
 export function txCrashSpec(workload: Partial<TxWorkloadOptions>, given: Partial<ExploreOptions> = {}): Extract<SweepSpec, { app: 'tx' }> {

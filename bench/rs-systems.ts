@@ -39,6 +39,8 @@ export interface RsDeployment {
   client(i: number): Promise<BlockStore>;
   /** Round trips of the store's last operation (phases: messages to several replicas in parallel count once), when the system counts them. */
   lastOpRoundTrips(store: BlockStore): number | undefined;
+  /** Work requests every replica's NIC executed so far (in-process deployments; over TCP the NICs are another process's). */
+  nicWorkRequests?(): number;
   close(): Promise<void>;
 }
 
@@ -72,6 +74,7 @@ export const lockBasedFactory: RsSystemFactory = {
       return {
         client: async (i) => cl.client({ prng: createPrng(o.seed * 1009 + i) }),
         lastOpRoundTrips,
+        nicWorkRequests: () => cl.nics.reduce((n, nic) => n + nic.stats.wrs, 0),
         close: async () => cl.close(),
       };
     }
@@ -107,10 +110,10 @@ export function prismRsBenchLayout(blocks: number, blockBytes: number): Partial<
   return { blocks, classes: [{ sizeBytes: size, count: blocks * 4 }], mailboxBuffers: 128 };
 }
 
-/** PRISM-RS (src/apps/rs): ABD over durable PRISM chains — query, then ALLOCATE + FLUSH + CAS gt + FLUSH on every replica, done at a majority. */
+/** PRISM-RS (src/apps/rs): ABD over durable PRISM chains — query, then ALLOCATE + redirected FLUSH + CAS gt + FLUSH on every replica, done at a majority. */
 export const prismRsFactory: RsSystemFactory = {
   name: 'prism-rs',
-  description: 'PRISM-RS (src/apps/rs): ABD over durable PRISM chains: write = tag query (1 RTT) + ALLOCATE/FLUSH/CAS gt/FLUSH chain on every live replica, done at a majority (1 RTT); read = bounded indirect READ + FLUSH on every live replica, done at a majority, write-back when behind',
+  description: 'PRISM-RS (src/apps/rs): ABD over durable PRISM chains: write = tag query (1 RTT) + ALLOCATE/redirected FLUSH of the item/CAS gt/FLUSH slot chain on every live replica, done at a majority (1 RTT); read = one chain per replica, bounded indirect READ of the item + FLUSH of the slot it dereferenced, done at a majority, write-back when the majority disagreed',
   links: ['in-process', 'tcp'],
   async start(nodes: number, o: RsStartOptions): Promise<RsDeployment> {
     const layout = prismRsBenchLayout(o.blocks, o.blockBytes);
@@ -118,7 +121,7 @@ export const prismRsFactory: RsSystemFactory = {
     const options = (i: number) => ({ writerId: i + 1, entropy: seededEntropy(createPrng(o.seed * 1013 + i)) });
     if (o.link === 'in-process') {
       const cl = RsLocalCluster.start({ replicas: nodes, app: { layout }, drain: 'eager', seed: o.seed });
-      return { client: async (i) => cl.client(options(i)), lastOpRoundTrips, close: () => cl.close() };
+      return { client: async (i) => cl.client(options(i)), lastOpRoundTrips, nicWorkRequests: () => cl.nicWorkRequests(), close: () => cl.close() };
     }
     const proc = await startReplicaProcess('rs', nodes, { layout }, o.seed);
     const clients: RsClient[] = [];

@@ -4,9 +4,9 @@
 // writers and readers on a seeded interleaving see whole values only, a disagreeing quorum is
 // written back, and every lock is released.
 import t from 'tap';
-import { createPrng } from '../../../pmem/index.js';
-import { InProcessFabric, QueuePair } from '../../../flush/index.js';
-import { RsLockClient, startLocalRsLock } from '../../../src/apps/rslock/index.js';
+import { createPrng, crashImages, materialize, PmemRegion, seededEntropy, systemClock } from '../../../pmem/index.js';
+import { InProcessFabric, QueuePair, Rnic } from '../../../flush/index.js';
+import { RsLockClient, rslockApp, startLocalRsLock, type RsLockAppServer } from '../../../src/apps/rslock/index.js';
 
 const seed = Number(process.env.PMRPC_TEST_SEED ?? 11);
 t.comment(`seed ${seed} (replay: PMRPC_TEST_SEED=${seed} npx tap test/apps/rslock/paper.test.ts)`);
@@ -78,4 +78,45 @@ t.test('a quorum that disagrees is written back under the read\'s locks', async 
   t.same(cl.replicas.map((r) => r.block(1)!.version), [2n, 2n, 2n], 'every replica holds version 2');
   for (let i = 0; i < 3; i++) t.same(cl.replicas[i]!.audit(), [], `replica ${i}: audit clean`);
   cl.close();
+});
+
+// Crash images: a paper-style write is acknowledged only after its record's FLUSH(persistent) on
+// every member, so at that moment every crash image of a member recovers to the written value;
+// the skipFlush fault (the FLUSH dropped) leaves images that lose it — the test has teeth.
+t.test('crash images at a paper-style write\'s acknowledgement recover it on every member; without the FLUSH some lose it', async (t) => {
+  const o = rslockApp.resolveOptions({ blocks: 2, blockBytes: 64 });
+  const host = (r: PmemRegion, i: number) => ({ region: r, nic: new Rnic(r, { drain: 'eager', ddio: true, entropy: seededEntropy(createPrng(seed * 89 + i)) }), clock: systemClock, schedule: queueMicrotask, entropy: seededEntropy(createPrng(seed * 83 + i)) });
+  for (const skipFlush of [false, true]) {
+    const regions = [0, 1, 2].map((i) => {
+      const r = PmemRegion.createInMemory(rslockApp.minRegionBytes(o), { tracing: true, entropy: seededEntropy(createPrng(seed * 97 + i)) });
+      rslockApp.format(r, o);
+      return r;
+    });
+    const links = regions.map((r, i) => {
+      const h = host(r, i);
+      const s = rslockApp.open(h, o) as RsLockAppServer;
+      s.recover();
+      const { qp, welcome } = s.accept(new Uint8Array(0));
+      return { qp: new QueuePair(new InProcessFabric(h.nic).connect(qp)), welcome };
+    });
+    const c = RsLockClient.connect(links, { style: 'paper', faults: { skipFlush } });
+    await c.write(1, bytes(64, 0x5a));
+    let images = 0;
+    let lost = 0;
+    for (const i of [0, 1]) {
+      const state = regions[i]!.crashState();
+      for (const img of crashImages(state, { engine: 'exhaustive', maxImages: 256 })) {
+        images++;
+        const image = PmemRegion.openImage(materialize(state, img));
+        const s = rslockApp.open(host(image, i), o) as RsLockAppServer;
+        s.recover();
+        const b = s.block(1)!;
+        if (b.version !== 1n || !Buffer.from(b.data).equals(Buffer.from(bytes(64, 0x5a)))) lost++;
+      }
+    }
+    t.ok(images > 0, `skipFlush=${skipFlush}: ${images} crash images of the quorum`);
+    if (skipFlush) t.ok(lost > 0, `mutant skipFlush caught: ${lost} of ${images} images lose the acknowledged write`);
+    else t.equal(lost, 0, 'every image of every quorum member holds the acknowledged write');
+    await c.close();
+  }
 });

@@ -108,7 +108,8 @@ export async function modelKvCell(cell: ModelKvCell, model: Readonly<CostModel>,
 }
 
 export interface ModelRsCell {
-  system: 'prism-rs' | 'lock-based';
+  /** 'lock-based': rslock style sigmod23; 'lock-paper': rslock style paper (lock → access → unlock). */
+  system: 'prism-rs' | 'lock-based' | 'lock-paper';
   nodes: number;
   clients: number;
   readPct: number;
@@ -141,7 +142,7 @@ export async function modelRsCell(cell: ModelRsCell, model: Readonly<CostModel>,
     }
     for (let c = 0; c < cell.clients; c++) {
       const links = world.nodes.map((_, n) => world.connect(n, new Uint8Array(0), c));
-      const lc = RsLockClient.connect(links, { prng: createPrng(seed * 1009 + c), clock: world.clock });
+      const lc = RsLockClient.connect(links, { style: cell.system === 'lock-paper' ? 'paper' : 'sigmod23', prng: createPrng(seed * 1009 + c), clock: world.clock });
       stores.push({ read: (k) => lc.read(k), write: (k, v) => lc.write(k, v) });
     }
   }

@@ -291,8 +291,20 @@ export async function reproduce(o: ReproOptions): Promise<ReproReport> {
     rows.push({
       name: 'PRISM-RS ÷ lock-based replication, throughput',
       published: 1.5, modelled: rsT, measured: meas.rs?.ratios.throughputVsLockBased ?? null, deviation: dev(rsT, 1.5),
-      maps: `apps/rs (ABD: tag query, then ALLOCATE + FLUSH + CAS gt + FLUSH on every replica) vs apps/rslock (CAS lock on a majority, write-combined out-of-place WRITE + FLUSH + release, speculative validated reads); the rs bench's base cell: 3 replicas, 4 clients, 512 B blocks, 95% reads, uniform; operations per modelled second`,
+      maps: `apps/rs (ABD: tag query, then ALLOCATE + redirected FLUSH of the item + CAS gt + FLUSH on every replica; reads one chain per replica: bounded indirect READ + FLUSH of the slot) vs apps/rslock (CAS lock on a majority, write-combined out-of-place WRITE + FLUSH + release, speculative validated reads); the rs bench's base cell: 3 replicas, 4 clients, 512 B blocks, 95% reads, uniform; operations per modelled second`,
       explanation: '', measuredFrom: meas.rs !== undefined ? `${fromFile(meas.rs)}: throughputVsLockBased (base cell)` : notMeasured('rs'), source: 'PRISM (SOSP\'21): PRISM-RS +50% throughput over lock-based',
+    });
+    // The baseline the paper measured against: plain lock → access → unlock (rslock style 'paper').
+    tick('RS lock-paper');
+    const rsPaper = await modelRsCell({ system: 'lock-paper', ...rsCell }, m, o.seed, Math.max(20, o.requests));
+    Object.assign(ctx, { rsPaper });
+    const rsPT = r3(rsP.opsPerSecond / rsPaper.opsPerSecond);
+    const paperMeasured = meas.rs?.ratios.throughputVsPaperLockBased;
+    rows.push({
+      name: 'PRISM-RS ÷ paper-style lock-based replication, throughput',
+      published: 1.5, modelled: rsPT, measured: paperMeasured ?? null, deviation: dev(rsPT, 1.5),
+      maps: `apps/rs as in the row above vs apps/rslock style 'paper' (the plain lock → access → unlock replication PRISM measured against: every read and write takes the block's CAS lock on a majority, then READs the record — or WRITEs + FLUSHes it out of place — then releases the lock and waits for the release: 3 round trips each; readers lock too); the rs bench's base cell: 3 replicas, 4 clients, 512 B blocks, 95% reads, uniform; operations per modelled second`,
+      explanation: '', measuredFrom: meas.rs !== undefined && paperMeasured !== undefined ? `${fromFile(meas.rs)}: throughputVsPaperLockBased (base cell)` : notMeasured('rs', meas.rs !== undefined ? ' with the lock-paper system (a bench rs run from before it existed)' : ''), source: 'PRISM (SOSP\'21): PRISM-RS +50% throughput over lock-based',
     });
   }
 
@@ -382,6 +394,7 @@ interface ExplainCtx {
   kvSwWhatIf: { nic05: number; nic1: number };
   rsP: ModelOpsResult;
   rsL: ModelOpsResult;
+  rsPaper: ModelOpsResult;
   rsWhatIf: { pcie50: number; atomic2: number };
   send?: { k4: number; k32: number };
   sc: { ds: RpcStrategy; cs: RpcStrategy; d: ModelFlushResult; c: ModelFlushResult; one: { t: number; p: number } };
@@ -438,10 +451,18 @@ function explain(r: ReproRow, m: Readonly<CostModel>, x: ExplainCtx): string {
       ? `${kvPaths}. With PRISM's extensions in NIC hardware: ${hwPrism} — ${x.prismHw.p50Us} µs — vs Pilaf's two round trips with one each — ${x.pilafHw.p50Us} µs: the same PM reads, one round trip fewer. The published figure was measured with PRISM-KV on a software NIC (the first KV row); the paper measured no hardware PRISM`
       : `${kvPaths}. With PRISM's extensions in NIC hardware: ${hwPrism} — ${x.prismHw.p50Us} µs — vs Pilaf's two round trips (${x.pilafHw.p50Us} µs): ×${r.modelled}. The published 0.72–0.75 was measured with PRISM on a software NIC (the first KV row). pcieDmaReadNs ≈ ${Math.round(m.pcieDmaReadNs + (0.75 - (r.modelled ?? 0)) * x.pilafHw.p50Us * 1000)} ns per dereference would close it; pcie-bench measures 546 ns.`;
   }
+  if (n.startsWith('PRISM-RS ÷ paper-style')) {
+    const paper = `against the baseline the paper measured — lock → access → unlock, 3 round trips for every read and write (reads ${x.rsPaper.readMeanUs} µs, writes ${x.rsPaper.writeMeanUs} µs, modelled), readers taking the exclusive lock too — PRISM-RS reads in one round trip (${x.rsP.readMeanUs} µs) and writes in two (${x.rsP.writeMeanUs} µs)`;
+    return ok
+      ? `${paper}: ×${r.modelled}, the published ×1.5 within the tolerance`
+      : (r.modelled ?? 0) > 1.5
+        ? `${paper}: ×${r.modelled}, more than the published ×1.5 — pmrpc's cost model charges a round trip its PCIe DMA reads and link latency, and at this 95%-read cell two of the baseline's three round trips per read are pure locking; the paper's workload (read share, contention) is not described (docs/references.md §3.5), so the row keeps the rs bench's base cell`
+        : `${paper}: ×${r.modelled}, below the published ×1.5 (the row above gives the reasons PRISM-RS's read is slower than a plain READ: its bounded indirect READ is two dependent PCIe reads)`;
+  }
   if (n.startsWith('PRISM-RS')) {
     return ok
       ? 'PRISM-RS writes in two round trips without locks; the lock-based baseline retries under contention'
-      : `the base cell is 95% reads, so the ratio is the read path's: both read a majority in one round trip, but a PRISM-RS read is a chain of three dependent operations on each replica (READ of the slot, bounded indirect READ of its item, FLUSH of the slot so what it returns is durable: each one more PCIe round trip, pcieDmaReadNs = ${m.pcieDmaReadNs} ns, and each read of PM the media's pmReadNs − dramReadNs = ${m.pmReadNs - m.dramReadNs} ns) — ${x.rsP.readMeanUs} µs — while pmrpc's lock-based baseline reads both record slots and the lock word with two independent READs and validates them (SIGMOD'23's optimistic read), ${x.rsL.readMeanUs} µs. Writes: PRISM-RS ${x.rsP.writeMeanUs} µs (tag query, then ALLOCATE + FLUSH + CAS gt + FLUSH) vs lock-based ${x.rsL.writeMeanUs} µs (CAS lock on a majority, then write-combined WRITE + FLUSH + release, the release starting when the FLUSH completes): two round trips each, since the baseline follows the SIGMOD'23 guidelines (the WRITE, its FLUSH and the release posted together) rather than lock, write, unlock in three. Neither is a server-CPU cost (both are one-sided; the HERD 0.1 µs per request does not enter). No cost of docs/references.md §7 closes it (modelled what-ifs at this cell): pcieDmaReadNs = 50 ns (near-free dereferences and FLUSHes) gives ×${x.rsWhatIf.pcie50}; nicAtomicSameAddrUs = 2 µs (lock CASes 5× slower than Kalia's 0.4) gives ×${x.rsWhatIf.atomic2}. ×1.5 needs a baseline that pays a round trip more per operation (lock, access, unlock: a plain lock-based design, not the SIGMOD'23-optimised one pmrpc builds) — protocol structure, not a cost parameter. docs/references.md §3.5 describes neither PRISM's lock-based baseline nor the workload of the +50% (read share, contention), so the row keeps the rs bench's base cell`;
+      : `the base cell is 95% reads, so the ratio is the read path's: both read a majority in one round trip, and a PRISM-RS read is one chain of two work requests on each replica (a bounded indirect READ of the self-describing item, then a FLUSH of the slot so what it returns is durable), but the bounded indirect READ is two dependent PCIe reads — the slot's ⟨ptr, bound⟩, then the item it names: pcieDmaReadNs = ${m.pcieDmaReadNs} ns each, and each read of PM the media's pmReadNs − dramReadNs = ${m.pmReadNs - m.dramReadNs} ns — ${x.rsP.readMeanUs} µs (the READ of the slot the chain once began with ran beside the bounded READ, the NIC pipelining a chain's independent READs, so dropping it left this figure where it was) — while pmrpc's lock-based baseline reads both record slots and the lock word with two independent READs and validates them (SIGMOD'23's optimistic read), ${x.rsL.readMeanUs} µs. Writes: PRISM-RS ${x.rsP.writeMeanUs} µs (tag query, then ALLOCATE + redirected FLUSH of exactly the item + CAS gt + FLUSH of the slot) vs lock-based ${x.rsL.writeMeanUs} µs (CAS lock on a majority, then write-combined WRITE + FLUSH + release, the release starting when the FLUSH completes): two round trips each, since the baseline follows the SIGMOD'23 guidelines (the WRITE, its FLUSH and the release posted together) rather than lock, write, unlock in three. Neither is a server-CPU cost (both are one-sided; the HERD 0.1 µs per request does not enter). No cost of docs/references.md §7 closes it (modelled what-ifs at this cell): pcieDmaReadNs = 50 ns (near-free dereferences and FLUSHes) gives ×${x.rsWhatIf.pcie50}; nicAtomicSameAddrUs = 2 µs (lock CASes 5× slower than Kalia's 0.4) gives ×${x.rsWhatIf.atomic2}. ×1.5 needs a baseline that pays a round trip more per operation (lock, access, unlock: a plain lock-based design, not the SIGMOD'23-optimised one pmrpc builds) — protocol structure, not a cost parameter. docs/references.md §3.5 describes neither PRISM's lock-based baseline nor the workload of the +50% (read share, contention), so the row keeps the rs bench's base cell`;
   }
   if (n.startsWith('PRISM-TX')) {
     const busy = (r: ModelTxResult, k: string): string => (r.time === undefined || r.time.nowNs === 0 ? '?' : `${Math.round((100 * (r.time.busyNs[k] ?? 0)) / (r.time.nowNs * TX_CELL.shards))}%`);

@@ -12,7 +12,7 @@
 import { createPrng, seededEntropy } from '../pmem/index.js';
 import { QueuePair } from '../flush/index.js';
 import { RsClient, RsLocalCluster, RS_ITEM_HEADER_BYTES, type RsLayoutOptions } from '../src/apps/rs/index.js';
-import { RsLockClient, startLocalRsLock } from '../src/apps/rslock/index.js';
+import { RsLockClient, startLocalRsLock, type RsLockStyle } from '../src/apps/rslock/index.js';
 import { TcpLink } from '../src/transport/index.js';
 import { benchDistFile, startServerChild } from './child.js';
 
@@ -39,6 +39,8 @@ export interface RsDeployment {
   client(i: number): Promise<BlockStore>;
   /** Round trips of the store's last operation (phases: messages to several replicas in parallel count once), when the system counts them. */
   lastOpRoundTrips(store: BlockStore): number | undefined;
+  /** Work requests every replica's NIC executed so far (in-process deployments; over TCP the NICs are another process's). */
+  nicWorkRequests?(): number;
   close(): Promise<void>;
 }
 
@@ -61,40 +63,56 @@ export async function startReplicaProcess(app: string, nodes: number, appOptions
 }
 
 /** The lock-based baseline (src/apps/rslock): CAS locks on a majority, out-of-place FLUSHed writes, validated speculative reads. */
-export const lockBasedFactory: RsSystemFactory = {
-  name: 'lock-based',
-  description: 'lock-based replication (src/apps/rslock): one-sided CAS lock per block on its own cache line, majority quorum, write-combined out-of-place WRITE + FLUSH + release, speculative validated reads',
-  links: ['in-process', 'tcp'],
-  async start(nodes: number, o: RsStartOptions): Promise<RsDeployment> {
-    const lastOpRoundTrips = (s: BlockStore): number | undefined => (s instanceof RsLockClient ? s.stats.lastOpRoundTrips : undefined);
-    if (o.link === 'in-process') {
-      const cl = startLocalRsLock(nodes, { app: { blocks: o.blocks, blockBytes: o.blockBytes }, nic: { drain: 'eager' }, seed: o.seed });
+export const lockBasedFactory: RsSystemFactory = lockFactory(
+  'lock-based',
+  'lock-based replication per SIGMOD\'23 (src/apps/rslock, style sigmod23): one-sided CAS lock per block on its own cache line, majority quorum, write-combined out-of-place WRITE + FLUSH + release, speculative validated reads',
+  'sigmod23',
+);
+
+/** The paper's baseline (src/apps/rslock, style 'paper'): lock → access → unlock for reads and writes, 3 round trips each. */
+export const paperLockFactory: RsSystemFactory = lockFactory(
+  'lock-paper',
+  'plain lock-based replication, the kind PRISM (SOSP\'21) measured against (src/apps/rslock, style paper): every read and write takes the block\'s CAS lock on a majority, accesses the record (READ; or WRITE + FLUSH out of place), then releases the lock and waits for it — 3 round trips',
+  'paper',
+);
+
+function lockFactory(name: string, description: string, style: RsLockStyle): RsSystemFactory {
+  return {
+    name,
+    description,
+    links: ['in-process', 'tcp'],
+    async start(nodes: number, o: RsStartOptions): Promise<RsDeployment> {
+      const lastOpRoundTrips = (s: BlockStore): number | undefined => (s instanceof RsLockClient ? s.stats.lastOpRoundTrips : undefined);
+      if (o.link === 'in-process') {
+        const cl = startLocalRsLock(nodes, { app: { blocks: o.blocks, blockBytes: o.blockBytes }, nic: { drain: 'eager' }, seed: o.seed });
+        return {
+          client: async (i) => cl.client({ style, prng: createPrng(o.seed * 1009 + i) }),
+          lastOpRoundTrips,
+          nicWorkRequests: () => cl.nics.reduce((n, nic) => n + nic.stats.wrs, 0),
+          close: async () => cl.close(),
+        };
+      }
+      const proc = await startReplicaProcess('rslock', nodes, { blocks: o.blocks, blockBytes: o.blockBytes }, o.seed);
+      const clients: RsLockClient[] = [];
       return {
-        client: async (i) => cl.client({ prng: createPrng(o.seed * 1009 + i) }),
+        async client(i: number): Promise<BlockStore> {
+          const links = await Promise.all(proc.ports.map(async (port, n) => {
+            const { link, welcome } = await TcpLink.connect({ port, name: `bench-rslock-${i}-${n}` });
+            return { qp: new QueuePair(link), welcome };
+          }));
+          const c = RsLockClient.connect(links, { style, prng: createPrng(o.seed * 1009 + i) });
+          clients.push(c);
+          return c;
+        },
         lastOpRoundTrips,
-        close: async () => cl.close(),
+        async close(): Promise<void> {
+          for (const c of clients) await c.close();
+          await proc.stop();
+        },
       };
-    }
-    const proc = await startReplicaProcess('rslock', nodes, { blocks: o.blocks, blockBytes: o.blockBytes }, o.seed);
-    const clients: RsLockClient[] = [];
-    return {
-      async client(i: number): Promise<BlockStore> {
-        const links = await Promise.all(proc.ports.map(async (port, n) => {
-          const { link, welcome } = await TcpLink.connect({ port, name: `bench-rslock-${i}-${n}` });
-          return { qp: new QueuePair(link), welcome };
-        }));
-        const c = RsLockClient.connect(links, { prng: createPrng(o.seed * 1009 + i) });
-        clients.push(c);
-        return c;
-      },
-      lastOpRoundTrips,
-      async close(): Promise<void> {
-        for (const c of clients) await c.close();
-        await proc.stop();
-      },
-    };
-  },
-};
+    },
+  };
+}
 
 /**
  * PRISM-RS's layout for a bench cell: `blocks` slots and one size class that holds a block's item
@@ -107,10 +125,10 @@ export function prismRsBenchLayout(blocks: number, blockBytes: number): Partial<
   return { blocks, classes: [{ sizeBytes: size, count: blocks * 4 }], mailboxBuffers: 128 };
 }
 
-/** PRISM-RS (src/apps/rs): ABD over durable PRISM chains — query, then ALLOCATE + FLUSH + CAS gt + FLUSH on every replica, done at a majority. */
+/** PRISM-RS (src/apps/rs): ABD over durable PRISM chains — query, then ALLOCATE + redirected FLUSH + CAS gt + FLUSH on every replica, done at a majority. */
 export const prismRsFactory: RsSystemFactory = {
   name: 'prism-rs',
-  description: 'PRISM-RS (src/apps/rs): ABD over durable PRISM chains: write = tag query (1 RTT) + ALLOCATE/FLUSH/CAS gt/FLUSH chain on every live replica, done at a majority (1 RTT); read = bounded indirect READ + FLUSH on every live replica, done at a majority, write-back when behind',
+  description: 'PRISM-RS (src/apps/rs): ABD over durable PRISM chains: write = tag query (1 RTT) + ALLOCATE/redirected FLUSH of the item/CAS gt/FLUSH slot chain on every live replica, done at a majority (1 RTT); read = one chain per replica, bounded indirect READ of the item + FLUSH of the slot it dereferenced, done at a majority, write-back when the majority disagreed',
   links: ['in-process', 'tcp'],
   async start(nodes: number, o: RsStartOptions): Promise<RsDeployment> {
     const layout = prismRsBenchLayout(o.blocks, o.blockBytes);
@@ -118,7 +136,7 @@ export const prismRsFactory: RsSystemFactory = {
     const options = (i: number) => ({ writerId: i + 1, entropy: seededEntropy(createPrng(o.seed * 1013 + i)) });
     if (o.link === 'in-process') {
       const cl = RsLocalCluster.start({ replicas: nodes, app: { layout }, drain: 'eager', seed: o.seed });
-      return { client: async (i) => cl.client(options(i)), lastOpRoundTrips, close: () => cl.close() };
+      return { client: async (i) => cl.client(options(i)), lastOpRoundTrips, nicWorkRequests: () => cl.nicWorkRequests(), close: () => cl.close() };
     }
     const proc = await startReplicaProcess('rs', nodes, { layout }, o.seed);
     const clients: RsClient[] = [];
@@ -141,5 +159,5 @@ export const prismRsFactory: RsSystemFactory = {
   },
 };
 
-/** The factories compared in one run: PRISM-RS and the lock-based baseline, cell by cell. */
-export const RS_FACTORIES: readonly RsSystemFactory[] = [prismRsFactory, lockBasedFactory];
+/** The factories compared in one run: PRISM-RS, the SIGMOD'23-guided lock-based baseline and the paper's plain one, cell by cell. */
+export const RS_FACTORIES: readonly RsSystemFactory[] = [prismRsFactory, lockBasedFactory, paperLockFactory];

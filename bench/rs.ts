@@ -114,6 +114,12 @@ export interface RsCellResult {
   roundTripsPerOp: number | undefined;
   readRoundTripsPerOp: number | undefined;
   writeRoundTripsPerOp: number | undefined;
+  /**
+   * Work requests the replicas' NICs executed per operation (every operation of the window, warm-up
+   * included, and the background work they leave — installs beyond the majority, buffer returns —
+   * up to the window's settle); undefined over TCP (the NICs are the child process's).
+   */
+  workRequestsPerOp: number | undefined;
 }
 
 const histogram = (): hdr.Histogram => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: 3 });
@@ -170,6 +176,7 @@ export async function measureRsWindow(cell: DeployedCell, c: RsCellConfig, plan:
     const start = performance.now() + warmMs;
     const end = start + ms;
     let allOps = 0;
+    const wrs0 = d.nicWorkRequests?.();
     const cpu0 = process.cpuUsage();
     await Promise.all(
       stores.map(async (s, ci) => {
@@ -211,6 +218,7 @@ export async function measureRsWindow(cell: DeployedCell, c: RsCellConfig, plan:
     // Background work of this system (counted in its CPU time above) must not run into the next
     // window, which may be the other system's.
     for (const st of stores) await st.settle?.();
+    const wrs1 = d.nicWorkRequests?.();
     const reads = readH.totalCount;
     const writes = writeH.totalCount;
     const r: RsCellResult = {
@@ -228,6 +236,7 @@ export async function measureRsWindow(cell: DeployedCell, c: RsCellConfig, plan:
       roundTripsPerOp: counted && ops > 0 ? (readRtts + writeRtts) / ops : undefined,
       readRoundTripsPerOp: counted && reads > 0 ? readRtts / reads : undefined,
       writeRoundTripsPerOp: counted && writes > 0 ? writeRtts / writes : undefined,
+      workRequestsPerOp: wrs0 !== undefined && wrs1 !== undefined && allOps > 0 ? (wrs1 - wrs0) / allOps : undefined,
     };
     all.destroy();
     readH.destroy();
@@ -267,6 +276,7 @@ function combine(rs: RsCellResult[]): RsCellResult {
     roundTripsPerOp: med((r) => r.roundTripsPerOp),
     readRoundTripsPerOp: med((r) => r.readRoundTripsPerOp),
     writeRoundTripsPerOp: med((r) => r.writeRoundTripsPerOp),
+    workRequestsPerOp: med((r) => r.workRequestsPerOp),
   };
 }
 
@@ -278,6 +288,7 @@ const same = (a: RsCellConfig, b: RsCellConfig): boolean => cellName(a) === cell
 
 const PRISM = 'prism-rs';
 const LOCK = 'lock-based';
+const PAPER = 'lock-paper';
 
 /** The suite on `plan` with `factories` (the test runs a tiny plan; PRISM-RS is compared when it is among them). */
 export async function runRsBench(o: BenchOptions, plan: RsPlan = o.quick ? RS_QUICK_PLAN : RS_FULL_PLAN, factories: readonly RsSystemFactory[] = RS_FACTORIES): Promise<BenchReport> {
@@ -304,7 +315,7 @@ export async function runRsBench(o: BenchOptions, plan: RsPlan = o.quick ? RS_QU
       fs.forEach((f, i) => {
         const r = combine(windows[i]!);
         results.set(`${f.name}|${cellName(c)}`, r);
-        rows.push({ system: f.name, ...c, ...r, windows: plan.windows, opsPerSecond: Math.round(r.opsPerSecond), opsPerCpuSecond: r.opsPerCpuSecond === undefined ? null : Math.round(r.opsPerCpuSecond), roundTripsPerOp: r.roundTripsPerOp ?? null, readRoundTripsPerOp: r.readRoundTripsPerOp ?? null, writeRoundTripsPerOp: r.writeRoundTripsPerOp ?? null });
+        rows.push({ system: f.name, ...c, ...r, windows: plan.windows, opsPerSecond: Math.round(r.opsPerSecond), opsPerCpuSecond: r.opsPerCpuSecond === undefined ? null : Math.round(r.opsPerCpuSecond), roundTripsPerOp: r.roundTripsPerOp ?? null, readRoundTripsPerOp: r.readRoundTripsPerOp ?? null, writeRoundTripsPerOp: r.writeRoundTripsPerOp ?? null, workRequestsPerOp: r.workRequestsPerOp === undefined ? null : round(r.workRequestsPerOp) });
       });
     } finally {
       for (const x of cells) await x.close();
@@ -336,6 +347,16 @@ export async function runRsBench(o: BenchOptions, plan: RsPlan = o.quick ? RS_QU
       put('writeP50VsLockBased', div(p.writeP50Ns, l.writeP50Ns));
       put('writeP99VsLockBased', div(p.writeP99Ns, l.writeP99Ns));
       put('roundTripsPerOpVsLockBased', div(p.roundTripsPerOp, l.roundTripsPerOp));
+      put('workRequestsPerOpVsLockBased', div(p.workRequestsPerOp, l.workRequestsPerOp));
+    }
+    // The paper's baseline (lock → access → unlock), when it ran: the published ratio's own denominator.
+    const pp = get(PRISM, RS_BASE_CELL);
+    const pl = get(PAPER, RS_BASE_CELL);
+    if (pp !== undefined && pl !== undefined) {
+      put('throughputVsPaperLockBased', div(pp.opsPerSecond, pl.opsPerSecond));
+      put('cpuThroughputVsPaperLockBased', div(pp.opsPerCpuSecond, pl.opsPerCpuSecond));
+      put('roundTripsPerOpVsPaperLockBased', div(pp.roundTripsPerOp, pl.roundTripsPerOp));
+      put('workRequestsPerOpVsPaperLockBased', div(pp.workRequestsPerOp, pl.workRequestsPerOp));
     }
     for (const [k, v] of Object.entries(RS_VARIATIONS)) {
       const x = pair({ ...RS_BASE_CELL, ...v });
@@ -359,20 +380,20 @@ export async function runRsBench(o: BenchOptions, plan: RsPlan = o.quick ? RS_QU
   );
   if (ratios.throughputVsLockBased !== undefined) {
     summary.push(
-      `throughputVsLockBased = ${ratios.throughputVsLockBased} (${label(RS_BASE_CELL)}; PRISM paper on hardware: ≈ 1.5); p50 ×${ratios.p50VsLockBased}, p99 ×${ratios.p99VsLockBased}; round trips per op ×${ratios.roundTripsPerOpVsLockBased ?? '?'}; geometric mean over the in-process cells: ×${ratios.throughputVsLockBased_geomean ?? '?'}`,
+      `throughputVsLockBased = ${ratios.throughputVsLockBased} (${label(RS_BASE_CELL)}; PRISM paper on hardware: ≈ 1.5); p50 ×${ratios.p50VsLockBased}, p99 ×${ratios.p99VsLockBased}; round trips per op ×${ratios.roundTripsPerOpVsLockBased ?? '?'}, NIC work requests per op ×${ratios.workRequestsPerOpVsLockBased ?? '?'}; geometric mean over the in-process cells: ×${ratios.throughputVsLockBased_geomean ?? '?'}`,
     );
     summary.push(
       `cpuThroughputVsLockBased = ${ratios.cpuThroughputVsLockBased ?? '?'} (operations per second of CPU: the work per operation, steadier than wall clock on a shared machine); geometric mean ×${ratios.cpuThroughputVsLockBased_geomean ?? '?'}`,
     );
     summary.push(`  by dimension: ${Object.keys(RS_VARIATIONS).filter((k) => ratios[`throughputVsLockBased_${k}`] !== undefined).map((k) => `${k} ×${ratios[`throughputVsLockBased_${k}`]}`).join(', ')}`);
   }
-  summary.push(`  ${'system'.padEnd(11)} ${'cell'.padEnd(34)} ${'p50/p99 µs'.padEnd(14)} ${'read p50 µs'.padEnd(12)} ${'write p50 µs'.padEnd(13)} ${'RTT/op'.padEnd(7)} ${'ops/CPU-s'.padEnd(10)} throughput`);
+  summary.push(`  ${'system'.padEnd(11)} ${'cell'.padEnd(34)} ${'p50/p99 µs'.padEnd(14)} ${'read p50 µs'.padEnd(12)} ${'write p50 µs'.padEnd(13)} ${'RTT/op'.padEnd(7)} ${'WR/op'.padEnd(7)} ${'ops/CPU-s'.padEnd(10)} throughput`);
   for (const c of plan.cells) {
     for (const f of factories) {
       const r = get(f.name, c);
       if (r === undefined) continue;
       summary.push(
-        `  ${f.name.padEnd(11)} ${label(c).padEnd(34)} ${`${us(r.p50Ns)}/${us(r.p99Ns)}`.padEnd(14)} ${(r.reads > 0 ? us(r.readP50Ns) : '-').padEnd(12)} ${(r.writes > 0 ? us(r.writeP50Ns) : '-').padEnd(13)} ${(r.roundTripsPerOp === undefined ? '-' : r.roundTripsPerOp.toFixed(2)).padEnd(7)} ${(r.opsPerCpuSecond === undefined ? '-' : fmtRate(r.opsPerCpuSecond).replace('/s', '')).padEnd(10)} ${fmtRate(r.opsPerSecond)}${r.errors > 0 ? ` (${r.errors} errors)` : ''}`,
+        `  ${f.name.padEnd(11)} ${label(c).padEnd(34)} ${`${us(r.p50Ns)}/${us(r.p99Ns)}`.padEnd(14)} ${(r.reads > 0 ? us(r.readP50Ns) : '-').padEnd(12)} ${(r.writes > 0 ? us(r.writeP50Ns) : '-').padEnd(13)} ${(r.roundTripsPerOp === undefined ? '-' : r.roundTripsPerOp.toFixed(2)).padEnd(7)} ${(r.workRequestsPerOp === undefined ? '-' : r.workRequestsPerOp.toFixed(1)).padEnd(7)} ${(r.opsPerCpuSecond === undefined ? '-' : fmtRate(r.opsPerCpuSecond).replace('/s', '')).padEnd(10)} ${fmtRate(r.opsPerSecond)}${r.errors > 0 ? ` (${r.errors} errors)` : ''}`,
       );
     }
   }
@@ -418,6 +439,6 @@ export async function runRsBench(o: BenchOptions, plan: RsPlan = o.quick ? RS_QU
 
 export const rsBench: BenchSuite = {
   name: 'rs',
-  description: 'PRISM-RS vs lock-based replication in the same run: N = 3 / 5, 1–8 clients, 64 B – 4 KiB blocks, 50 % / 95 % reads, uniform / Zipf; throughput, p50/p99 (HDR), round trips per op; in-process and over TCP',
+  description: "PRISM-RS vs lock-based replication (SIGMOD'23-guided, and the paper's lock → access → unlock) in the same run: N = 3 / 5, 1–8 clients, 64 B – 4 KiB blocks, 50 % / 95 % reads, uniform / Zipf; throughput, p50/p99 (HDR), round trips and NIC work requests per op; in-process and over TCP",
   run: (o: BenchOptions) => runRsBench(o),
 };

@@ -339,6 +339,19 @@ export const Wr = Object.freeze({
   /** FLUSH of a range, or of the whole MR when `range` is omitted. */
   flush: (placement: FlushPlacement, rkey: number, range?: { addr: number; len: number }, flags: ChainFlags = {}): WorkRequest =>
     range === undefined ? { op: 'flush', placement, selectivity: 'mr', rkey, ...flags } : { op: 'flush', placement, selectivity: 'range', rkey, addr: range.addr, len: range.len, ...flags },
+  /**
+   * Redirected FLUSH (pmrpc's extension of IBTA FLUSH): `len` bytes from the 8-byte pointer at scratch
+   * offset `from.scratch`, which an earlier op of the same chain redirected there, inside MR `rkey`.
+   */
+  flushFrom: (placement: FlushPlacement, rkey: number, from: { scratch: number }, len: number, flags: ChainFlags = {}): WorkRequest => ({
+    op: 'flush',
+    placement,
+    selectivity: 'range',
+    rkey,
+    addrScratch: from.scratch,
+    len,
+    ...flags,
+  }),
   prismCas: (mode: CasMode, at: Loc, data: Uint8Array, flags: Omit<PrismCasWr, 'op' | 'mode' | 'at' | 'data' | 'len'> = {}): PrismCasWr => ({ op: 'prismCas', mode, at, data, len: data.length, ...flags }),
   prismCasFrom: (mode: CasMode, at: Loc, from: Loc, len: number, flags: Omit<PrismCasWr, 'op' | 'mode' | 'at' | 'from' | 'len'> = {}): PrismCasWr => ({ op: 'prismCas', mode, at, from, len, ...flags }),
   allocate: (rkey: number, sizeBytes: number, data: Uint8Array, flags: ChainFlags = {}): AllocateWr => ({ op: 'allocate', rkey, sizeBytes, data, ...flags }),

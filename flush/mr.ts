@@ -29,6 +29,8 @@ export const NicErrorCodes = defineErrorCodes('flush', {
   ALLOC_EMPTY: 'PMRPC_ERR_ALLOC_EMPTY',
   /** ALLOCATE refused until the server rebuilds its free lists after a crash (status 'failed'). */
   ALLOC_REFUSED: 'PMRPC_ERR_ALLOC_REFUSED',
+  /** A redirected FLUSH's pointer word in scratch was not produced by an earlier op of its chain (status 'failed', nothing flushed, QP unharmed). */
+  REDIRECT_MISSING: 'PMRPC_ERR_REDIRECT_MISSING',
   /** The QP number is unknown or the link is closed. */
   NO_SUCH_QP: 'PMRPC_ERR_NO_SUCH_QP',
   /** The link was closed: outstanding requests can no longer complete. */

@@ -116,11 +116,20 @@ class QpEngine {
   /** `lazy`: a transport may gather the message with the next ones (no durable signal — a RESULT after its ACK — or one followed at once by another: notify's `more`). */
   sink: ((msg: ServerMessage, lazy?: boolean) => void) | undefined;
   recvNotify: (() => void) | undefined;
+  /** The chain (request message) executing now, numbered from 1 per QP. */
+  chain = 0;
+  /**
+   * Per scratch byte: the chain whose op last produced it (0: none, or its producer failed). A
+   * redirected FLUSH reads only a pointer its own chain produced (DESIGN §2.4, docs/verbs.md).
+   */
+  readonly produced: Float64Array;
   constructor(
     readonly qpn: number,
     readonly pd: ProtectionDomain,
     readonly scratch: Uint8Array,
-  ) {}
+  ) {
+    this.produced = new Float64Array(scratch.length);
+  }
 }
 
 /** The server's view of one QP: post receive buffers, read receive completions, notify the client. */
@@ -392,6 +401,7 @@ export class Rnic {
     const item = e.inbound[0]!;
     if (item.next < item.msg.wrs.length) {
       const i = item.next++;
+      if (i === 0) e.chain++;
       const wr = item.msg.wrs[i]!;
       item.completions.push(this.#execute(e, wr, i));
       if (buggify('nic.drain-early')) this.drainAll();
@@ -548,6 +558,7 @@ export class Rnic {
     const id = wr.id ?? index;
     if (wr.conditional === true && !e.lastOk) {
       e.lastOk = false;
+      this.#unproduce(e, wr);
       return { id, op: wr.op, status: 'skipped' };
     }
     let c: Completion;
@@ -558,8 +569,18 @@ export class Rnic {
       return this.#fail(e, wr, index, err);
     }
     e.lastOk = c.status === 'ok' && c.swapped !== false;
+    if (c.status !== 'ok') this.#unproduce(e, wr);
     this.#afterRequest(e);
     return c;
+  }
+
+  /** An op that did not run or did not succeed produced nothing: its redirect target holds no output of this chain. */
+  #unproduce(e: QpEngine, wr: WorkRequest): void {
+    const r = wr.redirect;
+    if (r === undefined || !Number.isSafeInteger(r) || r < 0) return;
+    const n = wr.op === 'read' || wr.op === 'prismCas' ? wr.len : wr.op === 'allocate' || wr.op === 'cas' || wr.op === 'faa' ? 8 : 0;
+    const end = Math.min(e.produced.length, r + (Number.isSafeInteger(n) ? n : 0));
+    if (r < end) e.produced.fill(0, r, end);
   }
 
   #fail(e: QpEngine, wr: WorkRequest, index: number, err: WrError): Completion {
@@ -655,6 +676,20 @@ export class Rnic {
       this.#mrs.check(e.pd, wr.rkey, mr.offset, 0, need);
       offset = mr.offset;
       len = mr.len;
+    } else if (wr.addrScratch !== undefined) {
+      // Redirected FLUSH (pmrpc's extension): the range start is the pointer an earlier op of this chain left in scratch.
+      const s = wr.addrScratch;
+      if (s + 8 > e.scratch.length) throw new WrError(NicErrorCodes.OUT_OF_BOUNDS, `scratch access [${s}, ${s + 8}) is outside the ${e.scratch.length}-byte scratch buffer`);
+      for (let k = s; k < s + 8; k++) {
+        if (e.produced[k] !== e.chain) {
+          return { id, op: 'flush', status: 'failed', code: NicErrorCodes.REDIRECT_MISSING, message: `scratch [${s}, ${s + 8}) holds no pointer produced by an earlier op of this chain: nothing flushed` };
+        }
+      }
+      const ptr = readPtr(e.scratch, s);
+      if (!Number.isFinite(ptr)) throw new WrError(NicErrorCodes.OUT_OF_BOUNDS, `redirected flush pointer ${ptr} is outside every MR`);
+      this.#mrs.check(e.pd, wr.rkey, ptr, wr.len!, need);
+      offset = ptr;
+      len = wr.len!;
     } else {
       this.#mrs.check(e.pd, wr.rkey, wr.addr!, wr.len!, need);
       offset = wr.addr!;
@@ -766,6 +801,7 @@ export class Rnic {
   #output(e: QpEngine, c: Completion, data: Uint8Array, redirect: number | undefined): Completion {
     if (redirect === undefined) return { ...c, data };
     e.scratch.set(data, redirect);
+    e.produced.fill(e.chain, redirect, redirect + data.length);
     return c;
   }
 
@@ -792,6 +828,7 @@ export class Rnic {
   #put(e: QpEngine, t: Target, bytes: Uint8Array): void {
     if (t.kind === 'scratch') {
       e.scratch.set(bytes, t.off);
+      e.produced.fill(e.chain, t.off, t.off + bytes.length);
       return;
     }
     if (bytes.length === 0) return;

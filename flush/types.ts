@@ -100,8 +100,16 @@ export interface FlushWr extends ChainFlags {
   placement: FlushPlacement;
   selectivity: FlushSelectivity;
   rkey: number;
-  /** range selectivity only. */
+  /** range selectivity only: the range start (exactly one of `addr`, `addrScratch`). */
   addr?: number;
+  /**
+   * range selectivity only, instead of `addr` (pmrpc's extension of IBTA FLUSH, docs/verbs.md): the
+   * range start is the 8-byte little-endian pointer at this offset of the connection's scratch,
+   * where an earlier op of the same chain redirected it (ALLOCATE's pointer, a READ's slot word).
+   * A pointer this chain did not produce (the producing op failed or was skipped, or it is left
+   * from another chain) completes 'failed' with PMRPC_ERR_REDIRECT_MISSING: nothing is flushed.
+   */
+  addrScratch?: number;
   len?: number;
 }
 

@@ -70,6 +70,13 @@ export function wrError(wr: unknown): string | undefined {
       if (w.placement !== 'global' && w.placement !== 'persistent') return "placement must be 'global' or 'persistent'";
       if (w.selectivity !== 'range' && w.selectivity !== 'mr') return "selectivity must be 'range' or 'mr'";
       if (!isU32(w.rkey)) return 'rkey must be a 32-bit unsigned integer';
+      if (w.addrScratch !== undefined) {
+        if (w.selectivity !== 'range') return 'addrScratch is only for a range flush';
+        if (w.addr !== undefined) return 'a range flush takes addr or addrScratch, not both';
+        if (!isOff(w.addrScratch)) return 'addrScratch must be a scratch offset (non-negative integer)';
+        if (!isLen(w.len)) return `a redirected flush needs len, an integer in [0, ${MAX_WR_BYTES}]`;
+        return undefined;
+      }
       if (w.selectivity === 'range' && (!isOff(w.addr) || !isOff(w.len))) return 'a range flush needs addr and len (non-negative integers)';
       return undefined;
     case 'prismCas': {

@@ -110,6 +110,141 @@ async function strategyOutcomes(seed: number, strategy: FlushStrategy, ddio: boo
   return outcomes(states, (i) => `A=${word(i, A)}`);
 }
 
+const ITEM = 1024; // the first free 64-byte buffer the server posts
+const ITEM2 = 1088;
+const fill64 = (v: number): Uint8Array => new Uint8Array(64).fill(v);
+/** 'ab' when all 64 bytes at `at` are `v`, '0' when all zero, else 'torn'. */
+const item64 = (r: PmemRegion, at: number, v: number): string => {
+  const b = r.load(at, 64);
+  return b.every((x) => x === v) ? v.toString(16) : b.every((x) => x === 0) ? '0' : 'torn';
+};
+/** A rig with two 64-byte buffers on the free list of its MR. */
+function allocRig(seed: number, nic: Partial<RnicOptions> = {}): Rig {
+  const r = rig(seed, { drain: 'onFlush', ...nic }, { idleDrain: false });
+  r.nic.postFreeBuffers(r.mr, 64, [ITEM, ITEM2]);
+  return r;
+}
+
+/** The redirected FLUSH (pmrpc's extension of IBTA FLUSH, docs/verbs.md; DESIGN §2.4 "Redirected addresses"). */
+const redirectedFlushLitmus: Litmus[] = [
+  {
+    name: 'nic-redirected-flush-persists-exactly-the-allocated-item',
+    layer: 'nic',
+    rule: "a FLUSH(persistent) whose range start is read from scratch — where the chain's ALLOCATE redirected its pointer — persists the allocated item (DDIO on and off); another dirty line of the QP outside that range is not promised",
+    mustBePossible: 'item=ab in every image at the FLUSH completion; with DDIO, B=0 (the QP\'s earlier WRITE outside the range, drained but not written back) in some image',
+    mustBeImpossible: 'the item missing or torn at the FLUSH completion',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (const ddio of [true, false]) {
+        const r = allocRig(seed, { ddio });
+        const states = captureCompletions(r.region);
+        const cs = await r.qp.postChain([
+          Wr.write({ rkey: r.mr.rkey, addr: B }, u64(5)),
+          Wr.allocate(r.mr.rkey, 64, fill64(0xab), { redirect: 8 }),
+          Wr.flushFrom('persistent', r.mr.rkey, { scratch: 8 }, 64, { conditional: true }),
+          Wr.read({ scratch: 8 }, 8),
+        ]);
+        const ptr = Number(new DataView(cs[3]!.data!.buffer, cs[3]!.data!.byteOffset).getBigUint64(0, true));
+        const head = `ddio=${ddio} flush=${cs[2]!.status} ptr=${ptr === ITEM ? 'item' : ptr}`;
+        outcomes(states.slice(-1), (i) => `${head} item=${item64(i, ITEM, 0xab)} B=${word(i, B)}`, seen);
+      }
+      const want = ['ddio=true flush=ok ptr=item item=ab B=0', 'ddio=true flush=ok ptr=item item=ab B=5', 'ddio=false flush=ok ptr=item item=ab B=5'];
+      return check(seen, want, onlyIn(want));
+    },
+  },
+  {
+    name: 'nic-redirected-flush-after-failed-allocate-does-nothing',
+    layer: 'nic',
+    rule: "a redirected FLUSH whose pointer the chain did not produce (its ALLOCATE failed: the free list is empty) does nothing — it does not flush the stale pointer an earlier chain left in scratch — completes 'failed' (PMRPC_ERR_REDIRECT_MISSING) and the chain's conditional tail is skipped",
+    mustBePossible: "flush failed PMRPC_ERR_REDIRECT_MISSING, tail skipped, and an image at its completion without the earlier chain's (unflushed) item",
+    mustBeImpossible: 'the FLUSH ok, the tail run, or the tail\'s WRITE in memory',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      const r = allocRig(seed);
+      // An earlier chain: ALLOCATE's pointer to scratch 8, its item left unflushed in the NIC cache.
+      await r.qp.post(Wr.allocate(r.mr.rkey, 64, fill64(0xcd), { redirect: 8 }));
+      await r.qp.post(Wr.allocate(r.mr.rkey, 64, fill64(0xce))); // the list is now empty
+      const states = captureCompletions(r.region);
+      const cs = await r.qp.postChain([
+        Wr.allocate(r.mr.rkey, 64, fill64(0xab), { redirect: 8 }),
+        Wr.flushFrom('persistent', r.mr.rkey, { scratch: 8 }, 64),
+        Wr.write({ rkey: r.mr.rkey, addr: B }, u64(7), { conditional: true }),
+      ]);
+      const head = `alloc=${cs[0]!.status} flush=${cs[1]!.status} ${cs[1]!.code ?? ''} tail=${cs[2]!.status} B=${r.region.loadU64(B)}`;
+      outcomes(states.slice(-1), (i) => `${head} stale=${item64(i, ITEM, 0xcd)}`, seen);
+      const want = [`alloc=failed flush=failed PMRPC_ERR_REDIRECT_MISSING tail=skipped B=0 stale=0`, `alloc=failed flush=failed PMRPC_ERR_REDIRECT_MISSING tail=skipped B=0 stale=cd`];
+      return check(seen, want, (o) => !o.startsWith('alloc=failed flush=failed PMRPC_ERR_REDIRECT_MISSING tail=skipped B=0 stale='));
+    },
+  },
+  {
+    name: 'nic-redirected-flush-refuses-another-qps-scratch',
+    layer: 'nic',
+    rule: "a chain reads only its own connection's scratch: QP Y's redirected FLUSH at the scratch offset where QP X's ALLOCATE put its pointer is refused ('failed', PMRPC_ERR_REDIRECT_MISSING), flushes nothing, and Y's conditional tail is skipped; X's own FLUSH of it persists the item",
+    mustBePossible: "Y refused, X's unflushed item absent in some image at Y's completion; X's own redirected FLUSH works only in the chain that produced the pointer",
+    mustBeImpossible: "Y's FLUSH ok or its tail run",
+    async run(seed) {
+      const seen = new Map<string, number>();
+      const r = allocRig(seed);
+      const y = r.connect().qp;
+      const states = captureCompletions(r.region);
+      // X: ALLOCATE → scratch 8 (not flushed yet); Y: redirected FLUSH from its scratch 8.
+      await r.qp.post(Wr.allocate(r.mr.rkey, 64, fill64(0xab), { redirect: 8 }));
+      states.length = 0;
+      const ys = await y.postChain([Wr.flushFrom('persistent', r.mr.rkey, { scratch: 8 }, 64), Wr.write({ rkey: r.mr.rkey, addr: B }, u64(7), { conditional: true })]);
+      outcomes(states.splice(0).slice(-1), (i) => `Y flush=${ys[0]!.status} ${ys[0]!.code ?? ''} tail=${ys[1]!.status} item=${item64(i, ITEM, 0xab)}`, seen);
+      // X's own pointer is one of an earlier chain of X too: X must produce it again in the chain that flushes.
+      const xs = await r.qp.postChain([Wr.read({ rkey: r.mr.rkey, addr: A }, 8, { redirect: 8 }), Wr.flushFrom('persistent', r.mr.rkey, { scratch: 8 }, 8)]);
+      const xf = await r.qp.postChain([Wr.flushFrom('persistent', r.mr.rkey, { scratch: 8 }, 64)]);
+      seen.set(`X same-chain read→flush=${xs[1]!.status}; X later chain=${xf[0]!.status} ${xf[0]!.code ?? ''}`, 1);
+      const want = [
+        'Y flush=failed PMRPC_ERR_REDIRECT_MISSING tail=skipped item=0',
+        'Y flush=failed PMRPC_ERR_REDIRECT_MISSING tail=skipped item=ab',
+        'X same-chain read→flush=ok; X later chain=failed PMRPC_ERR_REDIRECT_MISSING',
+      ];
+      // X's unflushed item is a subset component: a torn item is possible at Y's completion too.
+      return check(seen, want, onlyIn([...want, 'Y flush=failed PMRPC_ERR_REDIRECT_MISSING tail=skipped item=torn']));
+    },
+  },
+  {
+    name: 'nic-crash-images-around-redirected-flush',
+    layer: 'nic',
+    rule: 'crash images at every step of the durable install chain ALLOCATE → redirect; redirected FLUSH; WRITE the pointer into a slot (dataIndirect from scratch); FLUSH the slot: before the redirected FLUSH the item may be lost; after it, it is in every image; no image has the slot pointing at a lost or torn item',
+    mustBePossible: 'item=0 before the redirected FLUSH; item=ab slot=0 after it; item=ab slot=item after the slot FLUSH',
+    mustBeImpossible: 'slot=item with the item lost or torn; item lost after the redirected FLUSH',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (const ddio of [true, false]) {
+        const r = allocRig(seed, { ddio });
+        const sqp = r.nic.createQp(r.sqp.pd);
+        const slot = { rkey: r.mr.rkey, addr: A };
+        r.nic.submit({
+          type: 'request',
+          qpn: sqp.qpn,
+          seq: 1,
+          wrs: [
+            Wr.allocate(r.mr.rkey, 64, fill64(0xab), { redirect: 8 }),
+            Wr.flushFrom('persistent', r.mr.rkey, { scratch: 8 }, 64, { conditional: true }),
+            Wr.writeFrom(slot, { scratch: 8 }, 8, { conditional: true }),
+            Wr.flush('persistent', r.mr.rkey, { addr: A, len: 8 }, { conditional: true }),
+          ],
+        });
+        const names = ['allocate', 'redirected flush', 'slot write', 'slot flush'];
+        for (let k = 0; r.nic.step(sqp.qpn); k++) {
+          const at = `ddio=${ddio} after ${names[k]}:`;
+          outcomes([r.region.crashState()], (i) => {
+            const it = item64(i, ITEM, 0xab);
+            const sl = i.loadU64(A);
+            return `${at} item=${it} slot=${sl === BigInt(ITEM) ? 'item' : sl === 0n ? '0' : 'other'}`;
+          }, seen);
+        }
+      }
+      const bad = (o: string): boolean => (o.includes('slot=item') && !o.includes('item=ab')) || o.includes('slot=other') || (/after (redirected flush|slot write|slot flush)/.test(o) && !o.includes('item=ab')) || (o.includes('after slot flush') && !o.includes('slot=item'));
+      const want = [true, false].flatMap((d) => [`ddio=${d} after allocate: item=0 slot=0`, `ddio=${d} after redirected flush: item=ab slot=0`, `ddio=${d} after slot flush: item=ab slot=item`]);
+      return check(seen, want, bad);
+    },
+  },
+];
+
 export const nicLitmus: Litmus[] = [
   {
     name: 'nic-completed-write-without-flush-may-be-lost',
@@ -456,4 +591,5 @@ export const nicLitmus: Litmus[] = [
       return check(seen, ['any 0/ab', 'any ab/0', 'ascending ab/0', 'ascending ab/ab'], (o) => o === 'ascending 0/ab');
     },
   },
+  ...redirectedFlushLitmus,
 ];

@@ -150,6 +150,7 @@ function wrOut(wr: WorkRequest): Obj {
     case 'flush': {
       const f: Obj = { placement: wr.placement === 'persistent' ? 1 : 0, selectivity: wr.selectivity === 'mr' ? 1 : 0, rkey: wr.rkey };
       opt(f, 'addr', wr.addr);
+      opt(f, 'addrScratch', wr.addrScratch);
       opt(f, 'len', wr.len);
       o.flush = f;
       break;
@@ -350,6 +351,7 @@ export function wrIn(o: Obj, i: number): WorkRequest {
         rkey: num(x.rkey ?? 0, `${w} rkey`),
         addr: maybeNum(x.addr, `${w} addr`),
         len: maybeNum(x.len, `${w} len`),
+        addrScratch: maybeNum(x.addrScratch, `${w} addrScratch`),
       }) as WorkRequest;
     }
     case 'prismCas': {

@@ -195,6 +195,7 @@ function sizeOp(wr: WorkRequest): number {
         n += 1 + vlen(wr.addr);
       }
       n += optU32(wr.len);
+      n += optU32(wr.addrScratch);
       break;
     default:
       decline(); // prismCas, allocate: the reference codec
@@ -302,6 +303,7 @@ function writeWr(wr: WorkRequest): void {
       if (wr.rkey !== 0) writeU32(0x18, wr.rkey);
       if (wr.addr !== undefined && wr.addr !== null) writeU32(0x20, wr.addr);
       if (wr.len !== undefined && wr.len !== null) writeU32(0x28, wr.len);
+      if (wr.addrScratch !== undefined && wr.addrScratch !== null) writeU32(0x30, wr.addrScratch);
       break;
     default:
       break;
@@ -695,6 +697,7 @@ function readOp(opTag: number, end: number, o: Record<string, unknown>): void {
       let rkey = 0;
       let addr: number | undefined;
       let len: number | undefined;
+      let addrScratch: number | undefined;
       while (rp < end && !off) {
         const t = rtag(end);
         if (t === 0x08 && once(1)) placement = rvar(end, 1);
@@ -702,6 +705,7 @@ function readOp(opTag: number, end: number, o: Record<string, unknown>): void {
         else if (t === 0x18 && once(4)) rkey = ru32(end);
         else if (t === 0x20 && once(8)) addr = rvar(end, 8);
         else if (t === 0x28 && once(16)) len = ru32(end);
+        else if (t === 0x30 && once(32)) addrScratch = ru32(end);
         else off = true;
       }
       if (placement > 1 || selectivity > 1) off = true;
@@ -711,6 +715,7 @@ function readOp(opTag: number, end: number, o: Record<string, unknown>): void {
       o.rkey = rkey;
       if (addr !== undefined) o.addr = addr;
       if (len !== undefined) o.len = len;
+      if (addrScratch !== undefined) o.addrScratch = addrScratch;
       return;
     }
     default:

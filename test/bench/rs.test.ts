@@ -33,7 +33,7 @@ t.test('the plans cover the matrix: N = 3 / 5, 1–8 clients, 64 B – 4 KiB, 50
     t.same(new Set(c.map((x) => x.link)), new Set(['in-process', 'tcp']));
   }
   t.ok(RS_FULL_PLAN.cells.length > 90, 'the full plan is the cross product');
-  t.same(RS_FACTORIES.map((f) => f.name), ['prism-rs', 'lock-based'], 'PRISM-RS and the baseline, in one run');
+  t.same(RS_FACTORIES.map((f) => f.name), ['prism-rs', 'lock-based', 'lock-paper'], "PRISM-RS, the SIGMOD'23-guided baseline and the paper's lock → access → unlock one, in one run");
 });
 
 t.test('a tiny run: both systems per cell, round trips counted, ratios, history and charts', async (t) => {
@@ -41,8 +41,8 @@ t.test('a tiny run: both systems per cell, round trips counted, ratios, history 
   const report = await runRsBench({ quick: true, seed: 3, progress: (d) => progress.push(d) }, TINY);
   t.equal(report.suite, 'rs');
   t.ok(progress.length >= 4, 'progress reported');
-  t.equal(report.rows.length, TINY.cells.length * 2, 'one row per system per cell');
-  for (const system of ['prism-rs', 'lock-based']) {
+  t.equal(report.rows.length, TINY.cells.length * 3, 'one row per system per cell');
+  for (const system of ['prism-rs', 'lock-based', 'lock-paper']) {
     const rows = report.rows.filter((r) => r.system === system);
     t.equal(rows.length, TINY.cells.length, `${system}: every cell`);
     for (const r of rows) {
@@ -53,9 +53,13 @@ t.test('a tiny run: both systems per cell, round trips counted, ratios, history 
       t.ok([r.opsPerSecond, r.p50Ns, r.p99Ns].every((v) => Number.isFinite(Number(v)) && Number(v) >= 0), `${name}: finite figures`);
       if (r.link === 'tcp') t.equal(r.opsPerCpuSecond, null, `${name}: no CPU figure over TCP (the replicas run in another process)`);
       else t.ok(Number(r.opsPerCpuSecond) > 0, `${name}: operations per CPU second`);
+      // NIC work requests per operation: counted in-process (the replicas' NICs are this process's), null over TCP.
+      if (r.link === 'tcp') t.equal(r.workRequestsPerOp, null, `${name}: no NIC count over TCP`);
+      else t.ok(Number(r.workRequestsPerOp) >= 2, `${name}: ${String(r.workRequestsPerOp)} NIC work requests per op`);
+      if (system === 'lock-paper') t.ok(Number(r.roundTripsPerOp) >= 3, `${name}: lock → access → unlock, ≥ 3 round trips per op`);
     }
   }
-  for (const k of ['throughputVsLockBased', 'p50VsLockBased', 'p99VsLockBased', 'readP50VsLockBased', 'roundTripsPerOpVsLockBased', 'throughputVsLockBased_n5', 'throughputVsLockBased_geomean', 'cpuThroughputVsLockBased', 'cpuThroughputVsLockBased_geomean']) {
+  for (const k of ['throughputVsLockBased', 'p50VsLockBased', 'p99VsLockBased', 'readP50VsLockBased', 'roundTripsPerOpVsLockBased', 'throughputVsLockBased_n5', 'throughputVsLockBased_geomean', 'cpuThroughputVsLockBased', 'cpuThroughputVsLockBased_geomean', 'workRequestsPerOpVsLockBased', 'throughputVsPaperLockBased', 'roundTripsPerOpVsPaperLockBased']) {
     t.ok(Number.isFinite(report.ratios[k]) && report.ratios[k]! > 0, `${k} = ${report.ratios[k]}`);
   }
   t.match(report.summary.join('\n'), /throughputVsLockBased = .*PRISM paper on hardware: ≈ 1\.5/);

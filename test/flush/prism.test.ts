@@ -2,7 +2,7 @@
 // mode, masks, widths), chains with conditional and redirect, durable chains.
 import t from 'tap';
 import { CAS_MODES, Wr, bigintToLe, casSucceeds, leToBigint, u64le, type CasMode, type Completion } from '../../flush/index.js';
-import { crashImages, materialize, HEADER_BYTES, type CrashState } from '../../pmem/index.js';
+import { crashImages, materialize, HEADER_BYTES, PmemRegion, type CrashState } from '../../pmem/index.js';
 import { fill, setup } from './helpers.js';
 
 const ptrBound = (ptr: number, bound: number): Uint8Array => {
@@ -214,4 +214,55 @@ t.test('durable chain: with FLUSH(persistent) on the heap before the CAS, no cra
   t.equal(good.pointerWithoutObject, 0);
   const bad = await durableChainImages(false);
   t.ok(bad.pointerWithoutObject > 0, 'without the heap flush, some image has a durable pointer to a missing object');
+});
+
+t.test('redirected FLUSH: shape checks are exact TypeErrors on the client, PMRPC_ERR_BAD_WR at the NIC', async (t) => {
+  const s = setup();
+  const rk = s.mr.rkey;
+  const cases: Array<[object, string]> = [
+    [{ op: 'flush', placement: 'persistent', selectivity: 'mr', rkey: rk, addrScratch: 0, len: 8 }, 'addrScratch is only for a range flush'],
+    [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: rk, addr: 0, addrScratch: 0, len: 8 }, 'a range flush takes addr or addrScratch, not both'],
+    [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: rk, addrScratch: -1, len: 8 }, 'addrScratch must be a scratch offset (non-negative integer)'],
+    [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: rk, addrScratch: 0 }, 'a redirected flush needs len, an integer in [0, 16777216]'],
+  ];
+  for (const [wr, msg] of cases) {
+    t.throws(() => s.qp.postChain([wr as never]), new TypeError(`work request 0: ${msg}`));
+    const q = s.nic.createQp(s.sqp.pd);
+    let res: { completions: Completion[] } | undefined;
+    const l = s.fabric.connect(q);
+    l.onMessage((m) => (res = m as never));
+    l.send({ type: 'request', qpn: q.qpn, seq: 0, wrs: [wr as never] });
+    t.equal(res!.completions[0]!.code, 'PMRPC_ERR_BAD_WR', msg);
+  }
+});
+
+t.test('redirected FLUSH: coded outcomes — missing input is failed (QP unharmed), a bad pointer or scratch offset is an error', async (t) => {
+  const s = setup({ nic: { drain: 'onFlush' } });
+  const rk = s.mr.rkey;
+  s.nic.postFreeBuffers(s.mr, 64, [4096]);
+  // Never produced in this chain: 'failed', REDIRECT_MISSING, the QP goes on.
+  const [miss, tail] = await s.qp.postChain([Wr.flushFrom('persistent', rk, { scratch: 0 }, 64), Wr.write({ rkey: rk, addr: 0 }, u64le(1), { conditional: true })]);
+  t.equal(miss!.status, 'failed');
+  t.equal(miss!.code, 'PMRPC_ERR_REDIRECT_MISSING');
+  t.equal(tail!.status, 'skipped');
+  t.equal(s.qp.state, 'ready');
+  // Produced by this chain's ALLOCATE: ok, and the item is on media.
+  const [, fl] = await s.qp.postChain([Wr.allocate(rk, 64, fill(64, 7), { redirect: 0 }), Wr.flushFrom('persistent', rk, { scratch: 0 }, 64)]);
+  t.equal(fl!.status, 'ok');
+  const st = s.region.crashState();
+  let images = 0;
+  for (const img of crashImages(st, { engine: 'exhaustive', maxImages: 256 })) {
+    images++;
+    t.same(PmemRegion.openImage(materialize(st, img)).load(4096, 64), fill(64, 7), 'the item in every crash image');
+  }
+  t.ok(images > 0);
+  // A pointer this chain wrote into scratch, outside the MR: PMRPC_ERR_OUT_OF_BOUNDS (QP error).
+  const q2 = s.connect().qp;
+  const [, oob] = await q2.postChain([Wr.write({ scratch: 16 }, u64le(1 << 20)), Wr.flushFrom('persistent', rk, { scratch: 16 }, 8)]);
+  t.equal(oob!.code, 'PMRPC_ERR_OUT_OF_BOUNDS');
+  t.equal(q2.state, 'error');
+  // A scratch offset past the scratch buffer: PMRPC_ERR_OUT_OF_BOUNDS.
+  const q3 = s.connect().qp;
+  const [past] = await q3.postChain([Wr.flushFrom('persistent', rk, { scratch: 252 }, 8)]);
+  t.equal(past!.code, 'PMRPC_ERR_OUT_OF_BOUNDS');
 });

@@ -22,7 +22,7 @@ const wr: fc.Arbitrary<WorkRequest> = fc.oneof(
   fc.record({ ...flags, op: fc.constant('cas' as const), at: loc, compare: bytes(8), swap: bytes(8) }),
   fc.record({ ...flags, op: fc.constant('faa' as const), at: loc, add: bytes(8) }),
   fc.record({ ...flags, op: fc.constant('atomicWrite' as const), at: loc, value: bytes(8) }),
-  fc.record({ ...flags, op: fc.constant('flush' as const), placement: fc.constantFrom('global' as const, 'persistent' as const), selectivity: fc.constantFrom('range' as const, 'mr' as const), rkey: u32, addr: opt(addr), len: opt(u32) }),
+  fc.record({ ...flags, op: fc.constant('flush' as const), placement: fc.constantFrom('global' as const, 'persistent' as const), selectivity: fc.constantFrom('range' as const, 'mr' as const), rkey: u32, addr: opt(addr), len: opt(u32), addrScratch: opt(u32) }),
   fc.record({ ...flags, op: fc.constant('prismCas' as const), mode: fc.constantFrom('eq' as const, 'ne' as const, 'lt' as const, 'le' as const, 'gt' as const, 'ge' as const), at: loc, indirect: tru, targetRkey: opt(u32), data: opt(bytes(32)), from: opt(loc), len: fc.integer({ min: 1, max: 32 }), compareMask: opt(bytes(32)), swapMask: opt(bytes(32)) }),
   fc.record({ ...flags, op: fc.constant('allocate' as const), rkey: u32, sizeBytes: u32, data: opt(bytes()), from: opt(loc), len: opt(u32) }),
 ) as fc.Arbitrary<WorkRequest>;
@@ -151,4 +151,24 @@ t.test('connection setup: bounded strings, believable codes; a long Goodbye mess
   t.equal(g.type === 'goodbye' && g.message.length, 4096);
   const w = decodeMessage(new Uint8Array([0x2a, 0x00])); // Frame{welcome{}}: every field at its default
   t.same(clean(w), clean({ type: 'welcome', version: 0, qpn: 0, maxFrameBytes: 0, payload: new Uint8Array(0) }), 'defaults decode; the link checks version and bounds');
+});
+
+t.test('redirected FLUSH: addrScratch is Flush field 6; a frame without it (an older peer) still decodes', async (t) => {
+  const redirected: ClientMessage = { type: 'request', qpn: 3, seq: 9, wrs: [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: 7, addrScratch: 16, len: 96, conditional: true }] };
+  const back = decodeMessage(encodeMessage(redirected)) as ClientMessage;
+  t.same(clean(back), clean(redirected), 'round trip');
+  // An older peer's Flush: placement 1, rkey 7, addr 64, len 8 — fields 1, 3, 4, 5 only. Hand-built bytes.
+  const flush = [0x08, 0x01, 0x18, 0x07, 0x20, 0x40, 0x28, 0x08];
+  const wr = [0x82, 0x01, flush.length, ...flush]; // WorkRequest.flush = 16 (tag 0x82 0x01)
+  const req = [0x08, 0x03, 0x10, 0x09, 0x1a, wr.length, ...wr]; // Request{qpn 3, seq 9, wrs}
+  const frame = new Uint8Array([0x0a, req.length, ...req]); // Frame.request = 1
+  const old = decodeMessage(frame) as ClientMessage;
+  t.same(clean(old), clean({ type: 'request', qpn: 3, seq: 9, wrs: [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: 7, addr: 64, len: 8 }] }));
+  t.notOk('addrScratch' in old.wrs[0]!, 'no addrScratch in an old frame');
+  // The new field is exactly field 6 (varint) of Flush: these bytes plus 0x30 0x10.
+  const withField = [...flush, 0x30, 0x10];
+  const wr2 = [0x82, 0x01, withField.length, ...withField];
+  const req2 = [0x08, 0x03, 0x10, 0x09, 0x1a, wr2.length, ...wr2];
+  const got = (decodeMessage(new Uint8Array([0x0a, req2.length, ...req2])) as ClientMessage).wrs[0] as { addrScratch?: number };
+  t.equal(got.addrScratch, 16);
 });

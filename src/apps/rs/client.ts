@@ -6,7 +6,7 @@
  *                     (a LOST slot does not answer). tag = ⟨max.ts + 1, writer id⟩.
  *                     1 RTT install, on every live replica (scratch receipt slot k, see RECEIPT_PTR):
  *                       WRITE the receipt ⟨serial, 0, bound, tag, no-CAS mark⟩; ALLOCATE(item) → redirect
- *                       to its ptr; FLUSH(persistent) the class arena (conditional); CAS gt on the slot's
+ *                       to its ptr; redirected FLUSH(persistent) of exactly the item (conditional); CAS gt on the slot's
  *                       tag with ⟨ptr, bound, tag⟩ from the receipt, old value redirected into it
  *                       (conditional); READ the slot; FLUSH(persistent) the slot; READ the receipt (the
  *                       allocated buffer and the replaced slot: the one left unlinked goes back).
@@ -15,8 +15,9 @@
  *                     a CAS that did not swap may have compared against another QP's undrained
  *                     result (DESIGN §2.2), so a lost CAS alone proves nothing durable; such a replica
  *                     is re-READ + FLUSHed (bounded) until it counts. Returns at a majority.
- * read(block)         1 RTT: READ the slot, bounded indirect READ of the item, FLUSH(persistent) the
- *                     slot, on every live replica; done at a majority. If the majority agrees, the
+ * read(block)         1 RTT: bounded indirect READ of the (self-describing) item, FLUSH(persistent) the
+ *                     slot it dereferenced, on every live replica; done at a majority (an empty or LOST
+ *                     slot reads no item: that replica is read again with a READ of the slot). If the majority agrees, the
  *                     value is durable there (each FLUSH) and is returned. Else the highest item is
  *                     installed (the write's chain, same tag) where it is missing until a majority
  *                     holds it durably (1 more RTT), then returned. Replicas that answer later and are
@@ -556,19 +557,29 @@ export class RsClient {
     return isLostTag(s.tag) ? undefined : s.tag;
   }
 
-  /** READ the slot; bounded indirect READ of its item; FLUSH(persistent) the slot. 'lost': this replica lost its copy. */
+  /**
+   * One chain: bounded indirect READ of the slot's item (self-describing: its tag is in it) and
+   * FLUSH(persistent) of exactly the slot it dereferenced (docs/rs.md, "Why a read is durable").
+   * An empty slot (bound 0: never written, or LOST) reads no item; the slot's own tag tells which,
+   * so that replica is read again with a READ of the slot in the chain. 'lost': it lost its copy.
+   */
   async #readReplica(r: Replica, block: number): Promise<ReadAnswer | 'lost' | undefined> {
     const g = r.geometry!;
     const maxItem = g.classes[g.classes.length - 1]!.sizeBytes;
+    let withSlot = false;
     for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
       const loc = this.#slotLoc(r, block);
-      const wrs: WorkRequest[] = [Wr.read(loc, RS_SLOT_BYTES), Wr.read(loc, maxItem, { bounded: true })];
+      const wrs: WorkRequest[] = withSlot ? [Wr.read(loc, RS_SLOT_BYTES), Wr.read(loc, maxItem, { bounded: true })] : [Wr.read(loc, maxItem, { bounded: true })];
       if (!this.faults.readWithoutFlush) wrs.push(this.#slotFlush(r, block));
       const cs = await this.#post(r, wrs);
       if (cs === undefined || cs.some((c) => c.status !== 'ok')) return undefined;
-      const s = decodeRsSlot(cs[0]!.data!);
-      const d = cs[1]!.data!;
+      const d = cs[withSlot ? 1 : 0]!.data!;
       if (d.length === 0) {
+        if (!withSlot) {
+          withSlot = true; // an empty slot, a LOST one, or one that moved: the slot's tag tells
+          continue;
+        }
+        const s = decodeRsSlot(cs[0]!.data!);
         if (s.ptr !== g.base) continue; // the slot moved between the two READs: read again
         if (isLostTag(s.tag)) return 'lost';
         if (compareTags(s.tag, ZERO_TAG) === 0 && s.bound === 0) return { tag: { ...ZERO_TAG }, item: undefined };
@@ -605,7 +616,8 @@ export class RsClient {
       // Addressed afresh on every attempt: a wait may span a reconnect to a restarted replica (a new rkey).
       const loc = this.#slotLoc(r, block);
       const chain: WorkRequest[] = [Wr.write({ scratch: off }, head), Wr.allocate(r.rkey, cls.sizeBytes, item, { redirect: off + RECEIPT_PTR })];
-      if (!f.dropItemFlush) chain.push(Wr.flush('persistent', r.rkey, { addr: cls.offset, len: cls.sizeBytes * cls.count }, { conditional: true }));
+      // Exactly the item: the redirected FLUSH takes its range start from the pointer ALLOCATE left in the receipt.
+      if (!f.dropItemFlush) chain.push(Wr.flushFrom('persistent', r.rkey, { scratch: off + RECEIPT_PTR }, f.flushItemHeadOnly ? RS_ITEM_HEADER_BYTES : item.length, { conditional: true }));
       const casAt = chain.length;
       chain.push(Wr.prismCasFrom('gt', loc, { scratch: off + RECEIPT_PTR }, RS_SLOT_BYTES, { conditional: true, compareMask: rsTagMask(), redirect: off + RECEIPT_OLD }));
       const readAt = chain.length;

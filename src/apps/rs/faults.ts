@@ -8,6 +8,8 @@ import type { MutantExplore } from '../index.js';
 export interface RsFaults {
   /** Install chain: no FLUSH(persistent) of the item between ALLOCATE and the CAS. */
   dropItemFlush: boolean;
+  /** Install chain: the redirected FLUSH covers only the item's 32-byte header, not the whole item it ALLOCATEd. */
+  flushItemHeadOnly: boolean;
   /** Install chain: no FLUSH(persistent) of the slot after the CAS (acknowledged before durable). */
   dropSlotFlush: boolean;
   /** Tags carry no writer id (⟨ts, 0⟩): two writers of one timestamp tie. */
@@ -38,6 +40,7 @@ export interface RsFaults {
 
 export const NO_RS_FAULTS: Readonly<RsFaults> = Object.freeze({
   dropItemFlush: false,
+  flushItemHeadOnly: false,
   dropSlotFlush: false,
   noWriterId: false,
   readWithoutWriteBack: false,
@@ -68,7 +71,9 @@ export interface RsMutant {
 
 export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
   // Without DDIO a drained item goes to media at once (the CAS drains its QP first): the missing FLUSH shows only with DDIO on.
-  { name: 'dropItemFlush', layer: 'write', step: 'FLUSH(persistent) of the item between ALLOCATE and the CAS (the item is durable before a durable slot points at it)', explore: { pins: { ddio: true } } },
+  { name: 'dropItemFlush', layer: 'write', step: 'the redirected FLUSH(persistent) of the item between ALLOCATE and the CAS (the item is durable before a durable slot points at it)', explore: { pins: { ddio: true } } },
+  // The redirected FLUSH's range is exactly the item: its first line only leaves the value's later lines in the CPU cache.
+  { name: 'flushItemHeadOnly', layer: 'write', step: 'the redirected FLUSH covering the whole item ALLOCATE placed (its len), not only its header line', explore: { pins: { ddio: true } } },
   { name: 'dropSlotFlush', layer: 'write', step: 'FLUSH(persistent) of the slot after the CAS (a replica counts only once its slot is durable)', explore: { pins: { ddio: true } } },
   { name: 'noWriterId', layer: 'write', step: 'the writer id in the tag (two writers of one timestamp must not tie)' },
   {

@@ -77,6 +77,11 @@ export class RsLocalCluster {
     return this.#replicas.length;
   }
 
+  /** Work requests the replicas' NICs executed so far (every incarnation's NIC since it opened: the bench's per-operation work). */
+  nicWorkRequests(): number {
+    return this.#replicas.reduce((n, r) => n + r.nic.stats.wrs, 0);
+  }
+
   /** A new connection to replica i (undefined while it is down). */
   connect(i: number): RsReplicaConnection | undefined {
     const r = this.#replica(i);

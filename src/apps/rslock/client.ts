@@ -46,13 +46,27 @@
  * lock-based replication without leases (FORD has no recovery either): its blocks then fail with
  * PMRPC_ERR_RSLOCK_CONTENDED after the retry bound. PRISM-RS has no locks to leave.
  */
-import { callable, createPrng, intIn, optional, PmrpcError, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type Prng } from '../../../pmem/index.js';
+import { callable, createPrng, intIn, oneOf, optional, PmrpcError, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type Prng } from '../../../pmem/index.js';
 import { NicErrorCodes, QueuePair, Wr, type Completion, type WorkRequest } from '../../../flush/index.js';
 import { parseJsonBytes } from '../index.js';
 import type { RsLockAddress } from './app.js';
 import { decodeLockLine, decodePublish, decodeRecord, encodeLockLine, encodeRecord, LOCK_LINE_BYTES, LOCK_STRIDE, publishWord, RsLockErrorCodes, u64At, type BlockRecord } from './layout.js';
 
+/**
+ * 'sigmod23' (default): the SIGMOD'23-guided protocol of the file comment. 'paper': the plain lock
+ * → access → unlock replication PRISM (SOSP'21) measured against — every operation, read or write,
+ * takes the block's lock on a majority (1 RTT), accesses the record (a write: WRITE + FLUSH
+ * persistent of the other slot; a read: READ of the published slot) (1 RTT), and releases the lock
+ * (WRITE of the lock line + FLUSH global), waiting for the release (1 RTT): 3 round trips, readers
+ * exclusive too. Same layout, same recovery, same durability (a record is FLUSHed before the
+ * release publishes it).
+ */
+export type RsLockStyle = 'sigmod23' | 'paper';
+export const RSLOCK_STYLES: readonly RsLockStyle[] = Object.freeze(['sigmod23', 'paper']);
+
 export interface RsLockClientOptions {
+  /** The protocol: the SIGMOD'23-guided one (default) or the paper's plain lock → access → unlock (RsLockStyle). */
+  style: RsLockStyle;
   /** Lock attempts of one write (and of one read's repair) before PMRPC_ERR_RSLOCK_CONTENDED. */
   lockRetriesMax: number;
   /** Read rounds of one read before PMRPC_ERR_RSLOCK_CONTENDED (a block written without pause). */
@@ -88,6 +102,7 @@ export const RSLOCK_MUTANTS: ReadonlyArray<{ name: string; step: string; faults:
 ]);
 
 export const RSLOCK_CLIENT_DEFAULTS: Readonly<RsLockClientOptions> = Object.freeze({
+  style: 'sigmod23',
   lockRetriesMax: 200,
   readRetriesMax: 200,
   quorumRetriesMax: 4,
@@ -99,6 +114,7 @@ export const RSLOCK_CLIENT_DEFAULTS: Readonly<RsLockClientOptions> = Object.free
 });
 
 const CHECKS: OptionChecks<RsLockClientOptions> = {
+  style: oneOf(RSLOCK_STYLES),
   lockRetriesMax: intIn(0, 1_000_000),
   readRetriesMax: intIn(0, 1_000_000),
   quorumRetriesMax: intIn(0, 1000),
@@ -218,7 +234,7 @@ export class RsLockClient {
         }
         let version = 0n;
         for (const w of held.values()) if (decodePublish(w).version > version) version = decodePublish(w).version;
-        const ok = await this.#install(block, held, { version: version + 1n, data }, undefined);
+        const ok = this.options.style === 'paper' ? await this.#installPaper(block, held, { version: version + 1n, data }, undefined) : await this.#install(block, held, { version: version + 1n, data }, undefined);
         if (ok) return;
         // A member was lost mid-install: the write may have happened; write again on a new quorum.
         if (q >= this.options.quorumRetriesMax) throw this.#noMajority('a replica was lost while installing (the write may or may not have happened)');
@@ -337,12 +353,114 @@ export class RsLockClient {
     return all;
   }
 
+  /**
+   * The paper's install: WRITE + FLUSH(persistent) of the record into the other slot on every member
+   * of `held` (or, `onlyBehind`, those below its version) — 1 round trip, awaited — then the release
+   * publishing it (or, unchanged, the word as held), awaited: 1 more. True when every member answered.
+   */
+  async #installPaper(block: number, held: Map<number, bigint>, record: BlockRecord, onlyBehind: true | undefined): Promise<boolean> {
+    const bytes = encodeRecord(record);
+    const posts: Array<[number, WorkRequest[]]> = [];
+    const words = new Map<number, bigint>(held);
+    for (const [n, pw] of held) {
+      const cur = decodePublish(pw);
+      if (onlyBehind === true && cur.version >= record.version) continue;
+      const slot = (this.options.faults.inPlace === true ? cur.slot : 1 - cur.slot) as 0 | 1;
+      const at = this.#slotAddr(n, block, slot);
+      const rkey = this.#nodes[n]!.address.rkey;
+      words.set(n, publishWord(record.version, slot));
+      posts.push([n, [Wr.write({ rkey, addr: at }, bytes), ...(this.options.faults.skipFlush === true ? [] : [Wr.flush('persistent', rkey, { addr: at, len: bytes.length })])]]);
+    }
+    let all = true;
+    if (posts.length > 0) {
+      const answers = await this.#round(posts);
+      posts.forEach(([n], i) => {
+        const cs = answers[i];
+        if (cs === undefined || cs.some((c) => c.status !== 'ok')) {
+          all = false;
+          words.delete(n);
+          if (cs !== undefined) this.#lost(n);
+        }
+      });
+    }
+    return (await this.#unlockPaper(block, words)) && all;
+  }
+
+  /** The paper's unlock: the release of every member in `words` (their publish words), awaited (1 round trip). */
+  async #unlockPaper(block: number, words: Map<number, bigint>): Promise<boolean> {
+    const posts: Array<[number, WorkRequest[]]> = [...words].filter(([n]) => this.#nodes[n] !== undefined).map(([n, w]) => [n, this.#unlatch(n, block, w)]);
+    if (posts.length === 0) return words.size === 0;
+    const answers = await this.#round(posts);
+    let all = posts.length === words.size;
+    posts.forEach(([n], i) => {
+      const cs = answers[i];
+      if (cs === undefined || cs.some((c) => c.status !== 'ok')) all = false;
+      else this.#cache[n]!.set(block, words.get(n)!);
+    });
+    return all;
+  }
+
+  /** The paper's read: lock on the quorum, READ of each published slot, write-back where behind, unlock. */
+  async #readPaper(block: number): Promise<Uint8Array | null> {
+    let quorumLosses = 0;
+    for (let attempt = 0; ; attempt++) {
+      if (attempt > this.options.readRetriesMax) throw new PmrpcError(RsLockErrorCodes.CONTENDED, `block ${block}: no consistent read in ${attempt} rounds`);
+      const members = this.#quorum();
+      const held = await this.#lock(block, members, undefined);
+      if (held === 'lost' || held === 'changed') {
+        if (++quorumLosses > this.options.quorumRetriesMax) throw this.#noMajority('a replica was lost while locking');
+        continue;
+      }
+      const answers = await this.#round(members.map((n) => [n, [Wr.read({ rkey: this.#nodes[n]!.address.rkey, addr: this.#slotAddr(n, block, decodePublish(held.get(n)!).slot) }, this.#slotBytes)]]));
+      const records: BlockRecord[] = [];
+      let lost = false;
+      let torn = false;
+      members.forEach((n, i) => {
+        const c = answers[i]?.[0];
+        if (c === undefined || c.status !== 'ok') {
+          lost = true;
+          return;
+        }
+        const pw = decodePublish(held.get(n)!);
+        const rec = pw.version === 0n ? { version: 0n, data: new Uint8Array(0) } : decodeRecord(c.data!, this.blockBytes);
+        if (rec === undefined || rec.version !== pw.version) torn = true;
+        else records.push(rec);
+      });
+      if (lost || torn) {
+        await this.#unlockPaper(block, held).catch(() => false);
+        if (lost && ++quorumLosses > this.options.quorumRetriesMax) throw this.#noMajority('a replica was lost while reading');
+        if (torn) this.#stats.readRetries++;
+        continue;
+      }
+      let top = records[0]!;
+      for (const r of records) if (r.version > top.version) top = r;
+      if (records.every((r) => r.version === top.version)) {
+        if (!(await this.#unlockPaper(block, held)) && ++quorumLosses > this.options.quorumRetriesMax) throw this.#noMajority('a replica was lost while unlocking');
+        return top.version === 0n ? null : top.data;
+      }
+      // The quorum disagrees: the highest record goes to the members behind, under the locks held, then the unlock.
+      if (!(await this.#installPaper(block, held, top, true))) {
+        if (++quorumLosses > this.options.quorumRetriesMax) throw this.#noMajority('a replica was lost while repairing');
+        continue;
+      }
+      this.#stats.repairs++;
+      return top.version === 0n ? null : top.data;
+    }
+  }
+
   // ---------------------------------------------------------------- read
 
   async read(block: number): Promise<Uint8Array | null> {
     this.#check(block);
     this.#opRtts = 0;
     this.#stats.reads++;
+    if (this.options.style === 'paper') {
+      try {
+        return await this.#readPaper(block);
+      } finally {
+        this.#stats.lastOpRoundTrips = this.#opRtts;
+      }
+    }
     try {
       let quorumLosses = 0;
       for (let attempt = 0; ; attempt++) {

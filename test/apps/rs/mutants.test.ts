@@ -17,6 +17,7 @@ t.setTimeout(900_000);
 
 const EXPECTED: Record<RsFaultName, string[]> = {
   dropItemFlush: ['lost', 'linearizability', 'diverged', 'slot', 'unavailable'],
+  flushItemHeadOnly: ['lost', 'linearizability', 'diverged', 'slot', 'unavailable'],
   dropSlotFlush: ['lost', 'linearizability'],
   noWriterId: ['linearizability', 'lost', 'diverged'],
   readWithoutWriteBack: ['linearizability'],

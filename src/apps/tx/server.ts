@@ -341,7 +341,7 @@ export class TxAppServer implements AppServer {
 
   /** Items in use now: installed, in a PREPARED record, in flight (ALLOCATEd, not yet installed or returned), or in their grace period. */
   get itemsInUse(): number {
-    return this.geometry.items - this.freeItems().length;
+    return this.geometry.items - this.#nic.freeBufferCount(this.mr, ITEM_BYTES);
   }
 
   get lastRecovery(): TxRecoveryReport | undefined {

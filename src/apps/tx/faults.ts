@@ -39,7 +39,7 @@ export interface TxFaults {
   returnBeforeDecided: boolean;
   /** Live reclamation: a retired item (a superseded value, an aborted transaction's dead item) goes back to the free list at once, without waiting for the chains in flight at its retirement (a chain that dereferenced it may read it reused). Not in TX_MUTANTS: caught by test/apps/tx/live-reclaim.test.ts. */
   freeWithoutGrace: boolean;
-  /** Live reclamation: a superseded value is retired once its slot's new pointer is visible, without the CPU persisting it first (a crash may bring the old pointer back over a reused item). Not in TX_MUTANTS: caught by test/apps/tx/live-reclaim.test.ts. */
+  /** Live reclamation: a superseded value is retired once its slot's new pointer is visible, without the CPU persisting it first (a crash may bring the old pointer back over a reused item). Not in TX_MUTANTS: caught by test/apps/tx/live-reclaim.test.ts (with freeWithoutGrace on in both runs). */
   freeWithoutPersist: boolean;
   /** Reclamation switched off (not a safety step: a liveness switch): no item is marked dead, so aborted transactions' items come back only at recovery (R4). */
   skipReturns: boolean;

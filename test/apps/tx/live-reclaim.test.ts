@@ -11,7 +11,7 @@ import t from 'tap';
 import { PmemRegion } from '../../../pmem/index.js';
 import { Wr } from '../../../flush/index.js';
 import { nicConfigFor, World } from '../../../src/testing/crash/index.js';
-import { decodeItem, ITEM_BYTES, parseTxWelcome, TxClient, TxErrorCodes, txApp, type TxAppServer, type TxFaults, type TxOutcome } from '../../../src/apps/tx/index.js';
+import { decodeItem, ITEM_BYTES, parseTxWelcome, type ShardConn, TxClient, TxErrorCodes, txApp, type TxAppServer, type TxFaults, type TxOutcome } from '../../../src/apps/tx/index.js';
 
 const SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/apps/tx/live-reclaim.test.ts)`);
@@ -82,4 +82,69 @@ t.test('the mutant freeWithoutGrace: the item under the reader pointer is reused
   t.comment(JSON.stringify(r, (_, v) => (typeof v === 'bigint' ? v.toString() : v)));
   t.same(r.outcomes.map((o) => o.status), ['committed', 'committed', 'committed'], 'the third commit reused a retired item');
   t.not(r.readerTs, 0n, `the reader read another transaction's value (ts ${String(r.readerTs)}), not the one its pointer named`);
+});
+
+// Table S, row S2: the CPU persists a slot's new pointer before it retires the superseded item. An
+// installer is held right after its install CAS (drained at once: drain eager), before its chain's
+// FLUSH; the CPU retires the old item and — the grace period switched off in both runs
+// (freeWithoutGrace), so that only the persist step is compared — frees it; another client's commit
+// on the other key takes it and makes it durable. Then a crash that keeps only what is durable.
+// With the CPU's persist, recovery finds slot 0 on the installer's new item (its record PREPARED:
+// R1 settles CT) and the audit is clean; with freeWithoutPersist slot 0 still points at the old
+// item, now the other key's value: the item is reached twice and does not match its slot.
+async function crashAfterReuse(faults: Partial<TxFaults>): Promise<{ audit: string[]; second: TxOutcome }> {
+  const world = new World(nicConfigFor(SEED, { eviction: 0, ddio: true, drain: 'eager' }), SEED);
+  const o = txApp.resolveOptions({ shard: 0, shards: 1, keysPerShard: 2, clients: 2, items: 3, value: 'balance', faults });
+  const region = PmemRegion.createInMemory(txApp.minRegionBytes(o) + 64, { tracing: true });
+  txApp.format(region, o);
+  const node = world.addNode(region, (host) => txApp.open(host, o));
+  const server = node.server as TxAppServer;
+  server.recover();
+  const clientOf = (c: number): { tx: TxClient; qpn: number } => {
+    const w = world.connect(0, new Uint8Array(0), c);
+    const conn: ShardConn = parseTxWelcome(w.qp, w.welcome);
+    return { tx: new TxClient(() => conn, { client: c, incarnation: 1, clock: world.clock, faults }), qpn: (w.qp.link as unknown as { qpn: number }).qpn };
+  };
+  const a = clientOf(0);
+  const b = clientOf(1);
+  let installed = false;
+  world.chooser = (cs) => {
+    const i = cs.findIndex((c) => !(installed && c.qpn === a.qpn));
+    const c = cs[Math.max(0, i)]!;
+    const next = c.qpn === a.qpn ? node.nic.peekWr(a.qpn)?.wr : undefined;
+    if (next?.op === 'prismCas' && next.mode === 'eq') installed = true; // the install runs now; a is held after it
+    return Math.max(0, i);
+  };
+  const transfer = async (tx: TxClient, key: number, v: bigint): Promise<TxOutcome> => {
+    await tx.begin();
+    await tx.read(key);
+    const buf = new Uint8Array(8);
+    new DataView(buf.buffer).setBigInt64(0, v, true);
+    await tx.write(key, buf);
+    return tx.commit();
+  };
+  void transfer(a.tx, 0, 1n).catch(() => undefined);
+  await world.run(() => installed && node.cpu.length === 0, 200_000);
+  server.sweep();
+  const second = transfer(b.tx, 1, 2n);
+  const s = await world.settle(second, 200_000);
+  if (s.failed) throw s.error;
+  // A crash: only what is durable survives (no pending line, no undrained NIC write).
+  const image = PmemRegion.openImage(region.crashState().media, { tracing: false });
+  const w2 = new World(nicConfigFor(SEED, { eviction: 0, ddio: true }), SEED);
+  const recovered = w2.addNode(image, (host) => txApp.open(host, o)).server as TxAppServer;
+  recovered.recover();
+  return { audit: recovered.audit().map((p) => `${p.kind}: ${p.detail}`), second: await second };
+}
+
+t.test('the CPU persists the new pointer before it retires the old item: a crash after its reuse recovers clean', async (t) => {
+  const r = await crashAfterReuse({ freeWithoutGrace: true });
+  t.equal(r.second.status, 'committed', 'the other client committed on the reused item');
+  t.same(r.audit, [], 'the recovered shard audits clean');
+});
+
+t.test('the mutant freeWithoutPersist: the old pointer comes back over a reused item', async (t) => {
+  const r = await crashAfterReuse({ freeWithoutGrace: true, freeWithoutPersist: true });
+  t.equal(r.second.status, 'committed', 'the other client committed on the reused item');
+  t.ok(r.audit.length > 0, `the recovered shard's audit: ${r.audit.join('; ')}`);
 });

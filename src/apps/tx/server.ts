@@ -184,7 +184,7 @@ export class TxAppServer implements AppServer {
       mr: this.mr,
       classes: this.arenaClasses,
       classOf: (p) => (p >= g.arenaOffset && p < g.arenaOffset + g.items * ITEM_BYTES ? ITEM_BYTES : undefined),
-      isReachable: (p) => (this.#reach ?? this.#reachable()).has(p),
+      isReachable: (p) => this.#reaches(p),
       acceptStaleEpoch: false,
     });
     // The sweep is driven by the NIC's notifications (a drained write touching an item's mark
@@ -216,7 +216,10 @@ export class TxAppServer implements AppServer {
   #reachable(): Set<number> {
     const g = this.geometry;
     const out = new Set<number>();
-    for (let i = 0; i < g.keys; i++) out.add(this.slot(i).ptr);
+    // One load of the slot table, the pointer words read in place.
+    const t = this.region.load(g.slotsOffset, g.keys * SLOT_BYTES);
+    const dv = new DataView(t.buffer, t.byteOffset, t.byteLength);
+    for (let i = 0; i < g.keys; i++) out.add(Number(dv.getBigUint64(i * SLOT_BYTES + 24, true)));
     for (const body of this.prepared().values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) out.add(e.newPtr);
     return out;
   }
@@ -307,7 +310,7 @@ export class TxAppServer implements AppServer {
       }
       if (ready.length > 0) {
         // One reachability snapshot for the pass (slots and PREPARED records, visible memory).
-        this.#reach = this.#reachable();
+        this.#reach = this.#reachSnapshot();
         try {
           for (const ptr of ready.sort((a, b) => a - b)) {
             this.#retired.delete(ptr);
@@ -331,7 +334,29 @@ export class TxAppServer implements AppServer {
     return returned;
   }
 
-  #reach: Set<number> | undefined;
+  /** The sweep's snapshot of one return pass (visible memory): the slot table and the new items of PREPARED records. */
+  #reach: { table: DataView; prepared: Set<number> } | undefined;
+
+  /** Whether a slot or a PREPARED record of this shard reaches item `p` now (the ReturnDesk's check). */
+  #reaches(p: number): boolean {
+    const g = this.geometry;
+    const snap = this.#reach ?? this.#reachSnapshot();
+    const lo = p >>> 0;
+    const hi = Math.floor(p / 2 ** 32);
+    for (let i = 0; i < g.keys; i++) {
+      const o = i * SLOT_BYTES + 24;
+      if (snap.table.getUint32(o, true) === lo && snap.table.getUint32(o + 4, true) === hi) return true;
+    }
+    return snap.prepared.has(p);
+  }
+
+  #reachSnapshot(): { table: DataView; prepared: Set<number> } {
+    const g = this.geometry;
+    const t = this.region.load(g.slotsOffset, g.keys * SLOT_BYTES);
+    const prepared = new Set<number>();
+    for (const body of this.prepared().values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) prepared.add(e.newPtr);
+    return { table: new DataView(t.buffer, t.byteOffset, t.byteLength), prepared };
+  }
 
   #retire(ptr: number, waiting: Set<number>): void {
     const g = this.geometry;

@@ -5,7 +5,7 @@
  * in-memory region behind the emulated NIC and the in-process fabric (immediate delivery), the
  * clients are the app's own public clients — no TCP, no process boundary, no crash.
  *
- * PRISM-TX: 3 shards with the default layout (TX_APP_DEFAULTS: keys and items per shard), 4
+ * PRISM-KV: one node, one client (soakKv below). PRISM-TX: 3 shards with the default layout (TX_APP_DEFAULTS: keys and items per shard), 4
  * closed-loop clients doing bank transfers between two accounts, most of them on a few hot
  * accounts so that at least 20 % of the transactions abort on conflicts; one operation = one
  * transaction (committed or aborted). After every operation the items in use (arena items not on
@@ -19,9 +19,10 @@
 import { createPrng, defineErrorCodes, PmrpcError, systemClock, type ErrorCodesOf } from '../../pmem/index.js';
 import { parseTxWelcome, TxClient, txApp, TX_APP_DEFAULTS, TxErrorCodes, type ShardConn, type TxAppServer } from '../apps/tx/index.js';
 import { startLocalShards } from '../apps/txlock/index.js';
+import { KV_LAYOUT_DEFAULTS, kvApp, PrismKvClient, type KvAppServer, type PrismKvServer } from '../apps/kv/index.js';
 
 export const SoakErrorCodes = defineErrorCodes('soak', {
-  /** `pmrpc soak --app` names an app the soak does not drive (today: tx only). */
+  /** `pmrpc soak --app` names an app the soak does not drive (today: tx and kv). */
   APP: 'PMRPC_ERR_SOAK_APP',
   /** A soak option out of its range (multiple, clients, items). */
   BAD_OPTION: 'PMRPC_ERR_SOAK_BAD_OPTION',
@@ -31,7 +32,7 @@ declare module '../../pmem/index.js' {
   interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof SoakErrorCodes> {}
 }
 
-export const SOAK_APPS = ['tx'] as const;
+export const SOAK_APPS = ['tx', 'kv'] as const;
 export type SoakApp = (typeof SOAK_APPS)[number];
 
 export interface SoakOptions {
@@ -80,13 +81,17 @@ const SHARDS = 3;
 /** Runs the soak of `options.app` (see the file comment). */
 export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakReport> {
   const o: SoakOptions = { ...SOAK_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
-  if (!(SOAK_APPS as readonly string[]).includes(o.app)) throw new PmrpcError(SoakErrorCodes.APP, `the soak drives ${SOAK_APPS.join(', ')}, not ${String(o.app)} (kv and rs are not built yet)`);
+  if (!(SOAK_APPS as readonly string[]).includes(o.app)) throw new PmrpcError(SoakErrorCodes.APP, `the soak drives ${SOAK_APPS.join(', ')}, not ${String(o.app)} (rs is not built yet)`);
   const int = (name: string, v: unknown, lo: number, hi: number): void => {
     if (!Number.isSafeInteger(v) || (v as number) < lo || (v as number) > hi) throw new PmrpcError(SoakErrorCodes.BAD_OPTION, `${name} must be an integer in [${lo}, ${hi}], got ${String(v)}`);
   };
   int('multiple', o.multiple, 1, 1000);
   int('clients', o.clients, 1, 8);
   int('seed', o.seed, 0, 2 ** 32 - 1);
+  if (o.app === 'kv') {
+    if (o.items !== undefined) int('items', o.items, 64, 1 << 16);
+    return soakKv(o);
+  }
   if (o.items !== undefined) int('items', o.items, TX_APP_DEFAULTS.keysPerShard + 2 * o.clients, 1 << 20);
   return soakTx(o);
 }
@@ -203,4 +208,100 @@ async function soakTx(o: SoakOptions): Promise<SoakReport> {
 /** A soak passed: no operation errored and the end checks found nothing. */
 export function soakPassed(r: SoakReport): boolean {
   return r.errors === 0 && r.violations.length === 0;
+}
+
+/**
+ * PRISM-KV: one node with the default layout (every size class: `capacityItems` is their total, or
+ * `items` per class when given), one PrismKvClient (its superseded buffers go back through return
+ * batches). Operations on 64 keys: 50 % PUT (a value of a random class), 25 % DELETE, 25 % GET
+ * checked against a model of the last write (a mismatch is a violation). `aborts` is 0 (KV has none).
+ * Items in use = arena items not on the free lists, sampled every 16 operations. End checks: the
+ * allocator audit, every key against the model, and no leak once the client's returns are flushed
+ * (items in use = one item per key ever written: a live value or a tombstone).
+ */
+async function soakKv(o: SoakOptions): Promise<SoakReport> {
+  const started = Date.now();
+  const classes = KV_LAYOUT_DEFAULTS.classes.map((c) => ({ sizeBytes: c.sizeBytes, count: o.items ?? c.count }));
+  const local = startLocalShards<object, KvAppServer>(kvApp as never, 1, () => ({ system: 'prism', layout: { ...KV_LAYOUT_DEFAULTS, classes } }), { seed: o.seed });
+  const server = local.servers[0]!.kv as PrismKvServer;
+  const capacityItems = classes.reduce((n, c) => n + c.count, 0);
+  const total = o.multiple * capacityItems;
+  const keys = 64;
+  const report: SoakReport = {
+    app: 'kv',
+    operations: 0,
+    capacityItems,
+    highWaterItems: 0,
+    highWaterAt5x: 0,
+    aborts: 0,
+    errors: 0,
+    violations: [],
+    multiple: o.multiple,
+    seed: o.seed,
+    shards: 1,
+    clients: 1,
+    keys,
+    commits: 0,
+    abortRate: 0,
+    firstErrors: [],
+    reclaimed: { superseded: 0, dead: 0, returned: 0, refused: 0 },
+    ms: 0,
+  };
+  const inUse = (): number => capacityItems - [...server.freeLists().values()].reduce((n, l) => n + l.length, 0);
+  const { qp, welcome } = local.connect(0);
+  const addr = JSON.parse(new TextDecoder().decode(welcome)) as { rkey: number; base: number };
+  const kv = await PrismKvClient.connect(qp, addr);
+  const prng = createPrng(o.seed >>> 0);
+  const model = new Map<number, Uint8Array | undefined>();
+  const sizes = classes.map((c) => c.sizeBytes - 48).filter((n) => n > 0);
+  const same = (a: Uint8Array | undefined, b: Uint8Array | undefined): boolean => (a === undefined || b === undefined ? a === b : a.length === b.length && a.every((x, i) => x === b[i]));
+  let violations = 0;
+  try {
+    for (let i = 0; i < total; i++) {
+      const k = prng.int(0, keys - 1);
+      const r = prng.int(0, 3);
+      try {
+        if (r <= 1) {
+          const v = new Uint8Array(prng.int(1, sizes[prng.int(0, sizes.length - 1)]!));
+          v.fill(i & 0xff);
+          await kv.put(`k${k}`, v);
+          model.set(k, v);
+          report.commits++;
+        } else if (r === 2) {
+          await kv.delete(`k${k}`);
+          if (model.has(k)) model.set(k, undefined);
+          report.commits++;
+        } else {
+          const got = await kv.get(`k${k}`);
+          if (!same(got, model.get(k)) && violations++ < 5) report.violations.push(`key k${k}: GET returned ${got?.length ?? 'nothing'} bytes, the last write left ${model.get(k)?.length ?? 'nothing'}`);
+        }
+      } catch (e) {
+        report.errors++;
+        if (report.firstErrors.length < 5) report.firstErrors.push(e instanceof Error ? e.message : String(e));
+      }
+      report.operations++;
+      if (report.operations % 16 === 0) {
+        const n = inUse();
+        if (n > report.highWaterItems) report.highWaterItems = n;
+        if (report.operations <= 5 * capacityItems) report.highWaterAt5x = report.highWaterItems;
+      }
+      if (report.operations % capacityItems === 0) o.progress?.(report.operations, total);
+    }
+    await kv.flushReturns();
+    for (const [k, v] of model) {
+      const got = await kv.get(`k${k}`);
+      if (!same(got, v)) report.violations.push(`end: key k${k} reads ${got?.length ?? 'nothing'} bytes, the last write left ${v?.length ?? 'nothing'}`);
+    }
+    for (const p of local.servers[0]!.audit()) report.violations.push(`audit: ${p.kind}: ${p.detail}`);
+    const st = server.stats;
+    report.reclaimed = { superseded: st.returnsAccepted, dead: 0, returned: st.returnsAccepted, refused: Object.values(st.returnsRefused).reduce((n, x) => n + x, 0) };
+    if (inUse() !== model.size) report.violations.push(`${inUse()} items in use once the returns are flushed, want ${model.size} (one per key written): ${inUse() - model.size} leaked`);
+    if (report.highWaterItems > report.highWaterAt5x + Math.ceil(0.01 * capacityItems)) {
+      report.violations.push(`high water grew: ${report.highWaterItems} items in use at ${o.multiple} ×, ${report.highWaterAt5x} at 5 × (more than 1 % of ${capacityItems})`);
+    }
+  } finally {
+    local.close();
+  }
+  report.ms = Date.now() - started;
+  return report;
 }

@@ -35,6 +35,7 @@ registerCrashTest(program);
 // The reproduction table loads the bench suites too (modelled cells): not for a `serve` child either.
 if (!['serve', 'format', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (await import('./reproduce.js')).registerReproduce(program);
 if (!['serve', 'format', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (await import('./swarm.js')).registerSwarm(program);
+if (!['serve', 'format', 'inspect', '_pmem-writer'].includes(process.argv[2] ?? '')) (await import('./soak.js')).registerSoak(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   const err = e as { code?: string; message?: string };

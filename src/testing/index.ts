@@ -70,3 +70,6 @@ export { FAULT_NAMES, NO_FAULTS, NO_ALLOCATOR_FAULTS, type RecoveryFaults, type 
 
 // Modelled time: the cost model (profiles, parameters and their sources) the World charges events with.
 export * from './model/index.js';
+
+// The soak: an app's minimal deployment through N × its arena's capacity without a restart.
+export { runSoak, soakPassed, SoakErrorCodes, SOAK_APPS, SOAK_DEFAULTS, type SoakApp, type SoakOptions, type SoakReport } from './soak.js';

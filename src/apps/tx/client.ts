@@ -24,7 +24,7 @@
  * loosely synchronised clocks, so a transaction may serialise before one that finished earlier
  * in real time.
  */
-import { Wr, type Completion, type QueuePair, type WorkRequest } from '../../../flush/index.js';
+import { NicErrorCodes, Wr, type Completion, type QueuePair, type WorkRequest } from '../../../flush/index.js';
 import { PmrpcError, type Clock } from '../../../pmem/index.js';
 import { parseJsonBytes } from '../index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
@@ -92,6 +92,8 @@ export type ShardSource = (shard: number) => ShardConn | undefined;
 
 /** Waits of one clock millisecond a client or resolver makes for a shard to come back, at most. */
 export const SHARD_WAITS_MAX = 400;
+/** Reads of one key before an item that never matches its slot is reported CORRUPT. */
+export const READ_ATTEMPTS_MAX = 32;
 /** Rounds of a resolver before it gives up on a transaction (fence CASes that keep losing, shards down). */
 export const RESOLVE_ROUNDS_MAX = 64;
 
@@ -167,6 +169,8 @@ export class TxClient {
   #open = false;
   #reads = new Map<number, ReadEntry>();
   #writes = new Map<number, Uint8Array>();
+  /** Reads that met an item not matching its slot (an install in between, or a reused item) and read again. */
+  readRetries = 0;
   /** Round trips of the last commit (prepare + install; allocation counted apart). */
   lastRoundTrips = 0;
 
@@ -269,13 +273,23 @@ export class TxClient {
     const shards = probe?.shards ?? (await this.#conn(0)).shards;
     const conn = await this.#conn(key % shards);
     const at = slotAt(conn, key);
-    const cs = await post(conn, [Wr.read(at, 40), Wr.read({ rkey: conn.rkey, addr: at.addr + 24 }, ITEM_BYTES, { bounded: true })]);
-    if (cs === undefined) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${conn.shard} did not answer the read of key ${key}`);
-    const slot = decodeSlot(cs[0]!.data!);
-    const item = decodeItem(cs[1]!.data!);
-    if (item === undefined || item.key !== key) throw new PmrpcError(TxErrorCodes.CORRUPT, `key ${key}: the installed item is not valid`);
-    this.#reads.set(key, { key, ts: item.ts, w: slot.w, value: item.value });
-    return item.value.slice();
+    // The item must describe itself as the slot's (its key, and the CT the slot showed): a reader
+    // that meets another item — one installed after its slot READ, or a reused item under a
+    // pointer it dereferenced — reads again (live reclamation: docs/tx.md table S). Only an item
+    // that stays wrong is CORRUPT.
+    for (let attempt = 0; ; attempt++) {
+      const cs = await post(conn, [Wr.read(at, 40), Wr.read({ rkey: conn.rkey, addr: at.addr + 24 }, ITEM_BYTES, { bounded: true })]);
+      if (cs === undefined) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${conn.shard} did not answer the read of key ${key}`);
+      const slot = decodeSlot(cs[0]!.data!);
+      const item = decodeItem(cs[1]!.data!);
+      if (item === undefined || item.key !== key || item.ts !== slot.ct) {
+        this.readRetries++;
+        if (attempt + 1 >= READ_ATTEMPTS_MAX) throw new PmrpcError(TxErrorCodes.CORRUPT, `key ${key}: the installed item is not valid (${READ_ATTEMPTS_MAX} reads)`);
+        continue;
+      }
+      this.#reads.set(key, { key, ts: item.ts, w: slot.w, value: item.value });
+      return item.value.slice();
+    }
   }
 
   /** Buffers a write of `key` (the key is read first if this transaction has not read it: read-modify-write). */
@@ -325,10 +339,10 @@ export class TxClient {
     }
     const newPtr = new Map<number, number>();
     const allocated = await Promise.all(
-      [...byShard].map(async ([s, ks]): Promise<boolean> => {
+      [...byShard].map(async ([s, ks]): Promise<'ok' | 'full' | 'lost'> => {
         const conn = conns.get(s)!;
         const wk = ks.filter((k) => this.#writes.has(k));
-        if (wk.length === 0) return true;
+        if (wk.length === 0) return 'ok';
         const wrs: WorkRequest[] = wk.map((k) => Wr.allocate(conn.rkey, ITEM_BYTES, encodeItem({ ts, key: k, value: this.#writes.get(k)! })));
         // The FLUSH covers the whole arena: a FLUSH names its range in the work request (no
         // indirect or redirected address, DESIGN §2.4), and the items' addresses are known only
@@ -336,15 +350,30 @@ export class TxClient {
         // modelled cost is the lines it writes back, not the range.
         if (!this.faults.skipAllocateFlush) wrs.push(Wr.flush('persistent', conn.rkey, { addr: conn.arena, len: conn.arenaBytes }));
         const cs = await post(conn, wrs);
-        if (cs === undefined) return false;
+        if (cs === undefined) return 'lost';
+        let full = false;
         wk.forEach((k, i) => {
           const c = cs[i]!;
           if (c.status === 'ok' && c.data !== undefined) newPtr.set(k, Number(new DataView(c.data.buffer, c.data.byteOffset).getBigUint64(0, true)));
+          else if (c.code === NicErrorCodes.ALLOC_EMPTY) full = true;
         });
-        return wk.every((k) => newPtr.has(k));
+        if (wk.every((k) => newPtr.has(k))) return 'ok';
+        return full ? 'full' : 'lost';
       }),
     );
-    if (allocated.some((ok) => !ok)) return { status: 'aborted', txid, code: TxErrorCodes.SHARD_UNAVAILABLE };
+    if (allocated.some((a) => a !== 'ok')) {
+      // Aborted before any prepare: no record of T exists anywhere, and none ever will (the client
+      // sends no prepare), so T's abort is decided and its items here are dead — marked at once
+      // (the guard still checks H ≠ PREPARED(T) durably). A shard that did not answer keeps what
+      // it may have ALLOCATEd until its recovery (R4).
+      await Promise.all(
+        [...byShard.keys()].map((s) => {
+          const items = byShard.get(s)!.filter((k) => newPtr.has(k)).map((k) => ({ key: k, ptr: newPtr.get(k)! }));
+          return this.#markDead(conns.get(s)!, txid, ts, items);
+        }),
+      );
+      return { status: 'aborted', txid, code: allocated.includes('lost') ? TxErrorCodes.SHARD_UNAVAILABLE : TxErrorCodes.ARENA_FULL };
+    }
     // Round 1: prepare + validate + record, every participant in parallel.
     this.lastRoundTrips++;
     const cond = !this.faults.countFailedCas;

@@ -37,6 +37,10 @@ export interface TxFaults {
   reuseSlotUnsettled: boolean;
   /** Reclamation: the client marks its ALLOCATEd items dead as soon as its commit did not reach the commit point in its own view — a participant that did not answer included — before T's abort is decided, and without the guard that makes the abort durable on the shard first. */
   returnBeforeDecided: boolean;
+  /** Live reclamation: a retired item (a superseded value, an aborted transaction's dead item) goes back to the free list at once, without waiting for the chains in flight at its retirement (a chain that dereferenced it may read it reused). Not in TX_MUTANTS: caught by test/apps/tx/live-reclaim.test.ts. */
+  freeWithoutGrace: boolean;
+  /** Live reclamation: a superseded value is retired once its slot's new pointer is visible, without the CPU persisting it first (a crash may bring the old pointer back over a reused item). Not in TX_MUTANTS: caught by test/apps/tx/live-reclaim.test.ts (with freeWithoutGrace on in both runs). */
+  freeWithoutPersist: boolean;
   /** Reclamation switched off (not a safety step: a liveness switch): no item is marked dead, so aborted transactions' items come back only at recovery (R4). */
   skipReturns: boolean;
 }
@@ -55,6 +59,8 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   recoveryIgnoresRecords: false,
   reuseSlotUnsettled: false,
   returnBeforeDecided: false,
+  freeWithoutGrace: false,
+  freeWithoutPersist: false,
   skipReturns: false,
 });
 

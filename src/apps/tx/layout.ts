@@ -63,6 +63,12 @@ export const TxErrorCodes = defineErrorCodes('tx', {
   CONFLICT: 'PMRPC_ERR_TX_CONFLICT',
   /** A participant shard did not answer (link closed or QP error): the transaction was aborted or is left to resolution. */
   SHARD_UNAVAILABLE: 'PMRPC_ERR_TX_SHARD_UNAVAILABLE',
+  /**
+   * A participant's arena had no free item for the transaction's new values (ALLOCATE found the
+   * free list empty): aborted, nothing prepared. Live reclamation refills it as commits supersede
+   * values and aborted transactions' items come back; retry, or give the shard more items (txItems).
+   */
+  ARENA_FULL: 'PMRPC_ERR_TX_ARENA_FULL',
   /** A value longer than the item holds, or a transaction touching more keys on one shard than a record lists. */
   TOO_LARGE: 'PMRPC_ERR_TX_TOO_LARGE',
   /** An item failed its checksum (or names another key) where an installed value should be. */

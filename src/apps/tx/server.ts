@@ -114,16 +114,20 @@ export interface TxRecoveryReport {
   reclaimed: number;
 }
 
-/** The live reclamation of one shard (docs/tx.md "Reclamation"). */
+/** The live reclamation of one shard (docs/tx.md "Live reclamation"). */
 export interface TxSweepStats {
-  /** CPU passes that looked at candidate items. */
+  /** CPU passes that looked at candidate items, slots or retired items. */
   sweeps: number;
-  /** Items found marked dead. */
+  /** Items found marked dead (an aborted transaction's). */
   dead: number;
-  /** Dead items given back to the free list. */
+  /** Superseded values retired (a slot's pointer moved on, durably). */
+  superseded: number;
+  /** Dead items and superseded values given back to the free list (after their grace period). */
   returned: number;
-  /** Dead items the ReturnDesk refused (reached by a slot or a PREPARED record, or already free). */
+  /** Items the ReturnDesk refused (reached by a slot or a PREPARED record, or already free). */
   refused: number;
+  /** Items retired and still in their grace period now (a NIC chain in flight at retirement has not finished). */
+  inGrace: number;
 }
 
 /** One shard opened on a region. */
@@ -144,8 +148,19 @@ export class TxAppServer implements AppServer {
   readonly #schedule: (fn: () => void) => void;
   /** Items whose mark word a drained NIC write touched since the last sweep. */
   #candidates = new Set<number>();
+  /** Slot indexes a drained NIC write touched since the last sweep. */
+  #slotCandidates = new Set<number>();
+  /** Per slot index: the item the CPU last saw installed there (visible memory). */
+  #installed: number[] = [];
+  /**
+   * Items retired (dead: an aborted transaction's marked item, or a superseded value whose slot
+   * moved on durably), in their grace period: item → the QPs that had a chain queued or running on
+   * the NIC when it was retired. It goes back once each of them has been seen with no chain queued
+   * (every chain that could still reach the item finished).
+   */
+  #retired = new Map<number, Set<number>>();
   #sweepQueued = false;
-  readonly sweepStats: TxSweepStats = { sweeps: 0, dead: 0, returned: 0, refused: 0 };
+  readonly sweepStats: TxSweepStats = { sweeps: 0, dead: 0, superseded: 0, returned: 0, refused: 0, inGrace: 0 };
 
   constructor(host: AppHost, o: TxAppOptions) {
     this.region = host.region;
@@ -169,14 +184,17 @@ export class TxAppServer implements AppServer {
       mr: this.mr,
       classes: this.arenaClasses,
       classOf: (p) => (p >= g.arenaOffset && p < g.arenaOffset + g.items * ITEM_BYTES ? ITEM_BYTES : undefined),
-      isReachable: (p) => this.#reachable().has(p),
+      isReachable: (p) => this.#reaches(p),
       acceptStaleEpoch: false,
     });
     // The sweep is driven by the NIC's notifications (a drained write touching an item's mark
     // word), never by a timer or a spin loop.
     this.#schedule = host.schedule;
     this.#poller = new CpuPoller(host.nic, { schedule: host.schedule });
-    this.#poller.watchMemory({ offset: g.arenaOffset, len: g.items * ITEM_BYTES }, (e) => this.#onArenaWrite(e));
+    // One watch over slots, records and arena: a drained write is a candidate (a dead mark on an
+    // item, a slot's pointer moving on) and, while items are in their grace period, a moment to
+    // look at the NIC again (chains that finished since).
+    this.#poller.watchMemory({ offset: g.slotsOffset, len: g.arenaOffset + g.items * ITEM_BYTES - g.slotsOffset }, (e) => this.#onWrite(e));
   }
 
   /** The arena: one size class. */
@@ -198,20 +216,31 @@ export class TxAppServer implements AppServer {
   #reachable(): Set<number> {
     const g = this.geometry;
     const out = new Set<number>();
-    for (let i = 0; i < g.keys; i++) out.add(this.slot(i).ptr);
+    // One load of the slot table, the pointer words read in place.
+    const t = this.region.load(g.slotsOffset, g.keys * SLOT_BYTES);
+    const dv = new DataView(t.buffer, t.byteOffset, t.byteLength);
+    for (let i = 0; i < g.keys; i++) out.add(Number(dv.getBigUint64(i * SLOT_BYTES + 24, true)));
     for (const body of this.prepared().values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) out.add(e.newPtr);
     return out;
   }
 
-  #onArenaWrite(e: HostWriteEvent): void {
+  #onWrite(e: HostWriteEvent): void {
     const g = this.geometry;
-    const first = Math.max(0, Math.floor((e.offset - g.arenaOffset) / ITEM_BYTES));
-    const last = Math.min(g.items - 1, Math.floor((e.offset + e.len - 1 - g.arenaOffset) / ITEM_BYTES));
-    for (let i = first; i <= last; i++) {
-      const mark = g.arenaOffset + i * ITEM_BYTES + ITEM_MARK_WORD;
-      if (e.offset < mark + 8 && e.offset + e.len > mark) this.#candidates.add(g.arenaOffset + i * ITEM_BYTES);
+    const end = e.offset + e.len;
+    if (end > g.arenaOffset) {
+      const first = Math.max(0, Math.floor((e.offset - g.arenaOffset) / ITEM_BYTES));
+      const last = Math.min(g.items - 1, Math.floor((end - 1 - g.arenaOffset) / ITEM_BYTES));
+      for (let i = first; i <= last; i++) {
+        const mark = g.arenaOffset + i * ITEM_BYTES + ITEM_MARK_WORD;
+        if (e.offset < mark + 8 && end > mark) this.#candidates.add(g.arenaOffset + i * ITEM_BYTES);
+      }
     }
-    if (this.#candidates.size > 0 && !this.#sweepQueued) {
+    if (e.offset < g.recordsOffset) {
+      const first = Math.max(0, Math.floor((e.offset - g.slotsOffset) / SLOT_BYTES));
+      const last = Math.min(g.keys - 1, Math.floor((end - 1 - g.slotsOffset) / SLOT_BYTES));
+      for (let i = first; i <= last; i++) this.#slotCandidates.add(i);
+    }
+    if ((this.#candidates.size > 0 || this.#slotCandidates.size > 0 || this.#retired.size > 0) && !this.#sweepQueued) {
       this.#sweepQueued = true;
       this.#schedule(() => {
         this.#sweepQueued = false;
@@ -221,38 +250,123 @@ export class TxAppServer implements AppServer {
   }
 
   /**
-   * The CPU's sweep (docs/tx.md table A): every candidate item marked dead over a whole item goes
-   * back to the free list through the ReturnDesk, which refuses what the index reaches (a slot, or
-   * a PREPARED record: a transaction still in doubt here). The mark was posted behind a durable
-   * H ≠ PREPARED(T) on this shard (the client's guard), so no crash brings back a record naming a
-   * returned item. The mark is cleared in the same synchronous step as the return, so a later
-   * owner's item never shows a stale mark. Returns how many items went back.
+   * The CPU's sweep (docs/tx.md "Live reclamation", tables A and S). Three steps, each in one place:
+   * - **superseded values** (table S): a slot whose pointer moved on since the CPU last looked (an
+   *   install, after its transaction's commit point) — the new pointer is made durable first (the
+   *   CPU persists the slot: from now on no crash brings the old pointer back), then the old item
+   *   is retired;
+   * - **dead marks** (table A): a candidate item marked dead over a whole item (crc checked with
+   *   the mark cleared) is retired — its mark was posted behind a durable H ≠ PREPARED(T);
+   * - **grace period**: a retired item goes back to the free list, through the ReturnDesk (which
+   *   refuses what a slot or a PREPARED record reaches, or what is free already), only once every
+   *   QP that had a chain queued or running on the NIC when it was retired has been seen with none
+   *   queued: no NIC operation that may still reach it is in flight. A dead mark is cleared in the
+   *   same synchronous step as the return (no ALLOCATE runs in between).
+   * Returns how many items went back.
    */
   sweep(): number {
-    if (!this.#recovered || this.#closed || this.#candidates.size === 0) return 0;
+    if (!this.#recovered || this.#closed) return 0;
+    if (this.#candidates.size === 0 && this.#slotCandidates.size === 0 && this.#retired.size === 0) return 0;
     this.sweepStats.sweeps++;
-    const todo = [...this.#candidates].sort((a, b) => a - b);
-    this.#candidates.clear();
-    let returned = 0;
-    for (const ptr of todo) {
-      const word = this.region.loadU64(ptr + ITEM_MARK_WORD);
-      if (word >> 32n !== ITEM_DEAD) continue;
-      // A whole item under the mark (its crc covers the mark: checked with the mark cleared).
-      const bytes = this.region.load(ptr, ITEM_BYTES);
-      new DataView(bytes.buffer, bytes.byteOffset).setUint32(ITEM_MARK_WORD + 4, 0, true);
-      if (decodeItem(bytes) === undefined) continue;
-      this.sweepStats.dead++;
-    const { accepted } = this.#desk.giveBack([ptr]);
-      if (accepted === 0) {
-        this.sweepStats.refused++;
-        continue;
+    const g = this.geometry;
+    const busy = (): Set<number> => (this.faults.freeWithoutGrace ? new Set() : new Set(this.#nic.busyQps()));
+    if (this.faults.skipReturns) this.#slotCandidates.clear(); // live reclamation switched off (aborted items are never marked either)
+    if (this.#slotCandidates.size > 0) {
+      const slots = [...this.#slotCandidates].sort((a, b) => a - b);
+      this.#slotCandidates.clear();
+      for (const i of slots) {
+        const s = this.slot(i);
+        const was = this.#installed[i]!;
+        if (s.ptr === was || s.ptr === 0) continue;
+        // The pointer that makes the old item dead is durable before the item is retired.
+        if (!this.faults.freeWithoutPersist) this.region.persist(slotOffset(g, i), 40);
+        this.#installed[i] = s.ptr;
+        this.#retire(was, busy());
+        this.sweepStats.superseded++;
       }
-      // Same synchronous step as the return: no ALLOCATE runs in between.
-      this.region.storeU64(ptr + ITEM_MARK_WORD, word & 0xffffffffn);
-      returned++;
+    }
+    if (this.#candidates.size > 0) {
+      const todo = [...this.#candidates].sort((a, b) => a - b);
+      this.#candidates.clear();
+      for (const ptr of todo) {
+        if (this.#retired.has(ptr)) continue;
+        const word = this.region.loadU64(ptr + ITEM_MARK_WORD);
+        if (word >> 32n !== ITEM_DEAD) continue;
+        // A whole item under the mark (its crc covers the mark: checked with the mark cleared).
+        const bytes = this.region.load(ptr, ITEM_BYTES);
+        new DataView(bytes.buffer, bytes.byteOffset).setUint32(ITEM_MARK_WORD + 4, 0, true);
+        if (decodeItem(bytes) === undefined) continue;
+        this.sweepStats.dead++;
+        this.#retire(ptr, busy());
+      }
+    }
+    let returned = 0;
+    if (this.#retired.size > 0) {
+      const now = new Set(this.#nic.busyQps());
+      const ready: number[] = [];
+      for (const [ptr, waiting] of this.#retired) {
+        for (const q of waiting) if (!now.has(q)) waiting.delete(q);
+        if (waiting.size === 0) ready.push(ptr);
+      }
+      if (ready.length > 0) {
+        // One reachability snapshot for the pass (slots and PREPARED records, visible memory).
+        this.#reach = this.#reachSnapshot();
+        try {
+          for (const ptr of ready.sort((a, b) => a - b)) {
+            this.#retired.delete(ptr);
+            const { accepted } = this.#desk.giveBack([ptr]);
+            if (accepted === 0) {
+              this.sweepStats.refused++;
+              continue;
+            }
+            // Same synchronous step as the return: no ALLOCATE runs in between.
+            const word = this.region.loadU64(ptr + ITEM_MARK_WORD);
+            if (word >> 32n !== 0n) this.region.storeU64(ptr + ITEM_MARK_WORD, word & 0xffffffffn);
+            returned++;
+          }
+        } finally {
+          this.#reach = undefined;
+        }
+      }
     }
     this.sweepStats.returned += returned;
+    this.sweepStats.inGrace = this.#retired.size;
     return returned;
+  }
+
+  /** The sweep's snapshot of one return pass (visible memory): the slot table and the new items of PREPARED records. */
+  #reach: { table: DataView; prepared: Set<number> } | undefined;
+
+  /** Whether a slot or a PREPARED record of this shard reaches item `p` now (the ReturnDesk's check). */
+  #reaches(p: number): boolean {
+    const g = this.geometry;
+    const snap = this.#reach ?? this.#reachSnapshot();
+    const lo = p >>> 0;
+    const hi = Math.floor(p / 2 ** 32);
+    for (let i = 0; i < g.keys; i++) {
+      const o = i * SLOT_BYTES + 24;
+      if (snap.table.getUint32(o, true) === lo && snap.table.getUint32(o + 4, true) === hi) return true;
+    }
+    return snap.prepared.has(p);
+  }
+
+  #reachSnapshot(): { table: DataView; prepared: Set<number> } {
+    const g = this.geometry;
+    const t = this.region.load(g.slotsOffset, g.keys * SLOT_BYTES);
+    const prepared = new Set<number>();
+    for (const body of this.prepared().values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) prepared.add(e.newPtr);
+    return { table: new DataView(t.buffer, t.byteOffset, t.byteLength), prepared };
+  }
+
+  #retire(ptr: number, waiting: Set<number>): void {
+    const g = this.geometry;
+    if (ptr < g.arenaOffset || ptr >= g.arenaOffset + g.items * ITEM_BYTES || this.#retired.has(ptr)) return;
+    this.#retired.set(ptr, waiting);
+  }
+
+  /** Items in use now: installed, in a PREPARED record, in flight (ALLOCATEd, not yet installed or returned), or in their grace period. */
+  get itemsInUse(): number {
+    return this.geometry.items - this.#nic.freeBufferCount(this.mr, ITEM_BYTES);
   }
 
   get lastRecovery(): TxRecoveryReport | undefined {
@@ -357,6 +471,9 @@ export class TxAppServer implements AppServer {
       if (word >> 32n !== 0n) this.region.storeU64(ptr + ITEM_MARK_WORD, word & 0xffffffffn);
     }
     this.#candidates.clear();
+    this.#slotCandidates.clear();
+    this.#retired.clear();
+    this.#installed = Array.from({ length: g.keys }, (_, i) => this.slot(i).ptr);
     this.#desk.open(result.free, 1n);
     this.#recovered = true;
     this.#last = { prepared: [...prepared.keys()].map(txName), slotsRepaired: repaired, locksReleased: released, reachable: result.reachable.size, reclaimed: result.reclaimed };

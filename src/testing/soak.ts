@@ -1,0 +1,307 @@
+/**
+ * Soak (`pmrpc soak`): an app's minimal deployment driven through N × its arena's capacity in
+ * operations without a restart, to show that it runs for ever at the capacity its layout promises
+ * (DESIGN "Live reclamation"; docs/tx.md "Soak"). In-process: every shard is an app server on an
+ * in-memory region behind the emulated NIC and the in-process fabric (immediate delivery), the
+ * clients are the app's own public clients — no TCP, no process boundary, no crash.
+ *
+ * PRISM-KV: one node, one client (soakKv below). PRISM-TX: 3 shards with the default layout (TX_APP_DEFAULTS: keys and items per shard), 4
+ * closed-loop clients doing bank transfers between two accounts, most of them on a few hot
+ * accounts so that at least 20 % of the transactions abort on conflicts; one operation = one
+ * transaction (committed or aborted). After every operation the items in use (arena items not on
+ * the NIC's free lists, summed over the shards) are sampled; the report gives the high water
+ * mark, and the one at 5 × capacity (the run fails when the mark at N × exceeds it by more than
+ * 1 % of the capacity: the footprint grew with the run). Any operation that errors (a throw, an
+ * outcome `unknown`, an abort other than CONFLICT — e.g. PMRPC_ERR_TX_ARENA_FULL) counts in
+ * `errors`; `violations` holds what the end checks find: bank conservation, every shard's audit,
+ * and no leaked item (once idle, every item is free but the installed values).
+ */
+import { createPrng, defineErrorCodes, PmrpcError, systemClock, type ErrorCodesOf } from '../../pmem/index.js';
+import { parseTxWelcome, TxClient, txApp, TX_APP_DEFAULTS, TxErrorCodes, type ShardConn, type TxAppServer } from '../apps/tx/index.js';
+import { startLocalShards } from '../apps/txlock/index.js';
+import { KV_LAYOUT_DEFAULTS, kvApp, PrismKvClient, type KvAppServer, type PrismKvServer } from '../apps/kv/index.js';
+
+export const SoakErrorCodes = defineErrorCodes('soak', {
+  /** `pmrpc soak --app` names an app the soak does not drive (today: tx and kv). */
+  APP: 'PMRPC_ERR_SOAK_APP',
+  /** A soak option out of its range (multiple, clients, items). */
+  BAD_OPTION: 'PMRPC_ERR_SOAK_BAD_OPTION',
+});
+
+declare module '../../pmem/index.js' {
+  interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof SoakErrorCodes> {}
+}
+
+export const SOAK_APPS = ['tx', 'kv'] as const;
+export type SoakApp = (typeof SOAK_APPS)[number];
+
+export interface SoakOptions {
+  app: string;
+  /** Operations = multiple × capacityItems (default 50). */
+  multiple: number;
+  seed: number;
+  /** Arena items per shard (default: the app's default layout). A small arena makes a fast soak. */
+  items: number | undefined;
+  /** Closed-loop clients (default 4). */
+  clients: number;
+  /** Progress: called every `capacityItems` operations with the count so far. */
+  progress: ((operations: number, total: number) => void) | undefined;
+}
+
+export const SOAK_DEFAULTS: Readonly<SoakOptions> = Object.freeze({ app: 'tx', multiple: 50, seed: 1, items: undefined, clients: 4, progress: undefined });
+
+export interface SoakReport {
+  app: SoakApp;
+  /** Operations run (transactions: committed + aborted + errored). */
+  operations: number;
+  /** Items of the deployment's arenas (shards × items per shard). */
+  capacityItems: number;
+  /** Most arena items in use at once over the whole run. */
+  highWaterItems: number;
+  /** The high water mark over the first 5 × capacityItems operations (the whole run when it is shorter). */
+  highWaterAt5x: number;
+  aborts: number;
+  errors: number;
+  violations: string[];
+  /** Details: multiple, seed, shards, clients, keys, commits, abort rate, first errors, reclamation counters. */
+  multiple: number;
+  seed: number;
+  shards: number;
+  clients: number;
+  keys: number;
+  commits: number;
+  abortRate: number;
+  firstErrors: string[];
+  reclaimed: { superseded: number; dead: number; returned: number; refused: number };
+  ms: number;
+}
+
+const SHARDS = 3;
+
+/** Runs the soak of `options.app` (see the file comment). */
+export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakReport> {
+  const o: SoakOptions = { ...SOAK_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
+  if (!(SOAK_APPS as readonly string[]).includes(o.app)) throw new PmrpcError(SoakErrorCodes.APP, `the soak drives ${SOAK_APPS.join(', ')}, not ${String(o.app)} (rs is not built yet)`);
+  const int = (name: string, v: unknown, lo: number, hi: number): void => {
+    if (!Number.isSafeInteger(v) || (v as number) < lo || (v as number) > hi) throw new PmrpcError(SoakErrorCodes.BAD_OPTION, `${name} must be an integer in [${lo}, ${hi}], got ${String(v)}`);
+  };
+  int('multiple', o.multiple, 1, 1000);
+  int('clients', o.clients, 1, 8);
+  int('seed', o.seed, 0, 2 ** 32 - 1);
+  if (o.app === 'kv') {
+    if (o.items !== undefined) int('items', o.items, 64, 1 << 16);
+    return soakKv(o);
+  }
+  if (o.items !== undefined) int('items', o.items, TX_APP_DEFAULTS.keysPerShard + 2 * o.clients, 1 << 20);
+  return soakTx(o);
+}
+
+async function soakTx(o: SoakOptions): Promise<SoakReport> {
+  const started = Date.now();
+  const itemsPerShard = o.items ?? TX_APP_DEFAULTS.items;
+  const keysPerShard = TX_APP_DEFAULTS.keysPerShard;
+  const initial = 100;
+  const local = startLocalShards<object, TxAppServer>(txApp as never, SHARDS, (shard) => ({ shard, shards: SHARDS, items: itemsPerShard, value: 'balance', initialBalance: initial }), { nic: { drain: 'eager' }, seed: o.seed });
+  const capacityItems = SHARDS * itemsPerShard;
+  const total = o.multiple * capacityItems;
+  const keys = SHARDS * keysPerShard;
+  const hot = SHARDS * 2; // accounts 0..hot-1 take 80 % of the picks: conflicts
+  const report: SoakReport = {
+    app: 'tx',
+    operations: 0,
+    capacityItems,
+    highWaterItems: 0,
+    highWaterAt5x: 0,
+    aborts: 0,
+    errors: 0,
+    violations: [],
+    multiple: o.multiple,
+    seed: o.seed,
+    shards: SHARDS,
+    clients: o.clients,
+    keys,
+    commits: 0,
+    abortRate: 0,
+    firstErrors: [],
+    reclaimed: { superseded: 0, dead: 0, returned: 0, refused: 0 },
+    ms: 0,
+  };
+  const inUse = (): number => local.servers.reduce((n, s) => n + s.itemsInUse, 0);
+  const i64 = (v: bigint): Uint8Array => {
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setBigInt64(0, v, true);
+    return b;
+  };
+  const bal = (b: Uint8Array): bigint => new DataView(b.buffer, b.byteOffset, 8).getBigInt64(0, true);
+  const error = (what: string): void => {
+    report.errors++;
+    if (report.firstErrors.length < 5) report.firstErrors.push(what);
+  };
+  const clients: TxClient[] = [];
+  try {
+    let issued = 0;
+    const client = async (c: number): Promise<void> => {
+      const conns: ShardConn[] = [];
+      for (let s = 0; s < SHARDS; s++) {
+        const { qp, welcome } = local.connect(s);
+        conns[s] = parseTxWelcome(qp, welcome);
+      }
+      const tx = new TxClient((s) => conns[s], { client: c, incarnation: 1, clock: systemClock, faults: {} });
+      clients.push(tx);
+      const prng = createPrng((o.seed * 31 + c) >>> 0);
+      const pick = (): number => (prng.int(0, 9) < 8 ? prng.int(0, hot - 1) : prng.int(0, keys - 1));
+      while (issued < total) {
+        issued++;
+        const a = pick();
+        let b = pick();
+        if (b === a) b = (a + 1) % keys;
+        try {
+          await tx.begin();
+          const va = bal(await tx.read(a));
+          const vb = bal(await tx.read(b));
+          await tx.write(a, i64(va - 1n));
+          await tx.write(b, i64(vb + 1n));
+          const out = await tx.commit();
+          if (out.status === 'committed') report.commits++;
+          else if (out.status === 'aborted' && out.code === TxErrorCodes.CONFLICT) report.aborts++;
+          else error(`client ${c}: ${out.status} ${out.code ?? ''}`);
+        } catch (e) {
+          tx.rollback();
+          error(`client ${c}: ${e instanceof Error ? e.message : String(e)}`);
+        }
+        report.operations++;
+        const n = inUse();
+        if (n > report.highWaterItems) report.highWaterItems = n;
+        if (report.operations <= 5 * capacityItems) report.highWaterAt5x = report.highWaterItems;
+        if (report.operations % capacityItems === 0) o.progress?.(report.operations, total);
+      }
+    };
+    await Promise.all(Array.from({ length: o.clients }, (_, c) => client(c)));
+    // End checks: conservation, audits, no leaked item once idle.
+    const tx = clients[0]!;
+    await tx.begin();
+    let sum = 0n;
+    for (let k = 0; k < keys; k++) sum += bal(await tx.read(k));
+    tx.rollback();
+    if (sum !== BigInt(keys * initial)) report.violations.push(`bank: the accounts sum to ${sum}, not ${keys * initial}`);
+    for (const s of local.servers) {
+      s.sweep(); // the NIC is idle: what is still in its grace period goes back
+      for (const p of s.audit()) report.violations.push(`shard ${s.geometry.shard} audit: ${p.kind}: ${p.detail}`);
+      if (s.itemsInUse !== keysPerShard) report.violations.push(`shard ${s.geometry.shard}: ${s.itemsInUse} items in use once idle, want ${keysPerShard} (the installed values): ${s.itemsInUse - keysPerShard} leaked`);
+      report.reclaimed.superseded += s.sweepStats.superseded;
+      report.reclaimed.dead += s.sweepStats.dead;
+      report.reclaimed.returned += s.sweepStats.returned;
+      report.reclaimed.refused += s.sweepStats.refused;
+    }
+    report.abortRate = report.operations === 0 ? 0 : report.aborts / report.operations;
+    if (report.abortRate < 0.2) report.violations.push(`workload: ${(report.abortRate * 100).toFixed(1)} % aborts, below the 20 % the soak asks of itself`);
+    if (report.highWaterItems > report.highWaterAt5x + Math.ceil(0.01 * capacityItems)) {
+      report.violations.push(`high water grew: ${report.highWaterItems} items in use at ${o.multiple} ×, ${report.highWaterAt5x} at 5 × (more than 1 % of ${capacityItems})`);
+    }
+  } finally {
+    local.close();
+  }
+  report.ms = Date.now() - started;
+  return report;
+}
+
+/** A soak passed: no operation errored and the end checks found nothing. */
+export function soakPassed(r: SoakReport): boolean {
+  return r.errors === 0 && r.violations.length === 0;
+}
+
+/**
+ * PRISM-KV: one node with the default layout (every size class: `capacityItems` is their total, or
+ * `items` per class when given), one PrismKvClient (its superseded buffers go back through return
+ * batches). Operations on 64 keys: 50 % PUT (a value of a random class), 25 % DELETE, 25 % GET
+ * checked against a model of the last write (a mismatch is a violation). `aborts` is 0 (KV has none).
+ * Items in use = arena items not on the free lists, sampled every 16 operations. End checks: the
+ * allocator audit, every key against the model, and no leak once the client's returns are flushed
+ * (items in use = one item per key ever written: a live value or a tombstone).
+ */
+async function soakKv(o: SoakOptions): Promise<SoakReport> {
+  const started = Date.now();
+  const classes = KV_LAYOUT_DEFAULTS.classes.map((c) => ({ sizeBytes: c.sizeBytes, count: o.items ?? c.count }));
+  const local = startLocalShards<object, KvAppServer>(kvApp as never, 1, () => ({ system: 'prism', layout: { ...KV_LAYOUT_DEFAULTS, classes } }), { seed: o.seed });
+  const server = local.servers[0]!.kv as PrismKvServer;
+  const capacityItems = classes.reduce((n, c) => n + c.count, 0);
+  const total = o.multiple * capacityItems;
+  const keys = 64;
+  const report: SoakReport = {
+    app: 'kv',
+    operations: 0,
+    capacityItems,
+    highWaterItems: 0,
+    highWaterAt5x: 0,
+    aborts: 0,
+    errors: 0,
+    violations: [],
+    multiple: o.multiple,
+    seed: o.seed,
+    shards: 1,
+    clients: 1,
+    keys,
+    commits: 0,
+    abortRate: 0,
+    firstErrors: [],
+    reclaimed: { superseded: 0, dead: 0, returned: 0, refused: 0 },
+    ms: 0,
+  };
+  const inUse = (): number => capacityItems - [...server.freeLists().values()].reduce((n, l) => n + l.length, 0);
+  const { qp, welcome } = local.connect(0);
+  const addr = JSON.parse(new TextDecoder().decode(welcome)) as { rkey: number; base: number };
+  const kv = await PrismKvClient.connect(qp, addr);
+  const prng = createPrng(o.seed >>> 0);
+  const model = new Map<number, Uint8Array | undefined>();
+  const sizes = classes.map((c) => c.sizeBytes - 48).filter((n) => n > 0);
+  const same = (a: Uint8Array | undefined, b: Uint8Array | undefined): boolean => (a === undefined || b === undefined ? a === b : a.length === b.length && a.every((x, i) => x === b[i]));
+  let violations = 0;
+  try {
+    for (let i = 0; i < total; i++) {
+      const k = prng.int(0, keys - 1);
+      const r = prng.int(0, 3);
+      try {
+        if (r <= 1) {
+          const v = new Uint8Array(prng.int(1, sizes[prng.int(0, sizes.length - 1)]!));
+          v.fill(i & 0xff);
+          await kv.put(`k${k}`, v);
+          model.set(k, v);
+          report.commits++;
+        } else if (r === 2) {
+          await kv.delete(`k${k}`);
+          if (model.has(k)) model.set(k, undefined);
+          report.commits++;
+        } else {
+          const got = await kv.get(`k${k}`);
+          if (!same(got, model.get(k)) && violations++ < 5) report.violations.push(`key k${k}: GET returned ${got?.length ?? 'nothing'} bytes, the last write left ${model.get(k)?.length ?? 'nothing'}`);
+        }
+      } catch (e) {
+        report.errors++;
+        if (report.firstErrors.length < 5) report.firstErrors.push(e instanceof Error ? e.message : String(e));
+      }
+      report.operations++;
+      if (report.operations % 16 === 0) {
+        const n = inUse();
+        if (n > report.highWaterItems) report.highWaterItems = n;
+        if (report.operations <= 5 * capacityItems) report.highWaterAt5x = report.highWaterItems;
+      }
+      if (report.operations % capacityItems === 0) o.progress?.(report.operations, total);
+    }
+    await kv.flushReturns();
+    for (const [k, v] of model) {
+      const got = await kv.get(`k${k}`);
+      if (!same(got, v)) report.violations.push(`end: key k${k} reads ${got?.length ?? 'nothing'} bytes, the last write left ${v?.length ?? 'nothing'}`);
+    }
+    for (const p of local.servers[0]!.audit()) report.violations.push(`audit: ${p.kind}: ${p.detail}`);
+    const st = server.stats;
+    report.reclaimed = { superseded: st.returnsAccepted, dead: 0, returned: st.returnsAccepted, refused: Object.values(st.returnsRefused).reduce((n, x) => n + x, 0) };
+    if (inUse() !== model.size) report.violations.push(`${inUse()} items in use once the returns are flushed, want ${model.size} (one per key written): ${inUse() - model.size} leaked`);
+    if (report.highWaterItems > report.highWaterAt5x + Math.ceil(0.01 * capacityItems)) {
+      report.violations.push(`high water grew: ${report.highWaterItems} items in use at ${o.multiple} ×, ${report.highWaterAt5x} at 5 × (more than 1 % of ${capacityItems})`);
+    }
+  } finally {
+    local.close();
+  }
+  report.ms = Date.now() - started;
+  return report;
+}

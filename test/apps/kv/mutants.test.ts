@@ -21,6 +21,7 @@ const EXPECTED: Record<KvFaultName, string[]> = {
   // Caught by the step-driven tests named in the mutant's `caughtBy` (see KvMutant.caughtBy).
   getWithoutFlush: [],
   narrowIndexFlush: [],
+  finalGroupIndexFlush: [],
   deleteNoopWithoutFlush: [],
   skipDeadItemPersist: [],
   skipRejectedSlotPersist: [],

@@ -1,17 +1,19 @@
 /**
  * The PRISM-KV client: GET, PUT and DELETE as NIC chains over any Link (QueuePair), no server CPU.
  *
- * GET    1 RTT: bounded indirect READ of the key's home slot (the bound = the item's buffer size),
- *        then FLUSH(persistent) of that slot in the same message: what a GET returns is durable
- *        (DESIGN §5: a read never returns state a crash can take back).
- *        On a collision, 1 more: a chain of bounded indirect READs of the rest of the window + FLUSH.
+ * GET    1 RTT: bounded indirect READ of the key's cached slot, else its home slot (the bound =
+ *        the item's buffer size), then FLUSH(persistent) of that slot in the same message: what a
+ *        GET returns is durable (DESIGN §5: a read never returns state a crash can take back). A
+ *        slot once claimed is its key's for good, so a cached slot is exact wherever the key sits.
+ *        Uncached, past home: the rest of the probe sequence (layout.ts probeSequence: groups of 4
+ *        slots at hashed positions) in bounded stages (probeStages), each READs + FLUSHes.
  * PUT    1 RTT with a cached slot (slot index + version): WRITE scratch[8..24) ← (bound, version+1);
  *        ALLOCATE → redirect scratch[0]; FLUSH(persistent) heap (conditional); CAS 'gt' on the
  *        version word with dataIndirect from scratch (conditional); FLUSH(persistent) slot
- *        (conditional) — over the window from home to the slot, so the slots it went past (maybe
- *        claimed by a chain whose own FLUSH has not run) are durable too; READ scratch[0] (the
- *        allocated address, to return it if the CAS lost).
- *        Without a cached slot, 1 RTT before it to locate the key (chain of window READs).
+ *        (conditional) — over the probe sequence from home to the slot, one FLUSH per run of
+ *        contiguous slots, so the slots it went past (maybe claimed by a chain whose own FLUSH has
+ *        not run) are durable too; READ scratch[0] (the allocated address, to return it if the CAS
+ *        lost). Without a cached slot, 1 RTT (group 0) or more before it to locate the key.
  * DELETE the same chain with a tombstone item: a slot, once claimed by a key, stays that key's.
  *
  * Dropped connections (options.reconnect): a chain whose connection dropped is posted again on a

@@ -46,6 +46,7 @@ import {
   decodeKvHeader,
   decodeSlot,
   encodeItem,
+  homeSlot,
   itemBytes,
   probeSequence,
   probeStages,
@@ -242,10 +243,13 @@ export class PrismKvClient {
         }
         // Uncached: the probe sequence in stages (layout.ts probeStages): the home slot, then the
         // rest of group 0 with group 1, then 16 slots at a time, until the key or an empty slot.
-        const seq = probeSequence(g, k);
+        // (The sequence is computed only past the home slot: stage 1 needs homeSlot alone.)
+        let seq: number[] | undefined;
         let torn = false;
-        for (const [from, to] of probeStages(seq.length, g.groupSlots)) {
-          const slots = seq.slice(from, to);
+        for (const [from, to] of probeStages(g.probeSlots, g.groupSlots)) {
+          if (from > 0) seq ??= probeSequence(g, k);
+          if (seq !== undefined && from >= seq.length) break;
+          const slots = seq === undefined ? [homeSlot(g, k)] : seq.slice(from, to);
           const cs = await this.#safe(this.#durableReads(slots));
           for (const x of cs.slice(slots.length)) check(x);
           for (let j = 0; j < slots.length && !torn; j++) {
@@ -292,7 +296,11 @@ export class PrismKvClient {
 
   /** The slots of the key's probe sequence up to and including `slot` (what a PUT that installs there went past). */
   #passed(k: Uint8Array, slot: number): number[] {
-    const seq = probeSequence(this.geometry, k);
+    const g = this.geometry;
+    const home = homeSlot(g, k);
+    // Group 0 is the sequence's first groupSlots slots (contiguous, never deduplicated).
+    if (slot >= home && slot < home + g.groupSlots) return Array.from({ length: slot - home + 1 }, (_, j) => home + j);
+    const seq = probeSequence(g, k);
     const at = seq.indexOf(slot);
     if (at < 0) throw new PmrpcError(KvErrorCodes.CORRUPT, `slot ${slot} is not in the probe sequence of key ${show(k)}`);
     return seq.slice(0, at + 1);
@@ -489,12 +497,15 @@ export class PrismKvClient {
    */
   async #locate(k: Uint8Array): Promise<Located> {
     const g = this.geometry;
-    const seq = probeSequence(g, k);
+    const home = homeSlot(g, k);
+    let seq: number[] | undefined; // computed only past group 0 (the sequence's first groupSlots slots)
     for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
       if (attempt > 0) this.#stats.readRetries++;
       let torn = false;
-      for (const [from, to] of probeStages(seq.length, g.groupSlots, g.groupSlots)) {
-        const slots = seq.slice(from, to);
+      for (const [from, to] of probeStages(g.probeSlots, g.groupSlots, g.groupSlots)) {
+        if (from > 0) seq ??= probeSequence(g, k);
+        if (seq !== undefined && from >= seq.length) break;
+        const slots = seq === undefined ? Array.from({ length: to - from }, (_, j) => home + j) : seq.slice(from, to);
         const cs = await this.#safe(slots.map((i) => Wr.read(this.#slot(i), this.#maxRead, { bounded: true })));
         for (let j = 0; j < cs.length; j++) {
           const data = check(cs[j]!).data!;

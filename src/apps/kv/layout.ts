@@ -294,15 +294,15 @@ export function probeSequence(g: KvGeometry, key: Uint8Array): number[] {
   const positions = g.slotCount - w + 1;
   const groups = Math.ceil(g.probeSlots / w);
   const out: number[] = [];
-  const seen = new Set<number>();
+  const starts: number[] = [];
   for (let i = 0; i < groups; i++) {
     const at = i === 0 ? h % positions : mix32((h ^ ((GROUP_SALT + i) >>> 0)) >>> 0) % positions;
     const width = Math.min(w, g.probeSlots - i * w);
-    for (let j = 0; j < width; j++) {
-      if (seen.has(at + j)) continue;
-      seen.add(at + j);
-      out.push(at + j);
-    }
+    // Slots are checked one by one only when this group overlaps an earlier one (|at − start| < w).
+    let overlaps = false;
+    for (let x = 0; x < i && !overlaps; x++) overlaps = starts[x]! > at - w && starts[x]! < at + w;
+    starts[i] = at;
+    for (let j = 0; j < width; j++) if (!overlaps || out.indexOf(at + j) < 0) out.push(at + j);
   }
   return out;
 }
@@ -318,6 +318,7 @@ export function inProbeSequence(g: KvGeometry, key: Uint8Array, slot: number): b
  * 0, that is one run: [home … slot].
  */
 export function slotRuns(slots: readonly number[]): Array<{ first: number; count: number }> {
+  if (slots.length === 1) return [{ first: slots[0]!, count: 1 }];
   const s = [...slots].sort((a, b) => a - b);
   const runs: Array<{ first: number; count: number }> = [];
   for (const x of s) {

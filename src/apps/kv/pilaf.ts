@@ -33,6 +33,7 @@ import {
   decodeKvHeader,
   encodeItem,
   encodeKvHeader,
+  homeSlot,
   itemBytes,
   probeSequence,
   probeStages,
@@ -220,7 +221,14 @@ export class PilafServer {
     let found = -1;
     let free = -1;
     let old: Entry | undefined;
-    for (const i of probeSequence(g, key)) {
+    // Group 0 first (contiguous from the home slot: nearly every key ends there), then the rest of the sequence.
+    const home = homeSlot(g, key);
+    const group0 = Array.from({ length: g.groupSlots }, (_, j) => home + j);
+    const slots = function* (): Generator<number> {
+      yield* group0;
+      yield* probeSequence(g, key).slice(g.groupSlots);
+    };
+    for (const i of slots()) {
       const e = decodePilafEntry(this.region.load(slotOffset(g, i), SLOT_BYTES));
       if (e === 'empty' || e === undefined) {
         if (free < 0) free = i;
@@ -327,8 +335,8 @@ export class PilafClient {
     this.#op = 0;
     try {
       const g = this.geometry;
-      const seq = probeSequence(g, k);
-      const stages = probeStages(seq.length, g.groupSlots);
+      let seq: number[] | undefined; // computed only past the home slot
+      const stages = probeStages(g.probeSlots, g.groupSlots);
       for (let attempt = 0; attempt <= this.readRetriesMax; attempt++) {
         if (attempt > 0) this.#stats.readRetries++;
         // Home entry first (the common case: no collision), then the rest of the probe sequence
@@ -339,7 +347,12 @@ export class PilafClient {
         // stores the entry that points at it.
         let r: 'retry' | 'absent' | 'next' | { value: Uint8Array } = 'next';
         for (const [from, to] of stages) {
-          r = await this.#scan(k, await this.#readEntries(seq.slice(from, to)));
+          if (from === 0) r = await this.#scan(k, [decodePilafEntry(await this.#read(slotOffset(g, homeSlot(g, k)), SLOT_BYTES, true))]);
+          else {
+            seq ??= probeSequence(g, k);
+            if (from >= seq.length) break;
+            r = await this.#scan(k, await this.#readEntries(seq.slice(from, to)));
+          }
           if (r !== 'next') break;
         }
         if (r === 'retry') continue;

@@ -7,9 +7,9 @@ import type { KvLayoutOptions } from '../src/apps/kv/index.js';
 
 export type KvSystem = 'prism' | 'pilaf';
 
+/** probeSlots: the default (24 groups of 4 slots, docs/kv.md "Collisions"). */
 export const KV_BENCH_LAYOUT: Partial<KvLayoutOptions> = {
   slotCount: 4096,
-  probeSlots: 4,
   keyBytesMax: 16,
   classes: [
     { sizeBytes: 64, count: 2048 },

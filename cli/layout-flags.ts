@@ -28,7 +28,7 @@ export function addLayoutFlags(cmd: Command): Command {
   const classes = KV_LAYOUT_DEFAULTS.classes.map((c) => `${c.sizeBytes}:${c.count}`).join(',');
   return cmd
     .option('--kv-slots <n>', `kv app: index slots of a new PM file (default ${KV_LAYOUT_DEFAULTS.slotCount}, at most 2^24; ${EXISTING})`)
-    .option('--kv-probe-slots <n>', `kv app: a key's probe window, contiguous slots from its home slot (default ${KV_LAYOUT_DEFAULTS.probeSlots}, at most 16; ${EXISTING})`)
+    .option('--kv-probe-slots <n>', `kv app: a key's probe sequence, in slots: groups of 4 contiguous slots at hashed positions (default ${KV_LAYOUT_DEFAULTS.probeSlots}: 24 groups, at most 256; ${EXISTING})`)
     .option('--kv-classes <list>', `kv app: the item arena's size classes SIZE:COUNT,… (sizes increasing powers of two in [64, 2^20]; default ${classes}; ${EXISTING})`)
     .option('--rs-blocks <n>', `rs app: blocks (registers) per replica of a new PM file (default ${RS_LAYOUT_DEFAULTS.blocks}; ${EXISTING})`)
     .option('--tx-items <n>', `tx app: items in the shard's arena of a new PM file (default ${TX_APP_DEFAULTS.items}; at least the shard's keys; with --cluster it overrides the file's txItems; ${EXISTING})`);

@@ -29,7 +29,8 @@ t.test('cluster file: layout options of the node\'s app, checked by the app\'s r
   t.throws(() => parseClusterSpec(spec('rs', { kvSlots: 64 })), code(LayoutErrorCodes.LAYOUT_WRONG_APP));
   t.throws(() => parseClusterSpec(spec('kv', { txItems: 64 })), code(LayoutErrorCodes.LAYOUT_WRONG_APP));
   t.throws(() => parseClusterSpec(spec('kv', { kvSlots: 1 << 25 })), { code: LayoutErrorCodes.BAD_LAYOUT, message: /nodes\[0\]\.options\.kvSlots must be an integer in \[1, 2\^24\]/ });
-  t.throws(() => parseClusterSpec(spec('kv', { kvProbeSlots: 17 })), code(LayoutErrorCodes.BAD_LAYOUT));
+  t.throws(() => parseClusterSpec(spec('kv', { kvProbeSlots: 257 })), code(LayoutErrorCodes.BAD_LAYOUT));
+  t.equal(parseClusterSpec(spec('kv', { kvProbeSlots: 256 })).nodes[0]!.options.kvProbeSlots, 256, 'up to 256 (64 groups of 4)');
   t.throws(() => parseClusterSpec(spec('kv', { kvClasses: [{ sizeBytes: 100, count: 1 }] })), code(LayoutErrorCodes.BAD_LAYOUT));
   t.throws(() => parseClusterSpec(spec('kv', { kvClasses: [{ size: 64 }] })), code('PMRPC_ERR_CLUSTER_BAD_FIELD'));
   t.throws(() => parseClusterSpec(spec('tx', { keysPerShard: 20, txItems: 10 })), code(LayoutErrorCodes.BAD_LAYOUT), 'fewer items than keys');
@@ -44,7 +45,7 @@ t.test('flags: coded errors name the flag; through serve, nothing is created', a
   const cases: Array<[string, Record<string, string>, string, RegExp]> = [
     ['rs', { kvSlots: '64' }, 'PMRPC_ERR_LAYOUT_WRONG_APP', /--kv-slots is a layout option of the kv app, not of rs/],
     ['kv', { txItems: '64' }, 'PMRPC_ERR_LAYOUT_WRONG_APP', /--tx-items/],
-    ['kv', { kvProbeSlots: '17' }, 'PMRPC_ERR_BAD_LAYOUT', /--kv-probe-slots must be an integer in \[1, min\(16, --kv-slots\)\]/],
+    ['kv', { kvProbeSlots: '257' }, 'PMRPC_ERR_BAD_LAYOUT', /--kv-probe-slots must be an integer in \[1, 256\]/],
     ['kv', { kvProbeSlots: 'x' }, 'PMRPC_ERR_BAD_LAYOUT', /--kv-probe-slots must be a positive integer/],
     ['kv', { kvSlots: '-3' }, 'PMRPC_ERR_BAD_LAYOUT', /--kv-slots must be a positive integer/],
     ['kv', { kvClasses: '64:10,64:3' }, 'PMRPC_ERR_BAD_LAYOUT', /increasing/],

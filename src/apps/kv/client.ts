@@ -1,17 +1,19 @@
 /**
  * The PRISM-KV client: GET, PUT and DELETE as NIC chains over any Link (QueuePair), no server CPU.
  *
- * GET    1 RTT: bounded indirect READ of the key's home slot (the bound = the item's buffer size),
- *        then FLUSH(persistent) of that slot in the same message: what a GET returns is durable
- *        (DESIGN §5: a read never returns state a crash can take back).
- *        On a collision, 1 more: a chain of bounded indirect READs of the rest of the window + FLUSH.
+ * GET    1 RTT: bounded indirect READ of the key's cached slot, else its home slot (the bound =
+ *        the item's buffer size), then FLUSH(persistent) of that slot in the same message: what a
+ *        GET returns is durable (DESIGN §5: a read never returns state a crash can take back). A
+ *        slot once claimed is its key's for good, so a cached slot is exact wherever the key sits.
+ *        Uncached, past home: the rest of the probe sequence (layout.ts probeSequence: groups of 4
+ *        slots at hashed positions) in bounded stages (probeStages), each READs + FLUSHes.
  * PUT    1 RTT with a cached slot (slot index + version): WRITE scratch[8..24) ← (bound, version+1);
  *        ALLOCATE → redirect scratch[0]; FLUSH(persistent) heap (conditional); CAS 'gt' on the
  *        version word with dataIndirect from scratch (conditional); FLUSH(persistent) slot
- *        (conditional) — over the window from home to the slot, so the slots it went past (maybe
- *        claimed by a chain whose own FLUSH has not run) are durable too; READ scratch[0] (the
- *        allocated address, to return it if the CAS lost).
- *        Without a cached slot, 1 RTT before it to locate the key (chain of window READs).
+ *        (conditional) — over the probe sequence from home to the slot, one FLUSH per run of
+ *        contiguous slots, so the slots it went past (maybe claimed by a chain whose own FLUSH has
+ *        not run) are durable too; READ scratch[0] (the allocated address, to return it if the CAS
+ *        lost). Without a cached slot, 1 RTT (group 0) or more before it to locate the key.
  * DELETE the same chain with a tombstone item: a slot, once claimed by a key, stays that key's.
  *
  * Dropped connections (options.reconnect): a chain whose connection dropped is posted again on a
@@ -46,7 +48,10 @@ import {
   encodeItem,
   homeSlot,
   itemBytes,
+  probeSequence,
+  probeStages,
   slotOffset,
+  slotRuns,
   type KvGeometry,
 } from './layout.js';
 import { RETURN_ACK_IMM, RETURN_IMM, RETURN_STALE_IMM } from './server.js';
@@ -219,25 +224,40 @@ export class PrismKvClient {
     this.#stats.gets++;
     try {
       const g = this.geometry;
-      const home = homeSlot(g, k);
       for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
         if (attempt > 0) this.#stats.readRetries++;
-        const [c, fl] = await this.#safe(this.#durableReads(home, 1));
-        if (fl !== undefined) check(fl); // a value is returned only once its FLUSH completed
-        const first = this.#classify(k, home, check(c!).data!);
-        if (first === 'torn') continue;
-        if (first !== 'other') return this.#answer(name, first);
-        if (g.probeSlots === 1) return undefined;
-        const cs = await this.#safe(this.#durableReads(home + 1, g.probeSlots - 1));
-        for (const x of cs.slice(g.probeSlots - 1)) check(x);
+        // A cached slot first: a slot, once claimed by a key, stays that key's for good, so a slot
+        // this client saw holding the key still holds it (1 READ + its FLUSH, wherever the key sits
+        // in its sequence). The slots before it in the sequence were durably claimed by other keys
+        // when it was cached (the FLUSHes of the operation that cached it) and stay theirs. A cached
+        // slot that was the key's first free one and is still free: the key is absent; taken by
+        // another key since: probe.
+        const cached = this.#cache.get(name);
+        if (cached !== undefined) {
+          const cs = await this.#safe(this.#durableReads([cached.slot]));
+          for (const x of cs.slice(1)) check(x); // a value is returned only once its FLUSH completed
+          const r = this.#classify(k, cached.slot, check(cs[0]!).data!);
+          if (r === 'torn') continue;
+          if (r !== 'other' && (r.item !== undefined || cached.version === 0n)) return this.#answer(name, r);
+          this.#cache.delete(name);
+        }
+        // Uncached: the probe sequence in stages (layout.ts probeStages): the home slot, then the
+        // rest of group 0 with group 1, then 16 slots at a time, until the key or an empty slot.
+        // (The sequence is computed only past the home slot: stage 1 needs homeSlot alone.)
+        let seq: number[] | undefined;
         let torn = false;
-        for (let j = 0; j < g.probeSlots - 1; j++) {
-          const r = this.#classify(k, home + 1 + j, check(cs[j]!).data!);
-          if (r === 'torn') {
-            torn = true;
-            break;
+        for (const [from, to] of probeStages(g.probeSlots, g.groupSlots)) {
+          if (from > 0) seq ??= probeSequence(g, k);
+          if (seq !== undefined && from >= seq.length) break;
+          const slots = seq === undefined ? [homeSlot(g, k)] : seq.slice(from, to);
+          const cs = await this.#safe(this.#durableReads(slots));
+          for (const x of cs.slice(slots.length)) check(x);
+          for (let j = 0; j < slots.length && !torn; j++) {
+            const r = this.#classify(k, slots[j]!, check(cs[j]!).data!);
+            if (r === 'torn') torn = true;
+            else if (r !== 'other') return this.#answer(name, r);
           }
-          if (r !== 'other') return this.#answer(name, r);
+          if (torn) break;
         }
         if (!torn) return undefined;
       }
@@ -248,26 +268,42 @@ export class PrismKvClient {
   }
 
   #classify(k: Uint8Array, slot: number, data: Uint8Array): 'torn' | 'other' | { slot: number; item: ReturnType<typeof decodeItem> } {
-    if (data.length === 0) return { slot, item: undefined }; // an empty slot ends the window: the key is absent
+    if (data.length === 0) return { slot, item: undefined }; // an empty slot ends the probe: the key is absent
     const item = decodeItem(data);
     if (item === undefined) return 'torn';
     return bytesEqual(item.key, k) ? { slot, item } : 'other';
   }
 
   /**
-   * Bounded READs of slots [first, first + n), then FLUSH(persistent) over those slots, in one
-   * message: what the READs returned is durable before the client sees it (DESIGN §5). A READ sees
-   * host memory — media or dirty CPU lines, never another QP's undrained NIC-cache entry (DESIGN
-   * §2.2 (i)) — and FLUSH(persistent, range) writes back every dirty line of its range whoever
-   * wrote it (§2.2 (iii)), so the slot words read are durable (or superseded by newer ones) once
-   * it completes. The items they point at need no FLUSH: every writer's chain FLUSHes its item
-   * before its CAS can make a pointer to it visible.
+   * Bounded READs of `slots`, then FLUSH(persistent) over those slots (one per run of contiguous
+   * slots), in one message: what the READs returned is durable before the client sees it (DESIGN
+   * §5). A READ sees host memory — media or dirty CPU lines, never another QP's undrained NIC-cache
+   * entry (DESIGN §2.2 (i)) — and FLUSH(persistent, range) writes back every dirty line of its
+   * range whoever wrote it (§2.2 (iii)), so the slot words read are durable (or superseded by newer
+   * ones) once it completes. The items they point at need no FLUSH: every writer's chain FLUSHes
+   * its item before its CAS can make a pointer to it visible. Completions: the READs, then the FLUSHes.
    */
-  #durableReads(first: number, n: number): WorkRequest[] {
-    const wrs: WorkRequest[] = [];
-    for (let i = first; i < first + n; i++) wrs.push(Wr.read(this.#slot(i), this.#maxRead, { bounded: true }));
-    if (!this.faults.getWithoutFlush) wrs.push(Wr.flush('persistent', this.rkey, { addr: slotOffset(this.geometry, first), len: n * SLOT_BYTES }));
+  #durableReads(slots: readonly number[]): WorkRequest[] {
+    const wrs: WorkRequest[] = slots.map((i) => Wr.read(this.#slot(i), this.#maxRead, { bounded: true }));
+    if (!this.faults.getWithoutFlush) wrs.push(...this.#flushes(slots, false));
     return wrs;
+  }
+
+  /** FLUSH(persistent) over `slots`: one per run of contiguous slots (layout.ts slotRuns). */
+  #flushes(slots: readonly number[], conditional: boolean): WorkRequest[] {
+    return slotRuns(slots).map((r) => Wr.flush('persistent', this.rkey, { addr: slotOffset(this.geometry, r.first), len: r.count * SLOT_BYTES }, conditional ? { conditional: true } : {}));
+  }
+
+  /** The slots of the key's probe sequence up to and including `slot` (what a PUT that installs there went past). */
+  #passed(k: Uint8Array, slot: number): number[] {
+    const g = this.geometry;
+    const home = homeSlot(g, k);
+    // Group 0 is the sequence's first groupSlots slots (contiguous, never deduplicated).
+    if (slot >= home && slot < home + g.groupSlots) return Array.from({ length: slot - home + 1 }, (_, j) => home + j);
+    const seq = probeSequence(g, k);
+    const at = seq.indexOf(slot);
+    if (at < 0) throw new PmrpcError(KvErrorCodes.CORRUPT, `slot ${slot} is not in the probe sequence of key ${show(k)}`);
+    return seq.slice(0, at + 1);
   }
 
   #answer(name: string, r: { slot: number; item: ReturnType<typeof decodeItem> }): Uint8Array | undefined {
@@ -336,13 +372,13 @@ export class PrismKvClient {
         const loc = await this.#locate(k);
         if (loc.kind === 'full') {
           if (tombstone) return;
-          throw new PmrpcError(KvErrorCodes.INDEX_FULL, `every slot of the probe window of key ${name} belongs to another key`);
+          throw new PmrpcError(KvErrorCodes.INDEX_FULL, `every slot of the probe sequence of key ${name} belongs to another key`);
         }
-        if (tombstone && loc.kind === 'free') return; // absent: nothing to delete (no slot of the window ever held the key)
+        if (tombstone && loc.kind === 'free') return; // absent: nothing to delete (no slot of the sequence ever held the key)
         if (tombstone && loc.kind === 'found' && loc.item.tombstone) {
           // Deleted already — but maybe by a chain whose FLUSH has not run: the tombstone must be
           // durable before this DELETE is acknowledged as done (one more round trip, only here).
-          if (!f.deleteNoopWithoutFlush) check((await this.#safe([Wr.flush('persistent', this.rkey, { addr: slotOffset(g, homeSlot(g, k)), len: (loc.ref.slot - homeSlot(g, k) + 1) * SLOT_BYTES })]))[0]!);
+          if (!f.deleteNoopWithoutFlush) for (const c of await this.#safe(this.#flushes(this.#passed(k, loc.ref.slot), false))) check(c);
           return;
         }
         ref = loc.ref;
@@ -362,12 +398,17 @@ export class PrismKvClient {
           : Wr.prismCasFrom('gt', slotLoc, { scratch: SCRATCH_PTR }, SLOT_CAS_BYTES, { conditional: !f.unconditionalCas, compareMask: VERSION_MASK }),
       );
       const flushAt = chain.length;
-      // The index FLUSH covers the window from home to the slot: the slots this PUT went past
-      // (claimed by other keys, maybe by chains whose own FLUSH has not run yet: their CAS results
-      // are in host memory, where this FLUSH reaches them) are durable before it is acknowledged —
-      // else a crash could empty one and end the probe before this key (DESIGN §5).
-      const from = f.narrowIndexFlush ? ref.slot : homeSlot(g, k);
-      if (!f.dropIndexFlush) chain.push(Wr.flush('persistent', this.rkey, { addr: slotOffset(g, from), len: (ref.slot - from + 1) * SLOT_BYTES }, { conditional: true }));
+      // The index FLUSH covers the probe sequence from the home slot to the slot, one FLUSH per
+      // run of contiguous slots (each group range it went past, the last one up to the slot): the
+      // slots this PUT went past (claimed by other keys, maybe by chains whose own FLUSH has not run
+      // yet: their CAS results are in host memory, where this FLUSH reaches them) are durable
+      // before it is acknowledged — else a crash could empty one and end the probe before this key
+      // (DESIGN §5).
+      const passed = f.narrowIndexFlush ? [ref.slot] : this.#passed(k, ref.slot);
+      // (Mutant finalGroupIndexFlush: only the run that holds the slot.)
+      const last = f.finalGroupIndexFlush ? slotRuns(passed).find((r) => ref!.slot >= r.first && ref!.slot < r.first + r.count)! : undefined;
+      if (!f.dropIndexFlush) chain.push(...this.#flushes(last === undefined ? passed : passed.filter((x) => x >= last.first && x < last.first + last.count), true));
+      const flushEnd = chain.length;
       chain.push(Wr.read({ scratch: SCRATCH_PTR }, 8));
       let cs: Completion[];
       try {
@@ -383,7 +424,7 @@ export class PrismKvClient {
       const alloc = check(cs[1]!);
       const cas = check(cs[casAt]!);
       if (cas.status === 'ok' && cas.swapped === true) {
-        if (!f.dropIndexFlush) check(cs[flushAt]!);
+        for (const x of cs.slice(flushAt, flushEnd)) check(x);
         const old = decodeSlot(cas.data!);
         if (old.ptr !== g.base && old.ptr > 0) this.#returns.push(old.ptr);
         this.#cache.set(name, { slot: ref.slot, version });
@@ -431,14 +472,13 @@ export class PrismKvClient {
    * 'moved': the slot went further, and whether ours was one of the steps cannot be told.
    */
   async #resolve(k: Uint8Array, ref: SlotRef, value: Uint8Array, tombstone: boolean): Promise<'mine' | 'unchanged' | 'moved' | { version: bigint }> {
-    const g = this.geometry;
-    const home = homeSlot(g, k);
-    const n = ref.slot - home + 1;
+    const passed = this.#passed(k, ref.slot);
     for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
       if (attempt > 0) this.#stats.readRetries++;
-      const cs = await this.#safe(this.#durableReads(home, n));
-      for (const x of cs.slice(n)) check(x);
-      const data = check(cs[n - 1]!).data!;
+      const wrs = [Wr.read(this.#slot(ref.slot), this.#maxRead, { bounded: true }), ...this.#flushes(passed, false)];
+      const cs = await this.#safe(wrs);
+      for (const x of cs.slice(1)) check(x);
+      const data = check(cs[0]!).data!;
       if (data.length === 0) return ref.version === 0n ? 'unchanged' : 'moved';
       const item = decodeItem(data);
       if (item === undefined) continue; // torn: read again
@@ -450,29 +490,38 @@ export class PrismKvClient {
     throw new PmrpcError(KvErrorCodes.CORRUPT, `the item of key ${show(k)} failed its checksum ${this.options.readRetriesMax + 1} times`);
   }
 
-  /** One round trip: the whole window, to find the key's slot or the first free slot. */
+  /**
+   * The probe sequence in stages (one round trip each: group 0 whole, then 16 slots at a time;
+   * no FLUSH: the PUT chain's index FLUSH covers what it went past), to find the key's slot or the
+   * first free slot.
+   */
   async #locate(k: Uint8Array): Promise<Located> {
     const g = this.geometry;
     const home = homeSlot(g, k);
+    let seq: number[] | undefined; // computed only past group 0 (the sequence's first groupSlots slots)
     for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
       if (attempt > 0) this.#stats.readRetries++;
-      const wrs: WorkRequest[] = [];
-      for (let i = home; i < home + g.probeSlots; i++) wrs.push(Wr.read(this.#slot(i), this.#maxRead, { bounded: true }));
-      const cs = await this.#safe(wrs);
       let torn = false;
-      for (let j = 0; j < cs.length; j++) {
-        const data = check(cs[j]!).data!;
-        if (data.length === 0) return { kind: 'free', ref: { slot: home + j, version: 0n } };
-        const item = decodeItem(data);
-        if (item === undefined) {
-          torn = true;
-          break;
+      for (const [from, to] of probeStages(g.probeSlots, g.groupSlots, g.groupSlots)) {
+        if (from > 0) seq ??= probeSequence(g, k);
+        if (seq !== undefined && from >= seq.length) break;
+        const slots = seq === undefined ? Array.from({ length: to - from }, (_, j) => home + j) : seq.slice(from, to);
+        const cs = await this.#safe(slots.map((i) => Wr.read(this.#slot(i), this.#maxRead, { bounded: true })));
+        for (let j = 0; j < cs.length; j++) {
+          const data = check(cs[j]!).data!;
+          if (data.length === 0) return { kind: 'free', ref: { slot: slots[j]!, version: 0n } };
+          const item = decodeItem(data);
+          if (item === undefined) {
+            torn = true;
+            break;
+          }
+          if (bytesEqual(item.key, k)) return { kind: 'found', ref: { slot: slots[j]!, version: item.version }, item };
         }
-        if (bytesEqual(item.key, k)) return { kind: 'found', ref: { slot: home + j, version: item.version }, item };
+        if (torn) break;
       }
       if (!torn) return { kind: 'full' };
     }
-    throw new PmrpcError(KvErrorCodes.CORRUPT, `the window of key ${show(k)} kept failing its checksum`);
+    throw new PmrpcError(KvErrorCodes.CORRUPT, `the probe sequence of key ${show(k)} kept failing its checksum`);
   }
 
   // ---------------------------------------------------------------- the return RPC

@@ -16,6 +16,8 @@ export interface KvFaults {
   getWithoutFlush: boolean;
   /** PUT chain: the index FLUSH covers only the slot, not the window slots the PUT went past (their claims may not be durable). */
   narrowIndexFlush: boolean;
+  /** PUT chain: the index FLUSH covers only the last run of the probe sequence it went past (the group holding the slot), not the earlier groups. */
+  finalGroupIndexFlush: boolean;
   /** DELETE of a key whose slot holds a tombstone: acknowledged without making that tombstone durable first. */
   deleteNoopWithoutFlush: boolean;
   /** Recovery: trust every slot word (no pointer validation, no repair of a torn slot). */
@@ -45,6 +47,7 @@ export const NO_KV_FAULTS: Readonly<KvFaults> = Object.freeze({
   blindCas: false,
   getWithoutFlush: false,
   narrowIndexFlush: false,
+  finalGroupIndexFlush: false,
   deleteNoopWithoutFlush: false,
   skipPointerValidation: false,
   skipReclaim: false,
@@ -85,6 +88,7 @@ export const KV_MUTANTS: readonly KvMutant[] = Object.freeze([
   { name: 'blindCas', layer: 'put-chain', step: 'the compare of the CAS against the slot version the client last saw', strategies: ['prism-kv'] },
   { name: 'getWithoutFlush', layer: 'get-chain', step: 'FLUSH(persistent) of the slots a GET READ, in its chain (a read returns only durable state)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/dirty-read.test.ts' },
   { name: 'narrowIndexFlush', layer: 'put-chain', step: 'the index FLUSH covering the window slots the PUT went past (another chain\'s not-yet-durable claim)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/lost-put.test.ts' },
+  { name: 'finalGroupIndexFlush', layer: 'put-chain', step: 'the index FLUSHes covering the earlier groups of the probe sequence the PUT went past (only the group holding the slot is flushed)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/lost-put.test.ts' },
   { name: 'deleteNoopWithoutFlush', layer: 'put-chain', step: 'FLUSH(persistent) of a tombstone before a DELETE that found it is acknowledged as done', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/lost-put.test.ts' },
   { name: 'skipPointerValidation', layer: 'allocator-recovery', step: 'validating and repairing every slot pointer before rebuilding the free lists', strategies: ['prism-kv'] },
   { name: 'skipReclaim', layer: 'allocator-recovery', step: 'reclaiming buffers the index does not reach', strategies: ['prism-kv'] },

@@ -23,7 +23,18 @@ import { AREA_MAGIC } from '../index.js';
 import { crc32c, intIn, PmrpcError, resolveOptions, defineErrorCodes, type ErrorCodesOf, type OptionCheck, type OptionChecks } from '../../../pmem/index.js';
 
 export const KV_MAGIC = AREA_MAGIC.kv; // 'RMSPVK01' little-endian
-export const KV_LAYOUT_VERSION = 1;
+/**
+ * Layout version of new KV areas. 2: a key's probe sequence is groups of `groupSlots` contiguous
+ * slots at hashed positions (header field at +96). 1: one contiguous window of `probeSlots` slots
+ * (a version-1 area keeps it: its groupSlots is its probeSlots).
+ */
+export const KV_LAYOUT_VERSION = 2;
+/** Versions decodeKvHeader accepts. */
+export const KV_LAYOUT_VERSIONS: readonly number[] = Object.freeze([1, 2]);
+/** Slots per probe group in a new area (fewer when probeSlots or slotCount is smaller). */
+export const KV_GROUP_SLOTS = 4;
+/** Largest probeSlots (a key's probe sequence, all groups together). */
+export const KV_PROBE_SLOTS_MAX = 256;
 /** The Pilaf-style baseline's area: the same header with its own magic ('RMSPLP01'). */
 export const PILAF_MAGIC = AREA_MAGIC.pilaf;
 export const KV_HEADER_BYTES = 256;
@@ -79,7 +90,12 @@ export interface SizeClass {
 export interface KvGeometry {
   base: number;
   slotCount: number;
+  /** Slots of a key's probe sequence (all groups; fewer distinct ones when groups overlap). */
   probeSlots: number;
+  /** Contiguous slots per probe group: the sequence is ceil(probeSlots / groupSlots) groups (version 1: one group, the window). */
+  groupSlots: number;
+  /** The header's layout version (1: contiguous window; 2: groups at hashed positions). */
+  layoutVersion: number;
   keyBytesMax: number;
   classes: Array<SizeClass & { offset: number }>;
   indexOffset: number;
@@ -101,7 +117,7 @@ export interface KvLayoutOptions {
 
 export const KV_LAYOUT_DEFAULTS: Readonly<KvLayoutOptions> = Object.freeze({
   slotCount: 1024,
-  probeSlots: 4,
+  probeSlots: 96,
   keyBytesMax: 64,
   classes: Object.freeze([
     Object.freeze({ sizeBytes: 64, count: 1024 }),
@@ -129,7 +145,7 @@ export function sizeClassesCheck(max: number): OptionCheck {
 
 const KV_LAYOUT_CHECKS: OptionChecks<KvLayoutOptions> = {
   slotCount: intIn(1, 1 << 24, '[1, 2^24]'),
-  probeSlots: (name, v, all) => intIn(1, Math.min(16, all.slotCount as number), '[1, min(16, slotCount)]')(name, v, all),
+  probeSlots: intIn(1, KV_PROBE_SLOTS_MAX),
   keyBytesMax: intIn(1, 255),
   classes: sizeClassesCheck(MAX_CLASSES),
   mailboxBuffers: intIn(1, 4096),
@@ -139,8 +155,8 @@ export function validateLayoutOptions(options: Partial<KvLayoutOptions>): KvLayo
   return resolveOptions(KV_LAYOUT_DEFAULTS, options, KV_LAYOUT_CHECKS);
 }
 
-/** Where everything lies, for a KV area at `base`. */
-export function computeKvGeometry(base: number, o: KvLayoutOptions): KvGeometry {
+/** Where everything lies, for a KV area at `base` (a new area: layout version 2, groups of KV_GROUP_SLOTS; `window` gives a version-1 area's geometry). */
+export function computeKvGeometry(base: number, o: KvLayoutOptions, window = false): KvGeometry {
   if (!Number.isSafeInteger(base) || base < 0 || base % 64 !== 0) throw new RangeError(`base must be a non-negative multiple of 64, got ${String(base)}`);
   const indexOffset = base + KV_HEADER_BYTES;
   let at = indexOffset + o.slotCount * SLOT_BYTES;
@@ -158,6 +174,8 @@ export function computeKvGeometry(base: number, o: KvLayoutOptions): KvGeometry 
     base,
     slotCount: o.slotCount,
     probeSlots: o.probeSlots,
+    groupSlots: window ? o.probeSlots : Math.min(KV_GROUP_SLOTS, o.probeSlots, o.slotCount),
+    layoutVersion: window ? 1 : KV_LAYOUT_VERSION,
     keyBytesMax: o.keyBytesMax,
     classes,
     indexOffset,
@@ -173,7 +191,7 @@ export function encodeKvHeader(g: KvGeometry, magic: bigint = KV_MAGIC): Uint8Ar
   const b = new Uint8Array(128);
   const dv = new DataView(b.buffer);
   dv.setBigUint64(0, magic, true);
-  dv.setUint32(8, KV_LAYOUT_VERSION, true);
+  dv.setUint32(8, g.layoutVersion, true);
   dv.setUint32(12, g.slotCount, true);
   dv.setUint32(16, g.probeSlots, true);
   dv.setUint32(20, g.classes.length, true);
@@ -183,6 +201,7 @@ export function encodeKvHeader(g: KvGeometry, magic: bigint = KV_MAGIC): Uint8Ar
     dv.setUint32(32 + i * 8, c.sizeBytes, true);
     dv.setUint32(36 + i * 8, c.count, true);
   });
+  if (g.layoutVersion >= 2) dv.setUint32(96, g.groupSlots, true);
   dv.setUint32(124, crc32c(b.subarray(0, 124)), true);
   return b;
 }
@@ -192,12 +211,17 @@ export function decodeKvHeader(b: Uint8Array, base: number, magic: bigint = KV_M
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
   if (b.length < 128 || dv.getBigUint64(0, true) !== magic) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `no KV area at offset ${base}`);
   if (dv.getUint32(124, true) !== crc32c(b.subarray(0, 124))) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `the KV header at offset ${base} fails its checksum`);
-  if (dv.getUint32(8, true) !== KV_LAYOUT_VERSION) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `KV layout version ${dv.getUint32(8, true)} is not supported`);
+  const version = dv.getUint32(8, true);
+  if (!KV_LAYOUT_VERSIONS.includes(version)) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `KV layout version ${version} is not supported`);
   const n = dv.getUint32(20, true);
   const classes: SizeClass[] = [];
   for (let i = 0; i < n && i < MAX_CLASSES; i++) classes.push({ sizeBytes: dv.getUint32(32 + i * 8, true), count: dv.getUint32(36 + i * 8, true) });
   const o = validateLayoutOptions({ slotCount: dv.getUint32(12, true), probeSlots: dv.getUint32(16, true), keyBytesMax: dv.getUint32(24, true), classes, mailboxBuffers: dv.getUint32(28, true) });
-  return computeKvGeometry(base, o);
+  // Version 1: one contiguous window of probeSlots (at most 16) from the home slot.
+  if (version === 1 && o.probeSlots > Math.min(16, o.slotCount)) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `the version-1 KV header at offset ${base} has a ${o.probeSlots}-slot window for ${o.slotCount} slots`);
+  const g = computeKvGeometry(base, o, version === 1);
+  if (version >= 2 && dv.getUint32(96, true) !== g.groupSlots) throw new PmrpcError(KvErrorCodes.NOT_FORMATTED, `the KV header at offset ${base} records ${dv.getUint32(96, true)} slots per probe group, not ${g.groupSlots}`);
+  return g;
 }
 
 // ------------------------------------------------------------------ slots
@@ -239,10 +263,95 @@ export function hashKey(key: Uint8Array): number {
   return h >>> 0;
 }
 
-/** First slot of the key's probe window; the window is [home, home + probeSlots), never wrapping. */
+/** First slot of the key's probe sequence: group 0 is [home, home + groupSlots), never wrapping. */
 export function homeSlot(g: KvGeometry, key: Uint8Array): number {
-  return hashKey(key) % (g.slotCount - g.probeSlots + 1);
+  return hashKey(key) % (g.slotCount - g.groupSlots + 1);
 }
+
+/** A murmur3-style 32-bit finalizer: the positions of groups 1, 2, … from the key's hash. */
+function mix32(x: number): number {
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x85ebca6b);
+  x ^= x >>> 13;
+  x = Math.imul(x, 0xc2b2ae35);
+  x ^= x >>> 16;
+  return x >>> 0;
+}
+
+const GROUP_SALT = 0x9e3779b9;
+
+/**
+ * The key's probe sequence: the slots a key may occupy, in the order every client probes them.
+ * ceil(probeSlots / groupSlots) groups of groupSlots contiguous slots (the last one shorter when
+ * groupSlots does not divide probeSlots); group 0 starts at homeSlot, group g > 0 at
+ * mix32(hash ^ (GROUP_SALT + g)) mod (slotCount − groupSlots + 1); a slot already in the sequence
+ * is skipped (groups may overlap). A version-1 area has one group: its window. Deterministic from
+ * the key and the header alone, so every client, recovery and the audits agree on it.
+ */
+export function probeSequence(g: KvGeometry, key: Uint8Array): number[] {
+  const h = hashKey(key);
+  const w = g.groupSlots;
+  const positions = g.slotCount - w + 1;
+  const groups = Math.ceil(g.probeSlots / w);
+  const out: number[] = [];
+  const starts: number[] = [];
+  for (let i = 0; i < groups; i++) {
+    const at = i === 0 ? h % positions : mix32((h ^ ((GROUP_SALT + i) >>> 0)) >>> 0) % positions;
+    const width = Math.min(w, g.probeSlots - i * w);
+    // Slots are checked one by one only when this group overlaps an earlier one (|at − start| < w).
+    let overlaps = false;
+    for (let x = 0; x < i && !overlaps; x++) overlaps = starts[x]! > at - w && starts[x]! < at + w;
+    starts[i] = at;
+    for (let j = 0; j < width; j++) if (!overlaps || out.indexOf(at + j) < 0) out.push(at + j);
+  }
+  return out;
+}
+
+/** Whether `slot` is in the key's probe sequence. */
+export function inProbeSequence(g: KvGeometry, key: Uint8Array, slot: number): boolean {
+  return probeSequence(g, key).includes(slot);
+}
+
+/**
+ * The runs of contiguous slots that cover `slots` exactly (sorted, adjacent slots merged): the
+ * ranges of the FLUSHes over a set of probed slots. For a version-1 window, or a key in its group
+ * 0, that is one run: [home … slot].
+ */
+export function slotRuns(slots: readonly number[]): Array<{ first: number; count: number }> {
+  if (slots.length === 1) return [{ first: slots[0]!, count: 1 }];
+  const s = [...slots].sort((a, b) => a - b);
+  const runs: Array<{ first: number; count: number }> = [];
+  for (const x of s) {
+    const last = runs[runs.length - 1];
+    if (last !== undefined && x <= last.first + last.count) last.count = Math.max(last.count, x - last.first + 1);
+    else runs.push({ first: x, count: 1 });
+  }
+  return runs;
+}
+
+/**
+ * The probe stages, as [from, to) ranges of sequence positions, one message each, until the key or
+ * an empty slot. A GET (`firstStage` 1): the home slot alone (one READ: most keys sit there), then
+ * the rest of group 0 with group 1, then 16 slots at a time. A PUT / DELETE that locates its key
+ * (`firstStage` = groupSlots): group 0 whole (the window READ of a version-1 area), then 16 at a time.
+ */
+export function probeStages(length: number, groupSlots: number, firstStage = 1): Array<[number, number]> {
+  const stages: Array<[number, number]> = [];
+  let at = 0;
+  const add = (to: number): void => {
+    to = Math.min(to, length);
+    if (to <= at) return;
+    stages.push([at, to]);
+    at = to;
+  };
+  add(firstStage);
+  if (firstStage === 1) add(2 * groupSlots);
+  while (at < length) add(at + PROBE_STAGE_SLOTS);
+  return stages;
+}
+
+/** Slots READ by each later probe stage. */
+export const PROBE_STAGE_SLOTS = 16;
 
 /** The size class whose buffers hold `ptr` (inside its sub-arena, aligned to its size), or undefined. */
 export function classOf(g: KvGeometry, ptr: number): (SizeClass & { offset: number }) | undefined {

@@ -35,7 +35,10 @@ import {
   encodeKvHeader,
   homeSlot,
   itemBytes,
+  probeSequence,
+  probeStages,
   slotOffset,
+  slotRuns,
   validateLayoutOptions,
   type KvGeometry,
   type KvLayoutOptions,
@@ -215,11 +218,17 @@ export class PilafServer {
   /** The server CPU's PUT / DELETE: item, persist, entry, persist, then free the old buffer. */
   #apply(op: number, key: Uint8Array, value: Uint8Array): number {
     const g = this.geometry;
-    const home = homeSlot(g, key);
     let found = -1;
     let free = -1;
     let old: Entry | undefined;
-    for (let i = home; i < home + g.probeSlots; i++) {
+    // Group 0 first (contiguous from the home slot: nearly every key ends there), then the rest of the sequence.
+    const home = homeSlot(g, key);
+    const group0 = Array.from({ length: g.groupSlots }, (_, j) => home + j);
+    const slots = function* (): Generator<number> {
+      yield* group0;
+      yield* probeSequence(g, key).slice(g.groupSlots);
+    };
+    for (const i of slots()) {
       const e = decodePilafEntry(this.region.load(slotOffset(g, i), SLOT_BYTES));
       if (e === 'empty' || e === undefined) {
         if (free < 0) free = i;
@@ -326,21 +335,25 @@ export class PilafClient {
     this.#op = 0;
     try {
       const g = this.geometry;
-      const home = homeSlot(g, k);
+      let seq: number[] | undefined; // computed only past the home slot
+      const stages = probeStages(g.probeSlots, g.groupSlots);
       for (let attempt = 0; attempt <= this.readRetriesMax; attempt++) {
         if (attempt > 0) this.#stats.readRetries++;
-        // Home entry first (the common case: no collision), then the rest of the window in one READ.
-        // Each entry READ carries a FLUSH(persistent) of what it read, so a GET never returns an
-        // entry the server CPU has stored but not yet persisted (visible before durable, DESIGN
-        // §2.1): a crash could take it back (DESIGN §5). The item needs none: the server persists
-        // it before it stores the entry that points at it.
-        const first = await this.#read(slotOffset(g, home), SLOT_BYTES, true);
-        let entries: Array<Entry | 'empty' | undefined> = [decodePilafEntry(first)];
-        let r = await this.#scan(k, entries);
-        if (r === 'next' && g.probeSlots > 1) {
-          const rest = await this.#read(slotOffset(g, home + 1), (g.probeSlots - 1) * SLOT_BYTES, true);
-          entries = Array.from({ length: g.probeSlots - 1 }, (_, i) => decodePilafEntry(rest, i * SLOT_BYTES));
-          r = await this.#scan(k, entries);
+        // Home entry first (the common case: no collision), then the rest of the probe sequence
+        // in PRISM-KV's stages (kv/layout.ts probeStages), one message each. Each entry READ
+        // carries a FLUSH(persistent) of what it read, so a GET never returns an entry the server
+        // CPU has stored but not yet persisted (visible before durable, DESIGN §2.1): a crash
+        // could take it back (DESIGN §5). The item needs none: the server persists it before it
+        // stores the entry that points at it.
+        let r: 'retry' | 'absent' | 'next' | { value: Uint8Array } = 'next';
+        for (const [from, to] of stages) {
+          if (from === 0) r = await this.#scan(k, [decodePilafEntry(await this.#read(slotOffset(g, homeSlot(g, k)), SLOT_BYTES, true))]);
+          else {
+            seq ??= probeSequence(g, k);
+            if (from >= seq.length) break;
+            r = await this.#scan(k, await this.#readEntries(seq.slice(from, to)));
+          }
+          if (r !== 'next') break;
         }
         if (r === 'retry') continue;
         return r === 'next' || r === 'absent' ? undefined : r.value;
@@ -413,6 +426,30 @@ export class PilafClient {
     if (!(k instanceof Uint8Array)) throw new TypeError('key must be a string or a Uint8Array');
     if (k.length === 0 || k.length > this.geometry.keyBytesMax) throw new PmrpcError(KvErrorCodes.KEY_TOO_LONG, `a key holds 1..${this.geometry.keyBytesMax} bytes, got ${k.length}`);
     return k;
+  }
+
+  /** The entries of `slots` (in that order): one message, a READ and a FLUSH(persistent) per run of contiguous slots. */
+  async #readEntries(slots: number[]): Promise<Array<Entry | 'empty' | undefined>> {
+    const g = this.geometry;
+    const runs = slotRuns(slots);
+    this.#stats.roundTrips++;
+    this.#op++;
+    const wrs: WorkRequest[] = [];
+    for (const r of runs) {
+      const at = { addr: slotOffset(g, r.first), len: r.count * SLOT_BYTES };
+      wrs.push(Wr.read({ rkey: this.rkey, addr: at.addr }, at.len));
+      if (!this.getWithoutFlush) wrs.push(Wr.flush('persistent', this.rkey, at));
+    }
+    const cs = await this.qp.postChain(wrs);
+    const bytes = new Map<number, Uint8Array>();
+    cs.forEach((c, j) => {
+      if (c.status !== 'ok') throw new PmrpcError((c.code ?? 'PMRPC_ERR_WR_FAILED') as ErrorCode, `${c.op}: ${c.message ?? c.status}`);
+      if (c.op === 'read') bytes.set(runs[this.getWithoutFlush ? j : j / 2]!.first, c.data!);
+    });
+    return slots.map((s) => {
+      const run = runs.find((r) => s >= r.first && s < r.first + r.count)!;
+      return decodePilafEntry(bytes.get(run.first)!, (s - run.first) * SLOT_BYTES);
+    });
   }
 
   #read(addr: number, len: number, durable = false): Promise<Uint8Array> {

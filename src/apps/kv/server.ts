@@ -25,7 +25,8 @@ import {
   encodeKvHeader,
   encodeItem,
   encodeSlot,
-  homeSlot,
+  inProbeSequence,
+  probeSequence,
   slotOffset,
   validateLayoutOptions,
   type KvGeometry,
@@ -231,14 +232,14 @@ export class PrismKvServer {
         const item = decodeItem(region.load(ptr, cls.sizeBytes));
         if (item === undefined) return false;
         if (item.dead === true) return true;
-        const h = homeSlot(g, item.key);
-        return this.#checking >= h && this.#checking < h + g.probeSlots;
+        // The slot must be in the key's probe sequence (its whole sequence: every group).
+        return inProbeSequence(g, item.key, this.#checking);
       },
     });
     // A rejected slot cannot simply become empty: an empty slot ends every probe, and keys stored
-    // past it in their windows would vanish. It gets a dead item (durable before the slot points
+    // past it in their probe sequences would vanish. It gets a dead item (durable before the slot points
     // at it — else a crash leaves the slot pointing at whatever the buffer held before, e.g. an old
-    // item of a key of this window: test/apps/kv/repairs.test.ts), taken from the reclaimed
+    // item of a key whose sequence holds the slot: test/apps/kv/repairs.test.ts), taken from the reclaimed
     // buffers; a crash in between leaves the slot rejected again and the buffer unreachable, so
     // the next recovery redoes it. The slot's new word is durable before the free lists are
     // posted: the rejected buffer is reclaimed, and once a PUT reuses it a slot still pointing at
@@ -295,7 +296,7 @@ export class PrismKvServer {
 
   /**
    * Independent check of the durable index (for tests and the crash suite): every slot empty or a
-   * valid item in the key's window with matching bound and version, no buffer or key twice.
+   * valid item in the key's probe sequence with matching bound and version, no buffer or key twice.
    */
   inspect(): { reachable: Set<number>; problems: SlotProblem[]; items: Map<string, { slot: number; value: Uint8Array | undefined; version: bigint }> } {
     const g = this.geometry;
@@ -322,8 +323,7 @@ export class PrismKvServer {
       if (reachable.has(s.ptr)) problems.push({ slot: i, problem: `buffer ${s.ptr} reached twice` });
       reachable.add(s.ptr);
       if (item.dead === true) continue;
-      const h = homeSlot(g, item.key);
-      if (i < h || i >= h + g.probeSlots) problems.push({ slot: i, problem: `item of key ${hex(item.key)} outside its probe window` });
+      if (!inProbeSequence(g, item.key, i)) problems.push({ slot: i, problem: `item of key ${hex(item.key)} outside its probe sequence` });
       const k = hex(item.key);
       if (items.has(k)) problems.push({ slot: i, problem: `key ${k} in two slots` });
       items.set(k, { slot: i, value: item.tombstone ? undefined : item.value, version: item.version });
@@ -336,7 +336,7 @@ export class PrismKvServer {
     return auditAllocator(this.arenaClasses, this.freeLists(), this.inspect().reachable);
   }
 
-  /** Whether a slot of the buffer's item's window points at the buffer (the only slots that can). */
+  /** Whether a slot of the buffer's item's probe sequence points at the buffer (the only slots that can). */
   #isReachable(ptr: number): boolean {
     const g = this.geometry;
     const c = classOf(g, ptr);
@@ -344,8 +344,7 @@ export class PrismKvServer {
     const item = decodeItem(this.region.load(ptr, c.sizeBytes));
     if (item === undefined) return false;
     if (item.dead === true) return true; // dead items are never handed to clients: refuse
-    const h = homeSlot(g, item.key);
-    for (let i = h; i < h + g.probeSlots; i++) {
+    for (const i of probeSequence(g, item.key)) {
       const o = slotOffset(g, i);
       if (this.region.loadU32(o) + this.region.loadU32(o + 4) * 0x1_0000_0000 === ptr) return true;
     }

@@ -107,7 +107,9 @@ t.test('bad input: coded errors and exact messages', async (t) => {
   await t.rejects(PrismKvClient.connect(new QueuePair(s.fabric.connect(s.server.accept())), s.server.address, { returnBatch: 0 }), new RangeError('returnBatch must be an integer in [1, 126], got 0'));
   await t.rejects(PrismKvClient.connect({} as never, s.server.address), new TypeError('qp must be a QueuePair'));
   t.throws(() => validateLayoutOptions({ slotCount: 0 }), new RangeError('slotCount must be an integer in [1, 2^24], got 0'));
-  t.throws(() => validateLayoutOptions({ probeSlots: 17 }), new RangeError('probeSlots must be an integer in [1, min(16, slotCount)], got 17'));
+  t.throws(() => validateLayoutOptions({ probeSlots: 257 }), new RangeError('probeSlots must be an integer in [1, 256], got 257'));
+  t.throws(() => validateLayoutOptions({ probeSlots: 0 }), new RangeError('probeSlots must be an integer in [1, 256], got 0'));
+  t.equal(validateLayoutOptions({ slotCount: 16, probeSlots: 256 }).probeSlots, 256, 'a sequence longer than the index is allowed: its groups overlap, duplicates are skipped');
   t.throws(() => validateLayoutOptions({ classes: [{ sizeBytes: 100, count: 1 }] }), new RangeError('class sizeBytes must be a power of two in [64, 2^20], got 100'));
   t.throws(() => validateLayoutOptions({ classes: [{ sizeBytes: 128, count: 1 }, { sizeBytes: 64, count: 1 }] }), new RangeError('classes must be in increasing sizeBytes order'));
   t.throws(() => PrismKvServer.open(s.region, s.nic, { base: 3 }), new RangeError('base must be a non-negative multiple of 64, got 3'));

@@ -21,6 +21,7 @@ const EXPECTED: Record<KvFaultName, string[]> = {
   // Caught by the step-driven tests named in the mutant's `caughtBy` (see KvMutant.caughtBy).
   getWithoutFlush: [],
   narrowIndexFlush: [],
+  finalGroupIndexFlush: [],
   deleteNoopWithoutFlush: [],
   skipDeadItemPersist: [],
   skipRejectedSlotPersist: [],
@@ -30,14 +31,14 @@ const EXPECTED: Record<KvFaultName, string[]> = {
 };
 
 t.test('mutants are data: a name and the persistence step each removes', async (t) => {
-  t.equal(KV_MUTANTS.length, 16);
+  t.equal(KV_MUTANTS.length, 17);
   t.same(new Set(KV_MUTANTS.map((m) => m.layer)), new Set(['put-chain', 'get-chain', 'allocator-recovery', 'drops']));
   for (const m of KV_MUTANTS) t.match(m, { name: String, step: String });
   t.same(Object.keys(EXPECTED).sort(), KV_MUTANTS.map((m) => m.name).sort());
   t.equal(faultsFor('dropHeapFlush').dropHeapFlush, true);
   t.throws(() => faultsFor('nope' as never), TypeError);
   t.equal(listKvMutants().split('\n')[0], 'dropHeapFlush\tprism-kv');
-  t.equal(listKvMutants().split('\n').length, 16);
+  t.equal(listKvMutants().split('\n').length, 17);
 });
 
 for (const m of KV_MUTANTS) {

@@ -5,7 +5,7 @@
 // state at a chosen moment and recovers every image (or a seeded sample, seed printed).
 import { countImages, crashImages, createPrng, materialize, PmemRegion, seededEntropy, type CrashState } from '../../../pmem/index.js';
 import { Access, InProcessFabric, QueuePair, Rnic, Wr, type InProcessLink, type RnicOptions } from '../../../flush/index.js';
-import { homeSlot, PrismKvClient, PrismKvServer, slotOffset, decodeSlot, type KvFaults, type KvGeometry, type KvLayoutOptions } from '../../../src/apps/kv/index.js';
+import { homeSlot, probeSequence, PrismKvClient, PrismKvServer, slotOffset, decodeSlot, type KvFaults, type KvGeometry, type KvLayoutOptions } from '../../../src/apps/kv/index.js';
 import { td, te } from './helpers.js';
 
 export interface NicConfig {
@@ -61,9 +61,9 @@ export async function settle(): Promise<void> {
   for (let i = 0; i < 8; i++) await new Promise<void>((r) => setImmediate(r));
 }
 
-export async function makeRig(cfg: NicConfig, ddio: boolean, seed = 1): Promise<Rig> {
+export async function makeRig(cfg: NicConfig, ddio: boolean, seed = 1, layout: Partial<KvLayoutOptions> = LAYOUT): Promise<Rig> {
   const region = PmemRegion.createInMemory(REGION_BYTES, { tracing: true, entropy: seededEntropy(createPrng(seed)) });
-  PrismKvServer.format(region, LAYOUT);
+  PrismKvServer.format(region, layout);
   const nic = new Rnic(region, { ddio, entropy: seededEntropy(createPrng(seed + 1)), ...cfg.nic });
   const fabric = new InProcessFabric(nic, { delivery: 'seeded', seed, autoRun: false, idleDrain: false });
   const server = PrismKvServer.open(region, nic);
@@ -125,6 +125,33 @@ export function keysOnOddHome(g: KvGeometry, n: number): { home: number; keys: s
     l.push(k);
     by.set(h, l);
     if (l.length === n) return { home: h, keys: l };
+  }
+  throw new Error('no keys');
+}
+
+/** A layout of two probe groups of 4 slots (probeSlots 8) in 16 slots: a PUT can go past a whole group. */
+export const TWO_GROUP_LAYOUT: Partial<KvLayoutOptions> = { ...LAYOUT, probeSlots: 8 };
+
+/**
+ * `n` keys of one home slot h (so one group 0, [h, h+4)) and, among them, a `last` key whose group 1
+ * is away from group 0: its first slot at least two slots past h+3 or before h, so on another cache
+ * line and not one run with group 0 (a FLUSH of one does not reach the other).
+ */
+export function keysSharingGroup0(g: KvGeometry, n: number): { home: number; keys: string[]; last: string; group1: number } {
+  const by = new Map<number, string[]>();
+  for (let i = 0; i < 100_000; i++) {
+    const k = `g${i}`;
+    const seq = probeSequence(g, te.encode(k));
+    const h = seq[0]!;
+    const l = by.get(h) ?? [];
+    const p = seq[g.groupSlots];
+    const away = p !== undefined && (p >= h + g.groupSlots + 1 || p + g.groupSlots <= h - 1);
+    if (l.length === n - 1) {
+      if (away) return { home: h, keys: l, last: k, group1: p };
+      continue;
+    }
+    l.push(k);
+    by.set(h, l);
   }
   throw new Error('no keys');
 }

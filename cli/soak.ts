@@ -6,7 +6,7 @@ export function registerSoak(program: Command): void {
   program
     .command('soak')
     .description("run an app's minimal deployment through N × its arena's capacity in operations without a restart, and check that its memory stays bounded (live reclamation)")
-    .requiredOption('--app <app>', `the app: ${SOAK_APPS.join(' | ')} (rs: not built yet)`)
+    .requiredOption('--app <app>', `the app: ${SOAK_APPS.join(' | ')}`)
     .option('--multiple <n>', `operations = n × the arena's items (default ${SOAK_DEFAULTS.multiple})`, intOption('multiple'))
     .option('--seed <n>', `seed of the workload (default ${SOAK_DEFAULTS.seed})`, intOption('seed'))
     .option('--items <n>', 'arena items per shard (default: the app\'s default layout; a small arena soaks faster)', intOption('items'))
@@ -21,13 +21,15 @@ tx: 3 shards with the default layout, 4 clients doing bank transfers (80 % of th
 accounts: at least 20 % of the transactions abort on conflicts); one operation = one transaction.
 kv: one node with the default layout (--items: items per size class), one client: PUT 50 % (values
 of every class), DELETE 25 %, GET 25 % checked against the last write, on 64 keys.
+rs: 3 replicas with the default layout (--items: items per size class), the clients taking turns:
+overwrites 60 % (values of every class), reads 40 % checked against the last write, on 64 blocks.
 
 Report: {app, operations, capacityItems, highWaterItems, aborts, errors, violations, ...}
   capacityItems   the arenas' items (shards × items per shard)
   highWaterItems  most arena items in use at once (not on the NIC's free lists)
   highWaterAt5x   the same over the first 5 × capacityItems operations
   violations      tx: bank conservation, shard audits, leaked items once idle, aborts below 20 %;
-                  kv: a GET that is not the last write, the allocator audit, leaked items;
+                  kv, rs: a GET / read that is not the last write, the audits, leaked items;
                   either: the high water at N × above the one at 5 × by more than 1 % of capacityItems
 
 Exit status: 0 when no operation errored and there is no violation; 1 otherwise. A bad option

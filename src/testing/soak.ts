@@ -5,7 +5,7 @@
  * in-memory region behind the emulated NIC and the in-process fabric (immediate delivery), the
  * clients are the app's own public clients — no TCP, no process boundary, no crash.
  *
- * PRISM-KV: one node, one client (soakKv below). PRISM-TX: 3 shards with the default layout (TX_APP_DEFAULTS: keys and items per shard), 4
+ * PRISM-KV: one node, one client (soakKv below). PRISM-RS: 3 replicas, writers taking turns (soakRs below). PRISM-TX: 3 shards with the default layout (TX_APP_DEFAULTS: keys and items per shard), 4
  * closed-loop clients doing bank transfers between two accounts, most of them on a few hot
  * accounts so that at least 20 % of the transactions abort on conflicts; one operation = one
  * transaction (committed or aborted). After every operation the items in use (arena items not on
@@ -20,9 +20,10 @@ import { createPrng, defineErrorCodes, PmrpcError, systemClock, type ErrorCodesO
 import { parseTxWelcome, TxClient, txApp, TX_APP_DEFAULTS, TxErrorCodes, type ShardConn, type TxAppServer } from '../apps/tx/index.js';
 import { startLocalShards } from '../apps/txlock/index.js';
 import { KV_LAYOUT_DEFAULTS, kvApp, PrismKvClient, type KvAppServer, type PrismKvServer } from '../apps/kv/index.js';
+import { RsLocalCluster, RS_LAYOUT_DEFAULTS, RS_ITEM_HEADER_BYTES, type RsClient } from '../apps/rs/index.js';
 
 export const SoakErrorCodes = defineErrorCodes('soak', {
-  /** `pmrpc soak --app` names an app the soak does not drive (today: tx and kv). */
+  /** `pmrpc soak --app` names an app the soak does not drive (tx, kv, rs). */
   APP: 'PMRPC_ERR_SOAK_APP',
   /** A soak option out of its range (multiple, clients, items). */
   BAD_OPTION: 'PMRPC_ERR_SOAK_BAD_OPTION',
@@ -32,7 +33,7 @@ declare module '../../pmem/index.js' {
   interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof SoakErrorCodes> {}
 }
 
-export const SOAK_APPS = ['tx', 'kv'] as const;
+export const SOAK_APPS = ['tx', 'kv', 'rs'] as const;
 export type SoakApp = (typeof SOAK_APPS)[number];
 
 export interface SoakOptions {
@@ -81,7 +82,7 @@ const SHARDS = 3;
 /** Runs the soak of `options.app` (see the file comment). */
 export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakReport> {
   const o: SoakOptions = { ...SOAK_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
-  if (!(SOAK_APPS as readonly string[]).includes(o.app)) throw new PmrpcError(SoakErrorCodes.APP, `the soak drives ${SOAK_APPS.join(', ')}, not ${String(o.app)} (rs is not built yet)`);
+  if (!(SOAK_APPS as readonly string[]).includes(o.app)) throw new PmrpcError(SoakErrorCodes.APP, `the soak drives ${SOAK_APPS.join(', ')}, not ${String(o.app)}`);
   const int = (name: string, v: unknown, lo: number, hi: number): void => {
     if (!Number.isSafeInteger(v) || (v as number) < lo || (v as number) > hi) throw new PmrpcError(SoakErrorCodes.BAD_OPTION, `${name} must be an integer in [${lo}, ${hi}], got ${String(v)}`);
   };
@@ -91,6 +92,10 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
   if (o.app === 'kv') {
     if (o.items !== undefined) int('items', o.items, 64, 1 << 16);
     return soakKv(o);
+  }
+  if (o.app === 'rs') {
+    if (o.items !== undefined) int('items', o.items, 64, 1 << 16);
+    return soakRs(o);
   }
   if (o.items !== undefined) int('items', o.items, TX_APP_DEFAULTS.keysPerShard + 2 * o.clients, 1 << 20);
   return soakTx(o);
@@ -301,6 +306,104 @@ async function soakKv(o: SoakOptions): Promise<SoakReport> {
     }
   } finally {
     local.close();
+  }
+  report.ms = Date.now() - started;
+  return report;
+}
+
+/**
+ * PRISM-RS: 3 replicas with the default layout (`items` per size class when given; `capacityItems`
+ * = replicas × items per replica), `clients` writers taking turns one operation at a time (so the
+ * last write is known and every read is checked against it), on 64 blocks: 60 % overwrites (a
+ * value of a random class), 40 % reads. Items in use = arena items not on the replicas' free lists,
+ * sampled every 16 operations. End checks: every block against the model, every replica's audit,
+ * and no leak once the clients settled (every replica holds one item per block written).
+ */
+async function soakRs(o: SoakOptions): Promise<SoakReport> {
+  const started = Date.now();
+  const replicas = 3;
+  const layout = RS_LAYOUT_DEFAULTS;
+  const classes = layout.classes.map((c) => ({ sizeBytes: c.sizeBytes, count: o.items ?? c.count }));
+  const cluster = RsLocalCluster.start({ replicas, app: { layout: { ...layout, classes } }, seed: o.seed });
+  const perReplica = classes.reduce((n, c) => n + c.count, 0);
+  const capacityItems = replicas * perReplica;
+  const total = o.multiple * capacityItems;
+  const blocks = Math.min(64, layout.blocks);
+  const report: SoakReport = {
+    app: 'rs',
+    operations: 0,
+    capacityItems,
+    highWaterItems: 0,
+    highWaterAt5x: 0,
+    aborts: 0,
+    errors: 0,
+    violations: [],
+    multiple: o.multiple,
+    seed: o.seed,
+    shards: replicas,
+    clients: o.clients,
+    keys: blocks,
+    commits: 0,
+    abortRate: 0,
+    firstErrors: [],
+    reclaimed: { superseded: 0, dead: 0, returned: 0, refused: 0 },
+    ms: 0,
+  };
+  const inUseAt = (i: number): number => perReplica - [...cluster.server(i).freeLists().values()].reduce((n, l) => n + l.length, 0);
+  const inUse = (): number => Array.from({ length: replicas }, (_, i) => inUseAt(i)).reduce((a, b) => a + b, 0);
+  const clients: RsClient[] = Array.from({ length: o.clients }, () => cluster.client());
+  const prng = createPrng(o.seed >>> 0);
+  const model = new Map<number, Uint8Array>();
+  const sizes = classes.map((c) => c.sizeBytes - RS_ITEM_HEADER_BYTES).filter((n) => n > 0);
+  const same = (a: Uint8Array | null | undefined, b: Uint8Array | undefined): boolean => (a == null || b === undefined ? (a == null) === (b === undefined) : a.length === b.length && a.every((x, i) => x === b[i]));
+  let violations = 0;
+  try {
+    for (let i = 0; i < total; i++) {
+      const c = clients[i % clients.length]!;
+      const b = prng.int(0, blocks - 1);
+      try {
+        if (prng.int(0, 9) < 6) {
+          const v = new Uint8Array(prng.int(1, sizes[prng.int(0, sizes.length - 1)]!));
+          v.fill(i & 0xff);
+          await c.write(b, v);
+          model.set(b, v);
+          report.commits++;
+        } else {
+          const got = await c.read(b);
+          if (!same(got, model.get(b)) && violations++ < 5) report.violations.push(`block ${b}: read returned ${got?.length ?? 'nothing'} bytes, the last write left ${model.get(b)?.length ?? 'nothing'}`);
+        }
+      } catch (e) {
+        report.errors++;
+        if (report.firstErrors.length < 5) report.firstErrors.push(e instanceof Error ? e.message : String(e));
+      }
+      report.operations++;
+      if (report.operations % 16 === 0) {
+        const n = inUse();
+        if (n > report.highWaterItems) report.highWaterItems = n;
+        if (report.operations <= 5 * capacityItems) report.highWaterAt5x = report.highWaterItems;
+      }
+      if (report.operations % capacityItems === 0) o.progress?.(report.operations, total);
+    }
+    for (const c of clients) await c.settle();
+    for (const [b, v] of model) {
+      const got = await clients[0]!.read(b);
+      if (!same(got, v)) report.violations.push(`end: block ${b} reads ${got?.length ?? 'nothing'} bytes, the last write left ${v.length}`);
+    }
+    for (const c of clients) await c.settle();
+    for (let i = 0; i < replicas; i++) {
+      const st = cluster.server(i).stats;
+      report.reclaimed.superseded += st.returnsAccepted;
+      report.reclaimed.returned += st.returnsAccepted;
+      report.reclaimed.refused += Object.values(st.returnsRefused).reduce((n, x) => n + x, 0);
+      for (const p of cluster.server(i).audit()) report.violations.push(`replica ${i} audit: ${p.kind}: ${p.detail}`);
+      const n = inUseAt(i);
+      if (n !== model.size) report.violations.push(`replica ${i}: ${n} items in use once the clients settled, want ${model.size} (one per block written): ${n - model.size} leaked`);
+    }
+    if (report.highWaterItems > report.highWaterAt5x + Math.ceil(0.01 * capacityItems)) {
+      report.violations.push(`high water grew: ${report.highWaterItems} items in use at ${o.multiple} ×, ${report.highWaterAt5x} at 5 × (more than 1 % of ${capacityItems})`);
+    }
+  } finally {
+    await cluster.close();
   }
   report.ms = Date.now() - started;
   return report;

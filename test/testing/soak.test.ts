@@ -1,6 +1,7 @@
 // `pmrpc soak` (src/testing/soak.ts): small-arena soaks — PRISM-TX, 3 shards of 40 items, 20 × their
 // capacity in transactions, ≥ 20 % aborts; PRISM-KV, 64 items per class, 10 × — err nowhere, keep
-// their high water mark, leak nothing; the bad options get their codes.
+// PRISM-RS, 3 replicas, 64 items per class, 10 × — err nowhere, keep their high water mark, leak
+// nothing; the bad options get their codes.
 import t from 'tap';
 import { runSoak, soakPassed, SoakErrorCodes } from '../../src/testing/index.js';
 
@@ -31,8 +32,19 @@ t.test('kv: 10 × a small arena (64 items per class), no error, every GET the la
   t.ok(r.reclaimed.returned > r.capacityItems, `${r.reclaimed.returned} buffers returned live`);
 });
 
+t.test('rs: 10 × a small arena (64 items per class), no error, every read the last write, nothing leaked', async (t) => {
+  const r = await runSoak({ app: 'rs', multiple: 10, items: 64, clients: 2, seed: SEED });
+  t.comment(JSON.stringify(r));
+  t.equal(r.operations, 10 * r.capacityItems, 'operations = multiple × capacity');
+  t.equal(r.capacityItems, 3 * 64 * 8, 'capacity: 3 replicas × 64 items per class');
+  t.equal(r.errors, 0, `no operation errored (${r.firstErrors.join('; ') || 'none'})`);
+  t.same(r.violations, [], 'no violation (reads, audits, leaks, high water)');
+  t.ok(r.highWaterItems < r.capacityItems, `high water ${r.highWaterItems} of ${r.capacityItems}`);
+  t.ok(r.reclaimed.returned > r.capacityItems, `${r.reclaimed.returned} superseded buffers returned live`);
+});
+
 t.test('bad options are coded errors', async (t) => {
-  await t.rejects(runSoak({ app: 'rs' }), { name: 'PmrpcError', code: SoakErrorCodes.APP });
+  await t.rejects(runSoak({ app: 'rpc' }), { name: 'PmrpcError', code: SoakErrorCodes.APP });
   await t.rejects(runSoak({ app: 'kv', items: 8 }), { name: 'PmrpcError', code: SoakErrorCodes.BAD_OPTION });
   await t.rejects(runSoak({ app: 'tx', multiple: 0 }), { name: 'PmrpcError', code: SoakErrorCodes.BAD_OPTION });
   await t.rejects(runSoak({ app: 'tx', items: 3 }), { name: 'PmrpcError', code: SoakErrorCodes.BAD_OPTION });

@@ -4,7 +4,7 @@
 // (fast-check, seeded).
 import t from 'tap';
 import fc from 'fast-check';
-import { checkListAppend, type ListAppendMop, type ListAppendResult, type ListAppendTxn, type TxnType } from '../../src/check/elle.js';
+import { checkListAppend, type CycleStep, type KeyName, type ListAppendMop, type ListAppendResult, type ListAppendTxn, type TxnType } from '../../src/check/elle.js';
 
 const r = (key: string, value: number[] | null): ListAppendMop => ({ f: 'r', key, value });
 const a = (key: string, value: number): ListAppendMop => ({ f: 'append', key, value });
@@ -14,16 +14,13 @@ const ok = (id: number, ...mops: ListAppendMop[]): ListAppendTxn => tx(id, 'ok',
 const kinds = (res: ListAppendResult): string[] => [...new Set(res.anomalies.map((x) => x.kind))].sort();
 
 /** The cycle closes, and each step's edge is one the checker found. */
-function cycleOf(t: Tap.Test, res: ListAppendResult, kind: string): Array<{ from: number | string; to: number | string; edge: string; key?: string }> {
+function cycleOf(t: Tap.Test, res: ListAppendResult, kind: string): CycleStep[] {
   const an = res.anomalies.find((x) => x.kind === kind);
   t.ok(an, `${kind} reported: ${JSON.stringify(res.anomalies)}`);
   const c = an?.cycle ?? [];
   t.ok(c.length >= 2, `${kind} has a cycle as evidence`);
   for (let i = 0; i < c.length; i++) t.equal(c[i]!.to, c[(i + 1) % c.length]!.from, 'the cycle closes');
   return c;
-}
-declare namespace Tap {
-  type Test = Parameters<Parameters<typeof t.test>[1]>[0];
 }
 
 t.test('G0: write cycle (two transactions append to x and y in opposite orders)', async (t) => {
@@ -261,7 +258,7 @@ const txnArb = fc.record({ mops: fc.array(mopArb, { minLength: 1, maxLength: 4 }
 
 /** Runs the transactions one after another on a map of lists; a final transaction reads every key. */
 function serial(raw: Array<{ mops: Array<{ read: boolean; key: string }>; fate: string; process: number }>): ListAppendTxn[] {
-  const store = new Map<string, number[]>(KEYS.map((k) => [k, []]));
+  const store = new Map<KeyName, number[]>(KEYS.map((k) => [k, []]));
   let next = 1;
   const h: ListAppendTxn[] = raw.map((x, i) => {
     const applied = x.fate === 'ok' || x.fate === 'info-applied';
@@ -297,7 +294,7 @@ function staleRead(h: ListAppendTxn[], pick: number, ok: (w: ListAppendTxn, read
   );
   if (cands.length === 0) return undefined;
   const [i, j] = cands[pick % cands.length]!;
-  return h.map((x, k) => (k !== i ? x : { ...x, mops: x.mops.map((m, l) => (l !== j ? m : { ...m, value: (m.value as number[]).slice(0, -1) })) }));
+  return h.map((x, k) => (k !== i ? x : { ...x, mops: x.mops.map((m, l) => (l !== j ? m : ({ ...m, value: (m.value as number[]).slice(0, -1) } as ListAppendMop))) }));
 }
 
 t.test('serial executions pass; one stale read or one read of an aborted append fails', async (t) => {
@@ -321,7 +318,7 @@ t.test('serial executions pass; one stale read or one read of an aborted append 
       const failed = h.find((x) => x.type === 'fail' && x.mops.some((m) => m.f === 'append'));
       if (failed) {
         const m = failed.mops.find((mm) => mm.f === 'append')!;
-        const bad = h.map((x) => (x.id !== 'final' ? x : { ...x, mops: x.mops.map((mm) => (mm.key !== m.key ? mm : { ...mm, value: [...(mm.value as number[]), m.value as number] })) }));
+        const bad = h.map((x) => (x.id !== 'final' ? x : { ...x, mops: x.mops.map((mm) => (mm.key !== m.key ? mm : ({ ...mm, value: [...(mm.value as number[]), m.value as number] } as ListAppendMop))) }));
         const res = checkListAppend(bad);
         if (res.valid !== false || !res.anomalies.some((an) => an.kind === 'G1a')) throw new Error(`aborted read not caught: ${JSON.stringify(res)}`);
       }
@@ -365,9 +362,9 @@ t.test('a snapshot-isolation store: only G2 (write skew) is ever reported, and i
   let g2 = 0;
   fc.assert(
     fc.property(arb, (raw) => {
-      const store = new Map<string, number[]>(KEYS.map((k) => [k, []]));
-      const lastCommit = new Map<string, number>();
-      const snaps = new Map<number, Map<string, number[]>>();
+      const store = new Map<KeyName, number[]>(KEYS.map((k) => [k, []]));
+      const lastCommit = new Map<KeyName, number>();
+      const snaps = new Map<number, Map<KeyName, number[]>>();
       const events = raw.flatMap((x, i) => [{ time: x.start, i, begin: true }, { time: x.start + x.len, i, begin: false }]).sort((p, q) => p.time - q.time || (p.begin === q.begin ? p.i - q.i : p.begin ? 1 : -1));
       const h: ListAppendTxn[] = [];
       let next = 1;
@@ -414,7 +411,7 @@ t.test('a read-committed store: never G0 or G1, and read skew / lost updates (G-
   let single = 0;
   fc.assert(
     fc.property(arb, (raw) => {
-      const store = new Map<string, number[]>(KEYS.map((k) => [k, []]));
+      const store = new Map<KeyName, number[]>(KEYS.map((k) => [k, []]));
       // Every micro-operation at its own instant, the commit after the last.
       const events = raw.flatMap((x, i) => {
         let time = x.start;

@@ -86,6 +86,7 @@ t.test('cluster up / status / kill / restart / Cluster.connect / down', async (t
       await call.result;
       t.pass(`${x.id}: a durable call`);
     } else {
+      if (x.app !== 'kv') throw new Error(`${x.id}: app ${x.app}, expected kv`);
       if (x.id === 'n2') t.equal(td.decode((await x.kv.get('k'))!), 'before-crash', 'n2 kept its acknowledged put across the SIGKILL');
       await x.kv.put('k2', te.encode(x.id));
       t.equal(td.decode((await x.kv.get('k2'))!), x.id, `${x.id}: put and get`);

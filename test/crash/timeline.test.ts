@@ -5,7 +5,7 @@ import t from 'tap';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { exploreSeed, writeViolationTimelines } from '../../src/testing/crash/index.js';
+import { exploreSeed, writeViolationTimelines, type PicturedViolation } from '../../src/testing/crash/index.js';
 
 const SEED = Number(process.env.PMRPC_SEED ?? 1);
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/crash/timeline.test.ts)`);
@@ -17,7 +17,7 @@ t.test('KV mutant dropIndexFlush: lost and non-linearizable histories drawn with
   const seed = SEED === 1 ? 2 : SEED;
   const r = await exploreSeed({ app: 'kv', workload: { mutant: 'dropIndexFlush' }, explore: { pins: { ddio: true }, imagesPerPoint: 2, nested: false, violationsMax: 4 } }, seed);
   t.ok(r.violations.length > 0, `${r.violations.length} violations`);
-  const drawn = r.violations.filter((v) => v.timeline !== undefined);
+  const drawn = (r.violations as PicturedViolation[]).filter((v) => v.timeline !== undefined);
   t.equal(drawn.length, r.violations.filter((v) => v.kind === 'lost' || v.kind === 'linearizability').length, 'every lost or linearizability violation has a timeline');
   const paths = writeViolationTimelines(r.violations, dir, 4, () => seed);
   t.ok(paths.size > 0, `${paths.size} pages`);

@@ -2,7 +2,7 @@
 // effects, a client that disconnects mid-request, a client that writes beyond its credits: coded
 // errors or documented behaviour, nothing lost, the server keeps serving the others.
 import t from 'tap';
-import { PmrpcError } from '../../pmem/index.js';
+import { PmrpcError, type ErrorCode } from '../../pmem/index.js';
 import { QueuePair, Wr } from '../../flush/index.js';
 import { encodeEntry } from '../../recovery/index.js';
 import { connectInProcess, methodId } from '../../src/rpc/index.js';
@@ -17,7 +17,7 @@ for (const strategy of ['wflush', 'srflush', 'darpc'] as const) {
       throw new Error('kaboom');
     });
     server.register('coded', () => {
-      throw new PmrpcError('PMRPC_ERR_APP_REFUSED', 'not today');
+      throw new PmrpcError('PMRPC_ERR_APP_REFUSED' as ErrorCode, 'not today'); // an app's own code, not one of pmrpc's
     });
     server.register('outside', () => ({ images: [{ offset: 1 << 20, bytes: new Uint8Array(8) }] }));
     server.start();

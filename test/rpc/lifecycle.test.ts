@@ -190,7 +190,7 @@ t.test(`${CLIENTS} distinct clients through a 64-slot table, a crash in the midd
       region.setCrashPointHook((e) => states.push({ kind: e.kind, state: region.crashState() }));
       await c.goodbye();
       region.setCrashPointHook(undefined);
-      const at = states.findLastIndex((x) => x.kind === 'completion');
+      const at = states.map((x) => x.kind).lastIndexOf('completion');
       captured = { state: states[at]!.state, ackedThen: new Set(acked) };
       t.comment(`the victim's goodbye had ${states.length} crash points (${states.map((x) => x.kind).join(', ')}); the crash is at #${at}`);
       crashed = true;

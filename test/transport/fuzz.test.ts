@@ -278,7 +278,7 @@ t.test('fuzzing the wire: coded errors or closed connections, other clients serv
 
 t.test('fuzzing the client: a server that answers with junk after its Welcome gets a coded close, never a crash', async (t) => {
   const net = await import('node:net');
-  let next = new Uint8Array(0);
+  let next: Uint8Array = new Uint8Array(0);
   const clientGoodbyes: string[] = [];
   const srv = net.createServer((s) => {
     s.on('error', () => {});

@@ -67,7 +67,7 @@ async function run(t: Tap.Test, faults?: NicDriverFaults) {
   const emit = net.Socket.prototype.emit;
   net.Socket.prototype.emit = function (this: net.Socket, event: string | symbol, ...args: unknown[]): boolean {
     if (event === 'data' && this.localPort === port) reads++;
-    return emit.call(this, event, ...args) as boolean;
+    return Reflect.apply(emit, this, [event, ...args]) as boolean;
   } as typeof emit;
   t.teardown(() => {
     net.Socket.prototype.emit = emit;

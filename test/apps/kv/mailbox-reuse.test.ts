@@ -21,7 +21,7 @@ for (const system of ['prism', 'pilaf'] as const) {
     kvApp.format(region, o);
     const nic = new Rnic(region, { drain: 'eager', entropy: seededEntropy(createPrng(2)) });
     const fabric = new InProcessFabric(nic);
-    const app = kvApp.open({ region, nic, clock: systemClock, schedule: queueMicrotask, entropy: seededEntropy(createPrng(3)) }, o);
+    const app = kvApp.open({ region, nic, clock: systemClock, schedule: queueMicrotask, entropy: seededEntropy(createPrng(3)) }, o) as KvAppServer;
     app.recover();
     for (let i = 0; i < CLIENTS; i++) {
       const { qp, welcome } = app.accept(new Uint8Array(0));

@@ -211,7 +211,7 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
   const readOps: Op[][] = [];
   const r: RunResult = {
     seed: o.seed, cycles: 0, operations: 0, acknowledged: 0, cut: 0, lost: [], unexpectedErrors: [], hung: 0, segmentViolations: [],
-    wholeHistory: { ok: true, explored: 0, partitions: 0 }, epochs: [], auditsAfterRecovery: [], problemsAfterRecovery: 0, finalLiveAudit: undefined,
+    wholeHistory: { ok: true, explored: 0, partitions: 0, keys: [] }, epochs: [], auditsAfterRecovery: [], problemsAfterRecovery: 0, finalLiveAudit: undefined,
     staleReturns: { sent: 0, refusedAsStale: 0 }, killedBySelf: 0, seconds: 0,
   };
   let lastReturnBatch: Uint8Array | undefined;

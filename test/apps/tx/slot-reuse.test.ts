@@ -101,7 +101,7 @@ async function scenario(seed: number, reuseSlotUnsettled: boolean): Promise<Run>
   const r1 = await drive(world, () => append(c1, 1, [0, 1]));
   for (const n of world.nodes) n.nic.drainAll();
   // What the dead incarnation left: shard 0 COMMITTED(T1) and installed, shard 1 PREPARED(T1), key 1 locked.
-  const lockedOn1 = (world.nodes[1]!.server as TxAppServer).inspect().locked;
+  const lockedOn1 = (world.nodes[1]!.server as TxAppServer).inspect().locked as string[];
   // Incarnation 2 of slot 0: T2 appends to key 2 (shard 0) and key 3 (shard 1): it touches none of T1's keys.
   const c2 = new TxClient(source(1), { client: 0, incarnation: 2, clock: world.clock, faults });
   const r2 = await drive(world, () => append(c2, 2, [2, 3]));

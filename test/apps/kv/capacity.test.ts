@@ -108,7 +108,7 @@ for (const pattern of ['key-<i>', 'user:<i>', 'k<i>']) {
     const c = await n.client();
     const name = PATTERNS[pattern]!;
     for (let i = 0; i < 870; i++) await c.put(name(i), te.encode(`v${i}`));
-    for (let i = 0; i < 870; i++) t.equal(td.decode((await c.get(name(i)))!), `v${i}`, undefined, { diagnostic: false });
+    for (let i = 0; i < 870; i++) t.equal(td.decode((await c.get(name(i)))!), `v${i}`, `key ${i} reads back`, { diagnostic: false });
     t.equal(c.stats.lastOpRoundTrips, 1, 'a cached GET: 1 round trip wherever the key sits');
     const fresh = await n.client();
     let rtts = 0;

@@ -14,7 +14,8 @@
  *        contiguous slots, so the slots it went past (maybe claimed by a chain whose own FLUSH has
  *        not run) are durable too; READ scratch[0] (the allocated address, to return it if the CAS
  *        lost). Without a cached slot, 1 RTT (group 0) or more before it to locate the key.
- * DELETE the same chain with a tombstone item: a slot, once claimed by a key, stays that key's.
+ * DELETE the same chain with a tombstone item: a slot, once claimed by a key, stays that key's. A
+ *        no-op when the key is absent (located first when only its free slot is cached).
  *
  * Dropped connections (options.reconnect): a chain whose connection dropped is posted again on a
  * new connection to the live server, except a PUT / DELETE chain, which may or may not have run (it
@@ -348,6 +349,9 @@ export class PrismKvClient {
     for (let attempt = 0; attempt <= this.options.casRetriesMax; attempt++) {
       if (this.#qp.link.closed === true) await this.#ready(undefined); // a new connection (and rkey) before the chain is built
       let ref = this.#cache.get(name);
+      // A DELETE never installs into a slot cached free (a GET that found the key absent): it would
+      // claim the slot and an arena item for a key never written. It locates: absent, a no-op.
+      if (tombstone && ref !== undefined && ref.version === 0n) ref = undefined;
       if (uncertain !== undefined) {
         ref = uncertain;
         const r = await this.#resolve(k, ref, value, tombstone);

@@ -64,6 +64,7 @@ interface Opts {
   agent: boolean;
   mutants?: string;
   plain?: boolean;
+  damageTombstone?: boolean;
 }
 
 /** Default images per crash point of --app rs. */
@@ -150,6 +151,7 @@ export function registerCrashTest(program: Command): void {
     .option('--no-agent', 'tx: no resolver agent scanning while the clients run (it still runs after restarts, client crashes and at the end)')
     .option('--mutants <all|a,b>', 'the mutant sweep: the plain sweep (--seeds, default 1..24; nothing pinned for a mutant) of every listed mutant of --app (rpc: once per strategy it lists), each until its first violation; exit 1 when one is not caught (docs/cli.md)')
     .option('--plain', "a mutant runs without its own NIC pins, schedule, crash plan or workload (what --mutants runs; its replay commands name it)")
+    .option('--damage-tombstone', 'kv: a media error in every crash image before it is recovered — a byte of the first tombstone item the index links goes bad (its key reads as deleted either way), so recovery rejects the slot and gives it a dead item (what the mutant sweep runs)')
     .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught')
     .option('--timeline <dir>', `write a self-contained HTML timeline of the shortest failing history of each of the first ${TIMELINES_MAX} violations into <dir> (its path is printed beside the replay command; JSON: each violation's "timeline")`)
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
@@ -201,6 +203,7 @@ export function registerCrashTest(program: Command): void {
       };
       const exploreOptions = checkOptions(() => resolveExploreOptions(given));
       if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && !CRASH_RUN_APPS.includes(opts.app)) throw badOption(`--crash-runs and --crash-plan need --app ${CRASH_RUN_APPS.join(', ')} (an app with a whole-history check)`);
+      if (opts.damageTombstone === true && opts.app !== 'kv') throw badOption('--damage-tombstone needs --app kv');
       const { clock: _c, onProgress: _p, seed: _s, ...ex } = exploreOptions;
       // The workload options' own checks (resolve*Workload): a bad value is PMRPC_ERR_BAD_OPTION.
       const spec = checkOptions((): SweepSpec => {
@@ -222,7 +225,7 @@ export function registerCrashTest(program: Command): void {
           return { app: 'recovery', workload: resolveRecoveryWorkload({ clients: opts.clients, requestsPerClient: opts.requests, churn: opts.churn, batchMax: opts.batch }), explore: ex };
         } else {
           if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
-          return { app: 'kv', workload: resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients }), explore: ex };
+          return { app: 'kv', workload: resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients, damageTombstone: opts.damageTombstone === true }), explore: ex };
         }
       });
       checkOptions(() => appOf(spec)); // the app's own checks (counts in range), before any work

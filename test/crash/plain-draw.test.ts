@@ -57,3 +57,15 @@ t.test('the kv plain sweep: crash runs with drops, a media error in every image,
   t.equal(bad.status, 1);
   t.match(bad.stderr, /PMRPC_ERR_BAD_OPTION.*--damage-tombstone needs --app kv/);
 });
+
+t.test('the tx plain sweep: even seeds run hot keys (2 keys, 4 clients), the others the default; the replay names the shape', async (t) => {
+  const hot = plainSpec({ app: 'tx', name: 'skip-prepare-flush', strategy: null }, 2);
+  const cool = plainSpec({ app: 'tx', name: 'skip-prepare-flush', strategy: null }, 3);
+  t.match(hot.workload, { keys: 2, clients: 4, mutant: 'skip-prepare-flush' });
+  t.match(cool.workload, { keys: 4, clients: 3, mutant: 'skip-prepare-flush' });
+  t.match(appOf(hot).replayArgs(), /--clients 4 --keys 2 --mutant skip-prepare-flush/);
+  t.notMatch(appOf(cool).replayArgs(), /--keys/);
+  // skip-validation pins the hot shape itself: its replay at an even seed needs no flag, at an odd one names the default.
+  t.notMatch(appOf(plainSpec({ app: 'tx', name: 'skip-validation', strategy: null }, 2)).replayArgs(), /--keys/);
+  t.match(appOf(plainSpec({ app: 'tx', name: 'skip-validation', strategy: null }, 3)).replayArgs(), /--clients 3 --keys 4/);
+});

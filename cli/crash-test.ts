@@ -133,7 +133,7 @@ export function registerCrashTest(program: Command): void {
     .option('--no-nested', 'do not crash each image once more during its recovery')
     .option('--registers <n>', 'register: registers (default 1)', intOption('registers'))
     .option('--pattern <p>', "register: 'mixed' (default) or 'writer-reader' (client 0 writes, the others read)")
-    .option('--crash-runs <n>', 'register, kv: also n seeded crash runs — node subsets (f=1, all at once) and clients crash mid-run, nodes restart from an image while the cluster goes on; the whole history is judged', intOption('crash-runs'))
+    .option('--crash-runs <n>', 'register, kv, rs, tx: also n seeded crash runs — node subsets (f=1, all at once) and clients crash mid-run, nodes restart from an image while the cluster goes on (kv, rs: connections also drop while the server is up); the whole history is judged', intOption('crash-runs'))
     .option('--crash-plan <plan>', "register, kv: replay one crash run, e.g. 'p40:n1@2/r12;p95:c1' (what a crash-run violation's command names)")
     .option('--exhaustive', 'small-scope exhaustive mode: every interleaving (sleep-set POR) and every image at every crash point of a tiny workload (kv: 2 clients x PUT+GET; register: --nodes 2 --requests 1 --pattern writer-reader); drain eager, no eviction')
     .option('--states-max <n>', 'exhaustive: most states (interleavings + crash points + images), past it PMRPC_ERR_TOO_MANY_STATES (default 200000)', intOption('states-max'))

@@ -64,6 +64,7 @@ interface Opts {
   agent: boolean;
   mutants?: string;
   plain?: boolean;
+  damageTombstone?: boolean;
 }
 
 /** Default images per crash point of --app rs. */
@@ -132,7 +133,7 @@ export function registerCrashTest(program: Command): void {
     .option('--no-nested', 'do not crash each image once more during its recovery')
     .option('--registers <n>', 'register: registers (default 1)', intOption('registers'))
     .option('--pattern <p>', "register: 'mixed' (default) or 'writer-reader' (client 0 writes, the others read)")
-    .option('--crash-runs <n>', 'register, kv: also n seeded crash runs — node subsets (f=1, all at once) and clients crash mid-run, nodes restart from an image while the cluster goes on; the whole history is judged', intOption('crash-runs'))
+    .option('--crash-runs <n>', 'register, kv, rs, tx: also n seeded crash runs — node subsets (f=1, all at once) and clients crash mid-run, nodes restart from an image while the cluster goes on (kv, rs: connections also drop while the server is up); the whole history is judged', intOption('crash-runs'))
     .option('--crash-plan <plan>', "register, kv: replay one crash run, e.g. 'p40:n1@2/r12;p95:c1' (what a crash-run violation's command names)")
     .option('--exhaustive', 'small-scope exhaustive mode: every interleaving (sleep-set POR) and every image at every crash point of a tiny workload (kv: 2 clients x PUT+GET; register: --nodes 2 --requests 1 --pattern writer-reader); drain eager, no eviction')
     .option('--states-max <n>', 'exhaustive: most states (interleavings + crash points + images), past it PMRPC_ERR_TOO_MANY_STATES (default 200000)', intOption('states-max'))
@@ -150,6 +151,7 @@ export function registerCrashTest(program: Command): void {
     .option('--no-agent', 'tx: no resolver agent scanning while the clients run (it still runs after restarts, client crashes and at the end)')
     .option('--mutants <all|a,b>', 'the mutant sweep: the plain sweep (--seeds, default 1..24; nothing pinned for a mutant) of every listed mutant of --app (rpc: once per strategy it lists), each until its first violation; exit 1 when one is not caught (docs/cli.md)')
     .option('--plain', "a mutant runs without its own NIC pins, schedule, crash plan or workload (what --mutants runs; its replay commands name it)")
+    .option('--damage-tombstone', 'kv: a media error in every crash image before it is recovered — a byte of the first tombstone item the index links goes bad (its key reads as deleted either way), so recovery rejects the slot and gives it a dead item (what the mutant sweep runs)')
     .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught')
     .option('--timeline <dir>', `write a self-contained HTML timeline of the shortest failing history of each of the first ${TIMELINES_MAX} violations into <dir> (its path is printed beside the replay command; JSON: each violation's "timeline")`)
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
@@ -201,6 +203,7 @@ export function registerCrashTest(program: Command): void {
       };
       const exploreOptions = checkOptions(() => resolveExploreOptions(given));
       if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && !CRASH_RUN_APPS.includes(opts.app)) throw badOption(`--crash-runs and --crash-plan need --app ${CRASH_RUN_APPS.join(', ')} (an app with a whole-history check)`);
+      if (opts.damageTombstone === true && opts.app !== 'kv') throw badOption('--damage-tombstone needs --app kv');
       const { clock: _c, onProgress: _p, seed: _s, ...ex } = exploreOptions;
       // The workload options' own checks (resolve*Workload): a bad value is PMRPC_ERR_BAD_OPTION.
       const spec = checkOptions((): SweepSpec => {
@@ -222,7 +225,7 @@ export function registerCrashTest(program: Command): void {
           return { app: 'recovery', workload: resolveRecoveryWorkload({ clients: opts.clients, requestsPerClient: opts.requests, churn: opts.churn, batchMax: opts.batch }), explore: ex };
         } else {
           if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
-          return { app: 'kv', workload: resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients }), explore: ex };
+          return { app: 'kv', workload: resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients, damageTombstone: opts.damageTombstone === true }), explore: ex };
         }
       });
       checkOptions(() => appOf(spec)); // the app's own checks (counts in range), before any work

@@ -34,7 +34,11 @@ export type NicPins = Partial<Pick<NicConfig, 'drain' | 'ddio' | 'placement' | '
 export const CACHE_PRESSURE_SMALL = 4;
 export const CACHE_ENTRIES_LARGE = 65536;
 
-/** The NIC configuration of seed `seed`: each dimension drawn from the seed unless pinned (seed ≡ 2 mod 8: DDIO on, eager drain). */
+/**
+ * The NIC configuration of seed `seed`: each dimension drawn from the seed unless pinned; seeds
+ * ≡ 2, 3 (mod 8) run DDIO on with an eager drain, seeds ≡ 6, 7 (mod 8) DDIO on with the drain on
+ * FLUSH only (durabilityConfig).
+ */
 export function nicConfigFor(seed: number, pins: NicPins = {}): NicConfig {
   const p = createPrng(mix(seed, 0x71c));
   const pick = <T>(xs: readonly T[]): T => xs[p.int(0, xs.length - 1)]!;
@@ -46,18 +50,32 @@ export function nicConfigFor(seed: number, pins: NicPins = {}): NicConfig {
   const idleDrain = pick([false, false, true]);
   // Drawn last, so the dimensions above stay what they were for every seed.
   const lineModel = pick<'prefix' | 'subset'>(['prefix', 'prefix', 'subset']);
-  // Early in every sweep: seed 2 (and every 8th after it) runs DDIO on with an eager drain — the
-  // configuration under which a missing FLUSH(persistent) shows (a NIC write lands in the CPU cache).
-  const durabilityBugs = ((seed % 8) + 8) % 8 === 2;
+  const forced = durabilityConfig(seed);
   return {
-    drain: pins.drain ?? (durabilityBugs ? 'eager' : drain),
-    ddio: pins.ddio ?? (durabilityBugs ? true : ddio),
+    drain: pins.drain ?? forced?.drain ?? drain,
+    ddio: pins.ddio ?? forced?.ddio ?? ddio,
     placement: pins.placement ?? placement,
     cacheEntriesMax,
     eviction: pins.eviction ?? eviction,
     idleDrain,
     lineModel: pins.lineModel ?? lineModel,
   };
+}
+
+/**
+ * The configurations under which a durability bug shows, early in every sweep and paired with the
+ * adversarial schedules of `--schedule mixed` (pct.ts mixedSchedule: seed ≡ 2 (mod 4) holds a
+ * client right after its atomic, ≡ 3 one QP): DDIO on, so a NIC write lands in the CPU cache
+ * (a missing FLUSH(persistent) loses it) — with an eager drain on seeds ≡ 2, 3 (mod 8), so a held
+ * client's CAS result is visible to the others at once but not durable; with the drain on FLUSH
+ * only on seeds ≡ 6, 7 (mod 8), so it stays in the NIC cache, answered to atomics but not placed.
+ * Undefined: the seed draws its drain and DDIO.
+ */
+export function durabilityConfig(seed: number): { ddio: true; drain: DrainChoice } | undefined {
+  const r = ((seed % 8) + 8) % 8;
+  if (r === 2 || r === 3) return { ddio: true, drain: 'eager' };
+  if (r === 6 || r === 7) return { ddio: true, drain: 'onFlush' };
+  return undefined;
 }
 
 export function checkPins(pins: NicPins): NicPins {

@@ -58,11 +58,6 @@ export function withDistinctImages<S>(app: ExplorerApp<S>): Counted<S> {
     workload: (world: World, prng: Prng) => app.workload(world, prng),
     snapshot: () => ({ point: points++, inner: app.snapshot() }),
     checkLive: async (world) => keep(await app.checkLive(world)),
-    // Crash runs (multi.ts) go through too: clients, client crashes and the whole-history check.
-    ...(app.clients !== undefined ? { clients: app.clients } : {}),
-    ...(app.exploreDefaults !== undefined ? { exploreDefaults: app.exploreDefaults } : {}),
-    ...(app.crashClient !== undefined ? { crashClient: (c: number) => app.crashClient!(c) } : {}),
-    ...(app.checkHistory !== undefined ? { checkHistory: async (world: World) => keep(await app.checkHistory!(world)) } : {}),
     async beforeRecover(world: World, node: number): Promise<AppProblem[]> {
       if (node === 0) pending = [];
       pending[node] = hashOf(world, node);
@@ -86,8 +81,9 @@ export function withDistinctImages<S>(app: ExplorerApp<S>): Counted<S> {
       return { ...report, violations };
     },
     replayArgs: () => app.replayArgs(),
-    // What crash runs and media errors need, when the app has it.
+    // What crash runs (clients, client crashes, dropped connections, the whole-history check) and media errors need, when the app has it.
     ...(app.clients !== undefined ? { clients: app.clients } : {}),
+    ...(app.drops !== undefined ? { drops: app.drops } : {}),
     ...(app.exploreDefaults !== undefined ? { exploreDefaults: app.exploreDefaults } : {}),
     ...(app.crashClient !== undefined ? { crashClient: (c: number) => app.crashClient!(c) } : {}),
     ...(app.checkHistory !== undefined ? { checkHistory: async (world: World) => keep(await app.checkHistory!(world)) } : {}),

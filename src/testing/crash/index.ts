@@ -2,7 +2,7 @@
 export { explore, mergeReports, replayCommand, resolveExploreOptions, withAppDefaults, EXPLORE_DEFAULTS, type ExplorerApp, type ExploreOptions, type ExploreReport, type ExplorerViolation, type ImageEngine } from './explorer.js';
 export { World, WorldNode, quiesce, type RunResult, type StepChoice, type Chooser, type Turn, type WorldOptions } from './world.js';
 export { VirtualTime, type VirtualTimeStats } from './virtual-time.js';
-export { nicConfigFor, configName, checkPins, rnicOptions, DRAIN_CHOICES, type NicConfig, type NicPins, type DrainChoice } from './config.js';
+export { nicConfigFor, durabilityConfig, configName, checkPins, rnicOptions, DRAIN_CHOICES, type NicConfig, type NicPins, type DrainChoice } from './config.js';
 export { mix, parseSeedRange } from './seeds.js';
 export { rpcExplorerApp, resolveRpcWorkload, checkDigests, RPC_WORKLOAD_DEFAULTS, type RpcWorkloadOptions, type RpcSnapshot } from './rpc.js';
 export { MUTANTS, findMutant, type Mutant } from './rpc-mutants.js';
@@ -21,4 +21,4 @@ export { rslockExplorerApp, RSLOCK_WORKLOAD_DEFAULTS, TORN_VALUE, type RsLockWor
 export { swarm, swarmRun, swarmSeed, swarmReplay, paramsFor, parseMutant, resolveSwarmOptions, nsOfSeconds, SWARM_APPS, SWARM_DEFAULTS, SWARM_DEFAULT_SECONDS, SWARM_COST_PROFILE, LIVENESS_STEPS_MAX, LIVENESS_VIRTUAL_US, type SwarmApp, type SwarmOptions, type SwarmParams, type SwarmFailure, type SwarmAppResult, type SwarmSeedResult, type SwarmReport } from './swarm.js';
 export { buildWorld, startWorkload, freshRegion, imageRegion, sampleRecoveryCrash, nestedImage, setRegionProbe, type RegionUse, type RegionProbeEvent, type BuildWorldOptions, type RunningWorkload } from './driver.js';
 export { scheduleChooser, mixedSchedule, concreteSchedule, applySchedule, resolveSchedule, scheduleArgs, scheduleName, isPlainRandom, SCHEDULE_DEFAULTS, type ScheduleOptions } from './pct.js';
-export { runMutants, mutantSweep, mutantTargets, plainSpec, formatMutants, allCaught, MUTANT_APPS, RS_PLAIN_IMAGES_PER_POINT, type MutantApp, type MutantTarget, type MutantResult, type MutantsReport } from './mutants.js';
+export { runMutants, mutantSweep, mutantTargets, plainSpec, formatMutants, allCaught, MUTANT_APPS, RS_PLAIN_IMAGES_PER_POINT, PLAIN_CRASH_RUNS, plainTxShape, type MutantApp, type MutantTarget, type MutantResult, type MutantsReport } from './mutants.js';

@@ -176,6 +176,8 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
   const clients: KvClient[] = [];
   /** Crash runs: clients that crashed (they stop mid-operation, never resume). */
   const crashedClients = new Set<number>();
+  /** Crash runs: clients an operation failed on after a dropped connection while node 0 stayed up (they should have reconnected). */
+  const stoppedByDrop: string[] = [];
   const app = {
     name: 'kv',
     nodes: 1,
@@ -211,6 +213,7 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
       returns.length = 0;
       clients.length = 0;
       crashedClients.clear();
+      stoppedByDrop.length = 0;
       const server = world.nodes[0]!.server as KvAppServer;
       keys = clusteredKeys(server.kv.geometry, w.keys);
       const connect = async (c: number): Promise<KvClient> => {
@@ -280,7 +283,11 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
           op.error = e instanceof Error ? e.message : String(e);
           if (crashedClients.has(c)) return false;
           if (world.nodes[0]!.crashed || world.nodes[0]!.incarnation > 0) return client.qp.state === 'error' || client.qp.link.closed === true ? reconnect(c) : true;
-          if (client.qp.state === 'error') return false;
+          if (client.qp.state === 'error' || client.qp.link.closed === true) {
+            // Node 0 never went down: only a dropped connection closes a link now, and the client reconnects the live node by itself.
+            if (e instanceof PmrpcError && e.code === NicErrorCodes.LINK_CLOSED) stoppedByDrop.push(`client ${c}: ${input.kind}(${input.key}) failed after a dropped connection while node 0 was up: ${op.error}`);
+            return false;
+          }
         }
         return true;
       };
@@ -322,6 +329,8 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
       return { time: ++now };
     },
     clients: w.clients,
+    /** Its clients reconnect the live node after a dropped connection (connectKvClient's reconnect): crash runs drop connections. */
+    drops: true,
     crashClient(c: number): void {
       if (!Number.isSafeInteger(c) || c < 0 || c >= w.clients) throw new RangeError(`client must be in [0, ${w.clients}), got ${String(c)}`);
       crashedClients.add(c);
@@ -335,6 +344,7 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
      */
     async checkHistory(world: World): Promise<AppProblem[]> {
       const out: AppProblem[] = [];
+      for (const d of stoppedByDrop) out.push({ kind: 'drop', detail: `${d} (it did not reconnect)` });
       const server = world.nodes[0]!.server as KvAppServer;
       let flushed = 0;
       const toFlush = clients.filter((c, i) => !crashedClients.has(i) && c.qp.state === 'ready' && 'flushReturns' in c) as PrismKvClient[];
@@ -423,7 +433,7 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
         }
       : {}),
     replayArgs(): string {
-      return `--app kv${w.system !== 'prism' ? ` --system ${w.system}` : ''} --clients ${w.clients}${w.mutant !== undefined ? ` --mutant ${w.mutant}` : ''}`;
+      return `--app kv${w.system !== 'prism' ? ` --system ${w.system}` : ''} --clients ${w.clients}${w.mutant !== undefined ? ` --mutant ${w.mutant}` : ''}${w.damageTombstone && w.system === 'prism' ? ' --damage-tombstone' : ''}`;
     },
   };
   /** Whether an allocator finding is the buffers PUTs whose answer a drop lost may leave unlinked (at most one each, KvClientStats.uncertainInstalls). */

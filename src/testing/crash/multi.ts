@@ -98,9 +98,12 @@ export function parsePlan(s: string): CrashPlan {
 /**
  * The seeded plan of crash run `i` of a run with `pointsTotal` crash points. Kinds cycle: one node
  * (f = 1), every node at once, one node and one client, a client alone; a second node crash later
- * in the run every other time (with one node: the same node again, once it is back).
+ * in the run every other time (with one node: the same node again, once it is back). With `drops`
+ * (an app whose clients reconnect a live node, ExplorerApp.drops), every run also drops one or two
+ * connections while the nodes are up (drawn after everything else, so the crashes stay what they
+ * are without drops), and every fourth run (kind 3) drops two to eight instead of crashing a client.
  */
-export function planFor(seed: number, i: number, pointsTotal: number, nodes: number, clients: number): CrashPlan {
+export function planFor(seed: number, i: number, pointsTotal: number, nodes: number, clients: number, drops = false): CrashPlan {
   const p = createPrng(mix(seed, 0xc7a5, i));
   const point = (): number => p.int(0, Math.max(0, pointsTotal - 1));
   const kind = i % 4;
@@ -114,7 +117,16 @@ export function planFor(seed: number, i: number, pointsTotal: number, nodes: num
     const later = first.point + p.int(1, Math.max(1, Math.floor(pointsTotal / 2)));
     plan.push({ point: later, nodes: [p.int(0, nodes - 1)], clients: [], image: p.int(0, 3), restartAfter: p.int(0, 60) });
   }
-  return plan;
+  if (!drops) return plan;
+  // Kind 3 with drops: connections drop instead of a client crashing (the server never goes down:
+  // what a client does after a drop — resend, resolve, reconnect — is all that is tested).
+  if (kind === 3) plan.splice(0, plan.length);
+  const n = kind === 3 ? p.int(2, 8) : p.int(1, 2);
+  for (let k = 0; k < n; k++) plan.push({ point: point(), nodes: [], clients: [], drops: [p.int(0, 63)], image: 0, restartAfter: 0 });
+  // One event per point, in point order (a node crash wins over a drop at the same point).
+  const byPoint = new Map<number, CrashEvent>();
+  for (const e of plan) if (!byPoint.has(e.point)) byPoint.set(e.point, e);
+  return [...byPoint.values()].sort((a, b) => a.point - b.point);
 }
 
 /** Virtual ns as µs with 3 decimals (for messages). */

@@ -84,14 +84,37 @@ export function mutantTargets(app: string, which: string): MutantTarget[] {
   });
 }
 
-/** The plain sweep's spec of a mutant: the app's defaults with the mutant switched on, nothing pinned for it. */
-export function plainSpec(t: MutantTarget): SweepSpec {
-  const explore = { plain: true, violationsMax: 1, schedule: { mode: 'mixed' as const } };
+/**
+ * Seeded crash runs per seed of the plain sweep of an app with a whole-history check (multi.ts
+ * planFor: node crashes and restarts while the clients go on, a second crash after they resumed,
+ * client crashes, and — for apps whose clients reconnect, ExplorerApp.drops — connections dropped
+ * while the server is up). tx runs TX_CLI_DEFAULTS.crashRuns.
+ */
+export const PLAIN_CRASH_RUNS: Readonly<Partial<Record<MutantApp, number>>> = Object.freeze({ kv: 12, rs: 12 });
+
+/**
+ * The workload shape the plain tx sweep draws for `seed`: every other seed (even seeds) runs hot
+ * keys — 2 keys, 4 clients: transactions conflict on every key, the race a validation bug needs —
+ * the others the default (4 keys, 3 clients). The same for every mutant (none pins it).
+ */
+export function plainTxShape(seed: number | undefined): { keys?: number; clients?: number } {
+  return seed !== undefined && seed % 2 === 0 ? { keys: 2, clients: 4 } : {};
+}
+
+/**
+ * The plain sweep's spec of a mutant at `seed` (undefined: the app's default shape): the app's
+ * defaults with the mutant switched on, nothing pinned for it; what the sweep adds (crash runs,
+ * media errors, the tx workload shape of the seed) is the same for every mutant of the app.
+ */
+export function plainSpec(t: MutantTarget, seed?: number): SweepSpec {
+  const explore = { plain: true, violationsMax: 1, schedule: { mode: 'mixed' as const }, ...(PLAIN_CRASH_RUNS[t.app] !== undefined ? { crashRuns: PLAIN_CRASH_RUNS[t.app] } : {}) };
   switch (t.app) {
     case 'rpc':
       return { app: 'rpc', workload: resolveRpcWorkload({ strategy: t.strategy as RpcStrategy, mutant: t.name }), explore };
     case 'kv':
-      return { app: 'kv', workload: resolveKvWorkload({ mutant: t.name as never }), explore };
+      // A media error as well (damageTombstone: a linked tombstone item goes bad in every image; its
+      // key reads as deleted either way): recovery's rejected-slot repair runs in the plain sweep.
+      return { app: 'kv', workload: resolveKvWorkload({ mutant: t.name as never, damageTombstone: true }), explore };
     case 'register':
       return { app: 'register', workload: resolveRegisterWorkload({ mutant: t.name }), explore };
     case 'rs':
@@ -100,7 +123,7 @@ export function plainSpec(t: MutantTarget): SweepSpec {
       return { app: 'rslock', workload: { mutant: t.name }, explore };
     case 'tx': {
       // The workload of a run without a mutant (every option explicit: no TxMutant.pins), then the mutant.
-      const base = txCrashSpec({}, explore);
+      const base = txCrashSpec(plainTxShape(seed), explore);
       return { ...base, workload: { ...base.workload, mutant: t.name } };
     }
     default:
@@ -112,11 +135,10 @@ export function plainSpec(t: MutantTarget): SweepSpec {
 export async function mutantSweep(t: MutantTarget, seeds: readonly number[]): Promise<MutantResult> {
   const base = { name: t.name, strategy: t.strategy, equivalent: t.equivalent !== undefined };
   if (t.equivalent !== undefined) return { ...base, caught: false, seed: null, images: 0, replay: null, seedsRun: 0 };
-  const spec = plainSpec(t);
   let images = 0;
   let seedsRun = 0;
   for (const seed of seeds) {
-    const r = await exploreSeed(spec, seed);
+    const r = await exploreSeed(plainSpec(t, seed), seed);
     images += r.imagesChecked;
     seedsRun++;
     const v = r.violations[0];

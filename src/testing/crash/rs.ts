@@ -243,6 +243,8 @@ export function rsExplorerApp(options: Partial<RsWorkloadOptions> = {}): RsExplo
       };
       await Promise.all(Array.from({ length: w.clients }, (_, c) => run(c)));
     },
+    /** Its clients reconnect a live replica after a dropped connection (RsClientOptions.reconnect): crash runs drop connections. */
+    drops: true,
     crashClient(c: number): void {
       if (!Number.isSafeInteger(c) || c < 0 || c >= w.clients) throw new RangeError(`client must be in [0, ${w.clients}), got ${String(c)}`);
       crashed.add(c);

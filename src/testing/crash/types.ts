@@ -42,6 +42,12 @@ export interface ExplorerApp<S> {
   /** Crash runs: client `c` stops now, mid-operation, and never resumes (its in-flight operation is cut). */
   crashClient?(c: number): void;
   /**
+   * Crash runs: this app's clients reconnect a live node by themselves after a dropped connection
+   * (World.dropConnection), so its seeded crash runs drop connections while the server is up too
+   * (multi.ts planFor) — what the drop mutants of PRISM-KV and PRISM-RS need.
+   */
+  readonly drops?: boolean;
+  /**
    * Crash runs: after the workload ran to its end through crashes and restarts (every node up and
    * recovered again), judges the whole history (crash events removed; operations cut by a crash
    * may or may not have happened).

@@ -130,7 +130,7 @@ function factory(system: TxSystemName, description: string): TxSystemFactory {
   };
 }
 
-export const prismTxFactory: TxSystemFactory = factory('prism-tx', 'PRISM-TX (src/apps/tx): ALLOCATE + FLUSH of the new values, then prepare/validate/record by enhanced CAS + FLUSH (1 RTT), install + COMMITTED + release (1 RTT); no server CPU');
+export const prismTxFactory: TxSystemFactory = factory('prism-tx', 'PRISM-TX (src/apps/tx): ALLOCATE + FLUSH of the new values, then prepare/validate/record by enhanced CAS + FLUSH (1 RTT), install + COMMITTED + release (1 RTT); the shard CPU only reclaims (sweeps superseded and aborted items back to the free lists), off the commit path');
 export const farmFactory = factory('farm', 'FaRM-style (src/apps/txlock, app txfarm): LOCK by SEND to the shard CPU (locks + durable redo record), VALIDATE by batched READs, COMMIT record by WRITE + FLUSH, applied and unlocked by the CPU');
 export const fordFactory = factory('ford', 'FORD-style (src/apps/txlock, app txford): CAS lock + speculative READ in execution, undo log WRITE + FLUSH with validation READs (1 RTT), in-place WRITE + selective FLUSH + COMMITTED (1 RTT), asynchronous write-unlatch');
 

@@ -13,7 +13,9 @@
  * (low contention) or Zipf 0.99 (high); SmallBank (4 % hot accounts take 90 % of the picks).
  * Figures: committed transactions per second, p50/p99 latency of committed transactions (begin →
  * outcome, HDR), abort rate, commit round trips per committed transaction (from the end of
- * execution to the outcome; execution reads are one round trip each in every system).
+ * execution to the outcome; execution reads are one round trip each in every system), NIC work
+ * requests per commit and the process's CPU per commit split by role — client, NIC emulation,
+ * server host (bench/nic-work.ts) — with their ratios to FaRM-style.
  *
  * On this emulator a round trip costs CPU, not wire time, and the emulated NICs and the FaRM
  * shards' "server CPUs" share the machine's cores with the clients: the ratios compare the work
@@ -408,6 +410,6 @@ export async function runTxBench(o: BenchOptions, plan: TxPlan = o.quick ? TX_QU
 
 export const txBench: BenchSuite = {
   name: 'tx',
-  description: 'PRISM-TX vs FaRM-style vs FORD-style commit in the same run: YCSB-T-like (low / high contention) and SmallBank; throughput, p50/p99 (HDR), abort rate, commit round trips; Elle list-append and bank checks of every system',
+  description: 'PRISM-TX vs FaRM-style vs FORD-style commit in the same run: YCSB-T-like (low / high contention) and SmallBank; throughput, p50/p99 (HDR), abort rate; per commit: round trips, NIC work requests, CPU by role (client / NIC emulation / server host); Elle list-append and bank checks of every system',
   run: (o: BenchOptions) => runTxBench(o),
 };

@@ -15,6 +15,7 @@ import { RsClient, RsLocalCluster, RS_ITEM_HEADER_BYTES, type RsLayoutOptions } 
 import { RsLockClient, startLocalRsLock, type RsLockStyle } from '../src/apps/rslock/index.js';
 import { TcpLink } from '../src/transport/index.js';
 import { benchDistFile, startServerChild } from './child.js';
+import { nicWorkRequests } from './nic-work.js';
 
 /** What a benchmark client is: the structural interface both systems' clients have. */
 export interface BlockStore {
@@ -88,7 +89,7 @@ function lockFactory(name: string, description: string, style: RsLockStyle): RsS
         return {
           client: async (i) => cl.client({ style, prng: createPrng(o.seed * 1009 + i) }),
           lastOpRoundTrips,
-          nicWorkRequests: () => cl.nics.reduce((n, nic) => n + nic.stats.wrs, 0),
+          nicWorkRequests: () => nicWorkRequests(cl.nics),
           close: async () => cl.close(),
         };
       }

@@ -10,6 +10,7 @@ import { parseTxWelcome, TxClient, txApp, type ShardConn, type TxOutcome, type T
 import { FarmTxClient, FordTxClient, parseTxLockWelcome, startLocalShards, txfarmApp, txfordApp, type TxLockConn, type LocalShards } from '../src/apps/txlock/index.js';
 import type { App, AppServer } from '../src/apps/index.js';
 import type { QueuePair } from '../flush/index.js';
+import { nicWorkRequests, RoleTimer, type RoleTimes } from './nic-work.js';
 
 /** One client's transactions, whatever the system. */
 export interface TxApi {
@@ -41,6 +42,8 @@ export interface TxDeployment {
   servers: readonly AppServer[];
   /** Work done by the shards' NICs and PM so far (summed over the shards). */
   work(): { wrs: number; messages: number; linesWrittenBack: number };
+  /** Time spent so far in the shards' emulated NICs and in their server CPUs' passes (bench/nic-work.ts). */
+  roleTimes(): RoleTimes;
   close(): void;
 }
 
@@ -52,7 +55,7 @@ export interface TxSystemFactory {
 
 function workOf(shards: LocalShards<AppServer>): () => { wrs: number; messages: number; linesWrittenBack: number } {
   return () => ({
-    wrs: shards.nics.reduce((a, n) => a + n.stats.wrs, 0),
+    wrs: nicWorkRequests(shards.nics),
     messages: shards.nics.reduce((a, n) => a + n.stats.messages, 0),
     linesWrittenBack: shards.regions.reduce((a, r) => a + r.stats.linesWrittenBack, 0),
   });
@@ -114,10 +117,12 @@ function factory(system: TxSystemName, description: string): TxSystemFactory {
     description,
     start(o) {
       const { app, options } = txSystemApp(system, o);
-      const shards = startLocalShards<object, AppServer>(app, o.shards, options, { nic: { drain: 'eager' }, seed: o.seed });
+      const timer = new RoleTimer();
+      const shards = startLocalShards<object, AppServer>(timer.instrumentApp(app), o.shards, options, { nic: { drain: 'eager' }, seed: o.seed });
       return {
         servers: shards.servers,
         work: workOf(shards),
+        roleTimes: () => timer.times(),
         client: (i) => txClientApi(system, (s) => shards.connect(s), i, { clock: systemClock, ...(o.skipValidation === true ? { skipValidation: true } : {}) }),
         close: () => shards.close(),
       };
@@ -125,7 +130,7 @@ function factory(system: TxSystemName, description: string): TxSystemFactory {
   };
 }
 
-export const prismTxFactory: TxSystemFactory = factory('prism-tx', 'PRISM-TX (src/apps/tx): ALLOCATE + FLUSH of the new values, then prepare/validate/record by enhanced CAS + FLUSH (1 RTT), install + COMMITTED + release (1 RTT); no server CPU');
+export const prismTxFactory: TxSystemFactory = factory('prism-tx', 'PRISM-TX (src/apps/tx): ALLOCATE + FLUSH of the new values, then prepare/validate/record by enhanced CAS + FLUSH (1 RTT), install + COMMITTED + release (1 RTT); the shard CPU only reclaims (sweeps superseded and aborted items back to the free lists), off the commit path');
 export const farmFactory = factory('farm', 'FaRM-style (src/apps/txlock, app txfarm): LOCK by SEND to the shard CPU (locks + durable redo record), VALIDATE by batched READs, COMMIT record by WRITE + FLUSH, applied and unlocked by the CPU');
 export const fordFactory = factory('ford', 'FORD-style (src/apps/txlock, app txford): CAS lock + speculative READ in execution, undo log WRITE + FLUSH with validation READs (1 RTT), in-place WRITE + selective FLUSH + COMMITTED (1 RTT), asynchronous write-unlatch');
 

@@ -13,7 +13,9 @@
  * (low contention) or Zipf 0.99 (high); SmallBank (4 % hot accounts take 90 % of the picks).
  * Figures: committed transactions per second, p50/p99 latency of committed transactions (begin →
  * outcome, HDR), abort rate, commit round trips per committed transaction (from the end of
- * execution to the outcome; execution reads are one round trip each in every system).
+ * execution to the outcome; execution reads are one round trip each in every system), NIC work
+ * requests per commit and the process's CPU per commit split by role — client, NIC emulation,
+ * server host (bench/nic-work.ts) — with their ratios to FaRM-style.
  *
  * On this emulator a round trip costs CPU, not wire time, and the emulated NICs and the FaRM
  * shards' "server CPUs" share the machine's cores with the clients: the ratios compare the work
@@ -87,6 +89,23 @@ export interface TxCellResult {
   wrsPerCommit: number;
   messagesPerCommit: number;
   linesPerCommit: number;
+  /**
+   * Round trips per committed transaction, the same figure as commitRoundTrips under the name
+   * `bench rs` uses (roundTripsPerOp): the commit protocol's round trips, from the end of execution
+   * to the outcome (execution reads are one round trip each in every system and are not counted).
+   */
+  roundTripsPerCommit: number;
+  /** NIC work requests per committed transaction (= wrsPerCommit; bench rs: workRequestsPerOp). */
+  workRequestsPerCommit: number;
+  /**
+   * CPU µs per committed transaction, by role (bench/nic-work.ts): the process's CPU time over the
+   * window (warm-up included) split into the emulated NICs' sections, the shards' server-CPU passes
+   * (minus NIC calls inside them) and the rest (clients), divided by the commits of that interval.
+   */
+  cpuUsPerCommit: number;
+  clientCpuUsPerCommit: number;
+  nicCpuUsPerCommit: number;
+  hostCpuUsPerCommit: number;
 }
 
 const histogram = (): hdr.Histogram => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: 3 });
@@ -118,6 +137,7 @@ async function measureTxWindow(cell: DeployedTxCell, w: TxWorkload, ms: number, 
   const end = start + ms;
   let allCommits = 0;
   const cpu0 = process.cpuUsage();
+  const t0 = cell.d.roleTimes();
   let w0 = cell.d.work();
   let started = false;
   await Promise.all(
@@ -159,9 +179,18 @@ async function measureTxWindow(cell: DeployedTxCell, w: TxWorkload, ms: number, 
   );
   const elapsed = Math.max(performance.now() - start, 1e-3);
   const cpu = process.cpuUsage(cpu0);
+  const t1 = cell.d.roleTimes();
   const w1 = cell.d.work();
   // Let asynchronous unlocks and CPU applies of this system finish before the next window (maybe another system's).
   await new Promise((r) => setImmediate(r));
+  const cpuUs = cpu.user + cpu.system;
+  const nicUs = t1.nicUs - t0.nicUs;
+  const hostUs = t1.hostUs - t0.hostUs;
+  // Read on the same CPU clock (bench/nic-work.ts); max() only guards the µs rounding of the reads.
+  const clientUs = Math.max(0, cpuUs - nicUs - hostUs);
+  const perCommit = (x: number): number => (allCommits > 0 ? x / allCommits : 0);
+  const wrsPerCommit = commits > 0 ? (w1.wrs - w0.wrs) / commits : 0;
+  const commitRoundTrips = commits > 0 ? rtts / commits : 0;
   const r: TxCellResult = {
     commitsPerSecond: (commits * 1000) / elapsed,
     commitsPerCpuSecond: cpu.user + cpu.system > 0 ? (allCommits * 1e6) / (cpu.user + cpu.system) : 0,
@@ -171,10 +200,16 @@ async function measureTxWindow(cell: DeployedTxCell, w: TxWorkload, ms: number, 
     aborts,
     abortRate: commits + aborts > 0 ? aborts / (commits + aborts) : 0,
     errors,
-    commitRoundTrips: commits > 0 ? rtts / commits : 0,
-    wrsPerCommit: commits > 0 ? (w1.wrs - w0.wrs) / commits : 0,
+    commitRoundTrips,
+    wrsPerCommit,
     messagesPerCommit: commits > 0 ? (w1.messages - w0.messages) / commits : 0,
     linesPerCommit: commits > 0 ? (w1.linesWrittenBack - w0.linesWrittenBack) / commits : 0,
+    roundTripsPerCommit: commitRoundTrips,
+    workRequestsPerCommit: wrsPerCommit,
+    cpuUsPerCommit: perCommit(cpuUs),
+    clientCpuUsPerCommit: perCommit(clientUs),
+    nicCpuUsPerCommit: perCommit(nicUs),
+    hostCpuUsPerCommit: perCommit(hostUs),
   };
   h.destroy();
   return r;
@@ -197,6 +232,12 @@ function combine(rs: TxCellResult[]): TxCellResult {
     wrsPerCommit: med((r) => r.wrsPerCommit),
     messagesPerCommit: med((r) => r.messagesPerCommit),
     linesPerCommit: med((r) => r.linesPerCommit),
+    roundTripsPerCommit: med((r) => r.roundTripsPerCommit),
+    workRequestsPerCommit: med((r) => r.workRequestsPerCommit),
+    cpuUsPerCommit: med((r) => r.cpuUsPerCommit),
+    clientCpuUsPerCommit: med((r) => r.clientCpuUsPerCommit),
+    nicCpuUsPerCommit: med((r) => r.nicCpuUsPerCommit),
+    hostCpuUsPerCommit: med((r) => r.hostCpuUsPerCommit),
   };
 }
 
@@ -245,7 +286,7 @@ export async function runTxBench(o: BenchOptions, plan: TxPlan = o.quick ? TX_QU
       factories.forEach((f, i) => {
         const r = combine(windows[i]!);
         results.set(`${f.name}|${txCellName(c)}`, r);
-        rows.push({ system: f.name, cell: txCellName(c), ...c, windows: plan.windows, ...r, commitsPerSecond: Math.round(r.commitsPerSecond), commitsPerCpuSecond: Math.round(r.commitsPerCpuSecond), abortRate: round(r.abortRate), commitRoundTrips: round(r.commitRoundTrips), wrsPerCommit: round(r.wrsPerCommit), messagesPerCommit: round(r.messagesPerCommit), linesPerCommit: round(r.linesPerCommit) });
+        rows.push({ system: f.name, cell: txCellName(c), ...c, windows: plan.windows, ...r, commitsPerSecond: Math.round(r.commitsPerSecond), commitsPerCpuSecond: Math.round(r.commitsPerCpuSecond), abortRate: round(r.abortRate), commitRoundTrips: round(r.commitRoundTrips), wrsPerCommit: round(r.wrsPerCommit), messagesPerCommit: round(r.messagesPerCommit), linesPerCommit: round(r.linesPerCommit), roundTripsPerCommit: round(r.roundTripsPerCommit), workRequestsPerCommit: round(r.workRequestsPerCommit), cpuUsPerCommit: round(r.cpuUsPerCommit), clientCpuUsPerCommit: round(r.clientCpuUsPerCommit), nicCpuUsPerCommit: round(r.nicCpuUsPerCommit), hostCpuUsPerCommit: round(r.hostCpuUsPerCommit) });
       });
     } finally {
       for (const x of cells) x.d.close();
@@ -284,6 +325,24 @@ export async function runTxBench(o: BenchOptions, plan: TxPlan = o.quick ? TX_QU
     put(`cpuThroughputVs${suffix}`, geo(cpu));
   }
 
+  // The work per commit against FaRM-style, from the rows' own (rounded) fields: per cell the
+  // quotient of PRISM-TX's row and FaRM-style's, unsuffixed the geometric mean over the cells. A
+  // PRISM-TX shard whose CPU did nothing in the window gives hostCpuPerCommitVsFarm = 0.
+  const rowOf = (s: string, c: TxCellConfig): Record<string, unknown> | undefined => rows.find((r) => r.system === s && r.cell === txCellName(c));
+  for (const [ratio, field] of [['roundTripsPerCommitVsFarm', 'roundTripsPerCommit'], ['workRequestsPerCommitVsFarm', 'workRequestsPerCommit'], ['hostCpuPerCommitVsFarm', 'hostCpuUsPerCommit'], ['nicCpuPerCommitVsFarm', 'nicCpuUsPerCommit'], ['clientCpuPerCommitVsFarm', 'clientCpuUsPerCommit'], ['cpuPerCommitVsFarm', 'cpuUsPerCommit']] as const) {
+    const qs: number[] = [];
+    for (const c of plan.cells) {
+      const p = rowOf(PRISM, c);
+      const b = rowOf(FARM, c);
+      if (p === undefined || b === undefined || Number(p.commits) <= 0 || !(Number(b[field]) > 0)) continue;
+      const q = Number(p[field]) / Number(b[field]);
+      if (!Number.isFinite(q) || q < 0) continue;
+      qs.push(q);
+      ratios[`${ratio}_${txCellName(c)}`] = round(q);
+    }
+    if (qs.length === plan.cells.length && qs.length > 0) ratios[ratio] = round(qs.some((q) => q === 0) ? 0 : Math.exp(qs.reduce((a, q) => a + Math.log(q), 0) / qs.length));
+  }
+
   const failed = checks.filter((c) => c.problems.length > 0 || c.committed === 0);
   const summary: string[] = [];
   summary.push(`checks: ${checks.map((c) => `${c.system} ${c.workload} ${c.problems.length === 0 && c.committed > 0 ? 'ok' : 'FAILED'} (${c.committed} committed, ${c.aborted} aborted)`).join('; ')}`);
@@ -291,6 +350,9 @@ export async function runTxBench(o: BenchOptions, plan: TxPlan = o.quick ? TX_QU
   summary.push(`${factories.map((f) => f.name).join(' vs ')}: closed loops, ${plan.windows} windows of ${plan.cellMs} ms per system per cell (alternating order), medians; latency of committed transactions (HDR); measured wall clock on this machine`);
   if (ratios.throughputVsFarm !== undefined) {
     summary.push(`throughputVsFarm = ${ratios.throughputVsFarm} (geometric mean over the cells; PRISM-TX paper on hardware: 1.2), latencyVsFarm = ${ratios.latencyVsFarm ?? '?'} (p50; paper: 0.82), p99 ×${ratios.p99VsFarm ?? '?'}, CPU-time throughput ×${ratios.cpuThroughputVsFarm ?? '?'}`);
+  }
+  if (ratios.roundTripsPerCommitVsFarm !== undefined) {
+    summary.push(`work per commit vs FaRM-style (geometric means): roundTripsPerCommitVsFarm = ${ratios.roundTripsPerCommitVsFarm}, NIC work requests ×${ratios.workRequestsPerCommitVsFarm ?? '?'}, hostCpuPerCommitVsFarm = ${ratios.hostCpuPerCommitVsFarm ?? '?'} (server CPU), NIC-emulation CPU ×${ratios.nicCpuPerCommitVsFarm ?? '?'}, client CPU ×${ratios.clientCpuPerCommitVsFarm ?? '?'}`);
   }
   if (ratios.throughputVsFord !== undefined) summary.push(`throughputVsFord = ${ratios.throughputVsFord}, latencyVsFord = ${ratios.latencyVsFord ?? '?'}, p99 ×${ratios.p99VsFord ?? '?'}, CPU-time throughput ×${ratios.cpuThroughputVsFord ?? '?'}`);
   summary.push(`  ${'system'.padEnd(9)} ${'cell'.padEnd(22)} ${'p50/p99 µs'.padEnd(16)} ${'aborts'.padEnd(7)} ${'RTT/commit'.padEnd(11)} ${'WRs/msgs/lines'.padEnd(16)} ${'commits/CPU-s'.padEnd(14)} throughput`);
@@ -300,6 +362,15 @@ export async function runTxBench(o: BenchOptions, plan: TxPlan = o.quick ? TX_QU
       if (r === undefined) continue;
       summary.push(`  ${f.name.padEnd(9)} ${txCellName(c).padEnd(22)} ${`${us(r.p50Ns)}/${us(r.p99Ns)}`.padEnd(16)} ${`${(r.abortRate * 100).toFixed(1)}%`.padEnd(7)} ${r.commitRoundTrips.toFixed(2).padEnd(11)} ${`${r.wrsPerCommit.toFixed(0)}/${r.messagesPerCommit.toFixed(1)}/${r.linesPerCommit.toFixed(0)}`.padEnd(16)} ${fmtRate(r.commitsPerCpuSecond).replace('/s', '').padEnd(14)} ${fmtRate(r.commitsPerSecond).replace('/s', ' tx/s')}${r.errors > 0 ? ` (${r.errors} errors)` : ''}`);
     }
+  }
+  summary.push(`  CPU µs per commit by role (client / NIC emulation / server host; measured, bench/nic-work.ts):`);
+  for (const c of plan.cells) {
+    const parts: string[] = [];
+    for (const f of factories) {
+      const r = get(f.name, c);
+      if (r !== undefined) parts.push(`${f.name} ${r.clientCpuUsPerCommit.toFixed(0)}/${r.nicCpuUsPerCommit.toFixed(0)}/${r.hostCpuUsPerCommit.toFixed(1)}`);
+    }
+    summary.push(`    ${txCellName(c).padEnd(22)} ${parts.join('  ')}`);
   }
   summary.push(
     'A round trip here costs CPU (message objects, the NIC engine, promise hops), not wire time; the emulated NICs and the FaRM shards\' CPUs share the cores with the clients, so',
@@ -339,6 +410,6 @@ export async function runTxBench(o: BenchOptions, plan: TxPlan = o.quick ? TX_QU
 
 export const txBench: BenchSuite = {
   name: 'tx',
-  description: 'PRISM-TX vs FaRM-style vs FORD-style commit in the same run: YCSB-T-like (low / high contention) and SmallBank; throughput, p50/p99 (HDR), abort rate, commit round trips; Elle list-append and bank checks of every system',
+  description: 'PRISM-TX vs FaRM-style vs FORD-style commit in the same run: YCSB-T-like (low / high contention) and SmallBank; throughput, p50/p99 (HDR), abort rate; per commit: round trips, NIC work requests, CPU by role (client / NIC emulation / server host); Elle list-append and bank checks of every system',
   run: (o: BenchOptions) => runTxBench(o),
 };

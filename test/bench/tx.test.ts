@@ -57,6 +57,39 @@ t.test('a tiny run: every system commits and passes the checks; ratios, history 
   for (const k of keys) t.ok(Number.isFinite(report.ratios[k]) && report.ratios[k]! > 0, `${k} = ${report.ratios[k]}`);
   t.match(report.summary.join('\n'), /throughputVsFarm = .*PRISM-TX paper on hardware: 1\.2/);
 
+  // The work per commit (bench/nic-work.ts): round trips, NIC work requests, CPU by role.
+  const rowOf = (system: string, cell: string): Record<string, unknown> => report.rows.find((r) => r.system === system && r.cell === cell)!;
+  for (const r of report.rows) {
+    const name = `${String(r.system)} ${String(r.cell)}`;
+    for (const k of ['roundTripsPerCommit', 'workRequestsPerCommit', 'cpuUsPerCommit', 'clientCpuUsPerCommit', 'nicCpuUsPerCommit']) t.ok(Number.isFinite(r[k]) && Number(r[k]) > 0, `${name}: ${k} = ${String(r[k])}`);
+    t.ok(Number.isFinite(r.hostCpuUsPerCommit) && Number(r.hostCpuUsPerCommit) >= 0, `${name}: hostCpuUsPerCommit = ${String(r.hostCpuUsPerCommit)}`);
+    t.equal(r.roundTripsPerCommit, r.commitRoundTrips, `${name}: roundTripsPerCommit is the commit round trips`);
+    t.equal(r.workRequestsPerCommit, r.wrsPerCommit, `${name}: workRequestsPerCommit is the work requests per commit`);
+    const parts = Number(r.clientCpuUsPerCommit) + Number(r.nicCpuUsPerCommit) + Number(r.hostCpuUsPerCommit);
+    t.ok(Math.abs(parts - Number(r.cpuUsPerCommit)) <= 0.01 || parts >= Number(r.cpuUsPerCommit), `${name}: the roles cover the process's CPU (${parts} vs ${String(r.cpuUsPerCommit)})`);
+  }
+  for (const c of TINY.cells) {
+    const n = txCellName(c);
+    // FaRM-style locks, applies and unlocks through the shard's CPU: its host CPU is never 0.
+    t.ok(Number(rowOf('farm', n).hostCpuUsPerCommit) > 0, `farm ${n}: the shard CPU worked`);
+  }
+  for (const [ratio, field] of [['roundTripsPerCommitVsFarm', 'roundTripsPerCommit'], ['hostCpuPerCommitVsFarm', 'hostCpuUsPerCommit'], ['workRequestsPerCommitVsFarm', 'workRequestsPerCommit']] as const) {
+    const qs: number[] = [];
+    for (const c of TINY.cells) {
+      const n = txCellName(c);
+      const q = Number(rowOf('prism-tx', n)[field]) / Number(rowOf('farm', n)[field]);
+      qs.push(q);
+      const v = report.ratios[`${ratio}_${n}`];
+      t.ok(Number.isFinite(v) && v! >= 0, `${ratio}_${n} = ${v}`);
+      t.ok(Math.abs(v! - q) <= 0.0005 + 1e-9, `${ratio}_${n} = ${v} is the rows' quotient ${q}`);
+    }
+    const geo = qs.some((q) => q === 0) ? 0 : Math.exp(qs.reduce((a, q) => a + Math.log(q), 0) / qs.length);
+    const v = report.ratios[ratio];
+    t.ok(Number.isFinite(v) && v! >= 0, `${ratio} = ${v}`);
+    t.ok(Math.abs(v! - geo) <= 0.0005 + 1e-9, `${ratio} = ${v} is the geometric mean of the cells' quotients ${geo}`);
+  }
+  t.ok(report.ratios.roundTripsPerCommitVsFarm! > 0, 'roundTripsPerCommitVsFarm > 0');
+
   const db = join(dir, 'history.sqlite');
   const id = recordRun(db, report, { startedAt: new Date(0).toISOString(), seed: 5, quick: true, command: 'test' });
   const [run] = readHistory(db, { suite: 'tx' });

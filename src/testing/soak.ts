@@ -111,26 +111,7 @@ async function soakTx(o: SoakOptions): Promise<SoakReport> {
   const total = o.multiple * capacityItems;
   const keys = SHARDS * keysPerShard;
   const hot = SHARDS * 2; // accounts 0..hot-1 take 80 % of the picks: conflicts
-  const report: SoakReport = {
-    app: 'tx',
-    operations: 0,
-    capacityItems,
-    highWaterItems: 0,
-    highWaterAt5x: 0,
-    aborts: 0,
-    errors: 0,
-    violations: [],
-    multiple: o.multiple,
-    seed: o.seed,
-    shards: SHARDS,
-    clients: o.clients,
-    keys,
-    commits: 0,
-    abortRate: 0,
-    firstErrors: [],
-    reclaimed: { superseded: 0, dead: 0, returned: 0, refused: 0 },
-    ms: 0,
-  };
+  const report = newReport('tx', o, capacityItems, { shards: SHARDS, clients: o.clients, keys });
   const inUse = (): number => local.servers.reduce((n, s) => n + s.itemsInUse, 0);
   const i64 = (v: bigint): Uint8Array => {
     const b = new Uint8Array(8);
@@ -138,10 +119,6 @@ async function soakTx(o: SoakOptions): Promise<SoakReport> {
     return b;
   };
   const bal = (b: Uint8Array): bigint => new DataView(b.buffer, b.byteOffset, 8).getBigInt64(0, true);
-  const error = (what: string): void => {
-    report.errors++;
-    if (report.firstErrors.length < 5) report.firstErrors.push(what);
-  };
   const clients: TxClient[] = [];
   try {
     let issued = 0;
@@ -169,16 +146,12 @@ async function soakTx(o: SoakOptions): Promise<SoakReport> {
           const out = await tx.commit();
           if (out.status === 'committed') report.commits++;
           else if (out.status === 'aborted' && out.code === TxErrorCodes.CONFLICT) report.aborts++;
-          else error(`client ${c}: ${out.status} ${out.code ?? ''}`);
+          else recordError(report, `client ${c}: ${out.status} ${out.code ?? ''}`);
         } catch (e) {
           tx.rollback();
-          error(`client ${c}: ${e instanceof Error ? e.message : String(e)}`);
+          recordError(report, `client ${c}: ${e instanceof Error ? e.message : String(e)}`);
         }
-        report.operations++;
-        const n = inUse();
-        if (n > report.highWaterItems) report.highWaterItems = n;
-        if (report.operations <= 5 * capacityItems) report.highWaterAt5x = report.highWaterItems;
-        if (report.operations % capacityItems === 0) o.progress?.(report.operations, total);
+        afterOperation(report, o, total, inUse, 1);
       }
     };
     await Promise.all(Array.from({ length: o.clients }, (_, c) => client(c)));
@@ -200,14 +173,63 @@ async function soakTx(o: SoakOptions): Promise<SoakReport> {
     }
     report.abortRate = report.operations === 0 ? 0 : report.aborts / report.operations;
     if (report.abortRate < 0.2) report.violations.push(`workload: ${(report.abortRate * 100).toFixed(1)} % aborts, below the 20 % the soak asks of itself`);
-    if (report.highWaterItems > report.highWaterAt5x + Math.ceil(0.01 * capacityItems)) {
-      report.violations.push(`high water grew: ${report.highWaterItems} items in use at ${o.multiple} ×, ${report.highWaterAt5x} at 5 × (more than 1 % of ${capacityItems})`);
-    }
+    checkHighWater(report);
   } finally {
     local.close();
   }
   report.ms = Date.now() - started;
   return report;
+}
+
+/** A report with nothing counted yet. */
+function newReport(app: SoakApp, o: SoakOptions, capacityItems: number, shape: { shards: number; clients: number; keys: number }): SoakReport {
+  return {
+    app,
+    operations: 0,
+    capacityItems,
+    highWaterItems: 0,
+    highWaterAt5x: 0,
+    aborts: 0,
+    errors: 0,
+    violations: [],
+    multiple: o.multiple,
+    seed: o.seed,
+    ...shape,
+    commits: 0,
+    abortRate: 0,
+    firstErrors: [],
+    reclaimed: { superseded: 0, dead: 0, returned: 0, refused: 0 },
+    ms: 0,
+  };
+}
+
+/** Counts an operation that errored (the first 5 messages are kept). */
+function recordError(report: SoakReport, e: unknown): void {
+  report.errors++;
+  if (report.firstErrors.length < 5) report.firstErrors.push(e instanceof Error ? e.message : String(e));
+}
+
+/** After each operation: counts it, samples the items in use every `every` operations, reports progress per capacity. */
+function afterOperation(report: SoakReport, o: SoakOptions, total: number, inUse: () => number, every: number): void {
+  report.operations++;
+  if (report.operations % every === 0) {
+    const n = inUse();
+    if (n > report.highWaterItems) report.highWaterItems = n;
+    if (report.operations <= 5 * report.capacityItems) report.highWaterAt5x = report.highWaterItems;
+  }
+  if (report.operations % report.capacityItems === 0) o.progress?.(report.operations, total);
+}
+
+/** The end check on memory: the high water at N × within 1 % of the capacity of the one at 5 ×. */
+function checkHighWater(report: SoakReport): void {
+  if (report.highWaterItems > report.highWaterAt5x + Math.ceil(0.01 * report.capacityItems)) {
+    report.violations.push(`high water grew: ${report.highWaterItems} items in use at ${report.multiple} ×, ${report.highWaterAt5x} at 5 × (more than 1 % of ${report.capacityItems})`);
+  }
+}
+
+/** Two values, or two absences, are the same. */
+function sameValue(a: Uint8Array | null | undefined, b: Uint8Array | null | undefined): boolean {
+  return a == null || b == null ? (a == null) === (b == null) : a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 /** A soak passed: no operation errored and the end checks found nothing. */
@@ -232,26 +254,7 @@ async function soakKv(o: SoakOptions): Promise<SoakReport> {
   const capacityItems = classes.reduce((n, c) => n + c.count, 0);
   const total = o.multiple * capacityItems;
   const keys = 64;
-  const report: SoakReport = {
-    app: 'kv',
-    operations: 0,
-    capacityItems,
-    highWaterItems: 0,
-    highWaterAt5x: 0,
-    aborts: 0,
-    errors: 0,
-    violations: [],
-    multiple: o.multiple,
-    seed: o.seed,
-    shards: 1,
-    clients: 1,
-    keys,
-    commits: 0,
-    abortRate: 0,
-    firstErrors: [],
-    reclaimed: { superseded: 0, dead: 0, returned: 0, refused: 0 },
-    ms: 0,
-  };
+  const report = newReport('kv', o, capacityItems, { shards: 1, clients: 1, keys });
   const inUse = (): number => capacityItems - [...server.freeLists().values()].reduce((n, l) => n + l.length, 0);
   const { qp, welcome } = local.connect(0);
   const addr = JSON.parse(new TextDecoder().decode(welcome)) as { rkey: number; base: number };
@@ -259,7 +262,6 @@ async function soakKv(o: SoakOptions): Promise<SoakReport> {
   const prng = createPrng(o.seed >>> 0);
   const model = new Map<number, Uint8Array | undefined>();
   const sizes = classes.map((c) => c.sizeBytes - 48).filter((n) => n > 0);
-  const same = (a: Uint8Array | undefined, b: Uint8Array | undefined): boolean => (a === undefined || b === undefined ? a === b : a.length === b.length && a.every((x, i) => x === b[i]));
   let violations = 0;
   try {
     for (let i = 0; i < total; i++) {
@@ -278,32 +280,23 @@ async function soakKv(o: SoakOptions): Promise<SoakReport> {
           report.commits++;
         } else {
           const got = await kv.get(`k${k}`);
-          if (!same(got, model.get(k)) && violations++ < 5) report.violations.push(`key k${k}: GET returned ${got?.length ?? 'nothing'} bytes, the last write left ${model.get(k)?.length ?? 'nothing'}`);
+          if (!sameValue(got, model.get(k)) && violations++ < 5) report.violations.push(`key k${k}: GET returned ${got?.length ?? 'nothing'} bytes, the last write left ${model.get(k)?.length ?? 'nothing'}`);
         }
       } catch (e) {
-        report.errors++;
-        if (report.firstErrors.length < 5) report.firstErrors.push(e instanceof Error ? e.message : String(e));
+        recordError(report, e);
       }
-      report.operations++;
-      if (report.operations % 16 === 0) {
-        const n = inUse();
-        if (n > report.highWaterItems) report.highWaterItems = n;
-        if (report.operations <= 5 * capacityItems) report.highWaterAt5x = report.highWaterItems;
-      }
-      if (report.operations % capacityItems === 0) o.progress?.(report.operations, total);
+      afterOperation(report, o, total, inUse, 16);
     }
     await kv.flushReturns();
     for (const [k, v] of model) {
       const got = await kv.get(`k${k}`);
-      if (!same(got, v)) report.violations.push(`end: key k${k} reads ${got?.length ?? 'nothing'} bytes, the last write left ${v?.length ?? 'nothing'}`);
+      if (!sameValue(got, v)) report.violations.push(`end: key k${k} reads ${got?.length ?? 'nothing'} bytes, the last write left ${v?.length ?? 'nothing'}`);
     }
     for (const p of local.servers[0]!.audit()) report.violations.push(`audit: ${p.kind}: ${p.detail}`);
     const st = server.stats;
     report.reclaimed = { superseded: st.returnsAccepted, dead: 0, returned: st.returnsAccepted, refused: Object.values(st.returnsRefused).reduce((n, x) => n + x, 0) };
     if (inUse() !== model.size) report.violations.push(`${inUse()} items in use once the returns are flushed, want ${model.size} (one per key written): ${inUse() - model.size} leaked`);
-    if (report.highWaterItems > report.highWaterAt5x + Math.ceil(0.01 * capacityItems)) {
-      report.violations.push(`high water grew: ${report.highWaterItems} items in use at ${o.multiple} ×, ${report.highWaterAt5x} at 5 × (more than 1 % of ${capacityItems})`);
-    }
+    checkHighWater(report);
   } finally {
     local.close();
   }
@@ -329,33 +322,13 @@ async function soakRs(o: SoakOptions): Promise<SoakReport> {
   const capacityItems = replicas * perReplica;
   const total = o.multiple * capacityItems;
   const blocks = Math.min(64, layout.blocks);
-  const report: SoakReport = {
-    app: 'rs',
-    operations: 0,
-    capacityItems,
-    highWaterItems: 0,
-    highWaterAt5x: 0,
-    aborts: 0,
-    errors: 0,
-    violations: [],
-    multiple: o.multiple,
-    seed: o.seed,
-    shards: replicas,
-    clients: o.clients,
-    keys: blocks,
-    commits: 0,
-    abortRate: 0,
-    firstErrors: [],
-    reclaimed: { superseded: 0, dead: 0, returned: 0, refused: 0 },
-    ms: 0,
-  };
+  const report = newReport('rs', o, capacityItems, { shards: replicas, clients: o.clients, keys: blocks });
   const inUseAt = (i: number): number => perReplica - [...cluster.server(i).freeLists().values()].reduce((n, l) => n + l.length, 0);
   const inUse = (): number => Array.from({ length: replicas }, (_, i) => inUseAt(i)).reduce((a, b) => a + b, 0);
   const clients: RsClient[] = Array.from({ length: o.clients }, () => cluster.client());
   const prng = createPrng(o.seed >>> 0);
   const model = new Map<number, Uint8Array>();
   const sizes = classes.map((c) => c.sizeBytes - RS_ITEM_HEADER_BYTES).filter((n) => n > 0);
-  const same = (a: Uint8Array | null | undefined, b: Uint8Array | undefined): boolean => (a == null || b === undefined ? (a == null) === (b === undefined) : a.length === b.length && a.every((x, i) => x === b[i]));
   let violations = 0;
   try {
     for (let i = 0; i < total; i++) {
@@ -370,24 +343,17 @@ async function soakRs(o: SoakOptions): Promise<SoakReport> {
           report.commits++;
         } else {
           const got = await c.read(b);
-          if (!same(got, model.get(b)) && violations++ < 5) report.violations.push(`block ${b}: read returned ${got?.length ?? 'nothing'} bytes, the last write left ${model.get(b)?.length ?? 'nothing'}`);
+          if (!sameValue(got, model.get(b)) && violations++ < 5) report.violations.push(`block ${b}: read returned ${got?.length ?? 'nothing'} bytes, the last write left ${model.get(b)?.length ?? 'nothing'}`);
         }
       } catch (e) {
-        report.errors++;
-        if (report.firstErrors.length < 5) report.firstErrors.push(e instanceof Error ? e.message : String(e));
+        recordError(report, e);
       }
-      report.operations++;
-      if (report.operations % 16 === 0) {
-        const n = inUse();
-        if (n > report.highWaterItems) report.highWaterItems = n;
-        if (report.operations <= 5 * capacityItems) report.highWaterAt5x = report.highWaterItems;
-      }
-      if (report.operations % capacityItems === 0) o.progress?.(report.operations, total);
+      afterOperation(report, o, total, inUse, 16);
     }
     for (const c of clients) await c.settle();
     for (const [b, v] of model) {
       const got = await clients[0]!.read(b);
-      if (!same(got, v)) report.violations.push(`end: block ${b} reads ${got?.length ?? 'nothing'} bytes, the last write left ${v.length}`);
+      if (!sameValue(got, v)) report.violations.push(`end: block ${b} reads ${got?.length ?? 'nothing'} bytes, the last write left ${v.length}`);
     }
     for (const c of clients) await c.settle();
     for (let i = 0; i < replicas; i++) {
@@ -399,9 +365,7 @@ async function soakRs(o: SoakOptions): Promise<SoakReport> {
       const n = inUseAt(i);
       if (n !== model.size) report.violations.push(`replica ${i}: ${n} items in use once the clients settled, want ${model.size} (one per block written): ${n - model.size} leaked`);
     }
-    if (report.highWaterItems > report.highWaterAt5x + Math.ceil(0.01 * capacityItems)) {
-      report.violations.push(`high water grew: ${report.highWaterItems} items in use at ${o.multiple} ×, ${report.highWaterAt5x} at 5 × (more than 1 % of ${capacityItems})`);
-    }
+    checkHighWater(report);
   } finally {
     await cluster.close();
   }

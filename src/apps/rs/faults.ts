@@ -120,14 +120,14 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     name: 'dropUnansweredReturns',
     layer: 'recovery',
     step: 'sending a return batch again (same number, idempotent) after a reconnect when the connection dropped before its answer (the replica is up: no recovery reclaims it)',
-    // Needs a dropped connection with the replica up; the explorer's seeded crash runs crash nodes only.
+    // Needs a dropped connection with the replica up: test/apps/rs/drops.test.ts, and the plain sweep's crash runs, which drop connections (docs/cli.md "The plain sweep's draw").
     caughtBy: 'test/apps/rs/drops.test.ts',
   },
   {
     name: 'freeUncertainBlindly',
     layer: 'recovery',
     step: 'resolving an uncertain install by its receipt: free the ALLOCATEd buffer only if the CAS did not swap, else the buffer it replaced; never a buffer a slot reaches',
-    // Needs an install whose answer a dropped connection lost (the replica up); the explorer's seeded crash runs crash nodes only.
+    // Needs an install whose answer a dropped connection lost (the replica up): test/apps/rs/drops.test.ts; the plain sweep's drops do not reach it yet (seeds 1..4).
     caughtBy: 'test/apps/rs/drops.test.ts',
   },
 ] as const satisfies readonly RsMutant[]);

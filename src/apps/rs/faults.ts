@@ -63,7 +63,7 @@ export interface RsMutant {
   layer: 'write' | 'read' | 'recovery';
   /** The step it removes. */
   step: string;
-  /** The test that catches it, when it is not the seeded crash workload of test/apps/rs/mutants.test.ts. */
+  /** The test that catches it, when it is not the seeded crash workload of test/deep/rs-mutants.test.ts. */
   caughtBy?: string;
   /** NIC pins and schedule the explorer runs it with unless told otherwise (`--mutant NAME --seed 1` uses them). */
   explore?: MutantExplore;

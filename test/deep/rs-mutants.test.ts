@@ -7,12 +7,12 @@
 // result visible to READs but not durable (DDIO on, eager drains) when every replica crashes.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { RS_MUTANTS, rsFaultsFor, listRsMutants, type RsFaultName } from '../../../src/apps/rs/index.js';
-import { explore, rsExplorerApp } from '../../../src/testing/crash/index.js';
-import { RS_IMAGES_PER_POINT } from '../../../cli/crash-test.js';
+import { RS_MUTANTS, rsFaultsFor, listRsMutants, type RsFaultName } from '../../src/apps/rs/index.js';
+import { explore, rsExplorerApp } from '../../src/testing/crash/index.js';
+import { RS_IMAGES_PER_POINT } from '../../cli/crash-test.js';
 
 const seed = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
-t.comment(`seed ${seed} (replay: PMRPC_SEED=${seed} npx tap test/apps/rs/mutants.test.ts)`);
+t.comment(`seed ${seed} (replay: PMRPC_SEED=${seed} npx tap test/deep/rs-mutants.test.ts)`);
 t.setTimeout(900_000);
 
 const EXPECTED: Record<RsFaultName, string[]> = {
@@ -52,7 +52,7 @@ for (const m of RS_MUTANTS) {
   // Caught by a dedicated test (op by op and a swarm seed), not (yet) by the explorer at seed 1.
   if (m.caughtBy !== undefined) {
     t.test(`mutant ${m.name} is caught by ${m.caughtBy}`, async (t) => {
-      const src = readFileSync(new URL(`../../../${m.caughtBy!}`, import.meta.url), 'utf8');
+      const src = readFileSync(new URL(`../../${m.caughtBy!}`, import.meta.url), 'utf8');
       t.match(src, new RegExp(`${m.name}: true`), `${m.caughtBy} runs its scenario with the mutant`);
       t.match(src, new RegExp(`mutant ${m.name} caught`), `${m.caughtBy} asserts it is caught`);
     });

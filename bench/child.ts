@@ -18,11 +18,23 @@ export function benchDistFile(name: string): string {
 }
 
 /**
+ * In a bench child: exit when the parent goes. The parent spawns the child with a stdin pipe it
+ * never writes; when the parent exits — even by SIGKILL — the pipe reaches end-of-file and the
+ * child exits, so a killed benchmark or test leaves no server behind.
+ */
+export function exitWithParent(): void {
+  process.stdin.on('end', () => process.exit(0)).on('error', () => process.exit(0)).resume();
+}
+
+/** The one-line equivalent of exitWithParent for an inline `node -e` child. */
+export const EXIT_WITH_PARENT_JS = "process.stdin.on('end', () => process.exit(0)).on('error', () => process.exit(0)).resume();";
+
+/**
  * Starts `node <file> <arg>`; resolves with its first stdout line (parsed JSON) once it listens,
  * and `stop` (SIGTERM, SIGKILL after 5 s). `what` names it in errors.
  */
-export async function startServerChild<T>(file: string, arg: string, what: string, startMs = 15_000): Promise<{ ready: T; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [file, arg], { stdio: ['ignore', 'pipe', 'inherit'] });
+export async function startServerChild<T>(file: string, arg: string, what: string, startMs = 120_000): Promise<{ ready: T; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [file, arg], { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const stop = async (): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');

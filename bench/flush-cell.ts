@@ -205,10 +205,10 @@ async function inProcessWorld(c: CellConfig, seed: number): Promise<World> {
 export async function startServerProcess(c: CellConfig, seed: number): Promise<{ port: number; child: ChildProcess; stop(): Promise<void> }> {
   const file = compiledBenchFile('flush-server.js');
   if (!existsSync(file)) throw new Error(`${file} is missing: run npm run build:ts first`);
-  const child = spawn(process.execPath, [file, JSON.stringify({ cell: c, seed })], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [file, JSON.stringify({ cell: c, seed })], { stdio: ['pipe', 'pipe', 'inherit'] });
   const line = await new Promise<string>((resolve, reject) => {
     const rl = createInterface({ input: child.stdout! });
-    const timer = setTimeout(() => reject(new Error('the bench server did not start within 15 s')), 15_000);
+    const timer = setTimeout(() => reject(new Error('the bench server did not start within 120 s')), 120_000);
     rl.once('line', (l) => {
       clearTimeout(timer);
       rl.close();

@@ -15,6 +15,9 @@ import { rpcApp, type RpcAppServer } from '../src/apps/rpc/index.js';
 import { NodeHost } from '../src/node/index.js';
 import { compiledBenchFile, geometryFor, type CellConfig } from './flush-cell.js';
 import { APP_BYTES, handlers, keysOf, METHOD } from './flush-handlers.js';
+import { exitWithParent } from './child.js';
+
+exitWithParent();
 
 const { cell, seed } = JSON.parse(process.argv[2] ?? '{}') as { cell: CellConfig; seed: number };
 const { appBytes: _appBytes, baseOffset: _baseOffset, ...layout } = geometryFor(cell);

@@ -13,7 +13,7 @@ import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import type { ChartSpec } from './charts.js';
 import { opsBySizeChart } from './charts.js';
 import { calibrate, closeBenchPool, runCell, wallClock, type BenchClock, type CellConfig, type CellPlan, type CellResult } from './flush-cell.js';
-import { fmtRate, machineDescription, median } from './measure.js';
+import { dropUnmeasured, fmtRate, machineDescription, median } from './measure.js';
 import { runSqlite, type SqliteResult } from './sqlite-baseline.js';
 import { echoRoundTrip } from './tcp.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
@@ -312,6 +312,8 @@ function report(o: BenchOptions, plan: FlushPlan, cells: PlannedCell[], sqlite: 
   }
   rows.push(...sqlRows);
 
+  const unmeasured = dropUnmeasured(ratios);
+
   // ------------------------------------------------------------ summary
   const cfg = `in-process link, handler ${HEADLINE.handlerUs} µs of CPU in a piscina worker (1 thread), ${HEADLINE.clients} client × ${HEADLINE.outstanding} outstanding, ${HEADLINE.payloadBytes} B payloads, ring ${HEADLINE.ringSlots} slots, DDIO off`;
   const summary: string[] = [];
@@ -326,6 +328,7 @@ function report(o: BenchOptions, plan: FlushPlan, cells: PlannedCell[], sqlite: 
     summary.push(`  measured CPU: ${dr.strategy} ${String(dr.cpuCores)} cores (owner thread ${String(dr.ownerElu)} busy, pool worker ${String(dr.workerElu)}, ${String(dr.ringFills)} ring fills), ${cr.strategy} ${String(cr.cpuCores)} cores (owner ${String(cr.ownerElu)}, worker ${String(cr.workerElu)})` +
       (Number(dr.cpuCores) < 1.3 ? ' — the second core was mostly taken by other work on the machine: the pipeline had one core, so no gain is expected' : ''));
   }
+  if (unmeasured.length > 0) summary.push(`  not measured (a cell of the ratio saw no request in its ${plan.cell.measureMs} ms window: a loaded machine; rerun, or without --quick): ${unmeasured.join(', ')}`);
   if (ratios.rawVsWflush !== undefined) summary.push(`  rawVsWflush = ${ratios.rawVsWflush} (throughput; p99 ×${ratios.rawVsWflushP99}); raw is correct here only because DDIO is off`);
   if (ratios.noneVsBestDecoupled !== undefined) summary.push(`  noneVsBestDecoupled = ${ratios.noneVsBestDecoupled} (none: no persistence at all, the upper bound)`);
   if (tcpCmp !== undefined) summary.push(`  over TCP (server in a child process, same configuration): throughput ×${tcpCmp.throughput} (${tcpCmp.bestDecoupled.strategy} vs ${tcpCmp.bestCoupled.strategy}), p99 ×${tcpCmp.p99}`);
@@ -442,6 +445,7 @@ function report(o: BenchOptions, plan: FlushPlan, cells: PlannedCell[], sqlite: 
     },
     rows,
     ratios,
+    unmeasured,
     summary,
     charts,
   };

@@ -9,6 +9,9 @@ import { performance } from 'node:perf_hooks';
 import { decodeWelcomePayload, encodeHelloPayload } from '../src/server/index.js';
 import { decodeMessage, encodeMessage, FrameReader, frameBytes, TCP_SERVER_DEFAULTS, type WireMessage } from '../src/transport/index.js';
 import { emptyWrsFrame, helloFrame } from './hostile-frames.js';
+import { exitWithParent } from './child.js';
+
+exitWithParent();
 
 export type Attack = 'stranger' | 'trusted' | 'idle';
 

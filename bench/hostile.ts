@@ -53,7 +53,7 @@ interface AttackStats {
 
 /** Starts the attackers in a child process; resolves once they run, with their stopper. */
 function startAttack(attack: Exclude<Attack, 'none'>, port: number, idleConnections: number): Promise<{ stop: () => Promise<AttackStats> }> {
-  const child = spawn(process.execPath, [PEER, JSON.stringify({ attack, port, token: TOKEN, idleConnections })], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [PEER, JSON.stringify({ attack, port, token: TOKEN, idleConnections })], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines: string[] = [];
   let buf = '';
   let wake: (() => void) | undefined;

@@ -9,6 +9,9 @@ import { createPrng, seededEntropy } from '../pmem/index.js';
 import { NodeHost } from '../src/node/index.js';
 import type { KvAppServer } from '../src/apps/kv/index.js';
 import { KV_BENCH_LAYOUT, KV_BENCH_REGION_BYTES, type KvSystem } from './kv-common.js';
+import { exitWithParent } from './child.js';
+
+exitWithParent();
 
 const { system, seed } = JSON.parse(process.argv[2] ?? '{}') as { system: KvSystem; seed: number };
 // The one node host, on an in-memory region: the bench compares links and systems, not file I/O,

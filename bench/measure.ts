@@ -50,3 +50,19 @@ export function fmtRate(x: number): string {
   if (x >= 1e3) return `${(x / 1e3).toFixed(1)} k/s`;
   return `${x.toFixed(1)} /s`;
 }
+
+/**
+ * Drops every ratio that is not a finite number (a cell that saw no request in its window — a
+ * short window on a loaded machine — gives a zero denominator) and returns their names, for the
+ * report to list as not measured. A ratio is never reported as Infinity or NaN.
+ */
+export function dropUnmeasured(ratios: Record<string, number>): string[] {
+  const gone: string[] = [];
+  for (const [k, v] of Object.entries(ratios)) {
+    if (!Number.isFinite(v)) {
+      delete ratios[k];
+      gone.push(k);
+    }
+  }
+  return gone;
+}

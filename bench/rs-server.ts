@@ -9,6 +9,9 @@
  */
 import { createPrng, seededEntropy } from '../pmem/index.js';
 import { appByName, NodeHost } from '../src/node/index.js';
+import { exitWithParent } from './child.js';
+
+exitWithParent();
 
 const { app, nodes, appOptions, seed } = JSON.parse(process.argv[2] ?? '{}') as { app: string; nodes: number; appOptions: Record<string, unknown>; seed: number };
 const a = appByName(app);

@@ -59,7 +59,7 @@ export interface RsSystemFactory {
  * once all listen.
  */
 export async function startReplicaProcess(app: string, nodes: number, appOptions: Record<string, unknown>, seed: number): Promise<{ ports: number[]; stop(): Promise<void> }> {
-  const { ready, stop } = await startServerChild<{ ports: number[] }>(benchDistFile('rs-server.js'), JSON.stringify({ app, nodes, appOptions, seed }), 'the rs bench replicas', 20_000);
+  const { ready, stop } = await startServerChild<{ ports: number[] }>(benchDistFile('rs-server.js'), JSON.stringify({ app, nodes, appOptions, seed }), 'the rs bench replicas');
   return { ports: ready.ports, stop };
 }
 

@@ -29,6 +29,7 @@ import type { RpcStrategy } from '../src/rpc/index.js';
 import { PAYLOAD_BYTES, RemoteRpcClient, WORKLOAD_METHOD, workloadPayload } from '../src/server/index.js';
 import { barChart } from './charts.js';
 import { fmtRate, machineDescription } from './measure.js';
+import { EXIT_WITH_PARENT_JS } from './child.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
 export const MAIN = fileURLToPath(new URL('../cli/main.js', import.meta.url));
@@ -51,11 +52,12 @@ const net = require('node:net');
 const s = net.createServer({ noDelay: true }, (c) => { c.on('data', (b) => c.write(b)); c.on('error', () => {}); });
 s.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: s.address().port }) + '\\n'));
 process.on('SIGTERM', () => process.exit(0));
+${EXIT_WITH_PARENT_JS}
 `;
 
 /** Starts a child process that prints one JSON line {port, …} once listening (bench tcp, bench hostile). */
 export function startChild(args: string[], env?: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], ...(env === undefined ? {} : { env }) });
+  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'inherit'], ...(env === undefined ? {} : { env }) });
   return new Promise((resolve, reject) => {
     let buf = '';
     child.stdout!.on('data', (b: Buffer) => {

@@ -23,6 +23,8 @@ export interface BenchReport {
   rows: Array<Record<string, unknown>>;
   /** Headline ratios, each measured in this run. */
   ratios: Record<string, number>;
+  /** Ratios this run could not measure (a cell saw no request in its window), by name; never reported as Infinity or NaN. */
+  unmeasured?: string[];
   /** Human-readable lines (printed without --json). */
   summary: string[];
   /** Charts to render as SVG into the output directory. */

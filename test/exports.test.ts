@@ -24,7 +24,7 @@ writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer',
 function runInConsumer(name: string, source: string): unknown {
   const file = join(consumer, name);
   writeFileSync(file, source);
-  const r = spawnSync(process.execPath, [file], { cwd: consumer, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [file], { cwd: consumer, encoding: 'utf8', timeout: 240_000 });
   if (r.status !== 0) throw new Error(`${name} exited ${r.status} (${r.signal ?? ''}):\n${r.stderr}`);
   return JSON.parse(r.stdout) as unknown;
 }

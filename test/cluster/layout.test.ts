@@ -62,7 +62,7 @@ t.test('flags: coded errors name the flag; through serve, nothing is created', a
     [['--app', 'rs', '--kv-slots', '64'], /PMRPC_ERR_LAYOUT_WRONG_APP: --kv-slots is a layout option of the kv app, not of rs/],
     [['--app', 'kv', '--kv-slots', '65536', '--size', '1M'], /PMRPC_ERR_SIZE_TOO_SMALL: the kv app needs at least/],
   ] as Array<[string[], RegExp]>) {
-    const r = spawnSync(process.execPath, [CLI, 'serve', '--create', '--pm', pm, '--json', ...args], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [CLI, 'serve', '--create', '--pm', pm, '--json', ...args], { encoding: 'utf8', timeout: 240_000 });
     t.equal(r.status, 1, args.join(' '));
     t.match(r.stderr, re, args.join(' '));
   }
@@ -107,7 +107,7 @@ t.test('serve --kv-slots / --kv-probe-slots / --kv-classes format a new file wit
 
 t.test('format takes the same layout flags as serve --create', async (t) => {
   const pm = join(dir, 'kv-format.pm');
-  const r = spawnSync(process.execPath, [CLI, 'format', pm, '--app', 'kv', '--size', '4M', '--kv-slots', '2048', '--kv-probe-slots', '8', '--json'], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [CLI, 'format', pm, '--app', 'kv', '--size', '4M', '--kv-slots', '2048', '--kv-probe-slots', '8', '--json'], { encoding: 'utf8', timeout: 240_000 });
   t.equal(r.status, 0, r.stderr);
   const region = PmemRegion.open(pm);
   try {
@@ -116,7 +116,7 @@ t.test('format takes the same layout flags as serve --create', async (t) => {
   } finally {
     region.close();
   }
-  const bad = spawnSync(process.execPath, [CLI, 'format', join(dir, 'rs-format.pm'), '--app', 'rs', '--kv-slots', '64'], { encoding: 'utf8', timeout: 60_000 });
+  const bad = spawnSync(process.execPath, [CLI, 'format', join(dir, 'rs-format.pm'), '--app', 'rs', '--kv-slots', '64'], { encoding: 'utf8', timeout: 240_000 });
   t.equal(bad.status, 1);
   t.match(bad.stderr, /PMRPC_ERR_LAYOUT_WRONG_APP/);
   t.notOk(existsSync(join(dir, 'rs-format.pm')), 'no file was created');

@@ -11,7 +11,7 @@ const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const SEED = Number(process.env.PMRPC_SEED ?? 1);
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/crash/cli.test.ts)`);
 
-const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'crash-test', ...args], { encoding: 'utf8', timeout: 50_000 });
+const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'crash-test', ...args], { encoding: 'utf8', timeout: 240_000 });
 
 t.test('--list-mutants: name<TAB>strategies per line, nothing else on stdout', async (t) => {
   const r = run('--list-mutants');

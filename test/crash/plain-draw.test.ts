@@ -53,7 +53,7 @@ t.test('the kv plain sweep: crash runs with drops, a media error in every image,
   const app = appOf(spec);
   t.equal(app.drops, true, 'its clients reconnect: its crash runs drop connections');
   t.match(app.replayArgs(), /--mutant noReconnect --damage-tombstone$/);
-  const bad = spawnSync(process.execPath, [CLI, 'crash-test', '--app', 'register', '--damage-tombstone'], { encoding: 'utf8', timeout: 60_000 });
+  const bad = spawnSync(process.execPath, [CLI, 'crash-test', '--app', 'register', '--damage-tombstone'], { encoding: 'utf8', timeout: 240_000 });
   t.equal(bad.status, 1);
   t.match(bad.stderr, /PMRPC_ERR_BAD_OPTION.*--damage-tombstone needs --app kv/);
 });

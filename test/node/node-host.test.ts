@@ -59,7 +59,7 @@ t.test('pmrpc serve --host 0.0.0.0 --auth-token \'\': a coded error, exit 1, no 
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const pm = join(dir, 'n.pm');
   const main = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
-  const r = spawnSync(process.execPath, [main, 'serve', '--pm', pm, '--host', '0.0.0.0', '--auth-token', ''], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, PMRPC_AUTH_TOKEN: '' } });
+  const r = spawnSync(process.execPath, [main, 'serve', '--pm', pm, '--host', '0.0.0.0', '--auth-token', ''], { encoding: 'utf8', timeout: 240_000, env: { ...process.env, PMRPC_AUTH_TOKEN: '' } });
   t.equal(r.status, 1);
   t.match(r.stderr, /^pmrpc: PMRPC_ERR_BAD_AUTH_TOKEN: the auth token is empty/);
   t.notMatch(r.stderr, /TypeError/);

@@ -43,7 +43,7 @@ t.test('a format killed in the middle (after the layout, before the rename) leav
     const o = app.resolveOptions({});
     PmemRegion.format(${JSON.stringify(pm)}, 8 << 20, (r) => { app.format(r, o); process.kill(process.pid, 'SIGKILL'); });
   `;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 240_000 });
   t.equal(r.signal, 'SIGKILL', r.stderr);
   t.notOk(existsSync(pm), 'no file at the path');
   t.ok(existsSync(formatTempPath(pm)), 'the stale temporary file is there');

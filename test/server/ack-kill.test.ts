@@ -60,7 +60,7 @@ for (const ddio of ['on', 'off'] as const) {
 }
 
 t.test('serve --kill-after-completions 0 is refused', async (t) => {
-  const r = spawnSync(process.execPath, [MAIN, 'serve', '--pm', join(tmpdir(), 'pmrpc-never-created.pm'), '--kill-after-completions', '0'], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [MAIN, 'serve', '--pm', join(tmpdir(), 'pmrpc-never-created.pm'), '--kill-after-completions', '0'], { encoding: 'utf8', timeout: 240_000 });
   t.equal(r.status, 1);
   t.match(r.stderr, /--kill-after-completions must be >= 1, got 0/);
 });

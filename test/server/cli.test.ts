@@ -81,7 +81,7 @@ t.test('a non-loopback host without --auth-token: exit 2 naming PMRPC_ERR_AUTH_R
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-serve-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const pm = join(dir, 'x.pm');
-  const r = spawnSync(process.execPath, [MAIN, 'serve', '--pm', pm, '--host', '0.0.0.0', '--port', '0'], { encoding: 'utf8', timeout: 20_000 });
+  const r = spawnSync(process.execPath, [MAIN, 'serve', '--pm', pm, '--host', '0.0.0.0', '--port', '0'], { encoding: 'utf8', timeout: 240_000 });
   t.equal(r.status, 2);
   t.match(r.stderr, /PMRPC_ERR_AUTH_REQUIRED/);
   t.equal(r.stdout, '');

@@ -2,43 +2,16 @@
 // every crash point of a seeded workload, under the NIC configuration its seed draws; raw loses
 // acknowledged requests with DDIO and keeps them without (the point of the flush primitives, §2.3).
 import t from 'tap';
-import { explore, nicConfigFor, configName, resolveExploreOptions, rpcExplorerApp, withDistinctImages } from '../../src/testing/crash/index.js';
-import { ALWAYS_CORRECT } from '../../src/rpc/index.js';
+import { explore, resolveExploreOptions, rpcExplorerApp } from '../../src/testing/crash/index.js';
+import { rpcStrategySweep } from './rpc-sweep.js';
 
 const SEED = Number(process.env.PMRPC_SEED ?? 1);
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/crash/crash.test.ts, or the pmrpc crash-test command printed with a violation)`);
 
-// Scale (issue 10 item 8): the strategies together check at least 10,000 distinct (crash point,
-// image) pairs, each strategy under the NIC configuration its seed draws; every other strategy
-// also crashes each image once more during its recovery.
-// A loaded machine may take minutes; a timeout is not an assertion.
+// Every strategy at small scale (3 images per crash point); the 10,000-pair scale sweep is
+// test/deep/rpc-crash-scale.test.ts. A loaded machine may take minutes; a timeout is not an assertion.
 t.setTimeout(900_000);
-let distinct = 0;
-let images = 0;
-let cpuMs = 0;
-ALWAYS_CORRECT.forEach((strategy, i) => {
-  t.test(`${strategy}: no violation at any crash point (seed ${SEED + i}: ${configName(nicConfigFor(SEED + i))})`, async (t) => {
-    const app = withDistinctImages(rpcExplorerApp({ strategy, requests: 24, resumeEvery: 2 }));
-    const c0 = process.cpuUsage();
-    const r = await explore(app, { seed: SEED + i, imagesPerPoint: 10, nested: i % 2 === 0 });
-    const cpu = process.cpuUsage(c0);
-    cpuMs += (cpu.user + cpu.system) / 1000;
-    distinct += app.distinct;
-    images += r.imagesChecked;
-    t.comment(`${strategy}: ${r.crashPoints} crash points (${r.deliveryPoints} deliveries), ${r.imagesChecked} images (${app.distinct} distinct), ${r.nestedImagesChecked} nested`);
-    t.same(r.violations, [], 'no violations');
-    const inner = app.inner as ReturnType<typeof rpcExplorerApp>;
-    t.equal(inner.applied, 24, 'every request applied in the run');
-    t.equal(inner.acknowledged(), 24, 'every request acknowledged durable');
-    t.ok(r.deliveryPoints > 0, 'deliveries were crash points');
-    if (i % 2 === 0) t.ok(r.nestedImagesChecked > 0, 'recoveries were crashed');
-  });
-});
-
-t.test('scale: at least 10,000 distinct (crash point, image) pairs over the strategies', async (t) => {
-  t.comment(`rpc: ${distinct} distinct (crash point, image) pairs of ${images} images over ${ALWAYS_CORRECT.length} seeds, ${Math.round(distinct / (cpuMs / 1000))} distinct images per CPU second`);
-  t.ok(distinct >= 10_000, `${distinct} distinct pairs`);
-});
+rpcStrategySweep(t, { seed: SEED, imagesPerPoint: 3, minDistinct: 2_000 });
 
 t.test('raw: violations with DDIO, none without', async (t) => {
   const on = await explore(rpcExplorerApp({ strategy: 'raw', requests: 14 }), { seed: SEED, pins: { ddio: true }, imagesPerPoint: 2, violationsMax: 3 });

@@ -1,6 +1,6 @@
-// The per-strategy real-crash run of real-crash.test.ts, real-crash-cpu.test.ts and
-// real-crash-coupled.test.ts (three files, so that each stays short on a loaded machine): see
-// real-crash.test.ts.
+// The per-strategy real-crash run of test/server/real-crash.test.ts (npm test) and
+// test/deep/rpc-real-crash-cpu.test.ts, test/deep/rpc-real-crash-coupled.test.ts (npm run test:deep):
+// see real-crash.test.ts.
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

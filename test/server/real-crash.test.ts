@@ -7,8 +7,8 @@
 // prefix; then the digest log in PM is checked: nothing acknowledged lost, nothing applied twice,
 // FIFO per client, every call answered. One short cycle per strategy that claims durability
 // (raw, which does not with DDIO on, is in real-crash-check.test.ts). Here the NIC persists (wflush,
-// sflush); real-crash-cpu.test.ts: the server CPU persists, then acknowledges (wrflush, srflush,
-// gpspm); real-crash-coupled.test.ts: the coupled baselines (farm, darpc).
+// sflush); test/deep/rpc-real-crash-cpu.test.ts (in npm run test:deep): the server CPU persists, then acknowledges (wrflush, srflush,
+// gpspm); test/deep/rpc-real-crash-coupled.test.ts: the coupled baselines (farm, darpc).
 //
 // Replay: PMRPC_SEED=<printed seed> npx tap test/server/real-crash.test.ts
 import { realCrashSuite } from './real-crash-suite.js';

@@ -3,7 +3,7 @@
 // dies with the server at each crash (a new one after each restart), for wflush and srflush, with
 // the restart check at every restart. See real-crash.test.ts.
 //
-// Replay: PMRPC_SEED=<printed seed> npx tap test/server/real-crash-cycles.test.ts
+// Replay: PMRPC_SEED=<printed seed> npx tap test/deep/rpc-real-crash-cycles.test.ts
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +14,7 @@ import type { RpcStrategy } from '../../dist/src/rpc/index.js';
 const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);
 const SEED = Number(process.env.PMRPC_SEED ?? Date.now() % 2 ** 31);
-t.comment(`real-crash-cycles seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/server/real-crash-cycles.test.ts)`);
+t.comment(`real-crash-cycles seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/deep/rpc-real-crash-cycles.test.ts)`);
 
 for (const [i, strategy] of (['wflush', 'srflush'] as RpcStrategy[]).entries()) {
   t.test(`${strategy}: 5 kill/restart cycles, clients reconnect and resume every time`, async (t) => {

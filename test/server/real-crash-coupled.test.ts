@@ -1,7 +1,0 @@
-// Real crash-restart for the coupled baselines (farm, darpc: the reply after processing is the
-// acknowledgement): see real-crash.test.ts.
-//
-// Replay: PMRPC_SEED=<printed seed> npx tap test/server/real-crash-coupled.test.ts
-import { realCrashSuite } from './real-crash-suite.js';
-
-realCrashSuite('test/server/real-crash-coupled.test.ts', ['farm', 'darpc']);

@@ -13,7 +13,7 @@ import { RSLOCK_MUTANTS } from '../src/apps/rslock/index.js';
 import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
 import { txCrashSpec, resolveSchedule, type ScheduleOptions } from '../src/testing/crash/index.js';
 import { TX_MUTANTS } from '../src/apps/tx/index.js';
-import { appOf, DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
+import { appOf, DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, RECOVERY_MUTANTS, recoveryMutantWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
 import type { CountedReport } from '../src/testing/crash/index.js';
 import { allCaught, formatMutants, runMutants, type MutantApp, type MutantResult } from '../src/testing/crash/index.js';
 import { badOption, checkOptions, CliErrorCodes, EXIT_MUTANT_NOT_CAUGHT, intOption, log, onInterrupt, printJson, progressBar, report } from './output.js';
@@ -92,7 +92,7 @@ export function mutantLines(app: string): string[] {
     case 'register':
       return REGISTER_MUTANTS.map((m) => `${m.name}\t${m.step}`);
     case 'recovery':
-      return [];
+      return RECOVERY_MUTANTS.map((m) => `${m.name}\t${m.step}`);
     default:
       return (app === 'kv' ? KV_MUTANTS : MUTANTS).map((m) => `${m.name}\t${m.strategies.length > 0 ? m.strategies.join(',') : 'none'}`);
   }
@@ -221,8 +221,8 @@ export function registerCrashTest(program: Command): void {
           if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
           return { app: 'rpc', workload: resolveRpcWorkload({ strategy: opts.strategy as RpcStrategy, requests: opts.requests, clients: opts.clients, mutant: opts.mutant, resumeEvery: opts.resumeEvery, nodes: opts.nodes }), explore: ex };
         } else if (opts.app === 'recovery') {
-          if (opts.mutant !== undefined) throw badOption('--mutant: the recovery app has none (its fault switches are tested by test/recovery/faults.test.ts)');
-          return { app: 'recovery', workload: resolveRecoveryWorkload({ clients: opts.clients, requestsPerClient: opts.requests, churn: opts.churn, batchMax: opts.batch }), explore: ex };
+          if (opts.mutant !== undefined && !RECOVERY_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${RECOVERY_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
+          return { app: 'recovery', workload: resolveRecoveryWorkload({ clients: opts.clients, requestsPerClient: opts.requests, churn: opts.churn, batchMax: opts.batch, ...(opts.mutant !== undefined ? recoveryMutantWorkload(opts.mutant) : {}) }), explore: ex };
         } else {
           if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
           return { app: 'kv', workload: resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients, damageTombstone: opts.damageTombstone === true }), explore: ex };

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { allCaught, mixedSchedule, appOf, mutantTargets, plainSpec, resolveExploreOptions, runMutants, withAppDefaults, MUTANTS, type ExplorerApp } from '../../src/testing/crash/index.js';
+import { allCaught, mixedSchedule, appOf, mutantTargets, plainSpec, resolveExploreOptions, runMutants, withAppDefaults, MUTANTS, RECOVERY_MUTANTS, type ExplorerApp } from '../../src/testing/crash/index.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 t.setTimeout(240_000);
@@ -15,7 +15,7 @@ t.test('targets: rpc once per listed strategy, equivalent mutants marked, unknow
   t.same(rpc.filter((x) => x.name === 'skip-flush').map((x) => x.strategy), ['wflush', 'sflush']);
   const eq = rpc.find((x) => x.name === 'skip-flag-persist')!;
   t.ok(eq.equivalent !== undefined && eq.strategy === null, 'skip-flag-persist is equivalent in the rpc app');
-  t.same(mutantTargets('recovery', 'all'), [], 'the recovery app has no mutants');
+  t.same(mutantTargets('recovery', 'all').map((x) => x.name), RECOVERY_MUTANTS.map((m) => m.name), "recovery: every fault switch of recovery/faults.ts and ackBeforePersist");
   t.same(mutantTargets('rs', 'dropItemFlush,minorityWrite').map((x) => x.name), ['dropItemFlush', 'minorityWrite']);
   t.throws(() => mutantTargets('rs', 'noSuchMutant'), /unknown mutant 'noSuchMutant'/);
   t.throws(() => mutantTargets('pilaf', 'all'), TypeError);
@@ -52,6 +52,21 @@ t.test('runMutants stops each mutant at its first violation; the CLI reports it 
 
   const replay = spawnSync(process.execPath, [CLI, ...m.replay!.replace(/^pmrpc /, '').split(' ')], { encoding: 'utf8', timeout: 200_000 });
   t.equal(replay.status, 1, 'the replay command finds the violation again');
+});
+
+t.test('recovery: a fault switch is a mutant the plain sweep catches; its replay names it; even seeds draw churn', async (t) => {
+  const r = await runMutants('recovery', 'ackBeforePersist,skipChecksumAtRecovery', [1, 2, 3]);
+  for (const m of r.mutants) {
+    t.ok(m.caught, `${m.name}: caught at seed ${String(m.seed)} — ${String(m.replay)}`);
+    t.match(m.replay, new RegExp(`^pmrpc crash-test --app recovery .*--mutant ${m.name} --seed \\d+ .*--plain`));
+  }
+  const list = spawnSync(process.execPath, [CLI, 'crash-test', '--app', 'recovery', '--list-mutants'], { encoding: 'utf8', timeout: 240_000 });
+  t.same(list.stdout.trim().split('\n').map((l) => l.split('\t')[0]), RECOVERY_MUTANTS.map((m) => m.name), '--list-mutants lists them');
+  const bad = spawnSync(process.execPath, [CLI, 'crash-test', '--app', 'recovery', '--mutant', 'nope'], { encoding: 'utf8', timeout: 240_000 });
+  t.equal(bad.status, 1, 'a bad option: exit 1 (crash-test --help)');
+  t.match(bad.stderr, /PMRPC_ERR_BAD_OPTION.*--mutant must be one of skipPersistRecordBeforeApply/);
+  const even = appOf(plainSpec({ app: 'recovery', name: 'ackBeforePersist', strategy: null }, 2));
+  t.match((even as ExplorerApp<unknown>).replayArgs(), /--clients 4 --requests 4 --churn 6 --batch 2 --mutant ackBeforePersist/, 'even seeds: the churn shape');
 });
 
 t.test('the exit status: every mutant caught or equivalent', async (t) => {

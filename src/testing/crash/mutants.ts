@@ -15,6 +15,7 @@ import { TX_MUTANTS } from '../../apps/tx/index.js';
 import type { RpcStrategy } from '../../rpc/index.js';
 import { resolveKvWorkload } from './kv.js';
 import { REGISTER_MUTANTS, resolveRegisterWorkload } from './register.js';
+import { plainRecoveryShape, RECOVERY_MUTANTS, recoveryMutantWorkload, resolveRecoveryWorkload } from './recovery.js';
 import { resolveRpcWorkload } from './rpc.js';
 import { MUTANTS } from './rpc-mutants.js';
 import { resolveRsWorkload } from './rs.js';
@@ -65,7 +66,7 @@ function names(app: MutantApp): Array<{ name: string; strategies?: readonly stri
   if (app === 'rs') return RS_MUTANTS.map((m) => ({ name: m.name }));
   if (app === 'rslock') return RSLOCK_MUTANTS.map((m) => ({ name: m.name }));
   if (app === 'tx') return TX_MUTANTS.map((m) => ({ name: m.name }));
-  return []; // recovery: its fault switches are tested by test/recovery/faults.test.ts
+  return RECOVERY_MUTANTS.map((m) => ({ name: m.name })); // recovery
 }
 
 /** The targets of `--mutants` ('all', or names separated by commas) of `app`. */
@@ -121,6 +122,10 @@ export function plainSpec(t: MutantTarget, seed?: number): SweepSpec {
       return { app: 'rs', workload: resolveRsWorkload({ mutant: t.name }), explore: { ...explore, imagesPerPoint: RS_PLAIN_IMAGES_PER_POINT } };
     case 'rslock':
       return { app: 'rslock', workload: { mutant: t.name }, explore };
+    case 'recovery':
+      // The seed's workload shape (plainRecoveryShape: churn on even seeds), 4 images per crash
+      // point (a line of two pending words has 4 under the subset line model the draw includes).
+      return { app: 'recovery', workload: resolveRecoveryWorkload({ ...plainRecoveryShape(seed), ...recoveryMutantWorkload(t.name) }), explore: { ...explore, imagesPerPoint: 4 } };
     case 'tx': {
       // The workload of a run without a mutant (every option explicit: no TxMutant.pins), then the mutant.
       const base = txCrashSpec(plainTxShape(seed), explore);

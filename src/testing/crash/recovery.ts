@@ -26,7 +26,7 @@
  * rows are tallied (`rows`), so a test can require every row to be reached.
  */
 import { PmemRegion, PmrpcError, isPmrpcError, HEADER_BYTES, type Prng, resolveOptions } from '../../../pmem/index.js';
-import { layoutBytes, RecoveryStore, type AppView, type Handler, type LayoutOptions, type RecoveryFaults, type RecoveryReport } from '../../../recovery/index.js';
+import { FAULT_NAMES, layoutBytes, RecoveryStore, type AppView, type Handler, type LayoutOptions, type RecoveryFaults, type RecoveryReport } from '../../../recovery/index.js';
 import type { AppHost, AppProblem, AppServer } from '../../apps/index.js';
 import { DIGEST_BYTES, LOG_BASE, METHOD, digestHandler as rpcDigestHandler } from '../../apps/rpc/index.js';
 import type { ExplorerApp } from './explorer.js';
@@ -88,6 +88,46 @@ export function resolveRecoveryWorkload(options: Partial<RecoveryWorkloadOptions
   int('reopenEvery', 0, 1_000_000);
   if ((o.clients + o.churn) * o.requestsPerClient > DIGEST_CAPACITY - 16) throw new RangeError(`(clients + churn) * requestsPerClient must be at most ${DIGEST_CAPACITY - 16}, got ${(o.clients + o.churn) * o.requestsPerClient}`);
   return o;
+}
+
+/**
+ * recovery/'s mutants (DESIGN §8 "the suite must have teeth"): each fault switch of
+ * recovery/faults.ts removes one persistence or validation step of the layer, and
+ * `ackBeforePersist` acknowledges a client's entries before they are durable. The plain mutant
+ * sweep (`crash-test --app recovery --mutants all`) must catch each with nothing pinned for it.
+ */
+export const RECOVERY_MUTANTS: ReadonlyArray<{ name: string; step: string }> = Object.freeze([
+  { name: 'skipPersistRecordBeforeApply', step: 'redo log: persist the record before applying its after-images' },
+  { name: 'skipPersistApplyBeforeFlag', step: 'redo log: persist the applied after-images before the applied flag' },
+  { name: 'skipPersistAppliedFlag', step: 'redo log: persist the applied flag before the credit returns' },
+  { name: 'skipPersistCreditBeforeReuse', step: "redo log: persist the client's applied sequence before a record slot is reused" },
+  { name: 'skipChecksumAtPoll', step: 'ring: verify an entry checksum at poll' },
+  { name: 'skipChecksumAtRecovery', step: 'recovery: verify entry and record checksums' },
+  { name: 'skipInvalidateBeyondGap', step: "recovery: invalidate a ring's entries beyond its first gap" },
+  { name: 'skipPersistRegisterReset', step: "registration: persist the slot's reset applied word before the id word" },
+  { name: 'skipPersistReleaseMark', step: 'release: persist the release word before the release is acknowledged' },
+  { name: 'skipPersistReleaseClear', step: "registration of a released slot: persist the former occupant's id clear first" },
+  { name: 'skipReleaseDrainCheck', step: 'release: every entry of the client applied before the release is decided' },
+  { name: 'ackBeforePersist', step: 'client: acknowledge only after the entries are persisted' },
+]);
+if (RECOVERY_MUTANTS.length !== FAULT_NAMES.length + 1 || !FAULT_NAMES.every((f) => RECOVERY_MUTANTS.some((m) => m.name === f))) throw new Error('RECOVERY_MUTANTS must list every fault switch of recovery/faults.ts');
+
+/** The workload options that switch on recovery mutant `name` (faults or ackBeforePersist). */
+export function recoveryMutantWorkload(name: string): Partial<RecoveryWorkloadOptions> {
+  if (name === 'ackBeforePersist') return { ackBeforePersist: true };
+  if (!(FAULT_NAMES as readonly string[]).includes(name)) throw new TypeError(`unknown recovery mutant '${name}'; one of ${RECOVERY_MUTANTS.map((m) => m.name).join(', ')}`);
+  return { faults: { [name]: true } };
+}
+
+/**
+ * The workload shape the plain recovery sweep draws for `seed`, the same for every mutant (none
+ * pins it): odd seeds the default (3 clients × 12 requests); even seeds churn — 4 clients, 6 that
+ * leave for new ones, 4 requests each, batches of 2 — so that releases, slot reuse and
+ * re-registration are crash points.
+ */
+export function plainRecoveryShape(seed: number | undefined): Partial<RecoveryWorkloadOptions> {
+  if (seed === undefined || seed % 2 === 1) return {};
+  return { clients: 4, churn: 6, requestsPerClient: 4, batchMax: 2 };
 }
 
 /** recovery/ behind the App contract (no NIC: the workload stores into the rings itself). */
@@ -346,7 +386,8 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
       return out.map((detail) => ({ kind: kindOf(detail), detail }));
     },
     replayArgs(): string {
-      return `--app recovery --clients ${w.clients} --requests ${w.requestsPerClient}${w.churn > 0 ? ` --churn ${w.churn}` : ''}${w.batchMax !== RECOVERY_WORKLOAD_DEFAULTS.batchMax ? ` --batch ${w.batchMax}` : ''}`;
+      const mutant = w.ackBeforePersist ? 'ackBeforePersist' : Object.entries(w.faults ?? {}).find(([, on]) => on === true)?.[0];
+      return `--app recovery --clients ${w.clients} --requests ${w.requestsPerClient}${w.churn > 0 ? ` --churn ${w.churn}` : ''}${w.batchMax !== RECOVERY_WORKLOAD_DEFAULTS.batchMax ? ` --batch ${w.batchMax}` : ''}${mutant !== undefined ? ` --mutant ${mutant}` : ''}`;
     },
   };
 

@@ -5,7 +5,7 @@ import t from 'tap';
 import { createPrng, PmemRegion, seededEntropy, systemClock } from '../../pmem/index.js';
 import { InProcessFabric, QueuePair, Rnic } from '../../flush/index.js';
 import { checkLinearizable, type Operation } from '../../src/check/linearizability.js';
-import { decodeCell, encodeCell, registerApp, RegisterClient, registerModel, type RegisterAppServer, type RegisterInput, type RegisterOutput } from '../../src/testing/register/index.js';
+import { blockBytes, decodeBlock, decodeWord, encodeRecord, encodeWord, INITIAL_WORD, LOST_WORD, recordIndex, recordOffset, registerApp, RegisterClient, registerModel, tagCompareMask, wordBytes, type RegisterAppServer, type RegisterInput, type RegisterOutput } from '../../src/testing/register/index.js';
 
 const SEED = Number(process.env.PMRPC_SEED ?? 4242);
 t.comment(`seed ${SEED}`);
@@ -33,18 +33,30 @@ function cluster(seed: number, nodes = 3, clients = 2) {
   return { servers, qps, clients: rc };
 }
 
-t.test('cells: the tag orders by timestamp then writer; a torn cell is refused', async (t) => {
-  const b = encodeCell({ ts: 5n, writer: 2n, value: 77n });
-  t.same(decodeCell(b), { ts: 5n, writer: 2n, value: 77n });
-  const torn = b.slice();
-  torn[24] = 6;
-  t.equal(decodeCell(torn), undefined);
+t.test('cells: one 8-byte word ⟨timestamp, writer, record⟩; a cell is valid only when its record carries its word', async (t) => {
+  const w = encodeWord({ ts: 5n, writer: 2n, record: recordIndex(2, 1) });
+  t.same(decodeWord(w), { ts: 5n, writer: 2n, record: 3 });
+  t.equal(tagCompareMask().length, 8, 'the CAS updates one aligned 8-byte word (failure-atomic: no crash tears it)');
+  t.same([...tagCompareMask()], [0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff], 'the compare mask covers the tag, not the record index');
+  const block = new Uint8Array(blockBytes(8));
+  block.set(wordBytes(w), 0);
+  block.set(encodeRecord(77n, w), recordOffset(recordIndex(2, 1)));
+  t.same(decodeBlock(block, 8), { ts: 5n, writer: 2n, value: 77n });
+  const other = block.slice();
+  other.set(encodeRecord(78n, encodeWord({ ts: 6n, writer: 2n, record: 3 })), recordOffset(3));
+  t.equal(decodeBlock(other, 8), 'lost', 'a record that carries another word');
+  t.equal(decodeBlock(wordBytes(LOST_WORD), 8), 'lost');
+  t.same(decodeBlock(wordBytes(INITIAL_WORD), 8), { ts: 0n, writer: 0n, value: 0n });
+  t.throws(() => encodeWord({ ts: 1n << 32n, writer: 1n, record: 0 }), RangeError);
   t.throws(() => registerApp.resolveOptions({ registers: 0 }), new RangeError('registers must be an integer in [1, 4096], got 0'));
+  t.throws(() => registerApp.resolveOptions({ writers: 0 }), RangeError);
   t.throws(() => registerApp.resolveOptions({ base: 32 }), new RangeError('base must be a non-negative multiple of 64, got 32'));
   const region = PmemRegion.createInMemory(4096);
   const o = registerApp.resolveOptions({});
   registerApp.format(region, o);
   t.throws(() => registerApp.format(region, o), { code: 'PMRPC_ERR_ALREADY_FORMATTED' });
+  const { qps } = cluster(SEED);
+  t.throws(() => new RegisterClient([{ qp: qps[0]![0]!, rkey: 1, cells: 64, registers: 1, writers: 8 }], 9), RangeError, 'a writer id past the nodes\' records is refused');
 });
 
 t.test('3 nodes, 2 clients, one node crashes mid-run: linearizable, reads see the last acknowledged write', async (t) => {

@@ -15,7 +15,7 @@ import { PmrpcError, type PmemRegion, type Prng, resolveOptions } from '../../..
 import type { QueuePair } from '../../../flush/index.js';
 import type { AppHost, AppProblem, AppServer } from '../../apps/index.js';
 import { checkLinearizable, type Operation } from '../../check/index.js';
-import { compareTags, isLostCell, registerApp, RegisterErrorCodes, type Cell, type RegisterAppServer } from '../register/index.js';
+import { compareTags, registerApp, RegisterErrorCodes, type Cell, type RegisterAppServer } from '../register/index.js';
 import { RegisterClient, type RegisterFaults } from '../register/index.js';
 import { registerModel, type RegisterInput, type RegisterOutput } from '../register/index.js';
 import type { ExplorerApp } from './explorer.js';
@@ -29,7 +29,8 @@ export interface RegisterMutant {
 
 export const REGISTER_MUTANTS: readonly RegisterMutant[] = Object.freeze([
   { name: 'count-failed-cas', step: 'a replica whose CAS did not swap counts only once a flushed READ shows a tag >= the writer\'s', faults: { countFailedCas: true } },
-  { name: 'skip-install-flush', step: 'the FLUSH(persistent) after the install CAS: a write is acknowledged before it is durable', faults: { skipInstallFlush: true } },
+  { name: 'skip-install-flush', step: 'the FLUSH(persistent) of the cell word after the install CAS: a write is acknowledged before it is durable', faults: { skipInstallFlush: true } },
+  { name: 'skip-record-flush', step: 'the FLUSH(persistent) of the record before the install CAS: a durable cell word may point at a record a crash takes back', faults: { skipRecordFlush: true } },
   { name: 'skip-read-flush', step: 'the FLUSH(persistent) of what a read returns: a read may return a value a crash takes back', faults: { skipReadFlush: true } },
 ] satisfies RegisterMutant[]);
 
@@ -43,7 +44,7 @@ export interface RegisterWorkloadOptions {
   pattern: 'mixed' | 'writer-reader';
 }
 
-export const REGISTER_WORKLOAD_DEFAULTS: Readonly<RegisterWorkloadOptions> = Object.freeze({ nodes: 3, clients: 2, opsPerClient: 4, registers: 1, mutant: undefined, pattern: 'mixed' });
+export const REGISTER_WORKLOAD_DEFAULTS: Readonly<RegisterWorkloadOptions> = Object.freeze({ nodes: 3, clients: 3, opsPerClient: 8, registers: 1, mutant: undefined, pattern: 'mixed' });
 
 /** Waits of one logical millisecond a client makes for a majority of nodes to be up, at most. */
 export const REGISTER_WAITS_MAX = 200;
@@ -157,7 +158,7 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
     const res = await world.settle(
       (async () => {
         const links = world.nodes.map((_, n) => world.connect(n, new Uint8Array(0), -1));
-        const reader = system !== undefined ? system.client(world, links, -1) : RegisterClient.connect(links, 99, {});
+        const reader = system !== undefined ? system.client(world, links, -1) : RegisterClient.connect(links, w.clients + 1, {});
         for (let r = 0; r < w.registers; r++) {
           try {
             const call = t++;
@@ -169,7 +170,7 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
               out.push({ kind: 'read-error', detail: `read(r${r}) at the end: ${String(e)}` });
               continue;
             }
-            // Too many nodes lost their copy (torn cells; this test app does not repair from peers):
+            // Too many nodes lost their copy (a broken install; this test app does not repair from peers):
             // unavailable, not unsafe. What a repair from the peers would find: the highest valid cell.
             if (system !== undefined) {
               finals.set(r, system.best(world, r));
@@ -178,7 +179,7 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
             let best: Cell | undefined;
             for (const node of world.nodes) {
               const c = node.crashed ? undefined : (node.server as RegisterAppServer).cell(r);
-              if (c !== undefined && !isLostCell(c) && (best === undefined || compareTags(c, best) > 0)) best = c;
+              if (c !== undefined && (best === undefined || compareTags(c, best) > 0)) best = c;
             }
             finals.set(r, best?.value ?? 0n);
           }
@@ -201,7 +202,7 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
           if (node.crashed) return `node ${node.index}: down`;
           if (system !== undefined) return system.describe(world, node.index);
           const c = (node.server as RegisterAppServer).cell(0);
-          return `node ${node.index}: ${c === undefined ? 'torn' : isLostCell(c) ? 'lost copy' : `⟨${c.ts}, ${c.writer}⟩ ${c.value}`}`;
+          return `node ${node.index}: ${c === undefined ? 'lost copy' : `⟨${c.ts}, ${c.writer}⟩ ${c.value}`}`;
         })
         .join(', ');
     for (const d of lostRegisterWrites(history, finals)) out.push({ kind: 'lost', detail: `${label}${d} (register 0 now: ${cells()})` });

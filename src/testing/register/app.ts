@@ -1,21 +1,28 @@
 /**
  * TEST-ONLY: a replicated register app, to exercise multi-node crash paths of the crash explorer
- * with less machinery than PRISM-RS. It is not PRISM-RS: no ALLOCATE, no indirection, values are one u64.
+ * with less machinery than PRISM-RS. It is not PRISM-RS: no ALLOCATE, values are one u64.
  *
- * Each node holds `registers` cells of 32 bytes after a 64-byte header, at `base`:
+ * Each node holds, after a 64-byte header at `base`, one block of `blockBytes(writers)` per register:
  *
- *   cell  +0 value u64 | +8 check u64 | +16 writer id u64 | +24 timestamp u64
+ *   +0  cell word u64: bytes 0..1 record index | bytes 2..3 writer id | bytes 4..7 timestamp
+ *   +8  (unused: the cell word has its cache line to itself, so no FLUSH of a record persists it)
+ *   +64 records: 2 per installer id 1..writers, 16 bytes each: value u64 | the cell word that points at it u64
  *
- * The enhanced CAS compares unsigned little-endian (flush/prism.ts casSucceeds), so the highest
- * bytes are the most significant: with the compare mask over bytes 16..31 the cell compares as the
- * tag ⟨timestamp, writer id⟩ — timestamp first — and one CAS `gt` installs a newer ⟨tag, value⟩
- * whole. `check` is a CRC-32C of the other 24 bytes: a crash image may hold a torn cell (a CAS
- * result partly drained from the NIC cache, DESIGN §2.2 placement 'any'); clients treat a torn cell
- * as a node that did not answer, and audit() reports it.
+ * An install is out of place, as PRISM-RS's: the installer (the writer, or a reader writing back)
+ * WRITEs ⟨value, word⟩ into one of its own two records, FLUSHes it, then swings the 8-byte cell
+ * word with an enhanced CAS `gt` whose compare mask covers bytes 2..7 — the tag ⟨timestamp, writer
+ * id⟩, timestamp first (the CAS compares unsigned little-endian, flush/prism.ts casSucceeds). An
+ * aligned 8-byte word is failure-atomic (DESIGN §2.1), so no crash tears a cell, and a durable cell
+ * only ever points at a durable record. An installer overwrites a record only when a flushed READ
+ * of the cell showed it pointing elsewhere (only that installer ever points the cell at it), so a
+ * record a cell points at is never overwritten. (The first version CASed a 32-byte ⟨value, check,
+ * tag⟩ cell in place: a crash could leave it torn on every node at once, losing an acknowledged
+ * write — `crash-test --app register --seed 6`; test/testing/register-torn.test.ts.)
  *
- * Recovery has nothing to rebuild (no free lists, no log): it validates the header, and says so.
+ * Recovery rebuilds nothing (no free lists, no log): it validates the header, and marks a cell
+ * whose record does not carry its word (what only a broken install can leave) as LOST_WORD.
  */
-import { crc32c, defineErrorCodes, intIn, must, PmrpcError, resolveOptions, type ErrorCodesOf, type OptionChecks, type PmemRegion } from '../../../pmem/index.js';
+import { defineErrorCodes, intIn, must, PmrpcError, resolveOptions, crc32c, type ErrorCodesOf, type OptionChecks, type PmemRegion } from '../../../pmem/index.js';
 import { Access, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { jsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../../apps/index.js';
 
@@ -37,24 +44,53 @@ declare module '../../../pmem/index.js' {
 }
 
 export const REGISTER_MAGIC = 0x3130474552524d50n; // "PMRREG01"
-export const REGISTER_VERSION = 1;
+export const REGISTER_VERSION = 2;
 export const REGISTER_HEADER_BYTES = 64;
-export const CELL_BYTES = 32;
+/** The cell word (the unit the CAS updates) and the padding after it. */
+export const CELL_BYTES = 8;
+export const RECORD_BYTES = 16;
+const RECORDS_AT = 64;
+/** Record index of "no record" (the initial cell and LOST_WORD). */
+export const NO_RECORD = 0xffff;
+const MAX_WRITERS = 1024;
 
 export interface RegisterAppOptions {
   /** Registers per node (1..4096). */
   registers: number;
+  /** Installer ids 1..writers (every client that writes or reads; 1..1024): two records each per register. */
+  writers: number;
   /** Offset of the register area in the region (a multiple of 64). */
   base: number;
 }
 
-export const REGISTER_APP_DEFAULTS: Readonly<RegisterAppOptions> = Object.freeze({ registers: 1, base: 0 });
+export const REGISTER_APP_DEFAULTS: Readonly<RegisterAppOptions> = Object.freeze({ registers: 1, writers: 8, base: 0 });
 
-/** A cell's content. */
+/** Bytes of one register's block: the cell word's line, two records per installer, to a whole line. */
+export function blockBytes(writers: number): number {
+  return RECORDS_AT + Math.ceil((2 * writers * RECORD_BYTES) / 64) * 64;
+}
+
+/** Offset within a block of installer `writer`'s record `j` (0 or 1). */
+export function recordIndex(writer: number, j: number): number {
+  return 2 * (writer - 1) + j;
+}
+
+export function recordOffset(index: number): number {
+  return RECORDS_AT + index * RECORD_BYTES;
+}
+
+/** A register's content. */
 export interface Cell {
   ts: bigint;
   writer: bigint;
   value: bigint;
+}
+
+/** The fields of a cell word. */
+export interface CellWord {
+  ts: bigint;
+  writer: bigint;
+  record: number;
 }
 
 const MASK64 = (1n << 64n) - 1n;
@@ -63,74 +99,98 @@ function u64At(b: Uint8Array, off: number): bigint {
   return new DataView(b.buffer, b.byteOffset, b.byteLength).getBigUint64(off, true);
 }
 
-function cellCheck(b: Uint8Array): bigint {
-  const body = new Uint8Array(24);
-  body.set(b.subarray(0, 8), 0);
-  body.set(b.subarray(16, 32), 8);
-  return BigInt(crc32c(body));
+export function encodeWord(w: CellWord): bigint {
+  if (typeof w.ts !== 'bigint' || w.ts < 0n || w.ts > 0xffffffffn) throw new RangeError(`timestamp must be a u32 bigint, got ${String(w.ts)}`);
+  if (typeof w.writer !== 'bigint' || w.writer < 0n || w.writer > 0xffffn) throw new RangeError(`writer must be a u16 bigint, got ${String(w.writer)}`);
+  if (!Number.isSafeInteger(w.record) || w.record < 0 || w.record > NO_RECORD) throw new RangeError(`record must be an integer in [0, ${NO_RECORD}], got ${String(w.record)}`);
+  return (w.ts << 32n) | (w.writer << 16n) | BigInt(w.record);
 }
 
-/** The 32 bytes of a cell, with its check word. */
-export function encodeCell(c: Cell): Uint8Array {
-  for (const [k, v] of Object.entries(c)) if (typeof v !== 'bigint' || v < 0n || v > MASK64) throw new RangeError(`cell ${k} must be a u64 bigint, got ${String(v)}`);
-  const b = new Uint8Array(CELL_BYTES);
-  const dv = new DataView(b.buffer);
-  dv.setBigUint64(0, c.value, true);
-  dv.setBigUint64(16, c.writer, true);
-  dv.setBigUint64(24, c.ts, true);
-  dv.setBigUint64(8, cellCheck(b), true);
+export function decodeWord(x: bigint): CellWord {
+  return { ts: x >> 32n, writer: (x >> 16n) & 0xffffn, record: Number(x & 0xffffn) };
+}
+
+export function wordBytes(x: bigint): Uint8Array {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, x & MASK64, true);
   return b;
 }
 
-/** The cell in `b`, or undefined when it is torn (its check word does not match). */
-export function decodeCell(b: Uint8Array): Cell | undefined {
-  if (b.length !== CELL_BYTES || u64At(b, 8) !== cellCheck(b)) return undefined;
-  return { value: u64At(b, 0), writer: u64At(b, 16), ts: u64At(b, 24) };
+/** The cell word of a fresh register: tag ⟨0, 0⟩, value 0, no record. */
+export const INITIAL_WORD = encodeWord({ ts: 0n, writer: 0n, record: NO_RECORD });
+/**
+ * The word recovery leaves where a cell's record does not carry its word: tag ⟨0, 2^16-1⟩, no
+ * record. This node lost its copy of the register: clients treat it as a node that did not answer
+ * (so it never answers with a state older than one it acknowledged), and any write (timestamp >= 1)
+ * installs over it.
+ */
+export const LOST_WORD = encodeWord({ ts: 0n, writer: 0xffffn, record: NO_RECORD });
+
+export function isLostWord(x: bigint): boolean {
+  return x === LOST_WORD;
+}
+
+/** A record's 16 bytes: the value and the word of the cell that will point at it. */
+export function encodeRecord(value: bigint, word: bigint): Uint8Array {
+  if (typeof value !== 'bigint' || value < 0n || value > MASK64) throw new RangeError(`value must be a u64 bigint, got ${String(value)}`);
+  const b = new Uint8Array(RECORD_BYTES);
+  const dv = new DataView(b.buffer);
+  dv.setBigUint64(0, value, true);
+  dv.setBigUint64(8, word, true);
+  return b;
 }
 
 /**
- * The cell recovery leaves where it found a torn one: tag ⟨0, 2^64-1⟩, value 0. This node lost its
- * copy of the register: clients treat it as a node that did not answer (so it never answers with a
- * state older than one it acknowledged), and any write (timestamp >= 1) installs over it.
+ * The register in a block `b` (at least its cell word and, when the word names one, its record):
+ * 'lost' when the word is LOST_WORD, or names a record out of `writers` or one that does not
+ * carry the word (a torn or overwritten record); else the cell.
  */
-export const LOST_CELL: Readonly<Cell> = Object.freeze({ ts: 0n, writer: MASK64, value: 0n });
-
-export function isLostCell(c: Cell): boolean {
-  return c.ts === 0n && c.writer === MASK64 && c.value === 0n;
+export function decodeBlock(b: Uint8Array, writers: number): Cell | 'lost' {
+  const x = u64At(b, 0);
+  if (isLostWord(x)) return 'lost';
+  const w = decodeWord(x);
+  if (w.ts === 0n && w.writer === 0n) return { ts: 0n, writer: 0n, value: 0n };
+  if (w.record >= 2 * writers) return 'lost';
+  const at = recordOffset(w.record);
+  if (b.length < at + RECORD_BYTES || u64At(b, at + 8) !== x) return 'lost';
+  return { ts: w.ts, writer: w.writer, value: u64At(b, at) };
 }
 
 /** Tag order: timestamp, then writer id. */
-export function compareTags(a: Cell, b: Cell): number {
+export function compareTags(a: { ts: bigint; writer: bigint }, b: { ts: bigint; writer: bigint }): number {
   return a.ts !== b.ts ? (a.ts < b.ts ? -1 : 1) : a.writer !== b.writer ? (a.writer < b.writer ? -1 : 1) : 0;
 }
 
-/** Compare mask of the enhanced CAS: bytes 16..31 (the tag). A fresh copy each call (typed arrays cannot be frozen). */
+/** Compare mask of the enhanced CAS on a cell word: bytes 2..7 (the tag). A fresh copy each call (typed arrays cannot be frozen). */
 export function tagCompareMask(): Uint8Array {
-  return Uint8Array.from({ length: CELL_BYTES }, (_, i) => (i >= 16 ? 0xff : 0));
+  return Uint8Array.from({ length: CELL_BYTES }, (_, i) => (i >= 2 ? 0xff : 0));
 }
 
-function encodeHeader(registers: number): Uint8Array {
+function encodeHeader(registers: number, writers: number): Uint8Array {
   const b = new Uint8Array(REGISTER_HEADER_BYTES);
   const dv = new DataView(b.buffer);
   dv.setBigUint64(0, REGISTER_MAGIC, true);
   dv.setUint32(8, REGISTER_VERSION, true);
   dv.setUint32(12, registers, true);
-  dv.setUint32(16, crc32c(b.subarray(0, 16)), true);
+  dv.setUint32(16, writers, true);
+  dv.setUint32(20, crc32c(b.subarray(0, 20)), true);
   return b;
 }
 
-/** The register count of the header at `b`, or undefined when there is no valid header. */
-function decodeHeader(b: Uint8Array): number | undefined {
+/** The register and writer counts of the header at `b`, or undefined when there is no valid header. */
+function decodeHeader(b: Uint8Array): { registers: number; writers: number } | undefined {
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
   if (dv.getBigUint64(0, true) !== REGISTER_MAGIC) return undefined;
-  if (dv.getUint32(16, true) !== crc32c(b.subarray(0, 16))) return undefined;
+  if (dv.getUint32(20, true) !== crc32c(b.subarray(0, 20))) return undefined;
   if (dv.getUint32(8, true) !== REGISTER_VERSION) return undefined;
-  const n = dv.getUint32(12, true);
-  return n >= 1 && n <= 4096 ? n : undefined;
+  const registers = dv.getUint32(12, true);
+  const writers = dv.getUint32(16, true);
+  return registers >= 1 && registers <= 4096 && writers >= 1 && writers <= MAX_WRITERS ? { registers, writers } : undefined;
 }
 
 const REGISTER_APP_CHECKS: OptionChecks<RegisterAppOptions> = {
   registers: intIn(1, 4096),
+  writers: intIn(1, MAX_WRITERS),
   base: must((v) => Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) % 64 === 0, (v) => `must be a non-negative multiple of 64, got ${String(v)}`, RangeError),
 };
 
@@ -142,6 +202,7 @@ function resolveRegisterOptions(options: Partial<RegisterAppOptions>): RegisterA
 export class RegisterAppServer implements AppServer {
   readonly app = 'register';
   readonly registers: number;
+  readonly writers: number;
   readonly base: number;
   readonly #region: PmemRegion;
   readonly #nic: Rnic;
@@ -156,32 +217,37 @@ export class RegisterAppServer implements AppServer {
     this.#nic = host.nic;
     this.base = o.base;
     if (o.base + REGISTER_HEADER_BYTES > host.region.sizeBytes) throw new PmrpcError(RegisterErrorCodes.NOT_FORMATTED, `no register header at ${o.base}: the region has ${host.region.sizeBytes} bytes`);
-    const n = decodeHeader(host.region.load(o.base, REGISTER_HEADER_BYTES));
-    if (n === undefined) throw new PmrpcError(RegisterErrorCodes.NOT_FORMATTED, `no valid register header at ${o.base}`);
-    if (o.base + REGISTER_HEADER_BYTES + n * CELL_BYTES > host.region.sizeBytes) throw new PmrpcError(RegisterErrorCodes.NOT_FORMATTED, 'the register area runs past the end of the region');
-    this.registers = n;
+    const h = decodeHeader(host.region.load(o.base, REGISTER_HEADER_BYTES));
+    if (h === undefined) throw new PmrpcError(RegisterErrorCodes.NOT_FORMATTED, `no valid register header at ${o.base}`);
+    if (o.base + REGISTER_HEADER_BYTES + h.registers * blockBytes(h.writers) > host.region.sizeBytes) throw new PmrpcError(RegisterErrorCodes.NOT_FORMATTED, 'the register area runs past the end of the region');
+    this.registers = h.registers;
+    this.writers = h.writers;
     this.#pd = host.nic.allocPd();
-    // Only the cells are remote memory: the header is never a client's to touch.
-    this.mr = host.nic.registerMr(this.#pd, o.base + REGISTER_HEADER_BYTES, n * CELL_BYTES, Access.REMOTE_READ | Access.REMOTE_ATOMIC | Access.FLUSH_GLOBAL | Access.FLUSH_PERSISTENT);
+    // Only the blocks are remote memory: the header is never a client's to touch.
+    this.mr = host.nic.registerMr(this.#pd, o.base + REGISTER_HEADER_BYTES, h.registers * blockBytes(h.writers), Access.REMOTE_READ | Access.REMOTE_WRITE | Access.REMOTE_ATOMIC | Access.FLUSH_GLOBAL | Access.FLUSH_PERSISTENT);
+  }
+
+  #blockAt(i: number): number {
+    return this.base + REGISTER_HEADER_BYTES + i * blockBytes(this.writers);
   }
 
   /**
-   * Nothing to rebuild (no free lists, no log): the header was validated by open. A torn cell (a
-   * CAS result a crash left half persisted; its write was never counted here, since a node counts
-   * only after the FLUSH in the same chain) becomes LOST_CELL: this node lost its copy.
+   * Nothing to rebuild (no free lists, no log): the header was validated by open. A cell whose
+   * record does not carry its word (never left by a correct install: the record is durable before
+   * the CAS) becomes LOST_WORD: this node lost its copy.
    */
   recover(): Record<string, unknown> {
     if (this.#recovered) return {};
     let lost = 0;
     for (let i = 0; i < this.registers; i++) {
-      if (this.cell(i) !== undefined) continue;
-      const at = this.base + REGISTER_HEADER_BYTES + i * CELL_BYTES;
-      this.#region.store(at, encodeCell(LOST_CELL));
+      const at = this.#blockAt(i);
+      if (this.cell(i) !== undefined || isLostWord(new DataView(this.#region.load(at, 8).buffer).getBigUint64(0, true))) continue;
+      this.#region.store(at, wordBytes(LOST_WORD));
       this.#region.persist(at, CELL_BYTES);
       lost++;
     }
     this.#recovered = true;
-    return { app: 'register', registers: this.registers, lostCopies: lost, rebuilt: 'torn cells marked lost; cells are checked by clients and audit' };
+    return { app: 'register', registers: this.registers, lostCopies: lost, rebuilt: 'cells whose record does not carry their word marked lost; cells are checked by clients and audit' };
   }
 
   accept(_hello: Uint8Array): AcceptedClient {
@@ -189,29 +255,29 @@ export class RegisterAppServer implements AppServer {
     if (this.#closed) throw new PmrpcError(RegisterErrorCodes.CLOSED, 'the register app is closed');
     const qp = this.#nic.createQp(this.#pd);
     this.#qps.push(qp);
-    return { qp, welcome: jsonBytes({ app: 'register', rkey: this.mr.rkey, cells: this.base + REGISTER_HEADER_BYTES, registers: this.registers }) };
+    return { qp, welcome: jsonBytes({ app: 'register', rkey: this.mr.rkey, cells: this.base + REGISTER_HEADER_BYTES, registers: this.registers, writers: this.writers }) };
   }
 
-  /** The cell of register `i` as it is now (visible memory). */
+  /** Register `i` as it is now (visible memory); undefined when this node lost its copy (LOST_WORD, or a record that does not carry the word). */
   cell(i: number): Cell | undefined {
     if (!Number.isSafeInteger(i) || i < 0 || i >= this.registers) throw new RangeError(`register must be an integer in [0, ${this.registers}), got ${String(i)}`);
-    return decodeCell(this.#region.load(this.base + REGISTER_HEADER_BYTES + i * CELL_BYTES, CELL_BYTES));
+    const c = decodeBlock(this.#region.load(this.#blockAt(i), blockBytes(this.writers)), this.writers);
+    return c === 'lost' ? undefined : c;
   }
 
   inspect(): Record<string, unknown> {
     const cells = Array.from({ length: this.registers }, (_, i) => {
       const c = this.cell(i);
-      return c === undefined ? { register: i, torn: true } : { register: i, ts: c.ts.toString(), writer: c.writer.toString(), value: c.value.toString() };
+      return c === undefined ? { register: i, lost: true } : { register: i, ts: c.ts.toString(), writer: c.writer.toString(), value: c.value.toString() };
     });
-    return { app: 'register', registers: this.registers, cells };
+    return { app: 'register', registers: this.registers, writers: this.writers, cells };
   }
 
   audit(): AppProblem[] {
     const out: AppProblem[] = [];
     for (let i = 0; i < this.registers; i++) {
-      const c = this.cell(i);
-      if (c === undefined) out.push({ kind: 'cell', detail: `register ${i}: torn cell (check word does not match)` });
-      else if (c.ts === 0n && !isLostCell(c) && (c.writer !== 0n || c.value !== 0n)) out.push({ kind: 'cell', detail: `register ${i}: timestamp 0 with writer ${c.writer} and value ${c.value}` });
+      const word = new DataView(this.#region.load(this.#blockAt(i), 8).buffer).getBigUint64(0, true);
+      if (this.cell(i) === undefined && !isLostWord(word)) out.push({ kind: 'cell', detail: `register ${i}: the cell word points at a record that does not carry it` });
     }
     return out;
   }
@@ -230,17 +296,19 @@ export const registerApp: App<RegisterAppOptions> = Object.freeze({
   defaults: REGISTER_APP_DEFAULTS,
   resolveOptions: resolveRegisterOptions,
   minRegionBytes(o: RegisterAppOptions): number {
-    return o.base + REGISTER_HEADER_BYTES + o.registers * CELL_BYTES;
+    return o.base + REGISTER_HEADER_BYTES + o.registers * blockBytes(o.writers);
   },
   format(region: PmemRegion, o: RegisterAppOptions): void {
-    const need = o.base + REGISTER_HEADER_BYTES + o.registers * CELL_BYTES;
+    const block = blockBytes(o.writers);
+    const need = o.base + REGISTER_HEADER_BYTES + o.registers * block;
     if (need > region.sizeBytes) throw new PmrpcError(RegisterErrorCodes.SIZE_TOO_SMALL, `the register area needs ${need} bytes; the region has ${region.sizeBytes}`);
     if (decodeHeader(region.load(o.base, REGISTER_HEADER_BYTES)) !== undefined) throw new PmrpcError(RegisterErrorCodes.ALREADY_FORMATTED, `offset ${o.base} already holds a register area; it is never overwritten`);
-    const empty = encodeCell({ ts: 0n, writer: 0n, value: 0n });
-    for (let i = 0; i < o.registers; i++) region.store(o.base + REGISTER_HEADER_BYTES + i * CELL_BYTES, empty);
-    region.persist(o.base + REGISTER_HEADER_BYTES, o.registers * CELL_BYTES);
+    const area = new Uint8Array(o.registers * block);
+    for (let i = 0; i < o.registers; i++) area.set(wordBytes(INITIAL_WORD), i * block);
+    region.store(o.base + REGISTER_HEADER_BYTES, area);
+    region.persist(o.base + REGISTER_HEADER_BYTES, area.length);
     // The header last: a format cut short leaves no valid header.
-    region.store(o.base, encodeHeader(o.registers));
+    region.store(o.base, encodeHeader(o.registers, o.writers));
     region.persist(o.base, REGISTER_HEADER_BYTES);
   },
   open(host: AppHost, o: RegisterAppOptions): RegisterAppServer {

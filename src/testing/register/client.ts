@@ -1,76 +1,84 @@
 /**
  * TEST-ONLY: the ABD client of the replicated register app (app.ts), one QueuePair per node.
  *
- * write(r, v): (1) READ + FLUSH(persistent) the cell on every node, done at a majority: the highest
- * timestamp seen, made durable where it was read; (2) on every node one chain
- * `CAS gt ⟨ts+1, me⟩ on the tag; FLUSH(persistent) the cell; READ the cell; FLUSH(persistent) the
- * cell`, done at a majority. A node counts when its CAS swapped (the first FLUSH persists it), or
+ * Phase (1) on every node: READ + FLUSH(persistent) the register's block (its cell word and the
+ * records), done at a majority: what it read is durable where it was read. Phase (2), install
+ * ⟨tag, value⟩ on a node, out of place: one chain `WRITE ⟨value, word⟩ into one of this client's
+ * two records; FLUSH(persistent) the record; CAS gt the cell word (compare mask: the tag);
+ * FLUSH(persistent) the cell; READ the cell; FLUSH(persistent) the cell`, done at a majority. The
+ * record is the one the cell did not point at in this operation's phase-1 READ of that node (only
+ * this client points the cell at its own records, and its work on one node is serialized, so that
+ * record is not reachable). A node counts when its CAS swapped (the FLUSH after it persists it), or
  * when the READ — flushed in the same chain — shows a tag ≥ ours: a CAS that did not swap may have
  * lost to another QP's result still in the NIC cache, which no FLUSH of ours persists (DESIGN §2.2
  * (iii)), so the loss counts only once a durable tag ≥ ours is seen.
- * read(r): phase (1) on every node, done at a majority; the highest ⟨tag, value⟩; then phase (2)
- * with that cell on the nodes that showed less (write-back), done when a majority holds it durably
- * (the nodes that already showed it count); returns its value.
- * A node that does not answer (link closed, QP in error, torn cell) is skipped for that operation;
+ * write(r, v): phase (1); the highest timestamp seen + 1 with this writer's id; phase (2) on every
+ * node that answered phase (1).
+ * read(r): phase (1); the highest ⟨tag, value⟩; then phase (2) with it on the nodes that showed
+ * less (write-back), done when a majority holds it durably (the nodes that showed it count);
+ * returns its value.
+ * A node that does not answer (link closed, QP in error, lost copy) is skipped for that operation;
  * fewer than a majority → PMRPC_ERR_REGISTER_NO_MAJORITY.
  */
 import { PmrpcError } from '../../../pmem/index.js';
 import { parseJsonBytes } from '../../apps/index.js';
 import { Wr, type Completion, type QueuePair, type WorkRequest } from '../../../flush/index.js';
-import { CELL_BYTES, compareTags, decodeCell as decodeRaw, encodeCell, isLostCell, RegisterErrorCodes, tagCompareMask, type Cell } from './app.js';
-
-/** A cell as an answer: undefined when torn or lost (LOST_CELL: the node lost its copy). */
-function decodeCell(b: Uint8Array): Cell | undefined {
-  const c = decodeRaw(b);
-  return c === undefined || isLostCell(c) ? undefined : c;
-}
+import { blockBytes, CELL_BYTES, compareTags, decodeBlock, decodeWord, encodeRecord, encodeWord, isLostWord, recordIndex, recordOffset, RECORD_BYTES, RegisterErrorCodes, tagCompareMask, wordBytes, type Cell } from './app.js';
 
 /** One node as the client sees it. */
 export interface RegisterNode {
   qp: QueuePair;
   rkey: number;
-  /** Region offset of cell 0. */
+  /** Region offset of register 0's block. */
   cells: number;
   registers: number;
+  /** Installer ids the node has records for (1..writers). */
+  writers: number;
 }
 
 /** The node address in a register app's welcome. */
-export function parseRegisterWelcome(welcome: Uint8Array): { rkey: number; cells: number; registers: number } {
+export function parseRegisterWelcome(welcome: Uint8Array): { rkey: number; cells: number; registers: number; writers: number } {
   const w = parseJsonBytes(welcome);
-  if (w === undefined || w.app !== 'register' || !Number.isSafeInteger(w.rkey) || !Number.isSafeInteger(w.cells) || !Number.isSafeInteger(w.registers)) {
-    throw new PmrpcError(RegisterErrorCodes.NOT_FORMATTED, 'the welcome is not a register address {app, rkey, cells, registers}');
+  if (w === undefined || w.app !== 'register' || !Number.isSafeInteger(w.rkey) || !Number.isSafeInteger(w.cells) || !Number.isSafeInteger(w.registers) || !Number.isSafeInteger(w.writers)) {
+    throw new PmrpcError(RegisterErrorCodes.NOT_FORMATTED, 'the welcome is not a register address {app, rkey, cells, registers, writers}');
   }
-  return { rkey: w.rkey as number, cells: w.cells as number, registers: w.registers as number };
+  return { rkey: w.rkey as number, cells: w.cells as number, registers: w.registers as number, writers: w.writers as number };
+}
+
+/**
+ * The protocol's work on one QueuePair, in order: an operation touches a node only after the
+ * previous operation over the same QP is done with it (its install there may run after its quorum
+ * returned), so the record phase (1) picks is still not reachable when phase (2) writes it.
+ */
+const lanes = new WeakMap<QueuePair, Promise<unknown>>();
+
+/** A node's phase-(1) answer: its raw cell word and the register (undefined: it lost its copy). */
+interface Answer {
+  word: bigint;
+  cell: Cell | undefined;
 }
 
 /** Resolves with the answers once `need` of them succeeded; rejects once that became impossible. */
-function quorum<T>(attempts: Array<Promise<T | undefined>>, need: number, already = 0): Promise<T[]> {
+function quorum<T>(attempts: Array<Promise<T | undefined>>, need: number): Promise<T[]> {
   return new Promise((resolve, reject) => {
     const got: T[] = [];
     let failed = 0;
     let done = false;
-    const total = attempts.length + already;
-    if (already >= need) {
-      done = true;
-      resolve(got);
-      return;
-    }
+    const total = attempts.length;
     for (const p of attempts) {
-      void p.then(
-        (v) => {
-          if (done) return;
-          if (v === undefined) failed++;
-          else got.push(v);
-          if (got.length + already >= need) {
-            done = true;
-            resolve(got);
-          } else if (total - failed < need) {
-            done = true;
-            reject(new PmrpcError(RegisterErrorCodes.NO_MAJORITY, `${got.length + already} of ${total} nodes answered; a majority is ${need}`));
-          }
-        },
-        () => undefined,
-      );
+      const settle = (v: T | undefined): void => {
+        if (done) return;
+        if (v === undefined) failed++;
+        else got.push(v);
+        if (got.length >= need) {
+          done = true;
+          resolve(got);
+        } else if (total - failed < need) {
+          done = true;
+          reject(new PmrpcError(RegisterErrorCodes.NO_MAJORITY, `${got.length} of ${total} nodes answered; a majority is ${need}`));
+        }
+      };
+      void p.then(settle, () => settle(undefined));
     }
   });
 }
@@ -78,13 +86,29 @@ function quorum<T>(attempts: Array<Promise<T | undefined>>, need: number, alread
 /**
  * Test-only fault switches (mutants of the protocol, for the crash explorer's teeth):
  * - countFailedCas: a node whose CAS did not swap counts at once, without the flushed READ;
- * - skipInstallFlush: the install chain has no FLUSH (CAS; READ): acknowledged before durable;
+ * - skipInstallFlush: the install chain has no FLUSH of the cell (WRITE; FLUSH record; CAS; READ): acknowledged before durable;
+ * - skipRecordFlush: the install chain has no FLUSH of the record before the CAS: a durable cell may point at a record a crash takes back;
  * - skipReadFlush: the READ of phase 1 is not FLUSHed: a read may return what a crash takes back.
  */
 export interface RegisterFaults {
   countFailedCas?: boolean;
   skipInstallFlush?: boolean;
+  skipRecordFlush?: boolean;
   skipReadFlush?: boolean;
+}
+
+function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** Runs `fn` on `qp`'s lane: after every earlier operation's work over that QP settled. */
+function onLane<T>(qp: QueuePair, fn: () => Promise<T>): Promise<T> {
+  const prev = lanes.get(qp) ?? Promise.resolve();
+  const run = prev.then(fn);
+  lanes.set(qp, run.catch(() => undefined));
+  return run;
 }
 
 export class RegisterClient {
@@ -93,10 +117,11 @@ export class RegisterClient {
   readonly registers: number;
   readonly faults: Readonly<RegisterFaults>;
 
-  /** `writerId`: unique among the writers of these registers, >= 1. `faults`: test-only mutants. */
+  /** `writerId`: unique among the clients of these registers (readers too: they write back), in 1..writers of every node. `faults`: test-only mutants. */
   constructor(nodes: readonly RegisterNode[], writerId: number, faults: RegisterFaults = {}) {
     if (!Array.isArray(nodes) || nodes.length === 0) throw new RangeError('nodes must be a non-empty array');
-    if (!Number.isSafeInteger(writerId) || writerId < 1) throw new RangeError(`writerId must be a positive integer, got ${String(writerId)}`);
+    const writers = Math.min(...nodes.map((n) => n.writers));
+    if (!Number.isSafeInteger(writerId) || writerId < 1 || writerId > writers) throw new RangeError(`writerId must be an integer in [1, ${writers}] (the nodes' writers), got ${String(writerId)}`);
     this.nodes = Object.freeze([...nodes]);
     this.writerId = BigInt(writerId);
     this.registers = Math.min(...nodes.map((n) => n.registers));
@@ -118,31 +143,50 @@ export class RegisterClient {
 
   async write(register: number, value: bigint): Promise<void> {
     this.#check(register);
-    const seen = await quorum(this.nodes.map((n) => this.#readCell(n, register)), this.majority);
-    const maxTs = seen.reduce((m, c) => (c.ts > m ? c.ts : m), 0n);
-    const mine: Cell = { ts: maxTs + 1n, writer: this.writerId, value };
-    await quorum(this.nodes.map((n) => this.#install(n, register, mine)), this.majority);
+    await this.#round(
+      register,
+      (seen) => ({ ts: seen.reduce((m, c) => (c.ts > m ? c.ts : m), 0n) + 1n, writer: this.writerId, value }),
+      (n, a, mine) => this.#install(n, register, mine, a.word),
+    );
   }
 
   async read(register: number): Promise<bigint> {
     this.#check(register);
-    const seen = await quorum(
-      this.nodes.map(async (n) => {
-        const c = await this.#readCell(n, register);
-        return c === undefined ? undefined : { n, c };
-      }),
-      this.majority,
-    );
-    let max = seen[0]!.c;
-    for (const s of seen) if (compareTags(s.c, max) > 0) max = s.c;
-    // Write-back: the nodes that showed the max hold it durably (their READ was FLUSHed).
-    const current = new Set(seen.filter((s) => compareTags(s.c, max) === 0).map((s) => s.n));
-    await quorum(
-      this.nodes.filter((n) => !current.has(n)).map((n) => this.#install(n, register, max)),
-      this.majority,
-      current.size,
+    const max = await this.#round(
+      register,
+      (seen) => seen.reduce((m, c) => (compareTags(c, m) > 0 ? c : m)),
+      // Write-back: a node whose answer showed the max holds it durably (its READ was FLUSHed).
+      (n, a, max) => (a.cell !== undefined && compareTags(a.cell, max) === 0 ? Promise.resolve(true as const) : this.#install(n, register, max, a.word)),
     );
     return max.value;
+  }
+
+  /**
+   * Phase (1) on every node; `decide` picks the cell from a majority's answers; then phase (2)
+   * (`install`) on every node that answered phase (1), done at a majority. Each node's part runs on
+   * its QP's lane (onLane), phase (2) after that node's own phase-(1) answer.
+   */
+  async #round(register: number, decide: (seen: Cell[]) => Cell, install: (n: RegisterNode, a: Answer, target: Cell) => Promise<true | undefined>): Promise<Cell> {
+    const decided = deferred<Cell | undefined>();
+    const reads: Array<Promise<Answer | undefined>> = [];
+    const installs = this.nodes.map((n) => {
+      const read = deferred<Answer | undefined>();
+      reads.push(read.promise);
+      return onLane(n.qp, async () => {
+        const a = await this.#readBlock(n, register);
+        read.resolve(a);
+        const target = await decided.promise;
+        return a === undefined || target === undefined ? undefined : install(n, a, target);
+      });
+    });
+    let target: Cell | undefined;
+    try {
+      target = decide(await quorum(reads.map((p) => p.then((a) => a?.cell)), this.majority));
+    } finally {
+      decided.resolve(target);
+    }
+    await quorum(installs, this.majority);
+    return target;
   }
 
   #check(register: number): void {
@@ -159,25 +203,46 @@ export class RegisterClient {
     }
   }
 
-  /** READ + FLUSH(persistent) the cell: what it read is durable. Undefined: no answer or torn. */
-  async #readCell(n: RegisterNode, register: number): Promise<Cell | undefined> {
-    const at = { rkey: n.rkey, addr: n.cells + register * CELL_BYTES };
-    const cs = await this.#post(n, this.faults.skipReadFlush === true ? [Wr.read(at, CELL_BYTES)] : [Wr.read(at, CELL_BYTES), Wr.flush('persistent', n.rkey, { addr: at.addr, len: CELL_BYTES })]);
-    return cs?.[0]?.data === undefined ? undefined : decodeCell(cs[0].data);
+  /** READ + FLUSH(persistent) the register's block: what it read is durable. Undefined: no answer. */
+  async #readBlock(n: RegisterNode, register: number): Promise<Answer | undefined> {
+    const len = blockBytes(n.writers);
+    const at = { rkey: n.rkey, addr: n.cells + register * len };
+    const cs = await this.#post(n, this.faults.skipReadFlush === true ? [Wr.read(at, len)] : [Wr.read(at, len), Wr.flush('persistent', n.rkey, { addr: at.addr, len })]);
+    const data = cs?.[0]?.data;
+    if (data === undefined || data.length < CELL_BYTES) return undefined;
+    const c = decodeBlock(data, n.writers);
+    return { word: new DataView(data.buffer, data.byteOffset, data.byteLength).getBigUint64(0, true), cell: c === 'lost' ? undefined : c };
   }
 
-  /** CAS gt; FLUSH; READ; FLUSH. True when the node durably holds a tag ≥ `cell`'s. */
-  async #install(n: RegisterNode, register: number, cell: Cell): Promise<true | undefined> {
-    const at = { rkey: n.rkey, addr: n.cells + register * CELL_BYTES };
-    const range = { addr: at.addr, len: CELL_BYTES };
-    const cas = Wr.prismCas('gt', at, encodeCell(cell), { compareMask: tagCompareMask() });
+  /**
+   * WRITE ⟨value, word⟩ into the record of ours the cell does not point at (`current`: its word in
+   * this operation's phase-(1) READ); FLUSH it; CAS gt the cell word; FLUSH; READ; FLUSH. True
+   * when the node durably holds a tag ≥ `cell`'s.
+   */
+  async #install(n: RegisterNode, register: number, cell: Cell, current: bigint): Promise<true | undefined> {
+    const block = n.cells + register * blockBytes(n.writers);
+    const me = Number(this.writerId);
+    const index = recordIndex(me, decodeWord(current).record === recordIndex(me, 0) ? 1 : 0);
+    const word = encodeWord({ ts: cell.ts, writer: cell.writer, record: index });
+    const record = { rkey: n.rkey, addr: block + recordOffset(index) };
+    const at = { rkey: n.rkey, addr: block };
+    const cellRange = { addr: block, len: CELL_BYTES };
+    const wrs: WorkRequest[] = [Wr.write(record, encodeRecord(cell.value, word))];
+    if (this.faults.skipRecordFlush !== true) wrs.push(Wr.flush('persistent', n.rkey, { addr: record.addr, len: RECORD_BYTES }));
+    const casAt = wrs.length;
+    wrs.push(Wr.prismCas('gt', at, wordBytes(word), { compareMask: tagCompareMask() }));
     const skip = this.faults.skipInstallFlush === true;
-    const cs = await this.#post(n, skip ? [cas, Wr.read(at, CELL_BYTES)] : [cas, Wr.flush('persistent', n.rkey, range), Wr.read(at, CELL_BYTES), Wr.flush('persistent', n.rkey, range)]);
+    if (!skip) wrs.push(Wr.flush('persistent', n.rkey, cellRange));
+    const readAt = wrs.length;
+    wrs.push(Wr.read(at, CELL_BYTES));
+    if (!skip) wrs.push(Wr.flush('persistent', n.rkey, cellRange));
+    const cs = await this.#post(n, wrs);
     if (cs === undefined) return undefined;
-    if (cs[0]!.swapped === true) return true;
+    if (cs[casAt]!.swapped === true) return true;
     if (this.faults.countFailedCas === true) return true;
-    const read = cs[skip ? 1 : 2]!;
-    const now = read.data === undefined ? undefined : decodeCell(read.data);
-    return now !== undefined && compareTags(now, cell) >= 0 ? true : undefined;
+    const data = cs[readAt]!.data;
+    if (data === undefined || data.length < CELL_BYTES) return undefined;
+    const now = new DataView(data.buffer, data.byteOffset, data.byteLength).getBigUint64(0, true);
+    return !isLostWord(now) && compareTags(decodeWord(now), cell) >= 0 ? true : undefined;
   }
 }

@@ -110,7 +110,12 @@ export interface RsCellResult {
   reads: number;
   writes: number;
   errors: number;
-  /** Round trips per operation (undefined when the system does not count them). */
+  /**
+   * Round trips per operation at the cell's mix (readPct), from the per-kind figures: two systems
+   * are compared on the same mix of reads and writes, not on the mix each window happened to draw
+   * (a window of 130 operations holds 5–12 % writes at a 95 % cell); a window that measured no
+   * operation of a kind of the mix, at its own mix. Undefined when the system does not count them.
+   */
   roundTripsPerOp: number | undefined;
   readRoundTripsPerOp: number | undefined;
   writeRoundTripsPerOp: number | undefined;
@@ -124,6 +129,13 @@ export interface RsCellResult {
 
 const histogram = (): hdr.Histogram => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: 3 });
 const pct = (h: hdr.Histogram, p: number): number => (h.totalCount > 0 ? h.getValueAtPercentile(p) : 0);
+
+/** Per-kind round trips weighted by the cell's mix (`readPct` % reads); undefined when a kind with weight is missing. */
+export function atMix(readPct: number, read: number | undefined, write: number | undefined): number | undefined {
+  const wr = readPct / 100;
+  if ((wr > 0 && read === undefined) || (wr < 1 && write === undefined)) return undefined;
+  return (wr > 0 ? wr * read! : 0) + (wr < 1 ? (1 - wr) * write! : 0);
+}
 
 /** Writes `n` into the value's first 8 bytes: no two writes write the same bytes. */
 function stamp(value: Uint8Array, n: number): void {
@@ -233,7 +245,8 @@ export async function measureRsWindow(cell: DeployedCell, c: RsCellConfig, plan:
       reads,
       writes,
       errors,
-      roundTripsPerOp: counted && ops > 0 ? (readRtts + writeRtts) / ops : undefined,
+      // At the cell's mix; a window that measured no operation of a kind of the mix: its own mix.
+      roundTripsPerOp: counted && ops > 0 ? (atMix(c.readPct, reads > 0 ? readRtts / reads : undefined, writes > 0 ? writeRtts / writes : undefined) ?? (readRtts + writeRtts) / ops) : undefined,
       readRoundTripsPerOp: counted && reads > 0 ? readRtts / reads : undefined,
       writeRoundTripsPerOp: counted && writes > 0 ? writeRtts / writes : undefined,
       workRequestsPerOp: wrs0 !== undefined && wrs1 !== undefined && allOps > 0 ? (wrs1 - wrs0) / allOps : undefined,

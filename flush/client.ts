@@ -24,7 +24,7 @@ import type {
   WorkRequest,
   WriteWr,
 } from './types.js';
-import { MAX_WRS_PER_MESSAGE, wrError } from './validate.js';
+import { markChecked, MAX_WRS_PER_MESSAGE, wrError } from './validate.js';
 
 export interface QueuePairOptions {
   /** Most request messages awaiting their response (held for back-pressure included); posting beyond it throws PMRPC_ERR_QUEUE_FULL. */
@@ -102,13 +102,14 @@ export class QueuePair {
 
   /** Posts a chain of work requests as one message; resolves with their completions, in order. */
   postChain(wrs: readonly WorkRequest[]): Promise<Completion[]> {
-    checkChain(wrs);
+    if (!Array.isArray(wrs)) checkChain(wrs); // the RangeError, before the copy
+    // Copied (the caller may reuse its array while the message is held or queued), then checked once.
+    const chain = checkedChain([...wrs]);
     let settle!: { resolve: (c: Completion[]) => void; reject: (e: unknown) => void };
     const p = new Promise<Completion[]>((resolve, reject) => {
       settle = { resolve, reject };
     });
-    // Copied: the caller may reuse its array while the message is held or queued.
-    this.#post([...wrs], PROMISE_LISTENER as ChainListener<unknown>, settle);
+    this.#post(chain, PROMISE_LISTENER as ChainListener<unknown>, settle);
     return p;
   }
 
@@ -118,8 +119,7 @@ export class QueuePair {
    * is taken as it is (not copied): the caller must not change it afterwards.
    */
   postChainWith<T>(wrs: WorkRequest[], listener: ChainListener<T>, arg: T): void {
-    checkChain(wrs);
-    this.#post(wrs, listener as ChainListener<unknown>, arg);
+    this.#post(checkedChain(wrs), listener as ChainListener<unknown>, arg);
   }
 
   #post(wrs: WorkRequest[], listener: ChainListener<unknown>, arg: unknown): void {
@@ -313,6 +313,13 @@ function checkChain(wrs: readonly WorkRequest[]): void {
     const e = wrError(wrs[i]);
     if (e !== undefined) throw new TypeError(`work request ${i}: ${e}`);
   }
+}
+
+/** checkChain, then the array is the QP's: marked checked, so a NIC in this process does not check it again. */
+function checkedChain(wrs: WorkRequest[]): WorkRequest[] {
+  checkChain(wrs);
+  markChecked(wrs);
+  return wrs;
 }
 
 /** The completion if 'ok', else a PmrpcError with its code (PMRPC_ERR_WR_FAILED when it has none, e.g. 'skipped'). */

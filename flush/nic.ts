@@ -26,7 +26,7 @@ import {
   type WorkRequest,
   type WriteWr,
 } from './types.js';
-import { isScratch, MAX_WRS_PER_MESSAGE, wrError } from './validate.js';
+import { chainError, isScratch, MAX_WRS_PER_MESSAGE } from './validate.js';
 
 export type DrainPolicy = 'eager' | 'lazy' | 'onFlush';
 export type PlacementOrder = 'any' | 'ascending';
@@ -102,6 +102,9 @@ interface Inbound {
   msg: RequestMessage;
   completions: Completion[];
   next: number;
+  /** The first malformed work request (checked once, when the message arrived): its index, or -1. */
+  badAt: number;
+  badWhy: string;
 }
 
 type Target = { kind: 'pm'; addr: number } | { kind: 'scratch'; off: number };
@@ -118,6 +121,8 @@ class QpEngine {
   recvNotify: (() => void) | undefined;
   /** The chain (request message) executing now, numbered from 1 per QP. */
   chain = 0;
+  /** false once the QP is destroyed (a pass running a chain on it stops). */
+  live = true;
   /**
    * Per scratch byte: the chain whose op last produced it (0: none, or its producer failed). A
    * redirected FLUSH reads only a pointer its own chain produced (DESIGN §2.4, docs/verbs.md).
@@ -268,6 +273,8 @@ export class Rnic {
 
   destroyQp(qpn: number): void {
     this.#drainWhere((x) => x.qpn === qpn);
+    const e = this.#qps.get(qpn);
+    if (e !== undefined) e.live = false;
     if (this.#qps.delete(qpn)) this.#qpList = this.#qpList.filter((x) => x.qpn !== qpn);
   }
 
@@ -340,7 +347,7 @@ export class Rnic {
     this.#stats.messages++;
     const wrs = Array.isArray(msg.wrs) ? msg.wrs : [];
     // (The message is kept as is when its wrs is an array: no copy of it per message.)
-    const item: Inbound = { msg: wrs === msg.wrs ? msg : { ...msg, wrs }, completions: [], next: 0 };
+    const item: Inbound = { msg: wrs === msg.wrs ? msg : { ...msg, wrs }, completions: [], next: 0, badAt: -1, badWhy: '' };
     if (!Array.isArray(msg.wrs) || wrs.length > MAX_WRS_PER_MESSAGE) {
       e.state = 'error';
       this.#respond(e, { ...item, completions: wrs.slice(0, MAX_WRS_PER_MESSAGE).map((w, i) => errorCompletion(w, i, NicErrorCodes.BAD_WR, `a message carries 1..${MAX_WRS_PER_MESSAGE} work requests`)) });
@@ -349,6 +356,13 @@ export class Rnic {
     if (e.inbound.length >= this.options.inboundMessagesMax) {
       this.#respond(e, { ...item, completions: wrs.map((w, i) => errorCompletion(w, i, NicErrorCodes.QUEUE_FULL, `QP ${e.qpn} has ${e.inbound.length} messages queued (inboundMessagesMax)`)) });
       return true;
+    }
+    // Decoded and checked once per message, here (not per step); a chain the verbs layer of this
+    // process already checked is not checked again (validate.ts, markChecked).
+    const bad = chainError(wrs);
+    if (bad !== undefined) {
+      item.badAt = bad.index;
+      item.badWhy = bad.why;
     }
     e.inbound.push(item);
     return true;
@@ -398,27 +412,46 @@ export class Rnic {
   step(qpn: number): boolean {
     const e = this.#qps.get(qpn);
     if (e === undefined || e.inbound.length === 0) return false;
-    const item = e.inbound[0]!;
-    if (item.next < item.msg.wrs.length) {
-      const i = item.next++;
-      if (i === 0) e.chain++;
-      const wr = item.msg.wrs[i]!;
-      item.completions.push(this.#execute(e, wr, i));
-      if (buggify('nic.drain-early')) this.drainAll();
-      // Group commit: a FLUSH inside a chain is an ordering point — what the chain does next may
-      // depend on its bytes being durable (PRISM), so they are synced now, not at the pass's end.
-      if (this.#held !== undefined && this.#chainSync && wr.op === 'flush' && item.next < item.msg.wrs.length) this.region.sync();
-    }
-    if (item.next >= item.msg.wrs.length) {
-      e.inbound.shift();
-      this.#respond(e, item);
-    }
+    this.#advance(e, e.inbound[0]!);
     return true;
   }
 
-  /** Executes everything queued on `qpn`. */
+  /**
+   * Executes everything queued on `qpn`: each message (chain) in one pass — its work requests one
+   * after the other, in the same order and with the same effects and crash points as step() by
+   * step(), without going back to the QP table between them.
+   */
   runQp(qpn: number): void {
-    while (this.step(qpn));
+    const e = this.#qps.get(qpn);
+    if (e === undefined) return;
+    for (;;) {
+      const item = e.inbound[0];
+      // A callback of a work request may have destroyed the QP: nothing more runs on it.
+      if (item === undefined || !e.live) return;
+      while (!this.#advance(e, item) && e.live && e.inbound[0] === item);
+    }
+  }
+
+  /**
+   * The next work request of `item` (the head message of `e`), and its response once it was the
+   * last: true when the message is done (answered). One mechanism for step() and runQp().
+   */
+  #advance(e: QpEngine, item: Inbound): boolean {
+    const wrs = item.msg.wrs;
+    if (item.next < wrs.length) {
+      const i = item.next++;
+      if (i === 0) e.chain++;
+      const wr = wrs[i]!;
+      item.completions.push(this.#execute(e, item, wr, i));
+      if (buggify('nic.drain-early')) this.drainAll();
+      // Group commit: a FLUSH inside a chain is an ordering point — what the chain does next may
+      // depend on its bytes being durable (PRISM), so they are synced now, not at the pass's end.
+      if (this.#held !== undefined && this.#chainSync && wr.op === 'flush' && item.next < wrs.length) this.region.sync();
+    }
+    if (item.next < wrs.length) return false;
+    e.inbound.shift();
+    this.#respond(e, item);
+    return true;
   }
 
   /** Executes everything queued, QP by QP. */
@@ -550,11 +583,10 @@ export class Rnic {
     region.crashPoint('completion', region.crashPointHooked ? { qpn: e.qpn, seq: item.msg.seq, completions: item.completions.map((c) => ({ id: c.id, op: c.op, status: c.status })) } : undefined);
   }
 
-  #execute(e: QpEngine, wr: WorkRequest, index: number): Completion {
+  #execute(e: QpEngine, item: Inbound, wr: WorkRequest, index: number): Completion {
     this.#stats.wrs++;
     if (e.state === 'error') return errorCompletion(wr, index, NicErrorCodes.WR_FLUSHED, `QP ${e.qpn} is in the error state`);
-    const bad = wrError(wr);
-    if (bad !== undefined) return this.#fail(e, wr, index, new WrError(NicErrorCodes.BAD_WR, bad));
+    if (index === item.badAt) return this.#fail(e, wr, index, new WrError(NicErrorCodes.BAD_WR, item.badWhy));
     const id = wr.id ?? index;
     if (wr.conditional === true && !e.lastOk) {
       e.lastOk = false;
@@ -799,7 +831,10 @@ export class Rnic {
   }
 
   #output(e: QpEngine, c: Completion, data: Uint8Array, redirect: number | undefined): Completion {
-    if (redirect === undefined) return { ...c, data };
+    if (redirect === undefined) {
+      c.data = data; // c is this request's own, fresh object
+      return c;
+    }
     e.scratch.set(data, redirect);
     e.produced.fill(e.chain, redirect, redirect + data.length);
     return c;

@@ -29,8 +29,15 @@ export function u64le(n: number | bigint): Uint8Array {
 
 /** The 8-byte little-endian word at `b[off]`, as a number when safe, else Infinity (an impossible address). */
 export function readPtr(b: Uint8Array, off = 0): number {
-  const v = leToBigint(b.subarray(off, off + 8));
-  return v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : Number.POSITIVE_INFINITY;
+  if (off < 0 || off + 8 > b.length) {
+    // A short word (the bytes that are there): the general path.
+    const v = leToBigint(b.subarray(off, off + 8));
+    return v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : Number.POSITIVE_INFINITY;
+  }
+  // Two 32-bit halves, no BigInt (one per pointer a NIC dereferences): safe while hi < 2^21.
+  const lo = (b[off]! | (b[off + 1]! << 8) | (b[off + 2]! << 16)) + b[off + 3]! * 0x1000000;
+  const hi = (b[off + 4]! | (b[off + 5]! << 8) | (b[off + 6]! << 16)) + b[off + 7]! * 0x1000000;
+  return hi <= 0x1fffff ? hi * 0x100000000 + lo : Number.POSITIVE_INFINITY;
 }
 
 function and(a: Uint8Array, m: Uint8Array | undefined): bigint {

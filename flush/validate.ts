@@ -102,6 +102,33 @@ export function wrError(wr: unknown): string | undefined {
   }
 }
 
+/**
+ * Chains whose every work request was checked by this process's verbs layer (QueuePair.postChain /
+ * postChainWith) when posted: a NIC in the same process (the in-process fabric, the explorer's
+ * World) does not check them a second time. Keyed by the chain's array, which the QueuePair owns
+ * from then on (postChain copies it; postChainWith's caller gives it up). A chain that crossed a
+ * wire is a new array (decoded), never in here: the NIC checks it once, when it arrives.
+ */
+const checkedChains = new WeakSet<readonly WorkRequest[]>();
+
+/** The verbs layer checked every work request of `wrs` (and gives the array up). */
+export function markChecked(wrs: readonly WorkRequest[]): void {
+  checkedChains.add(wrs);
+}
+
+/**
+ * The index of the first malformed work request of `wrs` and why (undefined: all well formed) —
+ * one pass over the chain, skipped for a chain the verbs layer already checked (markChecked).
+ */
+export function chainError(wrs: readonly unknown[]): { index: number; why: string } | undefined {
+  if (checkedChains.has(wrs as readonly WorkRequest[])) return undefined;
+  for (let i = 0; i < wrs.length; i++) {
+    const why = wrError(wrs[i]);
+    if (why !== undefined) return { index: i, why };
+  }
+  return undefined;
+}
+
 export function isScratch(loc: Loc): loc is { scratch: number } {
   return 'scratch' in loc;
 }

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderSvg } from '../../bench/charts.js';
 import { readHistory, recordRun } from '../../bench/history.js';
-import { RS_BASE_CELL, RS_FULL_PLAN, RS_QUICK_PLAN, runRsBench, type RsPlan } from '../../bench/rs.js';
+import { atMix, RS_BASE_CELL, RS_FULL_PLAN, RS_QUICK_PLAN, runRsBench, type RsPlan } from '../../bench/rs.js';
 import { lockBasedFactory, RS_FACTORIES } from '../../bench/rs-systems.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'pmrpc-bench-rs-test-'));
@@ -85,4 +85,13 @@ t.test('without the PRISM-RS factory: the baseline alone, said plainly, no ratio
   t.same(report.ratios, {});
   t.match(report.summary[0], /PRISM-RS is not built yet/);
   t.same(report.rows.map((r) => r.system), ['lock-based']);
+});
+
+t.test('round trips per operation are taken at the cell\'s mix, not the window\'s draw', async (t) => {
+  t.equal(atMix(95, 1, 2), 0.95 + 0.1);
+  t.equal(atMix(50, 1, 3), 2);
+  t.equal(atMix(100, 1.5, undefined), 1.5, 'no writes in the mix: none needed');
+  t.equal(atMix(0, undefined, 2), 2);
+  t.equal(atMix(95, 1, undefined), undefined, 'a kind of the mix not measured: no figure');
+  t.equal(atMix(95, undefined, 2), undefined);
 });

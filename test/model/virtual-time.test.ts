@@ -58,7 +58,14 @@ t.test('a DMA read of PM pays the media\'s extra over DRAM (pmReadNs − dramRea
   t.equal(await one((rkey) => [Wr.read({ rkey, addr: 4096 }, 64)]), 2100 + 203);
   // wrCost: a bounded indirect READ (PRISM-KV's GET) is two dependent PM reads — the pointer, then the data.
   t.equal(wrCost(m, Wr.read({ rkey: 1, addr: 4096 }, 64, { bounded: true })).latencyNs, 500 + 500 + 2 * 203);
-  t.equal(wrCost(m, Wr.read({ scratch: 0 }, 8)).latencyNs, 500, 'a scratch READ: no PM media');
+  // The scratch buffer is the NIC's own memory: reading it, or taking an operand or a pointer from it, is no DMA.
+  t.equal(wrCost(m, Wr.read({ scratch: 0 }, 8)).latencyNs, 0, 'a scratch READ: no PCIe read, no PM media');
+  t.equal(wrCost(m, Wr.read({ scratch: 0 }, 64, { indirect: true, targetRkey: 1 })).latencyNs, 500 + 203, 'through a pointer in scratch: only the data\'s DMA read of PM');
+  const slot = { rkey: 1, addr: 4096 };
+  t.equal(wrCost(m, Wr.prismCasFrom('gt', slot, { scratch: 8 }, 32)).latencyNs, 500 + 203, 'a PRISM CAS whose operand is in scratch: the target\'s read only');
+  t.equal(wrCost(m, Wr.prismCasFrom('gt', slot, { rkey: 1, addr: 8192 }, 32)).latencyNs, 500 + 500 + 2 * 203, 'an operand in PM: one more dependent DMA read of PM');
+  t.equal(wrCost(m, { op: 'allocate', rkey: 1, sizeBytes: 64, from: { scratch: 0 }, len: 8 }).latencyNs, 0, 'ALLOCATE of scratch data: no DMA read');
+  t.equal(wrCost(m, Wr.writeFrom(slot, { scratch: 0 }, 8)).latencyNs, 0, 'a WRITE of scratch data: no DMA read');
   t.equal(wrCost(m, Wr.flush('persistent', 1, { addr: 4096, len: 64 })).latencyNs, 500, 'a FLUSH reads no data');
   t.equal(wrCost(withCosts(m, { dramReadNs: 305 }), Wr.read({ rkey: 1, addr: 4096 }, 64)).latencyNs, 500, 'pmReadNs = dramReadNs: no extra');
   // A software NIC's loads pay pmReadNs already (no PCIe, no second media charge).

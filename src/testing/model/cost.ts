@@ -209,6 +209,9 @@ const lenOf = (wr: WorkRequest): number => {
   return typeof l === 'number' ? l : 0;
 };
 
+/** A location in the connection's scratch buffer: NIC memory, reached without PCIe. */
+const inScratch = (loc: unknown): boolean => typeof loc === 'object' && loc !== null && 'scratch' in loc;
+
 const addrOf = (loc: unknown): number | undefined => {
   const a = (loc as { addr?: unknown } | undefined)?.addr;
   return typeof a === 'number' ? a : undefined;
@@ -219,6 +222,9 @@ const addrOf = (loc: unknown): number | undefined => {
  * per byte); each dereference (indirect, bounded, dataIndirect, ALLOCATE's free list) one more; a
  * FLUSH a read-after-write round trip (it waits for the QP's posted writes, as rxe and APM do);
  * writes occupy the DMA engine per byte and, without DDIO, the PM media (charged by the caller).
+ * The scratch buffer is the NIC's own memory: a READ of it, an operand or a pointer taken from it
+ * (a receipt, a redirected output) costs no PCIe transaction and no media — what the NIC does with
+ * it happens inside its pipeline (the request's occupancy).
  */
 export function wrCost(m: CostModel, wr: WorkRequest): WrCost {
   const verb = us(m.nicVerbUs) + us(m.softwareNicUs);
@@ -242,15 +248,21 @@ export function wrCost(m: CostModel, wr: WorkRequest): WrCost {
   switch (wr.op) {
     case 'write':
     case 'writeImm': {
-      const ptr = wr.indirect === true || wr.bounded === true ? 1 : 0;
-      const derefs = ptr + (wr.from !== undefined ? 1 : 0);
-      return { occupancyNs: verb + streamNs(len), latencyNs: deref(derefs) + media(ptr * pm(wr.to) + (wr.from !== undefined ? pm(wr.from) : 0)), writeBytes: len, atomicAddr: undefined };
+      // The pointer at `to` (indirect) and the payload at `from` are DMA reads unless in scratch.
+      const ptr = (wr.indirect === true || wr.bounded === true) && !inScratch(wr.to) ? 1 : 0;
+      const src = wr.from !== undefined && !inScratch(wr.from) ? 1 : 0;
+      return { occupancyNs: verb + streamNs(len), latencyNs: deref(ptr + src) + media(ptr * pm(wr.to) + src * pm(wr.from)), writeBytes: len, atomicAddr: undefined };
     }
     case 'send':
       return { occupancyNs: verb + streamNs(len), latencyNs: 0, writeBytes: len, atomicAddr: undefined };
     case 'read': {
       // Direct: the data at `from`. Indirect / bounded: the pointer at `from`, then the data it names (PM).
       const derefs = wr.indirect === true || wr.bounded === true ? 1 : 0;
+      const local = inScratch(wr.from);
+      // A direct READ of scratch: the NIC answers from its own memory (no DMA).
+      if (local && derefs === 0) return { occupancyNs: verb, latencyNs: 0, writeBytes: 0, atomicAddr: undefined };
+      // Through a pointer held in scratch: only the data's DMA read (of PM).
+      if (local) return { occupancyNs: verb, latencyNs: (hw ? readNs(wr.len) : m.pmReadNs + wr.len * lineNsPerByte) + media(1), writeBytes: 0, atomicAddr: undefined };
       return { occupancyNs: verb, latencyNs: (hw ? readNs(wr.len) : m.pmReadNs + wr.len * lineNsPerByte) + deref(derefs) + media(pm(wr.from) + derefs), writeBytes: 0, atomicAddr: undefined };
     }
     case 'flush':
@@ -266,14 +278,18 @@ export function wrCost(m: CostModel, wr: WorkRequest): WrCost {
     case 'atomicWrite':
       return { occupancyNs: verb + us(m.nicAtomicUs), latencyNs: m.pcieDmaReadNs, writeBytes: 8, atomicAddr: addrOf(wr.at) };
     case 'prismCas': {
-      const derefs = (wr.indirect === true ? 1 : 0) + (wr.from !== undefined ? 1 : 0);
-      // The target's read (through the pointer at `at` when indirect), and the operand's when dataIndirect.
-      const reads = (wr.indirect === true ? pm(wr.at) + 1 : pm(wr.at)) + (wr.from !== undefined ? pm(wr.from) : 0);
+      // The target's read (through the pointer at `at` when indirect), and the operand's when
+      // dataIndirect — each a DMA read unless it is in scratch (a receipt's operand: NIC memory).
+      const ptr = wr.indirect === true && !inScratch(wr.at) ? 1 : 0;
+      const src = wr.from !== undefined && !inScratch(wr.from) ? 1 : 0;
+      const derefs = ptr + src;
+      const reads = (wr.indirect === true ? pm(wr.at) + 1 : pm(wr.at)) + src * pm(wr.from);
       return { occupancyNs: verb + us(m.nicAtomicUs), latencyNs: m.pcieDmaReadNs + deref(derefs) + media(reads), writeBytes: wr.len, atomicAddr: wr.indirect === true ? undefined : addrOf(wr.at) };
     }
     case 'allocate':
       // The free-list pop is a NIC-local operation; the data is a DMA write.
-      return { occupancyNs: verb + streamNs(len), latencyNs: deref(wr.from !== undefined ? 1 : 0) + media(wr.from !== undefined ? pm(wr.from) : 0), writeBytes: len, atomicAddr: undefined };
+      const src = wr.from !== undefined && !inScratch(wr.from) ? 1 : 0;
+      return { occupancyNs: verb + streamNs(len), latencyNs: deref(src) + media(src * pm(wr.from)), writeBytes: len, atomicAddr: undefined };
   }
 }
 

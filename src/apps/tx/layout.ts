@@ -68,8 +68,9 @@ export const TxErrorCodes = defineErrorCodes('tx', {
   /** A participant shard did not answer (link closed or QP error): the transaction was aborted or is left to resolution. */
   SHARD_UNAVAILABLE: 'PMRPC_ERR_TX_SHARD_UNAVAILABLE',
   /**
-   * A participant's arena had no free item for the transaction's new values (ALLOCATE found the
-   * free list empty): aborted, nothing prepared. Live reclamation refills it as commits supersede
+   * A participant's arena had no free item for the transaction's new values (the prepare chain's
+   * ALLOCATE found the free list empty; the rest of that chain is skipped): aborted before the
+   * commit point, rolled back where it prepared. Live reclamation refills it as commits supersede
    * values and aborted transactions' items come back; retry, or give the shard more items (txItems).
    */
   ARENA_FULL: 'PMRPC_ERR_TX_ARENA_FULL',

@@ -127,7 +127,7 @@ function clusteredKeys(g: KvGeometry, n: number): string[] {
  * full (the second's claim of slot 9 its last slot) and goes to its group 1, another run of slots,
  * whose FLUSHes must cover group 0 as well.
  */
-export const ROUND_HOMES: readonly number[] = Object.freeze([5, 5, 11]);
+export const ROUND_HOMES: readonly number[] = Object.freeze([5, 5, 4]);
 /**
  * The random workload's quiet corner, slots [0, 4) (no round's window reaches it): the hot key
  * (home 0, PUT with small items and read by every client, never deleted) and the retired key

@@ -72,11 +72,12 @@ export interface KvMutant {
   /** Protocols it applies to (a CLI prints `name<TAB>strategies`, as for the RPC mutants). */
   strategies: readonly string[];
   /**
-   * The step-driven test that catches it, when the seeded crash workload cannot: that engine
-   * records an outcome when the client's continuation runs, after the fabric has run every queued
-   * request (the other chain's FLUSH included), so no crash point falls between another chain's
-   * CAS and FLUSH after a read that saw the CAS returned. Or a scripted explorer scenario the
-   * seeded workload does not reach (a media error, then a crash during recovery or a second one).
+   * The targeted test that shows it in seconds: a step-driven scenario (another chain's CAS
+   * visible, not durable, when a read or a PUT past it is acknowledged) or a scripted explorer
+   * scenario (a media error, then a crash during recovery or a second one). The plain sweep
+   * (`pmrpc crash-test --app kv --mutants all --seeds 1..24`) catches every mutant as well, these
+   * included (docs/kv.md, *The explorer's workload*); test/apps/kv/mutants.test.ts checks that the
+   * named test runs the mutant and asserts the catch.
    */
   caughtBy?: string;
 }

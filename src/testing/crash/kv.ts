@@ -18,7 +18,7 @@ import { checkLinearizable, describeKvInput, kvModel, lostWrites, type KvInput, 
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { connectKvClient, kvApp, KvAppServer, type KvSystem } from '../../apps/kv/index.js';
 import { faultsFor, KV_MUTANTS, NO_KV_FAULTS, type KvFaultName, type KvFaults } from '../../apps/kv/index.js';
-import { classOf, computeKvGeometry, decodeItem, decodeSlot, homeSlot, KvErrorCodes, slotOffset, validateLayoutOptions, type KvGeometry, type KvLayoutOptions } from '../../apps/kv/index.js';
+import { classOf, computeKvGeometry, decodeItem, decodeSlot, homeSlot, KvErrorCodes, probeSequence, slotOffset, validateLayoutOptions, type KvGeometry, type KvLayoutOptions } from '../../apps/kv/index.js';
 import type { PrismKvClient } from '../../apps/kv/index.js';
 import type { PilafClient } from '../../apps/kv/index.js';
 import { PrismKvServer, RETURN_IMM } from '../../apps/kv/index.js';
@@ -61,11 +61,11 @@ export const KV_WORKLOAD_DEFAULTS: Readonly<KvWorkloadOptions> = Object.freeze({
 
 /** The KV area the crash workload uses: small, so keys collide and buffers run short. */
 export const KV_CRASH_LAYOUT: Readonly<Partial<KvLayoutOptions>> = Object.freeze({
-  slotCount: 12,
-  probeSlots: 4,
+  slotCount: 16,
+  probeSlots: 8,
   keyBytesMax: 16,
   classes: [
-    { sizeBytes: 64, count: 12 },
+    { sizeBytes: 64, count: 16 },
     { sizeBytes: 128, count: 4 },
   ],
   mailboxBuffers: 14,
@@ -116,6 +116,72 @@ function clusteredKeys(g: KvGeometry, n: number): string[] {
     if (h === want || (out.length >= 4 && (h === 0 || h === 3))) out.push(keyName(i));
   }
   return out;
+}
+
+/**
+ * The homes of the random workload's rounds (KV_CRASH_LAYOUT: 16 slots, probe sequences of two
+ * groups of 4, two slots per cache line): round r's keys, one per client, share home
+ * ROUND_HOMES[r] (group 0). Where two claims of a round fall on different cache lines (slots 5 | 6,
+ * 11 | 12), the index FLUSH of the second must cover the first's line — the claim it went past.
+ * Round 1's group 0 [6, 10) starts with round 0's slots 6 and 7 taken: its third key finds group 0
+ * full (the second's claim of slot 9 its last slot) and goes to its group 1, another run of slots,
+ * whose FLUSHes must cover group 0 as well.
+ */
+export const ROUND_HOMES: readonly number[] = Object.freeze([5, 5, 4]);
+/**
+ * The random workload's quiet corner, slots [0, 4) (no round's window reaches it): the hot key
+ * (home 0, PUT with small items and read by every client, never deleted) and the retired key
+ * (home 2, in the hot key's window, on another cache line: written once, deleted, never touched
+ * again). Nothing but the hot key's own operations — which FLUSH only its home line — reaches the
+ * retired key's slot, so a recovery's repair of that slot (a media error in its tombstone) stays as
+ * durable as recovery made it while the hot key's PUTs reuse the buffers recovery reclaimed.
+ */
+export const QUIET_HOMES: Readonly<{ hot: number; retired: number }> = Object.freeze({ hot: 0, retired: 2 });
+
+/**
+ * The first `n` keys `k<i>` whose home slot is `home` (none of `taken`) and whose group 1 neither
+ * touches group 0 (so it is another run of slots) nor the quiet corner [0, 4) (QUIET_HOMES: no
+ * probe of another key reads there).
+ */
+function keysHomedAt(g: KvGeometry, home: number, n: number, taken: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  for (let i = 0; out.length < n && i < 100_000; i++) {
+    const k = keyName(i);
+    if (taken.has(k) || homeSlot(g, te.encode(k)) !== home) continue;
+    const group1 = probeSequence(g, te.encode(k)).slice(g.groupSlots);
+    if (group1.length > 0 && group1.every((x) => x >= 4 && (x < home - 1 || x > home + g.groupSlots))) out.push(k);
+  }
+  return out;
+}
+
+/**
+ * A barrier of the workload's clients: arrive(r) resolves once every client still running has
+ * arrived at round r (a client that stops — crashed, its node gone for good — leaves).
+ */
+class RoundBarrier {
+  #active: number;
+  #arrived = new Map<number, number>();
+  #waiters = new Map<number, Array<() => void>>();
+  constructor(clients: number) {
+    this.#active = clients;
+  }
+  arrive(round: number): Promise<void> {
+    this.#arrived.set(round, (this.#arrived.get(round) ?? 0) + 1);
+    const p = new Promise<void>((resolve) => this.#waiters.set(round, [...(this.#waiters.get(round) ?? []), resolve]));
+    this.#release();
+    return p;
+  }
+  leave(): void {
+    this.#active--;
+    this.#release();
+  }
+  #release(): void {
+    for (const [r, ws] of this.#waiters) {
+      if ((this.#arrived.get(r) ?? 0) < this.#active) continue;
+      this.#waiters.delete(r);
+      for (const w of ws) w();
+    }
+  }
 }
 
 /** The history as of a crash at `t`: completed operations keep their output; the rest are unknown. */
@@ -176,6 +242,8 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
   const clients: KvClient[] = [];
   /** Crash runs: clients that crashed (they stop mid-operation, never resume). */
   const crashedClients = new Set<number>();
+  /** PUTs / DELETEs whose answer a drop lost, of the clients a restart retired (KvClientStats.uncertainInstalls). */
+  let retiredUncertain = 0;
   /** Crash runs: clients an operation failed on after a dropped connection while node 0 stayed up (they should have reconnected). */
   const stoppedByDrop: string[] = [];
   const app = {
@@ -214,15 +282,37 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
       clients.length = 0;
       crashedClients.clear();
       stoppedByDrop.length = 0;
+      retiredUncertain = 0;
       const server = world.nodes[0]!.server as KvAppServer;
-      keys = clusteredKeys(server.kv.geometry, w.keys);
+      const g = server.kv.geometry;
+      // Scripted: the clustered keys the script indexes. Random: the keys of every round (ROUND_HOMES).
+      const rounds: string[][] = [];
+      let hot = '';
+      let retired = '';
+      if (w.script !== undefined) keys = clusteredKeys(g, w.keys);
+      else {
+        const taken = new Set<string>();
+        for (const home of ROUND_HOMES) {
+          const ks = keysHomedAt(g, home, w.clients, taken);
+          for (const k of ks) taken.add(k);
+          rounds.push(ks);
+        }
+        hot = keysHomedAt(g, QUIET_HOMES.hot, 1, taken)[0]!;
+        retired = keysHomedAt(g, QUIET_HOMES.retired, 1, taken)[0]!;
+        keys = [hot, retired, ...rounds.flat()];
+      }
+      /** Client c's generation: a restarted client is a new one (a new sender id for its return batches). */
+      const generation = new Array<number>(w.clients).fill(0);
+      /** The incarnation of node 0 client c last connected to. */
+      const connectedIn = new Array<number>(w.clients).fill(0);
       const connect = async (c: number): Promise<KvClient> => {
         const { qp, welcome } = world.connect(0, new Uint8Array(0), c);
         const incarnation = world.nodes[0]!.incarnation;
+        connectedIn[c] = incarnation;
         const opening = connectKvClient(qp, welcome, {
           faults,
           returnBatch: 2,
-          clientId: c + 1,
+          clientId: 1 + c + w.clients * generation[c]!,
           clock: world.clock,
           onReturnBatch: (payload) => returns.push({ time: ++now, client: c, payload: payload.slice() }),
           // A dropped connection: the client reconnects the live node by itself. After a restart the workload connects it afresh (reconnect below).
@@ -310,20 +400,65 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
         }
         return;
       }
+      /**
+       * A client restarts (its process: the replaced buffers it holds returned, the connection
+       * closed and released, a new client — empty slot cache, new sender id — connected). False
+       * when it cannot come back (crashed, or its node did not).
+       */
+      const restart = async (c: number): Promise<boolean> => {
+        const old = clients[c]!;
+        if ('flushReturns' in old) await old.flushReturns().catch(() => 0);
+        if (crashedClients.has(c)) return false;
+        retiredUncertain += 'uncertainInstalls' in old.stats ? old.stats.uncertainInstalls : 0;
+        const node = world.nodes[0]!;
+        const same = !node.crashed && node.incarnation === connectedIn[c];
+        old.qp.close();
+        // The host learns that the connection is gone (its socket closed): it releases it (unless the node restarted since).
+        if (same) node.server!.release?.(old.qp.qpn);
+        generation[c]!++;
+        return reconnect(c);
+      };
+      const barrier = new RoundBarrier(w.clients);
+      /**
+       * Rounds (ROUND_HOMES): at the start of each, each client restarts (after the first), and
+       * once every client got there, PUTs its new key of the round's window (they race for its free
+       * slots: the slot one claims is what the next one's probe goes past) and DELETEs the key of the
+       * previous round that the round's owner had — the owner first, the others after their PUT
+       * (their fresh clients locate it: a DELETE that finds the owner's tombstone is a no-op that
+       * must wait for its FLUSH); then random operations over the keys so far.
+       */
       const run = async (c: number): Promise<void> => {
         const r = prng.fork();
+        let round = -1;
         for (let n = 0; n < w.opsPerClient; n++) {
-          // Each client starts with a PUT of a new key of the same window as the others': they race for one free slot.
-          const key = n === 0 ? keys[c % keys.length]! : keys[r.int(0, keys.length - 1)]!;
-          const roll = n === 0 ? 0 : r.int(0, 99);
+          const at = Math.min(rounds.length - 1, Math.floor((n * rounds.length) / w.opsPerClient));
+          if (at !== round) {
+            round = at;
+            if (round > 0 && !(await restart(c))) return;
+            // The quiet corner, first thing: the first client writes the retired key once and deletes it.
+            if (round === 0 && c === 0 && !((await perform(c, { kind: 'put', key: retired, value: 'r' })) && (await perform(c, { kind: 'delete', key: retired })))) return;
+            await barrier.arrive(round);
+            const owner = round % w.clients;
+            const victim: KvInput | undefined = round > 0 ? { kind: 'delete', key: rounds[round - 1]![owner]! } : undefined;
+            if (victim !== undefined && c === owner && !(await perform(c, victim))) return;
+            if (!(await perform(c, { kind: 'put', key: rounds[round]![c]!, value: `c${c}n${n}`.padEnd(r.int(4, 80), '.') }))) return;
+            if (victim !== undefined && c !== owner && !(await perform(c, victim))) return;
+            continue;
+          }
+          const pool = rounds.slice(0, round + 1).flat();
+          const key = pool[r.int(0, pool.length - 1)]!;
+          const roll = r.int(0, 99);
           let input: KvInput;
-          if (roll < 45) input = { kind: 'put', key, value: `c${c}n${n}`.padEnd(r.int(4, 80), '.') };
-          else if (roll < 85) input = { kind: 'get', key };
+          // The hot key: small items (its 64-byte class), never deleted.
+          if (roll < 20) input = { kind: 'put', key: hot, value: `c${c}n${n}`.padEnd(r.int(4, 30), '.') };
+          else if (roll < 25) input = { kind: 'get', key: hot };
+          else if (roll < 59) input = { kind: 'put', key, value: `c${c}n${n}`.padEnd(r.int(4, 80), '.') };
+          else if (roll < 89) input = { kind: 'get', key };
           else input = { kind: 'delete', key };
           if (!(await perform(c, input))) return;
         }
       };
-      await Promise.all(clients.map((_, c) => run(c)));
+      await Promise.all(clients.map((_, c) => run(c).finally(() => barrier.leave())));
     },
     snapshot(): { time: number } {
       return { time: ++now };
@@ -439,7 +574,7 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
   /** Whether an allocator finding is the buffers PUTs whose answer a drop lost may leave unlinked (at most one each, KvClientStats.uncertainInstalls). */
   function leakExplained(detail: string): boolean {
     const m = /^(\d+) buffers leaked$/.exec(detail);
-    const uncertain = clients.reduce((a, c) => a + ('uncertainInstalls' in c.stats ? c.stats.uncertainInstalls : 0), 0);
+    const uncertain = clients.reduce((a, c) => a + ('uncertainInstalls' in c.stats ? c.stats.uncertainInstalls : 0), retiredUncertain);
     return m !== null && Number(m[1]) <= uncertain;
   }
   /** Reads every key with a fresh reader (appended to `history` after `t0`), then: lost writes and durable linearizability. */

@@ -2,7 +2,7 @@
  * `pmrpc demo`: the README's main job on an embedded default — a PM file in a temp dir, a real
  * `pmrpc serve` child process, clients sending durable RPCs over TCP (many in flight), SIGKILLs of
  * the server mid-load, restarts on the same file with recovery, clients reconnecting and resuming,
- * and a verification of the digest log in PM (src/server/harness.ts).
+ * and a verification of the digest log in PM (src/server/crash-rpc.ts).
  */
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';

@@ -4,8 +4,8 @@
  * account value is ⟨balance i64, writer txid u64⟩, so the checker can walk every account's
  * version chain back from its final value. Before each commit the client appends its intent
  * (txid, accounts, amounts, the writers it read) to its history file, and after it the outcome
- * (appendFileSync: a SIGKILL loses nothing written). It prints one JSON line once connected (the
- * Supervisor's start line).
+ * (appendFileSync: a SIGKILL loses nothing written), and prints each of those lines on stdout too,
+ * after one JSON line once connected (the Supervisor's start line).
  *
  * node tx-client-proc.js --cluster FILE --client C --incarnation N --seed S --history FILE
  */
@@ -32,7 +32,13 @@ async function main(): Promise<void> {
   const shards = txShards(spec);
   const accounts = shards.length * (shards[0]!.options.keysPerShard ?? 16);
   const links = txShardSource(spec, { name: `tx-client-${client}` });
-  const log = (v: Record<string, unknown>): void => appendFileSync(history, `${JSON.stringify({ ...v, client, incarnation })}\n`);
+  // The history file first (what the checks read), then the same line on stdout: the supervisor
+  // hands it to the runner the moment it arrives (its waits wake on it).
+  const log = (v: Record<string, unknown>): void => {
+    const line = `${JSON.stringify({ ...v, client, incarnation })}\n`;
+    appendFileSync(history, line);
+    process.stdout.write(line);
+  };
   // --hold-after-prepare: the first transaction that reaches its commit point is held there (its
   // records durable on every participant, nothing installed) until this process is SIGKILLed.
   const hold = process.argv.includes('--hold-after-prepare');

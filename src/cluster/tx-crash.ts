@@ -2,7 +2,8 @@
  * Real crashes of PRISM-TX (DESIGN §8, docs/tx.md "Real crashes"): S shard processes (`pmrpc serve
  * --app tx --cluster FILE`, each on its own PM file, each running the resolver agent over
  * node-to-node links) and C bank-client processes (tx-client-proc.ts), all run by the real-crash
- * Supervisor of src/server: SIGKILLs at seeded moments — of a client while its commit is in flight
+ * supervisor (src/server/supervisor.ts), which hands over each history line a client prints the
+ * moment it arrives (the waits below wake on those, bounded): SIGKILLs at seeded moments — of a client while its commit is in flight
  * (its history's last line is an intent), of one shard, of every shard at once — each followed by
  * a restart on the same file (a client restarts as a new incarnation of its slot). At the end the
  * clients are SIGKILLed mid-commit for good: what they left prepared must be resolved by the
@@ -21,7 +22,7 @@ import { createPrng, cryptoEntropy, intIn, PmemRegion, resolveOptions, systemClo
 import { Rnic } from '../../flush/index.js';
 import { TxClient, TxResolver, txApp, txName, type TxAppServer } from '../apps/tx/index.js';
 import { checkBank } from '../check/index.js';
-import { Supervisor } from '../server/index.js';
+import { pause, seedCheck, stopAll, Supervisor, Wakeup } from '../server/index.js';
 import { parseClusterSpec, type ClusterSpec } from './spec.js';
 import { freePorts, txNodeAppOptions, txShardSource } from './tx.js';
 
@@ -69,7 +70,7 @@ export const TX_REAL_CRASH_DEFAULTS: Readonly<Omit<TxRealCrashOptions, 'mainScri
 });
 
 const CHECKS: OptionChecks<TxRealCrashOptions> = {
-  seed: intIn(-(2 ** 31), 2 ** 32 - 1),
+  seed: seedCheck,
   shards: intIn(1, 8),
   clients: intIn(1, 16),
   keysPerShard: intIn(1, 64),
@@ -129,21 +130,15 @@ function readHistory(file: string): Intent[] {
   return [...byTx.values()];
 }
 
-/** The last history line of a client names a commit in flight. */
-function midCommit(file: string): boolean {
-  if (!existsSync(file)) return false;
-  const text = readFileSync(file, 'utf8').trimEnd();
-  const last = text.slice(text.lastIndexOf('\n') + 1);
-  return last.includes('"t":"intent"');
-}
-
 export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { mainScript: string }): Promise<TxRealCrashReport> {
   const o = resolveOptions(TX_REAL_CRASH_DEFAULTS as Readonly<TxRealCrashOptions>, options, CHECKS);
   const clock = o.clock;
   const t0 = clock.nowMs();
   const prng = createPrng(o.seed >>> 0);
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'pmrpc-tx-kill-'));
-  const sleep = (ms: number): Promise<void> => new Promise((r) => clock.setTimer(Math.max(0, ms), r));
+  const sleep = (ms: number): Promise<void> => pause(clock, ms);
+  /** Woken at each shard's or client's start line and exit, and at each history line a client prints. */
+  const events = new Wakeup(clock);
   const clientScript = join(dirname(o.mainScript), '..', 'src', 'cluster', 'tx-client-proc.js');
   const ports = await freePorts(o.shards);
   const accounts = o.shards * o.keysPerShard;
@@ -157,7 +152,7 @@ export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { ma
   const shardSups = spec.nodes.map(
     (n) =>
       new Supervisor(
-        { args: () => [o.mainScript, 'serve', '--app', 'tx', '--create', '--cluster', clusterFile, '--node', n.id, '--pm', n.pm, '--port', String(n.port), '--lease-ms', String(o.leaseMs), '--json'], clock, log: o.log, restartsMax: o.kills + 3, name: `shard ${n.id}` },
+        { args: () => [o.mainScript, 'serve', '--app', 'tx', '--create', '--cluster', clusterFile, '--node', n.id, '--pm', n.pm, '--port', String(n.port), '--lease-ms', String(o.leaseMs), '--json'], clock, log: o.log, restartsMax: o.kills + 3, name: `shard ${n.id}`, wakeup: events },
         n.pm,
         [],
       ),
@@ -165,6 +160,23 @@ export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { ma
   const histories = Array.from({ length: o.clients }, (_, c) => join(dir, `client${c}.jsonl`));
   const incarnations = Array.from({ length: o.clients }, () => 0);
   const holdNext = Array.from({ length: o.clients }, () => false);
+  // What the clients print, as it arrives (their history files, appended first, are what the checks read).
+  let outcomes = 0;
+  /** The kind of each client's last history line (across its incarnations, as its history file ends). */
+  const lastLine: Array<string | undefined> = histories.map(() => undefined);
+  /** The transaction each client holds at its commit point (the final kills). */
+  const heldTx: Array<string | undefined> = histories.map(() => undefined);
+  const onLine = (c: number, text: string): void => {
+    let v: { t?: unknown; txid?: unknown };
+    try {
+      v = JSON.parse(text) as typeof v;
+    } catch {
+      return;
+    }
+    lastLine[c] = typeof v.t === 'string' ? v.t : undefined;
+    if (v.t === 'outcome') outcomes++;
+    if (v.t === 'held') heldTx[c] = String(v.txid);
+  };
   const clientSups = histories.map(
     (h, c) =>
       new Supervisor(
@@ -177,33 +189,22 @@ export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { ma
           log: o.log,
           restartsMax: o.kills + 3,
           name: `client ${c}`,
+          wakeup: events,
+          onLine: (line) => onLine(c, line),
         },
         h,
         [],
       ),
   );
-  const ready = shardSups.map(() => false);
-  const watch = (i: number): void => {
-    ready[i] = false;
-    const gen = shardSups[i]!.generation;
-    void shardSups[i]!.up().then(
-      () => void (shardSups[i]!.generation === gen && (ready[i] = true)),
-      () => undefined,
-    );
-  };
-  const outcomes = (): number => histories.reduce((a, h) => a + (existsSync(h) ? readFileSync(h, 'utf8').split('"t":"outcome"').length - 1 : 0), 0);
+  /** Waits (at most 1 s) for n more outcomes. */
   const waitOutcomes = async (n: number): Promise<void> => {
-    const target = outcomes() + n;
-    for (let i = 0; i < 100 && outcomes() < target; i++) await sleep(10);
+    const target = outcomes + n;
+    await events.until(() => outcomes >= target, 1000);
   };
   /** SIGKILLs a client whose commit is in flight (the first found within ~1 s; else `fallback`). */
   const killClientMidCommit = async (candidates: number[], restart: boolean): Promise<void> => {
     let victim: number | undefined;
-    const deadline = clock.nowMs() + 1500;
-    while (victim === undefined && clock.nowMs() < deadline) {
-      victim = candidates.find((c) => clientSups[c]!.child?.exitCode === null && clientSups[c]!.child?.signalCode === null && midCommit(histories[c]!));
-      if (victim === undefined) await sleep(2);
-    }
+    await events.until(() => (victim = candidates.find((c) => clientSups[c]!.child?.exitCode === null && clientSups[c]!.child?.signalCode === null && lastLine[c] === 'intent')) !== undefined, 1500);
     if (victim !== undefined) kills.clientsMidCommit++;
     const c = victim ?? candidates[prng.int(0, candidates.length - 1)]!;
     await clientSups[c]!.kill(restart);
@@ -218,7 +219,6 @@ export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { ma
   const finalWriters = new Map<number, bigint>();
   try {
     await Promise.all(shardSups.map((s) => s.start()));
-    shardSups.forEach((_, i) => watch(i));
     await Promise.all(clientSups.map((s) => s.start()));
     await waitOutcomes(10);
     const finalKills = 2 * o.clients;
@@ -230,21 +230,19 @@ export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { ma
         kills.clients++;
       } else if (roll < 75 || kills.total + o.shards > o.kills - finalKills) {
         // A shard that serves now (one still restarting is not waited for, unless all are).
-        const upNow = shardSups.flatMap((_, i) => (ready[i] ? [i] : []));
+        const upNow = shardSups.flatMap((s, i) => (s.serving ? [i] : []));
         const s = upNow.length > 0 ? upNow[prng.int(0, upNow.length - 1)]! : prng.int(0, o.shards - 1);
         await shardSups[s]!.up().catch(() => undefined);
         await shardSups[s]!.kill();
-        watch(s);
         kills.total++;
         kills.shard++;
       } else {
         await Promise.all(shardSups.map((s) => s.up().catch(() => undefined)));
         await Promise.all(shardSups.map((s) => s.kill()));
-        shardSups.forEach((_, i) => watch(i));
         kills.total += o.shards;
         kills.allShards++;
       }
-      o.log?.(`kill ${kills.total}: ${outcomes()} outcomes so far`);
+      o.log?.(`kill ${kills.total}: ${outcomes} outcomes so far`);
     }
     await Promise.all(shardSups.map((s) => s.up().catch(() => undefined)));
     await waitOutcomes(5);
@@ -259,14 +257,8 @@ export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { ma
     }
     for (let c = 0; c < o.clients; c++) {
       await clientSups[c]!.up().catch(() => undefined);
-      const deadline = clock.nowMs() + 60_000;
-      const heldLine = (): string | undefined => {
-        const text = existsSync(histories[c]!) ? readFileSync(histories[c]!, 'utf8').trimEnd() : '';
-        const last = text.slice(text.lastIndexOf('\n') + 1);
-        return last.includes('"t":"held"') ? (JSON.parse(last) as { txid: string }).txid : undefined;
-      };
-      let t: string | undefined;
-      while ((t = heldLine()) === undefined && clock.nowMs() < deadline) await sleep(10);
+      await events.until(() => heldTx[c] !== undefined, 60_000);
+      const t = heldTx[c];
       if (t === undefined) errors.push(`client ${c} never reached a commit point to be held at`);
       else held.push(t);
       await clientSups[c]!.kill(false);
@@ -314,13 +306,7 @@ export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { ma
     errors.push((e as Error).message);
   } finally {
     for (const s of clientSups) s.destroy();
-    await Promise.all(shardSups.map(async (s) => {
-      try {
-        await s.stop();
-      } finally {
-        s.destroy();
-      }
-    }));
+    await stopAll(shardSups);
   }
   for (const s of [...shardSups, ...clientSups]) errors.push(...s.failures);
   // Every PM file: nothing PREPARED, nothing locked (before recovery touches it), then recovered and audited.

@@ -17,6 +17,8 @@ export const RpcErrorCodes = defineErrorCodes('rpc', {
   NOT_SERVING: 'PMRPC_ERR_NOT_SERVING',
   /** A method name registered twice, or two names with the same method id. */
   METHOD_EXISTS: 'PMRPC_ERR_METHOD_EXISTS',
+  /** An illegal step of a client's connection life on the server (src/rpc/conn-life.ts): a server bug, stopped before it acts. */
+  CONN_STATE: 'PMRPC_ERR_CONN_STATE',
 });
 
 declare module '../../pmem/index.js' {

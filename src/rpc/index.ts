@@ -15,6 +15,7 @@ export {
   type KnownResult,
   type AcceptRequest,
 } from './server.js';
+export { CONNST, CONN_TRANSITIONS, connTransition, type ConnState } from './conn-life.js';
 export { DurableRpcClient, RPC_CLIENT_DEFAULTS, type RpcCall, type RpcClientOptions } from './client.js';
 export { RPC_ACK_IMM, RPC_RESULT_IMM } from './wire.js';
 export { connectInProcess, reconnectInProcess } from './inprocess.js';

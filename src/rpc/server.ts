@@ -9,6 +9,9 @@
  * request), then process: the handler computes effects, the store commits them through the redo
  * log (FIFO, one total order), and a RESULT carrying the credit (the applied sequence) goes back.
  * Coupled baselines (farm, darpc) only ever answer with that RESULT.
+ *
+ * Each client's connection life is one named state (conn-life.ts: none, dormant, open, error,
+ * closing), changed in one place (#enter). Pool mode (pooled methods on worker threads) is pool.ts.
  */
 import assert from 'node:assert/strict';
 import { bool, callable, cryptoEntropy, isPmrpcError, must, nextTurn, optional, PmrpcError, crc32c, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
@@ -18,7 +21,6 @@ import {
   RECORD_HEADER_BYTES,
   RecoveryStore,
   type AppView,
-  type EffectImage,
   type Effects,
   type RecoveryReport,
   type Ring,
@@ -26,7 +28,9 @@ import {
 } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
 import { checkStrategy, rpcStrategy, type RpcStrategy, type RpcStrategyRecord } from './strategies.js';
-import type { PoolAnswer, RpcEffects, RpcHandler, RpcPool, RpcRequest } from './handler.js';
+import type { RpcEffects, RpcHandler, RpcPool, RpcRequest } from './handler.js';
+import { CONNST, connTransition, type ConnState } from './conn-life.js';
+import { PoolDispatch, type ComputedEffects } from './pool.js';
 import { decodeKept, encodeAck, encodeError, encodeKept, encodeResultOf, RPC_ACK_IMM, RPC_RESULT_IMM, STATUS_ERROR, STATUS_OK } from './wire.js';
 
 /** Test-only fault switches of the RPC layer (the crash-test mutants); never set in production. */
@@ -196,9 +200,6 @@ interface Conn {
   ring: Ring;
   stops: Array<() => void>;
   ackedUpTo: number;
-  failed: boolean;
-  /** The client said goodbye on this connection (or it was dropped): nothing more is polled for it. */
-  gone: boolean;
   /** SEND strategies: the highest sequence whose receive buffer this connection has posted. */
   recvUpTo: number;
   /**
@@ -209,19 +210,10 @@ interface Conn {
   polledEmptyIn: number;
 }
 
-interface PoolTaskState {
-  c: Conn;
-  entry: RingEntry;
-  keys: ReadonlySet<string> | undefined;
-  /** Tasks in flight when this one was dispatched (computed side by side with it). */
-  concurrent: PoolTaskState[];
-  answer: PoolAnswer | undefined;
-  images?: readonly EffectImage[];
-}
-
-function overlaps(a: readonly EffectImage[], b: readonly EffectImage[]): boolean {
-  for (const x of a) for (const y of b) if (x.offset < y.offset + y.bytes.length && y.offset < x.offset + x.bytes.length) return true;
-  return false;
+/** A client's connection life (one state, conn-life.ts) and its current connection (none while dormant, after a drop, or closing). */
+interface Session {
+  state: ConnState;
+  conn: Conn | undefined;
 }
 
 /** A method name's id on the wire (CRC-32C of its UTF-8 bytes): client and server agree without a handshake. */
@@ -266,19 +258,18 @@ export class DurableRpcServer {
   readonly #rec: RpcStrategyRecord;
   #faults: Readonly<RpcFaults>;
   #methods = new Map<number, { name: string; handler: RpcHandler; pooled: boolean; keys: MethodOptions['keys'] }>();
-  /** Pool mode: polled entries waiting for dispatch, in the one total order (FIFO per client). */
-  #queue: Array<{ c: Conn; entry: RingEntry }> = [];
-  /** Pool mode: dispatched, in dispatch (= commit) order. */
-  #inFlight: PoolTaskState[] = [];
-  #conns = new Map<number, Conn>();
+  /** Pool mode (pool.ts); undefined: every handler runs inline. */
+  #pool: PoolDispatch<Conn> | undefined;
+  /**
+   * Each client's connection life, by client id. Re-inserted at each step (#enter): the map runs
+   * in the order the clients entered their states (the longest closing is released first).
+   */
+  #sessions = new Map<number, Session>();
   #poller: CpuPoller;
   #state: 'new' | 'serving' | 'closed' = 'new';
   /** Lease: when each client in the table last showed a sign of life (clock ms). */
   #lastSeen = new Map<number, number>();
-  /** Clients that said goodbye whose slot canRelease still keeps. */
-  #closing = new Set<number>();
-  /** Pre-crash clients that have shown no sign of life since the restart (start() of a recovered store), and when that was. */
-  #dormant = new Set<number>();
+  /** When the recovered store's clients became dormant (start() after a restart). */
   #restartedAt = 0;
   /** Slots released so far (goodbye and lease). */
   releases = { goodbye: 0, lease: 0 };
@@ -305,10 +296,60 @@ export class DurableRpcServer {
     this.store = store;
     this.region = nic.region;
     this.#poller = new CpuPoller(nic, { schedule: o.schedule });
+    const pool = o.pool;
+    this.#pool =
+      pool === undefined
+        ? undefined
+        : new PoolDispatch<Conn>({
+            pool,
+            inFlightMax: o.poolInFlightMax,
+            serving: () => this.#state === 'serving',
+            method: (id) => this.#methods.get(id),
+            failed: (c) => this.#stateOf(c.clientId) === CONNST.ERROR && this.#sessions.get(c.clientId)!.conn === c,
+            taskBase: () => ({ shared: this.region.shared(), appOffset: this.store.geometry.appOffset, appBytes: this.store.geometry.appBytes }),
+            effects: (entry, compute) => this.#effects(entry, this.store.appView, compute),
+            process: (c, entry, computed) => this.#process(c, entry, computed),
+            guarded: (c, fn) => this.#guarded(c, fn),
+          });
+  }
+
+  /** A client's connection state (CONNST.NONE when the server keeps none). */
+  #stateOf(clientId: number): ConnState {
+    return this.#sessions.get(clientId)?.state ?? CONNST.NONE;
+  }
+
+  /**
+   * The one place a client's connection life changes: `to` must be a legal step from its state
+   * (conn-life.ts; an illegal one throws PMRPC_ERR_CONN_STATE before anything changes). `conn`:
+   * its new connection (open); otherwise it keeps the one it has.
+   */
+  #enter(clientId: number, to: ConnState, conn?: Conn): void {
+    const s = this.#sessions.get(clientId);
+    connTransition(s?.state ?? CONNST.NONE, to, clientId);
+    this.#sessions.delete(clientId);
+    if (to !== CONNST.NONE) this.#sessions.set(clientId, { state: to, conn: conn ?? s?.conn });
+  }
+
+  /** The clients in state `st`, in the order they entered it. */
+  #inState(st: ConnState): number[] {
+    const out: number[] = [];
+    for (const [id, s] of this.#sessions) if (s.state === st) out.push(id);
+    return out;
+  }
+
+  /** c is its client's current connection and open: it is polled. */
+  #live(c: Conn): boolean {
+    const s = this.#sessions.get(c.clientId);
+    return s !== undefined && s.conn === c && s.state === CONNST.OPEN;
   }
 
   get serving(): boolean {
     return this.#state === 'serving';
+  }
+
+  /** A client's connection state (src/rpc/conn-life.ts): none, dormant, open, error or closing. */
+  connState(clientId: number): ConnState {
+    return this.#stateOf(clientId);
   }
 
   /** The longest payload a request may carry (a ring slot less its header). */
@@ -345,12 +386,12 @@ export class DurableRpcServer {
     for (const e of this.store.conn.entries()) this.#lastSeen.set(e.clientId, now);
     if (report !== undefined) {
       this.#restartedAt = now;
-      for (const e of this.store.conn.entries()) this.#dormant.add(e.clientId);
+      for (const e of this.store.conn.entries()) this.#enter(e.clientId, CONNST.DORMANT);
     }
     // A goodbye that recovery re-executed (its client was not told): finish it as the live path would.
     for (const c of report?.clients ?? []) {
       if (c.reexecute.at(-1)?.methodId === GOODBYE_ID) {
-        this.#closing.add(c.clientId);
+        this.#enter(c.clientId, CONNST.CLOSING);
         this.#tryRelease(c.clientId, 'goodbye');
       }
     }
@@ -387,10 +428,10 @@ export class DurableRpcServer {
     } else {
       clientId = request.clientId;
       // Who the client is, before anything of it is touched: its id alone proves nothing.
-      if (this.#closing.has(clientId)) throw new PmrpcError('PMRPC_ERR_CLIENT_RELEASED', `client ${clientId} said goodbye: its slot is being released`);
+      if (this.#stateOf(clientId) === CONNST.CLOSING) throw new PmrpcError('PMRPC_ERR_CLIENT_RELEASED', `client ${clientId} said goodbye: its slot is being released`);
       store.client(clientId); // PMRPC_ERR_UNKNOWN_CLIENT, PMRPC_ERR_CLIENT_RELEASED
       store.authenticate(clientId, decodeSecret(request.secret)); // PMRPC_ERR_CLIENT_AUTH
-      const old = this.#conns.get(clientId);
+      const old = this.#sessions.get(clientId)?.conn;
       if (old !== undefined) {
         // A live reconnect: take in what already arrived, make every consumed entry durable (the
         // client will count everything before the resume point as durable), drop the old QP.
@@ -398,7 +439,7 @@ export class DurableRpcServer {
         // the middle of one (the pass's own notify or persist); that pass processes what it polled
         // and answers on the client's current connection (#process), so a nested pass here would
         // only interleave two batches of the store.
-        if (!old.failed && this.#passes === 0) this.#service(old);
+        if (this.#passes === 0) this.#service(old); // (an open connection only)
         if (!this.#faults.skipReconnectPersist) for (let s = store.conn.appliedSeq(clientId) + 1; s < old.ring.nextSeq; s++) old.ring.persistEntry(s);
         resumeSeq = old.ring.nextSeq;
         this.#drop(old);
@@ -414,10 +455,9 @@ export class DurableRpcServer {
     const sqp = this.nic.createQp(pd);
     const ring = store.ring(clientId);
     assert.equal(ring.nextSeq, resumeSeq, 'the ring polls from the resume point');
-    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, failed: false, gone: false, recvUpTo: resumeSeq - 1, polledEmptyIn: -1 };
-    this.#conns.set(clientId, conn);
+    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, recvUpTo: resumeSeq - 1, polledEmptyIn: -1 };
+    this.#enter(clientId, CONNST.OPEN, conn);
     this.#lastSeen.set(clientId, this.options.clock.nowMs());
-    this.#dormant.delete(clientId);
     const applied = store.conn.appliedSeq(clientId);
     if (this.#rec.arrives === 'recv') {
       for (let s = resumeSeq; s <= applied + g.ringSlots; s++) sqp.postRecv({ id: s, addr: ring.slotOffset(s), len: g.slotBytes });
@@ -458,7 +498,7 @@ export class DurableRpcServer {
   close(): void {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
-    for (const c of [...this.#conns.values()]) this.#drop(c);
+    for (const s of [...this.#sessions.values()]) if (s.conn !== undefined) this.#drop(s.conn);
     this.#poller.close();
     try {
       this.store.completeAll(); // the lazy flags of group commit (recovery would replay them anyway)
@@ -475,7 +515,7 @@ export class DurableRpcServer {
   releaseExpired(): number[] {
     if (this.#state !== 'serving') return [];
     const out: number[] = [];
-    for (const id of [...this.#closing]) if (this.#tryRelease(id, 'goodbye')) out.push(id);
+    for (const id of this.#inState(CONNST.CLOSING)) if (this.#tryRelease(id, 'goodbye')) out.push(id);
     for (const id of this.#expired()) if (this.#tryRelease(id, 'lease')) out.push(id);
     return out;
   }
@@ -497,10 +537,10 @@ export class DurableRpcServer {
    * lease, then a pre-crash client not back restartGraceMs after the restart (lowest id first).
    */
   #reclaim(): number | undefined {
-    for (const id of [...this.#closing]) if (this.#tryRelease(id, 'goodbye')) return id;
+    for (const id of this.#inState(CONNST.CLOSING)) if (this.#tryRelease(id, 'goodbye')) return id;
     for (const id of this.#expired()) if (this.#tryRelease(id, 'lease')) return id;
     if (this.options.clock.nowMs() - this.#restartedAt >= this.options.restartGraceMs) {
-      for (const id of [...this.#dormant].sort((a, b) => a - b)) if (this.#tryRelease(id, 'lease')) return id;
+      for (const id of this.#inState(CONNST.DORMANT).sort((a, b) => a - b)) if (this.#tryRelease(id, 'lease')) return id;
     }
     return undefined;
   }
@@ -512,35 +552,33 @@ export class DurableRpcServer {
    */
   #tryRelease(clientId: number, why: 'goodbye' | 'lease', dropConn = true): boolean {
     if (!this.store.conn.has(clientId)) {
-      this.#closing.delete(clientId);
+      if (this.#stateOf(clientId) === CONNST.CLOSING) this.#enter(clientId, CONNST.NONE);
       return false;
     }
     if (this.options.canRelease !== undefined && this.options.canRelease(clientId) !== true) return false;
-    if (this.#queue.some((q) => q.c.clientId === clientId) || this.#inFlight.some((t) => t.c.clientId === clientId)) return false;
-    const c = this.#conns.get(clientId);
+    if (this.#pool?.holds(clientId) === true) return false;
+    const c = this.#sessions.get(clientId)?.conn;
     if (c !== undefined && dropConn) {
-      if (!c.failed && !c.gone) this.#service(c);
-      c.gone = true;
+      this.#service(c); // (an open connection only)
       this.#drop(c);
     }
     try {
       // What drained into the ring when the QP went: processed (nobody to answer).
       const ring = this.store.ring(clientId);
-      for (let i = 0; i <= this.store.geometry.ringSlots && !this.#closing.has(clientId); i++) {
+      for (let i = 0; i <= this.store.geometry.ringSlots && this.#stateOf(clientId) !== CONNST.CLOSING; i++) {
         const p = ring.poll();
         if (p.kind !== 'entry') break;
-        if (p.entry.methodId === GOODBYE_ID) this.#closing.add(clientId);
+        if (p.entry.methodId === GOODBYE_ID) this.#enter(clientId, CONNST.CLOSING);
         this.store.commit(clientId, p.entry.seq, this.#effects(p.entry, this.store.appView).record);
       }
       // After its goodbye a client sends nothing: whatever it placed past it is void.
-      if (this.#closing.has(clientId)) this.store.discardUnapplied(clientId);
+      if (this.#stateOf(clientId) === CONNST.CLOSING) this.store.discardUnapplied(clientId);
       this.store.release(clientId);
     } catch {
       return false; // PMRPC_ERR_CLIENT_BUSY, a torn entry, a full log: the slot stays; tried again later
     }
-    this.#closing.delete(clientId);
+    if (this.#sessions.has(clientId)) this.#enter(clientId, CONNST.NONE);
     this.#lastSeen.delete(clientId);
-    this.#dormant.delete(clientId);
     this.releases[why]++;
     return true;
   }
@@ -552,17 +590,24 @@ export class DurableRpcServer {
 
   #drop(c: Conn): void {
     // Nothing more is polled for a dropped connection (a pass already running answers on the client's current one).
-    c.gone = true;
-    for (const s of c.stops.splice(0)) s();
+    const s = this.#sessions.get(c.clientId);
+    if (s?.conn === c) {
+      // A cut connection's entries waiting in the pool are never dispatched (nor after a reconnect).
+      if (s.state === CONNST.ERROR) this.#pool?.drop(c);
+      s.conn = undefined;
+    }
+    for (const stop of c.stops.splice(0)) stop();
     this.nic.destroyQp(c.sqp.qpn);
     this.nic.deregisterMr(c.mr);
-    if (this.#conns.get(c.clientId) === c) this.#conns.delete(c.clientId);
   }
 
   #fail(c: Conn, error: unknown): void {
     // A client that broke the protocol (an entry beyond its credits, a torn entry that never
     // completes): its connection is cut, the others are served on.
-    c.failed = true;
+    const s = this.#sessions.get(c.clientId);
+    if (s?.conn === c) {
+      if (s.state === CONNST.OPEN) this.#enter(c.clientId, CONNST.ERROR);
+    } else this.#pool?.drop(c); // a connection already replaced or dropped: its waiting entries are void
     this.connectionErrors.push({ clientId: c.clientId, error });
     if (this.connectionErrors.length > 1024) this.connectionErrors.shift();
     for (const s of c.stops.splice(0)) s();
@@ -570,7 +615,7 @@ export class DurableRpcServer {
 
   /** gpspm: the client asks the CPU to persist the entry of sequence `imm`. */
   #onFlushRequest(c: Conn, rc: RecvCompletion): void {
-    if (c.failed || this.#state !== 'serving') return;
+    if (!this.#live(c) || this.#state !== 'serving') return;
     // Every flush request already received is taken now (strict group commit: one pass, one
     // batch, one msync for all of them, not one per request; their poll events then find none).
     const seqs: number[] = [];
@@ -609,7 +654,7 @@ export class DurableRpcServer {
 
   /** One CPU pass for a connection: poll FIFO, ACK what needs the CPU's persist, process. */
   #service(c: Conn, beforeProcess?: () => void): void {
-    if (c.failed || c.gone || this.#state !== 'serving') return;
+    if (!this.#live(c) || this.#state !== 'serving') return;
     this.#passes++;
     try {
       this.#pass(c, beforeProcess);
@@ -643,7 +688,7 @@ export class DurableRpcServer {
     try {
       // The ACK of an entry that arrives by its flush request goes out on that request (#onFlushRequest).
       const acks = this.#rec.serverAcks && this.#rec.arrives !== 'flush-request';
-      if (this.options.pool === undefined && this.#strictFile) {
+      if (this.#pool === undefined && this.#strictFile) {
         this.#processBatch(c, polled, () => {
           if (acks) this.#persistAndAck(c, polled.map((e) => e.seq));
           beforeProcess?.();
@@ -652,19 +697,16 @@ export class DurableRpcServer {
         if (acks) this.#persistAndAck(c, polled.map((e) => e.seq));
         beforeProcess?.();
       }
-      if (this.options.pool === undefined) {
+      if (this.#pool === undefined) {
         if (!this.#strictFile) this.#processBatch(c, polled);
-      } else {
-        for (const entry of polled) this.#queue.push({ c, entry });
-        this.#dispatch();
-      }
+      } else this.#pool.enqueue(c, polled);
     } catch (e) {
       // The store refused (a full log, a broken layout): this connection stops, the others go on.
       this.#fail(c, e);
       return;
     }
     // More may have arrived than one batch: another pass.
-    if (polled.length === this.options.batchMax && !c.failed && !c.gone) this.options.schedule(() => this.#service(c));
+    if (polled.length === this.options.batchMax && this.#live(c)) this.options.schedule(() => this.#service(c));
   }
 
   /**
@@ -723,12 +765,12 @@ export class DurableRpcServer {
     for (const send of rs.splice(0)) send();
   }
 
-  #process(from: Conn, entry: RingEntry, computed?: { record: Effects; status: number; bytes: Uint8Array }): void {
+  #process(from: Conn, entry: RingEntry, computed?: ComputedEffects): void {
     // The client may have reconnected since the entry was polled (pool mode): answer on its current connection.
-    const c = this.#conns.get(from.clientId) ?? from;
-    if (c.gone || this.#closing.has(c.clientId) || !this.store.conn.has(c.clientId)) return; // after its goodbye: nothing more
+    const session = this.#sessions.get(from.clientId);
+    const c = session?.conn;
+    if (c === undefined || session!.state === CONNST.CLOSING || !this.store.conn.has(c.clientId)) return; // dropped, or after its goodbye: nothing more
     this.#lastSeen.set(c.clientId, this.options.clock.nowMs());
-    this.#dormant.delete(c.clientId);
     const { record, status, bytes } = computed ?? this.#effects(entry, this.store.appView);
     const coupled = this.#rec.coupled;
     if (coupled && this.#faults.replyBeforeApply) this.#reply(c, entry.seq, status, bytes, this.store.conn.appliedSeq(c.clientId));
@@ -738,8 +780,7 @@ export class DurableRpcServer {
       if (this.#replies !== undefined) this.store.settle();
       // Every earlier entry is applied (FIFO). The release is durable before the answer goes out;
       // a slot canRelease keeps is released later (releaseExpired, or when a slot is needed).
-      this.#closing.add(c.clientId);
-      c.gone = true;
+      this.#enter(c.clientId, CONNST.CLOSING);
       this.#tryRelease(c.clientId, 'goodbye', false);
       this.#reply(c, entry.seq, status, bytes, entry.seq);
       this.#drop(c);
@@ -747,7 +788,7 @@ export class DurableRpcServer {
     }
     const send = (): void => {
       // The client may have reconnected since (its old connection dropped in the middle of this pass): answer on the current one.
-      const c = this.#conns.get(from.clientId) ?? from;
+      const c = this.#sessions.get(from.clientId)?.conn ?? from;
       const applied = this.store.conn.appliedSeq(c.clientId);
       const g = this.store.geometry;
       // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.
@@ -763,100 +804,15 @@ export class DurableRpcServer {
     else send();
   }
 
-  // ------------------------------------------------------------ pool mode
-
-  /**
-   * Dispatches queued entries while they may run beside what is in flight: FIFO per client; an
-   * entry of another client may overtake a blocked one (the dispatch order is the total order, and
-   * commits follow it). Inline methods and pooled ones without keys run alone and are barriers:
-   * nothing after them is dispatched before them.
-   */
-  #dispatch(): void {
-    if (this.#state !== 'serving') return;
-    const waiting = new Set<number>();
-    for (let i = 0; i < this.#queue.length; ) {
-      const { c, entry } = this.#queue[i]!;
-      if (c.failed) {
-        this.#queue.splice(i, 1);
-        continue;
-      }
-      if (waiting.has(c.clientId)) {
-        i++;
-        continue;
-      }
-      const m = this.#methods.get(entry.methodId);
-      if (m === undefined || !m.pooled) {
-        if (i > 0 || this.#inFlight.length > 0) return;
-        this.#queue.shift();
-        this.#guarded(c, () => this.#process(c, entry));
-        continue;
-      }
-      const req: RpcRequest = { clientId: entry.clientId, seq: entry.seq, method: m.name, payload: entry.payload };
-      let keys: readonly string[] | undefined;
-      try {
-        keys = m.keys?.(req);
-      } catch {
-        keys = undefined; // a keys function that throws: the request runs alone
-      }
-      const ks = keys === undefined ? undefined : new Set(keys);
-      if (ks === undefined && (i > 0 || this.#inFlight.length > 0)) return;
-      const blocked = this.#inFlight.length >= this.options.poolInFlightMax || this.#inFlight.some((t) => t.keys === undefined || [...ks!].some((k) => t.keys!.has(k)));
-      if (blocked) {
-        waiting.add(c.clientId);
-        i++;
-        continue;
-      }
-      this.#queue.splice(i, 1);
-      const task: PoolTaskState = { c, entry, keys: ks, concurrent: [...this.#inFlight], answer: undefined };
-      this.#inFlight.push(task);
-      if (this.#inFlight.length > this.poolInFlightPeak) this.poolInFlightPeak = this.#inFlight.length;
-      const g = this.store.geometry;
-      this.options.pool!.run({
-        shared: this.region.shared(), appOffset: g.appOffset, appBytes: g.appBytes, method: m.name, clientId: entry.clientId, seq: entry.seq, payload: entry.payload,
-      }).then(
-        (a) => this.#answered(task, a),
-        (e: unknown) => this.#answered(task, { ok: false, code: undefined, message: `worker failed: ${String((e as Error)?.message ?? e)}` }),
-      );
-    }
+  /** Most pooled requests that were computing at once (pool mode). */
+  get poolInFlightPeak(): number {
+    return this.#pool?.inFlightPeak ?? 0;
   }
 
-  #answered(task: PoolTaskState, answer: PoolAnswer): void {
-    task.answer = answer;
-    if (this.#state !== 'serving') return;
-    // Commit in dispatch order: the head first.
-    while (this.#inFlight.length > 0 && this.#inFlight[0]!.answer !== undefined) {
-      const t = this.#inFlight.shift()!;
-      this.#guarded(t.c, () => this.#commitPooled(t));
-    }
-    this.#dispatch();
+  /** Requests whose pooled effects overlapped a concurrent request's and were recomputed serially (pool mode). */
+  get poolClashes(): number {
+    return this.#pool?.clashes ?? 0;
   }
-
-  #commitPooled(t: PoolTaskState): void {
-    const a = t.answer!;
-    let computed: { record: Effects; status: number; bytes: Uint8Array };
-    if (!a.ok) {
-      computed = this.#effects(t.entry, this.store.appView, () => {
-        throw Object.assign(new Error(a.message), a.code === undefined ? {} : { code: a.code });
-      });
-    } else {
-      computed = this.#effects(t.entry, this.store.appView, () => a.effects);
-      // Checked before apply: requests computed side by side must not write the same bytes.
-      // If they do (their keys lied), this one is computed again now, serially, inline.
-      t.images = computed.record.images;
-      const clash = t.concurrent.some((o) => o.images !== undefined && overlaps(o.images, computed.record.images));
-      if (clash) {
-        this.poolClashes++;
-        computed = this.#effects(t.entry, this.store.appView);
-      }
-    }
-    this.#process(t.c, t.entry, computed);
-  }
-
-  /** Most pooled requests that were computing at once. */
-  poolInFlightPeak = 0;
-
-  /** Requests whose pooled effects overlapped a concurrent request's and were recomputed serially. */
-  poolClashes = 0;
 
   #guarded(c: Conn, fn: () => void): void {
     try {
@@ -873,7 +829,7 @@ export class DurableRpcServer {
   }
 
   /** The effects of an entry, as committed (record) and as answered (status, bytes). Never throws for a request's fault. */
-  #effects(entry: RingEntry, view: AppView, compute?: () => RpcEffects): { record: Effects; status: number; bytes: Uint8Array } {
+  #effects(entry: RingEntry, view: AppView, compute?: () => RpcEffects): ComputedEffects {
     const keep = this.options.keepResults;
     if (entry.methodId === GOODBYE_ID) return { record: keep ? { images: [], result: encodeKept(STATUS_OK, new Uint8Array(0)) } : { images: [] }, status: STATUS_OK, bytes: new Uint8Array(0) };
     const m = this.#methods.get(entry.methodId);
@@ -898,7 +854,7 @@ export class DurableRpcServer {
   }
 
   /** The effects of a request that failed: no images, the coded error as its result. */
-  #failed(code: string, message: string): { record: Effects; status: number; bytes: Uint8Array } {
+  #failed(code: string, message: string): ComputedEffects {
     const roomBytes = this.store.geometry.recordBytes - RECORD_HEADER_BYTES - 8;
     const bytes = encodeError(code, message, Math.min(256, roomBytes - 1));
     return { record: this.options.keepResults ? { images: [], result: encodeKept(STATUS_ERROR, bytes) } : { images: [] }, status: STATUS_ERROR, bytes };

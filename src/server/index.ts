@@ -5,6 +5,6 @@ export { encodeHelloPayload, decodeHelloPayload, encodeWelcomePayload, decodeWel
 /** The inspector moved to src/node (every app); re-exported here for the rpc node's users. */
 export { inspectFile, type InspectReport } from '../node/index.js';
 export { WORKLOAD_METHOD, WORKLOAD_HANDLERS, PAYLOAD_BYTES, workloadPayload, verifyDigestLog, kvNodeKeys, type ClientLedger, type DigestVerdict } from './workload.js';
-export { runRealCrash, resolveRealCrashOptions, REAL_CRASH_DEFAULTS, HarnessErrorCodes, type RealCrashOptions, type RealCrashReport, type RealCrashVerdict, type RestartRecord } from './harness.js';
-export { runKvRealCrash, resolveKvRealCrashOptions, KV_REAL_CRASH_DEFAULTS, type KvRealCrashOptions, type KvRealCrashReport, type KvNodeReport } from './harness.js';
-export { Supervisor, MIN_SERVE_MS, type SupervisorOptions, type KillPlan } from './harness.js';
+export { Supervisor, Wakeup, MIN_SERVE_MS, HarnessErrorCodes, pause, stopAll, crashesOf, seedCheck, type SupervisorOptions, type KillPlan, type RestartRecord, type RealCrashVerdict, type Up } from './supervisor.js';
+export { runRealCrash, resolveRealCrashOptions, REAL_CRASH_DEFAULTS, type RealCrashOptions, type RealCrashReport } from './crash-rpc.js';
+export { runKvRealCrash, resolveKvRealCrashOptions, KV_REAL_CRASH_DEFAULTS, type KvRealCrashOptions, type KvRealCrashReport, type KvNodeReport } from './crash-kv.js';

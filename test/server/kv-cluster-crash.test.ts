@@ -1,4 +1,4 @@
-// `pmrpc demo --app kv --nodes 3` (DESIGN §8 "real crashes", src/server/harness.ts runKvRealCrash):
+// `pmrpc demo --app kv --nodes 3` (DESIGN §8 "real crashes", src/server/crash-kv.ts runKvRealCrash):
 // a PRISM-KV cluster of three serve processes, kill rounds of seeded subsets of the nodes plus a
 // self-kill, restarts on each node's own file, then per node: nothing acknowledged lost, durably
 // linearizable, the app's audit clean. Short on purpose; the seed is printed and replays.
@@ -39,7 +39,7 @@ t.test('demo --app kv --nodes 3: kills of node subsets, restarts, every node che
 // (acknowledged before durable) must be caught — an acknowledged PUT lost, or a history that is
 // not durably linearizable — once a kill round strikes.
 t.test('the real-crash checks catch a mutant (dropIndexFlush: acknowledged before durable)', async (t) => {
-  const { runKvRealCrash } = await import('../../dist/src/server/harness.js');
+  const { runKvRealCrash } = await import('../../dist/src/server/crash-kv.js');
   const seed = SEED + 1;
   // One node, so every kill round strikes it, after it acknowledged 3 PUTs (whatever the machine's
   // speed): the mutant loses what its incarnation acknowledged.

@@ -15,7 +15,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 // The compiled harness (as the CLI runs it): tap's TypeScript loader would slow the clients' hot path.
-import { runRealCrash } from '../../dist/src/server/harness.js';
+import { runRealCrash } from '../../dist/src/server/crash-rpc.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);

@@ -5,7 +5,7 @@ import t from 'tap';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 // The compiled harness (as the CLI runs it): tap's TypeScript loader would slow the clients' hot path.
-import { runRealCrash } from '../../dist/src/server/harness.js';
+import { runRealCrash } from '../../dist/src/server/crash-rpc.js';
 import type { RpcStrategy } from '../../dist/src/rpc/index.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));

@@ -1,0 +1,42 @@
+/**
+ * A client's connection life on the durable RPC server (DESIGN §4), as named states — the way
+ * Linux rxe names its responder states (RESPST_*, with a name per state): one state per client of
+ * the table, every change through `connTransition`, which refuses a step the table below does not
+ * list with PMRPC_ERR_CONN_STATE (a server bug, never a client's doing: the server stops the step
+ * instead of polling or answering a connection it must not).
+ */
+import { PmrpcError } from '../../pmem/index.js';
+import { RpcErrorCodes } from './errors.js';
+
+export const CONNST = Object.freeze({
+  /** No state here: not connected to this server since it started (a new client), or its slot released. */
+  NONE: 'none',
+  /** In the table from before the restart (recovery), no connection since: released after restartGraceMs when a slot is needed. */
+  DORMANT: 'dormant',
+  /** Connected: its current QP is polled, its requests committed and answered. */
+  OPEN: 'open',
+  /** Its current QP was cut (it broke the protocol, or the store refused): nothing more is polled; what was polled is still answered; a reconnect replaces it. */
+  ERROR: 'error',
+  /** It said goodbye: nothing more is polled or answered; the slot is released as soon as canRelease allows; a reconnect is refused. */
+  CLOSING: 'closing',
+} as const);
+
+export type ConnState = (typeof CONNST)[keyof typeof CONNST];
+
+/** The legal steps, from each state. */
+export const CONN_TRANSITIONS: Readonly<Record<ConnState, readonly ConnState[]>> = Object.freeze({
+  // accept (a new client, or a client in the table this server had no state for); start() after a
+  // recovery; a goodbye found in the ring of a client with no state (released on the spot).
+  none: ['open', 'dormant', 'closing'],
+  dormant: ['open', 'closing', 'none'],
+  // open → open: a reconnect replaces the connection.
+  open: ['open', 'error', 'closing', 'none'],
+  error: ['open', 'closing', 'none'],
+  closing: ['none'],
+});
+
+/** One step of a client's connection life; an illegal one is PMRPC_ERR_CONN_STATE. */
+export function connTransition(from: ConnState, to: ConnState, clientId: number): ConnState {
+  if (!CONN_TRANSITIONS[from].includes(to)) throw new PmrpcError(RpcErrorCodes.CONN_STATE, `client ${clientId}: its connection cannot go from ${from} to ${to}`);
+  return to;
+}

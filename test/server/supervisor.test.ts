@@ -1,0 +1,50 @@
+// The real-crash supervisor (src/server/supervisor.ts), on its own: Wakeup's bounded waits end at
+// the event that makes them true or at their bound (virtual time); a Supervisor hands over each
+// line a child prints after its start line, restarts a SIGKILLed child at once, or — kill('later')
+// — only when the runner calls start(), and ends with an orderly stop.
+import t from 'tap';
+import { systemClock, VirtualClock } from '../../pmem/index.js';
+import { stopAll, Supervisor, Wakeup } from '../../src/server/index.js';
+
+t.test('Wakeup: true at the notify that makes the condition hold, false at the bound', async (t) => {
+  const clock = new VirtualClock();
+  const w = new Wakeup(clock);
+  let n = 0;
+  const hit = w.until(() => n >= 2, 1000);
+  n = 1;
+  w.notify();
+  n = 2;
+  w.notify();
+  t.equal(await hit, true);
+  t.equal(clock.nowMs(), 0, 'no time passed');
+  const miss = w.until(() => n >= 3, 1000);
+  clock.advanceMs(999);
+  w.notify();
+  clock.advanceMs(1);
+  t.equal(await miss, false, 'the bound');
+  t.equal(await w.until(() => true, 0), true, 'already true: at once');
+});
+
+// A child that prints the start line and then a numbered line every 10 ms until SIGTERM.
+const CHILD = "let i=0;console.log(JSON.stringify({port:0,recovered:{}}));const h=setInterval(()=>console.log(JSON.stringify({t:'tick',i:i++})),10);process.on('SIGTERM',()=>{clearInterval(h);process.exit(0)})";
+
+t.test('Supervisor: lines as they arrive, kill() restarts at once, kill(\'later\') when asked, an orderly stop', async (t) => {
+  const events = new Wakeup(systemClock);
+  const lines: Array<{ gen: number; text: string }> = [];
+  const sup = new Supervisor({ args: () => ['-e', CHILD], clock: systemClock, log: undefined, restartsMax: 5, name: 'child', wakeup: events, onLine: (text, gen) => lines.push({ gen, text }) }, 'none', []);
+  t.teardown(() => sup.destroy());
+  t.equal((await sup.start()).generation, 1);
+  t.ok(await events.until(() => lines.length >= 3, 60_000), 'lines after the start line');
+  t.same(JSON.parse(lines[0]!.text), { t: 'tick', i: 0 }, 'the first line after the start line');
+  t.ok(sup.serving);
+  await sup.kill();
+  t.ok(await events.until(() => sup.serving && sup.generation === 2, 60_000), 'restarted at once');
+  await sup.kill('later');
+  t.equal(sup.generation, 2, 'not restarted');
+  t.notOk(sup.serving);
+  t.equal((await sup.start()).generation, 3, 'restarted when asked');
+  t.ok(await events.until(() => lines.some((l) => l.gen === 3), 60_000), 'the new incarnation\'s lines');
+  await stopAll([sup]);
+  t.same(sup.incarnations.map((r) => r.end), ['external', 'external', 'stop']);
+  t.same(sup.failures, []);
+});

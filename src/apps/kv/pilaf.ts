@@ -101,7 +101,7 @@ export class PilafServer {
    * version is never given twice in a server's life. A GET checks that the item it read carries
    * its entry's version; with per-slot versions, a buffer freed and reused for another key could
    * carry the same small number, and a GET holding the stale entry would take the other key's item
-   * for its slot and report its own key absent (found by test/apps/kv/sigkill.test.ts).
+   * for its slot and report its own key absent (found by test/deep/kv-sigkill.test.ts).
    */
   #nextVersion = 1;
   requests = 0;

@@ -2,7 +2,7 @@
 // update and reused for another key must not pass that check for a GET that still holds the old
 // entry: with per-slot versions both carried version 1, the GET took the other key's item for its
 // slot and reported its own key absent although it was never deleted (found by the SIGKILL test,
-// test/apps/kv/sigkill.test.ts, as a non-linearizable history). Versions now come from one counter.
+// test/deep/kv-sigkill.test.ts, as a non-linearizable history). Versions now come from one counter.
 import t from 'tap';
 import { createPrng, PmemRegion, seededEntropy } from '../../../pmem/index.js';
 import { InProcessFabric, QueuePair, Rnic, type InProcessLink } from '../../../flush/index.js';

@@ -1,5 +1,5 @@
 // Real crashes (issue 7, DESIGN §8 "Real crashes"): a PRISM-KV server in a child process
-// (fixtures/kv-server.mjs, compiled code) owns a region FILE and serves 127.0.0.1 over TcpNicServer;
+// (test/apps/kv/fixtures/kv-server.mjs, compiled code) owns a region FILE and serves 127.0.0.1 over TcpNicServer;
 // several PrismKvClients in this process run seeded put / get / delete over TcpLinks while the
 // server is SIGKILLed (at a seeded moment, after a seeded count of acknowledged operations, or by
 // itself at a seeded persistence event), restarted on the same file (recovery: free lists rebuilt,
@@ -27,10 +27,10 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { QueuePair, Wr, type NotifyMessage } from '../../../flush/index.js';
-import { createPrng, type Prng } from '../../../pmem/index.js';
-import { TcpLink } from '../../../src/transport/index.js';
-import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../../src/check/linearizability.js';
+import { QueuePair, Wr, type NotifyMessage } from '../../flush/index.js';
+import { createPrng, type Prng } from '../../pmem/index.js';
+import { TcpLink } from '../../src/transport/index.js';
+import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../src/check/linearizability.js';
 import {
   computeKvGeometry,
   homeSlot,
@@ -41,11 +41,11 @@ import {
   validateLayoutOptions,
   type KvFaults,
   type KvLayoutOptions,
-} from '../../../src/apps/kv/index.js';
-import { lostWrites } from '../../../src/testing/crash/index.js';
+} from '../../src/apps/kv/index.js';
+import { lostWrites } from '../../src/testing/crash/index.js';
 
-const FIXTURE = fileURLToPath(new URL('./fixtures/kv-server.mjs', import.meta.url));
-const COMPILED = fileURLToPath(new URL('../../../dist/src/apps/kv/index.js', import.meta.url));
+const FIXTURE = fileURLToPath(new URL('../apps/kv/fixtures/kv-server.mjs', import.meta.url));
+const COMPILED = fileURLToPath(new URL('../../dist/src/apps/kv/index.js', import.meta.url));
 if (!existsSync(COMPILED)) throw new Error(`${COMPILED} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);
 
 const BASE_SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
@@ -387,7 +387,7 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
 
 function report(t: Tap.Test, name: string, r: RunResult): void {
   t.comment(
-    `${name}: seed ${r.seed} (replay: PMRPC_SEED=${BASE_SEED} npx tap test/apps/kv/sigkill.test.ts) — ${r.cycles} kill/restart cycles, ${r.operations} operations, ${r.acknowledged} acknowledged, ${r.cut} cut, lost ${r.lost.length}, ` +
+    `${name}: seed ${r.seed} (replay: PMRPC_SEED=${BASE_SEED} npx tap test/deep/kv-sigkill.test.ts) — ${r.cycles} kill/restart cycles, ${r.operations} operations, ${r.acknowledged} acknowledged, ${r.cut} cut, lost ${r.lost.length}, ` +
       `linearizable ${String(r.wholeHistory.ok)} (whole history, ${r.wholeHistory.explored} steps) / ${r.cycles - r.segmentViolations.length} of ${r.cycles} cycles, epochs ${r.epochs.join(',') || '-'}, ` +
       `stale returns refused ${r.staleReturns.refusedAsStale}/${r.staleReturns.sent}, hung ${r.hung}, ${r.seconds} s`,
   );

@@ -17,7 +17,9 @@ t.test(`scale: seeds from ${seed} (at most 12), at least 10,000 distinct (crash 
   let images = 0;
   let cpuMs = 0;
   const configs = new Set<string>();
-  for (let s = seed; s < seed + 12 && distinct < 10_000; s++) {
+  // Until 6 NIC configurations are covered as well, even when fewer seeds reach 10,000 pairs: the
+  // rounds workload (docs/kv.md) checks more images per seed than the one this bound was set for.
+  for (let s = seed; s < seed + 12 && (distinct < 10_000 || configs.size < 6); s++) {
     const app = withDistinctImages(kvExplorerApp({ opsPerClient: 12 }));
     const c0 = process.cpuUsage();
     const r = await explore(app, { seed: s, imagesPerPoint: 10, nested: false });

@@ -54,5 +54,6 @@ t.test('mutant skip-read-flush: exhaustive catches it in one run; the schedule r
   t.ok(again.violations.some((x) => x.point === v.point && x.detail === v.detail), 'the same violation at the same crash point');
 });
 
-// PRISM-KV's exhaustive run (2 clients x (PUT + GET), seed 16, ~2 CPU-minutes) is in
-// test/deep/kv-exhaustive.test.ts (npm run test:deep).
+// PRISM-KV's exhaustive run (2 clients x (PUT + GET), seed 16) is not run: on the explorer's
+// rounds workload (docs/kv.md) it passes statesMax 200,000 (765 interleavings, 193,872 images, no
+// violation so far). It needs a scripted two-client race small enough to explore whole.

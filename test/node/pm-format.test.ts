@@ -73,7 +73,8 @@ t.test('format killed (SIGINT / SIGKILL) at seeded moments: no file or a complet
     const delayMs = prng.int(Math.floor(lifeMs / 3), Math.ceil(lifeMs * 1.1));
     const signal = prng.chance(0.5) ? 'SIGKILL' : 'SIGINT';
     const app = (['rpc', 'kv', 'rs', 'tx'] as const)[prng.int(0, 3)]!;
-    const size = (prng.int(1, 64) << 20) + (app === 'rpc' ? 1 << 20 : 0);
+    // At least 2 MiB: every app fits (PRISM-RS's default layout needs 1,622,016 bytes).
+    const size = (prng.int(2, 64) << 20) + (app === 'rpc' ? 1 << 20 : 0);
     const child = spawn(process.execPath, [MAIN, 'format', pm, '--app', app, '--size', String(size)], { stdio: 'ignore' });
     children.push(child);
     const exited = new Promise<{ code: number | null; signal: string | null }>((res) => child.on('exit', (code, sig) => res({ code, signal: sig })));
@@ -86,11 +87,11 @@ t.test('format killed (SIGINT / SIGKILL) at seeded moments: no file or a complet
       const node = await NodeHost.start({ app, pmPath: pm });
       await node.close();
       t.throws(() => formatNodeFile(pm, app, {}, 2 << 20), { code: 'PMRPC_ERR_REGION_EXISTS', message: /--force/ }, `${what}: a new format refuses the complete file naming --force`);
-      formatNodeFile(pm, app, {}, (prng.int(1, 8) << 20) + (app === 'rpc' ? 1 << 20 : 0), { replace: true });
+      formatNodeFile(pm, app, {}, (prng.int(2, 8) << 20) + (app === 'rpc' ? 1 << 20 : 0), { replace: true });
       outcomes.push('complete');
     } else {
       outcomes.push(existsSync(formatTempPath(pm)) ? 'interrupted' : 'not started');
-      formatNodeFile(pm, app, {}, (prng.int(1, 8) << 20) + (app === 'rpc' ? 1 << 20 : 0));
+      formatNodeFile(pm, app, {}, (prng.int(2, 8) << 20) + (app === 'rpc' ? 1 << 20 : 0));
     }
     const node = await NodeHost.start({ app, pmPath: pm });
     t.equal(node.recovery.created, false, `${what}: serve starts after the new format`);

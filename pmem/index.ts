@@ -4,6 +4,8 @@ export {
   PmrpcError,
   PmrpcIoError,
   isPmrpcError,
+  invariant,
+  isInvariantError,
   defineErrorCodes,
   registeredErrorCodes,
   type ErrorCode,

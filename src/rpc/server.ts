@@ -13,8 +13,7 @@
  * Each client's connection life is one named state (conn-life.ts: none, dormant, open, error,
  * closing), changed in one place (#enter). Pool mode (pooled methods on worker threads) is pool.ts.
  */
-import assert from 'node:assert/strict';
-import { bool, callable, cryptoEntropy, isPmrpcError, must, nextTurn, optional, PmrpcError, crc32c, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
+import { bool, callable, cryptoEntropy, invariant, isInvariantError, isPmrpcError, must, nextTurn, optional, PmrpcError, crc32c, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
 import { Access, CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../flush/index.js';
 import {
   checkEffects,
@@ -102,6 +101,20 @@ export interface RpcServerOptions {
    * new clients for leaseMs. A slot with unresolved state stays (canRelease, unapplied entries).
    */
   restartGraceMs: number;
+  /**
+   * A broken invariant of pmrpc's own state (PMRPC_ERR_INVARIANT, pmem/errors.ts) is never answered
+   * as a request error: the server stops serving (no connection is polled again) and calls this
+   * once. The default rethrows it out of the event loop, so the process stops (`pmrpc serve` exits
+   * 70) before it writes anything else; restart recovers from the file.
+   */
+  onInvariant: (error: PmrpcError) => void;
+}
+
+/** The default onInvariant: the error leaves the event loop as an uncaught exception (the process stops). */
+export function rethrowInvariant(error: PmrpcError): void {
+  queueMicrotask(() => {
+    throw error;
+  });
 }
 
 export const RPC_SERVER_DEFAULTS: Readonly<RpcServerOptions> = Object.freeze({
@@ -117,12 +130,14 @@ export const RPC_SERVER_DEFAULTS: Readonly<RpcServerOptions> = Object.freeze({
   leaseMs: 60_000,
   canRelease: undefined,
   restartGraceMs: 2_000,
+  onInvariant: rethrowInvariant,
 });
 
 const RPC_SERVER_CHECKS: OptionChecks<RpcServerOptions> = {
   strategy: (_name, v) => void checkStrategy(v),
   keepResults: bool,
   schedule: callable(),
+  onInvariant: callable(),
   batchMax: positiveInt,
   pool: must((v) => v === undefined || (v !== null && typeof (v as RpcPool).run === 'function'), 'must have a run(task) method (a Piscina instance)'),
   poolInFlightMax: positiveInt,
@@ -340,7 +355,7 @@ export class DurableRpcServer {
   /** c is its client's current connection and open: it is polled. */
   #live(c: Conn): boolean {
     const s = this.#sessions.get(c.clientId);
-    return s !== undefined && s.conn === c && s.state === CONNST.OPEN;
+    return s !== undefined && s.conn === c && s.state === CONNST.OPEN && this.halted === undefined;
   }
 
   get serving(): boolean {
@@ -454,7 +469,7 @@ export class DurableRpcServer {
     const mr = this.nic.registerMr(pd, info.ringOffset, ringBytes, Access.REMOTE_WRITE | Access.REMOTE_READ | Access.FLUSH_PERSISTENT | Access.FLUSH_GLOBAL);
     const sqp = this.nic.createQp(pd);
     const ring = store.ring(clientId);
-    assert.equal(ring.nextSeq, resumeSeq, 'the ring polls from the resume point');
+    invariant(ring.nextSeq === resumeSeq, () => `the ring polls from ${ring.nextSeq}, not the resume point ${resumeSeq}`);
     const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, recvUpTo: resumeSeq - 1, polledEmptyIn: -1 };
     this.#enter(clientId, CONNST.OPEN, conn);
     this.#lastSeen.set(clientId, this.options.clock.nowMs());
@@ -602,6 +617,10 @@ export class DurableRpcServer {
   }
 
   #fail(c: Conn, error: unknown): void {
+    if (isInvariantError(error)) {
+      this.#halt(error);
+      return;
+    }
     // A client that broke the protocol (an entry beyond its credits, a torn entry that never
     // completes): its connection is cut, the others are served on.
     const s = this.#sessions.get(c.clientId);
@@ -612,6 +631,17 @@ export class DurableRpcServer {
     if (this.connectionErrors.length > 1024) this.connectionErrors.shift();
     for (const s of c.stops.splice(0)) s();
   }
+
+  /** A broken invariant: nothing is polled or answered again (every connection is cut); onInvariant is told once. */
+  #halt(error: PmrpcError): void {
+    if (this.halted !== undefined) return;
+    this.halted = error;
+    for (const s of this.#sessions.values()) if (s.conn !== undefined) for (const stop of s.conn.stops.splice(0)) stop();
+    this.options.onInvariant(error);
+  }
+
+  /** The broken invariant that stopped this server (PMRPC_ERR_INVARIANT), if any. */
+  halted: PmrpcError | undefined;
 
   /** gpspm: the client asks the CPU to persist the entry of sequence `imm`. */
   #onFlushRequest(c: Conn, rc: RecvCompletion): void {
@@ -838,6 +868,7 @@ export class DurableRpcServer {
     try {
       eff = compute !== undefined ? compute() : m.handler({ clientId: entry.clientId, seq: entry.seq, method: m.name, payload: entry.payload }, view);
     } catch (e) {
+      if (isInvariantError(e)) throw e; // pmrpc's own state is wrong: not the request's fault (#fail halts)
       const err = e as { code?: unknown; message?: unknown };
       return this.#failed(typeof err?.code === 'string' && err.code.startsWith('PMRPC_ERR_') ? err.code : RpcErrorCodes.HANDLER_FAILED, String(err?.message ?? e));
     }

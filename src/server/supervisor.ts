@@ -1,6 +1,6 @@
 /**
  * The real-crash supervisor (DESIGN §8 "real crashes"): one module for every app's real-crash
- * runner (`crash-rpc.ts`, `crash-kv.ts`, src/cluster/tx-crash.ts). It spawns
+ * runner (`crash-rpc.ts`, `crash-kv.ts`, src/cluster/tx-crash.ts, and PRISM-RS's SIGKILL test). It spawns
  * node processes (`pmrpc serve` children, or any child that prints one JSON start line), SIGKILLs
  * them and restarts them on the same PM file, stops them in order; it delivers what a child prints
  * after its start line as it arrives, and wakes bounded waits (`Wakeup`) on each event — a child

@@ -180,7 +180,7 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
   if (wl.error !== undefined) violate('workload', `the workload failed: ${String(wl.error)}`, -1, undefined, 'live');
   if (r.status === 'done') {
     await wl.done;
-    for (const p of await app.checkLive(world)) violate(p.kind, `live: ${p.detail}`, -1, undefined, 'live');
+    for (const p of await app.checkLive(world)) violate(p.kind, p.detail.startsWith('live: ') ? p.detail : `live: ${p.detail}`, -1, undefined, 'live');
   }
   world.close();
 

@@ -1,6 +1,6 @@
 /** `pmrpc serve`: one node — an app (rpc, kv) on a PM file, served over TCP (src/node). */
 import type { Command } from 'commander';
-import { defineErrorCodes, ErrorCodes, isInvariantError, PmemRegion, PmrpcError, type ErrorCodesOf } from '../pmem/index.js';
+import { defineErrorCodes, ErrorCodes, exitWithParent, isInvariantError, PmemRegion, PmrpcError, type ErrorCodesOf } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { NODE_APP_NAMES, NodeHost, appByName, resolveAuthToken } from '../src/node/index.js';
 import { NodeMetrics, authFailureLogger } from '../src/node/index.js';
@@ -171,6 +171,8 @@ export function registerServe(program: Command): void {
       let completionsArmed = false;
       const completionLimit = opts.killAfterCompletions;
       const txCluster = app.name === 'tx' && opts.cluster !== undefined ? opts.cluster : undefined;
+      // Run by the real-crash Supervisor: die with it (a killed test leaves no server behind).
+      exitWithParent(true);
       // A broken invariant of pmrpc itself (PMRPC_ERR_INVARIANT, rethrown out of the event loop by
       // the RPC server) stops the node at once: nothing more is written; a restart recovers.
       process.on('uncaughtExceptionMonitor', (e) => {

@@ -9,7 +9,7 @@
  * Time comes from an injected Clock (DESIGN §7).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { intIn, must, PmrpcError, defineErrorCodes, type Clock, type ErrorCodesOf, type OptionCheck } from '../../pmem/index.js';
+import { EXIT_WITH_PARENT_ENV, intIn, must, PmrpcError, defineErrorCodes, type Clock, type ErrorCodesOf, type OptionCheck } from '../../pmem/index.js';
 import type { RecoverySummary } from './node.js';
 
 export const HarnessErrorCodes = defineErrorCodes('server', {
@@ -225,7 +225,9 @@ export class Supervisor {
     const plan = this.#killPlan.shift();
     const killAfter = plan?.events;
     const args = o.args(plan);
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // A stdin pipe it never writes, and EXIT_WITH_PARENT_ENV: the child exits when this process does
+    // (even by SIGKILL or a test runner's timeout), so no server outlives its runner.
+    const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, [EXIT_WITH_PARENT_ENV]: '1' } });
     this.child = child;
     const generation = ++this.generation;
     let stderr = '';

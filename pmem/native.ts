@@ -15,6 +15,8 @@ interface NativeMmap {
   msync(buffer: ArrayBuffer, offset: number, length: number): void;
   unmap(buffer: ArrayBuffer): void;
   pageSize(): number;
+  crc32c(bytes: Uint8Array, start: number, end: number, seed: number): number;
+  crc32cHardware(): boolean;
 }
 
 let loaded: NativeMmap | undefined;
@@ -125,4 +127,28 @@ export function unmapFile(buffer: ArrayBuffer): void {
 
 export function pageSize(): number {
   return addon().pageSize();
+}
+
+/**
+ * The addon's CRC-32C of bytes[start, end) from `seed` (pmem/crc32.ts calls it for long ranges), or
+ * undefined when the addon does not load (or is an older build without it): the caller then
+ * computes it in JS. Never throws.
+ */
+export function nativeCrc32c(): ((bytes: Uint8Array, start: number, end: number, seed: number) => number) | undefined {
+  try {
+    const native = addon();
+    return typeof native.crc32c === 'function' ? native.crc32c : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the addon's CRC-32C uses the CPU's crc32 instruction (SSE4.2); false without the addon. */
+export function crc32cHardware(): boolean {
+  try {
+    const native = addon();
+    return typeof native.crc32cHardware === 'function' && native.crc32cHardware();
+  } catch {
+    return false;
+  }
 }

@@ -1,6 +1,6 @@
 // pmrpc mmap addon: the only C++ in pmrpc. It maps a file MAP_SHARED (optionally holding an
 // exclusive flock on it for the mapping's life: one owner per PM file, as PMDK pools do), msyncs a
-// range, unmaps, lists a sparse file's data extents (SEEK_DATA / SEEK_HOLE), and computes CRC-32C
+// range (on the calling thread, or on a pool thread with a callback), unmaps, lists a sparse file's data extents (SEEK_DATA / SEEK_HOLE), and computes CRC-32C
 // over a byte range (the SSE4.2 crc32 instruction where the CPU has it, else slicing-by-8: the
 // same function as pmem/crc32.ts, which calls this one for long ranges).
 // Every argument is validated in TypeScript (pmem/native.ts); here we only translate errno into
@@ -190,6 +190,57 @@ Napi::Value Msync(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// msyncAsync(buffer: ArrayBuffer, offset: number, length: number, done: (err) => void) -> undefined:
+// the same msync(MS_SYNC) on a libuv pool thread; `done` runs on the event loop with null or an
+// Error carrying code, errno and syscall. The JS thread goes on meanwhile (strict group commit:
+// the next batch is received while this one syncs; pmem/region.ts holds the batch's
+// acknowledgements until `done`). Writes to the mapping during the call may or may not be
+// included: only what was written before it is synced when `done` runs (as with the kernel's own
+// write-back, which may write any dirty page at any time). An unmap meanwhile is memory-safe (the
+// call then fails with ENOMEM, reported to `done`).
+class MsyncWorker : public Napi::AsyncWorker {
+ public:
+  MsyncWorker(Napi::Function done, Napi::ArrayBuffer ab, char* addr, size_t length)
+      : Napi::AsyncWorker(done, "pmrpc.msync"), ref_(Napi::Persistent(ab)), addr_(addr), length_(length) {}
+  void Execute() override {
+    if (msync(addr_, length_, MS_SYNC) != 0) err_ = errno;
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    if (err_ == 0) {
+      Callback().Call({env.Null()});
+      return;
+    }
+    Napi::Error e = Napi::Error::New(env, std::string("msync: ") + std::strerror(err_));
+    e.Set("code", Napi::String::New(env, ErrnoName(err_)));
+    e.Set("errno", Napi::Number::New(env, err_));
+    e.Set("syscall", Napi::String::New(env, "msync"));
+    Callback().Call({e.Value()});
+  }
+
+ private:
+  Napi::Reference<Napi::ArrayBuffer> ref_;
+  char* addr_;
+  size_t length_;
+  int err_ = 0;
+};
+
+Napi::Value MsyncAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::ArrayBuffer ab = info[0].As<Napi::ArrayBuffer>();
+  size_t offset = static_cast<size_t>(info[1].As<Napi::Number>().Int64Value());
+  size_t length = static_cast<size_t>(info[2].As<Napi::Number>().Int64Value());
+  Napi::Function done = info[3].As<Napi::Function>();
+  if (ab.IsDetached()) return ThrowErrno(env, "msync", EBADF);
+  long page = sysconf(_SC_PAGESIZE);
+  size_t start = offset - (offset % static_cast<size_t>(page));
+  char* base = static_cast<char*>(ab.Data());
+  MsyncWorker* w = new MsyncWorker(done, ab, base + start, length + (offset - start));
+  w->Queue();  // deleted by node-addon-api after OnOK
+  return env.Undefined();
+}
+
 // unmap(buffer: ArrayBuffer) -> undefined. Detaches the buffer first so no JS view can touch
 // the unmapped pages afterwards (they become zero-length).
 Napi::Value Unmap(const Napi::CallbackInfo& info) {
@@ -340,6 +391,7 @@ Napi::Value Crc32cHardware(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("map", Napi::Function::New(env, Map));
   exports.Set("msync", Napi::Function::New(env, Msync));
+  exports.Set("msyncAsync", Napi::Function::New(env, MsyncAsync));
   exports.Set("unmap", Napi::Function::New(env, Unmap));
   exports.Set("pageSize", Napi::Function::New(env, PageSize));
   exports.Set("dataExtents", Napi::Function::New(env, DataExtents));

@@ -13,6 +13,7 @@ interface NativeMmap {
   map(path: string, length: number, flags: number): ArrayBuffer;
   dataExtents(path: string): number[];
   msync(buffer: ArrayBuffer, offset: number, length: number): void;
+  msyncAsync(buffer: ArrayBuffer, offset: number, length: number, done: (err: unknown) => void): void;
   unmap(buffer: ArrayBuffer): void;
   pageSize(): number;
   crc32c(bytes: Uint8Array, start: number, end: number, seed: number): number;
@@ -117,6 +118,29 @@ export function syncMapping(buffer: ArrayBuffer, offset: number, length: number)
   if (length === 0) return;
   const native = addon();
   wrap('msync', () => native.msync(buffer, offset, length));
+}
+
+/**
+ * msync(MS_SYNC) of [offset, offset + length) of a mapping on a libuv pool thread; `done` runs on
+ * the event loop with null, or a PmrpcIoError. Only what was written to the mapping before the call
+ * is synced when `done` runs. Throws at once on a bad range or a detached buffer.
+ */
+export function syncMappingAsync(buffer: ArrayBuffer, offset: number, length: number, done: (err: Error | null) => void): void {
+  if (offset < 0 || length < 0 || offset + length > buffer.byteLength) {
+    throw new RangeError(`msync range [${offset}, ${offset + length}) outside a mapping of ${buffer.byteLength} bytes`);
+  }
+  if (length === 0) {
+    queueMicrotask(() => done(null));
+    return;
+  }
+  const native = addon();
+  wrap('msync', () =>
+    native.msyncAsync(buffer, offset, length, (err: unknown) => {
+      if (err === null || err === undefined) return done(null);
+      const e = err as { code?: string; syscall?: string; message?: string };
+      done(new PmrpcIoError(`msync: ${e.message ?? String(err)}`, e.code ?? 'EUNKNOWN', e.syscall ?? 'msync', err));
+    }),
+  );
 }
 
 /** Unmaps and detaches the buffer: every view of it becomes empty. Idempotent. */

@@ -455,6 +455,10 @@ export class DurableRpcServer {
         resumeSeq = store.resumeSeq(clientId);
       }
     }
+    // strict: a batch whose msync still runs off the thread (syncAsync) is not on the disk yet, and
+    // this reply (the resume point, the applied sequence, the kept results) tells the client about
+    // it without passing the ack gate: sync it first.
+    if (this.#strictFile && this.region.unsyncedBytes > 0) this.region.sync();
     const info = store.client(clientId);
     const g = store.geometry;
     const ringBytes = g.ringSlots * g.slotBytes;

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { createPrng, HEADER_BYTES, PmemRegion, seededEntropy, type MsyncAsyncFn, type MsyncFn } from '../../pmem/index.js';
 import { InProcessFabric, Rnic, type DeliveryMode, type NicDriverFaults, type RequestMessage, type ServerMessage } from '../../flush/index.js';
 import { layoutBytes, RecoveryStore } from '../../recovery/index.js';
-import { connectInProcess, DurableRpcServer, RPC_ACK_IMM, RPC_RESULT_IMM, type RpcFaults } from '../../src/rpc/index.js';
+import { connectInProcess, DurableRpcServer, reconnectInProcess, RPC_ACK_IMM, RPC_RESULT_IMM, type RpcFaults } from '../../src/rpc/index.js';
 import { GEOMETRY, inc, SEED } from './fixtures/rig.js';
 import { macrotaskTurn } from '../../pmem/index.js';
 
@@ -24,7 +24,7 @@ async function turns(n = 200): Promise<void> {
 
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/rpc/strict-sync.test.ts)`);
 
-async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, strategy: 'wrflush' | 'gpspm' = 'wrflush', overlapped = false) {
+async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, strategy: 'wrflush' | 'gpspm' = 'wrflush', overlapped = false, reconnectWhileSyncing = false) {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-strict-rpc-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const disk = new Map<number, number>();
@@ -54,6 +54,9 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
     }
     asyncSyncs++;
     running++;
+    // at once, as a reconnect that arrives while this msync runs (the drop-reconnect tests reconnect
+    // from inside a pass the same way)
+    if (reconnectWhileSyncing && !reconnectedWhileSyncing) reconnect();
     const copy = new Uint8Array(mapping).slice(off, off + len);
     const rewritten = new Set<number>();
     newer.add(rewritten);
@@ -78,6 +81,24 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
   const clients = Array.from({ length: overlapped ? 2 : 1 }, () => connectInProcess(server, fabric));
   syncs = 0; // count the requests' msyncs, not the format's and the registration's
   const rings = clients.map((c) => ({ ring: store.ring(c.clientId), ackedUpTo: 0 }));
+  /** Every complete record on the disk (what a machine crash keeps): a RESULT, or a resume point, may tell a client about it. */
+  const recordsOnDisk = (when: string): void => {
+    for (const rec of store.log.scan()) {
+      if (rec.state !== 'applied' && rec.state !== 'complete-unapplied') continue;
+      const off = store.layout.recordOffset(rec.index);
+      const want = region.load(off + 8, 40); // the record's header past the flag word
+      if (!want.every((v, i) => disk.get(HEADER_BYTES + off + 8 + i) === v)) violations.push(`record ${rec.lsn} (client ${rec.clientId} seq ${rec.seq}) not synced when ${when}`);
+    }
+  };
+  // reconnectWhileSyncing: the first client reconnects while an async msync runs (its batch not
+  // synced on the thread by another pass); the resume point it gets counts every request before
+  // it as durable.
+  let reconnectedWhileSyncing = false;
+  const reconnect = (): void => {
+    reconnectedWhileSyncing = running > 0 && region.unsyncedBytes > 0;
+    reconnectInProcess(server, fabric, clients[0]!);
+    recordsOnDisk('a reconnect handed out the resume point');
+  };
   const slotBytes = store.geometry.slotBytes;
   const violations: string[] = [];
   let acks = 0;
@@ -89,12 +110,7 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
       // A RESULT says "processed": the request's record (replayed by recovery, even while its
       // applied flag lags: lazy flags) must be on the disk when it leaves — every complete record is.
       results++;
-      for (const rec of store.log.scan()) {
-        if (rec.state !== 'applied' && rec.state !== 'complete-unapplied') continue;
-        const off = store.layout.recordOffset(rec.index);
-        const want = region.load(off + 8, 40); // the record's header past the flag word
-        if (!want.every((v, i) => disk.get(HEADER_BYTES + off + 8 + i) === v)) violations.push(`record ${rec.lsn} (client ${rec.clientId} seq ${rec.seq}) not synced when a RESULT left`);
-      }
+      recordsOnDisk('a RESULT left');
       return;
     }
     if (e.kind !== 'completion' || d?.imm !== RPC_ACK_IMM) return;
@@ -119,7 +135,7 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
   for (const c of calls) void c.result.catch(() => undefined);
   await turns();
   const settled = await Promise.race([Promise.all(durable), turns(50).then(() => undefined)]);
-  return { violations, acks, results, syncs, asyncSyncs, drainsWhileSyncing, server, settled, durableCount: calls.length };
+  return { violations, acks, results, syncs, asyncSyncs, drainsWhileSyncing, reconnectedWhileSyncing, server, settled, durableCount: calls.length };
 }
 
 t.test('every ACK leaves after the acked entries are synced', async (t) => {
@@ -145,6 +161,12 @@ t.test('overlapped msync: a batch syncs off the thread while the next is receive
     t.ok(r.drainsWhileSyncing > 0, `${strategy}: ${r.drainsWhileSyncing} drains (the next requests' persists) while an msync was running`);
     t.same(r.violations, [], `${strategy}: no entry acknowledged, no RESULT sent, before its bytes were on the disk`);
   }
+});
+
+t.test('overlapped msync: a reconnect while a batch syncs gets a resume point whose requests are on the disk', async (t) => {
+  const r = await run(t, undefined, false, 'wrflush', true, true);
+  t.ok(r.reconnectedWhileSyncing, 'the reconnect came while an msync ran, with its batch not synced yet');
+  t.same(r.violations, [], 'every record before the resume point on the disk when it was handed out; every ACK and RESULT after its msync');
 });
 
 t.test('overlapped msync: the fault switch ackBeforePersist makes the same check fail', async (t) => {

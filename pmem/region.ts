@@ -756,6 +756,13 @@ export class PmemRegion {
     this.#stats.msyncs++;
     const done = (err: Error | null): void => {
       this.#asyncWaiters = undefined;
+      if (this.#media !== media) {
+        // Closed meanwhile (an orderly close synced everything; a crash's close did not): either
+        // way nothing that waited may be acknowledged now.
+        const closed = new PmrpcError(ErrorCodes.REGION_CLOSED, 'the region closed before its msync called back: nothing waiting on it is acknowledged');
+        for (const w of waiters) w(closed);
+        return;
+      }
       if (err !== null && this.#media === media && this.#syncedMark < mark) {
         this.#syncFailed ??= new PmrpcError(ErrorCodes.SYNC_FAILED, `msync of [${lo}, ${hi}) failed (${err.message}): what reached the disk is unknown; nothing waiting on it is acknowledged and this region refuses further persists — restart to recover from the file`, { cause: err });
       }

@@ -158,3 +158,20 @@ t.test('syncAsync (the addon\'s msync on a pool thread): the mark is synced only
   for (let i = 0; i < 500 && third === 0; i++) await new Promise((res) => setTimeout(res, 10));
   t.equal(third, 1);
 });
+
+t.test('syncAsync: a region closed (as by a crash) before the msync calls back acknowledges nothing: the callback gets PMRPC_ERR_REGION_CLOSED', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-group-async-close-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = PmemRegion.create(join(dir, 'r.pm'), 1 << 16, { strict: true });
+  let error: unknown = 'not called';
+  r.groupCommitAsync(() => {
+    r.store(0, new Uint8Array(64).fill(7));
+    r.persist(0, 64);
+  }, (err) => {
+    error = err;
+  });
+  t.ok(r.syncing);
+  r.close({ writeBack: false });
+  for (let i = 0; i < 500 && error === 'not called'; i++) await new Promise((res) => setTimeout(res, 10));
+  t.equal((error as { code?: string })?.code, 'PMRPC_ERR_REGION_CLOSED');
+});

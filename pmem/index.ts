@@ -34,7 +34,7 @@ export {
   type CrashContributor,
   type PmemStats,
 } from './region.js';
-export type { MsyncFn } from './region.js';
+export type { MsyncAsyncFn, MsyncFn } from './region.js';
 export { crashImages, countImages, materialize, writeImageFile, CRASH_ENGINES, IMAGE_DEFAULTS, type CrashEngine, type CrashImage, type ImageChoice, type ImageOptions } from './crash.js';
 export {
   resolveOptions,

@@ -62,6 +62,14 @@ export function checkRpcFaults(f: unknown): Readonly<RpcFaults> {
   return Object.freeze({ ...(f as RpcFaults) });
 }
 
+/** strict: one batch's replies (RESULTs, ACKs), held until its msync (syncAsync) calls back. */
+interface HeldReplies {
+  c: Conn;
+  replies: Array<() => void>;
+  synced: boolean;
+  failure: unknown;
+}
+
 export interface RpcServerOptions {
   strategy: RpcStrategy;
   /** Keep each request's result in its effect record, so it survives a server crash (while the record is in the log). */
@@ -462,6 +470,10 @@ export class DurableRpcServer {
         resumeSeq = store.resumeSeq(clientId);
       }
     }
+    // strict: a batch whose msync still runs off the thread (syncAsync) is not on the disk yet, and
+    // this reply (the resume point, the applied sequence, the kept results) tells the client about
+    // it without passing the ack gate: sync it first.
+    if (this.#strictFile && this.region.unsyncedBytes > 0) this.region.sync();
     const info = store.client(clientId);
     const g = store.geometry;
     const ringBytes = g.ringSlots * g.slotBytes;
@@ -514,6 +526,7 @@ export class DurableRpcServer {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
     for (const s of [...this.#sessions.values()]) if (s.conn !== undefined) this.#drop(s.conn);
+    this.#held = []; // their connections are gone: nothing to answer
     this.#poller.close();
     try {
       this.store.completeAll(); // the lazy flags of group commit (recovery would replay them anyway)
@@ -751,15 +764,37 @@ export class DurableRpcServer {
     const replies: Array<() => void> = [];
     this.#replies = replies;
     let failure: unknown;
+    // strict (inline handlers): the batch's msync runs off the JS thread (PmemRegion.syncAsync)
+    // while the next requests are received; its replies wait in #held until it calls back.
+    let held: HeldReplies | undefined;
     try {
-      this.region.groupCommit(() => this.store.batch(() => {
+      const run = (): void => this.store.batch(() => {
         first?.();
         for (const entry of polled) this.#process(c, entry);
-      }));
+      });
+      if (this.#strictFile && this.#pool === undefined) {
+        held = { c, replies, synced: false, failure: undefined };
+        const h = held;
+        this.#held.push(h);
+        let later = false; // a call back inside groupCommitAsync is released below, outside the batch
+        this.region.groupCommitAsync(run, (err) => {
+          h.synced = true;
+          h.failure = err;
+          if (later) this.#releaseHeld();
+        });
+        later = true;
+      } else this.region.groupCommit(run);
     } catch (e) {
       failure = e;
+      if (held !== undefined) this.#held.splice(this.#held.indexOf(held), 1);
+      held = undefined;
     } finally {
       this.#replies = undefined;
+    }
+    if (held !== undefined) {
+      // Synced at once (nothing new to sync and nothing running, or a sync point on the way): go now.
+      if (held.synced) this.#releaseHeld();
+      return;
     }
     // What was settled before a failure is still answered (each RESULT through the ack gate). The
     // batch is settled: its replies follow one another with no processing between, so all but the
@@ -774,6 +809,37 @@ export class DurableRpcServer {
       this.#more = false;
     }
     if (failure !== undefined) throw failure;
+  }
+
+  /**
+   * strict: batches whose replies wait for their msync (syncAsync), oldest first. They leave in this
+   * order, a batch once its msync called back or a later sync covered it — every reply still
+   * through the region's ack gate; after a failed msync, none (the connection is cut).
+   */
+  #held: HeldReplies[] = [];
+
+  #releaseHeld(): void {
+    const held = this.#held;
+    while (held.length > 0) {
+      const h = held[0]!;
+      if (!h.synced) return;
+      held.shift();
+      if (h.failure !== undefined) {
+        this.#fail(h.c, h.failure);
+        continue;
+      }
+      const last = h.replies.length - 1;
+      try {
+        for (let i = 0; i <= last; i++) {
+          this.#more = i < last;
+          h.replies[i]!();
+        }
+      } catch (e) {
+        this.#fail(h.c, e);
+      } finally {
+        this.#more = false;
+      }
+    }
   }
 
   /** notify() options of a RESULT: lazy unless the strategy is coupled (its RESULT is the durable signal). */

@@ -75,3 +75,17 @@ t.test('the drop shape: seeds ≡ 1 (mod 4); its crash runs catch retryUncertain
   t.ok(uncertain > 0, `${uncertain} PUTs / DELETEs whose answer a drop lost (resolved by the correct client)`);
   t.match(caught, /no linearization/, `mutant retryUncertainPut caught by a crash run of seed ${seed}: ${caught?.slice(0, 200) ?? 'no'}`);
 });
+
+// Seed 17, crash run 35 (drops only, both on client 1): the first drop cuts the return batch a
+// client sends as it restarts (flushReturns before its connection closes). flushReturns used to
+// leave that batch unanswered and return; the restarted client never sent it, and its two buffers
+// leaked ("at the end: 2 buffers leaked"). It now reconnects and sends it again.
+t.test('a drop during a restart\'s return flush: the batch is sent again, nothing leaks (seed 17, crash run 35)', async (t) => {
+  const seed = 17;
+  const o = resolveExploreOptions({ seed, schedule: { mode: 'mixed' } });
+  const points = (await explore(kvExplorerApp({ damageTombstone: true }), { seed, imagesPerPoint: 1, pointsMax: 1, nested: false, schedule: { mode: 'mixed' } })).crashPointsTotal;
+  const plan = planFor(seed, 35, points, 1, 3, true);
+  const r = await runCrashPlan(kvExplorerApp({ damageTombstone: true }), o, nicConfigFor(seed), plan);
+  t.ok(r.events.filter((e) => /connection dropped/.test(e)).length >= 1, `drops: ${r.events.join('; ')}`);
+  t.same(r.problems, [], 'no buffer leaked, no other problem');
+});

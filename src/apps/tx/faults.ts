@@ -16,8 +16,12 @@ export interface TxFaults {
   countFailedCas: boolean;
   /** Prepare: the record's H is written by a plain WRITE, not a CAS that checks for a fence (a late prepare lands after a fence). */
   noFenceCheck: boolean;
-  /** Execution: the ALLOCATEd new values are not FLUSHed before the prepare. */
+  /** Prepare chain: the ALLOCATEd new values are not FLUSHed (no redirected FLUSH of each item) before the H CAS that publishes the record naming them. */
   skipAllocateFlush: boolean;
+  /** Prepare chain: the record body does not carry the new items' addresses (no WRITE of the pointer array from the QP's scratch): a resolver or recovery rolling T forward installs whatever the array held. */
+  skipRecordPtrs: boolean;
+  /** Prepare chain: the redirected FLUSH of each new item comes after the H CAS and its FLUSH (a durable record may name an item that is not durable). */
+  lateItemFlush: boolean;
   /** Commit (round 2): no FLUSH between the installs and H := COMMITTED. */
   skipInstallFlush: boolean;
   /** Resolver: commits when any participant holds a record (not every one: the commit point is not reached). */
@@ -52,6 +56,8 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   countFailedCas: false,
   noFenceCheck: false,
   skipAllocateFlush: false,
+  skipRecordPtrs: false,
+  lateItemFlush: false,
   skipInstallFlush: false,
   resolverWithoutCommitPoint: false,
   resolverTrustsVisible: false,
@@ -95,7 +101,9 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
     // items are reclaimed live (QP stalls of 200 in 600 no longer reached the window at seed 1).
     explore: { schedule: { stalls: 20, stallSteps: 400, stallUnit: 'client', horizon: 800 } },
   },
-  { name: 'skip-allocate-flush', fault: 'skipAllocateFlush', step: 'FLUSH(persistent) of the ALLOCATEd new values before the prepare' },
+  { name: 'skip-allocate-flush', fault: 'skipAllocateFlush', step: 'redirected FLUSH(persistent) of each ALLOCATEd new item in the prepare chain, before the H CAS' },
+  { name: 'skip-record-ptrs', fault: 'skipRecordPtrs', step: "WRITE of the new items' addresses from the QP's scratch into the prepare record (what roll-forward installs)" },
+  { name: 'late-item-flush', fault: 'lateItemFlush', step: 'the new items are FLUSHed before the H CAS that publishes the record naming them (not after)' },
   { name: 'skip-install-flush', fault: 'skipInstallFlush', step: 'FLUSH(persistent) of the installs before H := COMMITTED' },
   { name: 'resolver-without-commit-point', fault: 'resolverWithoutCommitPoint', step: 'the resolver commits only when every participant holds a durable record' },
   {

@@ -96,10 +96,13 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
     name: 'no-fence-check',
     fault: 'noFenceCheck',
     step: "the prepare's H CAS checks the fence (a slow client's late prepare fails)",
-    // A client held back mid-commit while the resolver agent fences and aborts T (pct.ts stalls). Whole-client stalls
-    // of up to 400 steps in the first 800 since the commit allocates on every shard at once and aborted transactions'
-    // items are reclaimed live (QP stalls of 200 in 600 no longer reached the window at seed 1).
-    explore: { schedule: { stalls: 20, stallSteps: 400, stallUnit: 'client', horizon: 800 } },
+    // One participant's prepare chain held back (a QP stall) while the other participant's record is durable and
+    // the resolver agent, finding T in doubt twice, fences T where it has no record and aborts it; the held chain then
+    // resumes and its plain WRITE of H replaces the fence, the client counts every participant prepared and reports
+    // commit (live: committed but absent). Since the two-round-trip commit a client posts every participant's prepare
+    // chain at once, so a whole-client stall (the pin of the three-round-trip commit) holds both chains and opens no
+    // window; QP stalls of up to 400 steps in the first 800 do.
+    explore: { schedule: { stalls: 20, stallSteps: 400, stallUnit: 'qp', horizon: 800 } },
   },
   { name: 'skip-allocate-flush', fault: 'skipAllocateFlush', step: 'redirected FLUSH(persistent) of each ALLOCATEd new item in the prepare chain, before the H CAS' },
   { name: 'skip-record-ptrs', fault: 'skipRecordPtrs', step: "WRITE of the new items' addresses from the QP's scratch into the prepare record (what roll-forward installs)" },
@@ -111,9 +114,11 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
     fault: 'resolverTrustsVisible',
     step: 'the resolver FLUSHes what it read before acting on it',
     // A prepare record visible (drained at once: drain eager) but not yet FLUSHed while its client's QP is held back
-    // and the resolver agent decides on it; a crash in that window (pct.ts stalls). Stalls of up to 400 steps in the
-    // first 800 since live reclamation (its mark chains and sweeps moved seed 1's interleaving off the 200/600 window).
-    explore: { pins: { drain: 'eager' }, schedule: { stalls: 20, stallSteps: 400, stallUnit: 'qp', horizon: 800 } },
+    // and the resolver agent decides on it; a crash in that window loses H under what the resolver did (pct.ts
+    // stalls). Since the two-round-trip commit a prepare chain runs its slot CASes, two WRITEs and two FLUSHes before
+    // H's CAS and H's FLUSH right after it, so a stall at a drawn step rarely falls between the two (seed 1 no longer
+    // had one); stalls armed on an atomic (stallOn 'atomic': held from the step after the QP's next CAS) do.
+    explore: { pins: { drain: 'eager' }, schedule: { stalls: 20, stallSteps: 400, stallUnit: 'qp', stallOn: 'atomic', horizon: 800 } },
   },
   { name: 'resolver-no-fence', fault: 'resolverNoFence', step: 'the resolver fences T where it found no record before deciding abort' },
   { name: 'recovery-ignores-records', fault: 'recoveryIgnoresRecords', step: 'recovery keeps PREPARED records (and their locks) for the resolver' },

@@ -7,7 +7,7 @@
 // history (an operation cut by a kill — NO_MAJORITY, a closed link — may or may not have
 // happened): acknowledged writes survive (src/check/lost.ts), durable linearizability per block
 // (WGL), replicas converge after a read of every block, and every replica's audit once settled.
-// PMRPC_KILLS sets the number of kills (default 16 in npm test; npm run test:deep runs 51: test/deep/rs-sigkill.test.ts); PMRPC_SEED the seeded choices.
+// PMRPC_KILLS sets the number of kills (default 8 in npm test: one replica at a time and all three at once; npm run test:deep runs 51: test/deep/rs-sigkill.test.ts); PMRPC_SEED the seeded choices.
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +21,7 @@ import { systemClock } from '../../../pmem/index.js';
 import { freePorts } from '../../cluster/helpers.js';
 
 const seed = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
-const KILLS = process.env.PMRPC_KILLS !== undefined ? Number(process.env.PMRPC_KILLS) : 16;
+const KILLS = process.env.PMRPC_KILLS !== undefined ? Number(process.env.PMRPC_KILLS) : 8;
 const BLOCKS = 3;
 t.comment(`seed ${seed}, ${KILLS} kills (PMRPC_SEED / PMRPC_KILLS to change)`);
 t.setTimeout(900_000);

@@ -25,12 +25,12 @@ const EXPECTED: Record<RsFaultName, string[]> = {
   readWithoutFlush: ['linearizability', 'lost'],
   skipSlotRepair: ['slot', 'diverged', 'linearizability', 'lost'],
   skipReclaim: ['allocator'],
-  acceptStaleEpoch: ['allocator'],
+  acceptStaleEpoch: ['allocator', 'invariant'],
   allowAllocateBeforeRebuild: ['early-allocate'],
   countFailedCas: ['lost', 'linearizability'],
   reuseOwnTag: ['diverged', 'linearizability'],
   dropUnansweredReturns: ['allocator'],
-  freeUncertainBlindly: ['allocator', 'lost'],
+  freeUncertainBlindly: ['allocator', 'lost', 'invariant'],
 };
 
 t.test('mutants are data: name and step; at least 8; the listing', async (t) => {

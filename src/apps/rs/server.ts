@@ -15,7 +15,7 @@
 import { Access, type MemoryRegion, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
 import { auditAllocator, recoverFreeLists, type AllocatorAudit, type ArenaClass } from '../../../recovery/index.js';
-import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
+import { guardedMicrotask, jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { Mailbox, ReturnDesk, type MailboxStats, type ReturnStats } from '../kv/index.js';
 import { NO_RS_FAULTS, type RsFaults } from './faults.js';
 import {
@@ -122,7 +122,7 @@ export class RsServer implements AppServer {
     else host.nic.refuseAllocate();
     this.#pd = host.nic.allocPd();
     this.mr = host.nic.registerMr(this.#pd, base, this.geometry.mailboxOffset - base, Access.ALL);
-    this.#mailbox = new Mailbox(host.nic, this.geometry, undefined);
+    this.#mailbox = new Mailbox(host.nic, this.geometry, { schedule: guardedMicrotask(host) });
     this.#desk = new ReturnDesk({
       region: host.region,
       nic: host.nic,

@@ -176,6 +176,7 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
   const r = await world.run(() => wl.finished, o.stepsMax);
   world.onCrashPoint = undefined;
   report.crashPointsTotal = pointIndex;
+  for (const h of world.halts) violate('invariant', `live: ${h.detail}`, -1, undefined, 'live');
   if (r.status !== 'done') violate('stalled', `workload ${r.status === 'bound' ? `still running after ${r.steps} steps` : `stalled after ${r.steps} steps: nothing can run and a client still waits`}`, -1, undefined, 'live');
   if (wl.error !== undefined) violate('workload', `the workload failed: ${String(wl.error)}`, -1, undefined, 'live');
   if (r.status === 'done') {
@@ -274,7 +275,9 @@ export async function checkTuple<S>(
       for (const p of node.server!.audit()) out.push({ ...p, detail: `node ${n}: ${p.detail}`, phase });
     }
     if (out.length > 0) return out;
-    add(await app.checkRecovered(world, snap, { phase, prng }));
+    const checked = await app.checkRecovered(world, snap, { phase, prng });
+    add(world.halts.map((h) => ({ kind: 'invariant', detail: h.detail }))); // before what the halt made the checks see
+    add(checked);
   } finally {
     world.close();
   }

@@ -16,7 +16,7 @@ const EXPECTED: Record<KvFaultName, string[]> = {
   blindCas: ['lost', 'linearizability', 'live-index', 'index', 'allocator'],
   skipPointerValidation: ['index', 'read-error', 'recovery'],
   skipReclaim: ['allocator'],
-  acceptStaleEpoch: ['allocator'],
+  acceptStaleEpoch: ['allocator', 'invariant'],
   allowAllocateBeforeRebuild: ['spurious-full'],
   // Caught by the step-driven tests named in the mutant's `caughtBy` (see KvMutant.caughtBy).
   getWithoutFlush: [],

@@ -40,7 +40,7 @@ export interface TxWorkloadOptions {
 export const TX_WORKLOAD_DEFAULTS: Readonly<TxWorkloadOptions> = Object.freeze({ workload: 'append', shards: 2, clients: 3, txPerClient: 8, keys: 4, mutant: undefined, agent: true });
 
 /** What `pmrpc crash-test --app tx` runs when not told otherwise: images per crash point, crash runs. */
-export const TX_CLI_DEFAULTS = Object.freeze({ imagesPerPoint: 200, crashRuns: 8 });
+export const TX_CLI_DEFAULTS = Object.freeze({ imagesPerPoint: 16, crashRuns: 48 });
 
 const TX_WORKLOAD_CHECKS: OptionChecks<TxWorkloadOptions> = {
   workload: oneOf(['append', 'bank']),

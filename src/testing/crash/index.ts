@@ -6,11 +6,11 @@ export { nicConfigFor, durabilityConfig, configName, checkPins, rnicOptions, DRA
 export { mix, parseSeedRange } from './seeds.js';
 export { rpcExplorerApp, resolveRpcWorkload, checkDigests, RPC_WORKLOAD_DEFAULTS, type RpcWorkloadOptions, type RpcSnapshot } from './rpc.js';
 export { MUTANTS, findMutant, type Mutant } from './rpc-mutants.js';
-export { lostWrites } from '../../check/index.js';
-export { kvExplorerApp, kvDropShape, resolveKvWorkload, cutHistoryAt, KV_WORKLOAD_DEFAULTS, KV_CRASH_LAYOUT, type KvWorkloadOptions, type KvOp } from './kv.js';
+export { lostWrites, cutHistory, cutRecords } from '../../check/index.js';
+export { kvExplorerApp, kvDropShape, resolveKvWorkload, KV_WORKLOAD_DEFAULTS, KV_CRASH_LAYOUT, type KvWorkloadOptions, type KvOp } from './kv.js';
 export { sweep, exploreSeed, runPooled, type SweepOptions, type CountedReport } from './sweep.js';
 export { appOf, txCrashSpec, plainTxShape, crashApp, swarmEntry, findMutantEntry, mutantName, crashAppHelp, listApps, CRASH_APPS, CRASH_APP_NAMES, SWARM_APP_NAMES, RS_IMAGES_PER_POINT, type CrashApp, type CrashTestFlags, type MutantEntry, type SwarmEntry, type SpecExplore, type SweepSpec } from './apps.js';
-export { registerExplorerApp, resolveRegisterWorkload, lostRegisterWrites, cutRegisterHistory, REGISTER_MUTANTS, REGISTER_WORKLOAD_DEFAULTS, type RegisterWorkloadOptions, type RegisterMutant, type RegisterOp, type RegisterSystem } from './register.js';
+export { registerExplorerApp, resolveRegisterWorkload, lostRegisterWrites, REGISTER_MUTANTS, REGISTER_WORKLOAD_DEFAULTS, type RegisterWorkloadOptions, type RegisterMutant, type RegisterOp, type RegisterSystem } from './register.js';
 export { runCrashPlan, planFor, parsePlan, formatPlan, atGeometricGaps, MAJORITY_STORM, DROP_STORM, type CrashPlan, type CrashEvent, type CrashRunResult, type CrashRunHooks } from './multi.js';
 export type { CrashShapes } from './types.js';
 export { exploreExhaustive, resolveExhaustiveOptions, parseSchedule, exhaustiveConfig, independent, ExhaustiveErrorCodes, EXHAUSTIVE_DEFAULTS, type ExhaustiveOptions, type ExhaustiveReport, type ExhaustiveViolation, type StatesExplored } from './exhaustive.js';

@@ -88,6 +88,12 @@ t.test('mutants: --list-mutants, names and aliases from the records', async (t) 
       for (const alias of m.aliases) t.equal(mutantName(a, alias), m.name, `${a.name}: ${alias} is ${m.name}`);
     }
   }
+  // kv's mutants were renamed to kebab-case: each former name is an alias (--mutant, --mutants, swarm --mutant kv:NAME).
+  const kv = crashApp('kv');
+  t.equal(mutantName(kv, 'narrowIndexFlush'), 'narrow-index-flush');
+  t.ok(kv.mutants.every((m) => /^[a-z][a-z0-9-]*$/.test(m.name) && m.aliases.length === 1), 'kv: kebab-case names, one alias each');
+  t.same(mutantTargets('kv', 'narrowIndexFlush,drop-heap-flush').map((x) => x.name), ['narrow-index-flush', 'drop-heap-flush']);
+  t.same(parseMutant('kv:unconditionalCas'), { app: 'kv', name: 'unconditional-cas' });
   t.throws(() => mutantName(crashApp('rs'), 'nope', '--mutant'), /--mutant must be one of .*, got nope \(unknown mutant nope of --app rs\)/);
   t.throws(() => crashApp('nope'), /app must be one of rpc, kv, register, recovery, rs, rslock, tx, got nope/);
   t.equal(findMutantEntry(crashApp('tx'), 'nope'), undefined);
@@ -97,4 +103,21 @@ t.test('mutants: --list-mutants, names and aliases from the records', async (t) 
   t.ok(mutantTargets('kv', 'all').every((x) => x.strategy === null));
   t.same(parseMutant('tx:skip-prepare-flush'), { app: 'tx', name: 'skip-prepare-flush' });
   t.throws(() => parseMutant('register:count-failed-cas'), /mutant must be APP:NAME with APP one of rpc, kv, rs, tx/);
+});
+
+t.test('crash-test refuses what a record says does not apply (the CLI on dist/)', async (t) => {
+  const { spawnSync } = await import('node:child_process');
+  const CLI = join(ROOT, 'dist/cli/main.js');
+  const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'crash-test', ...args], { encoding: 'utf8', timeout: 120_000 });
+  // Exhaustive mode has a tiny workload for kv and the register only (recovery ran the register's before the registry).
+  for (const app of ['recovery', 'rs', 'tx']) {
+    const r = run('--app', app, '--exhaustive');
+    t.equal(r.status, 1, `${app} --exhaustive: exit 1`);
+    t.match(r.stderr, /PMRPC_ERR_BAD_OPTION: --exhaustive supports --app kv or register/);
+  }
+  const runs = run('--app', 'rpc', '--crash-runs', '2');
+  t.match(runs.stderr, /--crash-runs and --crash-plan need --app kv, register, rs, tx/);
+  const alias = run('--app', 'kv', '--mutant', 'narrowIndexFlush', '--list-mutants');
+  t.equal(alias.status, 0);
+  t.match(alias.stdout, /^drop-heap-flush\tprism-kv\n/);
 });

@@ -17,7 +17,7 @@ import type { PmemRegion, Prng } from '../../../pmem/index.js';
 import { checkLinearizable, cutHistory, describeKvInput, kvModel, lostWrites, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { connectKvClient, kvApp, KvAppServer, type KvSystem } from '../../apps/kv/index.js';
-import { faultsFor, KV_MUTANTS, NO_KV_FAULTS, type KvFaultName, type KvFaults } from '../../apps/kv/index.js';
+import { faultsFor, findKvMutant, KV_MUTANTS, NO_KV_FAULTS, type KvFaults } from '../../apps/kv/index.js';
 import { classOf, computeKvGeometry, decodeItem, decodeSlot, homeSlot, KvErrorCodes, probeSequence, slotOffset, validateLayoutOptions, type KvGeometry, type KvLayoutOptions } from '../../apps/kv/index.js';
 import type { PrismKvClient } from '../../apps/kv/index.js';
 import type { PilafClient } from '../../apps/kv/index.js';
@@ -37,7 +37,8 @@ export interface KvScriptOp {
 
 export interface KvWorkloadOptions {
   system: KvSystem;
-  mutant: KvFaultName | undefined;
+  /** A mutant of KV_MUTANTS, by its name or an alias. */
+  mutant: string | undefined;
   clients: number;
   opsPerClient: number;
   keys: number;
@@ -84,7 +85,7 @@ export interface KvOp extends Operation<KvInput, KvOutput> {
 export function resolveKvWorkload(options: Partial<KvWorkloadOptions>): KvWorkloadOptions {
   const o = resolveOptions<KvWorkloadOptions>(KV_WORKLOAD_DEFAULTS, options, {});
   if (o.system !== 'prism' && o.system !== 'pilaf') throw new TypeError(`system must be 'prism' or 'pilaf', got ${String(o.system)}`);
-  if (o.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === o.mutant)) throw new TypeError(`mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${String(o.mutant)}`);
+  if (o.mutant !== undefined && findKvMutant(o.mutant) === undefined) throw new TypeError(`mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${String(o.mutant)}`);
   const int = (name: keyof KvWorkloadOptions, lo: number, hi: number): void => {
     const v = o[name];
     if (!Number.isSafeInteger(v) || (v as number) < lo || (v as number) > hi) throw new RangeError(`${name} must be an integer in [${lo}, ${hi}], got ${String(v)}`);

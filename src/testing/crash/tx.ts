@@ -22,7 +22,7 @@
 import { bool, intIn, oneOf, PmrpcError, resolveOptions, type Clock, type OptionChecks, type PmemRegion, type Prng } from '../../../pmem/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { parseTxWelcome, TxAgent, TX_MUTANTS, txApp, txFaultsFor, TxClient, TxResolver, txName, type ShardConn, type TxAppOptions, type TxAppServer, type TxOutcome } from '../../apps/tx/index.js';
-import { checkBank, checkListAppend, type ListAppendTxn } from '../../check/index.js';
+import { checkBank, checkListAppend, cutRecords, type ListAppendTxn } from '../../check/index.js';
 import type { ExplorerApp } from './explorer.js';
 import type { World } from './world.js';
 
@@ -110,7 +110,7 @@ export type TxExplorerApp = ExplorerApp<{ time: number }> & { history(): TxRecor
 
 /** The history as of logical time t: outcomes delivered before t stand; the rest are 'info' (may or may not have happened). */
 export function cutTxHistory(h: readonly TxRecord[], t: number): TxRecord[] {
-  return h.filter((r) => r.call < t).map((r) => (r.ret !== undefined && r.ret < t ? r : { ...r, type: 'info' as const, ret: undefined }));
+  return cutRecords(h, t, (r) => ({ ...r, type: 'info' as const, ret: undefined }));
 }
 
 /** Checks a list-append history against the final lists (see the file comment). */

@@ -97,6 +97,9 @@ interface PostedRecv {
   len: number;
 }
 
+/** Responses a group-commit pass held, handed over by Rnic.takeResponses() (opaque). */
+export type HeldResponses = { readonly __heldResponses: unique symbol };
+
 interface Inbound {
   msg: RequestMessage;
   completions: Completion[];
@@ -543,10 +546,28 @@ export class Rnic {
    * before the crash point (and its gate) — a response that leaves before the sync.
    */
   releaseResponses(sinkFirst = false): void {
+    this.releaseTaken(this.takeResponses(), sinkFirst);
+  }
+
+  /**
+   * Ends holding and hands over the responses held so far (the pass's), to be sent later with
+   * releaseTaken() — an overlapped group commit (NicDriver) sends a pass's responses when its msync
+   * calls back, while later passes hold their own. undefined when nothing was being held.
+   */
+  takeResponses(): HeldResponses | undefined {
     const held = this.#held;
     this.#held = undefined;
+    return held as unknown as HeldResponses | undefined;
+  }
+
+  /**
+   * Sends responses taken by takeResponses(), as releaseResponses() does (each through the ack
+   * gate; error completions from the first failure on). `failure` set: none is acknowledged, each
+   * is answered with error completions of its code (a failed msync).
+   */
+  releaseTaken(taken: HeldResponses | undefined, sinkFirst = false, failure?: unknown): void {
+    const held = taken as unknown as Array<{ e: QpEngine; item: Inbound }> | undefined;
     if (held === undefined) return;
-    let failure: unknown;
     for (const { e, item } of held) {
       if (failure === undefined) {
         if (sinkFirst) {

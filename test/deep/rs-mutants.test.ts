@@ -23,6 +23,7 @@ const EXPECTED: Record<RsFaultName, string[]> = {
   readWithoutWriteBack: ['linearizability'],
   minorityWrite: ['lost', 'linearizability'],
   readWithoutFlush: ['linearizability', 'lost'],
+  trustLocationHint: ['linearizability'],
   skipSlotRepair: ['slot', 'diverged', 'linearizability', 'lost'],
   skipReclaim: ['allocator'],
   acceptStaleEpoch: ['allocator'],

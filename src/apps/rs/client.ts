@@ -48,6 +48,7 @@ import {
   decodeRsSlot,
   encodeRsItem,
   isLostTag,
+  rsClassOf,
   rsClassFor,
   rsSlotOffset,
   rsTagMask,
@@ -128,6 +129,13 @@ export interface RsClientStats {
   writeBacks: number;
   /** Round trips of the last operation (query + install, or read [+ write-back]), on the critical path. */
   lastOpRoundTrips: number;
+  /**
+   * Read chains per replica, by kind: `direct` — a READ of the item where this client last saw it
+   * (its location hint) beside a READ of the slot, validated by the item's tag; `indirect` — no hint:
+   * the slot's READ beside a bounded indirect READ of its item; `moved` — a direct read whose item
+   * no longer was the slot's (the slot moved since the hint: read again where the slot now points).
+   */
+  readChains: { direct: number; indirect: number; moved: number };
   /** Replicas re-read because their CAS did not swap and their READ showed an older tag. */
   countRetries: number;
   noMajority: number;
@@ -158,12 +166,20 @@ interface Replica {
   busy: boolean[];
   /** Installs waiting for a receipt slot of the current QP. */
   slotWaiters: Array<() => void>;
+  /**
+   * Location hints: per block, the ⟨ptr, bound⟩ this client last saw in the replica's slot (a
+   * read's, a query's or an install's READ of the slot). Only where to READ: what a read returns is
+   * validated against the slot read in the same chain (docs/rs.md, "Direct reads"). Cleared on a
+   * new connection.
+   */
+  hints: Map<number, { ptr: number; bound: number }>;
 }
 
-/** An answer of a replica to a read: the tag it holds and the item (undefined: never written). */
+/** An answer of a replica to a read: the tag it holds and the item (undefined: never written); chains: round trips it took. */
 interface ReadAnswer {
   tag: Tag;
   item: RsItem | undefined;
+  chains: number;
 }
 
 /**
@@ -218,7 +234,7 @@ export class RsClient {
   #lastTs = 0n;
   /** Install chains numbered so far (a receipt's serial; 0 is never one: a fresh scratch holds zeros). */
   #installs = 0n;
-  #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, countRetries: 0, noMajority: 0, returnRpcs: 0, uncertainInstalls: [], uncertainResolved: [], receiptsHeld: [] };
+  #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, readChains: { direct: 0, indirect: 0, moved: 0 }, countRetries: 0, noMajority: 0, returnRpcs: 0, uncertainInstalls: [], uncertainResolved: [], receiptsHeld: [] };
 
   /**
    * A client of the replicas behind `connections` (one per replica, in replica order; undefined for
@@ -248,6 +264,7 @@ export class RsClient {
       }),
       busy: [],
       slotWaiters: [],
+      hints: new Map(),
     }));
     connections.forEach((c, i) => {
       if (c !== undefined) this.#attach(this.#r[i]!, c);
@@ -261,6 +278,7 @@ export class RsClient {
   get stats(): Readonly<RsClientStats> {
     return {
       ...this.#stats,
+      readChains: { ...this.#stats.readChains },
       returnRpcs: this.#r.reduce((a, r) => a + r.returns.stats.rpcs, 0),
       uncertainInstalls: [...this.#stats.uncertainInstalls],
       uncertainResolved: [...this.#stats.uncertainResolved],
@@ -324,7 +342,8 @@ export class RsClient {
       attempts.map((p, i) => p.then((a) => (a === undefined || a === 'lost' ? undefined : { i, a }))),
       this.majority,
     );
-    this.#rtts++;
+    // The quorum waited for its slowest answer: a replica read again (moved, empty) took more round trips.
+    this.#rtts += got.reduce((m, x) => Math.max(m, x.a.chains), 1);
     let max = got[0]!.a;
     for (const x of got) if (compareTags(x.a.tag, max.tag) > 0) max = x.a;
     const value = max.item === undefined ? null : max.item.value;
@@ -420,6 +439,7 @@ export class RsClient {
     // A new QP, a new scratch: every receipt slot is free (chains of the old QP keep theirs there).
     r.busy = [];
     for (const wake of r.slotWaiters.splice(0)) wake();
+    r.hints.clear(); // a restarted replica may hold its blocks elsewhere (its rkey is new as well)
     r.rkey = w.rkey;
     r.geometry = w.geometry;
     r.epoch = w.epoch;
@@ -554,42 +574,84 @@ export class RsClient {
     const d = cs?.[0]?.data;
     if (d === undefined || d.length !== RS_SLOT_BYTES) return undefined;
     const s = decodeRsSlot(d);
+    if (s.ptr !== r.geometry!.base) this.#learn(r, block, s);
     return isLostTag(s.tag) ? undefined : s.tag;
   }
 
   /**
-   * One chain: bounded indirect READ of the slot's item (self-describing: its tag is in it) and
-   * FLUSH(persistent) of exactly the slot it dereferenced (docs/rs.md, "Why a read is durable").
-   * An empty slot (bound 0: never written, or LOST) reads no item; the slot's own tag tells which,
-   * so that replica is read again with a READ of the slot in the chain. 'lost': it lost its copy.
+   * One chain per attempt (docs/rs.md, "read"). With a location hint for the block: a direct READ of
+   * exactly the item where the slot last pointed, then a READ of the slot, then FLUSH(persistent) of
+   * the slot — the item counts only if it checks out and carries the tag the slot shows *after* it
+   * was read (a tag names one value: the slot held that value then, and the FLUSH made the slot, or
+   * a newer one, durable). Without a hint: a READ of the slot, then a bounded indirect READ of its
+   * item, then the same FLUSH. Either way an empty or LOST slot is answered by the slot's READ, and
+   * a slot that moved is read again where it now points. 'lost': the replica lost its copy.
    */
   async #readReplica(r: Replica, block: number): Promise<ReadAnswer | 'lost' | undefined> {
     const g = r.geometry!;
     const maxItem = g.classes[g.classes.length - 1]!.sizeBytes;
-    let withSlot = false;
+    const stats = this.#stats.readChains;
     for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
+      const chains = attempt + 1;
       const loc = this.#slotLoc(r, block);
-      const wrs: WorkRequest[] = withSlot ? [Wr.read(loc, RS_SLOT_BYTES), Wr.read(loc, maxItem, { bounded: true })] : [Wr.read(loc, maxItem, { bounded: true })];
+      const hint = r.hints.get(block);
+      // Without a hint, the slot's READ takes its window of slots: the hints of its neighbours, at no dependent step.
+      const win = hint === undefined ? slotWindow(g, block) : undefined;
+      const wrs: WorkRequest[] = win === undefined ? [Wr.read({ rkey: r.rkey, addr: hint!.ptr }, hint!.bound), Wr.read(loc, RS_SLOT_BYTES)] : [Wr.read({ rkey: r.rkey, addr: rsSlotOffset(g, win.first) }, win.count * RS_SLOT_BYTES), Wr.read(loc, maxItem, { bounded: true })];
       if (!this.faults.readWithoutFlush) wrs.push(this.#slotFlush(r, block));
       const cs = await this.#post(r, wrs);
       if (cs === undefined || cs.some((c) => c.status !== 'ok')) return undefined;
-      const d = cs[withSlot ? 1 : 0]!.data!;
-      if (d.length === 0) {
-        if (!withSlot) {
-          withSlot = true; // an empty slot, a LOST one, or one that moved: the slot's tag tells
+      if (hint !== undefined) {
+        stats.direct++;
+        const s = decodeRsSlot(cs[1]!.data!);
+        if (s.ptr === g.base) {
+          r.hints.delete(block);
+          if (isLostTag(s.tag)) return 'lost';
+          if ((s.bound === 0 && compareTags(s.tag, ZERO_TAG) === 0)) return { tag: { ...ZERO_TAG }, item: undefined, chains };
           continue;
         }
-        const s = decodeRsSlot(cs[0]!.data!);
+        const item = decodeRsItem(cs[0]!.data!);
+        // Read before the slot and carrying the slot's tag: the slot's value, whichever buffer held it.
+        if (item !== undefined && item.block === block && (this.faults.trustLocationHint || compareTags(item.tag, s.tag) === 0)) return { tag: item.tag, item, chains };
+        stats.moved++;
+        if (!this.#learn(r, block, s)) r.hints.delete(block);
+        continue;
+      }
+      stats.indirect++;
+      const slots = cs[0]!.data!;
+      const at = (block - win!.first) * RS_SLOT_BYTES;
+      const s = decodeRsSlot(slots.subarray(at, at + RS_SLOT_BYTES));
+      for (let i = 0; i < win!.count; i++) {
+        const b = win!.first + i;
+        if (b === block || r.hints.has(b)) continue;
+        const n = decodeRsSlot(slots.subarray(i * RS_SLOT_BYTES, (i + 1) * RS_SLOT_BYTES));
+        if (n.ptr !== g.base) this.#learn(r, b, n);
+      }
+      const d = cs[1]!.data!;
+      if (d.length === 0) {
         if (s.ptr !== g.base) continue; // the slot moved between the two READs: read again
         if (isLostTag(s.tag)) return 'lost';
-        if (compareTags(s.tag, ZERO_TAG) === 0 && s.bound === 0) return { tag: { ...ZERO_TAG }, item: undefined };
+        if ((s.bound === 0 && compareTags(s.tag, ZERO_TAG) === 0)) return { tag: { ...ZERO_TAG }, item: undefined, chains };
         continue;
       }
       const item = decodeRsItem(d);
       if (item === undefined || item.block !== block) continue; // torn or moving: read again
-      return { tag: item.tag, item };
+      if (compareTags(item.tag, s.tag) === 0) this.#learn(r, block, s);
+      return { tag: item.tag, item, chains };
     }
     return undefined;
+  }
+
+  /**
+   * Keeps ⟨ptr, bound⟩ of a slot READ as the block's location hint when it names a buffer of the
+   * arena (aligned to its class) and a bound the class holds: a hint's READ then never leaves the
+   * MR, whatever the slot showed (a READ outside it would fail the QP). False when it does not.
+   */
+  #learn(r: Replica, block: number, s: { ptr: number; bound: number }): boolean {
+    const c = rsClassOf(r.geometry!, s.ptr);
+    if (c === undefined || s.bound < RS_ITEM_HEADER_BYTES || s.bound > c.sizeBytes) return false;
+    r.hints.set(block, { ptr: s.ptr, bound: s.bound });
+    return true;
   }
 
   /**
@@ -609,7 +671,7 @@ export class RsClient {
       const head = new Uint8Array(RS_RECEIPT_BYTES);
       const dv = new DataView(head.buffer);
       dv.setBigUint64(0, serial, true);
-      dv.setBigUint64(RECEIPT_PTR + 8, BigInt(cls.sizeBytes), true);
+      dv.setBigUint64(RECEIPT_PTR + 8, BigInt(item.length), true); // the exact bound: a read moves the item, not its buffer
       dv.setBigUint64(RECEIPT_PTR + 16, tag.writer, true);
       dv.setBigUint64(RECEIPT_PTR + 24, tag.ts, true);
       dv.setBigUint64(RECEIPT_OLD + 8, RS_RECEIPT_NO_CAS, true);
@@ -654,7 +716,9 @@ export class RsClient {
         if (mine > 0) this.#giveBack(r, mine);
         if (f.countFailedCas && cas.status === 'ok') return true;
       }
-      if (compareTags(decodeRsSlot(cs[readAt]!.data!).tag, tag) >= 0) return true;
+      const seen = decodeRsSlot(cs[readAt]!.data!);
+      if (seen.ptr !== g.base) this.#learn(r, block, seen);
+      if (compareTags(seen.tag, tag) >= 0) return true;
       // The CAS lost to a tag we cannot see yet (another QP's result still in the NIC cache): re-READ + FLUSH until it shows.
       for (let k = 0; k < this.options.countRetriesMax; k++) {
         this.#stats.countRetries++;
@@ -708,6 +772,18 @@ export class RsClient {
     const round = await r.returns.flush();
     this.#stats.uncertainResolved[r.index]! += round.receiptsResolved;
   }
+}
+
+/**
+ * The slots a read without a location hint READs beside its bounded indirect READ: the aligned
+ * window of RS_SLOT_WINDOW slots holding the block's (clipped to the table). The bounded READ's
+ * dereference is the chain's longest step, so the window costs the chain its bytes, not a step.
+ */
+export const RS_SLOT_WINDOW = 64;
+
+function slotWindow(g: RsGeometry, block: number): { first: number; count: number } {
+  const first = block - (block % RS_SLOT_WINDOW);
+  return { first, count: Math.min(RS_SLOT_WINDOW, g.blocks - first) };
 }
 
 function drawWriterId(entropy: Entropy): bigint {

@@ -20,6 +20,8 @@ export interface RsFaults {
   minorityWrite: boolean;
   /** A read's chain does not FLUSH the slot it read: it may return a value a crash takes back. */
   readWithoutFlush: boolean;
+  /** A direct read (at the block's location hint) returns the item it found there when its checksum and block check out, without comparing its tag with the slot READ after it: a stale hint returns an overwritten value. */
+  trustLocationHint: boolean;
   /** A replica whose CAS did not swap counts at once, without a FLUSHed READ showing a tag ≥ the writer's. */
   countFailedCas: boolean;
   /** Recovery: trust every slot (no pointer validation, no repair of a torn slot from its item). */
@@ -46,6 +48,7 @@ export const NO_RS_FAULTS: Readonly<RsFaults> = Object.freeze({
   readWithoutWriteBack: false,
   minorityWrite: false,
   readWithoutFlush: false,
+  trustLocationHint: false,
   countFailedCas: false,
   skipSlotRepair: false,
   skipReclaim: false,
@@ -93,6 +96,13 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     // Needs a read of a slot whose CAS drained to the LLC but not to media (DDIO on, eager drains:
     // visible to the READ, not durable) before the writer's slot FLUSH, then a crash of every replica.
     explore: { pins: { drain: 'eager', ddio: true } },
+  },
+  {
+    name: 'trustLocationHint',
+    layer: 'read',
+    step: 'a direct read at a location hint counts only when the item it found carries the tag of the slot READ after it, in its chain (the slot has not moved)',
+    // Needs a read through a hint that another writer's install made stale while the old buffer is not reused yet: test/apps/rs/hints.test.ts drives it op by op.
+    caughtBy: 'test/apps/rs/hints.test.ts',
   },
   {
     name: 'countFailedCas',

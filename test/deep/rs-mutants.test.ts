@@ -46,10 +46,9 @@ t.test('mutants are data: name and step; at least 8; the listing', async (t) => 
 // The path of `pmrpc crash-test --app rs --mutant NAME --seed 1`: the same app and the same live
 // run (the mutant's own NIC pins and schedule: its exploreDefaults), so the same crash points;
 // fewer images per point (2, not the CLI's RS_IMAGES_PER_POINT: noWriterId takes > 60 s with 14)
-// except where 2 do not reach the state (skipSlotRepair: image 8 of point 15; readWithoutWriteBack,
-// since reads go direct: point 440 with 14); no nested
+// except where 2 do not reach the torn state (skipSlotRepair: image 8 of point 15); no nested
 // crash (time), stopped at the first violation.
-const IMAGES: Partial<Record<RsFaultName, number>> = { skipSlotRepair: RS_IMAGES_PER_POINT, readWithoutWriteBack: RS_IMAGES_PER_POINT };
+const IMAGES: Partial<Record<RsFaultName, number>> = { skipSlotRepair: RS_IMAGES_PER_POINT };
 for (const m of RS_MUTANTS) {
   // Caught by a dedicated test (op by op and a swarm seed), not (yet) by the explorer at seed 1.
   if (m.caughtBy !== undefined) {

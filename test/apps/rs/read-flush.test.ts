@@ -99,3 +99,65 @@ t.test('mutant readWithoutFlush caught: R returns W\'s value, a crash takes it b
   t.equal(r.read, 'new');
   t.equal(r.after, 'old', 'new, then old: the read returned state that was not durable');
 });
+
+// "A read returns the highest value of a majority only once a majority holds it durably" (the
+// write-back): W installs on X alone (its chains to Y and Z held back); R reads X and Y — they
+// disagree — and returns W's value; R2 then reads Y and Z. The correct R wrote W's value back to Y
+// first, so R2 returns it too. Mutant readWithoutWriteBack returns at once: R2 sees only the old
+// value — new, then old, with no crash at all. Since reads go direct (location hints), seed 1 of
+// the crash sweep no longer reaches this overlap at 2 images per point: this test is where it is caught.
+async function writeBack(t: Test, faults: Partial<RsFaults>): Promise<{ first: string | null; second: string | null; writeBacks: number }> {
+  const reps = [0, 1, 2].map((i) => {
+    const region = PmemRegion.createInMemory(rsApp.minRegionBytes(appOptions), { tracing: true, entropy: seededEntropy(createPrng(60 + i)) });
+    rsApp.format(region, appOptions);
+    const nic = new Rnic(region, { drain: 'eager', ddio: true, entropy: seededEntropy(createPrng(70 + i)) });
+    const server = rsApp.open({ region, nic, clock: systemClock, schedule: queueMicrotask, entropy: seededEntropy(createPrng(80 + i)) }, appOptions) as RsServer;
+    server.recover();
+    return { nic, server, fabric: new InProcessFabric(nic, { delivery: 'seeded', seed: i, autoRun: false, idleDrain: false }) };
+  });
+  const clock = new VirtualClock();
+  const client = (writerId: number, f: Partial<RsFaults>, only: number[]): { c: RsClient; qpns: number[] } => {
+    const conns = reps.map((r, i) => {
+      if (!only.includes(i)) return undefined;
+      const { qp, welcome } = r.server.accept(new Uint8Array(0));
+      return { qp: new QueuePair(r.fabric.connect(qp)), welcome };
+    });
+    return { c: new RsClient(conns, { writerId, clock, faults: f, returnBatch: 64 }), qpns: conns.map((x) => (x === undefined ? -1 : (x.qp.link as InProcessLink).qpn)) };
+  };
+  const run = async (rep: number, qpn: number): Promise<void> => {
+    while (reps[rep]!.nic.step(qpn));
+    await settle();
+  };
+  const a = client(3, {}, [0, 1, 2]);
+  const pa = a.c.write(0, te.encode('old'));
+  for (let k = 0; k < 4; k++) for (let rep = 0; rep < 3; rep++) await run(rep, a.qpns[rep]!);
+  await pa;
+  const w = client(2, {}, [0, 1, 2]);
+  const pw = w.c.write(0, te.encode('new'));
+  pw.catch(() => undefined);
+  for (let rep = 0; rep < 3; rep++) await run(rep, w.qpns[rep]!); // W's query
+  await run(0, w.qpns[0]!); // W's install on X only
+  t.equal(reps[0]!.server.slot(0).tag.ts, 2n, 'X holds W\'s value; Y and Z do not');
+  const r = client(1, faults, [0, 1]);
+  const pr = r.c.read(0);
+  for (let k = 0; k < 4; k++) for (const rep of [0, 1]) await run(rep, r.qpns[rep]!);
+  const first = await pr;
+  const r2 = client(4, {}, [1, 2]);
+  const p2 = r2.c.read(0);
+  for (let k = 0; k < 4; k++) for (const rep of [1, 2]) await run(rep, r2.qpns[rep]!);
+  const second = await p2;
+  return { first: first === null ? null : td.decode(first), second: second === null ? null : td.decode(second), writeBacks: r.c.stats.writeBacks };
+}
+
+t.test('correct read: X and Y disagree, the read writes W\'s value back before it returns it', async (t) => {
+  const r = await writeBack(t, {});
+  t.equal(r.first, 'new');
+  t.equal(r.writeBacks, 1);
+  t.equal(r.second, 'new', 'a later read of Y and Z returns it too');
+});
+
+t.test('mutant readWithoutWriteBack caught: new, then old', async (t) => {
+  const r = await writeBack(t, { readWithoutWriteBack: true });
+  t.equal(r.first, 'new');
+  t.equal(r.second, 'old', 'a later read of Y and Z returns the older value: not linearizable');
+});

@@ -17,14 +17,8 @@ export function benchDistFile(name: string): string {
   return file;
 }
 
-/**
- * In a bench child: exit when the parent goes. The parent spawns the child with a stdin pipe it
- * never writes; when the parent exits — even by SIGKILL — the pipe reaches end-of-file and the
- * child exits, so a killed benchmark or test leaves no server behind.
- */
-export function exitWithParent(): void {
-  process.stdin.on('end', () => process.exit(0)).on('error', () => process.exit(0)).resume();
-}
+/** In a bench child: exit when the parent goes (pmem/runtime.ts). */
+export { exitWithParent } from '../pmem/index.js';
 
 /** The one-line equivalent of exitWithParent for an inline `node -e` child. */
 export const EXIT_WITH_PARENT_JS = "process.stdin.on('end', () => process.exit(0)).on('error', () => process.exit(0)).resume();";

@@ -81,21 +81,14 @@ export function txSystemApp(system: TxSystemName, o: Pick<TxDeployOptions, 'shar
 export function txClientApi(system: TxSystemName, connect: TxConnect, i: number, o: { clock: Clock; skipValidation?: boolean }): TxApi {
   if (system === 'prism-tx') {
     const c = new TxClient(sourceOf(connect, (x) => parseTxWelcome(x.qp, x.welcome)) as (s: number) => ShardConn, { client: i, incarnation: 1, clock: o.clock, faults: {} });
-    let wrote = false;
     return {
-      begin: async () => {
-        wrote = false;
-        await c.begin();
-      },
+      begin: () => c.begin(),
       read: (k) => c.read(k),
-      write: async (k, v) => {
-        wrote = true;
-        await c.write(k, v);
-      },
+      write: (k, v) => c.write(k, v),
       commit: () => c.commit(),
       rollback: () => c.rollback(),
-      // The ALLOCATE + FLUSH of the new values is a round trip of its own before the two of the commit.
-      lastCommitRoundTrips: () => c.lastRoundTrips + (wrote && c.lastRoundTrips > 0 ? 1 : 0),
+      // ALLOCATE + FLUSH of the new values ride in the prepare chain: the commit's two round trips are all.
+      lastCommitRoundTrips: () => c.lastRoundTrips,
     };
   }
   const source = sourceOf(connect, (x) => parseTxLockWelcome(x.qp, x.welcome)) as (s: number) => TxLockConn;
@@ -130,7 +123,7 @@ function factory(system: TxSystemName, description: string): TxSystemFactory {
   };
 }
 
-export const prismTxFactory: TxSystemFactory = factory('prism-tx', 'PRISM-TX (src/apps/tx): ALLOCATE + FLUSH of the new values, then prepare/validate/record by enhanced CAS + FLUSH (1 RTT), install + COMMITTED + release (1 RTT); the shard CPU only reclaims (sweeps superseded and aborted items back to the free lists), off the commit path');
+export const prismTxFactory: TxSystemFactory = factory('prism-tx', 'PRISM-TX (src/apps/tx): ALLOCATE + redirected FLUSH of the new items with prepare/validate/record by enhanced CAS + FLUSH (1 RTT), install + COMMITTED + release (1 RTT); the shard CPU only reclaims (sweeps superseded and aborted items back to the free lists), off the commit path');
 export const farmFactory = factory('farm', 'FaRM-style (src/apps/txlock, app txfarm): LOCK by SEND to the shard CPU (locks + durable redo record), VALIDATE by batched READs, COMMIT record by WRITE + FLUSH, applied and unlocked by the CPU');
 export const fordFactory = factory('ford', 'FORD-style (src/apps/txlock, app txford): CAS lock + speculative READ in execution, undo log WRITE + FLUSH with validation READs (1 RTT), in-place WRITE + selective FLUSH + COMMITTED (1 RTT), asynchronous write-unlatch');
 

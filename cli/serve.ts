@@ -1,6 +1,6 @@
 /** `pmrpc serve`: one node — an app (rpc, kv) on a PM file, served over TCP (src/node). */
 import type { Command } from 'commander';
-import { defineErrorCodes, ErrorCodes, PmemRegion, PmrpcError, type ErrorCodesOf } from '../pmem/index.js';
+import { defineErrorCodes, ErrorCodes, exitWithParent, isInvariantError, PmemRegion, PmrpcError, type ErrorCodesOf } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { NODE_APP_NAMES, NodeHost, appByName, resolveAuthToken } from '../src/node/index.js';
 import { NodeMetrics, authFailureLogger } from '../src/node/index.js';
@@ -157,7 +157,7 @@ export function registerServe(program: Command): void {
     .option('--strict', 'msync on every drain (durability across a machine crash; slow)')
     .option('--json', 'logs off: only the one JSON line on stdout');
   addLayoutFlags(cmd)
-    .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"node", "app", "host", "port", "pid", "pm", "recovered": {...}, "recoveryMs", ..., "metricsPort" (with --metrics-port)}.\nWith --metrics-port: GET /metrics (Prometheus, pmrpc_* series), /healthz (200: the process is up), /readyz (200 once recovered and serving, 503 before and during shutdown).\nFailed authentications are logged on stderr (one line each, at most 10 a second).\nThe rpc app serves the demo workload (method append-digest); the kv app PRISM-KV (welcome {system, rkey, base}).\nThe process holds the PM file\'s exclusive lock while it runs: a second `serve` on it exits 1 with PMRPC_ERR_FILE_LOCKED (naming the holder\'s pid).\nA flag of another app (--strategy with --app kv, …) is refused: PMRPC_ERR_OPTION_NOT_APPLICABLE.\nLayout flags (--kv-slots, --kv-probe-slots, --kv-classes, --rs-blocks, --tx-items) apply when the file is created; an existing file keeps the layout its header records. A flag of another app is PMRPC_ERR_LAYOUT_WRONG_APP, a bad value PMRPC_ERR_BAD_LAYOUT, a layout larger than --size PMRPC_ERR_SIZE_TOO_SMALL.\nExit 2: PMRPC_ERR_AUTH_REQUIRED.')
+    .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"node", "app", "host", "port", "pid", "pm", "recovered": {...}, "recoveryMs", ..., "metricsPort" (with --metrics-port)}.\nWith --metrics-port: GET /metrics (Prometheus, pmrpc_* series), /healthz (200: the process is up), /readyz (200 once recovered and serving, 503 before and during shutdown).\nFailed authentications are logged on stderr (one line each, at most 10 a second).\nThe rpc app serves the demo workload (method append-digest); the kv app PRISM-KV (welcome {system, rkey, base}).\nThe process holds the PM file\'s exclusive lock while it runs: a second `serve` on it exits 1 with PMRPC_ERR_FILE_LOCKED (naming the holder\'s pid).\nA flag of another app (--strategy with --app kv, …) is refused: PMRPC_ERR_OPTION_NOT_APPLICABLE.\nLayout flags (--kv-slots, --kv-probe-slots, --kv-classes, --rs-blocks, --tx-items) apply when the file is created; an existing file keeps the layout its header records. A flag of another app is PMRPC_ERR_LAYOUT_WRONG_APP, a bad value PMRPC_ERR_BAD_LAYOUT, a layout larger than --size PMRPC_ERR_SIZE_TOO_SMALL.\nExit 2: PMRPC_ERR_AUTH_REQUIRED. Exit 70: PMRPC_ERR_INVARIANT (an invariant of pmrpc\'s own state broke: the node stopped before writing bad state; restart recovers from the file).')
     .action(async (opts: ServeOpts, command: Command) => {
       if (opts.port < 0 || opts.port > 65535) throw new RangeError(`--port must be in [0, 65535], got ${opts.port}`);
       if (opts.killAfterEvents !== undefined && opts.killAfterEvents < 1) throw new RangeError(`--kill-after-events must be >= 1, got ${opts.killAfterEvents}`);
@@ -171,6 +171,15 @@ export function registerServe(program: Command): void {
       let completionsArmed = false;
       const completionLimit = opts.killAfterCompletions;
       const txCluster = app.name === 'tx' && opts.cluster !== undefined ? opts.cluster : undefined;
+      // Run by the real-crash Supervisor: die with it (a killed test leaves no server behind).
+      exitWithParent(true);
+      // A broken invariant of pmrpc itself (PMRPC_ERR_INVARIANT, rethrown out of the event loop by
+      // the RPC server) stops the node at once: nothing more is written; a restart recovers.
+      process.on('uncaughtExceptionMonitor', (e) => {
+        if (!isInvariantError(e)) return;
+        process.stderr.write(`pmrpc: ${e.message}: the node stopped before writing bad state; restart recovers from the file\n`);
+        process.exit(70);
+      });
       // Metrics first: /healthz answers (and /readyz says 503) while the node recovers.
       if (opts.metricsPort !== undefined && (opts.metricsPort < 0 || opts.metricsPort > 65535)) throw new RangeError(`--metrics-port must be in [0, 65535], got ${opts.metricsPort}`);
       const metrics = opts.metricsPort === undefined ? undefined : await NodeMetrics.start({ host: opts.metricsHost, port: opts.metricsPort });

@@ -4,8 +4,7 @@
  * message). Completions never reject for a remote failure — the status says; the convenience
  * helpers (write, read, cas, …) turn a non-'ok' status into a PmrpcError with its code.
  */
-import assert from 'node:assert/strict';
-import { intIn, PmrpcError, positiveInt, resolveOptions, type ErrorCode } from '../pmem/index.js';
+import { intIn, invariant, PmrpcError, positiveInt, resolveOptions, type ErrorCode } from '../pmem/index.js';
 import { NicErrorCodes } from './mr.js';
 import { bigintToLe, leToBigint } from './prism.js';
 import type {
@@ -129,7 +128,7 @@ export class QueuePair {
     }
     const seq = this.#seq;
     // Bounded by outstandingMessagesMax (< 2^32): a wrapped sequence can only meet a finished one.
-    if (this.#outstanding.has(seq)) assert.fail(`sequence ${seq} is still outstanding`);
+    invariant(!this.#outstanding.has(seq), () => `sequence ${seq} is still outstanding`);
     this.#seq = (this.#seq + 1) % SEQ_MOD;
     this.#outstanding.set(seq, { listener, arg });
     const msg: RequestMessage = { type: 'request', qpn: this.qpn, seq, wrs };

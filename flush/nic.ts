@@ -8,8 +8,7 @@
  * lands in visible memory as dirty CPU lines; without, it goes to media with a non-temporal store.
  * Whatever is undrained joins the region's crash states as one component per cache entry.
  */
-import assert from 'node:assert/strict';
-import { bool, buggify, cryptoEntropy, intAtLeast, LINE_BYTES, must, oneOf, PmemRegion, PmrpcError, resolveOptions, type CrashComponent, type CrashPiece, type Entropy, type OptionChecks } from '../pmem/index.js';
+import { bool, buggify, cryptoEntropy, intAtLeast, invariant, LINE_BYTES, must, oneOf, PmemRegion, PmrpcError, resolveOptions, type CrashComponent, type CrashPiece, type Entropy, type OptionChecks } from '../pmem/index.js';
 import { MrTable, NicErrorCodes, WrError, type MemoryRegion, type ProtectionDomain } from './mr.js';
 import { bigintToLe, casResult, casSucceeds, leToBigint, readPtr, u64le } from './prism.js';
 import {
@@ -850,7 +849,7 @@ export class Rnic {
 
   /** Rule (ii): a receive completion only after the QP's earlier writes and the message itself are in host memory. */
   #deliverRecv(e: QpEngine, r: PostedRecv, c: Omit<RecvCompletion, 'qpn' | 'recvId'>): void {
-    assert.equal(e.recvQueue[0], r);
+    invariant(e.recvQueue[0] === r, () => 'the RECV completed is not the head of its queue');
     e.recvQueue.shift();
     this.#drainQp(e);
     e.recvCq.push({ qpn: e.qpn, recvId: r.id, ...c });

@@ -16,8 +16,7 @@
  *   write landing in watched memory, a receive completion) — never a spin loop. The durable RPC
  *   layer reuses it.
  */
-import assert from 'node:assert/strict';
-import { callable, PmrpcError, positiveInt, resolveOptions } from '../pmem/index.js';
+import { callable, invariant, PmrpcError, positiveInt, resolveOptions } from '../pmem/index.js';
 import { NicErrorCodes } from './mr.js';
 import { Wr, ok, type QueuePair } from './client.js';
 import type { HostWriteEvent, Rnic, ServerQp } from './nic.js';
@@ -184,7 +183,7 @@ export class CpuPoller {
   }
 
   #enqueue(ev: PollEvent): void {
-    assert.ok(this.#queue.length < this.options.queueMax, `CpuPoller: ${this.#queue.length} events queued; the CPU pass never ran`);
+    invariant(this.#queue.length < this.options.queueMax, () => `CpuPoller: ${this.#queue.length} events queued; the CPU pass never ran`);
     this.#queue.push(ev);
     this.#schedulePass();
   }

@@ -1,11 +1,14 @@
 // pmrpc mmap addon: the only C++ in pmrpc. It maps a file MAP_SHARED (optionally holding an
 // exclusive flock on it for the mapping's life: one owner per PM file, as PMDK pools do), msyncs a
-// range, unmaps, and lists a sparse file's data extents (SEEK_DATA / SEEK_HOLE).
+// range (on the calling thread, or on a pool thread with a callback), unmaps, lists a sparse file's data extents (SEEK_DATA / SEEK_HOLE), and computes CRC-32C
+// over a byte range (the SSE4.2 crc32 instruction where the CPU has it, else slicing-by-8: the
+// same function as pmem/crc32.ts, which calls this one for long ranges).
 // Every argument is validated in TypeScript (pmem/native.ts); here we only translate errno into
 // an Error carrying `code` (e.g. "ENOENT"), `errno` and `syscall`.
 #include <napi.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -187,6 +190,57 @@ Napi::Value Msync(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// msyncAsync(buffer: ArrayBuffer, offset: number, length: number, done: (err) => void) -> undefined:
+// the same msync(MS_SYNC) on a libuv pool thread; `done` runs on the event loop with null or an
+// Error carrying code, errno and syscall. The JS thread goes on meanwhile (strict group commit:
+// the next batch is received while this one syncs; pmem/region.ts holds the batch's
+// acknowledgements until `done`). Writes to the mapping during the call may or may not be
+// included: only what was written before it is synced when `done` runs (as with the kernel's own
+// write-back, which may write any dirty page at any time). An unmap meanwhile is memory-safe (the
+// call then fails with ENOMEM, reported to `done`).
+class MsyncWorker : public Napi::AsyncWorker {
+ public:
+  MsyncWorker(Napi::Function done, Napi::ArrayBuffer ab, char* addr, size_t length)
+      : Napi::AsyncWorker(done, "pmrpc.msync"), ref_(Napi::Persistent(ab)), addr_(addr), length_(length) {}
+  void Execute() override {
+    if (msync(addr_, length_, MS_SYNC) != 0) err_ = errno;
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    if (err_ == 0) {
+      Callback().Call({env.Null()});
+      return;
+    }
+    Napi::Error e = Napi::Error::New(env, std::string("msync: ") + std::strerror(err_));
+    e.Set("code", Napi::String::New(env, ErrnoName(err_)));
+    e.Set("errno", Napi::Number::New(env, err_));
+    e.Set("syscall", Napi::String::New(env, "msync"));
+    Callback().Call({e.Value()});
+  }
+
+ private:
+  Napi::Reference<Napi::ArrayBuffer> ref_;
+  char* addr_;
+  size_t length_;
+  int err_ = 0;
+};
+
+Napi::Value MsyncAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::ArrayBuffer ab = info[0].As<Napi::ArrayBuffer>();
+  size_t offset = static_cast<size_t>(info[1].As<Napi::Number>().Int64Value());
+  size_t length = static_cast<size_t>(info[2].As<Napi::Number>().Int64Value());
+  Napi::Function done = info[3].As<Napi::Function>();
+  if (ab.IsDetached()) return ThrowErrno(env, "msync", EBADF);
+  long page = sysconf(_SC_PAGESIZE);
+  size_t start = offset - (offset % static_cast<size_t>(page));
+  char* base = static_cast<char*>(ab.Data());
+  MsyncWorker* w = new MsyncWorker(done, ab, base + start, length + (offset - start));
+  w->Queue();  // deleted by node-addon-api after OnOK
+  return env.Undefined();
+}
+
 // unmap(buffer: ArrayBuffer) -> undefined. Detaches the buffer first so no JS view can touch
 // the unmapped pages afterwards (they become zero-length).
 Napi::Value Unmap(const Napi::CallbackInfo& info) {
@@ -255,12 +309,94 @@ Napi::Value PageSize(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(sysconf(_SC_PAGESIZE)));
 }
 
+// ---------------------------------------------------------------- CRC-32C (Castagnoli)
+
+// Slicing-by-8 tables of the reflected polynomial 0x82f63b78 (the fallback without SSE4.2).
+struct Crc32cTables {
+  uint32_t t[8][256];
+  Crc32cTables() {
+    for (uint32_t i = 0; i < 256; i++) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+      t[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+      for (int s = 1; s < 8; s++) t[s][i] = t[0][t[s - 1][i] & 0xff] ^ (t[s - 1][i] >> 8);
+  }
+};
+const Crc32cTables g_crcTables;
+
+uint32_t Crc32cSoft(uint32_t c, const uint8_t* p, size_t n) {
+  const auto& t = g_crcTables.t;
+  while (n >= 8) {
+    uint32_t lo = c ^ (uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24);
+    uint32_t hi = uint32_t(p[4]) | uint32_t(p[5]) << 8 | uint32_t(p[6]) << 16 | uint32_t(p[7]) << 24;
+    c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
+        t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+    p += 8;
+    n -= 8;
+  }
+  while (n-- > 0) c = t[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+  return c;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t Crc32cHw(uint32_t c, const uint8_t* p, size_t n) {
+  uint64_t c64 = c;
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c64 = __builtin_ia32_crc32di(c64, v);
+    p += 8;
+    n -= 8;
+  }
+  uint32_t c32 = static_cast<uint32_t>(c64);
+  while (n-- > 0) c32 = __builtin_ia32_crc32qi(c32, *p++);
+  return c32;
+}
+const bool g_crcHw = __builtin_cpu_supports("sse4.2");
+#endif
+
+uint32_t Crc32c(uint32_t seed, const uint8_t* p, size_t n) {
+  uint32_t c = ~seed;
+#if defined(__x86_64__)
+  if (g_crcHw) return ~Crc32cHw(c, p, n);
+#endif
+  return ~Crc32cSoft(c, p, n);
+}
+
+// crc32c(bytes: Uint8Array, start, end, seed) -> number: CRC-32C of bytes[start, end) continuing
+// from seed (pmem/crc32.ts checks the arguments; the range is clamped here all the same).
+Napi::Value Crc32cFn(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Uint8Array bytes = info[0].As<Napi::Uint8Array>();
+  size_t len = bytes.ByteLength();
+  double s = info[1].As<Napi::Number>().DoubleValue();
+  double e = info[2].As<Napi::Number>().DoubleValue();
+  uint32_t seed = info[3].As<Napi::Number>().Uint32Value();
+  size_t start = s <= 0 ? 0 : s >= static_cast<double>(len) ? len : static_cast<size_t>(s);
+  size_t end = e <= static_cast<double>(start) ? start : e >= static_cast<double>(len) ? len : static_cast<size_t>(e);
+  return Napi::Number::New(env, static_cast<double>(Crc32c(seed, bytes.Data() + start, end - start)));
+}
+
+// crc32cHardware() -> boolean: whether Crc32c uses the CPU's crc32 instruction.
+Napi::Value Crc32cHardware(const Napi::CallbackInfo& info) {
+#if defined(__x86_64__)
+  return Napi::Boolean::New(info.Env(), g_crcHw);
+#else
+  return Napi::Boolean::New(info.Env(), false);
+#endif
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("map", Napi::Function::New(env, Map));
   exports.Set("msync", Napi::Function::New(env, Msync));
+  exports.Set("msyncAsync", Napi::Function::New(env, MsyncAsync));
   exports.Set("unmap", Napi::Function::New(env, Unmap));
   exports.Set("pageSize", Napi::Function::New(env, PageSize));
   exports.Set("dataExtents", Napi::Function::New(env, DataExtents));
+  exports.Set("crc32c", Napi::Function::New(env, Crc32cFn));
+  exports.Set("crc32cHardware", Napi::Function::New(env, Crc32cHardware));
   return exports;
 }
 

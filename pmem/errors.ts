@@ -1,7 +1,9 @@
 /**
  * Operating failures of pmrpc: every one is a PmrpcError with a stable string `code`, listed in
- * docs/errors.md. Programmer errors (a broken invariant of pmrpc itself, a store from a thread
- * that does not own a region) are node:assert assertions instead.
+ * docs/errors.md. A broken invariant of pmrpc itself — persistent state that is about to become
+ * wrong (a slot pointer, a tag, an epoch, a free list, a ring position) — is `invariant()`:
+ * PMRPC_ERR_INVARIANT, which stops the node instead of letting it write bad state (as TigerBeetle
+ * asserts its invariants). A caller's misuse (an invalid option) is a TypeError / RangeError.
  *
  * The codes are registered, so that a code nobody defined does not compile: each layer defines its
  * codes once with defineErrorCodes() (which also records them at run time, for the test that
@@ -85,6 +87,13 @@ export const ErrorCodes = defineErrorCodes('pmem', {
    * acknowledgement (sticky, as PostgreSQL treats a failed fsync); restart to recover from the file.
    */
   SYNC_FAILED: 'PMRPC_ERR_SYNC_FAILED',
+  /**
+   * An invariant of pmrpc itself does not hold (a bug, or memory corrupted under it): checked where
+   * persistent state changes, before the bad state is written. Never a request's fault: the RPC
+   * server does not answer it as a request error but stops (`pmrpc serve` exits 70); restart
+   * recovers from the file.
+   */
+  INVARIANT: 'PMRPC_ERR_INVARIANT',
 });
 
 export class PmrpcError extends Error {
@@ -106,6 +115,21 @@ export class PmrpcIoError extends PmrpcError {
     this.errno = errno;
     this.syscall = syscall;
   }
+}
+
+/**
+ * Asserts an invariant of pmrpc's own state: `cond` false throws PMRPC_ERR_INVARIANT with
+ * `what()` (a function, so that the message costs nothing while the invariant holds). Checked
+ * before a change to persistent state, so that a broken invariant stops the process instead of
+ * writing bad state (DESIGN §10).
+ */
+export function invariant(cond: boolean, what: () => string): asserts cond {
+  if (!cond) throw new PmrpcError(ErrorCodes.INVARIANT, `invariant violated: ${what()}`);
+}
+
+/** A PMRPC_ERR_INVARIANT error: pmrpc's own state is wrong; the process must stop, not answer it as a request error. */
+export function isInvariantError(e: unknown): e is PmrpcError {
+  return e instanceof PmrpcError && e.code === ErrorCodes.INVARIANT;
 }
 
 export function isPmrpcError(e: unknown, code?: ErrorCode): e is PmrpcError {

@@ -4,6 +4,8 @@ export {
   PmrpcError,
   PmrpcIoError,
   isPmrpcError,
+  invariant,
+  isInvariantError,
   defineErrorCodes,
   registeredErrorCodes,
   type ErrorCode,
@@ -12,7 +14,7 @@ export {
 } from './errors.js';
 export { VirtualClock, type Clock, type TimerHandle } from './clock.js';
 export { createPrng, seededEntropy, type Prng, type Entropy } from './prng.js';
-export { systemClock, cryptoEntropy, randomSeed, wallClockMs, macrotaskTurn, nextTurn } from './runtime.js';
+export { systemClock, cryptoEntropy, randomSeed, wallClockMs, macrotaskTurn, nextTurn, exitWithParent, EXIT_WITH_PARENT_ENV } from './runtime.js';
 export { crc32c } from './crc32.js';
 export { HEADER_BYTES, LINE_BYTES, LAYOUT_VERSION, MAX_REGION_BYTES, decodeHeader, type RegionHeader } from './header.js';
 export {
@@ -32,7 +34,7 @@ export {
   type CrashContributor,
   type PmemStats,
 } from './region.js';
-export type { MsyncFn } from './region.js';
+export type { MsyncAsyncFn, MsyncFn } from './region.js';
 export { crashImages, countImages, materialize, writeImageFile, CRASH_ENGINES, IMAGE_DEFAULTS, type CrashEngine, type CrashImage, type ImageChoice, type ImageOptions } from './crash.js';
 export {
   resolveOptions,

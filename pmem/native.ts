@@ -13,8 +13,11 @@ interface NativeMmap {
   map(path: string, length: number, flags: number): ArrayBuffer;
   dataExtents(path: string): number[];
   msync(buffer: ArrayBuffer, offset: number, length: number): void;
+  msyncAsync(buffer: ArrayBuffer, offset: number, length: number, done: (err: unknown) => void): void;
   unmap(buffer: ArrayBuffer): void;
   pageSize(): number;
+  crc32c(bytes: Uint8Array, start: number, end: number, seed: number): number;
+  crc32cHardware(): boolean;
 }
 
 let loaded: NativeMmap | undefined;
@@ -117,6 +120,29 @@ export function syncMapping(buffer: ArrayBuffer, offset: number, length: number)
   wrap('msync', () => native.msync(buffer, offset, length));
 }
 
+/**
+ * msync(MS_SYNC) of [offset, offset + length) of a mapping on a libuv pool thread; `done` runs on
+ * the event loop with null, or a PmrpcIoError. Only what was written to the mapping before the call
+ * is synced when `done` runs. Throws at once on a bad range or a detached buffer.
+ */
+export function syncMappingAsync(buffer: ArrayBuffer, offset: number, length: number, done: (err: Error | null) => void): void {
+  if (offset < 0 || length < 0 || offset + length > buffer.byteLength) {
+    throw new RangeError(`msync range [${offset}, ${offset + length}) outside a mapping of ${buffer.byteLength} bytes`);
+  }
+  if (length === 0) {
+    queueMicrotask(() => done(null));
+    return;
+  }
+  const native = addon();
+  wrap('msync', () =>
+    native.msyncAsync(buffer, offset, length, (err: unknown) => {
+      if (err === null || err === undefined) return done(null);
+      const e = err as { code?: string; syscall?: string; message?: string };
+      done(new PmrpcIoError(`msync: ${e.message ?? String(err)}`, e.code ?? 'EUNKNOWN', e.syscall ?? 'msync', err));
+    }),
+  );
+}
+
 /** Unmaps and detaches the buffer: every view of it becomes empty. Idempotent. */
 export function unmapFile(buffer: ArrayBuffer): void {
   const native = addon();
@@ -125,4 +151,28 @@ export function unmapFile(buffer: ArrayBuffer): void {
 
 export function pageSize(): number {
   return addon().pageSize();
+}
+
+/**
+ * The addon's CRC-32C of bytes[start, end) from `seed` (pmem/crc32.ts calls it for long ranges), or
+ * undefined when the addon does not load (or is an older build without it): the caller then
+ * computes it in JS. Never throws.
+ */
+export function nativeCrc32c(): ((bytes: Uint8Array, start: number, end: number, seed: number) => number) | undefined {
+  try {
+    const native = addon();
+    return typeof native.crc32c === 'function' ? native.crc32c : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the addon's CRC-32C uses the CPU's crc32 instruction (SSE4.2); false without the addon. */
+export function crc32cHardware(): boolean {
+  try {
+    const native = addon();
+    return typeof native.crc32cHardware === 'function' && native.crc32cHardware();
+  } catch {
+    return false;
+  }
 }

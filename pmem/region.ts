@@ -19,8 +19,8 @@ import { threadId } from 'node:worker_threads';
 import type { Clock } from './clock.js';
 import { ErrorCodes, PmrpcError, PmrpcIoError } from './errors.js';
 import { decodeHeader, encodeHeader, HEADER_BYTES, LINE_BYTES, MAX_REGION_BYTES, type RegionHeader } from './header.js';
-import { dataExtents, mapFile, syncMapping, unmapFile } from './native.js';
-import { bool, callable, integer, oneOf, probability, resolveOptions, type OptionChecks } from './options.js';
+import { dataExtents, mapFile, syncMapping, syncMappingAsync, unmapFile } from './native.js';
+import { bool, callable, integer, oneOf, optional, probability, resolveOptions, type OptionChecks } from './options.js';
 import { createPrng, type Entropy, type Prng } from './prng.js';
 import { cryptoEntropy, systemClock } from './runtime.js';
 import { buggify } from './buggify.js';
@@ -55,7 +55,17 @@ export interface PmemOptions {
    * addon's msync(MS_SYNC). Tests inject a recording or failing one (the shim under the addon).
    */
   msync: MsyncFn;
+  /**
+   * The msync of syncAsync(): the same range synced off the JS thread, `done` called on a later
+   * turn (null, or the error). Default (undefined): the addon's, on a libuv pool thread — when
+   * `msync` is the default; with an injected `msync` and no `msyncAsync`, syncAsync() syncs with
+   * `msync` at once. Tests inject one that lands the bytes later.
+   */
+  msyncAsync: MsyncAsyncFn | undefined;
 }
+
+/** msync of [offset, offset + length) of the mapping off the JS thread; `done` on a later turn. Only bytes written before the call are synced by it. */
+export type MsyncAsyncFn = (mapping: ArrayBuffer, fileOffset: number, length: number, done: (err: Error | null) => void) => void;
 
 /** msync(MS_SYNC) of [offset, offset + length) of the file's mapping; throws on failure. */
 export type MsyncFn = (mapping: ArrayBuffer, fileOffset: number, length: number) => void;
@@ -71,6 +81,7 @@ export const PMEM_DEFAULTS: Readonly<PmemOptions> = Object.freeze({
   clock: systemClock,
   lineModel: 'prefix',
   msync: syncMapping,
+  msyncAsync: undefined,
 });
 
 /** Events that change media, and client-visible completions: where a simulated crash can strike. */
@@ -173,6 +184,15 @@ export class PmemRegion {
   #syncedMark = 0;
   /** A failed msync (sticky): PMRPC_ERR_SYNC_FAILED. */
   #syncFailed: PmrpcError | undefined;
+  /**
+   * syncAsync: the range of the msync running off the JS thread (still owed to the disk until it
+   * calls back or a sync() covers it), the mark it covers, and who waits for its call back (at
+   * most one runs at a time).
+   */
+  #asyncLo = Infinity;
+  #asyncHi = -1;
+  #asyncMark = 0;
+  #asyncWaiters: Array<(err: PmrpcError | undefined) => void> | undefined;
 
   /** Visible memory is the mapping itself (PmemRegion.format: every store is on media at once, no cache model). */
   #direct: boolean;
@@ -678,15 +698,138 @@ export class PmemRegion {
     }
   }
 
-  /** msyncs what drains left waiting (strict group commit): one msync over their span. Throws PMRPC_ERR_SYNC_FAILED. */
-  sync(): void {
-    if (this.#syncFailed !== undefined) throw this.#syncFailed;
-    if (this.#unsyncedHi < 0) return;
+  /**
+   * groupCommit() whose msync does not block: `fn` runs in a group as there; at the end of the
+   * outermost scope what waits is synced by syncAsync(then) instead of sync(). `then` runs once
+   * everything drained so far is on the disk (or with the failure): the caller holds the
+   * acknowledgements of the group until then. A throw from `fn` propagates (`then` is not called).
+   */
+  groupCommitAsync<T>(fn: () => T, then: (err: PmrpcError | undefined) => void): T {
+    this.#groupDepth++;
+    let out: T;
+    try {
+      out = fn();
+    } finally {
+      this.#groupDepth--;
+    }
+    if (this.#groupDepth === 0) this.syncAsync(then);
+    else this.#whenSynced(this.#waitMark, then);
+    return out;
+  }
+
+  /**
+   * Syncs what drains left waiting WITHOUT blocking the JS thread (strict group commit,
+   * overlapped): one msync over their span starts off the thread (MsyncAsyncFn) and `then` runs on
+   * a later turn, once everything drained before this call is on the disk — so the next batch is
+   * received and processed while this one syncs. Until then the range still counts as waiting:
+   * isSynced() of its marks is false, a sync() (an ordering point, a drain outside a group) syncs it
+   * again at once, and the ack gate (a 'completion' crash point) does too — nothing that depends on
+   * it is written ahead of it or acknowledged before it. One runs at a time: while one runs, or
+   * without an async msync, it syncs at once (sync()) and `then` follows that. Without `strict` (or
+   * in memory) `then` runs at once.
+   */
+  syncAsync(then: (err: PmrpcError | undefined) => void): void {
+    if (this.#syncFailed !== undefined) return then(this.#syncFailed);
+    const media = this.#media;
+    const fn = this.options.msyncAsync ?? (this.options.msync === syncMapping ? syncMappingAsync : undefined);
+    if (this.#unsyncedHi < 0 || media === undefined || fn === undefined || this.#asyncWaiters !== undefined) {
+      // Nothing new waits (perhaps the running msync covers it all), or it cannot run off the thread now.
+      if (this.#unsyncedHi >= 0 || this.#asyncWaiters === undefined || media === undefined) {
+        try {
+          this.sync();
+        } catch (e) {
+          return then(e as PmrpcError);
+        }
+      }
+      return this.#whenSynced(this.#waitMark, then);
+    }
     const lo = this.#unsyncedLo;
     const hi = this.#unsyncedHi;
+    const mark = this.#waitMark;
+    this.#unsyncedLo = Infinity;
+    this.#unsyncedHi = -1;
+    this.#asyncLo = lo;
+    this.#asyncHi = hi;
+    this.#asyncMark = mark;
+    const waiters = [then];
+    this.#asyncWaiters = waiters;
+    this.#stats.msyncs++;
+    const done = (err: Error | null): void => {
+      this.#asyncWaiters = undefined;
+      if (this.#media !== media) {
+        // Closed meanwhile (an orderly close synced everything; a crash's close did not): either
+        // way nothing that waited may be acknowledged now.
+        const closed = new PmrpcError(ErrorCodes.REGION_CLOSED, 'the region closed before its msync called back: nothing waiting on it is acknowledged');
+        for (const w of waiters) w(closed);
+        return;
+      }
+      if (err !== null && this.#media === media && this.#syncedMark < mark) {
+        this.#syncFailed ??= new PmrpcError(ErrorCodes.SYNC_FAILED, `msync of [${lo}, ${hi}) failed (${err.message}): what reached the disk is unknown; nothing waiting on it is acknowledged and this region refuses further persists — restart to recover from the file`, { cause: err });
+      }
+      if (this.#syncFailed === undefined || this.#syncedMark >= mark) {
+        if (mark > this.#syncedMark) this.#syncedMark = mark;
+        if (this.#asyncMark === mark) {
+          this.#asyncLo = Infinity;
+          this.#asyncHi = -1;
+        }
+      }
+      const failed = this.#syncedMark >= mark ? undefined : this.#syncFailed;
+      for (const w of waiters) w(failed);
+    };
+    try {
+      fn(media.buffer, HEADER_BYTES + lo, hi - lo, done);
+    } catch (e) {
+      this.#asyncWaiters = undefined;
+      this.#asyncLo = Infinity;
+      this.#asyncHi = -1;
+      this.#unsyncedLo = lo;
+      this.#unsyncedHi = hi;
+      try {
+        this.sync();
+      } catch (e2) {
+        return then(e2 as PmrpcError);
+      }
+      void e;
+      then(undefined);
+    }
+  }
+
+  /** Runs `then` once `mark` is synced: now, or when the running async msync calls back. */
+  #whenSynced(mark: number, then: (err: PmrpcError | undefined) => void): void {
+    if (this.isSynced(mark)) return then(undefined);
+    if (this.#syncFailed !== undefined) return then(this.#syncFailed);
+    if (this.#asyncWaiters !== undefined) {
+      this.#asyncWaiters.push(then);
+      return;
+    }
+    try {
+      this.sync();
+    } catch (e) {
+      return then(e as PmrpcError);
+    }
+    then(undefined);
+  }
+
+  /** Whether an async msync (syncAsync) has not called back yet. */
+  get syncing(): boolean {
+    return this.#asyncWaiters !== undefined;
+  }
+
+  /**
+   * msyncs what drains left waiting (strict group commit): one msync over their span — with the
+   * span of an async msync still running (syncAsync), so all of it is on the disk when this
+   * returns. Throws PMRPC_ERR_SYNC_FAILED.
+   */
+  sync(): void {
+    if (this.#syncFailed !== undefined) throw this.#syncFailed;
+    if (this.#unsyncedHi < 0 && this.#asyncHi < 0) return;
+    const lo = Math.min(this.#unsyncedLo, this.#asyncLo);
+    const hi = Math.max(this.#unsyncedHi, this.#asyncHi);
     this.#msync(lo, hi - lo);
     this.#unsyncedLo = Infinity;
     this.#unsyncedHi = -1;
+    this.#asyncLo = Infinity;
+    this.#asyncHi = -1;
     this.#syncedMark = this.#waitMark;
   }
 
@@ -705,7 +848,9 @@ export class PmemRegion {
 
   /** Bytes waiting for a group commit's msync (0 when every drained range is synced). */
   get unsyncedBytes(): number {
-    return this.#unsyncedHi < 0 ? 0 : this.#unsyncedHi - this.#unsyncedLo;
+    const lo = Math.min(this.#unsyncedLo, this.#asyncLo);
+    const hi = Math.max(this.#unsyncedHi, this.#asyncHi);
+    return hi < 0 ? 0 : hi - lo;
   }
 
   // ---------------------------------------------------------------- crash points and images
@@ -867,7 +1012,7 @@ export class PmemRegion {
 
   #crashPoint(kind: CrashPointKind, detail?: unknown): void {
     // The ack gate of group commit: an acknowledgement leaves only after what was drained is synced.
-    if (kind === 'completion' && (this.#unsyncedHi >= 0 || this.#syncFailed !== undefined)) this.sync();
+    if (kind === 'completion' && (this.#unsyncedHi >= 0 || this.#asyncHi >= 0 || this.#syncFailed !== undefined)) this.sync();
     const index = this.#crashPointIndex++;
     if (this.#hook !== undefined) this.#hook(detail === undefined ? { kind, index } : { kind, index, detail });
   }
@@ -883,7 +1028,7 @@ export class PmemRegion {
       return;
     }
     // Outside a group the drained range is synced now, and with it whatever a group left waiting.
-    if (this.#unsyncedHi >= 0) {
+    if (this.#unsyncedHi >= 0 || this.#asyncHi >= 0) {
       if (offset < this.#unsyncedLo) this.#unsyncedLo = offset;
       if (offset + len > this.#unsyncedHi) this.#unsyncedHi = offset + len;
       this.sync();
@@ -898,7 +1043,7 @@ export class PmemRegion {
    * the disk before what earlier drains left waiting: sync those first.
    */
   #syncBeforeUnorderedWrite(): void {
-    if (this.#unsyncedHi >= 0) this.sync();
+    if (this.#unsyncedHi >= 0 || this.#asyncHi >= 0) this.sync();
   }
 
   #msync(offset: number, len: number): void {
@@ -1087,7 +1232,7 @@ function copyMedia(visible: Uint8Array, data: Uint8Array, path: string | undefin
   }
 }
 
-const PMEM_CHECKS: OptionChecks<PmemOptions> = { domain: oneOf(['adr', 'eadr']), eviction: probability, strict: bool, tracing: bool, seed: integer, lineModel: oneOf(['prefix', 'subset']), msync: callable() };
+const PMEM_CHECKS: OptionChecks<PmemOptions> = { domain: oneOf(['adr', 'eadr']), eviction: probability, strict: bool, tracing: bool, seed: integer, lineModel: oneOf(['prefix', 'subset']), msync: callable(), msyncAsync: optional(callable()) };
 
 function resolvePmemOptions(options: Partial<PmemOptions>): PmemOptions {
   return resolveOptions(PMEM_DEFAULTS, options, PMEM_CHECKS);

@@ -51,3 +51,20 @@ export function randomSeed(): number {
 export function nextTurn(fn: () => void): void {
   setImmediate(fn);
 }
+
+/** The environment variable a supervising parent sets on a child that must not outlive it (with a stdin pipe). */
+export const EXIT_WITH_PARENT_ENV = 'PMRPC_EXIT_WITH_PARENT';
+
+/**
+ * In a child process: exit when the parent goes. The parent spawns the child with a stdin pipe it
+ * never writes; when the parent exits — even by SIGKILL, or a test runner's timeout — the pipe
+ * reaches end-of-file and the child exits, so a killed benchmark or test leaves no server behind.
+ * `onlyIfAsked`: only when the parent set EXIT_WITH_PARENT_ENV=1 (`pmrpc serve` run by the
+ * real-crash Supervisor; under systemd or `cluster up` stdin is not a pipe and nothing changes).
+ */
+export function exitWithParent(onlyIfAsked = false): void {
+  if (onlyIfAsked && process.env[EXIT_WITH_PARENT_ENV] !== '1') return;
+  process.stdin.on('end', () => process.exit(0)).on('error', () => process.exit(0)).resume();
+  // Read without holding the event loop: a child that has finished (an orderly stop) still exits.
+  (process.stdin as { unref?: () => void }).unref?.();
+}

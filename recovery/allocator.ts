@@ -9,6 +9,7 @@
  * Buffer returns after recovery carry the server epoch (checkReturn): a return sent before a crash
  * names a buffer that recovery already reclaimed and may have re-posted, so it is refused.
  */
+import { invariant } from '../pmem/index.js';
 import type { MemoryRegion, Rnic } from '../flush/index.js';
 
 export interface ArenaClass {
@@ -102,6 +103,14 @@ export function recoverFreeLists(input: AllocatorRecoveryInput): AllocatorRecove
  * every list is posted.
  */
 export function postFreeLists(nic: Rnic, mr: MemoryRegion, free: ReadonlyMap<number, readonly number[]>, options: { acceptAllocate?: boolean } = {}): void {
+  // Free-list membership: a buffer is posted once (on two lists, or twice on one, it would be handed to two owners).
+  const seen = new Set<number>();
+  for (const list of free.values()) {
+    for (const p of list) {
+      invariant(!seen.has(p), () => `buffer ${p} would be posted to the free lists twice`);
+      seen.add(p);
+    }
+  }
   nic.refuseAllocate();
   nic.clearFreeLists();
   for (const [size, list] of free) if (list.length > 0) nic.postFreeBuffers(mr, size, list);

@@ -22,9 +22,8 @@
  * table): free, live, release decided (recovery finishes it), or a state the protocol cannot
  * produce (refused: PMRPC_ERR_TABLE_CORRUPT, before anything is written).
  */
-import assert from 'node:assert/strict';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { PmrpcError } from '../pmem/index.js';
+import { invariant, PmrpcError } from '../pmem/index.js';
 import { NO_FAULTS, type RecoveryFaults } from './faults.js';
 import { decodeCounterWord, encodeCounterWord, RecoveryErrorCodes, type Layout } from './layout.js';
 
@@ -94,7 +93,7 @@ export function matchingSlotRows(idWord: IdInput, releaseWord: ReleaseInput): Sl
 
 export function decideSlot(idWord: IdInput, releaseWord: ReleaseInput): SlotRow {
   const rows = matchingSlotRows(idWord, releaseWord);
-  assert.equal(rows.length, 1, `slot table: ${rows.length} rows match id ${idWord}, release ${releaseWord}`);
+  invariant(rows.length === 1, () => `slot table: ${rows.length} rows match id ${idWord}, release ${releaseWord}`);
   return rows[0]!;
 }
 
@@ -176,13 +175,16 @@ export class ConnTable {
    * written and persisted; then the id word is written durably.
    */
   register(hash: Uint8Array): ConnEntry {
-    assert.ok(hash instanceof Uint8Array && hash.length === SECRET_HASH_BYTES, 'a 32-byte secret hash');
+    invariant(hash instanceof Uint8Array && hash.length === SECRET_HASH_BYTES, () => 'a 32-byte secret hash');
     const slot = this.#bySlot.findIndex((e, i) => e === undefined && ![...this.#releasing.values()].includes(i));
     if (slot < 0) throw new PmrpcError(RecoveryErrorCodes.TABLE_FULL, `all ${this.layout.geometry.maxClients} connection slots are taken`);
     const id = this.layout.nextClientId;
     this.layout.setNextClientId(id + 1);
     const r = this.layout.region;
     const off = this.layout.connOffset(slot);
+    // The slot is free in PM too (its id word zero: never used, or released — SLOT_TABLE's
+    // slot-free): a registration never overwrites a live client's slot.
+    invariant(r.loadU64Atomic(off + ID_WORD) === 0n, () => `connection slot ${slot} still holds client id word 0x${r.loadU64Atomic(off + ID_WORD).toString(16)}`);
     // A former occupant's release ends here: its id word clear is made durable before its release
     // word is reset (same line: under the kill model the reset alone could persist, and the
     // released client would be back).
@@ -271,7 +273,7 @@ export class ConnTable {
   setApplied(clientId: number, seq: number): void {
     const e = this.#byId.get(clientId);
     if (e === undefined) throw this.#unknown(clientId);
-    if (!(Number.isSafeInteger(seq) && seq >= e.appliedSeq)) assert.fail(`applied sequence of client ${clientId} goes back: ${e.appliedSeq} -> ${seq}`);
+    invariant(Number.isSafeInteger(seq) && seq >= e.appliedSeq, () => `applied sequence of client ${clientId} goes back: ${e.appliedSeq} -> ${seq}`);
     if (seq === e.appliedSeq) return;
     this.layout.region.storeU64Atomic(this.layout.connOffset(e.connSlot) + APPLIED_WORD, BigInt(seq));
     e.appliedSeq = seq;

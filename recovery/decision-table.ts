@@ -17,7 +17,7 @@
  * state cannot come from the protocol: recovery stops with PMRPC_ERR_RECOVERY_REFUSED, untouched).
  * The rows that end the durable prefix (`gap: true`) make the position the client's resume point.
  */
-import assert from 'node:assert/strict';
+import { invariant } from '../pmem/index.js';
 import type { LapRelation } from './ring.js';
 
 export type ChecksumInput = 'valid' | 'invalid';
@@ -161,7 +161,7 @@ export function matchingRows(input: DecisionInput, table: readonly DecisionRow[]
 /** The row for `input`. Broken coverage is a pmrpc bug: an assertion. */
 export function decide(input: DecisionInput): DecisionRow {
   const rows = matchingRows(input);
-  assert.equal(rows.length, 1, `decision table: ${rows.length} rows match ${JSON.stringify(input)}`);
+  invariant(rows.length === 1, () => `decision table: ${rows.length} rows match ${JSON.stringify(input)}`);
   return rows[0]!;
 }
 

@@ -8,8 +8,7 @@
  * (epoch, next client id), each one aligned 8-byte word (failure-atomic) carrying its value and
  * its complement, so a damaged word is detected rather than trusted.
  */
-import assert from 'node:assert/strict';
-import { crc32c, ErrorCodes, LINE_BYTES, PmrpcError, resolveOptions, type OptionCheck, type OptionChecks, type PmemRegion, defineErrorCodes, type ErrorCodesOf } from '../pmem/index.js';
+import { crc32c, ErrorCodes, invariant, LINE_BYTES, PmrpcError, resolveOptions, type OptionCheck, type OptionChecks, type PmemRegion, defineErrorCodes, type ErrorCodesOf } from '../pmem/index.js';
 
 /** "PMRPCRCV": this layer's magic, as the little-endian u64 stored at offset 0. */
 export const RECOVERY_MAGIC = 0x5643524350524d50n;
@@ -161,7 +160,7 @@ export function layoutBytes(options: Partial<LayoutOptions> = {}): number {
 
 /** A u32 counter with its complement in one aligned 8-byte word. */
 export function encodeCounterWord(v: number): bigint {
-  assert.ok(Number.isInteger(v) && v >= 0 && v <= MAX_U32, `counter ${v} out of range`);
+  invariant(Number.isInteger(v) && v >= 0 && v <= MAX_U32, () => `counter ${v} out of range`);
   return BigInt(v) | (BigInt(~v >>> 0) << 32n);
 }
 
@@ -296,27 +295,31 @@ export class Layout {
 
   /** Durably sets the epoch (one failure-atomic word). */
   setEpoch(v: number): void {
+    // Epochs only grow: a return or a lease stamped with an old epoch must never match again.
+    invariant(Number.isInteger(v) && v > this.epoch, () => `the epoch would go from ${this.epoch} to ${v}`);
     this.#writeCounter(EPOCH_WORD, v, 'epoch');
   }
 
   /** Durably sets the next client id (one failure-atomic word). */
   setNextClientId(v: number): void {
+    // Client ids are never reused.
+    invariant(Number.isInteger(v) && v > this.nextClientId, () => `the next client id would go from ${this.nextClientId} to ${v}`);
     this.#writeCounter(NEXT_CLIENT_WORD, v, 'client ids');
   }
 
   connOffset(connSlot: number): number {
-    if (!(Number.isInteger(connSlot) && connSlot >= 0 && connSlot < this.geometry.maxClients)) assert.fail(`conn slot ${connSlot}`);
+    invariant(Number.isInteger(connSlot) && connSlot >= 0 && connSlot < this.geometry.maxClients, () => `conn slot ${connSlot}`);
     return this.geometry.connTableOffset + connSlot * CONN_ENTRY_BYTES;
   }
 
   ringOffset(connSlot: number): number {
-    if (!(Number.isInteger(connSlot) && connSlot >= 0 && connSlot < this.geometry.maxClients)) assert.fail(`conn slot ${connSlot}`);
+    invariant(Number.isInteger(connSlot) && connSlot >= 0 && connSlot < this.geometry.maxClients, () => `conn slot ${connSlot}`);
     return this.geometry.ringsOffset + connSlot * this.geometry.ringSlots * this.geometry.slotBytes;
   }
 
   recordOffset(index: number): number {
     // (The message is built only on failure: this runs several times per request.)
-    if (!(Number.isInteger(index) && index >= 0 && index < this.geometry.logRecords)) assert.fail(`record index ${index}`);
+    invariant(Number.isInteger(index) && index >= 0 && index < this.geometry.logRecords, () => `record index ${index}`);
     return this.geometry.logOffset + index * this.geometry.recordBytes;
   }
 
@@ -331,6 +334,6 @@ export class Layout {
     const off = this.geometry.baseOffset + word;
     this.region.storeU64Atomic(off, encodeCounterWord(v));
     this.region.persist(off, 8);
-    assert.equal(decodeCounterWord(this.region.loadU64Atomic(off)), v);
+    invariant(decodeCounterWord(this.region.loadU64Atomic(off)) === v, () => `counter at ${off} does not read back as ${v}`);
   }
 }

@@ -18,8 +18,7 @@
  *   40  CRC-32C of [8, 40) ‖ body u32      44  reserved u32 (0)
  *   48  body: result (padded to 8), then per image: offset u32, length u32, bytes (padded to 8)
  */
-import assert from 'node:assert/strict';
-import { crc32c, PmrpcError } from '../pmem/index.js';
+import { crc32c, invariant, PmrpcError } from '../pmem/index.js';
 import type { ConnTable } from './conn-table.js';
 import { checkFaults, type RecoveryFaults } from './faults.js';
 import { RecoveryErrorCodes, type Layout } from './layout.js';
@@ -260,6 +259,8 @@ export class RedoLog {
    */
   commit(clientId: number, seq: number, effects: Effects): { lsn: number } {
     checkEffects(effects, this.layout);
+    // At most once, in order: a client's request is committed after everything it applied.
+    invariant(seq > (this.#pendingApplied.get(clientId) ?? this.conn.appliedSeq(clientId)), () => `client ${clientId}: request ${seq} committed again (applied up to ${this.#pendingApplied.get(clientId) ?? this.conn.appliedSeq(clientId)})`);
     // The lazy pipeline advances at a batch's first commit (a pass with no request costs nothing), before this batch stores anything.
     if (this.#batch !== undefined && !this.#advanced) {
       this.#advanced = true;
@@ -429,7 +430,7 @@ export class RedoLog {
    */
   applyInOrder(recs: readonly RecordInfo[]): void {
     if (recs.length === 0) return;
-    for (const rec of recs) assert.ok(rec.state === 'complete-unapplied' || rec.state === 'applied', `apply of a ${rec.state} record`);
+    for (const rec of recs) invariant(rec.state === 'complete-unapplied' || rec.state === 'applied', () => `apply of a ${rec.state} record`);
     const r = this.layout.region;
     const app = this.layout.geometry.appOffset;
     r.sync(); // the records reach the disk before any of their images can
@@ -457,7 +458,7 @@ export class RedoLog {
 
   /** Steps 2–4 for a complete record: idempotent (recovery replays with it). */
   apply(rec: RecordInfo): void {
-    assert.ok(rec.state === 'complete-unapplied' || rec.state === 'applied', `apply of a ${rec.state} record`);
+    invariant(rec.state === 'complete-unapplied' || rec.state === 'applied', () => `apply of a ${rec.state} record`);
     const r = this.layout.region;
     const app = this.layout.geometry.appOffset;
     for (const im of rec.images) r.store(app + im.offset, im.bytes);
@@ -480,7 +481,7 @@ export class RedoLog {
    * checksum word and the reserved word), without a second CRC pass over the record.
    */
   #checkReadBack(off: number, encoded: Uint8Array, lsn: number): void {
-    if (!this.layout.region.matches(off + 8, encoded)) assert.fail(`record ${lsn} does not read back as written`);
+    invariant(this.layout.region.matches(off + 8, encoded), () => `record ${lsn} does not read back as written`);
   }
 
   /** A record slot is reused only when its record is durably applied and its client's applied word durable. */
@@ -521,7 +522,7 @@ export class RedoLog {
 
   #reuseApplied(clientId: number, seq: number, lsn: number): void {
     if (this.conn.has(clientId)) {
-      if (!(this.conn.appliedSeq(clientId) >= seq)) assert.fail(`client ${clientId}: record ${lsn} (seq ${seq}) applied but the table says ${this.conn.appliedSeq(clientId)}`);
+      invariant(this.conn.appliedSeq(clientId) >= seq, () => `client ${clientId}: record ${lsn} (seq ${seq}) applied but the table says ${this.conn.appliedSeq(clientId)}`);
       if (!this.#faults.skipPersistCreditBeforeReuse) this.conn.persistApplied(clientId);
     }
   }

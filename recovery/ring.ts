@@ -16,8 +16,7 @@
  * entry is consumed: at poll a mismatch means "not fully arrived yet" (bounded number of polls,
  * then PMRPC_ERR_ENTRY_TORN), at recovery it means "torn".
  */
-import assert from 'node:assert/strict';
-import { crc32c, PmrpcError, positiveInt, resolveOptions, type PmemRegion } from '../pmem/index.js';
+import { crc32c, invariant, PmrpcError, positiveInt, resolveOptions, type PmemRegion } from '../pmem/index.js';
 import { checkFaults, type RecoveryFaults } from './faults.js';
 import { COUNTER_MAX, RecoveryErrorCodes, type Geometry, type Layout } from './layout.js';
 
@@ -192,7 +191,7 @@ export function inspectSlot(
   const foreign = crcOk && clientId !== expect.clientId;
   const out: SlotInspection = { blank, commitZero, checksumValid, foreign, lap: rel };
   if (checksumValid && rel === 'expected') {
-    assert.ok(bytes !== undefined && bytes.byteOffset === 0 && new DataView(bytes.buffer).getUint32(8, true) === expect.clientId);
+    invariant(bytes !== undefined && bytes.byteOffset === 0 && new DataView(bytes.buffer).getUint32(8, true) === expect.clientId, () => `slot at ${slotOffset} decoded for another client than ${expect.clientId}`);
     out.entry = { clientId, seq, methodId, payload: bytes.subarray(ENTRY_HEADER_BYTES) };
   }
   return out;

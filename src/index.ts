@@ -19,6 +19,7 @@ export {
   PmrpcError,
   PmrpcIoError,
   isPmrpcError,
+  isInvariantError,
   VirtualClock,
   systemClock,
   createPrng,

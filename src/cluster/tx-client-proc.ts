@@ -10,7 +10,7 @@
  * node tx-client-proc.js --cluster FILE --client C --incarnation N --seed S --history FILE
  */
 import { appendFileSync } from 'node:fs';
-import { createPrng, systemClock } from '../../pmem/index.js';
+import { createPrng, exitWithParent, systemClock } from '../../pmem/index.js';
 import { TxClient, txName, type TxOutcome } from '../apps/tx/index.js';
 import { loadClusterFile } from './spec.js';
 import { txShardSource, txShards } from './tx.js';
@@ -24,6 +24,7 @@ function arg(name: string): string {
 }
 
 async function main(): Promise<void> {
+  exitWithParent(true); // run by the Supervisor: dies with it
   const spec = loadClusterFile(arg('cluster'));
   const client = Number(arg('client'));
   const incarnation = Number(arg('incarnation'));

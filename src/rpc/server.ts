@@ -13,8 +13,7 @@
  * Each client's connection life is one named state (conn-life.ts: none, dormant, open, error,
  * closing), changed in one place (#enter). Pool mode (pooled methods on worker threads) is pool.ts.
  */
-import assert from 'node:assert/strict';
-import { bool, callable, cryptoEntropy, isPmrpcError, must, nextTurn, optional, PmrpcError, crc32c, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
+import { bool, callable, cryptoEntropy, invariant, isInvariantError, isPmrpcError, must, nextTurn, optional, PmrpcError, crc32c, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
 import { Access, CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../flush/index.js';
 import {
   checkEffects,
@@ -63,6 +62,14 @@ export function checkRpcFaults(f: unknown): Readonly<RpcFaults> {
   return Object.freeze({ ...(f as RpcFaults) });
 }
 
+/** strict: one batch's replies (RESULTs, ACKs), held until its msync (syncAsync) calls back. */
+interface HeldReplies {
+  c: Conn;
+  replies: Array<() => void>;
+  synced: boolean;
+  failure: unknown;
+}
+
 export interface RpcServerOptions {
   strategy: RpcStrategy;
   /** Keep each request's result in its effect record, so it survives a server crash (while the record is in the log). */
@@ -102,6 +109,20 @@ export interface RpcServerOptions {
    * new clients for leaseMs. A slot with unresolved state stays (canRelease, unapplied entries).
    */
   restartGraceMs: number;
+  /**
+   * A broken invariant of pmrpc's own state (PMRPC_ERR_INVARIANT, pmem/errors.ts) is never answered
+   * as a request error: the server stops serving (no connection is polled again) and calls this
+   * once. The default rethrows it out of the event loop, so the process stops (`pmrpc serve` exits
+   * 70) before it writes anything else; restart recovers from the file.
+   */
+  onInvariant: (error: PmrpcError) => void;
+}
+
+/** The default onInvariant: the error leaves the event loop as an uncaught exception (the process stops). */
+export function rethrowInvariant(error: PmrpcError): void {
+  queueMicrotask(() => {
+    throw error;
+  });
 }
 
 export const RPC_SERVER_DEFAULTS: Readonly<RpcServerOptions> = Object.freeze({
@@ -117,12 +138,14 @@ export const RPC_SERVER_DEFAULTS: Readonly<RpcServerOptions> = Object.freeze({
   leaseMs: 60_000,
   canRelease: undefined,
   restartGraceMs: 2_000,
+  onInvariant: rethrowInvariant,
 });
 
 const RPC_SERVER_CHECKS: OptionChecks<RpcServerOptions> = {
   strategy: (_name, v) => void checkStrategy(v),
   keepResults: bool,
   schedule: callable(),
+  onInvariant: callable(),
   batchMax: positiveInt,
   pool: must((v) => v === undefined || (v !== null && typeof (v as RpcPool).run === 'function'), 'must have a run(task) method (a Piscina instance)'),
   poolInFlightMax: positiveInt,
@@ -340,7 +363,7 @@ export class DurableRpcServer {
   /** c is its client's current connection and open: it is polled. */
   #live(c: Conn): boolean {
     const s = this.#sessions.get(c.clientId);
-    return s !== undefined && s.conn === c && s.state === CONNST.OPEN;
+    return s !== undefined && s.conn === c && s.state === CONNST.OPEN && this.halted === undefined;
   }
 
   get serving(): boolean {
@@ -447,6 +470,10 @@ export class DurableRpcServer {
         resumeSeq = store.resumeSeq(clientId);
       }
     }
+    // strict: a batch whose msync still runs off the thread (syncAsync) is not on the disk yet, and
+    // this reply (the resume point, the applied sequence, the kept results) tells the client about
+    // it without passing the ack gate: sync it first.
+    if (this.#strictFile && this.region.unsyncedBytes > 0) this.region.sync();
     const info = store.client(clientId);
     const g = store.geometry;
     const ringBytes = g.ringSlots * g.slotBytes;
@@ -454,7 +481,7 @@ export class DurableRpcServer {
     const mr = this.nic.registerMr(pd, info.ringOffset, ringBytes, Access.REMOTE_WRITE | Access.REMOTE_READ | Access.FLUSH_PERSISTENT | Access.FLUSH_GLOBAL);
     const sqp = this.nic.createQp(pd);
     const ring = store.ring(clientId);
-    assert.equal(ring.nextSeq, resumeSeq, 'the ring polls from the resume point');
+    invariant(ring.nextSeq === resumeSeq, () => `the ring polls from ${ring.nextSeq}, not the resume point ${resumeSeq}`);
     const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, recvUpTo: resumeSeq - 1, polledEmptyIn: -1 };
     this.#enter(clientId, CONNST.OPEN, conn);
     this.#lastSeen.set(clientId, this.options.clock.nowMs());
@@ -499,6 +526,7 @@ export class DurableRpcServer {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
     for (const s of [...this.#sessions.values()]) if (s.conn !== undefined) this.#drop(s.conn);
+    this.#held = []; // their connections are gone: nothing to answer
     this.#poller.close();
     try {
       this.store.completeAll(); // the lazy flags of group commit (recovery would replay them anyway)
@@ -602,6 +630,10 @@ export class DurableRpcServer {
   }
 
   #fail(c: Conn, error: unknown): void {
+    if (isInvariantError(error)) {
+      this.#halt(error);
+      return;
+    }
     // A client that broke the protocol (an entry beyond its credits, a torn entry that never
     // completes): its connection is cut, the others are served on.
     const s = this.#sessions.get(c.clientId);
@@ -612,6 +644,17 @@ export class DurableRpcServer {
     if (this.connectionErrors.length > 1024) this.connectionErrors.shift();
     for (const s of c.stops.splice(0)) s();
   }
+
+  /** A broken invariant: nothing is polled or answered again (every connection is cut); onInvariant is told once. */
+  #halt(error: PmrpcError): void {
+    if (this.halted !== undefined) return;
+    this.halted = error;
+    for (const s of this.#sessions.values()) if (s.conn !== undefined) for (const stop of s.conn.stops.splice(0)) stop();
+    this.options.onInvariant(error);
+  }
+
+  /** The broken invariant that stopped this server (PMRPC_ERR_INVARIANT), if any. */
+  halted: PmrpcError | undefined;
 
   /** gpspm: the client asks the CPU to persist the entry of sequence `imm`. */
   #onFlushRequest(c: Conn, rc: RecvCompletion): void {
@@ -721,15 +764,37 @@ export class DurableRpcServer {
     const replies: Array<() => void> = [];
     this.#replies = replies;
     let failure: unknown;
+    // strict (inline handlers): the batch's msync runs off the JS thread (PmemRegion.syncAsync)
+    // while the next requests are received; its replies wait in #held until it calls back.
+    let held: HeldReplies | undefined;
     try {
-      this.region.groupCommit(() => this.store.batch(() => {
+      const run = (): void => this.store.batch(() => {
         first?.();
         for (const entry of polled) this.#process(c, entry);
-      }));
+      });
+      if (this.#strictFile && this.#pool === undefined) {
+        held = { c, replies, synced: false, failure: undefined };
+        const h = held;
+        this.#held.push(h);
+        let later = false; // a call back inside groupCommitAsync is released below, outside the batch
+        this.region.groupCommitAsync(run, (err) => {
+          h.synced = true;
+          h.failure = err;
+          if (later) this.#releaseHeld();
+        });
+        later = true;
+      } else this.region.groupCommit(run);
     } catch (e) {
       failure = e;
+      if (held !== undefined) this.#held.splice(this.#held.indexOf(held), 1);
+      held = undefined;
     } finally {
       this.#replies = undefined;
+    }
+    if (held !== undefined) {
+      // Synced at once (nothing new to sync and nothing running, or a sync point on the way): go now.
+      if (held.synced) this.#releaseHeld();
+      return;
     }
     // What was settled before a failure is still answered (each RESULT through the ack gate). The
     // batch is settled: its replies follow one another with no processing between, so all but the
@@ -744,6 +809,37 @@ export class DurableRpcServer {
       this.#more = false;
     }
     if (failure !== undefined) throw failure;
+  }
+
+  /**
+   * strict: batches whose replies wait for their msync (syncAsync), oldest first. They leave in this
+   * order, a batch once its msync called back or a later sync covered it — every reply still
+   * through the region's ack gate; after a failed msync, none (the connection is cut).
+   */
+  #held: HeldReplies[] = [];
+
+  #releaseHeld(): void {
+    const held = this.#held;
+    while (held.length > 0) {
+      const h = held[0]!;
+      if (!h.synced) return;
+      held.shift();
+      if (h.failure !== undefined) {
+        this.#fail(h.c, h.failure);
+        continue;
+      }
+      const last = h.replies.length - 1;
+      try {
+        for (let i = 0; i <= last; i++) {
+          this.#more = i < last;
+          h.replies[i]!();
+        }
+      } catch (e) {
+        this.#fail(h.c, e);
+      } finally {
+        this.#more = false;
+      }
+    }
   }
 
   /** notify() options of a RESULT: lazy unless the strategy is coupled (its RESULT is the durable signal). */
@@ -838,6 +934,7 @@ export class DurableRpcServer {
     try {
       eff = compute !== undefined ? compute() : m.handler({ clientId: entry.clientId, seq: entry.seq, method: m.name, payload: entry.payload }, view);
     } catch (e) {
+      if (isInvariantError(e)) throw e; // pmrpc's own state is wrong: not the request's fault (#fail halts)
       const err = e as { code?: unknown; message?: unknown };
       return this.#failed(typeof err?.code === 'string' && err.code.startsWith('PMRPC_ERR_') ? err.code : RpcErrorCodes.HANDLER_FAILED, String(err?.message ?? e));
     }

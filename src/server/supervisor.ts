@@ -1,6 +1,6 @@
 /**
  * The real-crash supervisor (DESIGN §8 "real crashes"): one module for every app's real-crash
- * runner (`crash-rpc.ts`, `crash-kv.ts`, src/cluster/tx-crash.ts). It spawns
+ * runner (`crash-rpc.ts`, `crash-kv.ts`, src/cluster/tx-crash.ts, and PRISM-RS's SIGKILL test). It spawns
  * node processes (`pmrpc serve` children, or any child that prints one JSON start line), SIGKILLs
  * them and restarts them on the same PM file, stops them in order; it delivers what a child prints
  * after its start line as it arrives, and wakes bounded waits (`Wakeup`) on each event — a child
@@ -9,7 +9,7 @@
  * Time comes from an injected Clock (DESIGN §7).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { intIn, must, PmrpcError, defineErrorCodes, type Clock, type ErrorCodesOf, type OptionCheck } from '../../pmem/index.js';
+import { EXIT_WITH_PARENT_ENV, intIn, must, PmrpcError, defineErrorCodes, type Clock, type ErrorCodesOf, type OptionCheck } from '../../pmem/index.js';
 import type { RecoverySummary } from './node.js';
 
 export const HarnessErrorCodes = defineErrorCodes('server', {
@@ -225,7 +225,9 @@ export class Supervisor {
     const plan = this.#killPlan.shift();
     const killAfter = plan?.events;
     const args = o.args(plan);
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // A stdin pipe it never writes, and EXIT_WITH_PARENT_ENV: the child exits when this process does
+    // (even by SIGKILL or a test runner's timeout), so no server outlives its runner.
+    const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, [EXIT_WITH_PARENT_ENV]: '1' } });
     this.child = child;
     const generation = ++this.generation;
     let stderr = '';

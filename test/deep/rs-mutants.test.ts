@@ -29,7 +29,7 @@ const EXPECTED: Record<RsFaultName, string[]> = {
   acceptStaleEpoch: ['allocator'],
   allowAllocateBeforeRebuild: ['early-allocate'],
   countFailedCas: ['lost', 'linearizability'],
-  reuseOwnTag: ['linearizability'],
+  reuseOwnTag: ['diverged', 'linearizability'],
   dropUnansweredReturns: ['allocator'],
   freeUncertainBlindly: ['allocator', 'lost'],
 };

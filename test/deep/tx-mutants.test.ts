@@ -7,7 +7,7 @@ import t from 'tap';
 import { TX_MUTANTS } from '../../src/apps/tx/index.js';
 import { exploreSeed, txCrashSpec } from '../../src/testing/crash/index.js';
 
-t.setTimeout(1_800_000); // wall clock: ~15 min of it on a 2-core machine at load average 30
+t.setTimeout(1_800_000); // wall clock: 6.5 min on a 2-core machine at load average 33 (every mutant caught at seed 1 in 285 s)
 
 t.test('at least 8 mutants, each caught at seed 1 as the CLI runs it', async (t) => {
   t.ok(TX_MUTANTS.length >= 8, `${TX_MUTANTS.length} mutants`);

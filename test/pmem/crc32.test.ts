@@ -48,3 +48,32 @@ t.test('same value as byte-at-a-time over random ranges and seeds', async (t) =>
   for (let i = 0; i < 200; i++) buf[i] = prng.int(0, 255);
   t.equal(crc32c(buf, 13, 200, crc32c(buf, 0, 13)), crc32c(buf, 0, 200));
 });
+
+t.test('the addon computes long ranges, with the same value as the JS form', async (t) => {
+  const { nativeCrc32c, crc32cHardware } = await import('../../pmem/native.js');
+  const { crc32cJs, NATIVE_CRC_MIN_BYTES } = await import('../../pmem/crc32.js');
+  const native = nativeCrc32c();
+  t.ok(native !== undefined, 'the addon of this checkout (source build or prebuilt) exports crc32c');
+  t.comment(`addon CRC-32C uses the crc32 instruction: ${crc32cHardware()}`);
+  const prng = createPrng(SEED + 1);
+  const buf = new Uint8Array(6000);
+  for (let i = 0; i < buf.length; i++) buf[i] = prng.int(0, 255);
+  let bad = 0;
+  for (let n = 0; n < 400; n++) {
+    const start = prng.int(0, 100);
+    const end = start + prng.int(0, 5800);
+    const seed = prng.chance(0.5) ? 0 : prng.u32();
+    const want = reference(buf, start, end, seed);
+    if (native!(buf, start, end, seed) !== want || crc32c(buf, start, end, seed) !== want || crc32cJs(buf, start, end, seed) !== want) bad++;
+  }
+  t.equal(bad, 0, `seed ${SEED}: ranges where the addon, crc32c or crc32cJs differ from byte-at-a-time`);
+  // chaining across the threshold: a short (JS) CRC continued by a long (addon) one, and back
+  const cut = 7;
+  const end = cut + NATIVE_CRC_MIN_BYTES + 33;
+  t.equal(crc32c(buf, cut, end, crc32c(buf, 0, cut)), crc32c(buf, 0, end));
+  t.equal(crc32c(buf, end, end + 5, crc32c(buf, 0, end)), reference(buf, 0, end + 5));
+  // a view into a larger buffer: offsets are the view's
+  const view = buf.subarray(1000, 3000);
+  t.equal(crc32c(view, 10, 1500), reference(buf, 1010, 2500));
+  t.equal(crc32c(new TextEncoder().encode('123456789'.repeat(40))), reference(new TextEncoder().encode('123456789'.repeat(40))));
+});

@@ -112,3 +112,66 @@ t.test('a failed msync: nothing is acknowledged, a coded error, and the region r
 t.test('msync option is checked', async (t) => {
   t.throws(() => PmemRegion.createInMemory(4096, { msync: 3 as unknown as MsyncFn }), { name: 'TypeError' });
 });
+
+t.test('syncAsync (the addon\'s msync on a pool thread): the mark is synced only once it calls back; a sync() meanwhile covers it; the ack gate waits for it', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-group-async-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = PmemRegion.create(join(dir, 'r.pm'), 1 << 16, { strict: true }); // default msync: the addon's, and its async form
+  t.teardown(() => r.close());
+  let called = 0;
+  let error: unknown = 'not called';
+  r.groupCommitAsync(() => {
+    r.store(0, new Uint8Array(64).fill(7));
+    r.persist(0, 64);
+  }, (err) => {
+    called++;
+    error = err;
+  });
+  const mark = r.syncMark();
+  t.equal(called, 0, 'the callback does not run inside the call');
+  t.ok(r.syncing, 'an msync runs off the thread');
+  t.notOk(r.isSynced(mark), 'its mark is not synced yet');
+  t.ok(r.unsyncedBytes > 0, 'its range still counts as waiting');
+  // A second batch while it runs: one at a time, so this one syncs at once (and covers the first).
+  let second = 0;
+  r.groupCommitAsync(() => {
+    r.store(8192, new Uint8Array(64).fill(8));
+    r.persist(8192, 64);
+  }, () => second++);
+  t.equal(second, 1, 'the second batch synced on the thread: its callback ran at once');
+  t.ok(r.isSynced(mark) && r.isSynced(r.syncMark()), 'both marks synced');
+  t.equal(r.unsyncedBytes, 0);
+  for (let i = 0; i < 500 && called === 0; i++) await new Promise((res) => setTimeout(res, 10));
+  t.equal(called, 1, 'the first callback ran once, on a later turn');
+  t.equal(error, undefined, 'without an error');
+  t.notOk(r.syncing);
+  // The ack gate: a completion while an async msync runs syncs first (nothing is acknowledged ahead of it).
+  let third = 0;
+  r.groupCommitAsync(() => {
+    r.store(4096, new Uint8Array(64).fill(9));
+    r.persist(4096, 64);
+  }, () => third++);
+  const m3 = r.syncMark();
+  t.notOk(r.isSynced(m3));
+  r.crashPoint('completion');
+  t.ok(r.isSynced(m3), 'the gate synced the running batch before the completion');
+  for (let i = 0; i < 500 && third === 0; i++) await new Promise((res) => setTimeout(res, 10));
+  t.equal(third, 1);
+});
+
+t.test('syncAsync: a region closed (as by a crash) before the msync calls back acknowledges nothing: the callback gets PMRPC_ERR_REGION_CLOSED', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-group-async-close-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = PmemRegion.create(join(dir, 'r.pm'), 1 << 16, { strict: true });
+  let error: unknown = 'not called';
+  r.groupCommitAsync(() => {
+    r.store(0, new Uint8Array(64).fill(7));
+    r.persist(0, 64);
+  }, (err) => {
+    error = err;
+  });
+  t.ok(r.syncing);
+  r.close({ writeBack: false });
+  for (let i = 0; i < 500 && error === 'not called'; i++) await new Promise((res) => setTimeout(res, 10));
+  t.equal((error as { code?: string })?.code, 'PMRPC_ERR_REGION_CLOSED');
+});

@@ -10,10 +10,10 @@ import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPrng, HEADER_BYTES, PmemRegion, seededEntropy, type MsyncFn } from '../../pmem/index.js';
+import { createPrng, HEADER_BYTES, PmemRegion, seededEntropy, type MsyncAsyncFn, type MsyncFn } from '../../pmem/index.js';
 import { InProcessFabric, Rnic, type DeliveryMode, type NicDriverFaults, type RequestMessage, type ServerMessage } from '../../flush/index.js';
 import { layoutBytes, RecoveryStore } from '../../recovery/index.js';
-import { connectInProcess, DurableRpcServer, RPC_ACK_IMM, RPC_RESULT_IMM, type RpcFaults } from '../../src/rpc/index.js';
+import { connectInProcess, DurableRpcServer, reconnectInProcess, RPC_ACK_IMM, RPC_RESULT_IMM, type RpcFaults } from '../../src/rpc/index.js';
 import { GEOMETRY, inc, SEED } from './fixtures/rig.js';
 import { macrotaskTurn } from '../../pmem/index.js';
 
@@ -24,19 +24,51 @@ async function turns(n = 200): Promise<void> {
 
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/rpc/strict-sync.test.ts)`);
 
-async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, strategy: 'wrflush' | 'gpspm' = 'wrflush') {
+async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, strategy: 'wrflush' | 'gpspm' = 'wrflush', overlapped = false, reconnectWhileSyncing = false) {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-strict-rpc-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const disk = new Map<number, number>();
   let syncs = 0;
   const ctl = { failing: false };
+  // Bytes a later msync wrote while an async one was in flight: its landing must not put older ones back.
+  const newer = new Set<Set<number>>();
   const msync: MsyncFn = (mapping, off, len) => {
     if (ctl.failing) throw Object.assign(new Error('msync: Input/output error'), { code: 'EIO' });
     syncs++;
     const b = new Uint8Array(mapping);
-    for (let i = off; i < off + len; i++) disk.set(i, b[i]!);
+    for (let i = off; i < off + len; i++) {
+      disk.set(i, b[i]!);
+      for (const n of newer) n.add(i);
+    }
   };
-  const region = PmemRegion.create(join(dir, 'r.pm'), layoutBytes(GEOMETRY), { strict: true, msync, entropy: seededEntropy(createPrng(SEED)) });
+  // overlapped: the batch's msync off the thread (PmemRegion.syncAsync). The shim copies the bytes
+  // as they are at the call (what a real msync is sure to sync) and lands them on the disk a
+  // few macrotasks later, then calls back: an acknowledgement sent before that finds them missing.
+  let asyncSyncs = 0;
+  let running = 0;
+  let drainsWhileSyncing = 0;
+  const msyncAsync: MsyncAsyncFn = (mapping, off, len, done) => {
+    if (ctl.failing) {
+      setImmediate(() => done(Object.assign(new Error('msync: Input/output error'), { code: 'EIO' })));
+      return;
+    }
+    asyncSyncs++;
+    running++;
+    // at once, as a reconnect that arrives while this msync runs (the drop-reconnect tests reconnect
+    // from inside a pass the same way)
+    if (reconnectWhileSyncing && !reconnectedWhileSyncing) reconnect();
+    const copy = new Uint8Array(mapping).slice(off, off + len);
+    const rewritten = new Set<number>();
+    newer.add(rewritten);
+    // three turns later: the server's next passes (one per turn) run while it is in flight
+    setImmediate(() => setImmediate(() => setImmediate(() => {
+      newer.delete(rewritten);
+      for (let i = 0; i < len; i++) if (!rewritten.has(off + i)) disk.set(off + i, copy[i]!);
+      running--;
+      done(null);
+    })));
+  };
+  const region = PmemRegion.create(join(dir, 'r.pm'), layoutBytes(GEOMETRY), { strict: true, msync, ...(overlapped ? { msyncAsync } : {}), entropy: seededEntropy(createPrng(SEED)) });
   t.teardown(() => region.close({ writeBack: false }));
   const store = RecoveryStore.format(region, GEOMETRY);
   const nic = new Rnic(region, { ddio: true, entropy: seededEntropy(createPrng(SEED + 1)) });
@@ -44,46 +76,66 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
   const server = new DurableRpcServer(nic, store, { strategy, faults });
   server.register('inc', inc);
   server.start();
-  const client = connectInProcess(server, fabric);
+  // overlapped: two clients, so that one's batch is received and processed while the other's syncs
+  // (a client's next batch waits for its credits, which come with the RESULTs).
+  const clients = Array.from({ length: overlapped ? 2 : 1 }, () => connectInProcess(server, fabric));
   syncs = 0; // count the requests' msyncs, not the format's and the registration's
-  const ring = store.ring(client.clientId);
+  const rings = clients.map((c) => ({ ring: store.ring(c.clientId), ackedUpTo: 0 }));
+  /** Every complete record on the disk (what a machine crash keeps): a RESULT, or a resume point, may tell a client about it. */
+  const recordsOnDisk = (when: string): void => {
+    for (const rec of store.log.scan()) {
+      if (rec.state !== 'applied' && rec.state !== 'complete-unapplied') continue;
+      const off = store.layout.recordOffset(rec.index);
+      const want = region.load(off + 8, 40); // the record's header past the flag word
+      if (!want.every((v, i) => disk.get(HEADER_BYTES + off + 8 + i) === v)) violations.push(`record ${rec.lsn} (client ${rec.clientId} seq ${rec.seq}) not synced when ${when}`);
+    }
+  };
+  // reconnectWhileSyncing: the first client reconnects while an async msync runs (its batch not
+  // synced on the thread by another pass); the resume point it gets counts every request before
+  // it as durable.
+  let reconnectedWhileSyncing = false;
+  const reconnect = (): void => {
+    reconnectedWhileSyncing = running > 0 && region.unsyncedBytes > 0;
+    reconnectInProcess(server, fabric, clients[0]!);
+    recordsOnDisk('a reconnect handed out the resume point');
+  };
   const slotBytes = store.geometry.slotBytes;
   const violations: string[] = [];
   let acks = 0;
-  let ackedUpTo = 0;
   let results = 0;
   region.setCrashPointHook((e) => {
+    if (e.kind === 'drain' && running > 0) drainsWhileSyncing++;
     const d = e.detail as { imm?: number } | undefined;
     if (e.kind === 'completion' && d?.imm === RPC_RESULT_IMM) {
       // A RESULT says "processed": the request's record (replayed by recovery, even while its
       // applied flag lags: lazy flags) must be on the disk when it leaves — every complete record is.
       results++;
-      for (const rec of store.log.scan()) {
-        if (rec.state !== 'applied' && rec.state !== 'complete-unapplied') continue;
-        const off = store.layout.recordOffset(rec.index);
-        const want = region.load(off + 8, 40); // the record's header past the flag word
-        if (!want.every((v, i) => disk.get(HEADER_BYTES + off + 8 + i) === v)) violations.push(`record ${rec.lsn} (client ${rec.clientId} seq ${rec.seq}) not synced when a RESULT left`);
-      }
+      recordsOnDisk('a RESULT left');
       return;
     }
     if (e.kind !== 'completion' || d?.imm !== RPC_ACK_IMM) return;
     acks++;
     // The ACK covers every sequence up to the client's ackedUpTo once it arrives; check the ones
     // this server has polled (ring.slotOffset) against the disk: their bytes must be synced now.
-    for (let seq = ackedUpTo + 1; seq <= ackedUpTo + GEOMETRY.ringSlots! && seq <= ring.nextSeq - 1; seq++) {
-      const off = ring.slotOffset(seq);
-      const want = region.load(off, slotBytes);
-      if (!want.every((v, i) => disk.get(HEADER_BYTES + off + i) === v)) violations.push(`seq ${seq} acknowledged before its entry was synced`);
+    // (With two clients an ACK of one checks the polled entries of both: every polled entry is
+    // persisted in its pass, and none may be behind an acknowledgement that leaves after it.)
+    for (const r of rings) {
+      const ring = r.ring;
+      for (let seq = r.ackedUpTo + 1; seq <= r.ackedUpTo + GEOMETRY.ringSlots! && seq <= ring.nextSeq - 1; seq++) {
+        const off = ring.slotOffset(seq);
+        const want = region.load(off, slotBytes);
+        if (!want.every((v, i) => disk.get(HEADER_BYTES + off + i) === v)) violations.push(`seq ${seq} acknowledged before its entry was synced`);
+      }
+      r.ackedUpTo = ring.nextSeq - 1;
     }
-    ackedUpTo = ring.nextSeq - 1;
   });
   ctl.failing = failing;
-  const calls = Array.from({ length: 12 }, (_, i) => client.call('inc', new Uint8Array(16).fill(i)));
+  const calls = clients.flatMap((client) => Array.from({ length: 12 }, (_, i) => client.call('inc', new Uint8Array(16).fill(i))));
   const durable = calls.map((c) => c.durable.then(() => true, (e: unknown) => e));
   for (const c of calls) void c.result.catch(() => undefined);
   await turns();
   const settled = await Promise.race([Promise.all(durable), turns(50).then(() => undefined)]);
-  return { violations, acks, results, syncs, server, settled, durableCount: calls.length };
+  return { violations, acks, results, syncs, asyncSyncs, drainsWhileSyncing, reconnectedWhileSyncing, server, settled, durableCount: calls.length };
 }
 
 t.test('every ACK leaves after the acked entries are synced', async (t) => {
@@ -99,6 +151,35 @@ t.test('group commit: one msync per poll batch (entries, records, the previous b
   // msyncs (records; images; flags at the ack gate), so this failed.
   t.ok(r.syncs <= r.acks, `${r.syncs} msyncs for ${r.acks} batches (ACKs) of 12 requests`);
   t.same(r.violations, []);
+});
+
+t.test('overlapped msync: a batch syncs off the thread while the next is received; no ACK or RESULT leaves before its msync', async (t) => {
+  for (const strategy of ['wrflush', 'gpspm'] as const) {
+    const r = await run(t, undefined, false, strategy, true);
+    t.equal(r.results, 24, `${strategy}: every request of the two clients answered`);
+    t.ok(r.asyncSyncs > 0, `${strategy}: ${r.asyncSyncs} msyncs off the thread, ${r.syncs} on it`);
+    t.ok(r.drainsWhileSyncing > 0, `${strategy}: ${r.drainsWhileSyncing} drains (the next requests' persists) while an msync was running`);
+    t.same(r.violations, [], `${strategy}: no entry acknowledged, no RESULT sent, before its bytes were on the disk`);
+  }
+});
+
+t.test('overlapped msync: a reconnect while a batch syncs gets a resume point whose requests are on the disk', async (t) => {
+  const r = await run(t, undefined, false, 'wrflush', true, true);
+  t.ok(r.reconnectedWhileSyncing, 'the reconnect came while an msync ran, with its batch not synced yet');
+  t.same(r.violations, [], 'every record before the resume point on the disk when it was handed out; every ACK and RESULT after its msync');
+});
+
+t.test('overlapped msync: the fault switch ackBeforePersist makes the same check fail', async (t) => {
+  const r = await run(t, { ackBeforePersist: true }, false, 'wrflush', true);
+  t.ok(r.violations.length > 0, `caught: ${r.violations[0] ?? 'nothing'}`);
+});
+
+t.test('overlapped msync: a failing msync acknowledges nothing; the connection is cut with PMRPC_ERR_SYNC_FAILED', async (t) => {
+  const r = await run(t, undefined, true, 'wrflush', true);
+  t.equal(r.acks, 0, 'no ACK left');
+  t.equal(r.results, 0, 'no RESULT left');
+  t.same(r.violations, []);
+  t.ok(r.server.connectionErrors.some((e) => (e.error as { code?: string }).code === 'PMRPC_ERR_SYNC_FAILED'), 'the server recorded the coded error for the connection');
 });
 
 t.test('gpspm: one batch per pass for the flush requests received together (was one msync per request)', async (t) => {

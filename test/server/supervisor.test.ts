@@ -48,3 +48,46 @@ t.test('Supervisor: lines as they arrive, kill() restarts at once, kill(\'later\
   t.same(sup.incarnations.map((r) => r.end), ['external', 'external', 'stop']);
   t.same(sup.failures, []);
 });
+
+t.test('a `pmrpc serve` run by a Supervisor dies with its runner (SIGKILL of the runner leaves no server)', async (t) => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { spawn } = await import('node:child_process');
+  const { createInterface } = await import('node:readline');
+  const { fileURLToPath, pathToFileURL } = await import('node:url');
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-sup-orphan-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const server = pathToFileURL(fileURLToPath(new URL('../../dist/src/server/index.js', import.meta.url))).href;
+  const pmem = pathToFileURL(fileURLToPath(new URL('../../dist/pmem/index.js', import.meta.url))).href;
+  const main = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+  const script = `import { Supervisor } from ${JSON.stringify(server)};
+import { systemClock } from ${JSON.stringify(pmem)};
+const pm = ${JSON.stringify(join(dir, 'a.pm'))};
+const sup = new Supervisor({ args: () => [${JSON.stringify(main)}, 'serve', '--app', 'rpc', '--create', '--size', '4194304', '--pm', pm, '--port', '0', '--json'], clock: systemClock, log: undefined, restartsMax: 1, name: 'n' }, pm, []);
+await sup.start();
+console.log(JSON.stringify({ pid: sup.child.pid }));
+setInterval(() => {}, 1000);`;
+  const runner = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: runner.stdout! }).once('line', resolve);
+    runner.once('exit', (code) => reject(new Error(`the runner exited (${String(code)}) before its server listened`)));
+  });
+  const { pid } = JSON.parse(line) as { pid: number };
+  const alive = (p: number): boolean => {
+    try {
+      process.kill(p, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  t.ok(alive(pid), `the serve child ${pid} runs`);
+  runner.kill('SIGKILL');
+  // A bounded wait on the event (the child's exit), not a speed claim.
+  const end = Date.now() + 120_000;
+  while (alive(pid) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+  const left = alive(pid);
+  if (left) process.kill(pid, 'SIGKILL');
+  t.notOk(left, 'the serve child exited after its runner was SIGKILLed');
+});

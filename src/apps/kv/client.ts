@@ -532,23 +532,30 @@ export class PrismKvClient {
 
   /**
    * Sends every pending replaced buffer back to the server (idempotent batches, kv/returns.ts
-   * ReturnSender; reconnecting first when the connection dropped with returns held). Returns how
-   * many the server took.
+   * ReturnSender; reconnecting first when the connection dropped with returns held, and again when
+   * it drops during this flush, leaving a batch unanswered: at most `reconnectsMax` reconnects).
+   * Returns how many the server took.
    */
   async flushReturns(): Promise<number> {
-    if (this.#returns.held > 0 && !this.#live() && this.options.reconnect !== undefined) {
-      this.#reconnectsLeft = this.options.reconnectsMax;
-      try {
-        await this.#ready(undefined);
-      } catch {
-        return 0; // not reachable now: the returns stay held
+    let accepted = 0;
+    for (let round = 0; ; round++) {
+      if (this.#returns.held > 0 && !this.#live() && this.options.reconnect !== undefined) {
+        if (round === 0) this.#reconnectsLeft = this.options.reconnectsMax;
+        try {
+          await this.#ready(undefined);
+        } catch {
+          return accepted; // not reachable now: the returns stay held
+        }
       }
+      const r = await this.#returns.flush();
+      accepted += r.accepted;
+      // The server restarted: recovery reclaimed every unlinked buffer (the sender forgot them). Forget the slot cache.
+      if (r.stale) await this.refresh();
+      if (r.unexpected !== undefined) throw new PmrpcError(KvErrorCodes.RETURN_REFUSED, `unexpected reply ${String(r.unexpected)} to a return batch`);
+      // The connection dropped during this flush (a batch unanswered, or buffers left): reconnect and send them again
+      // (#ready throws once the reconnects are used up; a QP in the error state, not a drop, is not retried).
+      if (this.#returns.held === 0 || this.#qp.link.closed !== true || this.options.reconnect === undefined) return accepted;
     }
-    const r = await this.#returns.flush();
-    // The server restarted: recovery reclaimed every unlinked buffer (the sender forgot them). Forget the slot cache.
-    if (r.stale) await this.refresh();
-    if (r.unexpected !== undefined) throw new PmrpcError(KvErrorCodes.RETURN_REFUSED, `unexpected reply ${String(r.unexpected)} to a return batch`);
-    return r.accepted;
   }
 
   /** Re-reads the epoch; drops the slot cache and the pending returns when the server restarted. */

@@ -4,7 +4,7 @@
  * buffer-return RPC. GET, PUT and DELETE never reach it: they are NIC chains (client.ts).
  */
 import { Access, CpuPoller, type MemoryRegion, type Rnic, type ServerQp } from '../../../flush/index.js';
-import { bool, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
+import { bool, invariant, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import { kvBase } from './checks.js';
 import { auditAllocator, recoverFreeLists, type AllocatorAudit, type ArenaClass, type PointerVerdict } from '../../../recovery/index.js';
 import { ReturnDesk } from './returns.js';
@@ -197,6 +197,9 @@ export class PrismKvServer {
     // 0 violations over 181 repairs on 6 seeds, DDIO off, subset lines, nested crashes, crash runs.)
     // A rejected slot's new word is persisted: see below.
     const writeSlot = (i: number, bytes: Uint8Array, rejected = false): void => {
+      // A slot pointer recovery writes names an arena buffer of its class, or is empty.
+      const ptr = decodeSlot(bytes).ptr;
+      invariant(ptr === g.base || classOf(g, ptr) !== undefined, () => `recovery would point index slot ${i} at ${ptr}, outside the arena's buffers`);
       region.store(slotOffset(g, i), bytes);
       if (rejected && !this.faults.skipRejectedSlotPersist) region.persist(slotOffset(g, i), SLOT_BYTES);
       repaired++;
@@ -251,6 +254,8 @@ export class PrismKvServer {
         continue;
       }
       const buf = cls[1].shift()!;
+      // Free-list membership: a reclaimed buffer is reachable from no slot.
+      invariant(!result.reachable.has(buf), () => `buffer ${buf} is on a free list and reachable`);
       result.reclaimed--;
       const dead = encodeItem({ key: new Uint8Array(0), value: new Uint8Array(0), version: 1n, tombstone: false, dead: true });
       region.store(buf, dead);

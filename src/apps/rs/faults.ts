@@ -153,7 +153,7 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     name: 'freeUncertainBlindly',
     layer: 'recovery',
     step: 'resolving an uncertain install by its receipt: free the ALLOCATEd buffer only if the CAS did not swap, else the buffer it replaced; never a buffer a slot reaches',
-    // Needs an install whose answer a dropped connection lost (the replica up): test/apps/rs/drops.test.ts; the plain sweep's drops do not reach it yet (seeds 1..4).
+    // Needs an install whose answer a dropped connection lost (the replica up): test/apps/rs/drops.test.ts; the plain sweep's drop storms (src/testing/crash/multi.ts) catch it at seed 1.
     caughtBy: 'test/apps/rs/drops.test.ts',
   },
 ] as const satisfies readonly RsMutant[]);

@@ -3,20 +3,23 @@
  * one-sided NIC chains over one QueuePair per shard (docs/tx.md has the protocol and the decision
  * table).
  *
- * Commit of T (txid with the client's slot and incarnation, timestamp ts above everything T saw):
+ * Commit of T (txid with the client's slot and incarnation, timestamp ts above everything T saw),
+ * two round trips for a writing transaction:
  *   execution  READ the slot and the item (bounded, indirect): the item's ts is the version seen;
- *              writes are buffered; at commit the new values are ALLOCATEd + FLUSHed on their
- *              shards, every shard at once (one round trip).
+ *              writes are buffered.
  *   round 1    per participant one chain, every op conditional on the previous: per write key
- *              CAS L 0 → T, CAS lt [W CT] < [ts seen] (W := ts); per read-only key CAS lt
- *              [W CT L] < [ts seen 0] (W := ts); WRITE the record body; FLUSH the slots the chain
- *              CASed and the body; CAS H: the value this client left → PREPARED(T) (fails if a
- *              resolver fenced T); FLUSH H. Commit point: every participant's chain swapped its H
- *              (durable: FLUSHed).
+ *              ALLOCATE the new item (its address redirected into the QP's scratch) and FLUSH
+ *              exactly that item (redirected FLUSH); per write key CAS L 0 → T, CAS lt [W CT] <
+ *              [ts seen] (W := ts); per read-only key CAS lt [W CT L] < [ts seen 0] (W := ts);
+ *              WRITE the record body, WRITE the new items' addresses from the scratch after it;
+ *              FLUSH the slots the chain CASed and the body; CAS H: the value this client left →
+ *              PREPARED(T) (fails if a resolver fenced T); FLUSH H; READ the scratch (where the
+ *              client's items are, for an abort's marks). Commit point: every participant's chain
+ *              swapped its H (durable: FLUSHed), and each record names durable items.
  *   round 2    per participant: install (CAS eq L = T: CT := ts, ptr := new); FLUSH the installed
- *              slots; CAS H
- *              PREPARED(T) → COMMITTED(T); FLUSH; CAS L T → 0 (the decision is durable before
- *              any lock is released). Abort: H → ABORTED(T) where a record exists, FLUSH, release.
+ *              slots; CAS H PREPARED(T) → COMMITTED(T); FLUSH; CAS L T → 0 (the decision is
+ *              durable before any lock is released). Abort: H → ABORTED(T) where a record exists,
+ *              FLUSH, release; T's items marked dead (live reclamation).
  * A CAS that did not swap proves nothing durable about what it lost to (DESIGN §2.2): the
  * transaction aborts. A participant that did not answer leaves T to the resolver (resolve()).
  *
@@ -33,6 +36,7 @@ import {
   decodeItem,
   describeH,
   decodeSlot,
+  bodyPtrsOffset,
   encodeBody,
   encodeItem,
   ENTRY_READ,
@@ -171,7 +175,7 @@ export class TxClient {
   #writes = new Map<number, Uint8Array>();
   /** Reads that met an item not matching its slot (an install in between, or a reused item) and read again. */
   readRetries = 0;
-  /** Round trips of the last commit (prepare + install; allocation counted apart). */
+  /** Round trips of the last commit (prepare + install: 2 for a writing transaction whose participants all prepared). */
   lastRoundTrips = 0;
 
   constructor(source: ShardSource, options: TxClientOptions) {
@@ -329,61 +333,47 @@ export class TxClient {
     }
     this.#lastHi = hi;
     const ts = (hi << 8n) | BigInt(this.client);
-    // Execution's end: the new values ALLOCATEd and FLUSHed on their shards, on the connection the
-    // prepare will use — every shard at once (one round trip, not one per shard).
+    // The connections the commit uses, one per participant.
     const conns = new Map<number, ShardConn>();
     for (const s of byShard.keys()) {
       const conn = this.#source(s);
       if (conn === undefined) return { status: 'aborted', txid, code: TxErrorCodes.SHARD_UNAVAILABLE };
       conns.set(s, conn);
     }
+    /** The new items, once their ALLOCATE completed (from the scratch READ at the end of round 1). */
     const newPtr = new Map<number, number>();
-    const allocated = await Promise.all(
-      [...byShard].map(async ([s, ks]): Promise<'ok' | 'full' | 'lost'> => {
-        const conn = conns.get(s)!;
-        const wk = ks.filter((k) => this.#writes.has(k));
-        if (wk.length === 0) return 'ok';
-        const wrs: WorkRequest[] = wk.map((k) => Wr.allocate(conn.rkey, ITEM_BYTES, encodeItem({ ts, key: k, value: this.#writes.get(k)! })));
-        // The FLUSH covers the whole arena: a FLUSH names its range in the work request (no
-        // indirect or redirected address, DESIGN §2.4), and the items' addresses are known only
-        // after ALLOCATE. Nothing but ALLOCATE writes there, so it persists nothing else; its
-        // modelled cost is the lines it writes back, not the range.
-        if (!this.faults.skipAllocateFlush) wrs.push(Wr.flush('persistent', conn.rkey, { addr: conn.arena, len: conn.arenaBytes }));
-        const cs = await post(conn, wrs);
-        if (cs === undefined) return 'lost';
-        let full = false;
-        wk.forEach((k, i) => {
-          const c = cs[i]!;
-          if (c.status === 'ok' && c.data !== undefined) newPtr.set(k, Number(new DataView(c.data.buffer, c.data.byteOffset).getBigUint64(0, true)));
-          else if (c.code === NicErrorCodes.ALLOC_EMPTY) full = true;
-        });
-        if (wk.every((k) => newPtr.has(k))) return 'ok';
-        return full ? 'full' : 'lost';
-      }),
-    );
-    if (allocated.some((a) => a !== 'ok')) {
-      // Aborted before any prepare: no record of T exists anywhere, and none ever will (the client
-      // sends no prepare), so T's abort is decided and its items here are dead — marked at once
-      // (the guard still checks H ≠ PREPARED(T) durably). A shard that did not answer keeps what
-      // it may have ALLOCATEd until its recovery (R4).
-      await Promise.all(
-        [...byShard.keys()].map((s) => {
-          const items = byShard.get(s)!.filter((k) => newPtr.has(k)).map((k) => ({ key: k, ptr: newPtr.get(k)! }));
-          return this.#markDead(conns.get(s)!, txid, ts, items);
-        }),
-      );
-      return { status: 'aborted', txid, code: allocated.includes('lost') ? TxErrorCodes.SHARD_UNAVAILABLE : TxErrorCodes.ARENA_FULL };
-    }
-    // Round 1: prepare + validate + record, every participant in parallel.
+    // Round 1: per participant one chain — ALLOCATE the new values and FLUSH exactly each item
+    // (redirected FLUSH, from the pointer ALLOCATE left in the QP's scratch), lock + check +
+    // validate by enhanced CAS, the record body and the new items' addresses (WRITE from scratch),
+    // FLUSH, H → PREPARED(T), FLUSH; then a READ of the scratch tells the client where its items are.
     this.lastRoundTrips++;
     const cond = !this.faults.countFailedCas;
-    type Prep = { s: number; state: 'prepared' | 'refused' | 'lost'; locked: number[]; hOld?: bigint };
+    type Prep = { s: number; state: 'prepared' | 'refused' | 'lost'; locked: number[]; hOld?: bigint; code?: string };
     const prep = await Promise.all(
       [...byShard].map(async ([s, ks]): Promise<Prep> => {
         const conn = conns.get(s)!;
         const wrs: WorkRequest[] = [];
         const roles: Array<{ key: number; kind: 'lock' | 'check' | 'validate' } | undefined> = [];
         const entries: RecordEntry[] = [];
+        const wk = ks.filter((k) => this.#writes.has(k));
+        const allocAt: number[] = [];
+        const items = wk.map((k) => encodeItem({ ts, key: k, value: this.#writes.get(k)! }));
+        const flushItems = (): void => {
+          // Exactly what each ALLOCATE wrote: the pointer it left at scratch 8·i, the item's length.
+          items.forEach((item, i) => {
+            wrs.push(Wr.flushFrom('persistent', conn.rkey, { scratch: i * 8 }, item.length, { conditional: true }));
+            roles.push(undefined);
+          });
+        };
+        items.forEach((item, i) => {
+          allocAt.push(wrs.length);
+          wrs.push(Wr.allocate(conn.rkey, ITEM_BYTES, item, { redirect: i * 8, ...(i > 0 ? { conditional: true } : {}) }));
+          roles.push(undefined);
+          if (!this.faults.skipAllocateFlush && !this.faults.lateItemFlush) {
+            wrs.push(Wr.flushFrom('persistent', conn.rkey, { scratch: i * 8 }, item.length, { conditional: true }));
+            roles.push(undefined);
+          }
+        });
         for (const k of ks) {
           const r = this.#reads.get(k)!;
           const at = slotAt(conn, k);
@@ -392,7 +382,7 @@ export class TxClient {
             roles.push({ key: k, kind: 'lock' });
             wrs.push(Wr.prismCas('gt', at, words(ts, r.ts), { conditional: cond, swapMask: words(ONES, 0n) }));
             roles.push({ key: k, kind: 'check' });
-            entries.push({ key: k, kind: ENTRY_WRITE, newPtr: newPtr.get(k)!, oldCt: r.ts });
+            entries.push({ key: k, kind: ENTRY_WRITE, newPtr: 0, oldCt: r.ts });
           } else {
             entries.push({ key: k, kind: ENTRY_READ, newPtr: 0, oldCt: r.ts });
             if (this.faults.skipValidation) continue;
@@ -404,12 +394,19 @@ export class TxClient {
         const hPrev = this.#hPrev.get(s) ?? 0n;
         const prepared = hWord(txid, H_PREPARED);
         const body = encodeBody({ txid, ts, participants, entries });
-        wrs.push(Wr.write({ rkey: conn.rkey, addr: rec.addr + RECORD_BODY }, body, { conditional: cond && wrs.length > 0 }));
+        const ptrsAt = bodyPtrsOffset(entries.length);
+        // The crc-covered part from the client, the new items' addresses from the scratch (the NIC's).
+        wrs.push(Wr.write({ rkey: conn.rkey, addr: rec.addr + RECORD_BODY }, body.subarray(0, ptrsAt), { conditional: cond && wrs.length > 0 }));
         roles.push(undefined);
+        if (wk.length > 0 && !this.faults.skipRecordPtrs) {
+          wrs.push(Wr.writeFrom({ rkey: conn.rkey, addr: rec.addr + RECORD_BODY + ptrsAt }, { scratch: 0 }, wk.length * 8, { conditional: cond }));
+          roles.push(undefined);
+        }
         if (!this.faults.skipBodyFlush) {
-          // What must be durable before H publishes the record: the body, and every slot this chain
-          // CASed — a read-only participant's raised W is FLUSHed nowhere else (round 2 FLUSHes
-          // only installs), and its COMMITTED record makes recovery drop T's record (R5, R1').
+          // What must be durable before H publishes the record: the body (its item addresses
+          // included), and every slot this chain CASed — a read-only participant's raised W is
+          // FLUSHed nowhere else (round 2 FLUSHes only installs), and its COMMITTED record makes
+          // recovery drop T's record (R5, R1').
           wrs.push(Wr.flush('persistent', conn.rkey, slotSpan(conn, ks), { conditional: cond }));
           roles.push(undefined);
           wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr + RECORD_BODY, len: body.length }, { conditional: cond }));
@@ -422,18 +419,32 @@ export class TxClient {
           wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }));
           roles.push(undefined);
         }
+        // Mutant late-item-flush: the items are FLUSHed only after H published the record.
+        if (this.faults.lateItemFlush) flushItems();
+        const readAt = wrs.length;
+        if (wk.length > 0) wrs.push(Wr.read({ scratch: 0 }, wk.length * 8));
         const cs = await post(conn, wrs);
         if (cs === undefined) return { s, state: 'lost', locked: [] };
+        let code: string | undefined;
+        if (wk.length > 0) {
+          const ptrs = cs[readAt]!.data!;
+          wk.forEach((k, i) => {
+            const c = cs[allocAt[i]!]!;
+            if (c.status === 'ok') newPtr.set(k, Number(new DataView(ptrs.buffer, ptrs.byteOffset + i * 8).getBigUint64(0, true)));
+            else if (c.status === 'failed') code ??= c.code === NicErrorCodes.ALLOC_EMPTY ? TxErrorCodes.ARENA_FULL : TxErrorCodes.SHARD_UNAVAILABLE;
+          });
+        }
         const locked = cs.flatMap((c, i) => (roles[i]?.kind === 'lock' && c.swapped === true ? [roles[i]!.key] : []));
         const casOk = cs.every((c, i) => roles[i] === undefined || c.swapped === true || (this.faults.countFailedCas && roles[i]!.kind !== 'lock'));
         const h = cs[hAt]!;
         const hOk = this.faults.noFenceCheck ? h.status === 'ok' : h.swapped === true;
         if (casOk && hOk && cs.every((c) => c.status === 'ok')) return { s, state: 'prepared', locked };
-        if (h.status === 'ok' && !hOk && h.data !== undefined) return { s, state: 'refused', locked, hOld: new DataView(h.data.buffer, h.data.byteOffset).getBigUint64(0, true) };
-        return { s, state: 'refused', locked };
+        const refused: Prep = { s, state: 'refused', locked, ...(code !== undefined ? { code } : {}) };
+        if (h.status === 'ok' && !hOk && h.data !== undefined) return { ...refused, hOld: new DataView(h.data.buffer, h.data.byteOffset).getBigUint64(0, true) };
+        return refused;
       }),
     );
-    const writesOn = (s: number): Array<{ key: number; ptr: number }> => byShard.get(s)!.filter((k) => this.#writes.has(k)).map((k) => ({ key: k, ptr: newPtr.get(k)! }));
+    const writesOn = (s: number): Array<{ key: number; ptr: number }> => byShard.get(s)!.filter((k) => this.#writes.has(k) && newPtr.has(k)).map((k) => ({ key: k, ptr: newPtr.get(k)! }));
     const notPrepared = !prep.every((p) => p.state === 'prepared');
     // Mutant return-before-decided: T's items are marked dead before T's abort is decided (a
     // participant that did not answer may hold a durable record: the resolver may commit T).
@@ -477,7 +488,7 @@ export class TxClient {
         }),
       );
       if (oks.some((x) => !x)) this.#unsettled.push({ txid, participants, ts, items: unmarked((s) => !oks[prep.findIndex((p) => p.s === s)]) });
-      return { status: 'aborted', txid, code: this.#stale !== undefined ? TxErrorCodes.STALE_INCARNATION : TxErrorCodes.CONFLICT };
+      return { status: 'aborted', txid, code: this.#stale !== undefined ? TxErrorCodes.STALE_INCARNATION : (prep.find((p) => p.code !== undefined)?.code ?? TxErrorCodes.CONFLICT) };
     }
     // Some participant did not answer: whether its record is durable is unknown. Resolve (and mark
     // T's items dead only if the resolver decides abort).

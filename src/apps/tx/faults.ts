@@ -16,8 +16,12 @@ export interface TxFaults {
   countFailedCas: boolean;
   /** Prepare: the record's H is written by a plain WRITE, not a CAS that checks for a fence (a late prepare lands after a fence). */
   noFenceCheck: boolean;
-  /** Execution: the ALLOCATEd new values are not FLUSHed before the prepare. */
+  /** Prepare chain: the ALLOCATEd new values are not FLUSHed (no redirected FLUSH of each item) before the H CAS that publishes the record naming them. */
   skipAllocateFlush: boolean;
+  /** Prepare chain: the record body does not carry the new items' addresses (no WRITE of the pointer array from the QP's scratch): a resolver or recovery rolling T forward installs whatever the array held. */
+  skipRecordPtrs: boolean;
+  /** Prepare chain: the redirected FLUSH of each new item comes after the H CAS and its FLUSH (a durable record may name an item that is not durable). */
+  lateItemFlush: boolean;
   /** Commit (round 2): no FLUSH between the installs and H := COMMITTED. */
   skipInstallFlush: boolean;
   /** Resolver: commits when any participant holds a record (not every one: the commit point is not reached). */
@@ -52,6 +56,8 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   countFailedCas: false,
   noFenceCheck: false,
   skipAllocateFlush: false,
+  skipRecordPtrs: false,
+  lateItemFlush: false,
   skipInstallFlush: false,
   resolverWithoutCommitPoint: false,
   resolverTrustsVisible: false,
@@ -84,18 +90,31 @@ export interface TxMutant {
 export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
   { name: 'skip-prepare-flush', fault: 'skipPrepareFlush', step: 'FLUSH(persistent) of the prepare record before it counts (install only after every prepare is durable)' },
   { name: 'skip-body-flush', fault: 'skipBodyFlush', step: 'FLUSH(persistent) of the record body before the H CAS that publishes it' },
-  { name: 'skip-validation', fault: 'skipValidation', step: 'validation of the read set (CAS: unlocked, CT unchanged, raise W)', pins: { keys: 2, clients: 4 } },
+  {
+    name: 'skip-validation',
+    fault: 'skipValidation',
+    step: 'validation of the read set (CAS: unlocked, CT unchanged, raise W)',
+    // Two hot keys on two shards, six clients: read-only transactions read across concurrent commits (a fractured
+    // read in the live run). Four clients, the three-round-trip commit's pin, reach it at seed 1 of the two-round-trip
+    // commit only in a crash run after every crash image of the seed (tens of minutes on a loaded 2-core machine).
+    pins: { keys: 2, clients: 6 },
+  },
   { name: 'count-failed-cas', fault: 'countFailedCas', step: 'a prepare or validation CAS that did not swap aborts (never counts as success)' },
   {
     name: 'no-fence-check',
     fault: 'noFenceCheck',
     step: "the prepare's H CAS checks the fence (a slow client's late prepare fails)",
-    // A client held back mid-commit while the resolver agent fences and aborts T (pct.ts stalls). Whole-client stalls
-    // of up to 400 steps in the first 800 since the commit allocates on every shard at once and aborted transactions'
-    // items are reclaimed live (QP stalls of 200 in 600 no longer reached the window at seed 1).
-    explore: { schedule: { stalls: 20, stallSteps: 400, stallUnit: 'client', horizon: 800 } },
+    // One participant's prepare chain held back (a QP stall) while the other participant's record is durable and
+    // the resolver agent, finding T in doubt twice, fences T where it has no record and aborts it; the held chain then
+    // resumes and its plain WRITE of H replaces the fence, the client counts every participant prepared and reports
+    // commit (live: committed but absent). Since the two-round-trip commit a client posts every participant's prepare
+    // chain at once, so a whole-client stall (the pin of the three-round-trip commit) holds both chains and opens no
+    // window; QP stalls of up to 400 steps in the first 800 do.
+    explore: { schedule: { stalls: 20, stallSteps: 400, stallUnit: 'qp', horizon: 800 } },
   },
-  { name: 'skip-allocate-flush', fault: 'skipAllocateFlush', step: 'FLUSH(persistent) of the ALLOCATEd new values before the prepare' },
+  { name: 'skip-allocate-flush', fault: 'skipAllocateFlush', step: 'redirected FLUSH(persistent) of each ALLOCATEd new item in the prepare chain, before the H CAS' },
+  { name: 'skip-record-ptrs', fault: 'skipRecordPtrs', step: "WRITE of the new items' addresses from the QP's scratch into the prepare record (what roll-forward installs)" },
+  { name: 'late-item-flush', fault: 'lateItemFlush', step: 'the new items are FLUSHed before the H CAS that publishes the record naming them (not after)' },
   { name: 'skip-install-flush', fault: 'skipInstallFlush', step: 'FLUSH(persistent) of the installs before H := COMMITTED' },
   { name: 'resolver-without-commit-point', fault: 'resolverWithoutCommitPoint', step: 'the resolver commits only when every participant holds a durable record' },
   {
@@ -103,9 +122,11 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
     fault: 'resolverTrustsVisible',
     step: 'the resolver FLUSHes what it read before acting on it',
     // A prepare record visible (drained at once: drain eager) but not yet FLUSHed while its client's QP is held back
-    // and the resolver agent decides on it; a crash in that window (pct.ts stalls). Stalls of up to 400 steps in the
-    // first 800 since live reclamation (its mark chains and sweeps moved seed 1's interleaving off the 200/600 window).
-    explore: { pins: { drain: 'eager' }, schedule: { stalls: 20, stallSteps: 400, stallUnit: 'qp', horizon: 800 } },
+    // and the resolver agent decides on it; a crash in that window loses H under what the resolver did (pct.ts
+    // stalls). Since the two-round-trip commit a prepare chain runs its slot CASes, two WRITEs and two FLUSHes before
+    // H's CAS and H's FLUSH right after it, so a stall at a drawn step rarely falls between the two (seed 1 no longer
+    // had one); stalls armed on an atomic (stallOn 'atomic': held from the step after the QP's next CAS) do.
+    explore: { pins: { drain: 'eager' }, schedule: { stalls: 20, stallSteps: 400, stallUnit: 'qp', stallOn: 'atomic', horizon: 800 } },
   },
   { name: 'resolver-no-fence', fault: 'resolverNoFence', step: 'the resolver fences T where it found no record before deciding abort' },
   { name: 'recovery-ignores-records', fault: 'recoveryIgnoresRecords', step: 'recovery keeps PREPARED records (and their locks) for the resolver' },

@@ -5,4 +5,4 @@ export { TX_MUTANTS, NO_TX_FAULTS, txFaultsFor, type TxFaults, type TxFaultName,
 export { TxErrorCodes, decodeTxHeader, TX_HEADER_BYTES, describeH, txName, makeTxid, txClient, ITEM_BYTES, VALUE_BYTES_MAX, ENTRIES_MAX, type TxGeometry } from './layout.js';
 export { TxAgent, type TxAgentOptions } from './agent.js';
 // The durable layout's encoders (tests construct each row of the decision tables with them).
-export { computeTxGeometry, encodeBody, encodeItem, encodeSlot, decodeItem, ITEM_HEADER_BYTES, type Item, recordOffset, slotOffset, hWord, hState, hTxid, H_FENCED, H_PREPARED, H_COMMITTED, H_ABORTED, ENTRY_WRITE, ENTRY_READ, RECORD_BODY, type RecordEntry } from './layout.js';
+export { computeTxGeometry, bodyPtrsOffset, encodeBody, encodeItem, encodeSlot, decodeItem, ITEM_HEADER_BYTES, type Item, recordOffset, slotOffset, hWord, hState, hTxid, H_FENCED, H_PREPARED, H_COMMITTED, H_ABORTED, ENTRY_WRITE, ENTRY_READ, RECORD_BODY, type RecordEntry } from './layout.js';

@@ -18,9 +18,11 @@
  *
  * Record of client slot c (512 B): +0 H u64 = txid·4 + state (state 1 PREPARED, 2 COMMITTED,
  * 3 ABORTED, 0 FENCED — a txid with state 0 is a fence; H = 0: never used), then on the next line
- * the body: +64 crc32c u32 over [68, 96 + 24·n) | +68 n u32 | +72 txid u64 | +80 ts u64 |
- * +88 participants u64 (bit mask of shards) | +96 n entries of 24 B: key u32, kind u32 (1 write,
- * 2 read), newPtr u64, oldCT u64.
+ * the body: +64 crc32c u32 over [68, 96 + 16·n) | +68 n u32 | +72 txid u64 | +80 ts u64 |
+ * +88 participants u64 (bit mask of shards) | +96 n entries of 16 B: key u32, kind u32 (1 write,
+ * 2 read), oldCT u64 | then one newPtr u64 per write entry, in entry order (the new items'
+ * addresses: the NIC writes them from its scratch, where the prepare chain's ALLOCATEs put them,
+ * so the crc does not cover them; the chain FLUSHes them with the body, before H).
  *
  * Item (ITEM_BYTES): +0 crc32c u32 over [4, 24 + len) | +4 len u32 | +8 ts u64 | +16 key u32 |
  * +20 mark u32 (0; ITEM_DEAD once its transaction's abort is decided and durable: the shard CPU's
@@ -30,13 +32,15 @@ import { AREA_MAGIC } from '../index.js';
 import { crc32c, defineErrorCodes, PmrpcError, type ErrorCodesOf } from '../../../pmem/index.js';
 
 export const TX_MAGIC = AREA_MAGIC.tx; // 'RMSPTX01'
-export const TX_LAYOUT_VERSION = 1;
+export const TX_LAYOUT_VERSION = 2;
 export const TX_HEADER_BYTES = 64;
 export const SLOT_BYTES = 64;
 export const RECORD_BYTES = 512;
 export const RECORD_BODY = 64;
-export const ENTRY_BYTES = 24;
-export const ENTRIES_MAX = Math.floor((RECORD_BYTES - RECORD_BODY - 32) / ENTRY_BYTES);
+export const ENTRY_BYTES = 16;
+/** Bytes of a write entry's new-item pointer (the pointer array after the entries). */
+export const ENTRY_PTR_BYTES = 8;
+export const ENTRIES_MAX = Math.floor((RECORD_BYTES - RECORD_BODY - 32) / (ENTRY_BYTES + ENTRY_PTR_BYTES));
 export const ITEM_BYTES = 128;
 export const ITEM_HEADER_BYTES = 24;
 export const VALUE_BYTES_MAX = ITEM_BYTES - ITEM_HEADER_BYTES;
@@ -64,8 +68,9 @@ export const TxErrorCodes = defineErrorCodes('tx', {
   /** A participant shard did not answer (link closed or QP error): the transaction was aborted or is left to resolution. */
   SHARD_UNAVAILABLE: 'PMRPC_ERR_TX_SHARD_UNAVAILABLE',
   /**
-   * A participant's arena had no free item for the transaction's new values (ALLOCATE found the
-   * free list empty): aborted, nothing prepared. Live reclamation refills it as commits supersede
+   * A participant's arena had no free item for the transaction's new values (the prepare chain's
+   * ALLOCATE found the free list empty; the rest of that chain is skipped): aborted before the
+   * commit point, rolled back where it prepared. Live reclamation refills it as commits supersede
    * values and aborted transactions' items come back; retry, or give the shard more items (txItems).
    */
   ARENA_FULL: 'PMRPC_ERR_TX_ARENA_FULL',
@@ -245,11 +250,23 @@ export interface RecordBody {
   entries: RecordEntry[];
 }
 
+/** Offset, in the body, of the new-item pointer array of a body with `n` entries (what the crc covers ends here). */
+export function bodyPtrsOffset(n: number): number {
+  return 32 + n * ENTRY_BYTES;
+}
+
+/**
+ * The body's bytes: the crc-covered part (header and entries, `bodyPtrsOffset(n)` bytes) then the
+ * pointer array (each write entry's newPtr). A prepare chain WRITEs only the first part; the
+ * pointers come from the NIC's scratch.
+ */
 export function encodeBody(r: RecordBody): Uint8Array {
   if (r.entries.length > ENTRIES_MAX) throw new PmrpcError(TxErrorCodes.TOO_LARGE, `a transaction touches at most ${ENTRIES_MAX} keys per shard, got ${r.entries.length}`);
-  const b = new Uint8Array(32 + r.entries.length * ENTRY_BYTES);
+  const n = r.entries.length;
+  const writes = r.entries.filter((e) => e.kind === ENTRY_WRITE);
+  const b = new Uint8Array(bodyPtrsOffset(n) + writes.length * ENTRY_PTR_BYTES);
   const dv = new DataView(b.buffer);
-  dv.setUint32(4, r.entries.length, true);
+  dv.setUint32(4, n, true);
   dv.setBigUint64(8, r.txid, true);
   dv.setBigUint64(16, r.ts, true);
   dv.setBigUint64(24, r.participants, true);
@@ -257,23 +274,31 @@ export function encodeBody(r: RecordBody): Uint8Array {
     const o = 32 + i * ENTRY_BYTES;
     dv.setUint32(o, e.key, true);
     dv.setUint32(o + 4, e.kind, true);
-    dv.setBigUint64(o + 8, BigInt(e.newPtr), true);
-    dv.setBigUint64(o + 16, e.oldCt, true);
+    dv.setBigUint64(o + 8, e.oldCt, true);
   });
-  dv.setUint32(0, crc32c(b.subarray(4)), true);
+  writes.forEach((e, i) => dv.setBigUint64(bodyPtrsOffset(n) + i * ENTRY_PTR_BYTES, BigInt(e.newPtr), true));
+  dv.setUint32(0, crc32c(b.subarray(4, bodyPtrsOffset(n))), true);
   return b;
 }
 
-/** The body in `b` (RECORD_BYTES - RECORD_BODY bytes), or undefined when torn. */
+/** The body in `b` (RECORD_BYTES - RECORD_BODY bytes), or undefined when torn (the pointer array is not crc-covered: see encodeBody). */
 export function decodeBody(b: Uint8Array): RecordBody | undefined {
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const n = dv.getUint32(4, true);
-  if (n > ENTRIES_MAX || 32 + n * ENTRY_BYTES > b.length) return undefined;
-  if (dv.getUint32(0, true) !== crc32c(b.subarray(4, 32 + n * ENTRY_BYTES))) return undefined;
+  if (n > ENTRIES_MAX || bodyPtrsOffset(n) > b.length) return undefined;
+  if (dv.getUint32(0, true) !== crc32c(b.subarray(4, bodyPtrsOffset(n)))) return undefined;
   const entries: RecordEntry[] = [];
+  let w = 0;
   for (let i = 0; i < n; i++) {
     const o = 32 + i * ENTRY_BYTES;
-    entries.push({ key: dv.getUint32(o, true), kind: dv.getUint32(o + 4, true), newPtr: Number(dv.getBigUint64(o + 8, true)), oldCt: dv.getBigUint64(o + 16, true) });
+    const kind = dv.getUint32(o + 4, true);
+    let newPtr = 0;
+    if (kind === ENTRY_WRITE) {
+      const p = bodyPtrsOffset(n) + w++ * ENTRY_PTR_BYTES;
+      if (p + ENTRY_PTR_BYTES > b.length) return undefined;
+      newPtr = Number(dv.getBigUint64(p, true));
+    }
+    entries.push({ key: dv.getUint32(o, true), kind, newPtr, oldCt: dv.getBigUint64(o + 8, true) });
   }
   return { txid: dv.getBigUint64(8, true), ts: dv.getBigUint64(16, true), participants: dv.getBigUint64(24, true), entries };
 }

@@ -518,6 +518,16 @@ export class TxAppServer implements AppServer {
     for (let c = 0; c < g.clients; c++) {
       const r = this.record(c);
       if (r.h !== 0n && hState(r.h) === H_PREPARED && r.body === undefined) out.push({ kind: 'record', detail: `client ${c}: ${describeH(r.h)} over a torn record body` });
+      // R2': every new item a PREPARED record names here is durable and T's own (key, ts): the
+      // prepare chain FLUSHed each item, and the address array, before its H CAS.
+      if (r.body !== undefined) {
+        for (const e of r.body.entries) {
+          if (e.kind !== ENTRY_WRITE || e.key % g.shards !== g.shard) continue;
+          const inArena = e.newPtr >= g.arenaOffset && e.newPtr < g.arenaOffset + g.items * ITEM_BYTES && (e.newPtr - g.arenaOffset) % ITEM_BYTES === 0;
+          const it = inArena ? decodeItem(this.region.load(e.newPtr, ITEM_BYTES)) : undefined;
+          if (it === undefined || it.key !== e.key || it.ts !== r.body.ts) out.push({ kind: 'record', detail: `client ${c}: ${describeH(r.h)} names item ${e.newPtr} for key ${e.key}, which is not its new value (${inArena ? (it === undefined ? 'garbage' : `key ${it.key}, ts ${it.ts}`) : 'not an item of the arena'})` });
+        }
+      }
     }
     const seen = new Set<number>();
     for (let i = 0; i < g.keys; i++) {

@@ -84,6 +84,7 @@ export function withDistinctImages<S>(app: ExplorerApp<S>): Counted<S> {
     // What crash runs (clients, client crashes, dropped connections, the whole-history check) and media errors need, when the app has it.
     ...(app.clients !== undefined ? { clients: app.clients } : {}),
     ...(app.drops !== undefined ? { drops: app.drops } : {}),
+    ...(app.crashShapes !== undefined ? { crashShapes: app.crashShapes } : {}),
     ...(app.exploreDefaults !== undefined ? { exploreDefaults: app.exploreDefaults } : {}),
     ...(app.crashClient !== undefined ? { crashClient: (c: number) => app.crashClient!(c) } : {}),
     ...(app.checkHistory !== undefined ? { checkHistory: async (world: World) => keep(await app.checkHistory!(world)) } : {}),

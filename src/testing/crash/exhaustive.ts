@@ -307,7 +307,7 @@ export async function exploreExhaustive<S>(makeApp: () => ExplorerApp<S>, option
     if (!blocked) {
       if (status !== 'done') violate('stalled', `workload ${status} after ${depth} choices`, -1, undefined, 'live');
       else if (wl.error !== undefined) violate('workload', `the workload failed: ${String(wl.error)}`, -1, undefined, 'live');
-      else for (const p of await app.checkLive(world)) violate(p.kind, `live: ${p.detail}`, -1, undefined, 'live');
+      else for (const p of await app.checkLive(world)) violate(p.kind, p.detail.startsWith('live: ') ? p.detail : `live: ${p.detail}`, -1, undefined, 'live');
     }
     world.close();
     // Every image tuple of every new crash point.

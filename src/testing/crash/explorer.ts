@@ -180,7 +180,7 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
   if (wl.error !== undefined) violate('workload', `the workload failed: ${String(wl.error)}`, -1, undefined, 'live');
   if (r.status === 'done') {
     await wl.done;
-    for (const p of await app.checkLive(world)) violate(p.kind, `live: ${p.detail}`, -1, undefined, 'live');
+    for (const p of await app.checkLive(world)) violate(p.kind, p.detail.startsWith('live: ') ? p.detail : `live: ${p.detail}`, -1, undefined, 'live');
   }
   world.close();
 
@@ -206,7 +206,7 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
   // 3. Crash runs: subsets of nodes (and clients) crash mid-run, nodes restart while the cluster goes on.
   if (o.crashPlan !== undefined || o.crashRuns > 0) {
     if (app.checkHistory === undefined) throw new TypeError(`app ${app.name} does not support crash runs (no checkHistory)`);
-    const plans = o.crashPlan !== undefined ? [parsePlan(o.crashPlan)] : Array.from({ length: o.crashRuns }, (_, i) => planFor(o.seed, i, report.crashPointsTotal, app.nodes, app.clients ?? 0, app.drops === true));
+    const plans = o.crashPlan !== undefined ? [parsePlan(o.crashPlan)] : Array.from({ length: o.crashRuns }, (_, i) => planFor(o.seed, i, report.crashPointsTotal, app.nodes, app.clients ?? 0, app.drops === true, app.crashShapes));
     report.crashRunsChecked = 0;
     for (const plan of plans) {
       if (report.violations.length >= o.violationsMax) break;

@@ -184,6 +184,20 @@ class RoundBarrier {
   }
 }
 
+/**
+ * The drop shape of the random workload, drawn by seeds ≡ 1 (mod 4) (the others run as before; a
+ * seed's crash runs and its images share it): a client whose connection dropped is slow to
+ * reconnect — it is back only once the logical clock has moved, once the other clients did what
+ * they could (to the end of their round) — and half the random operations of client c follow the
+ * writer before it (client c - 1): a GET of the key it last PUT or DELETEd, then a PUT of it. So the
+ * chain whose answer a drop lost has run while its client is away, and the next client reads what
+ * it installed and writes over it: the window in which a client that posts that chain again as new
+ * (mutant retryUncertainPut) applies it a second time, over a write that came after a read saw it.
+ */
+export function kvDropShape(seed: number): boolean {
+  return seed % 4 === 1;
+}
+
 /** The history as of a crash at `t`: completed operations keep their output; the rest are unknown. */
 export function cutHistoryAt(ops: readonly KvOp[], t: number): Array<Operation<KvInput, KvOutput>> {
   return ops
@@ -230,7 +244,7 @@ function damageTombstone(g: KvGeometry, d: Uint8Array): void {
 }
 
 /** A fresh KV explorer app (it holds the workload's history: one per explore() call). */
-export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): ExplorerApp<{ time: number }> & { history(): KvOp[]; undecided: number; slotsRepaired: number; slotsRejected: number; staleReturnsRefused: Record<string, number> } {
+export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): ExplorerApp<{ time: number }> & { history(): KvOp[]; uncertainInstalls(): number; undecided: number; slotsRepaired: number; slotsRejected: number; staleReturnsRefused: Record<string, number> } {
   const w = resolveKvWorkload(options);
   const faults: KvFaults = { ...faultsFor(w.mutant), ...w.faults };
   const appOptions = kvApp.resolveOptions({ system: w.system, layout: KV_CRASH_LAYOUT, faults });
@@ -257,6 +271,8 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
     /** Verdicts on the stale return batches replayed after recovery (PRISM-KV), summed over checked images. */
     staleReturnsRefused: {} as Record<string, number>,
     history: () => ops,
+    /** PUTs / DELETEs whose answer a dropped connection lost, over the run's clients (KvClientStats.uncertainInstalls). */
+    uncertainInstalls: () => clients.reduce((a, c) => a + (c !== undefined && 'uncertainInstalls' in c.stats ? c.stats.uncertainInstalls : 0), retiredUncertain),
     format(region: PmemRegion): void {
       kvApp.format(region, appOptions);
     },
@@ -303,8 +319,13 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
       }
       /** Client c's generation: a restarted client is a new one (a new sender id for its return batches). */
       const generation = new Array<number>(w.clients).fill(0);
+      const dropShape = kvDropShape(world.seed);
+      /** The key each client last PUT or DELETEd (the drop shape: client c follows client c - 1). */
+      const lastWrite = new Array<string | undefined>(w.clients).fill(undefined);
       /** The incarnation of node 0 client c last connected to. */
       const connectedIn = new Array<number>(w.clients).fill(0);
+      /** The drop shape's slow reconnects: the logical time client c first tried to reconnect after its drop. */
+      const reconnectingSince: Array<number | undefined> = new Array<number | undefined>(w.clients).fill(undefined);
       const connect = async (c: number): Promise<KvClient> => {
         const { qp, welcome } = world.connect(0, new Uint8Array(0), c);
         const incarnation = world.nodes[0]!.incarnation;
@@ -320,6 +341,13 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
             const node = world.nodes[0]!;
             if (crashedClients.has(c)) throw new PmrpcError(NicErrorCodes.LINK_CLOSED, `client ${c} crashed`);
             if (node.crashed || node.incarnation !== incarnation) throw new PmrpcError(NicErrorCodes.LINK_CLOSED, `node 0 crashed under client ${c}`);
+            if (dropShape) {
+              // A slow reconnect: the client is back only once the logical clock has moved since it
+              // first tried (when nothing else could run: the others finished what they could).
+              const since = (reconnectingSince[c] ??= world.clock.nowMs());
+              if (world.clock.nowMs() === since) return undefined;
+              reconnectingSince[c] = undefined;
+            }
             // The host learns that the old connection is gone (its socket closed) no later than the client is back: it
             // releases it (AppServer.release: the QP is destroyed, so nothing of it runs after this, and its mailbox pair is reused).
             const old = clients[c];
@@ -357,6 +385,7 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
       const perform = async (c: number, input: KvInput): Promise<boolean> => {
         const client = clients[c]!;
         const op: KvOp = { client: c, input, output: undefined, call: ++now, ret: undefined };
+        if (input.kind !== 'get') lastWrite[c] = input.key;
         ops.push(op);
         try {
           let output: KvOutput = null;
@@ -447,6 +476,13 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
           }
           const pool = rounds.slice(0, round + 1).flat();
           const key = pool[r.int(0, pool.length - 1)]!;
+          const leader = w.clients > 1 ? lastWrite[(c + w.clients - 1) % w.clients] : undefined;
+          if (dropShape && leader !== undefined && r.int(0, 1) === 0) {
+            // The drop shape: half the operations read the key the client before this one last wrote, then PUT it.
+            if (!(await perform(c, { kind: 'get', key: leader }))) return;
+            if (!(await perform(c, { kind: 'put', key: leader, value: `c${c}n${n}`.padEnd(r.int(4, leader === hot ? 30 : 80), '.') }))) return;
+            continue;
+          }
           const roll = r.int(0, 99);
           let input: KvInput;
           // The hot key: small items (its 64-byte class), never deleted.

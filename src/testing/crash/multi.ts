@@ -18,10 +18,10 @@
  * (media events of every node and deliveries), in order, so a plan's later events refer to the
  * run as changed by its earlier ones — still deterministic.
  */
-import { countImages, crashImages, createPrng, materialize, type CrashState } from '../../../pmem/index.js';
+import { countImages, crashImages, createPrng, materialize, type CrashState, type Prng } from '../../../pmem/index.js';
 import type { AppProblem } from '../../apps/index.js';
 import type { NicConfig } from './config.js';
-import type { ExploreOptions, ExplorerApp } from './types.js';
+import type { CrashShapes, ExploreOptions, ExplorerApp } from './types.js';
 import { mix } from './seeds.js';
 import { World } from './world.js';
 import { resolveSchedule } from './pct.js';
@@ -96,17 +96,50 @@ export function parsePlan(s: string): CrashPlan {
 }
 
 /**
+ * Fault events at geometric gaps of crash points (each point starts one with probability `rate`),
+ * at most `max` of them: `each(point)` draws the event at that point from the same PRNG. The swarm's
+ * draw of node crashes, client crashes and dropped connections (swarm.ts planOf), and the storms of
+ * planFor's crash shapes.
+ */
+export function atGeometricGaps(p: Prng, rate: number, max: number, each: (point: number) => void): void {
+  const gap = (): number => Math.max(1, Math.ceil(Math.log(1 - p.int(0, 999_999) / 1_000_000) / Math.log(1 - rate)));
+  for (let at = gap(), k = 0; k < max; at += gap(), k++) each(at);
+}
+
+/** Majority crashes of a `majorities` run (at most; at geometric gaps with this mean count over the run). */
+export const MAJORITY_STORM = 10;
+/** Dropped connections of a `dropStorms` run (at most; at geometric gaps with this mean count over the run). */
+export const DROP_STORM = 24;
+
+/**
  * The seeded plan of crash run `i` of a run with `pointsTotal` crash points. Kinds cycle: one node
  * (f = 1), every node at once, one node and one client, a client alone; a second node crash later
  * in the run every other time (with one node: the same node again, once it is back). With `drops`
  * (an app whose clients reconnect a live node, ExplorerApp.drops), every run also drops one or two
  * connections while the nodes are up (drawn after everything else, so the crashes stay what they
  * are without drops), and every fourth run (kind 3) drops two to eight instead of crashing a client.
+ * `shapes` (CrashShapes) turns kind 0 into a storm of majority crashes and kind 3 into a storm of drops.
  */
-export function planFor(seed: number, i: number, pointsTotal: number, nodes: number, clients: number, drops = false): CrashPlan {
+export function planFor(seed: number, i: number, pointsTotal: number, nodes: number, clients: number, drops = false, shapes: CrashShapes = {}): CrashPlan {
   const p = createPrng(mix(seed, 0xc7a5, i));
   const point = (): number => p.int(0, Math.max(0, pointsTotal - 1));
   const kind = i % 4;
+  const rate = (mean: number): number => Math.min(0.5, mean / Math.max(1, pointsTotal));
+  if (kind === 0 && shapes.majorities === true && nodes >= 3) {
+    const majority = Math.floor(nodes / 2) + 1;
+    const plan: CrashPlan = [];
+    atGeometricGaps(p, rate(MAJORITY_STORM), MAJORITY_STORM, (at) => {
+      const down = Array.from({ length: nodes }, (_, n) => n);
+      while (down.length > majority) down.splice(p.int(0, down.length - 1), 1);
+      plan.push({ point: at, nodes: down, clients: [], image: p.int(0, 3), restartAfter: p.int(0, 10) });
+    });
+    return onePerPoint(plan);
+  }
+  if (kind === 3 && drops && shapes.dropStorms === true) {
+    const plan: CrashPlan = [];
+    atGeometricGaps(p, rate(DROP_STORM), DROP_STORM, (at) => plan.push({ point: at, nodes: [], clients: [], drops: [p.int(0, 63)], image: 0, restartAfter: 0 }));
+    return onePerPoint(plan);
+  }
   const first: CrashEvent = { point: point(), nodes: [], clients: [], image: p.int(0, 3), restartAfter: p.int(0, 60) };
   if (kind === 0 || kind === 2) first.nodes = [p.int(0, nodes - 1)];
   if (kind === 1) first.nodes = Array.from({ length: nodes }, (_, n) => n);
@@ -123,7 +156,11 @@ export function planFor(seed: number, i: number, pointsTotal: number, nodes: num
   if (kind === 3) plan.splice(0, plan.length);
   const n = kind === 3 ? p.int(2, 8) : p.int(1, 2);
   for (let k = 0; k < n; k++) plan.push({ point: point(), nodes: [], clients: [], drops: [p.int(0, 63)], image: 0, restartAfter: 0 });
-  // One event per point, in point order (a node crash wins over a drop at the same point).
+  return onePerPoint(plan);
+}
+
+/** One event per point, in point order (the first drawn at a point wins: a node crash over a drop). */
+export function onePerPoint(plan: CrashPlan): CrashPlan {
   const byPoint = new Map<number, CrashEvent>();
   for (const e of plan) if (!byPoint.has(e.point)) byPoint.set(e.point, e);
   return [...byPoint.values()].sort((a, b) => a.point - b.point);

@@ -86,6 +86,10 @@ export function rsExplorerApp(options: Partial<RsWorkloadOptions> = {}): RsExplo
   let clients: RsClient[] = [];
   let crashed = new Set<number>();
   let returns: Array<{ time: number; client: number; replica: number; payload: Uint8Array }> = [];
+  /** One tag, one value (ABD): every ⟨block, tag⟩ a replica held during the run, with the value and where it was first seen. */
+  let tagValues = new Map<string, { value: string; where: string }>();
+  /** The first tag seen naming two values (a 'diverged' problem of the whole run). */
+  let tagReused: string | undefined;
 
   const clientOptions = (world: World, c: number, extra: Partial<RsClientOptions> = {}): Partial<RsClientOptions> => ({
     writerId: c + 1,
@@ -131,6 +135,40 @@ export function rsExplorerApp(options: Partial<RsWorkloadOptions> = {}): RsExplo
         return `replica ${node.index}: ${typeof v === 'object' ? `⟨${v.tag.ts}, ${v.tag.writer}⟩ ${td.decode(v.value)}` : String(v)}`;
       })
       .join(', ');
+
+  /**
+   * Watches the invariant that makes a tag an identity: a tag names one value. A write's tag is new
+   * (above every tag its query saw and above its writer's own last one), a write-back copies an item
+   * as it is, so no two replicas — nor one replica at two times — may hold one tag with two values.
+   * Sampled after every operation of the workload (crashed replicas skipped): a writer that reuses a
+   * tag of its own indeterminate write (mutant reuseOwnTag) is seen the moment its second install
+   * lands, without needing reads that happen to flip between the two values.
+   */
+  const watchTags = (world: World, after: string): void => {
+    if (tagReused !== undefined) return;
+    for (const node of world.nodes) {
+      if (node.crashed || node.server === undefined) continue;
+      for (let b = 0; b < w.blocks; b++) {
+        let v;
+        try {
+          v = (node.server as RsServer).value(b);
+        } catch {
+          continue;
+        }
+        if (typeof v !== 'object') continue;
+        const key = `${b}/${v.tag.ts}/${v.tag.writer}`;
+        const value = td.decode(v.value);
+        const where = `replica ${node.index} after ${after}`;
+        const seen = tagValues.get(key);
+        if (seen === undefined) tagValues.set(key, { value, where });
+        else if (seen.value !== value) {
+          tagReused = `block ${b}: tag ⟨${v.tag.ts}, ${v.tag.writer}⟩ names two values: ${seen.value} (${seen.where}) and ${value} (${where})`;
+          return;
+        }
+      }
+    }
+  };
+  const tagProblems = (): AppProblem[] => (tagReused !== undefined ? [{ kind: 'diverged', detail: `one tag, two values: ${tagReused}` }] : []);
 
   /** Install chains on replica i whose answer a dropped connection lost, over every client of the run: [lost, receipts answered, receipts still held]. */
   const uncertainInstalls = (i: number): [number, number, number] =>
@@ -215,6 +253,8 @@ export function rsExplorerApp(options: Partial<RsWorkloadOptions> = {}): RsExplo
       ops = [];
       crashed = new Set();
       returns = [];
+      tagValues = new Map();
+      tagReused = undefined;
       clients = Array.from({ length: w.clients }, (_, c) => new RsClient(connectAll(world, c), clientOptions(world, c, { onReturnBatch: (replica, payload) => returns.push({ time: ++now, client: c, replica, payload: payload.slice() }) })));
       const run = async (c: number): Promise<void> => {
         const r = prng.fork();
@@ -238,6 +278,8 @@ export function rsExplorerApp(options: Partial<RsWorkloadOptions> = {}): RsExplo
             if (crashed.has(c)) return;
             op.error = e instanceof Error ? e.message : String(e);
             if (!(e instanceof PmrpcError && (e.code === RsErrorCodes.NO_MAJORITY || e.code === RsErrorCodes.CLOSED))) throw e;
+          } finally {
+            watchTags(world, `client ${c}'s ${write ? 'write' : 'read'} of b${block} [${op.call}, ${op.ret ?? '?'}]`);
           }
         }
       };
@@ -245,6 +287,13 @@ export function rsExplorerApp(options: Partial<RsWorkloadOptions> = {}): RsExplo
     },
     /** Its clients reconnect a live replica after a dropped connection (RsClientOptions.reconnect): crash runs drop connections. */
     drops: true,
+    /**
+     * A quorum of replicas: crash runs of kind 0 crash a majority (two of three) over and over while
+     * writes are in flight (a write then lands on the one replica left: indeterminate, and its
+     * writer's next tag must not reuse it); runs of kind 3 drop connections all through the run (a
+     * return batch or an install whose answer is outstanding, the replica up).
+     */
+    crashShapes: { majorities: true, dropStorms: true },
     crashClient(c: number): void {
       if (!Number.isSafeInteger(c) || c < 0 || c >= w.clients) throw new RangeError(`client must be in [0, ${w.clients}), got ${String(c)}`);
       crashed.add(c);
@@ -257,7 +306,7 @@ export function rsExplorerApp(options: Partial<RsWorkloadOptions> = {}): RsExplo
       const out: AppProblem[] = [];
       // Every background install settled and every buffer returned: then free ⊎ reachable = the arena.
       await drive(world, 'settling the clients', async () => void (await Promise.all(clients.map((c) => c.settle()))), out);
-      return [...out, ...(await judge(world, cutRsHistory(ops, Number.POSITIVE_INFINITY), now + 1, 'live: ', []))];
+      return [...out, ...tagProblems(), ...(await judge(world, cutRsHistory(ops, Number.POSITIVE_INFINITY), now + 1, 'live: ', []))];
     },
     async beforeRecover(world: World, node: number): Promise<AppProblem[]> {
       // ALLOCATE before the free lists are rebuilt must be refused (not served from lists of the crashed incarnation).
@@ -302,7 +351,7 @@ export function rsExplorerApp(options: Partial<RsWorkloadOptions> = {}): RsExplo
     async checkHistory(world: World): Promise<AppProblem[]> {
       const out: AppProblem[] = [];
       await drive(world, 'settling the clients', async () => void (await Promise.all(clients.map((c, i) => (crashed.has(i) ? undefined : c.settle())))), out);
-      return [...out, ...(await judge(world, cutRsHistory(ops, Number.POSITIVE_INFINITY), now + 1, '', [], crashed.size > 0))];
+      return [...out, ...tagProblems(), ...(await judge(world, cutRsHistory(ops, Number.POSITIVE_INFINITY), now + 1, '', [], crashed.size > 0))];
     },
     replayArgs(): string {
       const d = RS_WORKLOAD_DEFAULTS;

@@ -25,7 +25,7 @@
 import { createPrng, FAULT_SITE_NAMES, setBuggifyHook, type FaultSite, type Prng } from '../../../pmem/index.js';
 import { configName, nicConfigFor, type NicConfig } from './config.js';
 import { resolveExploreOptions } from './explorer.js';
-import { formatPlan, runCrashPlan, type CrashEvent, type CrashPlan } from './multi.js';
+import { atGeometricGaps, formatPlan, onePerPoint, runCrashPlan, type CrashEvent, type CrashPlan } from './multi.js';
 import { mix } from './seeds.js';
 import { appOf, runPooled, type SweepSpec } from './sweep.js';
 import type { World } from './world.js';
@@ -224,28 +224,23 @@ function specOf(app: SwarmApp, o: SwarmOptions, params: SwarmParams): SweepSpec 
 /** The crash plan of a run: node and client crash events at geometric gaps of crash points. */
 function planOf(seed: number, app: SwarmApp, params: SwarmParams, nodes: number, clients: number): CrashPlan {
   const p = createPrng(mix(seed, 0x5a4c, SWARM_APPS.indexOf(app)));
-  const gap = (rate: number): number => Math.max(1, Math.ceil(Math.log(1 - p.int(0, 999_999) / 1_000_000) / Math.log(1 - rate)));
   const plan: CrashEvent[] = [];
   if (params.nodeCrashRate > 0) {
-    for (let at = gap(params.nodeCrashRate), k = 0; k < CRASH_EVENTS_MAX; at += gap(params.nodeCrashRate), k++) {
+    atGeometricGaps(p, params.nodeCrashRate, CRASH_EVENTS_MAX, (at) => {
       const all = nodes > 1 && p.chance(params.allNodesRate);
       // Otherwise one node, or (with probability SUBSET_RATE) a seeded subset of them crashing at one instant.
       const subset = !all && nodes > 2 && p.chance(SUBSET_RATE) ? Array.from({ length: nodes }, (_, n) => n).filter(() => p.chance(0.5)) : [];
       const down = all ? Array.from({ length: nodes }, (_, n) => n) : subset.length > 0 ? subset : [p.int(0, nodes - 1)];
       plan.push({ point: at, nodes: down, clients: [], image: p.int(0, 3), restartAfter: 0, restartAfterNs: p.int(0, params.restartAfterUsMax * 1000), ...(p.chance(params.recoveryCrashRate) ? { recoveryCrash: true } : {}) });
-    }
+    });
   }
   if (params.clientCrashRate > 0 && clients > 1) {
     // At most clients - 1 client crashes: someone is left to finish the workload.
-    for (let at = gap(params.clientCrashRate), k = 0; k < clients - 1; at += gap(params.clientCrashRate), k++) plan.push({ point: at, nodes: [], clients: [p.int(0, clients - 1)], image: 0, restartAfter: 0 });
+    atGeometricGaps(p, params.clientCrashRate, clients - 1, (at) => plan.push({ point: at, nodes: [], clients: [p.int(0, clients - 1)], image: 0, restartAfter: 0 }));
   }
-  if (params.dropRate > 0) {
-    for (let at = gap(params.dropRate), k = 0; k < CRASH_EVENTS_MAX; at += gap(params.dropRate), k++) plan.push({ point: at, nodes: [], clients: [], drops: [p.int(0, 63)], image: 0, restartAfter: 0 });
-  }
+  if (params.dropRate > 0) atGeometricGaps(p, params.dropRate, CRASH_EVENTS_MAX, (at) => plan.push({ point: at, nodes: [], clients: [], drops: [p.int(0, 63)], image: 0, restartAfter: 0 }));
   // One event per point (the plan's syntax allows several; keep it readable), in point order.
-  const byPoint = new Map<number, CrashEvent>();
-  for (const e of plan) if (!byPoint.has(e.point)) byPoint.set(e.point, e);
-  return [...byPoint.values()].sort((a, b) => a.point - b.point);
+  return onePerPoint(plan);
 }
 
 /**

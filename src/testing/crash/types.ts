@@ -47,6 +47,8 @@ export interface ExplorerApp<S> {
    * (multi.ts planFor) — what the drop mutants of PRISM-KV and PRISM-RS need.
    */
   readonly drops?: boolean;
+  /** Crash runs: the crash shapes its seeded runs draw besides the four kinds (multi.ts CrashShapes: majority crashes, drop storms). */
+  readonly crashShapes?: CrashShapes;
   /**
    * Crash runs: after the workload ran to its end through crashes and restarts (every node up and
    * recovered again), judges the whole history (crash events removed; operations cut by a crash
@@ -58,6 +60,21 @@ export interface ExplorerApp<S> {
    * adversarial schedule, pct.ts): pins merge under the caller's; a schedule the caller gives replaces this one.
    */
   readonly exploreDefaults?: { pins?: NicPins; schedule?: Partial<ScheduleOptions>; crashPlan?: string };
+}
+
+/**
+ * Crash shapes an app's seeded crash runs draw besides the four kinds (ExplorerApp.crashShapes):
+ * - `majorities` (a quorum app of three or more nodes): every run of kind 0 crashes a majority of
+ *   the nodes but not all of them, MAJORITY_STORM (multi.ts) times at geometric gaps over the run, each
+ *   restarted within 10 steps — a write in flight then lands on the minority left up (it ends
+ *   indeterminate) and the writer goes on, the shape a writer's tag reuse needs;
+ * - `dropStorms` (with drops): every run of kind 3 drops DROP_STORM connections at geometric gaps
+ *   over the run (the swarm's draw) and crashes nothing, so a drop meets a return batch or an install
+ *   whose answer is outstanding, and no recovery reclaims what a lost answer leaked.
+ */
+export interface CrashShapes {
+  majorities?: boolean;
+  dropStorms?: boolean;
 }
 
 export interface ExploreOptions {

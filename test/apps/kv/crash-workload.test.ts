@@ -4,7 +4,7 @@
 // claims it and the others go on to their groups 1; the hot key sits at home 0 and the retired
 // key's tombstone at slot 2, the first tombstone the index links (the one the media error hits).
 import t from 'tap';
-import { buildWorld, kvExplorerApp, mixedSchedule, nicConfigFor, resolveSchedule, startWorkload } from '../../../src/testing/crash/index.js';
+import { buildWorld, explore, kvDropShape, kvExplorerApp, mixedSchedule, nicConfigFor, planFor, PLAIN_CRASH_RUNS, resolveExploreOptions, resolveSchedule, runCrashPlan, startWorkload } from '../../../src/testing/crash/index.js';
 import { ROUND_HOMES, QUIET_HOMES } from '../../../src/testing/crash/kv.js';
 import { classOf, decodeItem, decodeSlot, homeSlot, slotOffset, type KvAppServer } from '../../../src/apps/kv/index.js';
 
@@ -50,3 +50,42 @@ for (const seed of [SEED, SEED + 1]) {
     world.close();
   });
 }
+
+// The drop shape (kvDropShape, seeds ≡ 1 (mod 4)): a dropped client is slow to reconnect and the
+// others read, then overwrite, the key the client before them last wrote — so a PUT whose answer a
+// drop lost has run while its client is away, another client saw it and wrote over it. A client
+// that posts such a PUT again as new (mutant retryUncertainPut) applies it a second time, and the
+// plain sweep's crash runs (planFor with drops, as PLAIN_CRASH_RUNS runs them) show it.
+t.test('the drop shape: seeds ≡ 1 (mod 4); its crash runs catch retryUncertainPut, the correct client passes them', async (t) => {
+  t.same([1, 2, 3, 4, 5, 8, 9].map(kvDropShape), [true, false, false, false, true, false, true]);
+  const seed = 1;
+  const o = resolveExploreOptions({ seed, schedule: { mode: 'mixed' } });
+  const points = (await explore(kvExplorerApp({ damageTombstone: true }), { seed, imagesPerPoint: 1, pointsMax: 1, nested: false, schedule: { mode: 'mixed' } })).crashPointsTotal;
+  let caught: string | undefined;
+  let uncertain = 0;
+  for (let i = 0; i < (PLAIN_CRASH_RUNS.kv ?? 0) && caught === undefined; i++) {
+    const plan = planFor(seed, i, points, 1, 3, true);
+    const good = kvExplorerApp({ damageTombstone: true });
+    const ok = await runCrashPlan(good, o, nicConfigFor(seed), plan);
+    t.same(ok.problems, [], `run ${i}, correct: ${ok.events.filter((e) => /dropped/.test(e)).length} drops, no problem`);
+    uncertain += good.uncertainInstalls();
+    const bad = await runCrashPlan(kvExplorerApp({ mutant: 'retryUncertainPut', damageTombstone: true }), o, nicConfigFor(seed), plan);
+    caught = bad.problems.find((p) => p.kind === 'linearizability')?.detail;
+  }
+  t.ok(uncertain > 0, `${uncertain} PUTs / DELETEs whose answer a drop lost (resolved by the correct client)`);
+  t.match(caught, /no linearization/, `mutant retryUncertainPut caught by a crash run of seed ${seed}: ${caught?.slice(0, 200) ?? 'no'}`);
+});
+
+// Seed 17, crash run 35 (drops only, both on client 1): the first drop cuts the return batch a
+// client sends as it restarts (flushReturns before its connection closes). flushReturns used to
+// leave that batch unanswered and return; the restarted client never sent it, and its two buffers
+// leaked ("at the end: 2 buffers leaked"). It now reconnects and sends it again.
+t.test('a drop during a restart\'s return flush: the batch is sent again, nothing leaks (seed 17, crash run 35)', async (t) => {
+  const seed = 17;
+  const o = resolveExploreOptions({ seed, schedule: { mode: 'mixed' } });
+  const points = (await explore(kvExplorerApp({ damageTombstone: true }), { seed, imagesPerPoint: 1, pointsMax: 1, nested: false, schedule: { mode: 'mixed' } })).crashPointsTotal;
+  const plan = planFor(seed, 35, points, 1, 3, true);
+  const r = await runCrashPlan(kvExplorerApp({ damageTombstone: true }), o, nicConfigFor(seed), plan);
+  t.ok(r.events.filter((e) => /connection dropped/.test(e)).length >= 1, `drops: ${r.events.join('; ')}`);
+  t.same(r.problems, [], 'no buffer leaked, no other problem');
+});

@@ -83,7 +83,7 @@ t.test("crash-test --app rs --mutant reuseOwnTag --seed 1 (its crash plan): the 
   const bad = await explore(rsExplorerApp({ mutant: 'reuseOwnTag' }), { seed: 1, violationsMax: 1 });
   t.equal(bad.crashRunsChecked, 1, 'the mutant replays its own crash plan');
   t.ok(
-    bad.violations.some((v) => v.kind === 'linearizability' && v.plan === plan),
+    bad.violations.some((v) => (v.kind === 'linearizability' || v.kind === 'diverged') && v.plan === plan),
     `mutant reuseOwnTag caught by the explorer: ${bad.violations.map((v) => `${v.kind}: ${v.detail.slice(0, 160)} — ${v.replay}`).join(' | ')}`,
   );
 });

@@ -7,7 +7,7 @@ import { PmemRegion } from '../../../pmem/index.js';
 import { Rnic } from '../../../flush/index.js';
 import { nicConfigFor, World } from '../../../src/testing/crash/index.js';
 import {
-  encodeBody, encodeItem, encodeSlot, ENTRY_READ, ENTRY_WRITE, H_ABORTED, H_COMMITTED, H_FENCED, H_PREPARED, hWord, ITEM_BYTES, makeTxid, parseTxWelcome,
+  bodyPtrsOffset, encodeBody, encodeItem, encodeSlot, ENTRY_READ, ENTRY_WRITE, H_ABORTED, H_COMMITTED, H_FENCED, H_PREPARED, hWord, ITEM_BYTES, makeTxid, parseTxWelcome,
   RECORD_BODY, recordOffset, slotOffset, TxResolver, txApp, type RecordEntry, type ShardConn, type TxAppServer,
 } from '../../../src/apps/tx/index.js';
 
@@ -43,7 +43,7 @@ function prepareWrite(srv: TxAppServer, key: number, value: string, opt: { insta
 }
 function record(srv: TxAppServer, state: bigint, entries: RecordEntry[], torn = false): void {
   const body = encodeBody({ txid: T, ts: TS, participants: BOTH, entries });
-  if (torn) body[body.length - 1]! ^= 0xff;
+  if (torn) body[bodyPtrsOffset(entries.length) - 1]! ^= 0xff; // a crc-covered byte (the last entry's oldCT)
   put(srv, recordOffset(srv.geometry, 0) + RECORD_BODY, body);
   setH(srv, hWord(T, state));
 }
@@ -195,6 +195,21 @@ t.test("R1': PREPARED(T) with a read entry — W := max(W, ts)", async (t) => {
 t.test('R2: PREPARED(T) over a torn body — the audit reports it', async (t) => {
   const srv = recovered((s) => record(s, H_PREPARED, [prepareWrite(s, 0, 'new0')], true));
   t.match(srv.audit(), [{ kind: 'record' }]);
+});
+
+t.test("R2': PREPARED(T) whose address array does not name T's durable new item — the audit reports it", async (t) => {
+  // The prepare chain WRITEs the addresses from the QP's scratch and FLUSHes items and array before
+  // H: neither a stale address (here: the slot's old item) nor a torn item can stand under a durable H.
+  const stale = recovered((s) => record(s, H_PREPARED, [{ ...prepareWrite(s, 0, 'new0'), newPtr: s.slot(0).ptr }]));
+  t.ok(stale.audit().some((p) => p.kind === 'record' && /not its new value \(key 0, ts 0\)/.test(p.detail)), 'a stale address reported');
+  const torn = recovered((s) => {
+    const e = prepareWrite(s, 0, 'new0');
+    put(s, e.newPtr + 24, te.encode('XXXX')); // the item's value torn
+    record(s, H_PREPARED, [e]);
+  });
+  t.ok(torn.audit().some((p) => p.kind === 'record' && /not its new value \(garbage\)/.test(p.detail)), 'a torn item reported');
+  const good = recovered((s) => record(s, H_PREPARED, [prepareWrite(s, 0, 'new0')]));
+  t.same(good.audit(), [], 'the same record over its durable item audits clean');
 });
 
 t.test('R3: a lock no PREPARED record backs — released (never recorded, or decided here)', async (t) => {

@@ -15,13 +15,19 @@
  *                     a CAS that did not swap may have compared against another QP's undrained
  *                     result (DESIGN §2.2), so a lost CAS alone proves nothing durable; such a replica
  *                     is re-READ + FLUSHed (bounded) until it counts. Returns at a majority.
- * read(block)         1 RTT: bounded indirect READ of the (self-describing) item, FLUSH(persistent) the
- *                     slot it dereferenced, on every live replica; done at a majority (an empty or LOST
- *                     slot reads no item: that replica is read again with a READ of the slot). If the majority agrees, the
- *                     value is durable there (each FLUSH) and is returned. Else the highest item is
- *                     installed (the write's chain, same tag) where it is missing until a majority
- *                     holds it durably (1 more RTT), then returned. Replicas that answer later and are
- *                     behind (or LOST) get the write-back too, in the background: replicas converge.
+ * read(block)         1 RTT: one chain per live replica, done at a majority. With a location hint (the
+ *                     ⟨ptr, bound⟩ last seen in the slot): a direct READ of exactly the item, a READ of
+ *                     the slot, FLUSH(persistent) the slot — the item counts only if it carries the tag
+ *                     the slot shows. Without one (and always on one spare replica, when a majority is
+ *                     live without it): a READ of the slot(s), a bounded indirect READ of the item,
+ *                     the same FLUSH. A direct read whose slot moved answers the slot's (durable) tag;
+ *                     the item of that tag may come from any replica (a tag names one value): the
+ *                     spare's dereference, or the replica read again where its slot now points. If
+ *                     the majority agrees, the value is durable there (each FLUSH) and is returned.
+ *                     Else the highest item is installed (the write's chain, same tag) where it is
+ *                     missing until a majority holds it durably (1 more RTT), then returned. Replicas
+ *                     that answer later and are behind (or LOST) get the write-back too, in the
+ *                     background: replicas converge.
  *
  * A replica that does not answer (link closed, QP in error, LOST slot) is skipped; fewer than a
  * majority → PMRPC_ERR_RS_NO_MAJORITY after a bounded wait on the injected clock (the operation may
@@ -175,11 +181,18 @@ interface Replica {
   hints: Map<number, { ptr: number; bound: number }>;
 }
 
-/** An answer of a replica to a read: the tag it holds and the item (undefined: never written); chains: round trips it took. */
+/**
+ * An answer of a replica to a read: the tag its slot showed (FLUSHed in the same chain: durable
+ * there) and the item (undefined: never written, or `tagOnly`); chains: round trips it took.
+ * `tagOnly`: a direct read whose slot had moved — the slot's tag is known and durable, its item is
+ * not in hand (the replica is read again where the slot now points; another replica's item with
+ * the same tag is the same value: a tag names one value).
+ */
 interface ReadAnswer {
   tag: Tag;
   item: RsItem | undefined;
   chains: number;
+  tagOnly?: true;
 }
 
 /**
@@ -337,21 +350,21 @@ export class RsClient {
     await this.#begin();
     this.#checkBlock(block);
     this.#stats.reads++;
-    const attempts = this.#r.map((r) => (this.#isLive(r) ? this.#readReplica(r, block) : Promise.resolve(undefined)));
-    const got = await this.#quorum(
-      attempts.map((p, i) => p.then((a) => (a === undefined || a === 'lost' ? undefined : { i, a }))),
-      this.majority,
-    );
-    // The quorum waited for its slowest answer: a replica read again (moved, empty) took more round trips.
-    this.#rtts += got.reduce((m, x) => Math.max(m, x.a.chains), 1);
-    let max = got[0]!.a;
-    for (const x of got) if (compareTags(x.a.tag, max.tag) > 0) max = x.a;
+    // One replica reads through the slot (bounded indirect READ) when a majority is live without it:
+    // a slot that moved since the others' hints is then answered in the same round trip.
+    const live = this.#live();
+    const deref = live.length > this.majority ? live[live.length - 1]!.index : -1;
+    const early: Array<(a: ReadAnswer) => void> = [];
+    const attempts = this.#r.map((r) => (this.#isLive(r) ? this.#readReplica(r, block, r.index === deref, (a) => early[r.index]?.(a)) : Promise.resolve(undefined)));
+    const q = await this.#readQuorum(attempts, early);
+    this.#rtts += q.chains;
+    const max = q.max;
     const value = max.item === undefined ? null : max.item.value;
     if (this.faults.readWithoutWriteBack) {
       this.#end();
       return value;
     }
-    const current = new Set(got.filter((x) => compareTags(x.a.tag, max.tag) >= 0).map((x) => x.i));
+    const current = new Set(q.answers.filter((x) => compareTags(x.a.tag, max.tag) >= 0).map((x) => x.i));
     const writeBack = max.item !== undefined && current.size < this.majority;
     // Replicas converge: once every replica answered, the highest item of all goes (in the
     // background) wherever it is missing — a LOST slot of a restarted replica included — unless it
@@ -378,6 +391,67 @@ export class RsClient {
     this.#rtts++;
     this.#end();
     return value;
+  }
+
+  /**
+   * A read's quorum: done once a majority of replicas answered (each answer's tag durable on its
+   * replica) and the item of the highest tag among them is in hand — from any replica: a tag names
+   * one value. A replica's later answer (its second chain after a moved slot) replaces its earlier
+   * one (a replica's durable tag only grows). `chains`: the round trips on the path of the answer
+   * that completed it. Rejects NO_MAJORITY when that became impossible or after majorityWaitMs.
+   */
+  #readQuorum(attempts: Array<Promise<ReadAnswer | 'lost' | undefined>>, early: Array<(a: ReadAnswer) => void>): Promise<{ answers: Array<{ i: number; a: ReadAnswer }>; max: ReadAnswer; chains: number }> {
+    for (const p of attempts) this.#track(p);
+    const need = this.majority;
+    return new Promise((resolve, reject) => {
+      const latest = new Map<number, ReadAnswer>();
+      const items: ReadAnswer[] = [];
+      let settled = 0;
+      let done = false;
+      const timer = this.options.clock.setTimer(this.options.majorityWaitMs, () => fail());
+      const fail = (): void => {
+        if (done) return;
+        done = true;
+        timer.cancel();
+        this.#stats.noMajority++;
+        reject(new PmrpcError(RsErrorCodes.NO_MAJORITY, `${latest.size} of ${this.replicas} replicas answered; a majority is ${need}`));
+      };
+      const check = (chains: number): void => {
+        if (done || latest.size < need) return;
+        let max: ReadAnswer | undefined;
+        for (const a of latest.values()) if (max === undefined || compareTags(a.tag, max.tag) > 0) max = a;
+        const full = max!.tagOnly !== true ? max! : items.find((x) => compareTags(x.tag, max!.tag) === 0);
+        if (full === undefined) return;
+        done = true;
+        timer.cancel();
+        resolve({ answers: [...latest].map(([i, a]) => ({ i, a })), max: full, chains });
+      };
+      const heard = (i: number, a: ReadAnswer): void => {
+        const prev = latest.get(i);
+        if (prev === undefined || prev.tagOnly === true || compareTags(a.tag, prev.tag) >= 0) latest.set(i, a);
+        if (a.tagOnly !== true) items.push(a);
+        check(a.chains);
+      };
+      attempts.forEach((p, i) => {
+        early[i] = (a) => heard(i, a);
+        void p.then(
+          (a) => {
+            settled++;
+            if (a !== undefined && a !== 'lost') heard(i, a);
+            else if (latest.get(i)?.tagOnly === true) latest.delete(i); // its item never came: not part of the quorum
+            if (!done && settled === attempts.length) {
+              check(a !== undefined && a !== 'lost' ? a.chains : 1);
+              if (!done) fail();
+            }
+          },
+          () => {
+            settled++;
+            if (latest.get(i)?.tagOnly === true) latest.delete(i);
+            if (!done && settled === attempts.length) fail();
+          },
+        );
+      });
+    });
   }
 
   /** After every replica answered a read: the highest item of all, installed where it is missing or older. */
@@ -587,16 +661,17 @@ export class RsClient {
    * item, then the same FLUSH. Either way an empty or LOST slot is answered by the slot's READ, and
    * a slot that moved is read again where it now points. 'lost': the replica lost its copy.
    */
-  async #readReplica(r: Replica, block: number): Promise<ReadAnswer | 'lost' | undefined> {
+  async #readReplica(r: Replica, block: number, deref = false, onTag?: (a: ReadAnswer) => void): Promise<ReadAnswer | 'lost' | undefined> {
     const g = r.geometry!;
     const maxItem = g.classes[g.classes.length - 1]!.sizeBytes;
     const stats = this.#stats.readChains;
     for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
       const chains = attempt + 1;
       const loc = this.#slotLoc(r, block);
-      const hint = r.hints.get(block);
+      // The replica that reads through the slot this time (`deref`) READs only its slot beside the dereference.
+      const hint = deref ? undefined : r.hints.get(block);
       // Without a hint, the slot's READ takes its window of slots: the hints of its neighbours, at no dependent step.
-      const win = hint === undefined ? slotWindow(g, block) : undefined;
+      const win = deref ? { first: block, count: 1 } : hint === undefined ? slotWindow(g, block) : undefined;
       const wrs: WorkRequest[] = win === undefined ? [Wr.read({ rkey: r.rkey, addr: hint!.ptr }, hint!.bound), Wr.read(loc, RS_SLOT_BYTES)] : [Wr.read({ rkey: r.rkey, addr: rsSlotOffset(g, win.first) }, win.count * RS_SLOT_BYTES), Wr.read(loc, maxItem, { bounded: true })];
       if (!this.faults.readWithoutFlush) wrs.push(this.#slotFlush(r, block));
       const cs = await this.#post(r, wrs);
@@ -615,6 +690,9 @@ export class RsClient {
         if (item !== undefined && item.block === block && (this.faults.trustLocationHint || compareTags(item.tag, s.tag) === 0)) return { tag: item.tag, item, chains };
         stats.moved++;
         if (!this.#learn(r, block, s)) r.hints.delete(block);
+        // The slot moved: its tag is durable here (the FLUSH), its item is where it now points —
+        // which another replica's answer may already hold (the same tag, the same value).
+        onTag?.({ tag: s.tag, item: undefined, chains, tagOnly: true });
         continue;
       }
       stats.indirect++;

@@ -440,7 +440,8 @@ export class RsClient {
             if (a !== undefined && a !== 'lost') heard(i, a);
             else if (latest.get(i)?.tagOnly === true) latest.delete(i); // its item never came: not part of the quorum
             if (!done && settled === attempts.length) {
-              check(a !== undefined && a !== 'lost' ? a.chains : 1);
+              // Every replica's last answer is in: the quorum is what they say, on the longest path among them.
+              check([...latest.values()].reduce((m, x) => Math.max(m, x.chains), 1));
               if (!done) fail();
             }
           },

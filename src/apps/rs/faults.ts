@@ -94,8 +94,9 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     // Needs a read that returns a write only a minority holds, then a crash: with DDIO on and eager
     // drains a CAS result reaches the LLC (visible to READs) long before media, so a crash of every
     // replica keeps it at most on that minority, and the read after recovery returns the older value.
-    // Since reads go direct (location hints), seed 1 no longer reaches it with 2 images per point
-    // (the CLI's 14 do, at point 440): the op-by-op test is where it is caught.
+    // Since reads go direct (location hints), seed 1 no longer reaches it with 2 images per point;
+    // the plain sweep (14 images per point, no pins) catches it at seed 1, point 445; the op-by-op
+    // test drives it.
     caughtBy: 'test/apps/rs/read-flush.test.ts',
     explore: { pins: { drain: 'eager', ddio: true } },
   },
@@ -106,10 +107,10 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     step: 'FLUSH(persistent) of the slot a read READ, in its chain (a read returns only durable state)',
     // Needs a read of a slot whose CAS drained to the LLC but not to media (DDIO on, eager drains:
     // visible to the READ, not durable) before the writer's slot FLUSH, then a crash of every replica.
-    // Since reads go direct (location hints), a read that sees a new slot takes a second chain to
-    // READ its item, and seed 1 no longer holds a writer between its CAS and its slot FLUSH that long
-    // (not with 14 images per point, nor with stalls of a QP after its atomics): the op-by-op test
-    // holds the writer there and is where it is caught. The pins stay for `--mutant` runs.
+    // Since reads go direct (location hints), seed 1 no longer holds a writer between its CAS and
+    // its slot FLUSH long enough (not with 14 images per point, nor with stalls of a QP after its
+    // atomics); the plain sweep (`--mutants`, no pins) catches it at seed 5 (point 52, crashed again
+    // during recovery), and the op-by-op test holds the writer there. The pins stay for `--mutant` runs.
     caughtBy: 'test/apps/rs/read-flush.test.ts',
     explore: { pins: { drain: 'eager', ddio: true } },
   },
@@ -117,7 +118,8 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     name: 'trustLocationHint',
     layer: 'read',
     step: 'a direct read at a location hint counts only when the item it found carries the tag of the slot READ after it, in its chain (the slot has not moved)',
-    // Needs a read through a hint that another writer's install made stale while the old buffer is not reused yet: test/apps/rs/hints.test.ts drives it op by op.
+    // Needs a read through a hint that another writer's install made stale while the old buffer is not reused yet, whose two
+    // direct answers come before the spare replica's: the plain sweep catches it at seed 1 (the live run); test/apps/rs/hints.test.ts drives it op by op.
     caughtBy: 'test/apps/rs/hints.test.ts',
   },
   {

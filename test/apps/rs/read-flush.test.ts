@@ -11,9 +11,10 @@
 //
 // The correct read FLUSHed each slot it returned from: W's value survives (the read after the
 // restart returns it). Mutant readWithoutFlush does not: the slots roll back to the old value and
-// a read after R's returns it — new, then old. Since reads go direct (location hints), seed 1 of
-// the crash sweep no longer holds a writer between its CAS and its slot FLUSH long enough for a
-// read to take two round trips in between: this test is where the mutant is caught.
+// a read after R's returns it — new, then old. (Z, the spare replica that reads through the slot,
+// is not run for R here: R takes the item from its second chains on X and Y.) The plain sweep
+// catches the mutant too (`crash-test --app rs --mutants readWithoutFlush`: seed 5); this test
+// holds the writer exactly there.
 import t, { type Test } from 'tap';
 import { crashImages, createPrng, materialize, PmemRegion, seededEntropy, systemClock, VirtualClock } from '../../../pmem/index.js';
 import { InProcessFabric, QueuePair, Rnic, type InProcessLink } from '../../../flush/index.js';
@@ -104,8 +105,8 @@ t.test('mutant readWithoutFlush caught: R returns W\'s value, a crash takes it b
 // write-back): W installs on X alone (its chains to Y and Z held back); R reads X and Y — they
 // disagree — and returns W's value; R2 then reads Y and Z. The correct R wrote W's value back to Y
 // first, so R2 returns it too. Mutant readWithoutWriteBack returns at once: R2 sees only the old
-// value — new, then old, with no crash at all. Since reads go direct (location hints), seed 1 of
-// the crash sweep no longer reaches this overlap at 2 images per point: this test is where it is caught.
+// value — new, then old, with no crash at all. The plain sweep catches it too (seed 1, point 445);
+// this test drives the overlap op by op.
 async function writeBack(t: Test, faults: Partial<RsFaults>): Promise<{ first: string | null; second: string | null; writeBacks: number }> {
   const reps = [0, 1, 2].map((i) => {
     const region = PmemRegion.createInMemory(rsApp.minRegionBytes(appOptions), { tracing: true, entropy: seededEntropy(createPrng(60 + i)) });

@@ -21,7 +21,7 @@
  * new connection to the live server, except a PUT / DELETE chain, which may or may not have run (it
  * may even run later: the server's NIC executes what reached it). Its outcome is resolved first
  * (#resolve: a FLUSHed READ of the slot), so it takes effect once or the client says it is
- * indeterminate (PMRPC_ERR_KV_INDETERMINATE). Buffer returns are idempotent batches (kv/returns.ts
+ * indeterminate (PMRPC_ERR_KV_INDETERMINATE). Buffer returns are idempotent batches (apps/shared/returns.ts
  * ReturnSender), sent again after the reconnect.
  *
  * Why CAS 'gt' and not 'eq': PRISM's CAS has one operand for compare and swap; an 'eq' can only
@@ -56,7 +56,7 @@ import {
   type KvGeometry,
 } from './layout.js';
 import { RETURN_ACK_IMM, RETURN_IMM, RETURN_STALE_IMM } from './server.js';
-import { ReturnSender, returnHeaderBytes } from './returns.js';
+import { ReturnSender, returnHeaderBytes } from '../shared/index.js';
 
 /** How a client gets a new connection to its (live) server: undefined when not reachable now; a throw ends the wait. */
 export type KvReconnect = () => { qp: QueuePair; welcome: Uint8Array } | undefined | Promise<{ qp: QueuePair; welcome: Uint8Array } | undefined>;
@@ -531,7 +531,7 @@ export class PrismKvClient {
   // ---------------------------------------------------------------- the return RPC
 
   /**
-   * Sends every pending replaced buffer back to the server (idempotent batches, kv/returns.ts
+   * Sends every pending replaced buffer back to the server (idempotent batches, apps/shared/returns.ts
    * ReturnSender; reconnecting first when the connection dropped with returns held, and again when
    * it drops during this flush, leaving a batch unanswered: at most `reconnectsMax` reconnects).
    * Returns how many the server took.

@@ -20,7 +20,11 @@
  *   +6 reserved u16   +8 valueLen u32   +12 reserved u32   +16 version u64   +24 key   then value
  */
 import { AREA_MAGIC } from '../index.js';
-import { crc32c, intIn, PmrpcError, resolveOptions, defineErrorCodes, type ErrorCodesOf, type OptionCheck, type OptionChecks } from '../../../pmem/index.js';
+import { MAILBOX_BUFFER_BYTES, sizeClassesCheck, type SizeClass } from '../shared/index.js';
+import { crc32c, intIn, PmrpcError, resolveOptions, defineErrorCodes, type ErrorCodesOf, type OptionChecks } from '../../../pmem/index.js';
+
+/** The arena's size classes and the mailbox's buffer size are the shared apps module's (src/apps/shared). */
+export { MAILBOX_BUFFER_BYTES, sizeClassesCheck, type SizeClass };
 
 export const KV_MAGIC = AREA_MAGIC.kv; // 'RMSPVK01' little-endian
 /**
@@ -47,7 +51,6 @@ export const FLAG_TOMBSTONE = 1;
 /** A dead item (no key): recovery puts one where it rejected a slot's pointer, so probing goes on past the slot. */
 export const FLAG_DEAD = 2;
 export const MAX_CLASSES = 8;
-export const MAILBOX_BUFFER_BYTES = 1024;
 /** Pointers one return batch carries: (MAILBOX_BUFFER_BYTES - 16) / 8. */
 export const RETURN_BATCH_MAX = (MAILBOX_BUFFER_BYTES - 16) / 8;
 
@@ -80,11 +83,6 @@ export const KvErrorCodes = defineErrorCodes('kv', {
 
 declare module '../../../pmem/index.js' {
   interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof KvErrorCodes> {}
-}
-
-export interface SizeClass {
-  sizeBytes: number;
-  count: number;
 }
 
 export interface KvGeometry {
@@ -127,21 +125,6 @@ export const KV_LAYOUT_DEFAULTS: Readonly<KvLayoutOptions> = Object.freeze({
   ]),
   mailboxBuffers: 64,
 });
-
-/** The check of a `classes` option (shared with PRISM-RS): 1..max classes, increasing powers of two in [64, 2^20], counts in [1, 2^22]. */
-export function sizeClassesCheck(max: number): OptionCheck {
-  return (name, v) => {
-    if (!Array.isArray(v) || v.length < 1 || v.length > max) throw new RangeError(`${name} must hold 1..${max} size classes`);
-    let prev = 0;
-    for (const c of v as Array<SizeClass | undefined>) {
-      const s = c?.sizeBytes;
-      if (!Number.isSafeInteger(s) || s! < 64 || s! > 1 << 20 || (s! & (s! - 1)) !== 0) throw new RangeError(`class sizeBytes must be a power of two in [64, 2^20], got ${String(s)}`);
-      if (s! <= prev) throw new RangeError(`${name} must be in increasing sizeBytes order`);
-      if (!Number.isSafeInteger(c!.count) || c!.count < 1 || c!.count > 1 << 22) throw new RangeError(`class count must be an integer in [1, 2^22], got ${String(c!.count)}`);
-      prev = s!;
-    }
-  };
-}
 
 const KV_LAYOUT_CHECKS: OptionChecks<KvLayoutOptions> = {
   slotCount: intIn(1, 1 << 24, '[1, 2^24]'),

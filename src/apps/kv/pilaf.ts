@@ -18,7 +18,7 @@ import { CpuPoller, QueuePair, Wr, type MemoryRegion, type RecvCompletion, type 
 import { Access } from '../../../flush/index.js';
 import { crc32c, PmemRegion, PmrpcError, resolveOptions, type ErrorCode } from '../../../pmem/index.js';
 import { kvBase } from './checks.js';
-import { Mailbox, type MailboxStats } from './mailbox.js';
+import { Mailbox, type MailboxStats } from '../shared/index.js';
 import {
   KV_HEADER_BYTES,
   KvErrorCodes,

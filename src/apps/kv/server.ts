@@ -7,9 +7,8 @@ import { Access, CpuPoller, type MemoryRegion, type Rnic, type ServerQp } from '
 import { bool, invariant, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import { kvBase } from './checks.js';
 import { auditAllocator, recoverFreeLists, type AllocatorAudit, type ArenaClass, type PointerVerdict } from '../../../recovery/index.js';
-import { ReturnDesk } from './returns.js';
+import { Mailbox, ReturnDesk, type MailboxStats } from '../shared/index.js';
 import { NO_KV_FAULTS, type KvFaults } from './faults.js';
-import { Mailbox, type MailboxStats } from './mailbox.js';
 import {
   KV_EPOCH_OFFSET,
   KV_HEADER_BYTES,

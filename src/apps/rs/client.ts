@@ -64,7 +64,7 @@ import {
   type Tag,
 } from './layout.js';
 import { RS_RETURN_ACK_IMM, RS_RETURN_IMM, RS_RETURN_STALE_IMM } from './server.js';
-import { ReturnSender } from '../kv/index.js';
+import { ReturnSender } from '../shared/index.js';
 
 /** One replica's connection: its queue pair and the welcome it sent. */
 export interface RsReplicaConnection {
@@ -166,7 +166,7 @@ interface Replica {
   rkey: number;
   geometry: RsGeometry | undefined;
   epoch: bigint;
-  /** Its buffer returns and uncertain installs' receipts (idempotent batches, kept across a dropped connection: kv/returns.ts). */
+  /** Its buffer returns and uncertain installs' receipts (idempotent batches, kept across a dropped connection: apps/shared/returns.ts). */
   returns: ReturnSender;
   /** Scratch receipt slots of the current QP in use by install chains (RS_INSTALL_RECEIPTS of them). */
   busy: boolean[];
@@ -841,7 +841,7 @@ export class RsClient {
   }
 
   /**
-   * Sends replica r's pending returns (kv/returns.ts ReturnSender: epoch-stamped, numbered batches,
+   * Sends replica r's pending returns (apps/shared/returns.ts ReturnSender: epoch-stamped, numbered batches,
    * one at a time). A batch whose answer does not come (the connection dropped; the replica may or
    * may not have taken it) is kept and sent again, with the same number, once r is reconnected: the
    * replica takes a number once per epoch, so nothing is freed twice and nothing leaks. A replica

@@ -24,7 +24,7 @@
  *   +0 crc32c u32 over [4, 32 + len)   +4 len u32   +8 block u64   +16 writer u64   +24 ts u64   +32 value
  */
 import { crc32c, defineErrorCodes, intIn, PmrpcError, resolveOptions, type ErrorCodesOf, type OptionChecks } from '../../../pmem/index.js';
-import { sizeClassesCheck } from '../kv/index.js';
+import { MAILBOX_BUFFER_BYTES, sizeClassesCheck, type SizeClass } from '../shared/index.js';
 import { AREA_MAGIC } from '../index.js';
 
 export const RS_MAGIC = AREA_MAGIC.rs; // 'RMSPRS01' little-endian
@@ -34,8 +34,8 @@ export const RS_EPOCH_OFFSET = 128;
 export const RS_SLOT_BYTES = 32;
 export const RS_ITEM_HEADER_BYTES = 32;
 export const RS_MAX_CLASSES = 8;
-/** Mailbox buffers are KV's (1 KiB each): a return batch (idempotent: a 32-byte header, kv/returns.ts) carries (1024 - 32) / 8 pointers. */
-export const RS_MAILBOX_BUFFER_BYTES = 1024;
+/** Mailbox buffers are the shared mailbox's (1 KiB each, src/apps/shared): a return batch (idempotent: a 32-byte header, shared/returns.ts) carries (1024 - 32) / 8 pointers. */
+export const RS_MAILBOX_BUFFER_BYTES = MAILBOX_BUFFER_BYTES;
 export const RS_RETURN_BATCH_MAX = (RS_MAILBOX_BUFFER_BYTES - 32) / 8;
 /** Receipts in one receipt return batch (16 bytes each: qpn u32 | slot u32 | serial u64). */
 export const RS_RECEIPT_BATCH_MAX = (RS_MAILBOX_BUFFER_BYTES - 32) / 16;
@@ -71,10 +71,8 @@ declare module '../../../pmem/index.js' {
   interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof RsErrorCodes> {}
 }
 
-export interface RsSizeClass {
-  sizeBytes: number;
-  count: number;
-}
+/** A size class of the RS arena (the shared apps module's). */
+export type RsSizeClass = SizeClass;
 
 export interface RsLayoutOptions {
   /** Blocks (registers) per replica. */

@@ -16,7 +16,7 @@ import { Access, type MemoryRegion, type Rnic, type ServerQp } from '../../../fl
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
 import { auditAllocator, recoverFreeLists, type AllocatorAudit, type ArenaClass } from '../../../recovery/index.js';
 import { guardedMicrotask, jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
-import { Mailbox, ReturnDesk, type MailboxStats, type ReturnStats } from '../kv/index.js';
+import { Mailbox, ReturnDesk, type MailboxStats, type ReturnStats } from '../shared/index.js';
 import { NO_RS_FAULTS, type RsFaults } from './faults.js';
 import {
   RS_EPOCH_OFFSET,

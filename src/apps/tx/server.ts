@@ -12,7 +12,7 @@ import { Access, CpuPoller, type HostWriteEvent, type MemoryRegion, type Protect
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
 import { recoverFreeLists, type ArenaClass } from '../../../recovery/index.js';
 import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
-import { ReturnDesk, type ReturnStats } from '../kv/index.js';
+import { ReturnDesk, type ReturnStats } from '../shared/index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
 import {
   decodeBody,

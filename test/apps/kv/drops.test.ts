@@ -1,7 +1,7 @@
 // Dropped connections under PRISM-KV (issue 14): a connection drops while both ends live, so no
 // recovery follows that would reclaim what the client held or settle what it had in flight. The
 // client reconnects the live server by itself (options.reconnect, the reconnect loop RS uses),
-// sends a return batch whose answer the drop lost again with the same number (kv/returns.ts
+// sends a return batch whose answer the drop lost again with the same number (apps/shared/returns.ts
 // ReturnSender: idempotent batches, as RS's), and resolves a PUT whose answer the drop lost before
 // anything else (#resolve), so it takes effect once or is reported indeterminate.
 // Mutants: dropUnansweredReturns (an unanswered batch is dropped: a buffer leaks), retryUncertainPut

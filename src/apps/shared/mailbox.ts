@@ -1,6 +1,6 @@
 /**
- * The server-CPU side of the KV servers' one RPC (PRISM-KV's buffer returns, Pilaf's PUT): two
- * receive buffers per connection from the KV area's mailbox, watched by a CPU poller.
+ * The server-CPU side of the apps' one RPC (PRISM-KV's and PRISM-RS's buffer returns, Pilaf's PUT):
+ * two receive buffers per connection from the area's mailbox, watched by a CPU poller.
  *
  * Buffers are reused: when a connection is gone (goodbye, lease expiry, disconnect — the host calls
  * release(qpn)), its pair goes back on a free list, fenced first (DESIGN §2.2, reclaimed memory):
@@ -10,7 +10,9 @@
  * The mailbox holds nothing persistent: its contents are per-message and the layout does not change.
  */
 import { CpuPoller, type ProtectionDomain, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
-import { MAILBOX_BUFFER_BYTES } from './layout.js';
+
+/** Bytes of one mailbox receive buffer, in every app's area (a return batch or a Pilaf PUT fits in one). */
+export const MAILBOX_BUFFER_BYTES = 1024;
 
 export type MailboxBuffer = { addr: number; len: number };
 
@@ -65,7 +67,7 @@ export class Mailbox {
     const g = this.geometry;
     let pair = this.#freePairs.shift();
     if (pair === undefined) {
-      if ((this.#nextPair + 1) * 2 > g.mailboxBuffers) throw new RangeError(`the KV area has ${g.mailboxBuffers} mailbox buffers: at most ${g.mailboxBuffers >> 1} connections at once`);
+      if ((this.#nextPair + 1) * 2 > g.mailboxBuffers) throw new RangeError(`the area has ${g.mailboxBuffers} mailbox buffers: at most ${g.mailboxBuffers >> 1} connections at once`);
       pair = this.#nextPair++;
     }
     const qp = this.nic.createQp(pd);

@@ -4,7 +4,7 @@
  * lists to the NIC, and serves the buffer-return RPC. Reads and writes never reach it: they are NIC
  * chains (client.ts).
  *
- * Recovery, as a decision table over each slot (docs/rs.md):
+ * Recovery, as a decision table over each slot (RS_SLOT_TABLE, recovery.ts; docs/rs.md):
  *   ptr = base, tag ⟨0,0⟩ or LOST, bound 0          → keep (empty / lost)
  *   ptr = base, anything else                         → rewrite as empty (a torn install whose ptr piece did not persist)
  *   ptr a valid item of this block (arena, aligned,
@@ -18,6 +18,7 @@ import { auditAllocator, recoverFreeLists, type AllocatorAudit, type ArenaClass 
 import { guardedMicrotask, jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { Mailbox, ReturnDesk, type MailboxStats, type ReturnStats } from '../shared/index.js';
 import { NO_RS_FAULTS, type RsFaults } from './faults.js';
+import { decideRsSlot, type RsSlotInput, type RsSlotRow } from './recovery.js';
 import {
   RS_EPOCH_OFFSET,
   RS_INSTALL_RECEIPTS,
@@ -53,14 +54,34 @@ export const RS_RETURN_STALE_IMM = 0x5253_0003;
 /** Scratches of released QPs kept for their clients' receipt returns (the oldest goes first; a receipt past it is not resolved: its buffer waits for recovery). */
 export const RS_DEAD_SCRATCHES_MAX = 1024;
 
+/** What a replica's recovery did (RsServer.recoverReplica). */
 export interface RsRecoveryReport {
+  /** The epoch after recovery (bumped durably). */
   epoch: bigint;
+  slotsScanned: number;
+  /** Slots rewritten (rows torn-empty, item-repair and lost). */
+  slotsRepaired: number;
+  /** Slots marked LOST (row lost). */
+  slotsLost: number;
+  /** Buffers the slots reach (kept). */
+  reachable: number;
+  /** Buffers put on the free lists (every buffer no slot reaches). */
+  reclaimed: number;
+  /** How many slots each row of RS_SLOT_TABLE decided. */
+  rows: Record<string, number>;
+}
+
+/** The same as JSON (what recover() returns: the node's start line, `pmrpc inspect` and `check`). */
+export type RsRecoverySummary = {
+  app: 'rs';
+  epoch: string;
   slotsScanned: number;
   slotsRepaired: number;
   slotsLost: number;
   reachable: number;
   reclaimed: number;
-}
+  rows: Record<string, number>;
+};
 
 function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
@@ -165,10 +186,10 @@ export class RsServer implements AppServer {
     return item !== undefined && item.block === block ? item : undefined;
   }
 
-  /** Recovery (the decision table of the file comment). Idempotent; a crash anywhere in it recovers the same way. */
-  recover(): Record<string, unknown> {
+  /** Recovery (RS_SLOT_TABLE, recovery.ts), its report as JSON. Idempotent; a crash anywhere in it recovers the same way. */
+  recover(): RsRecoverySummary {
     const r = this.recoverReplica();
-    return { app: 'rs', epoch: r.epoch.toString(), slotsScanned: r.slotsScanned, slotsRepaired: r.slotsRepaired, slotsLost: r.slotsLost, reachable: r.reachable, reclaimed: r.reclaimed };
+    return { app: 'rs', epoch: r.epoch.toString(), slotsScanned: r.slotsScanned, slotsRepaired: r.slotsRepaired, slotsLost: r.slotsLost, reachable: r.reachable, reclaimed: r.reclaimed, rows: { ...r.rows } };
   }
 
   recoverReplica(): RsRecoveryReport {
@@ -182,6 +203,14 @@ export class RsServer implements AppServer {
       region.persist(rsSlotOffset(g, i), RS_SLOT_BYTES);
       repaired++;
     };
+    const rows: Record<string, number> = {};
+    const decide = (input: RsSlotInput): RsSlotRow => {
+      const row = decideRsSlot(input);
+      rows[row.id] = (rows[row.id] ?? 0) + 1;
+      return row;
+    };
+    // Mutant skipSlotRepair trusts every slot: its words count as consistent (and the allocator takes every pointer as valid).
+    const words = (consistent: () => boolean): RsSlotInput['words'] => (this.faults.skipSlotRepair || consistent() ? 'consistent' : 'inconsistent');
     let checking = -1;
     const result = recoverFreeLists({
       classes: this.arenaClasses,
@@ -190,21 +219,30 @@ export class RsServer implements AppServer {
         for (let i = 0; i < g.blocks; i++) {
           const raw = region.load(rsSlotOffset(g, i), RS_SLOT_BYTES);
           const s = decodeRsSlot(raw);
-          if (s.ptr === g.base) {
-            if (!isCleanEmpty(s) && !this.faults.skipSlotRepair) writeSlot(i, encodeRsSlot(emptyRsSlot(g)));
-            continue;
+          // The slot as the item it reaches describes it (row item-repair writes it).
+          let fromItem: Uint8Array | undefined;
+          let row: RsSlotRow;
+          if (s.ptr === g.base) row = decide({ pointer: 'base', words: words(() => isCleanEmpty(s)) });
+          else {
+            checking = i;
+            if (visit(s.ptr) !== 'ok') row = decide({ pointer: 'rejected', words: 'inconsistent' });
+            else {
+              row = decide({
+                pointer: 'item',
+                words: words(() => {
+                  const item = decodeRsItem(region.load(s.ptr, rsClassOf(g, s.ptr)!.sizeBytes))!;
+                  fromItem = encodeRsSlot({ ptr: s.ptr, bound: RS_ITEM_HEADER_BYTES + item.value.length, tag: item.tag });
+                  return bytesEqual(raw, fromItem);
+                }),
+              });
+            }
           }
-          checking = i;
-          if (visit(s.ptr) !== 'ok') {
+          if (row.action === 'rewrite-empty') writeSlot(i, encodeRsSlot(emptyRsSlot(g)));
+          else if (row.action === 'rewrite-from-item') writeSlot(i, fromItem!);
+          else if (row.action === 'mark-lost') {
             writeSlot(i, encodeRsSlot(lostRsSlot(g)));
             lost++;
-            continue;
           }
-          if (this.faults.skipSlotRepair) continue;
-          const c = rsClassOf(g, s.ptr)!;
-          const item = decodeRsItem(region.load(s.ptr, c.sizeBytes))!;
-          const want = encodeRsSlot({ ptr: s.ptr, bound: RS_ITEM_HEADER_BYTES + item.value.length, tag: item.tag });
-          if (!bytesEqual(raw, want)) writeSlot(i, want);
         }
       },
       checkObject: (ptr) => this.itemAt(ptr, checking) !== undefined,
@@ -216,7 +254,7 @@ export class RsServer implements AppServer {
     this.#dead.clear(); // receipts of the crashed incarnation's QPs: recovery reclaimed what they name
     this.#desk.open(result.free, this.#epoch);
     this.#recovered = true;
-    this.#lastReport = { epoch: this.#epoch, slotsScanned: g.blocks, slotsRepaired: repaired, slotsLost: lost, reachable: result.reachable.size, reclaimed: result.reclaimed };
+    this.#lastReport = { epoch: this.#epoch, slotsScanned: g.blocks, slotsRepaired: repaired, slotsLost: lost, reachable: result.reachable.size, reclaimed: result.reclaimed, rows };
     return this.#lastReport;
   }
 

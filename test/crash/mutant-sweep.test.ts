@@ -15,14 +15,14 @@ t.test('targets: rpc once per listed strategy, equivalent mutants marked, unknow
   t.same(rpc.filter((x) => x.name === 'skip-flush').map((x) => x.strategy), ['wflush', 'sflush']);
   const eq = rpc.find((x) => x.name === 'skip-flag-persist')!;
   t.ok(eq.equivalent !== undefined && eq.strategy === null, 'skip-flag-persist is equivalent in the rpc app');
-  t.same(mutantTargets('recovery', 'all').map((x) => x.name), RECOVERY_MUTANTS.map((m) => m.name), "recovery: every fault switch of recovery/faults.ts and ackBeforePersist");
-  t.same(mutantTargets('rs', 'dropItemFlush,minorityWrite').map((x) => x.name), ['dropItemFlush', 'minorityWrite']);
+  t.same(mutantTargets('recovery', 'all').map((x) => x.name), RECOVERY_MUTANTS.map((m) => m.name), "recovery: every fault switch of recovery/faults.ts and ack-before-persist");
+  t.same(mutantTargets('rs', 'dropItemFlush,minority-write').map((x) => x.name), ['drop-item-flush', 'minority-write'], 'rs: an old (camelCase) name resolves to its kebab-case name');
   t.throws(() => mutantTargets('rs', 'noSuchMutant'), /unknown mutant 'noSuchMutant'/);
   t.throws(() => mutantTargets('pilaf', 'all'), TypeError);
 });
 
 t.test('a plain spec pins nothing for its mutant', async (t) => {
-  const rs = plainSpec({ app: 'rs', name: 'countFailedCas', strategy: null });
+  const rs = plainSpec({ app: 'rs', name: 'count-failed-cas', strategy: null });
   const app = appOf(rs);
   t.ok(app.exploreDefaults !== undefined, 'the mutant has its own pins and schedule');
   const o = withAppDefaults(app, resolveExploreOptions(rs.explore));
@@ -55,7 +55,9 @@ t.test('runMutants stops each mutant at its first violation; the CLI reports it 
 });
 
 t.test('recovery: a fault switch is a mutant the plain sweep catches; its replay names it; even seeds draw churn', async (t) => {
-  const r = await runMutants('recovery', 'ackBeforePersist,skipChecksumAtRecovery', [1, 2, 3]);
+  // One by its old (camelCase) name, one by its name: both run, and report, under the kebab-case name.
+  const r = await runMutants('recovery', 'ackBeforePersist,skip-checksum-at-recovery', [1, 2, 3]);
+  t.same(r.mutants.map((m) => m.name), ['ack-before-persist', 'skip-checksum-at-recovery']);
   for (const m of r.mutants) {
     t.ok(m.caught, `${m.name}: caught at seed ${String(m.seed)} — ${String(m.replay)}`);
     t.match(m.replay, new RegExp(`^pmrpc crash-test --app recovery .*--mutant ${m.name} --seed \\d+ .*--plain`));
@@ -64,9 +66,9 @@ t.test('recovery: a fault switch is a mutant the plain sweep catches; its replay
   t.same(list.stdout.trim().split('\n').map((l) => l.split('\t')[0]), RECOVERY_MUTANTS.map((m) => m.name), '--list-mutants lists them');
   const bad = spawnSync(process.execPath, [CLI, 'crash-test', '--app', 'recovery', '--mutant', 'nope'], { encoding: 'utf8', timeout: 240_000 });
   t.equal(bad.status, 1, 'a bad option: exit 1 (crash-test --help)');
-  t.match(bad.stderr, /PMRPC_ERR_BAD_OPTION.*--mutant must be one of skipPersistRecordBeforeApply/);
-  const even = appOf(plainSpec({ app: 'recovery', name: 'ackBeforePersist', strategy: null }, 2));
-  t.match((even as ExplorerApp<unknown>).replayArgs(), /--clients 4 --requests 4 --churn 6 --batch 2 --mutant ackBeforePersist/, 'even seeds: the churn shape');
+  t.match(bad.stderr, /PMRPC_ERR_BAD_OPTION.*--mutant must be one of skip-persist-record-before-apply/);
+  const even = appOf(plainSpec({ app: 'recovery', name: 'ack-before-persist', strategy: null }, 2));
+  t.match((even as ExplorerApp<unknown>).replayArgs(), /--clients 4 --requests 4 --churn 6 --batch 2 --mutant ack-before-persist/, 'even seeds: the churn shape');
 });
 
 t.test('the exit status: every mutant caught or equivalent', async (t) => {

@@ -94,6 +94,13 @@ t.test('mutants: --list-mutants, names and aliases from the records', async (t) 
   t.ok(kv.mutants.every((m) => /^[a-z][a-z0-9-]*$/.test(m.name) && m.aliases.length === 1), 'kv: kebab-case names, one alias each');
   t.same(mutantTargets('kv', 'narrowIndexFlush,drop-heap-flush').map((x) => x.name), ['narrow-index-flush', 'drop-heap-flush']);
   t.same(parseMutant('kv:unconditionalCas'), { app: 'kv', name: 'unconditional-cas' });
+  // So were rs's and recovery's: every app's mutants are kebab-case now.
+  for (const a of CRASH_APPS) t.ok(a.mutants.every((m) => /^[a-z][a-z0-9-]*$/.test(m.name)), `${a.name}: kebab-case mutant names`);
+  for (const name of ['rs', 'recovery']) t.ok(crashApp(name).mutants.every((m) => m.aliases.length === 1 && /[A-Z]/.test(m.aliases[0]!)), `${name}: one alias each, the old camelCase name`);
+  t.equal(mutantName(crashApp('rs'), 'readWithoutFlush'), 'read-without-flush');
+  t.equal(mutantName(crashApp('recovery'), 'skipChecksumAtPoll'), 'skip-checksum-at-poll');
+  t.equal(mutantName(crashApp('recovery'), 'ackBeforePersist'), 'ack-before-persist');
+  t.same(parseMutant('rs:reuseOwnTag'), { app: 'rs', name: 'reuse-own-tag' });
   t.throws(() => mutantName(crashApp('rs'), 'nope', '--mutant'), /--mutant must be one of .*, got nope \(unknown mutant nope of --app rs\)/);
   t.throws(() => crashApp('nope'), /app must be one of rpc, kv, register, recovery, rs, rslock, tx, got nope/);
   t.equal(findMutantEntry(crashApp('tx'), 'nope'), undefined);

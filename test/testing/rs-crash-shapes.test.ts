@@ -48,11 +48,11 @@ t.test('planFor with crash shapes: kind 0 storms majorities, kind 3 storms drops
 // land on replica 0 only and end indeterminate; a writer's next write queries {1, 2}.
 const PLAN = 'p12:n1,n2@0/r0';
 
-t.test('one tag, one value: reuseOwnTag is seen as a tag naming two values; the correct build passes the same run', async (t) => {
+t.test('one tag, one value: mutant reuse-own-tag is seen as a tag naming two values; the correct build passes the same run', async (t) => {
   const o = resolveExploreOptions({ seed: 1 });
-  const bad = await runCrashPlan(rsExplorerApp({ mutant: 'reuseOwnTag' }), o, nicConfigFor(1), parsePlan(PLAN));
+  const bad = await runCrashPlan(rsExplorerApp({ mutant: 'reuse-own-tag' }), o, nicConfigFor(1), parsePlan(PLAN));
   const seen = bad.problems.find((p) => p.kind === 'diverged' && /one tag, two values/.test(p.detail));
-  t.ok(seen !== undefined, `mutant reuseOwnTag caught: ${seen?.detail ?? bad.problems.map((p) => `${p.kind}: ${p.detail.slice(0, 200)}`).join(' | ')}`);
+  t.ok(seen !== undefined, `mutant reuse-own-tag caught: ${seen?.detail ?? bad.problems.map((p) => `${p.kind}: ${p.detail.slice(0, 200)}`).join(' | ')}`);
   const ok = await runCrashPlan(rsExplorerApp({}), o, nicConfigFor(1), parsePlan(PLAN));
   t.same(ok.problems, [], `correct build, plan ${PLAN}: ${ok.events.join('; ')}`);
 });

@@ -3,6 +3,8 @@
  * allocator recovery. The crash suite must report violations for each; KV_MUTANTS lists them as
  * data for a CLI (`name<TAB>step`).
  */
+import { kebabName } from '../shared/index.js';
+
 export interface KvFaults {
   /** PUT chain: no FLUSH(persistent) of the heap before the CAS. */
   dropHeapFlush: boolean;
@@ -107,10 +109,7 @@ const KV_FAULT_MUTANTS = [
   { fault: 'noReconnect', layer: 'drops', step: 'reconnecting the live server after a dropped connection', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/drops.test.ts' },
 ] as const satisfies ReadonlyArray<Omit<KvMutant, 'name' | 'aliases'>>;
 
-/** A fault switch's name in kebab-case (dropIndexFlush: drop-index-flush). */
-const kebab = (fault: string): string => fault.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-
-export const KV_MUTANTS: readonly KvMutant[] = Object.freeze(KV_FAULT_MUTANTS.map((m): KvMutant => ({ ...m, name: kebab(m.fault), aliases: [m.fault] })));
+export const KV_MUTANTS: readonly KvMutant[] = Object.freeze(KV_FAULT_MUTANTS.map((m): KvMutant => ({ ...m, name: kebabName(m.fault), aliases: [m.fault] })));
 
 /** The mutant called `name` or one of its aliases (undefined: none). */
 export function findKvMutant(name: string): KvMutant | undefined {

@@ -1,9 +1,12 @@
 /**
  * Test-only fault switches of PRISM-RS (DESIGN §8 "the suite must have teeth"): each removes one
  * step of the protocol or of replica recovery. `pmrpc crash-test --app rs --list-mutants` prints
- * RS_MUTANTS; `--mutant NAME` must report violations.
+ * RS_MUTANTS; `--mutant NAME` must report violations. A mutant's name is its fault switch's in
+ * kebab-case (drop-slot-flush); the switch's own name (dropSlotFlush), the mutant's name before, is
+ * kept as an alias.
  */
 import type { MutantExplore } from '../index.js';
+import { kebabName } from '../shared/index.js';
 
 export interface RsFaults {
   /** Install chain: no FLUSH(persistent) of the item between ALLOCATE and the CAS. */
@@ -62,7 +65,12 @@ export const NO_RS_FAULTS: Readonly<RsFaults> = Object.freeze({
 export type RsFaultName = keyof RsFaults;
 
 export interface RsMutant {
-  name: RsFaultName;
+  /** Mutant name, kebab-case (`--mutant`, `--list-mutants`, replay commands). */
+  name: string;
+  /** The fault switch it sets. */
+  fault: RsFaultName;
+  /** Former names `--mutant` still accepts: the fault switch's name (the mutants were named after it, camelCase, before the kebab-case names). */
+  aliases: readonly string[];
   layer: 'write' | 'read' | 'recovery';
   /** The step it removes. */
   step: string;
@@ -72,14 +80,15 @@ export interface RsMutant {
   explore?: MutantExplore;
 }
 
-export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
+/** The mutants by fault switch (RS_MUTANTS adds each one's name and aliases). */
+const RS_FAULT_MUTANTS = [
   // Without DDIO a drained item goes to media at once (the CAS drains its QP first): the missing FLUSH shows only with DDIO on.
-  { name: 'dropItemFlush', layer: 'write', step: 'the redirected FLUSH(persistent) of the item between ALLOCATE and the CAS (the item is durable before a durable slot points at it)', explore: { pins: { ddio: true } } },
+  { fault: 'dropItemFlush', layer: 'write', step: 'the redirected FLUSH(persistent) of the item between ALLOCATE and the CAS (the item is durable before a durable slot points at it)', explore: { pins: { ddio: true } } },
   // The redirected FLUSH's range is exactly the item: its first line only leaves the value's later lines in the CPU cache.
-  { name: 'flushItemHeadOnly', layer: 'write', step: 'the redirected FLUSH covering the whole item ALLOCATE placed (its len), not only its header line', explore: { pins: { ddio: true } } },
-  { name: 'dropSlotFlush', layer: 'write', step: 'FLUSH(persistent) of the slot after the CAS (a replica counts only once its slot is durable)', explore: { pins: { ddio: true } } },
+  { fault: 'flushItemHeadOnly', layer: 'write', step: 'the redirected FLUSH covering the whole item ALLOCATE placed (its len), not only its header line', explore: { pins: { ddio: true } } },
+  { fault: 'dropSlotFlush', layer: 'write', step: 'FLUSH(persistent) of the slot after the CAS (a replica counts only once its slot is durable)', explore: { pins: { ddio: true } } },
   {
-    name: 'noWriterId',
+    fault: 'noWriterId',
     layer: 'write',
     step: 'the writer id in the tag (two writers of one timestamp must not tie)',
     // Needs two writers of one block whose queries both miss the other's install: since reads go
@@ -88,7 +97,7 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     explore: { schedule: { mode: 'random', stalls: 40, stallSteps: 400, stallUnit: 'client', stallOn: 'atomic' } },
   },
   {
-    name: 'readWithoutWriteBack',
+    fault: 'readWithoutWriteBack',
     layer: 'read',
     step: 'the write-back of the highest value to a majority before a read returns it',
     // Needs a read that returns a write only a minority holds, then a crash: with DDIO on and eager
@@ -100,9 +109,9 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     caughtBy: 'test/apps/rs/read-flush.test.ts',
     explore: { pins: { drain: 'eager', ddio: true } },
   },
-  { name: 'minorityWrite', layer: 'write', step: 'waiting for a majority of replicas before a write returns' },
+  { fault: 'minorityWrite', layer: 'write', step: 'waiting for a majority of replicas before a write returns' },
   {
-    name: 'readWithoutFlush',
+    fault: 'readWithoutFlush',
     layer: 'read',
     step: 'FLUSH(persistent) of the slot a read READ, in its chain (a read returns only durable state)',
     // Needs a read of a slot whose CAS drained to the LLC but not to media (DDIO on, eager drains:
@@ -115,7 +124,7 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     explore: { pins: { drain: 'eager', ddio: true } },
   },
   {
-    name: 'trustLocationHint',
+    fault: 'trustLocationHint',
     layer: 'read',
     step: 'a direct read at a location hint counts only when the item it found carries the tag of the slot READ after it, in its chain (the slot has not moved)',
     // Needs a read through a hint that another writer's install made stale while the old buffer is not reused yet, whose two
@@ -123,19 +132,19 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     caughtBy: 'test/apps/rs/hints.test.ts',
   },
   {
-    name: 'countFailedCas',
+    fault: 'countFailedCas',
     layer: 'write',
     step: 'a replica whose CAS did not swap counts only once a FLUSHed READ of its slot shows a tag >= the writer\'s',
     // Needs another writer's CAS result held undrained in a NIC cache (drain onFlush) while this
     // writer's CAS compares against it: a client stalled right after its CASes (pct.ts), under PCT.
     explore: { pins: { drain: 'onFlush', ddio: true }, schedule: { mode: 'pct', depth: 5, horizon: 3000, stalls: 40, stallSteps: 300, stallUnit: 'client', stallOn: 'atomic' } },
   },
-  { name: 'skipSlotRepair', layer: 'recovery', step: 'validating every slot pointer and repairing a torn slot from the item it points at' },
-  { name: 'skipReclaim', layer: 'recovery', step: 'reclaiming buffers no slot reaches' },
-  { name: 'acceptStaleEpoch', layer: 'recovery', step: 'refusing buffer returns stamped with an earlier epoch' },
-  { name: 'allowAllocateBeforeRebuild', layer: 'recovery', step: 'refusing ALLOCATE until the free lists are rebuilt' },
+  { fault: 'skipSlotRepair', layer: 'recovery', step: 'validating every slot pointer and repairing a torn slot from the item it points at' },
+  { fault: 'skipReclaim', layer: 'recovery', step: 'reclaiming buffers no slot reaches' },
+  { fault: 'acceptStaleEpoch', layer: 'recovery', step: 'refusing buffer returns stamped with an earlier epoch' },
+  { fault: 'allowAllocateBeforeRebuild', layer: 'recovery', step: 'refusing ALLOCATE until the free lists are rebuilt' },
   {
-    name: 'reuseOwnTag',
+    fault: 'reuseOwnTag',
     layer: 'write',
     step: 'a new tag above the writer\'s own last one (its indeterminate write may hold that tag, with another value, on a minority the query missed)',
     // Also caught op by op by test/apps/rs/own-tag.test.ts. Needs a write of one client installed on one replica only when the other two crash (NO_MAJORITY:
@@ -145,25 +154,34 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     explore: { crashPlan: 'p12:n1,n2@0/r0' },
   },
   {
-    name: 'dropUnansweredReturns',
+    fault: 'dropUnansweredReturns',
     layer: 'recovery',
     step: 'sending a return batch again (same number, idempotent) after a reconnect when the connection dropped before its answer (the replica is up: no recovery reclaims it)',
     // Needs a dropped connection with the replica up: test/apps/rs/drops.test.ts, and the plain sweep's crash runs, which drop connections (docs/cli.md "The plain sweep's draw").
     caughtBy: 'test/apps/rs/drops.test.ts',
   },
   {
-    name: 'freeUncertainBlindly',
+    fault: 'freeUncertainBlindly',
     layer: 'recovery',
     step: 'resolving an uncertain install by its receipt: free the ALLOCATEd buffer only if the CAS did not swap, else the buffer it replaced; never a buffer a slot reaches',
     // Needs an install whose answer a dropped connection lost (the replica up): test/apps/rs/drops.test.ts; the plain sweep's drop storms (src/testing/crash/multi.ts) catch it at seed 1.
     caughtBy: 'test/apps/rs/drops.test.ts',
   },
-] as const satisfies readonly RsMutant[]);
+] as const satisfies ReadonlyArray<Omit<RsMutant, 'name' | 'aliases'>>;
 
+export const RS_MUTANTS: readonly RsMutant[] = Object.freeze(RS_FAULT_MUTANTS.map((m): RsMutant => ({ ...m, name: kebabName(m.fault), aliases: [m.fault] })));
+
+/** The mutant called `name` or one of its aliases (undefined: none). */
+export function findRsMutant(name: string): RsMutant | undefined {
+  return RS_MUTANTS.find((m) => m.name === name) ?? RS_MUTANTS.find((m) => m.aliases.includes(name));
+}
+
+/** The fault switches of mutant `mutant` (its name or an alias; undefined: none on). */
 export function rsFaultsFor(mutant: string | undefined): RsFaults {
   if (mutant === undefined) return { ...NO_RS_FAULTS };
-  if (!RS_MUTANTS.some((m) => m.name === mutant)) throw new TypeError(`mutant must be one of ${RS_MUTANTS.map((m) => m.name).join(', ')}, got ${String(mutant)}`);
-  return { ...NO_RS_FAULTS, [mutant]: true };
+  const m = findRsMutant(mutant);
+  if (m === undefined) throw new TypeError(`mutant must be one of ${RS_MUTANTS.map((x) => x.name).join(', ')}, got ${String(mutant)}`);
+  return { ...NO_RS_FAULTS, [m.fault]: true };
 }
 
 /** `--list-mutants` output: one `name<TAB>step` line per mutant. */

@@ -209,7 +209,7 @@ export class RsServer implements AppServer {
       rows[row.id] = (rows[row.id] ?? 0) + 1;
       return row;
     };
-    // Mutant skipSlotRepair trusts every slot: its words count as consistent (and the allocator takes every pointer as valid).
+    // Mutant skip-slot-repair trusts every slot: its words count as consistent (and the allocator takes every pointer as valid).
     const words = (consistent: () => boolean): RsSlotInput['words'] => (this.faults.skipSlotRepair || consistent() ? 'consistent' : 'inconsistent');
     let checking = -1;
     const result = recoverFreeLists({
@@ -292,7 +292,7 @@ export class RsServer implements AppServer {
    *   the old tag ≥ the chain's tag (the CAS did not swap)                                      → the ALLOCATEd buffer
    *   the old tag < the chain's tag (the CAS swapped: the ALLOCATEd buffer is linked)           → the old slot's buffer, unless empty
    * The desk then checks each like any return (not free, no slot reaches it). Mutant
-   * freeUncertainBlindly names both buffers whatever the CAS did, without the reachability check.
+   * free-uncertain-blindly names both buffers whatever the CAS did, without the reachability check.
    */
   #resolveReceipt(r: { qpn: number; slot: number; serial: bigint }): { ptrs: number[]; unchecked?: boolean } {
     if (!Number.isSafeInteger(r.slot) || r.slot < 0 || r.slot >= RS_INSTALL_RECEIPTS) return { ptrs: [] };

@@ -254,7 +254,7 @@ export interface ReturnSenderConfig {
   batchMax: number;
   /** The client's sender id in its batches (unique among the server's clients). */
   sender: bigint;
-  /** Test-only fault (mutant dropUnansweredReturns): batches carry no id, and one whose answer never came is dropped, not sent again. */
+  /** Test-only fault (mutant drop-unanswered-returns): batches carry no id, and one whose answer never came is dropped, not sent again. */
   dropUnanswered: boolean;
   /** Called with each batch sent (the crash suites replay old ones after a crash). */
   onBatch: ((payload: Uint8Array) => void) | undefined;

@@ -15,7 +15,7 @@ export { runCrashPlan, planFor, parsePlan, formatPlan, atGeometricGaps, MAJORITY
 export type { CrashShapes } from './types.js';
 export { exploreExhaustive, resolveExhaustiveOptions, parseSchedule, exhaustiveConfig, independent, ExhaustiveErrorCodes, EXHAUSTIVE_DEFAULTS, type ExhaustiveOptions, type ExhaustiveReport, type ExhaustiveViolation, type StatesExplored } from './exhaustive.js';
 export { withDistinctImages, type Counted } from './distinct.js';
-export { recoveryExplorerApp, resolveRecoveryWorkload, RECOVERY_MUTANTS, recoveryMutantWorkload, plainRecoveryShape, RecoveryAppServer, recoveryDigestHandler, mediaImage, visibleImage, RECOVERY_WORKLOAD_DEFAULTS, RECOVERY_CRASH_GEOMETRY, type RecoveryWorkloadOptions, type RecoveryExplorerApp } from './recovery.js';
+export { recoveryExplorerApp, resolveRecoveryWorkload, RECOVERY_MUTANTS, recoveryMutantWorkload, type RecoveryMutant, plainRecoveryShape, RecoveryAppServer, recoveryDigestHandler, mediaImage, visibleImage, RECOVERY_WORKLOAD_DEFAULTS, RECOVERY_CRASH_GEOMETRY, type RecoveryWorkloadOptions, type RecoveryExplorerApp } from './recovery.js';
 export { timelineInput, writeViolationTimelines, type Picture, type PicturedProblem, type PicturedViolation } from './picture.js';
 export { txExplorerApp, resolveTxWorkload, cutTxHistory, checkAppendHistory, checkBankHistory, checkAppendSerializable, TX_WORKLOAD_DEFAULTS, TX_CLI_DEFAULTS, AGENT_SCANS_MAX, BANK_BALANCE, type TxWorkloadOptions, type TxRecord, type TxMop, type TxExplorerApp } from './tx.js';
 export { rsExplorerApp, resolveRsWorkload, cutRsHistory, RS_WORKLOAD_DEFAULTS, RS_CRASH_LAYOUT, RS_MAJORITY_WAIT_MS, type RsWorkloadOptions, type RsOp, type RsExplorerApp } from './rs.js';

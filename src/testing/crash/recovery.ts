@@ -28,6 +28,7 @@
 import { PmemRegion, PmrpcError, isPmrpcError, HEADER_BYTES, type Prng, resolveOptions } from '../../../pmem/index.js';
 import { FAULT_NAMES, layoutBytes, RecoveryStore, type AppView, type Handler, type LayoutOptions, type RecoveryFaults, type RecoveryReport } from '../../../recovery/index.js';
 import type { AppHost, AppProblem, AppServer } from '../../apps/index.js';
+import { kebabName } from '../../apps/shared/index.js';
 import { DIGEST_BYTES, LOG_BASE, METHOD, digestHandler as rpcDigestHandler } from '../../apps/rpc/index.js';
 import type { ExplorerApp } from './explorer.js';
 import { checkDigests, type RpcSnapshot } from './rpc.js';
@@ -93,30 +94,44 @@ export function resolveRecoveryWorkload(options: Partial<RecoveryWorkloadOptions
 /**
  * recovery/'s mutants (DESIGN §8 "the suite must have teeth"): each fault switch of
  * recovery/faults.ts removes one persistence or validation step of the layer, and
- * `ackBeforePersist` acknowledges a client's entries before they are durable. The plain mutant
+ * `ack-before-persist` acknowledges a client's entries before they are durable. The plain mutant
  * sweep (`crash-test --app recovery --mutants all`) must catch each with nothing pinned for it.
+ * A mutant's name is its switch's in kebab-case; the switch's own name (its name before) is an alias.
  */
-export const RECOVERY_MUTANTS: ReadonlyArray<{ name: string; step: string }> = Object.freeze([
-  { name: 'skipPersistRecordBeforeApply', step: 'redo log: persist the record before applying its after-images' },
-  { name: 'skipPersistApplyBeforeFlag', step: 'redo log: persist the applied after-images before the applied flag' },
-  { name: 'skipPersistAppliedFlag', step: 'redo log: persist the applied flag before the credit returns' },
-  { name: 'skipPersistCreditBeforeReuse', step: "redo log: persist the client's applied sequence before a record slot is reused" },
-  { name: 'skipChecksumAtPoll', step: 'ring: verify an entry checksum at poll' },
-  { name: 'skipChecksumAtRecovery', step: 'recovery: verify entry and record checksums' },
-  { name: 'skipInvalidateBeyondGap', step: "recovery: invalidate a ring's entries beyond its first gap" },
-  { name: 'skipPersistRegisterReset', step: "registration: persist the slot's reset applied word before the id word" },
-  { name: 'skipPersistReleaseMark', step: 'release: persist the release word before the release is acknowledged' },
-  { name: 'skipPersistReleaseClear', step: "registration of a released slot: persist the former occupant's id clear first" },
-  { name: 'skipReleaseDrainCheck', step: 'release: every entry of the client applied before the release is decided' },
-  { name: 'ackBeforePersist', step: 'client: acknowledge only after the entries are persisted' },
-]);
-if (RECOVERY_MUTANTS.length !== FAULT_NAMES.length + 1 || !FAULT_NAMES.every((f) => RECOVERY_MUTANTS.some((m) => m.name === f))) throw new Error('RECOVERY_MUTANTS must list every fault switch of recovery/faults.ts');
+export interface RecoveryMutant {
+  /** Mutant name, kebab-case (`--mutant`, `--list-mutants`, replay commands). */
+  name: string;
+  /** The switch it sets: a fault switch of recovery/faults.ts, or the workload's ackBeforePersist. */
+  fault: (typeof FAULT_NAMES)[number] | 'ackBeforePersist';
+  /** Former names `--mutant` still accepts: the switch's name (camelCase, before the kebab-case names). */
+  aliases: readonly string[];
+  step: string;
+}
 
-/** The workload options that switch on recovery mutant `name` (faults or ackBeforePersist). */
+const RECOVERY_FAULT_MUTANTS = [
+  { fault: 'skipPersistRecordBeforeApply', step: 'redo log: persist the record before applying its after-images' },
+  { fault: 'skipPersistApplyBeforeFlag', step: 'redo log: persist the applied after-images before the applied flag' },
+  { fault: 'skipPersistAppliedFlag', step: 'redo log: persist the applied flag before the credit returns' },
+  { fault: 'skipPersistCreditBeforeReuse', step: "redo log: persist the client's applied sequence before a record slot is reused" },
+  { fault: 'skipChecksumAtPoll', step: 'ring: verify an entry checksum at poll' },
+  { fault: 'skipChecksumAtRecovery', step: 'recovery: verify entry and record checksums' },
+  { fault: 'skipInvalidateBeyondGap', step: "recovery: invalidate a ring's entries beyond its first gap" },
+  { fault: 'skipPersistRegisterReset', step: "registration: persist the slot's reset applied word before the id word" },
+  { fault: 'skipPersistReleaseMark', step: 'release: persist the release word before the release is acknowledged' },
+  { fault: 'skipPersistReleaseClear', step: "registration of a released slot: persist the former occupant's id clear first" },
+  { fault: 'skipReleaseDrainCheck', step: 'release: every entry of the client applied before the release is decided' },
+  { fault: 'ackBeforePersist', step: 'client: acknowledge only after the entries are persisted' },
+] as const satisfies ReadonlyArray<Omit<RecoveryMutant, 'name' | 'aliases'>>;
+
+export const RECOVERY_MUTANTS: readonly RecoveryMutant[] = Object.freeze(RECOVERY_FAULT_MUTANTS.map((m): RecoveryMutant => ({ ...m, name: kebabName(m.fault), aliases: [m.fault] })));
+if (RECOVERY_MUTANTS.length !== FAULT_NAMES.length + 1 || !FAULT_NAMES.every((f) => RECOVERY_MUTANTS.some((m) => m.fault === f))) throw new Error('RECOVERY_MUTANTS must list every fault switch of recovery/faults.ts');
+
+/** The workload options that switch on recovery mutant `name` (its name or an alias: faults or ackBeforePersist). */
 export function recoveryMutantWorkload(name: string): Partial<RecoveryWorkloadOptions> {
-  if (name === 'ackBeforePersist') return { ackBeforePersist: true };
-  if (!(FAULT_NAMES as readonly string[]).includes(name)) throw new TypeError(`unknown recovery mutant '${name}'; one of ${RECOVERY_MUTANTS.map((m) => m.name).join(', ')}`);
-  return { faults: { [name]: true } };
+  const m = RECOVERY_MUTANTS.find((x) => x.name === name) ?? RECOVERY_MUTANTS.find((x) => x.aliases.includes(name));
+  if (m === undefined) throw new TypeError(`unknown recovery mutant '${name}'; one of ${RECOVERY_MUTANTS.map((x) => x.name).join(', ')}`);
+  if (m.fault === 'ackBeforePersist') return { ackBeforePersist: true };
+  return { faults: { [m.fault]: true } };
 }
 
 /**
@@ -386,7 +401,8 @@ export function recoveryExplorerApp(options: Partial<RecoveryWorkloadOptions> = 
       return out.map((detail) => ({ kind: kindOf(detail), detail }));
     },
     replayArgs(): string {
-      const mutant = w.ackBeforePersist ? 'ackBeforePersist' : Object.entries(w.faults ?? {}).find(([, on]) => on === true)?.[0];
+      const on = w.ackBeforePersist ? 'ackBeforePersist' : Object.entries(w.faults ?? {}).find(([, v]) => v === true)?.[0];
+      const mutant = on === undefined ? undefined : kebabName(on);
       return `--app recovery --clients ${w.clients} --requests ${w.requestsPerClient}${w.churn > 0 ? ` --churn ${w.churn}` : ''}${w.batchMax !== RECOVERY_WORKLOAD_DEFAULTS.batchMax ? ` --batch ${w.batchMax}` : ''}${mutant !== undefined ? ` --mutant ${mutant}` : ''}`;
     },
   };

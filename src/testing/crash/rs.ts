@@ -19,7 +19,7 @@ import { intIn, oneOf, optional, PmrpcError, resolveOptions, type OptionChecks, 
 import { NicErrorCodes, Wr, type QueuePair } from '../../../flush/index.js';
 import { checkLinearizable, cutHistory, kvModel, lostWrites, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
-import { rsApp, RsClient, RsErrorCodes, rsFaultsFor, RS_MUTANTS, RS_RETURN_IMM, compareTags, parseRsWelcome, type RsServer, type RsClientOptions } from '../../apps/rs/index.js';
+import { findRsMutant, rsApp, RsClient, RsErrorCodes, rsFaultsFor, RS_MUTANTS, RS_RETURN_IMM, compareTags, parseRsWelcome, type RsServer, type RsClientOptions } from '../../apps/rs/index.js';
 import type { ExplorerApp } from './explorer.js';
 import { linPicture, lostPicture } from './kv.js';
 import type { PicturedProblem } from './picture.js';
@@ -46,7 +46,7 @@ const RS_WORKLOAD_CHECKS: OptionChecks<RsWorkloadOptions> = {
   clients: intIn(1, 6),
   opsPerClient: intIn(1, 1000),
   blocks: intIn(1, 8),
-  mutant: optional(oneOf(RS_MUTANTS.map((m) => m.name))),
+  mutant: optional(oneOf(RS_MUTANTS.flatMap((m) => [m.name, ...m.aliases]))),
 };
 
 export function resolveRsWorkload(options: Partial<RsWorkloadOptions>): RsWorkloadOptions {
@@ -72,7 +72,7 @@ export type RsExplorerApp = ExplorerApp<{ time: number }> & { history(): RsOp[];
 export function rsExplorerApp(options: Partial<RsWorkloadOptions> = {}): RsExplorerApp {
   const w = resolveRsWorkload(options);
   const faults = rsFaultsFor(w.mutant);
-  const mutantExplore = RS_MUTANTS.find((m) => m.name === w.mutant)?.explore;
+  const mutantExplore = w.mutant === undefined ? undefined : findRsMutant(w.mutant)?.explore;
   const appOptions = rsApp.resolveOptions({ layout: { ...RS_CRASH_LAYOUT, blocks: w.blocks }, faults });
   const regionBytes = Math.ceil(rsApp.minRegionBytes(appOptions) / 4096) * 4096;
   let now = 0;
@@ -135,7 +135,7 @@ export function rsExplorerApp(options: Partial<RsWorkloadOptions> = {}): RsExplo
    * (above every tag its query saw and above its writer's own last one), a write-back copies an item
    * as it is, so no two replicas — nor one replica at two times — may hold one tag with two values.
    * Sampled after every operation of the workload (crashed replicas skipped): a writer that reuses a
-   * tag of its own indeterminate write (mutant reuseOwnTag) is seen the moment its second install
+   * tag of its own indeterminate write (mutant reuse-own-tag) is seen the moment its second install
    * lands, without needing reads that happen to flip between the two values.
    */
   const watchTags = (world: World, after: string): void => {
@@ -355,7 +355,7 @@ export function rsExplorerApp(options: Partial<RsWorkloadOptions> = {}): RsExplo
         w.clients !== d.clients ? `--clients ${w.clients}` : '',
         w.opsPerClient !== d.opsPerClient ? `--requests ${w.opsPerClient}` : '',
         w.blocks !== d.blocks ? `--registers ${w.blocks}` : '',
-        w.mutant !== undefined ? `--mutant ${w.mutant}` : '',
+        w.mutant !== undefined ? `--mutant ${findRsMutant(w.mutant)?.name ?? w.mutant}` : '',
       ]
         .filter((x) => x !== '')
         .join(' ');

@@ -48,20 +48,25 @@ t.test('crash runs: 1..f replicas, all replicas, clients mid-operation, nested l
 const CLI = fileURLToPath(new URL('../../../dist/cli/main.js', import.meta.url));
 const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'crash-test', '--app', 'rs', ...args], { encoding: 'utf8', timeout: 300_000, maxBuffer: 64 * 1024 * 1024 });
 
-t.test('CLI: --list-mutants prints name<TAB>step; a mutant reports violations with their replay and exits 1', async (t) => {
+t.test('CLI: --list-mutants prints name<TAB>step (kebab-case names); a mutant, by its name or its old one, reports violations with their replay and exits 1', async (t) => {
   const l = run('--list-mutants');
   t.equal(l.status, 0, l.stderr);
   t.same(l.stdout.trim().split('\n'), RS_MUTANTS.map((m) => `${m.name}\t${m.step}`));
   t.ok(RS_MUTANTS.length >= 8, `${RS_MUTANTS.length} mutants`);
+  t.ok(RS_MUTANTS.every((m) => /^[a-z][a-z0-9-]*$/.test(m.name) && m.aliases.length === 1 && m.aliases[0] === m.fault), 'kebab-case names; the fault switch (the old name) is the alias');
+  t.match(l.stdout, /^drop-item-flush\t/);
   // The cheapest mutant to catch (at crash point 0): the mutants themselves are mutants.test.ts's.
-  const m = run('--seed', '1', '--requests', '6', '--images-per-point', '2', '--mutant', 'allowAllocateBeforeRebuild', '--json');
-  t.equal(m.status, 1, m.stderr);
-  const d = JSON.parse(m.stdout) as { app: string; mutant: string; violations: Array<{ replay: string }> };
-  t.equal(d.app, 'rs');
-  t.equal(d.mutant, 'allowAllocateBeforeRebuild');
-  t.ok(d.violations.length > 0);
-  t.match(d.violations[0]!.replay, /pmrpc crash-test --app rs .*--mutant allowAllocateBeforeRebuild --seed 1/);
+  // Once by its name, once by its old (camelCase) name: the same run, reported and replayed by its name.
+  for (const given of ['allow-allocate-before-rebuild', 'allowAllocateBeforeRebuild']) {
+    const m = run('--seed', '1', '--requests', '6', '--images-per-point', '2', '--mutant', given, '--json');
+    t.equal(m.status, 1, m.stderr);
+    const d = JSON.parse(m.stdout) as { app: string; mutant: string; violations: Array<{ replay: string }> };
+    t.equal(d.app, 'rs');
+    t.equal(d.mutant, 'allow-allocate-before-rebuild', `--mutant ${given}`);
+    t.ok(d.violations.length > 0);
+    t.match(d.violations[0]!.replay, /pmrpc crash-test --app rs .*--mutant allow-allocate-before-rebuild --seed 1/);
+  }
   const bad = run('--mutant', 'nope');
   t.equal(bad.status, 1);
-  t.match(bad.stderr, /--mutant must be one of dropItemFlush, .*, got nope \(unknown mutant nope of --app rs\)/);
+  t.match(bad.stderr, /--mutant must be one of drop-item-flush, .*, got nope \(unknown mutant nope of --app rs\)/);
 });

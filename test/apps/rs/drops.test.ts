@@ -4,7 +4,7 @@
 // buffers leaked (swarm seed 6 with drops: "replica 0: 1 buffers leaked"). Returns are idempotent
 // now: a batch carries the client's id and a batch number, the replica takes each number once per
 // epoch, and the client sends an unanswered batch again, same number, after its reconnect
-// (settle() reconnects for it). Mutant dropUnansweredReturns restores the old behaviour.
+// (settle() reconnects for it). Mutant drop-unanswered-returns restores the old behaviour.
 import t, { type Test } from 'tap';
 import type { QueuePair } from '../../../flush/index.js';
 import { RS_RETURN_ACK_IMM, RsClient, RsErrorCodes, RsLocalCluster, type RsFaults } from '../../../src/apps/rs/index.js';
@@ -52,7 +52,7 @@ t.test('a return batch the drop kept from the replica is sent after the reconnec
   t.equal(ok.accepted, 1, 'replica 0 took the pointer');
 
   const bad = await scenario(t, 'loseBatch', { dropUnansweredReturns: true });
-  t.match(bad.audits[0]!.join('; '), /allocator: 1 buffers leaked/, `mutant dropUnansweredReturns caught: ${bad.audits[0]!.join('; ')}`);
+  t.match(bad.audits[0]!.join('; '), /allocator: 1 buffers leaked/, `mutant drop-unanswered-returns caught: ${bad.audits[0]!.join('; ')}`);
 });
 
 // The swarm's findings with drops (overrides are not in the replay command): seed 6 leaked a return
@@ -158,5 +158,5 @@ t.test('an uncertain install whose CAS swapped: the replaced buffer goes back, i
 
   const bad = await swappedUncertain(t, { freeUncertainBlindly: true });
   t.match(bad.audits.join('; '), /freeAndReachable/, `the blind free is seen by the audit: ${bad.audits[0]!.join('; ')}`);
-  t.not(bad.after, 'second', `mutant freeUncertainBlindly caught: block 0 after the crash-restart reads ${bad.after} (lost value)`);
+  t.not(bad.after, 'second', `mutant free-uncertain-blindly caught: block 0 after the crash-restart reads ${bad.after} (lost value)`);
 });

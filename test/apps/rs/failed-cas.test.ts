@@ -89,7 +89,7 @@ t.test('correct client: the failed CAS does not count, W2 is not acknowledged be
   t.equal(r.after, 'old', 'nothing acknowledged is lost');
 });
 
-t.test('mutant countFailedCas caught: W2 acknowledged on a failed CAS, lost after the crash', async (t) => {
+t.test('mutant count-failed-cas caught: W2 acknowledged on a failed CAS, lost after the crash', async (t) => {
   const r = await scenario(t, { countFailedCas: true });
   t.equal(r.acknowledged, true, 'the mutant counts X');
   t.equal(r.after, 'old', 'W2 was acknowledged, yet a majority read after the crash returns the old value');

@@ -5,7 +5,7 @@
 // READ): a stale hint (another writer moved the slot) is then answered in the same round trip —
 // the moved replicas' slots give the tag, that replica the item of the same tag. Without such a
 // spare replica the moved replicas are read again where the slot now points (2 round trips).
-// Mutant trustLocationHint skips the tag check and returns the overwritten value.
+// Mutant trust-location-hint skips the tag check and returns the overwritten value.
 import t, { type Test } from 'tap';
 import { RsClient, RsLocalCluster } from '../../../src/apps/rs/index.js';
 
@@ -72,14 +72,14 @@ async function staleHint(t: Test, trust: boolean, down?: number): Promise<{ read
   return out;
 }
 
-t.test("a stale hint: the slot moved; the spare replica's item answers it in the same round trip; mutant trustLocationHint caught", async (t) => {
+t.test("a stale hint: the slot moved; the spare replica's item answers it in the same round trip; mutant trust-location-hint caught", async (t) => {
   const ok = await staleHint(t, false);
   t.equal(ok.read, 'two', 'the overwriting value');
   t.equal(ok.roundTrips, 1, "the moved slots' tags and the spare's item of the same tag: one round trip");
   t.equal(ok.moved, 2, 'both direct chains found the slot moved');
   t.equal(ok.writeBacks, 0, 'a majority holds the tag: no write-back');
   const bad = await staleHint(t, true);
-  t.equal(bad.read, 'one', 'mutant trustLocationHint caught: it returns the overwritten value after the overwriting write completed');
+  t.equal(bad.read, 'one', 'mutant trust-location-hint caught: it returns the overwritten value after the overwriting write completed');
 });
 
 t.test('a stale hint without a spare replica: the moved replicas are read again where the slot now points (2 round trips)', async (t) => {
@@ -88,7 +88,7 @@ t.test('a stale hint without a spare replica: the moved replicas are read again 
   t.equal(ok.roundTrips, 2, 'the direct chain, then one where the slot now points');
   t.equal(ok.moved, 2, 'both live replicas found the slot moved');
   const bad = await staleHint(t, true, 2);
-  t.equal(bad.read, 'one', 'mutant trustLocationHint caught without a spare too');
+  t.equal(bad.read, 'one', 'mutant trust-location-hint caught without a spare too');
 });
 
 t.test('a restarted replica: the client forgets its hints for it and reads it cold', async (t) => {

@@ -4,7 +4,7 @@
 //    may hold ⟨ts, w⟩ on a minority; its next write's query may miss that minority and pick the same
 //    ⟨ts, w⟩ for another value: replicas then disagree under one tag, and reads flip between the two
 //    values (swarm seed 126: put c1n8 acknowledged, then the same client's get returned the older
-//    c1n3). The client takes ts above its own last one too (mutant reuseOwnTag).
+//    c1n3). The client takes ts above its own last one too (mutant reuse-own-tag).
 // 2. A retry must address the slot afresh: a wait may span a reconnect to a restarted replica (a new
 //    rkey); the stale rkey failed the READ, put the new QP in the error state and stranded the
 //    buffer returns (swarm seed 6: "replica 2: 2 buffers leaked"; it needed the swarm's scheduler
@@ -68,7 +68,7 @@ t.test('a writer never reuses its own tag: an acknowledged write is read back af
 
   const bad = await scenario(t, { reuseOwnTag: true });
   t.equal(bad.secondAcked, true);
-  t.match(bad.slots[1], /^⟨1, 1⟩ new$/, `mutant reuseOwnTag caught: the same tag on two values (${bad.slots.join('; ')})`);
+  t.match(bad.slots[1], /^⟨1, 1⟩ new$/, `mutant reuse-own-tag caught: the same tag on two values (${bad.slots.join('; ')})`);
   t.equal(bad.slots[0]!.slice(0, 6), bad.slots[1]!.slice(0, 6), 'replicas 0 and 1 show one tag');
 });
 
@@ -76,15 +76,15 @@ t.test('a writer never reuses its own tag: an acknowledged write is read back af
 // were scheduler weights and pauses in steps; that execution is gone). The explorer now catches it
 // at seed 1 with the mutant's own crash plan (RsMutant.explore.crashPlan: replicas 1 and 2 crash
 // together right after one client's install reached replica 0 only).
-t.test("crash-test --app rs --mutant reuseOwnTag --seed 1 (its crash plan): the mutant fails, the correct build passes the same run", async (t) => {
-  const plan = RS_MUTANTS.find((m) => m.name === 'reuseOwnTag')!.explore!.crashPlan!;
+t.test("crash-test --app rs --mutant reuse-own-tag --seed 1 (its crash plan): the mutant fails, the correct build passes the same run", async (t) => {
+  const plan = RS_MUTANTS.find((m) => m.name === 'reuse-own-tag')!.explore!.crashPlan!;
   const ok = await explore(rsExplorerApp({}), { seed: 1, crashPlan: plan, violationsMax: 1 });
   t.same(ok.violations.map((v) => `${v.kind}: ${v.detail.slice(0, 200)}`), [], `pmrpc crash-test --app rs --seed 1 --crash-plan '${plan}'`);
-  const bad = await explore(rsExplorerApp({ mutant: 'reuseOwnTag' }), { seed: 1, violationsMax: 1 });
+  const bad = await explore(rsExplorerApp({ mutant: 'reuse-own-tag' }), { seed: 1, violationsMax: 1 });
   t.equal(bad.crashRunsChecked, 1, 'the mutant replays its own crash plan');
   t.ok(
     bad.violations.some((v) => (v.kind === 'linearizability' || v.kind === 'diverged') && v.plan === plan),
-    `mutant reuseOwnTag caught by the explorer: ${bad.violations.map((v) => `${v.kind}: ${v.detail.slice(0, 160)} — ${v.replay}`).join(' | ')}`,
+    `mutant reuse-own-tag caught by the explorer: ${bad.violations.map((v) => `${v.kind}: ${v.detail.slice(0, 160)} — ${v.replay}`).join(' | ')}`,
   );
 });
 
@@ -99,13 +99,13 @@ t.test("crash-test --app rs --mutant reuseOwnTag --seed 1 (its crash plan): the 
 // time (before: 487, 668, 769, 830, 938; 53, 254, 487 of 1..600 since a chain's request after a
 // FLUSH waits for the FLUSH; 111 since a hardware NIC's DMA read of PM pays the media; before that:
 // seeds 12, 146, 148 of 1..200).
-t.test('swarm seed 30 (rs, modelled time; replicas crash in subsets): durably linearizable; the reuseOwnTag mutant fails it', async (t) => {
+t.test('swarm seed 30 (rs, modelled time; replicas crash in subsets): durably linearizable; the reuse-own-tag mutant fails it', async (t) => {
   const r = await swarmRun(30, 'rs');
   t.same(r.failures.map((f) => f.violation), [], 'replay: pmrpc swarm --seeds 30..30 --app rs');
-  const m = await swarmRun(30, 'rs', { mutant: 'rs:reuseOwnTag' });
+  const m = await swarmRun(30, 'rs', { mutant: 'rs:reuse-own-tag' });
   t.ok(
-    m.failures.some((f) => /^(diverged|linearizability): /.test(f.violation) && f.replay === 'pmrpc swarm --seeds 30..30 --app rs --mutant rs:reuseOwnTag'),
-    `mutant reuseOwnTag caught by the swarm: ${m.failures.map((f) => f.violation.slice(0, 120)).join(' | ')}`,
+    m.failures.some((f) => /^(diverged|linearizability): /.test(f.violation) && f.replay === 'pmrpc swarm --seeds 30..30 --app rs --mutant rs:reuse-own-tag'),
+    `mutant reuse-own-tag caught by the swarm: ${m.failures.map((f) => f.violation.slice(0, 120)).join(' | ')}`,
   );
 });
 

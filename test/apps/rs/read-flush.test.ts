@@ -10,10 +10,10 @@
 //   Every replica crashes now (media only).
 //
 // The correct read FLUSHed each slot it returned from: W's value survives (the read after the
-// restart returns it). Mutant readWithoutFlush does not: the slots roll back to the old value and
+// restart returns it). Mutant read-without-flush does not: the slots roll back to the old value and
 // a read after R's returns it — new, then old. (Z, the spare replica that reads through the slot,
 // is not run for R here: R takes the item from its second chains on X and Y.) The plain sweep
-// catches the mutant too (`crash-test --app rs --mutants readWithoutFlush`: seed 5); this test
+// catches the mutant too (`crash-test --app rs --mutants read-without-flush`: seed 5); this test
 // holds the writer exactly there.
 import t, { type Test } from 'tap';
 import { crashImages, createPrng, materialize, PmemRegion, seededEntropy, systemClock, VirtualClock } from '../../../pmem/index.js';
@@ -95,7 +95,7 @@ t.test('correct read: it FLUSHes the slots it returns from, W\'s value survives 
   t.equal(r.after, 'new', 'the value R returned is durable');
 });
 
-t.test('mutant readWithoutFlush caught: R returns W\'s value, a crash takes it back', async (t) => {
+t.test('mutant read-without-flush caught: R returns W\'s value, a crash takes it back', async (t) => {
   const r = await scenario(t, { readWithoutFlush: true });
   t.equal(r.read, 'new');
   t.equal(r.after, 'old', 'new, then old: the read returned state that was not durable');
@@ -104,7 +104,7 @@ t.test('mutant readWithoutFlush caught: R returns W\'s value, a crash takes it b
 // "A read returns the highest value of a majority only once a majority holds it durably" (the
 // write-back): W installs on X alone (its chains to Y and Z held back); R reads X and Y — they
 // disagree — and returns W's value; R2 then reads Y and Z. The correct R wrote W's value back to Y
-// first, so R2 returns it too. Mutant readWithoutWriteBack returns at once: R2 sees only the old
+// first, so R2 returns it too. Mutant read-without-write-back returns at once: R2 sees only the old
 // value — new, then old, with no crash at all. The plain sweep catches it too (seed 1, point 445);
 // this test drives the overlap op by op.
 async function writeBack(t: Test, faults: Partial<RsFaults>): Promise<{ first: string | null; second: string | null; writeBacks: number }> {
@@ -157,7 +157,7 @@ t.test('correct read: X and Y disagree, the read writes W\'s value back before i
   t.equal(r.second, 'new', 'a later read of Y and Z returns it too');
 });
 
-t.test('mutant readWithoutWriteBack caught: new, then old', async (t) => {
+t.test('mutant read-without-write-back caught: new, then old', async (t) => {
   const r = await writeBack(t, { readWithoutWriteBack: true });
   t.equal(r.first, 'new');
   t.equal(r.second, 'old', 'a later read of Y and Z returns the older value: not linearizable');

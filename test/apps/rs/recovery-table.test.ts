@@ -1,7 +1,7 @@
 // PRISM-RS replica recovery as data (src/apps/rs/recovery.ts, docs/rs.md "Replica recovery"): the
 // slot table covers every input with exactly one row, and every row is reached by a replica whose
 // PM was written by hand into that row's state — then recovery's writes, its report, the free
-// lists (a row's `reaches`) and a second, idempotent recovery are checked. Mutant skipSlotRepair
+// lists (a row's `reaches`) and a second, idempotent recovery are checked. Mutant skip-slot-repair
 // is the table with every slot's words taken as consistent.
 import t from 'tap';
 import { createPrng, PmemRegion, seededEntropy, VirtualClock } from '../../../pmem/index.js';
@@ -153,7 +153,7 @@ t.test('every row, built in PM: recovery writes what its row says, reports it, a
   again.close();
 });
 
-t.test('mutant skipSlotRepair: every slot taken as consistent — nothing repaired, the torn slots kept', async (t) => {
+t.test('mutant skip-slot-repair: every slot taken as consistent — nothing repaired, the torn slots kept', async (t) => {
   const { region } = buildStates();
   const s = open(region, { skipSlotRepair: true });
   const g = s.geometry;

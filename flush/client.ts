@@ -16,6 +16,7 @@ import type {
   Link,
   Loc,
   NotifyMessage,
+  OutstandingRequest,
   PrismCasWr,
   ReadWr,
   RequestMessage,
@@ -48,9 +49,11 @@ export interface ChainListener<T> {
   failed(arg: T, err: unknown): void;
 }
 
-interface Outstanding {
+/** A request posted and not yet answered: who hears its outcome, and what the link reads of it (Link.adoptRequests). */
+interface Outstanding extends OutstandingRequest {
   listener: ChainListener<unknown>;
   arg: unknown;
+  sent: boolean;
 }
 
 /** postChain's listener: the arg is the promise's settle functions. */
@@ -63,6 +66,7 @@ export class QueuePair {
   readonly link: Link;
   readonly options: Readonly<QueuePairOptions>;
   #seq = 0;
+  /** The one map of this QP's outstanding requests (held ones included): registered in #post, retired by their response or the close; a link that reads it has it handed over (Link.adoptRequests). */
   #outstanding = new Map<number, Outstanding>();
   #notify: Array<(m: NotifyMessage) => void> = [];
   #notifyBacklog: NotifyMessage[] = [];
@@ -81,6 +85,7 @@ export class QueuePair {
     this.options = Object.freeze(o);
     this.link = link;
     this.#seq = o.firstSeq;
+    link.adoptRequests?.(this.#outstanding);
     link.onMessage((m) => this.#onMessage(m));
     // A link that says when it closes: what is outstanding rejects instead of hanging.
     link.onClose?.((err) => this.#linkClosed(err));
@@ -130,7 +135,8 @@ export class QueuePair {
     // Bounded by outstandingMessagesMax (< 2^32): a wrapped sequence can only meet a finished one.
     invariant(!this.#outstanding.has(seq), () => `sequence ${seq} is still outstanding`);
     this.#seq = (this.#seq + 1) % SEQ_MOD;
-    this.#outstanding.set(seq, { listener, arg });
+    const entry: Outstanding = { listener, arg, wrs, sent: false };
+    this.#outstanding.set(seq, entry);
     const msg: RequestMessage = { type: 'request', qpn: this.qpn, seq, wrs };
     // Back-pressure: while the link is full (or messages are already held), hold this one too, in order.
     if (this.#held.length > 0 || (this.link.whenWritable !== undefined && this.link.writable === false)) {
@@ -147,6 +153,7 @@ export class QueuePair {
       this.#outstanding.delete(seq);
       throw e;
     }
+    entry.sent = true;
   }
 
   /** Messages held back by the link's back-pressure, not yet sent. */
@@ -207,6 +214,8 @@ export class QueuePair {
           continue;
         }
         this.#held.shift();
+        const sent = this.#outstanding.get(m.seq);
+        if (sent !== undefined) sent.sent = true;
       }
     } finally {
       this.#flushing = false;

@@ -18,6 +18,7 @@ export {
   type Link,
   type Loc,
   type NotifyMessage,
+  type OutstandingRequest,
   type PrismCasWr,
   type ReadWr,
   type RecvCompletion,

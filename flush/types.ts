@@ -223,6 +223,20 @@ export interface Link {
    * NIC in this process only). Absent or false: the NIC may be in this process.
    */
   readonly remote?: boolean;
+  /**
+   * The requests outstanding on this link are kept by the QueuePair that posts on it (optional):
+   * the QP hands over its map once, at construction, and from then on registers each request
+   * (before send) and retires it (its response, or the close) there alone — the link reads the
+   * map (e.g. TcpLink, to answer the requests sent when the connection drops) and keeps none of
+   * its own.
+   */
+  adoptRequests?(requests: ReadonlyMap<number, OutstandingRequest>): void;
+}
+
+/** A request outstanding on a link, as the link sees it: its chain, and whether the link took it (a message held for back-pressure is not sent yet). */
+export interface OutstandingRequest {
+  readonly wrs: readonly WorkRequest[];
+  readonly sent: boolean;
 }
 
 /** A receive completion on the server: a SEND's payload placed in a posted buffer, or a WRITE_WITH_IMM's immediate. */

@@ -9,6 +9,7 @@ import { QueuePair } from '../../flush/index.js';
 import { TcpLink } from '../transport/index.js';
 import { connectKvClient, type KvClientOptions, type PilafClient, type PrismKvClient } from '../apps/kv/index.js';
 import { RemoteRpcClient } from '../server/index.js';
+import { nodeAppFlags } from '../node/index.js';
 import { clusterNode, toClusterSpec, type ClusterNodeSpec, type ClusterSpec } from './spec.js';
 
 export const ClusterClientErrorCodes = defineErrorCodes('cluster', {
@@ -40,11 +41,15 @@ export const CLUSTER_CONNECT_DEFAULTS: Readonly<ClusterConnectOptions> = Object.
   clock: systemClock,
 });
 
+/**
+ * One node's connection, of the kind its app's record names (NodeAppFlags.connect: `client`).
+ * The app names in this type are what callers narrow on (a kv node's app gives its kv client).
+ */
 export type NodeConnection =
-  | { id: string; app: 'rpc'; node: ClusterNodeSpec; rpc: RemoteRpcClient }
-  | { id: string; app: 'kv'; node: ClusterNodeSpec; kv: PrismKvClient | PilafClient }
+  | { id: string; app: 'rpc'; client: 'rpc-client'; node: ClusterNodeSpec; rpc: RemoteRpcClient }
+  | { id: string; app: 'kv'; client: 'kv-client'; node: ClusterNodeSpec; kv: PrismKvClient | PilafClient }
   /** An rs replica: the raw queue pair and welcome (src/apps/rs RsClient.fromCluster builds one client over all of them). */
-  | { id: string; app: 'rs'; node: ClusterNodeSpec; qp: QueuePair; welcome: Uint8Array };
+  | { id: string; app: 'rs'; client: 'queue-pair'; node: ClusterNodeSpec; qp: QueuePair; welcome: Uint8Array };
 
 /** A raw link to one node (node to node, or a client of an app this module does not wrap). */
 export async function connectPeer(node: ClusterNodeSpec, options: { authToken?: string | undefined; hello?: Uint8Array; name?: string; clock?: Clock } = {}): Promise<{ link: TcpLink; welcome: Uint8Array }> {
@@ -55,29 +60,33 @@ export async function connectPeer(node: ClusterNodeSpec, options: { authToken?: 
   }
 }
 
+/** Connects to one node with the client its app's record names (NodeAppFlags.connect). */
 async function connectOne(node: ClusterNodeSpec, o: ClusterConnectOptions): Promise<NodeConnection> {
   const name = `${o.name}@${node.id}`;
-  if (node.app === 'rpc') {
-    try {
-      return { id: node.id, app: 'rpc', node, rpc: await RemoteRpcClient.connect({ host: node.host, port: node.port, authToken: o.authToken, name, clock: o.clock }) };
-    } catch (e) {
-      throw new PmrpcError(ClusterClientErrorCodes.NODE_UNREACHABLE, `node ${node.id} (rpc at ${node.host}:${node.port}): ${(e as Error).message}`, { cause: e });
+  const { id, app } = node;
+  switch (nodeAppFlags(app).connect) {
+    case 'rpc-client':
+      try {
+        return { id, app, client: 'rpc-client', node, rpc: await RemoteRpcClient.connect({ host: node.host, port: node.port, authToken: o.authToken, name, clock: o.clock }) } as NodeConnection;
+      } catch (e) {
+        throw new PmrpcError(ClusterClientErrorCodes.NODE_UNREACHABLE, `node ${id} (${app} at ${node.host}:${node.port}): ${(e as Error).message}`, { cause: e });
+      }
+    case 'kv-client': {
+      const { link, welcome } = await connectPeer(node, { authToken: o.authToken, name, clock: o.clock });
+      try {
+        return { id, app, client: 'kv-client', node, kv: await connectKvClient(new QueuePair(link), welcome, o.kv) } as NodeConnection;
+      } catch (e) {
+        link.close();
+        throw e;
+      }
     }
-  }
-  if (node.app === 'kv') {
-    const { link, welcome } = await connectPeer(node, { authToken: o.authToken, name, clock: o.clock });
-    try {
-      return { id: node.id, app: 'kv', node, kv: await connectKvClient(new QueuePair(link), welcome, o.kv) };
-    } catch (e) {
-      link.close();
-      throw e;
+    case 'queue-pair': {
+      const { link, welcome } = await connectPeer(node, { authToken: o.authToken, name, clock: o.clock });
+      return { id, app, client: 'queue-pair', node, qp: new QueuePair(link), welcome } as NodeConnection;
     }
+    default:
+      throw new TypeError(`no client for app ${app}`);
   }
-  if (node.app === 'rs') {
-    const { link, welcome } = await connectPeer(node, { authToken: o.authToken, name, clock: o.clock });
-    return { id: node.id, app: 'rs', node, qp: new QueuePair(link), welcome };
-  }
-  throw new TypeError(`no client for app ${node.app}`);
 }
 
 export class Cluster {
@@ -127,7 +136,7 @@ export class Cluster {
 }
 
 async function closeConnection(c: NodeConnection): Promise<void> {
-  if (c.app === 'rpc') await c.rpc.close();
-  else if (c.app === 'rs') c.qp.close();
+  if (c.client === 'rpc-client') await c.rpc.close();
+  else if (c.client === 'queue-pair') c.qp.close();
   else c.kv.qp.close();
 }

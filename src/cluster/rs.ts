@@ -5,7 +5,7 @@
  */
 import { PmrpcError, systemClock, type Clock } from '../../pmem/index.js';
 import { QueuePair } from '../../flush/index.js';
-import { RsClient, RsErrorCodes, type RsClientOptions, type RsReplicaConnection } from '../apps/rs/index.js';
+import { rsApp, RsClient, RsErrorCodes, type RsClientOptions, type RsReplicaConnection } from '../apps/rs/index.js';
 import { connectPeer, type Cluster } from './client.js';
 import { toClusterSpec, type ClusterSpec } from './spec.js';
 
@@ -21,7 +21,7 @@ export interface RsClusterOptions {
 /** One RsClient over every rs node of a cluster file or spec, in file order. */
 export async function connectRsCluster(fileOrSpec: string | ClusterSpec | Record<string, unknown>, options: Partial<RsClusterOptions> = {}): Promise<RsClient> {
   const spec = toClusterSpec(fileOrSpec);
-  const nodes = spec.nodes.filter((n) => n.app === 'rs');
+  const nodes = spec.nodes.filter((n) => n.app === rsApp.name);
   if (nodes.length === 0) throw new PmrpcError(RsErrorCodes.NO_MAJORITY, 'the cluster lists no rs node');
   const clock = options.clock ?? systemClock;
   const one = async (i: number): Promise<RsReplicaConnection | undefined> => {
@@ -38,7 +38,7 @@ export async function connectRsCluster(fileOrSpec: string | ClusterSpec | Record
 
 /** One RsClient over the rs connections of a connected Cluster (no reconnection: the Cluster owns the links). */
 export function rsClientOfCluster(cluster: Cluster, options: Partial<RsClientOptions> = {}): RsClient {
-  const conns = cluster.connections.flatMap((c) => (c.app === 'rs' ? [{ qp: c.qp, welcome: c.welcome }] : []));
+  const conns = cluster.connections.flatMap((c) => (c.client === 'queue-pair' && c.app === rsApp.name ? [{ qp: c.qp, welcome: c.welcome }] : []));
   if (conns.length === 0) throw new PmrpcError(RsErrorCodes.NO_MAJORITY, 'the cluster has no rs connection');
   return new RsClient(conns, options);
 }

@@ -10,8 +10,8 @@ import { networkInterfaces, hostname } from 'node:os';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { PmrpcError, defineErrorCodes, type ErrorCodesOf, type ErrorCode } from '../../pmem/index.js';
 import { isLoopbackHost } from '../transport/index.js';
-import { NODE_APP_NAMES, appByName } from '../node/index.js';
-import { KV_LAYOUT_DEFAULTS, validateLayoutOptions, type SizeClass } from '../apps/kv/index.js';
+import { KV_SYSTEMS, NODE_APP_FLAGS, NODE_APP_NAMES, appByName, nodeAppFlags } from '../node/index.js';
+import type { KvSystem, SizeClass } from '../apps/kv/index.js';
 
 export const ClusterErrorCodes = defineErrorCodes('cluster', {
   /** The cluster file cannot be read. */
@@ -67,8 +67,15 @@ export interface LayoutOptions {
   txItems?: number;
 }
 
-/** The app each layout option belongs to. */
-export const LAYOUT_OPTION_APPS: Readonly<Record<keyof LayoutOptions, string>> = Object.freeze({ kvSlots: 'kv', kvProbeSlots: 'kv', kvClasses: 'kv', rsBlocks: 'rs', txItems: 'tx' });
+/** The app each layout option belongs to (from the node registry's `layout` records). */
+export const LAYOUT_OPTION_APPS: Readonly<Record<keyof LayoutOptions, string>> = Object.freeze(
+  Object.fromEntries(Object.entries(NODE_APP_FLAGS).flatMap(([app, r]) => Object.keys(r.layout?.fields ?? {}).map((k) => [k, app]))) as Record<keyof LayoutOptions, string>,
+);
+
+/** The app option each layout option sets, and back (for messages). */
+const LAYOUT_FIELDS = Object.freeze(Object.assign({}, ...Object.values(NODE_APP_FLAGS).map((r) => r.layout?.fields ?? {})) as Record<string, { to: string; int: boolean }>);
+const LAYOUT_NAME_OF: Readonly<Record<string, string>> = Object.freeze(Object.fromEntries(Object.entries(LAYOUT_FIELDS).map(([k, f]) => [f.to, k])));
+const LAYOUT_APP_OPTION = new RegExp(`^(${Object.keys(LAYOUT_NAME_OF).join('|')})\\b`);
 
 /**
  * The app options that `layout` sets for app `app` (to merge over the rest of its options; `base`:
@@ -85,22 +92,15 @@ export function layoutAppOptions(app: string, layout: LayoutOptions, base: Recor
     if (!Number.isSafeInteger(v) || (v as number) < 1) fail(LayoutErrorCodes.BAD_LAYOUT, `${where}${k} must be a positive integer, got ${JSON.stringify(v)}`);
     return v as number;
   };
-  let out: Record<string, unknown>;
-  if (app === 'kv') {
-    const l: Record<string, unknown> = {};
-    if (layout.kvSlots !== undefined) l.slotCount = int('kvSlots');
-    if (layout.kvProbeSlots !== undefined) l.probeSlots = int('kvProbeSlots');
-    if (layout.kvClasses !== undefined) l.classes = layout.kvClasses;
-    out = { layout: { ...KV_LAYOUT_DEFAULTS, ...(base.layout as object | undefined), ...l } };
-  } else if (app === 'rs') out = { layout: { ...(base.layout as object | undefined), blocks: int('rsBlocks') } };
-  else out = { items: int('txItems') };
-  const names: Record<string, string> = { slotCount: 'kvSlots', probeSlots: 'kvProbeSlots', classes: 'kvClasses', blocks: 'rsBlocks', items: 'txItems' };
+  // The app's record (it has a layout: some option of it was given) turns the values into app options.
+  const values: Record<string, unknown> = {};
+  for (const k of given) values[LAYOUT_FIELDS[k]!.to] = LAYOUT_FIELDS[k]!.int ? int(k) : layout[k];
+  const out = nodeAppFlags(app).layout!.options(values, base);
   try {
-    if (app === 'kv') validateLayoutOptions(out.layout as object);
     appByName(app).resolveOptions({ ...base, ...out });
   } catch (e) {
     if (!(e instanceof RangeError || e instanceof TypeError)) throw e;
-    const msg = e.message.replace(/^(slotCount|probeSlots|classes|blocks|items)\b/, (m) => names[m] ?? m).replace(/(slotCount|probeSlots)/g, (m) => names[m] ?? m);
+    const msg = e.message.replace(LAYOUT_APP_OPTION, (m) => LAYOUT_NAME_OF[m] ?? m).replace(/(slotCount|probeSlots)/g, (m) => LAYOUT_NAME_OF[m] ?? m);
     fail(LayoutErrorCodes.BAD_LAYOUT, `${where}${msg}`);
   }
   return out;
@@ -116,8 +116,8 @@ export interface ClusterNodeOptions {
   strategy?: string;
   /** rpc: keep results in PM. */
   keepResults?: boolean;
-  /** kv: 'prism' or 'pilaf'. */
-  system?: 'prism' | 'pilaf';
+  /** kv: one of KV_SYSTEMS (PRISM-KV or the Pilaf baseline). */
+  system?: KvSystem;
   /** tx: objects per shard, client record slots, arena items, initial values ('list' | 'balance') and the initial balance. */
   keysPerShard?: number;
   txClients?: number;
@@ -160,7 +160,7 @@ const OPTION_FIELDS: Readonly<Record<string, (v: unknown) => boolean>> = Object.
   strict: (v) => typeof v === 'boolean',
   strategy: (v) => typeof v === 'string' && v.length > 0,
   keepResults: (v) => typeof v === 'boolean',
-  system: (v) => v === 'prism' || v === 'pilaf',
+  system: (v) => (KV_SYSTEMS as readonly unknown[]).includes(v),
   keysPerShard: (v) => Number.isSafeInteger(v) && (v as number) > 0,
   txClients: (v) => Number.isSafeInteger(v) && (v as number) > 0,
   txItems: (v) => Number.isSafeInteger(v) && (v as number) > 0,
@@ -227,7 +227,7 @@ export function parseClusterSpec(doc: unknown, options: { baseDir?: string; file
     }
     // Layout options: of this node's app, and a layout the app accepts.
     const o = opts as ClusterNodeOptions;
-    layoutAppOptions(n.app, o, n.app === 'tx' && o.keysPerShard !== undefined ? { keysPerShard: o.keysPerShard } : {}, `${at}.options.`);
+    layoutAppOptions(n.app, o, nodeAppFlags(n.app).clusterOptions?.(o as Record<string, unknown>) ?? {}, `${at}.options.`);
     const id = n.id;
     if (ids.has(id)) fail(ClusterErrorCodes.DUPLICATE_ID, `${at}.id ${id} is used twice`);
     ids.add(id);

@@ -4,7 +4,7 @@
  * the shards hold (TxClient.nextIncarnation) unless the caller gives one.
  */
 import { PmrpcError, resolveOptions, systemClock, intIn, optional, must, nonEmptyString, positiveMs, type Clock, type OptionChecks } from '../../pmem/index.js';
-import { TxClient, TxErrorCodes, type TxFaults } from '../apps/tx/index.js';
+import { TxClient, TxErrorCodes, txApp, type TxFaults } from '../apps/tx/index.js';
 import { txShards, txShardSource, type TxShardSource } from './tx.js';
 import { toClusterSpec, type ClusterNodeSpec, type ClusterSpec } from './spec.js';
 
@@ -57,7 +57,7 @@ export class TxClusterClient extends TxClient {
   }
 }
 
-/** The shards: a cluster file (its `tx` nodes in file order), a spec, or their addresses in shard order. */
+/** The shards: a cluster file (its tx nodes in file order), a spec, or their addresses in shard order. */
 export type TxShards = string | ClusterSpec | Record<string, unknown> | ReadonlyArray<{ host: string; port: number }>;
 
 /**
@@ -91,7 +91,7 @@ function addressesSpec(nodes: ReadonlyArray<{ host: string; port: number }>): Cl
   if (nodes.length === 0) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, 'no shard address given');
   const spec: ClusterNodeSpec[] = nodes.map((n, i) => {
     if (n === null || typeof n !== 'object' || typeof n.host !== 'string' || !Number.isInteger(n.port)) throw new TypeError(`shard ${i} must be { host, port }`);
-    return { id: `shard${i}`, app: 'tx', host: n.host, port: n.port, pm: '', options: {} };
+    return { id: `shard${i}`, app: txApp.name, host: n.host, port: n.port, pm: '', options: {} };
   });
   return { version: 1, name: 'tx-shards', nodes: spec, file: undefined } as ClusterSpec;
 }

@@ -144,7 +144,7 @@ export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { ma
   const accounts = o.shards * o.keysPerShard;
   const clusterFile = join(dir, 'cluster.json');
   const nodeOptions = { sizeBytes: 4 << 20, keysPerShard: o.keysPerShard, txClients: o.clients + 2, txItems: 8192, txValue: 'balance', initialBalance: 100 };
-  const doc = { version: 1, name: 'tx-kill', nodes: ports.map((port, i) => ({ id: `tx${i}`, app: 'tx', host: '127.0.0.1', port, pm: join(dir, `tx${i}.pm`), options: nodeOptions })) };
+  const doc = { version: 1, name: 'tx-kill', nodes: ports.map((port, i) => ({ id: `tx${i}`, app: txApp.name, host: '127.0.0.1', port, pm: join(dir, `tx${i}.pm`), options: nodeOptions })) };
   writeFileSync(clusterFile, JSON.stringify(doc, null, 2));
   const spec: ClusterSpec = parseClusterSpec(doc, { baseDir: dir, file: clusterFile });
   const errors: string[] = [];
@@ -152,7 +152,7 @@ export async function runTxRealCrash(options: Partial<TxRealCrashOptions> & { ma
   const shardSups = spec.nodes.map(
     (n) =>
       new Supervisor(
-        { args: () => [o.mainScript, 'serve', '--app', 'tx', '--create', '--cluster', clusterFile, '--node', n.id, '--pm', n.pm, '--port', String(n.port), '--lease-ms', String(o.leaseMs), '--json'], clock, log: o.log, restartsMax: o.kills + 3, name: `shard ${n.id}`, wakeup: events },
+        { args: () => [o.mainScript, 'serve', '--app', txApp.name, '--create', '--cluster', clusterFile, '--node', n.id, '--pm', n.pm, '--port', String(n.port), '--lease-ms', String(o.leaseMs), '--json'], clock, log: o.log, restartsMax: o.kills + 3, name: `shard ${n.id}`, wakeup: events },
         n.pm,
         [],
       ),

@@ -1,5 +1,5 @@
 /**
- * PRISM-TX over TCP (docs/tx.md): the shards of a cluster are its `tx` nodes in file order (shard
+ * PRISM-TX over TCP (docs/tx.md): the shards of a cluster are its tx nodes in file order (shard
  * i = the i-th tx node). `txShardSource` is how a client, or a shard's resolver agent, reaches
  * them: one node-to-node link per shard (`connectPeer`), reconnected in the background after the
  * node restarts (undefined while it is down — TxClient and TxResolver wait, bounded).
@@ -11,12 +11,13 @@ import { createServer } from 'node:net';
 import { PmrpcError, systemClock, type Clock } from '../../pmem/index.js';
 import { QueuePair } from '../../flush/index.js';
 import { parseTxWelcome, TxAgent, TxErrorCodes, type ShardConn, type ShardSource, type TxFaults } from '../apps/tx/index.js';
+import { nodeAppFlags } from '../node/index.js';
 import { connectPeer } from './client.js';
 import { clusterNode, toClusterSpec, type ClusterNodeSpec, type ClusterSpec } from './spec.js';
 
-/** The tx nodes of a cluster, in shard order. */
+/** The tx nodes of a cluster (those whose app's record says clusterShard), in shard order. */
 export function txShards(spec: ClusterSpec): ClusterNodeSpec[] {
-  const nodes = spec.nodes.filter((n) => n.app === 'tx');
+  const nodes = spec.nodes.filter((n) => nodeAppFlags(n.app).clusterShard);
   if (nodes.length === 0) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, 'the cluster lists no tx node');
   return nodes;
 }
@@ -26,16 +27,8 @@ export function txNodeAppOptions(fileOrSpec: string | ClusterSpec | Record<strin
   const spec = toClusterSpec(fileOrSpec);
   const node = clusterNode(spec, id);
   const shards = txShards(spec);
-  const o = node.options;
-  return {
-    shard: shards.findIndex((n) => n.id === id),
-    shards: shards.length,
-    ...(o.keysPerShard === undefined ? {} : { keysPerShard: o.keysPerShard }),
-    ...(o.txClients === undefined ? {} : { clients: o.txClients }),
-    ...(o.txItems === undefined ? {} : { items: o.txItems }),
-    ...(o.txValue === undefined ? {} : { value: o.txValue }),
-    ...(o.initialBalance === undefined ? {} : { initialBalance: o.initialBalance }),
-  };
+  // The rest from the node options, as the app's record reads them.
+  return { shard: shards.findIndex((n) => n.id === id), shards: shards.length, ...(nodeAppFlags(node.app).clusterOptions?.(node.options as Record<string, unknown>) ?? {}) };
 }
 
 export interface TxShardSource {

@@ -1,17 +1,19 @@
 /**
  * The apps a node can host, by name (what `pmrpc serve --app NAME` and a cluster file's `app`
  * accept): rpc, kv, rs, rslock, tx, txfarm, txford — and, per app, what the CLI's `serve` and
- * `format` configure of it (NODE_APP_FLAGS). The one table of hostable apps; the crash-testable
- * apps are the other registry (src/testing/crash/apps.ts).
+ * `format`, the node host (inspect, metrics) and the cluster (src/cluster: layout options, a tx
+ * shard's options, Cluster.connect's client) need of it (NODE_APP_FLAGS). The one table of
+ * hostable apps; the crash-testable apps are the other registry (src/testing/crash/apps.ts).
  */
-import { PmrpcError, defineErrorCodes, type ErrorCodesOf } from '../../pmem/index.js';
-import type { App } from '../apps/index.js';
+import { PmrpcError, defineErrorCodes, type ErrorCodesOf, type PmemRegion } from '../../pmem/index.js';
+import { Layout } from '../../recovery/index.js';
+import type { App, AreaHolder } from '../apps/index.js';
 import { DIGEST_HANDLERS, rpcApp, RPC_APP_DEFAULTS } from '../apps/rpc/index.js';
-import { kvApp, type KvSystem } from '../apps/kv/index.js';
-import { txApp } from '../apps/tx/index.js';
-import { rsApp } from '../apps/rs/index.js';
-import { rslockApp } from '../apps/rslock/index.js';
-import { txfarmApp, txfordApp } from '../apps/txlock/index.js';
+import { decodeKvHeader, KV_LAYOUT_DEFAULTS, KV_MAGIC, kvApp, PILAF_MAGIC, type KvSystem } from '../apps/kv/index.js';
+import { decodeTxHeader, TX_HEADER_BYTES, txApp } from '../apps/tx/index.js';
+import { decodeRsHeader, rsApp } from '../apps/rs/index.js';
+import { decodeRsLockHeader, RSLOCK_HEADER_BYTES, rslockApp } from '../apps/rslock/index.js';
+import { decodeTxLockHeader, TXLOCK_HEADER_BYTES, txfarmApp, txfordApp } from '../apps/txlock/index.js';
 
 export const NodeErrorCodes = defineErrorCodes('node', {
   /** An app name that no node can host. */
@@ -55,7 +57,21 @@ export interface NodeFlagValues {
   leaseMs?: number | undefined;
 }
 
-/** What the CLI configures of a hostable app. */
+/**
+ * The layout options of a new PM file (a cluster file's node options, `pmrpc serve --kv-slots` …)
+ * that belong to an app: each names the app option it sets (`int`: a positive integer, checked
+ * before the app's own rules), and `options` builds the app options from those values (`base`:
+ * the node's other app options).
+ */
+export interface NodeLayout {
+  readonly fields: Readonly<Record<string, { readonly to: string; readonly int: boolean }>>;
+  options(values: Record<string, unknown>, base: Record<string, unknown>): Record<string, unknown>;
+}
+
+/** How Cluster.connect reaches a node of the app: a RemoteRpcClient, a PRISM-KV (or Pilaf) client, or a raw queue pair and the welcome. */
+export type NodeClientKind = 'rpc-client' | 'kv-client' | 'queue-pair';
+
+/** What a hostable app's record tells the CLI, the node host and the cluster. */
 export interface NodeAppFlags {
   /** The app-specific flags that configure it (another app's is refused: PMRPC_ERR_OPTION_NOT_APPLICABLE). */
   flags: readonly NodeAppFlag[];
@@ -67,12 +83,30 @@ export interface NodeAppFlags {
   options(o: NodeFlagValues): object;
   /** What its start line (and the demo's) adds from the flags. */
   startLine(o: NodeFlagValues): Record<string, string>;
+  /** Its layout options (undefined: none). */
+  layout?: NodeLayout;
+  /** The app options a cluster file's node options give a shard (clusterShard; its index and the shard count are the cluster's). */
+  clusterOptions?(o: Readonly<Record<string, unknown>>): Record<string, unknown>;
+  /** How Cluster.connect reaches it (undefined: Cluster.connect has no client for it). */
+  connect?: NodeClientKind;
+  /** `pmrpc inspect`: its layout as its own header at offset 0 records it (nothing past the header is read). */
+  inspectLayout(region: PmemRegion, h: AreaHolder): Record<string, unknown>;
+  /** `pmrpc inspect`: the app options that open the file as it is (what its header says, where the app checks it against its options). */
+  openOptions?(h: AreaHolder, layout: Record<string, unknown>): object;
+  /** The node's metrics: the arena use it reports cheaply (from its inspect() and geometry; undefined: none). */
+  arena?(inspect: Record<string, unknown>, geometry: Record<string, unknown>): { used: number; capacity: number } | undefined;
 }
 
 /** The systems of the kv app: PRISM-KV, or the Pilaf-style baseline. */
 export const KV_SYSTEMS: readonly KvSystem[] = Object.freeze(['prism', 'pilaf']);
 
-const NO_FLAGS: NodeAppFlags = Object.freeze({ flags: [], clusterShard: false, connectionTable: false, options: () => ({}), startLine: () => ({}) });
+const NO_FLAGS = Object.freeze({ flags: [] as readonly NodeAppFlag[], clusterShard: false, connectionTable: false, options: () => ({}), startLine: () => ({}) });
+
+/** A finite number, or undefined. */
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+/** A txfarm or txford shard opens with the shard index and count its header records. */
+const shardOpenOptions = (_h: AreaHolder, layout: Record<string, unknown>): object => ({ shard: layout.shard, shards: layout.shards });
 
 export const NODE_APP_FLAGS: Readonly<Record<NodeAppName, NodeAppFlags>> = Object.freeze({
   rpc: {
@@ -86,15 +120,74 @@ export const NODE_APP_FLAGS: Readonly<Record<NodeAppName, NodeAppFlags>> = Objec
       ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
     }),
     startLine: (o: NodeFlagValues) => ({ strategy: o.strategy }),
+    connect: 'rpc-client',
+    inspectLayout: (region) => {
+      const l = Layout.open(region);
+      return { ...l.geometry, epoch: l.epoch, nextClientId: l.nextClientId };
+    },
+    arena: (r) => {
+      const capacity = num(((r.geometry ?? {}) as Record<string, unknown>).maxClients);
+      return Array.isArray(r.clients) && capacity !== undefined ? { used: r.clients.length, capacity } : undefined;
+    },
   },
-  kv: { ...NO_FLAGS, flags: ['system'], options: (o: NodeFlagValues) => ({ system: o.system }), startLine: (o: NodeFlagValues) => ({ system: o.system }) },
-  rs: NO_FLAGS,
-  rslock: NO_FLAGS,
+  kv: {
+    ...NO_FLAGS,
+    flags: ['system'],
+    options: (o: NodeFlagValues) => ({ system: o.system }),
+    startLine: (o: NodeFlagValues) => ({ system: o.system }),
+    layout: {
+      fields: { kvSlots: { to: 'slotCount', int: true }, kvProbeSlots: { to: 'probeSlots', int: true }, kvClasses: { to: 'classes', int: false } },
+      options: (v, base) => ({ layout: { ...KV_LAYOUT_DEFAULTS, ...(base.layout as object | undefined), ...v } }),
+    },
+    connect: 'kv-client',
+    inspectLayout: (region, h) => ({ system: h.system, ...decodeKvHeader(region.load(0, 128), 0, h.system === 'pilaf' ? PILAF_MAGIC : KV_MAGIC) }),
+    openOptions: (h) => ({ system: h.system }),
+    arena: (r, g) => {
+      const capacity = num(g.slotCount);
+      return r.items instanceof Map && capacity !== undefined ? { used: r.items.size, capacity } : undefined;
+    },
+  },
+  rs: {
+    ...NO_FLAGS,
+    layout: { fields: { rsBlocks: { to: 'blocks', int: true } }, options: (v, base) => ({ layout: { ...(base.layout as object | undefined), ...v } }) },
+    connect: 'queue-pair',
+    inspectLayout: (region) => ({ ...decodeRsHeader(region.load(0, 128), 0) }),
+    arena: (r) => {
+      const used = num(r.written);
+      const capacity = num(r.blocks);
+      return used !== undefined && capacity !== undefined ? { used, capacity } : undefined;
+    },
+  },
+  rslock: { ...NO_FLAGS, inspectLayout: (region) => ({ ...decodeRsLockHeader(region.load(0, RSLOCK_HEADER_BYTES), 0) }) },
   // A tx node's lease (--lease-ms) paces its resolver agent.
-  tx: { ...NO_FLAGS, flags: ['leaseMs', 'cluster'], clusterShard: true },
-  txfarm: NO_FLAGS,
-  txford: NO_FLAGS,
+  tx: {
+    ...NO_FLAGS,
+    flags: ['leaseMs', 'cluster'],
+    clusterShard: true,
+    layout: { fields: { txItems: { to: 'items', int: true } }, options: (v) => ({ ...v }) },
+    clusterOptions: (o) => ({
+      ...(o.keysPerShard === undefined ? {} : { keysPerShard: o.keysPerShard }),
+      ...(o.txClients === undefined ? {} : { clients: o.txClients }),
+      ...(o.txItems === undefined ? {} : { items: o.txItems }),
+      ...(o.txValue === undefined ? {} : { value: o.txValue }),
+      ...(o.initialBalance === undefined ? {} : { initialBalance: o.initialBalance }),
+    }),
+    inspectLayout: (region) => ({ ...decodeTxHeader(region.load(0, TX_HEADER_BYTES), 0) }),
+    openOptions: shardOpenOptions,
+    arena: (r, g) => {
+      const capacity = num(g.items);
+      const free = num(r.freeItems);
+      return capacity !== undefined && free !== undefined ? { used: capacity - free, capacity } : undefined;
+    },
+  },
+  txfarm: { ...NO_FLAGS, inspectLayout: (region) => ({ ...decodeTxLockHeader(region.load(0, TXLOCK_HEADER_BYTES), 0, 'farm') }), openOptions: shardOpenOptions },
+  txford: { ...NO_FLAGS, inspectLayout: (region) => ({ ...decodeTxLockHeader(region.load(0, TXLOCK_HEADER_BYTES), 0, 'ford') }), openOptions: shardOpenOptions },
 });
+
+/** The record of the app called `name`, or undefined (an App a node host was given that is not in NODE_APPS). */
+export function findNodeAppFlags(name: string): NodeAppFlags | undefined {
+  return Object.hasOwn(NODE_APP_FLAGS, name) ? NODE_APP_FLAGS[name as NodeAppName] : undefined;
+}
 
 /** What the CLI configures of the app called `name` (PMRPC_ERR_UNKNOWN_APP for an unknown one). */
 export function nodeAppFlags(name: string): NodeAppFlags {

@@ -17,7 +17,7 @@ import { checkAuthToken } from './auth.js';
 import { appByName, NodeErrorCodes, type AnyApp } from './apps.js';
 
 export interface NodeHostOptions {
-  /** The app (an App, or its name: 'rpc', 'kv'). */
+  /** The app (an App, or its name in NODE_APPS). */
   app: AnyApp | string;
   /** The app's options (its resolveOptions() validates them). */
   appOptions: object;

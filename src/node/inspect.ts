@@ -13,15 +13,9 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { cryptoEntropy, decodeHeader, defineErrorCodes, HEADER_BYTES, PmemRegion, PmrpcError, PmrpcIoError, systemClock, type ErrorCodesOf } from '../../pmem/index.js';
 import { Rnic } from '../../flush/index.js';
-import { Layout } from '../../recovery/index.js';
-import { AREA_IDENT_BYTES, describeHolder, identifyArea, type AppProblem, type AppServer, type AreaHolder } from '../apps/index.js';
-import { decodeKvHeader, KV_MAGIC, PILAF_MAGIC } from '../apps/kv/index.js';
-import { decodeRsHeader } from '../apps/rs/index.js';
-import { decodeRsLockHeader, RSLOCK_HEADER_BYTES } from '../apps/rslock/index.js';
-import { decodeTxHeader, TX_HEADER_BYTES } from '../apps/tx/index.js';
-import { decodeTxLockHeader, TXLOCK_HEADER_BYTES } from '../apps/txlock/index.js';
+import { AREA_IDENT_BYTES, describeHolder, identifyArea, type AppProblem, type AppServer } from '../apps/index.js';
 import type { RpcInspectView, RpcRecoverySummary } from '../apps/rpc/index.js';
-import { NODE_APPS } from './apps.js';
+import { NODE_APPS, nodeAppFlags } from './apps.js';
 
 export const InspectErrorCodes = defineErrorCodes('inspect', {
   /** The region holds no app's area at offset 0 (never formatted, a format cut short, or not made by pmrpc). */
@@ -50,7 +44,7 @@ export interface InspectReport {
   file: string;
   /** The app the file holds (a `pmrpc serve --app` name), or null when no app's area is there. */
   app: string | null;
-  /** The kv app's system ('prism' or 'pilaf'), when the file holds a kv area. */
+  /** The kv app's system (one of KV_SYSTEMS: PRISM-KV or the Pilaf baseline), when the file holds a kv area. */
   system?: string;
   /** What the area is, for people ("PRISM-KV", "a PRISM-TX shard"…). */
   holds: string;
@@ -134,27 +128,6 @@ function readImage(path: string): { image: Uint8Array; layoutVersion: number } {
   }
 }
 
-/** Each app's layout from its own header at offset 0 (nothing past the header is read). */
-const LAYOUT_OF: Readonly<Record<string, (region: PmemRegion, h: AreaHolder) => Record<string, unknown>>> = {
-  rpc: (region) => {
-    const l = Layout.open(region);
-    return { ...l.geometry, epoch: l.epoch, nextClientId: l.nextClientId };
-  },
-  kv: (region, h) => ({ system: h.system, ...decodeKvHeader(region.load(0, 128), 0, h.system === 'pilaf' ? PILAF_MAGIC : KV_MAGIC) }),
-  rs: (region) => ({ ...decodeRsHeader(region.load(0, 128), 0) }),
-  rslock: (region) => ({ ...decodeRsLockHeader(region.load(0, RSLOCK_HEADER_BYTES), 0) }),
-  tx: (region) => ({ ...decodeTxHeader(region.load(0, TX_HEADER_BYTES), 0) }),
-  txfarm: (region) => ({ ...decodeTxLockHeader(region.load(0, TXLOCK_HEADER_BYTES), 0, 'farm') }),
-  txford: (region) => ({ ...decodeTxLockHeader(region.load(0, TXLOCK_HEADER_BYTES), 0, 'ford') }),
-};
-
-/** The app options that open the file as it is (what its header says where the app checks it against its options). */
-function openOptions(h: AreaHolder, layout: Record<string, unknown>): object {
-  if (h.app === 'kv') return { system: h.system };
-  if (h.app === 'tx' || h.app === 'txfarm' || h.app === 'txford') return { shard: layout.shard, shards: layout.shards };
-  return {};
-}
-
 function problemOf(step: FileProblem['step'], e: unknown): FileProblem {
   if (e instanceof PmrpcError) return { step, code: e.code, message: e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message };
   return { step, code: InspectErrorCodes.AREA_UNREADABLE, message: `${step}: ${(e as Error)?.message ?? String(e)}` };
@@ -218,7 +191,7 @@ export function inspectFile(path: string): InspectReport {
     report.holds = describeHolder(holder);
     let layout: Record<string, unknown>;
     try {
-      layout = plain(LAYOUT_OF[holder.app]!(region, holder));
+      layout = plain(nodeAppFlags(holder.app).inspectLayout(region, holder));
       report.layout = layout;
     } catch (e) {
       problems.push(problemOf('layout', e));
@@ -227,7 +200,7 @@ export function inspectFile(path: string): InspectReport {
     try {
       nic = new Rnic(region, { entropy: cryptoEntropy });
       // Nothing the app schedules runs: the copy is looked at, not served.
-      server = app.open({ region, nic, clock: systemClock, schedule: () => {}, entropy: cryptoEntropy }, app.resolveOptions(openOptions(holder, layout)));
+      server = app.open({ region, nic, clock: systemClock, schedule: () => {}, entropy: cryptoEntropy }, app.resolveOptions(nodeAppFlags(holder.app).openOptions?.(holder, layout) ?? {}));
     } catch (e) {
       problems.push(problemOf('open', e));
       return report;
@@ -259,7 +232,7 @@ export function inspectFile(path: string): InspectReport {
     for (const p of report.audit) problems.push({ step: 'audit', code: InspectErrorCodes.AUDIT_FAILED, message: `${p.kind}: ${p.detail}` });
     return report;
   } finally {
-    if (report.app === 'rpc') rpcCompat(report);
+    if (report.app !== null && nodeAppFlags(report.app).connectionTable) rpcCompat(report);
     try {
       server?.close();
       nic?.detach();

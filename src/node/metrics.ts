@@ -16,6 +16,7 @@ import type { ServerMessage } from '../../flush/index.js';
 import { TransportErrorCodes, type DisconnectInfo, type TcpObserver } from '../transport/index.js';
 import { RPC_ACK_IMM, rpcStrategy, type RpcStrategy } from '../rpc/index.js';
 import type { NodeHost } from './host.js';
+import { findNodeAppFlags } from './apps.js';
 
 export interface NodeMetricsOptions {
   /** Address of the HTTP server (loopback by default: metrics and probes are not for the world). */
@@ -32,35 +33,12 @@ const LATENCY_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
 /** Goodbye codes that refuse a client (the connection never served). */
 const REFUSALS = [TransportErrorCodes.TOO_MANY_CONNECTIONS, TransportErrorCodes.TOO_MANY_HANDSHAKES, TransportErrorCodes.REFUSED, TransportErrorCodes.QP_IN_USE, TransportErrorCodes.PROTOCOL_VERSION, TransportErrorCodes.HANDSHAKE, TransportErrorCodes.HANDSHAKE_TIMEOUT];
 
-/** Arena use an app reports cheaply (from its inspect() and geometry): undefined for an app without one. */
+/** Arena use an app reports cheaply (its record's `arena`, from its inspect() and geometry): undefined for an app without one. */
 function arenaOf(node: NodeHost): { used: number; capacity: number } | undefined {
+  const arena = findNodeAppFlags(node.app.name)?.arena;
+  if (arena === undefined) return undefined;
   const server = node.server as unknown as { inspect(): Record<string, unknown>; geometry?: Record<string, unknown> };
-  const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-  const g = server.geometry ?? {};
-  const r = server.inspect();
-  switch (node.app.name) {
-    case 'rpc': {
-      const geometry = (r.geometry ?? {}) as Record<string, unknown>;
-      const capacity = num(geometry.maxClients);
-      return Array.isArray(r.clients) && capacity !== undefined ? { used: r.clients.length, capacity } : undefined;
-    }
-    case 'kv': {
-      const capacity = num(g.slotCount);
-      return r.items instanceof Map && capacity !== undefined ? { used: r.items.size, capacity } : undefined;
-    }
-    case 'rs': {
-      const used = num(r.written);
-      const capacity = num(r.blocks);
-      return used !== undefined && capacity !== undefined ? { used, capacity } : undefined;
-    }
-    case 'tx': {
-      const capacity = num(g.items);
-      const free = num(r.freeItems);
-      return capacity !== undefined && free !== undefined ? { used: capacity - free, capacity } : undefined;
-    }
-    default:
-      return undefined;
-  }
+  return arena(server.inspect(), server.geometry ?? {});
 }
 
 export class NodeMetrics {
@@ -138,7 +116,7 @@ export class NodeMetrics {
   /** The node recovered and serves: its counters are read from now on, its requests observed, /readyz is 200. */
   attach(node: NodeHost): void {
     this.#node = node;
-    const rpc = node.app.name === 'rpc' ? (node.server as unknown as { rpc?: { strategy?: RpcStrategy } }).rpc?.strategy : undefined;
+    const rpc = findNodeAppFlags(node.app.name)?.flags.includes('strategy') === true ? (node.server as unknown as { rpc?: { strategy?: RpcStrategy } }).rpc?.strategy : undefined;
     const labels = { app: node.app.name, strategy: rpc ?? 'none' };
     this.#labels = labels;
     const requests = this.#requests.labels(labels);

@@ -1,6 +1,6 @@
 /**
  * The real-crash supervisor (DESIGN §8 "real crashes"): one module for every app's real-crash
- * runner (`crash-rpc.ts`, `crash-kv.ts`, src/cluster/tx-crash.ts, and PRISM-RS's SIGKILL test). It spawns
+ * runner (`crash-rpc.ts`, `crash-kv.ts`, src/cluster/tx-crash.ts, and the PRISM-RS and PRISM-KV SIGKILL tests). It spawns
  * node processes (`pmrpc serve` children, or any child that prints one JSON start line), SIGKILLs
  * them and restarts them on the same PM file, stops them in order; it delivers what a child prints
  * after its start line as it arrives, and wakes bounded waits (`Wakeup`) on each event — a child
@@ -45,6 +45,8 @@ export interface RestartRecord {
   recovered: RecoverySummary | undefined;
   /** From the kill to the new incarnation listening (process start + recovery). */
   restartMs: number | undefined;
+  /** Its start line as printed (a child other than `pmrpc serve` may say more than its port). */
+  startLine?: Record<string, unknown>;
 }
 
 /** An external kill waits until the server has served this long since it last started. */
@@ -257,6 +259,7 @@ export class Supervisor {
           done = true;
           try {
             const line = JSON.parse(text) as { port: number; recovered: RecoverySummary };
+            record.startLine = line;
             record.recovered = line.recovered;
             record.restartMs = killedAt === undefined ? undefined : this.o.clock.nowMs() - killedAt;
             this.upAtMs = this.o.clock.nowMs();

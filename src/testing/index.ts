@@ -72,4 +72,4 @@ export { FAULT_NAMES, NO_FAULTS, NO_ALLOCATOR_FAULTS, type RecoveryFaults, type 
 export * from './model/index.js';
 
 // The soak: an app's minimal deployment through N × its arena's capacity without a restart.
-export { runSoak, soakPassed, SoakErrorCodes, SOAK_APPS, SOAK_DEFAULTS, type SoakApp, type SoakOptions, type SoakReport } from './soak.js';
+export { runSoak, soakPassed, SoakErrorCodes, SOAK_APPS, SOAK_DEFAULTS, type SoakApp, type SoakEntry, type SoakOptions, type SoakReport } from './soak.js';

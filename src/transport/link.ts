@@ -5,7 +5,7 @@
  */
 import net from 'node:net';
 import { intIn, must, nonEmptyString, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type ErrorCode, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
-import type { ClientMessage, Completion, Link, ServerMessage, WorkRequest } from '../../flush/index.js';
+import type { ClientMessage, Completion, Link, OutstandingRequest, ServerMessage } from '../../flush/index.js';
 import { BAD_FRAME, CLIENT_NAME_CHARS_MAX, decodeMessage, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, sizeFrame, writeSizedFrame, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
 import { bareMessage, messageOf, TransportErrorCodes } from './errors.js';
 import { authTokenCheck, clockCheck, frameBound, MIN_FRAME_BYTES, positiveIntAtLeast, U32_MAX } from './limits.js';
@@ -80,6 +80,10 @@ const NO_OUT = Buffer.alloc(0);
  * nothing hangs; whether such a request executed on the server is unknown — then the onClose
  * listeners run with the cause (`closeError`). When the owner calls close(), nothing more is
  * delivered (QueuePair.close() rejects what it has outstanding).
+ *
+ * Outstanding requests: a QueuePair on this link hands over its map (adoptRequests) and registers
+ * and retires every request there; the link only reads it (the bound, the close). Used bare (no
+ * QueuePair: tests, tools), the link registers what send() takes in a map of its own.
  */
 export class TcpLink implements Link {
   readonly qpn: number;
@@ -92,8 +96,14 @@ export class TcpLink implements Link {
   #reader: FrameReader;
   #handler: ((m: ServerMessage) => void) | undefined;
   #backlog: ServerMessage[] = [];
-  /** The work requests of each request sent whose response has not arrived (their ids and ops answer a close). */
-  #pending = new Map<number, readonly WorkRequest[]>();
+  /**
+   * The requests outstanding on this link (their ids and ops answer a close): the QueuePair's map
+   * once it adopted the link (it registers and retires them; held ones are not `sent`), else the
+   * link's own (send() registers, the response retires).
+   */
+  #requests: ReadonlyMap<number, OutstandingRequest> = new Map<number, OutstandingRequest>();
+  /** A QueuePair keeps #requests (adoptRequests). */
+  #adopted = false;
   #closed = false;
   #closeError: PmrpcError | undefined;
   #closeListeners: Array<(e: PmrpcError | undefined) => void> = [];
@@ -217,7 +227,23 @@ export class TcpLink implements Link {
 
   /** Requests sent whose response has not arrived. */
   get outstanding(): number {
-    return this.#pending.size;
+    if (!this.#adopted) return this.#requests.size;
+    let n = 0;
+    for (const r of this.#requests.values()) if (r.sent) n++;
+    return n;
+  }
+
+  /** A QueuePair keeps the outstanding requests from now on (Link.adoptRequests); a link that already sent requests bare cannot be adopted. */
+  adoptRequests(requests: ReadonlyMap<number, OutstandingRequest>): void {
+    if (this.#adopted) throw new TypeError('a QueuePair already posts on this link');
+    if (this.#requests.size > 0) throw new TypeError(`${this.#requests.size} requests were sent on this link before a QueuePair took it`);
+    this.#requests = requests;
+    this.#adopted = true;
+  }
+
+  /** The link's own map (bare use), where send() registers and a response retires. */
+  #own(): Map<number, OutstandingRequest> | undefined {
+    return this.#adopted ? undefined : (this.#requests as Map<number, OutstandingRequest>);
   }
 
   /** Resolves once the send buffer has drained below the high-water mark; rejects with PMRPC_ERR_LINK_CLOSED if the link closes first. */
@@ -242,9 +268,12 @@ export class TcpLink implements Link {
     if (msg === null || typeof msg !== 'object' || msg.type !== 'request' || !Array.isArray(msg.wrs)) throw new TypeError('send() takes a request message { type: "request", qpn, seq, wrs }');
     if (msg.qpn !== this.qpn) throw new TypeError(`this link reaches QP ${this.qpn}, the message names QP ${String(msg.qpn)}`);
     if (!Number.isInteger(msg.seq) || msg.seq < 0 || msg.seq > U32_MAX) throw new TypeError(`seq must be a 32-bit unsigned integer, got ${String(msg.seq)}`);
-    if (this.#pending.has(msg.seq)) throw new TypeError(`request ${msg.seq} is already outstanding on this link`);
-    if (this.#pending.size >= this.options.outstandingMessagesMax) {
-      throw new PmrpcError(TransportErrorCodes.QUEUE_FULL, `${this.#pending.size} requests are outstanding on the link to QP ${this.qpn} (outstandingMessagesMax)`);
+    // Adopted, the QueuePair registered this request before sending it (and checks its sequence).
+    const own = this.#own();
+    if (own !== undefined && own.has(msg.seq)) throw new TypeError(`request ${msg.seq} is already outstanding on this link`);
+    const others = own === undefined ? this.#requests.size - 1 : own.size;
+    if (others >= this.options.outstandingMessagesMax) {
+      throw new PmrpcError(TransportErrorCodes.QUEUE_FULL, `${others} requests are outstanding on the link to QP ${this.qpn} (outstandingMessagesMax)`);
     }
     let framedLength: number;
     try {
@@ -260,7 +289,7 @@ export class TcpLink implements Link {
     if (buffered + framedLength > this.options.sendBufferBytesMax) {
       throw new PmrpcError(TransportErrorCodes.BACKPRESSURE, `${buffered} bytes wait to be sent to QP ${this.qpn}; sending ${framedLength} more would pass sendBufferBytesMax (${this.options.sendBufferBytesMax}): await whenWritable()`);
     }
-    this.#pending.set(msg.seq, msg.wrs);
+    own?.set(msg.seq, { wrs: msg.wrs, sent: true });
     if (this.#outPos + framedLength > this.#out.length) {
       const pending = this.#outPos - this.#outStart;
       const out = Buffer.allocUnsafe(Math.max(OUT_SLAB_BYTES, pending + framedLength));
@@ -324,7 +353,7 @@ export class TcpLink implements Link {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#pending.clear();
+    this.#own()?.clear(); // adopted: QueuePair.close() (or its onClose listener) rejects what it has outstanding
     this.#flushOut(); // what was sent leaves first
     this.#socket.end();
     this.#linger();
@@ -362,7 +391,7 @@ export class TcpLink implements Link {
       }
       switch (m.type) {
         case 'response':
-          this.#pending.delete(m.seq);
+          this.#own()?.delete(m.seq); // adopted: the QueuePair retires it
           this.#dispatch(m);
           break;
         case 'notify':
@@ -423,9 +452,11 @@ export class TcpLink implements Link {
     } else {
       this.#socket.destroy();
     }
-    const pending = [...this.#pending];
-    this.#pending.clear();
-    for (const [seq, wrs] of pending) {
+    // The requests sent get their Response (adopted: the QueuePair retires each as it arrives; held
+    // ones were never sent: its onClose listener rejects them).
+    const pending = [...this.#requests].filter(([, r]) => r.sent);
+    this.#own()?.clear();
+    for (const [seq, { wrs }] of pending) {
       const completions: Completion[] = wrs.map((w, i) => ({
         id: w.id ?? i,
         op: w.op,

@@ -1,13 +1,16 @@
 // The app registries (issue 26 item 4): the crash-testable apps are the records of
-// src/testing/crash/apps.ts, the hostable apps those of src/node/apps.ts, and nothing in cli/ or
-// src/testing/ spells an app's name outside them — but for the allow-list below, each entry with why.
+// src/testing/crash/apps.ts, the hostable apps those of src/node/apps.ts, and nothing in cli/,
+// src/testing/, src/cluster/ or src/node/ spells an app's name outside them — but for the
+// allow-list below, each entry with why.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { APP_FLAGS } from '../../cli/serve.js';
 import { CRASH_TEST_APPS, mutantLines } from '../../cli/crash-test.js';
 import { DEMO_APPS } from '../../cli/demo.js';
-import { NODE_APP_NAMES } from '../../src/node/index.js';
+import { NODE_APP_NAMES, nodeAppFlags } from '../../src/node/index.js';
+import { LAYOUT_OPTION_APPS } from '../../src/cluster/index.js';
+import { SOAK_APPS, SOAK_DEFAULTS } from '../../src/testing/index.js';
 import { crashApp, crashAppHelp, CRASH_APPS, findMutantEntry, mutantName, mutantTargets, MUTANT_APPS, parseMutant, SWARM_APPS } from '../../src/testing/crash/index.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -15,7 +18,10 @@ const NAMES = ['rpc', 'kv', 'pilaf', 'rs', 'rslock', 'tx', 'txfarm', 'txford', '
 const LITERAL = new RegExp(`(['"\`])(${NAMES.join('|')})\\1`, 'g');
 
 /** Files that are registries: every app name they spell is theirs to spell. */
-const REGISTRIES = ['src/testing/crash/apps.ts'];
+const REGISTRIES = ['src/testing/crash/apps.ts', 'src/node/apps.ts'];
+
+/** The folders scanned. */
+const SCANNED = ['cli', 'src/testing', 'src/cluster', 'src/node'];
 
 /** What must remain, and why: file, a pattern of the line, why. Each entry must still match (a stale one fails). */
 const ALLOWED: ReadonlyArray<{ file: string; line: RegExp; why: string }> = [
@@ -37,18 +43,20 @@ const ALLOWED: ReadonlyArray<{ file: string; line: RegExp; why: string }> = [
   { file: 'src/testing/crash/recovery.ts', line: /'digest' : 'recovery'/, why: "the violation kind 'recovery', not the app" },
   // Not an app: the kv workload checks its `system` option (prism or the Pilaf baseline).
   { file: 'src/testing/crash/kv.ts', line: /o\.system !== 'prism' && o\.system !== 'pilaf'/, why: "the kv workload's system option, checked where the workload is resolved" },
-  // The soak (src/testing/soak.ts) drives each app's minimal deployment with code of its own per app; it is not an explorer front end.
-  { file: 'src/testing/soak.ts', line: /SOAK_APPS = \['tx', 'kv', 'rs'\]|app: 'tx', multiple|o\.app === '(kv|rs)'|newReport\('(tx|kv|rs)'/, why: 'the soak: per-app deployment code of its own (not moved behind a registry in this change)' },
+  // Not an app: 'recovery' is also a step of `pmrpc inspect` (the dry-run recovery) and the report's field of it.
+  { file: 'src/node/inspect.ts', line: /'(open|inspect)' \| 'recovery' \||\(the state as found\), 'recovery' \(the dry run\)|InspectReport\['recovery'\]|problemOf\('recovery'/, why: "inspect's step 'recovery', not the app" },
+  // The public type of Cluster.connect's connections: callers narrow on the app's name (a kv node's app gives its kv client).
+  { file: 'src/cluster/client.ts', line: /^\s*\| \{ id: string; app: '(rpc|kv|rs)'; client: '[a-z-]+';/, why: 'the public NodeConnection type, narrowed on the app name' },
 ];
 
 function files(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(`${dir}/${e.name}`) : e.name.endsWith('.ts') ? [`${dir}/${e.name}`] : []));
 }
 
-t.test('no app name is spelled in cli/ or src/testing/ outside the registries (but the allow-list)', async (t) => {
+t.test('no app name is spelled in cli/, src/testing/, src/cluster/ or src/node/ outside the registries (but the allow-list)', async (t) => {
   const used = new Set<number>();
   const stray: string[] = [];
-  for (const file of [...files('cli'), ...files('src/testing')]) {
+  for (const file of SCANNED.flatMap((d) => files(d))) {
     if (REGISTRIES.includes(file)) continue;
     readFileSync(join(ROOT, file), 'utf8').split('\n').forEach((line, i) => {
       if (line.match(LITERAL) === null) return;
@@ -68,6 +76,11 @@ t.test('the front ends list the registries', async (t) => {
   t.same([...SWARM_APPS], ['rpc', 'kv', 'rs', 'tx'], 'the swarm, in its seed order');
   t.same([...NODE_APP_NAMES], ['rpc', 'kv', 'rs', 'rslock', 'tx', 'txfarm', 'txford'], 'serve --app');
   t.same([...DEMO_APPS], ['rpc', 'kv'], 'demo --app');
+  t.same([...SOAK_APPS], ['kv', 'rs', 'tx'], 'soak --app: the records with a soak');
+  t.equal(SOAK_DEFAULTS.app, 'tx', "the soak's default app");
+  t.same(LAYOUT_OPTION_APPS, { kvSlots: 'kv', kvProbeSlots: 'kv', kvClasses: 'kv', rsBlocks: 'rs', txItems: 'tx' }, 'layout options, from the node records');
+  t.same(NODE_APP_NAMES.map((a) => [a, nodeAppFlags(a).connect ?? null]), [['rpc', 'rpc-client'], ['kv', 'kv-client'], ['rs', 'queue-pair'], ['rslock', null], ['tx', null], ['txfarm', null], ['txford', null]], "Cluster.connect's client per app");
+  t.same(NODE_APP_NAMES.filter((a) => nodeAppFlags(a).clusterShard), ['tx'], 'the apps whose cluster nodes are shards');
   for (const a of CRASH_APPS) t.match(crashAppHelp(), `'${a.name}' (${a.help})`, `--app help names ${a.name}`);
   t.same(APP_FLAGS, {
     strategy: { flag: '--strategy', apps: ['rpc'] },

@@ -18,17 +18,19 @@
 //   the index has no slot pointing at garbage;
 // - a return batch sent before a crash is refused as stale after it (epoch).
 // Seeds are printed; PMRPC_SEED=<n> replays the seeded choices (the interleaving over real TCP is
-// the OS's). Loopback only; every child is SIGKILLed in teardown.
+// the OS's). Loopback only. The server processes run on the real-crash Supervisor
+// (src/server/supervisor.ts): it spawns each incarnation on the same file, SIGKILLs it (an external
+// kill: restarted when the next cycle starts; a self-kill: restarted at once with the next planned
+// kill), stops the last with SIGTERM, and no child survives the teardown.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { QueuePair, Wr, type NotifyMessage } from '../../flush/index.js';
-import { createPrng, type Prng } from '../../pmem/index.js';
+import { createPrng, systemClock, type Prng } from '../../pmem/index.js';
+import { Supervisor, Wakeup, type KillPlan } from '../../src/server/index.js';
 import { TcpLink } from '../../src/transport/index.js';
 import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../src/check/linearizability.js';
 import {
@@ -90,54 +92,38 @@ interface ServerInfo {
   stats?: { returnsAccepted: number; returnsRefused: Record<string, number> };
 }
 
-interface Server {
-  child: ChildProcess;
-  info: ServerInfo;
-  exited: Promise<{ code: number | null; signal: string | null }>;
+/** The kv server of a run, on the Supervisor: one incarnation after another on the same PM file. */
+class KvServers {
+  readonly sup: Supervisor;
+  readonly wakeup = new Wakeup(systemClock);
+  #answers: string[] = [];
+
+  /** `kills`: the self-kills planned (at the N-th persistence event), one per incarnation in order; none after them. */
+  constructor(t: Tap.Test, cfg: { path: string; system: System }, kills: number[] = []) {
+    const args = (plan: KillPlan | undefined): string[] => [FIXTURE, JSON.stringify({ ...cfg, regionBytes: REGION_BYTES, layout: LAYOUT, ...(plan?.events !== undefined ? { killAfterEvents: plan.events } : {}) })];
+    this.sup = new Supervisor({ args, clock: systemClock, log: undefined, restartsMax: kills.length + 8, name: 'kv', wakeup: this.wakeup, onLine: (line) => this.#answers.push(line) }, cfg.path, kills.map((events) => ({ events })));
+    t.teardown(() => this.sup.destroy());
+  }
+
+  /** The current incarnation, once listening: what its start line says. */
+  async info(): Promise<ServerInfo> {
+    await this.sup.up();
+    return this.sup.incarnations.at(-1)!.startLine as unknown as ServerInfo;
+  }
+
+  /** The current incarnation has exited (waited for, at most `boundMs`). */
+  exited(boundMs: number): Promise<boolean> {
+    const c = this.sup.child!;
+    return this.wakeup.until(() => c.exitCode !== null || c.signalCode !== null, boundMs);
+  }
+
   /** Sends a stdin command; resolves with the next JSON line. */
-  ask(cmd: string): Promise<ServerInfo>;
-}
-
-const children = new Set<ChildProcess>();
-t.teardown(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
-
-async function startServer(cfg: { path: string; system: System; killAfterEvents?: number }): Promise<Server> {
-  const child = spawn(process.execPath, [FIXTURE, JSON.stringify({ ...cfg, regionBytes: REGION_BYTES, layout: LAYOUT })], { stdio: ['pipe', 'pipe', 'pipe'] });
-  children.add(child);
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-  child.stdin!.on('error', () => {});
-  const exited = new Promise<{ code: number | null; signal: string | null }>((res) => child.on('exit', (code, signal) => res({ code, signal })));
-  const lines: string[] = [];
-  const waiters: Array<() => void> = [];
-  createInterface({ input: child.stdout! }).on('line', (l) => {
-    lines.push(l);
-    for (const w of waiters.splice(0)) w();
-  });
-  const next = async (what: string): Promise<ServerInfo> => {
-    const deadline = Date.now() + 15_000;
-    while (lines.length === 0) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the server exited (${child.exitCode ?? child.signalCode}) before ${what}; stderr: ${stderr}`);
-      if (Date.now() > deadline) throw new Error(`no ${what} from the server in 15 s; stderr: ${stderr}`);
-      await new Promise<void>((res) => {
-        waiters.push(res);
-        setTimeout(res, 50);
-      });
-    }
-    return JSON.parse(lines.shift()!) as ServerInfo;
-  };
-  const info = await next('its listening line');
-  return {
-    child,
-    info,
-    exited,
-    ask: (cmd) => {
-      child.stdin!.write(`${cmd}\n`);
-      return next(`an answer to ${cmd}`);
-    },
-  };
+  async ask(cmd: string): Promise<ServerInfo> {
+    this.#answers.length = 0;
+    this.sup.child!.stdin!.write(`${cmd}\n`);
+    if (!(await this.wakeup.until(() => this.#answers.length > 0, 15_000))) throw new Error(`no answer to ${cmd} from the server in 15 s`);
+    return JSON.parse(this.#answers.shift()!) as ServerInfo;
+  }
 }
 
 /** `count` keys with collisions (overlapping probe windows) but never more than probeSlots keys competing for one window. */
@@ -234,9 +220,9 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
   };
 
   /** A return batch sent before the crash, delivered now: the epoch moved on, it must be refused. */
-  const replayStaleReturn = async (srv: Server): Promise<void> => {
+  const replayStaleReturn = async (info: ServerInfo): Promise<void> => {
     if (o.system !== 'prism' || lastReturnBatch === undefined) return;
-    const { link } = await TcpLink.connect({ port: srv.info.port, name: 'stale' });
+    const { link } = await TcpLink.connect({ port: info.port, name: 'stale' });
     const qp = new QueuePair(link);
     const reply = new Promise<NotifyMessage>((res) => qp.onNotify(res));
     await qp.postChain([Wr.send(lastReturnBatch, RETURN_IMM)]);
@@ -253,15 +239,19 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
     r.problemsAfterRecovery += info.problems!.length;
   };
 
+  // Self-kills: one per cycle, planned up front (the Supervisor restarts a self-killed server at once, with the next).
+  const kills = o.kill === 'events' ? Array.from({ length: o.cycles }, () => prng.int(300, 3000)) : [];
+  const servers = new KvServers(t, { path, system: o.system }, kills);
   for (let cycle = 0; cycle < o.cycles; cycle++) {
-    const killAfterEvents = o.kill === 'events' ? prng.int(300, 3000) : undefined;
-    const srv = await startServer({ path, system: o.system, ...(killAfterEvents !== undefined ? { killAfterEvents } : {}) });
-    t.equal(srv.info.formatted, cycle === 0, cycle === 0 ? 'the first start formats the file' : `restart ${cycle} opens the same file`);
-    afterRecovery(srv.info);
+    // The first incarnation, or the next after an external kill (a self-killed one was restarted already).
+    if (cycle === 0 || o.kill !== 'events') void servers.sup.start();
+    const info = await servers.info();
+    t.equal(info.formatted, cycle === 0, cycle === 0 ? 'the first start formats the file' : `restart ${cycle} opens the same file`);
+    afterRecovery(info);
     const clients: KvLike[] = [];
-    for (let c = 0; c < CLIENTS; c++) clients.push(await connect(o.system, srv.info.port, srv.info.address, `c${c}`, o.faults, (p) => (lastReturnBatch = p.slice())));
+    for (let c = 0; c < CLIENTS; c++) clients.push(await connect(o.system, info.port, info.address, `c${c}`, o.faults, (p) => (lastReturnBatch = p.slice())));
     if (cycle > 0) {
-      await replayStaleReturn(srv);
+      await replayStaleReturn(info);
       readsAfter.push(await readAll(clients[0]!, cycle));
     }
     // The load, until the server dies.
@@ -290,7 +280,7 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
           op.ret = now();
           pending.delete(op);
           acked++;
-          if (killAtOps !== undefined && acked === killAtOps) srv.child.kill('SIGKILL');
+          if (killAtOps !== undefined && acked === killAtOps) void servers.sup.kill('later');
         } catch (e) {
           pending.delete(op);
           const code = (e as { code?: string }).code ?? String(e);
@@ -300,20 +290,18 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
         }
       }
     });
+    const child = servers.sup.child!;
     let timer: NodeJS.Timeout | undefined;
-    if (killAtMs !== undefined) timer = setTimeout(() => srv.child.kill('SIGKILL'), killAtMs);
-    let safetyKill = false;
-    const safety = setTimeout(() => {
-      safetyKill = true;
-      srv.child.kill('SIGKILL');
-    }, 20_000);
-    const exit = await srv.exited;
+    if (killAtMs !== undefined) timer = setTimeout(() => void servers.sup.kill('later'), killAtMs);
+    // The safety net: a kill the plan never made comes after 20 s.
+    const safetyKill = !(await servers.exited(20_000));
+    if (safetyKill) await servers.sup.kill('later');
     clearTimeout(timer);
-    clearTimeout(safety);
     dead = true;
-    t.same(exit, { code: null, signal: 'SIGKILL' }, `cycle ${cycle}: the server died by SIGKILL`);
+    const end = servers.sup.incarnations[cycle]!.end;
+    t.same({ signal: child.signalCode, end }, { signal: 'SIGKILL', end: o.kill === 'events' && !safetyKill ? 'self' : 'external' }, `cycle ${cycle}: the server died by SIGKILL`);
     t.notOk(safetyKill, `cycle ${cycle}: the kill came from the test's plan, not from the 20 s safety net`);
-    if (o.kill === 'events' && !safetyKill) r.killedBySelf++;
+    if (end === 'self') r.killedBySelf++;
     // Every client learns the connection is gone; an operation that never settles is a bug.
     const settled = await Promise.race([Promise.all(loops).then(() => true), new Promise<boolean>((res) => setTimeout(() => res(false), 5000))]);
     if (!settled) r.hung += pending.size;
@@ -321,11 +309,12 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
     r.cycles++;
   }
   // The final restart: recovery once more, reads of every key, a few more operations, the live audit.
-  const srv = await startServer({ path, system: o.system });
-  afterRecovery(srv.info);
+  if (o.kill !== 'events') void servers.sup.start();
+  const info = await servers.info();
+  afterRecovery(info);
   const clients: KvLike[] = [];
-  for (let c = 0; c < 2; c++) clients.push(await connect(o.system, srv.info.port, srv.info.address, `final${c}`, o.faults, () => {}));
-  await replayStaleReturn(srv);
+  for (let c = 0; c < 2; c++) clients.push(await connect(o.system, info.port, info.address, `final${c}`, o.faults, () => {}));
+  await replayStaleReturn(info);
   readsAfter.push(await readAll(clients[0]!, o.cycles));
   const finalCycle = o.cycles;
   const rr = prng.fork();
@@ -354,11 +343,11 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
   const finalReads = await readAll(clients[0]!, finalCycle + 1);
   if (o.system === 'prism') {
     for (const c of clients) await (c as PrismKvClient).flushReturns();
-    r.finalLiveAudit = await srv.ask('audit');
+    r.finalLiveAudit = await servers.ask('audit');
   }
   for (const c of clients) c.qp.close();
-  srv.child.kill('SIGTERM');
-  t.same(await srv.exited, { code: 0, signal: null }, 'the last server shuts down cleanly');
+  await servers.sup.stop();
+  t.same({ end: servers.sup.incarnations.at(-1)!.end, failures: servers.sup.failures, incarnations: servers.sup.incarnations.length }, { end: 'stop', failures: [], incarnations: o.cycles + 1 }, 'the last server shuts down cleanly (SIGTERM, exit 0), after one incarnation per cycle');
 
   // ---- the checkers
   const asOp = (op: Op): Operation<KvInput, KvOutput> =>
@@ -453,8 +442,10 @@ for (const system of ['prism', 'pilaf'] as System[]) {
   t.test(`${system}: an RPC whose reply the crash swallowed does not hang (PRISM-KV: the PUT resolves, its batch held; Pilaf: rejects with the link)`, async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'pmrpc-kv-sigkill-'));
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-    const srv = await startServer({ path: join(dir, 'kv.pm'), system });
-    const c = await connect(system, srv.info.port, srv.info.address, 'rpc', undefined, () => {});
+    const srv = new KvServers(t, { path: join(dir, 'kv.pm'), system });
+    void srv.sup.start();
+    const info = await srv.info();
+    const c = await connect(system, info.port, info.address, 'rpc', undefined, () => {});
     if (system === 'prism') await c.put('a', te.encode('1'));
     t.same(await srv.ask('stall-cpu'), { stalled: true });
     // PRISM-KV: two more puts replace two buffers, so the return RPC (returnBatch 2) runs and waits
@@ -467,8 +458,7 @@ for (const system of ['prism', 'pilaf'] as System[]) {
     })();
     const outcome = op.then(() => 'resolved', (e: unknown) => (e as { code?: string }).code ?? String(e));
     await new Promise((res) => setTimeout(res, 200));
-    srv.child.kill('SIGKILL');
-    await srv.exited;
+    await srv.sup.kill(false);
     const got = await Promise.race([outcome, new Promise<string>((res) => setTimeout(() => res('still pending 3 s after the kill'), 3000))]);
     // PRISM-KV: the PUTs took effect; the return batch whose answer the crash swallowed stays with the
     // client (an idempotent batch, sent again on its next connection: docs/kv.md, "Dropped connections").

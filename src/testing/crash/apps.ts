@@ -4,8 +4,8 @@
  * front ends need to know about its app: its name and help text, its mutants (what
  * `--list-mutants` prints, how `--mutant` and the mutant sweep `--mutants` run them, the old names
  * kept as aliases), how a sweep spec is built from the CLI's options, what the plain mutant sweep
- * runs, whether exhaustive mode and crash runs apply, and what the swarm draws. `pmrpc crash-test`,
- * `pmrpc swarm`, the sweep (sweep.ts), the mutant sweep (mutants.ts) and the swarm (swarm.ts) pick
+ * runs, whether exhaustive mode and crash runs apply, what the swarm draws, and what `pmrpc soak`
+ * runs of it. `pmrpc crash-test`, `pmrpc swarm`, `pmrpc soak` (soak.ts), the sweep (sweep.ts), the mutant sweep (mutants.ts) and the swarm (swarm.ts) pick
  * apps here and nowhere else (test/crash/registry.test.ts holds that no app name is spelled
  * outside the registries). The apps a node hosts are the other registry, src/node/apps.ts.
  */
@@ -23,6 +23,7 @@ import { MUTANTS } from './rpc-mutants.js';
 import { resolveRsWorkload, rsExplorerApp } from './rs.js';
 import { rslockExplorerApp } from './rslock.js';
 import { resolveTxWorkload, TX_CLI_DEFAULTS, txExplorerApp, type TxWorkloadOptions } from './tx.js';
+import { KV_SOAK, RS_SOAK, TX_SOAK, type SoakEntry } from '../soak/index.js';
 
 /** Explorer options a spec carries (serialisable: no clock, no callbacks, no seed). */
 export type SpecExplore = Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>>;
@@ -117,6 +118,8 @@ export interface CrashApp {
   jsonFields?(f: CrashTestFlags): Record<string, string>;
   /** The swarm's draws and workload (undefined: the swarm does not run it). */
   readonly swarm?: SwarmEntry;
+  /** `pmrpc soak`: its minimal deployment, workload and item bounds (undefined: the soak does not drive it). */
+  readonly soak?: SoakEntry;
 }
 
 /** Images per crash point of rs in `crash-test` and in its plain mutant sweep: one seed checks >= 10,000 images (issue 12). */
@@ -215,6 +218,7 @@ const KV: CrashApp = {
   },
   jsonFields: (f) => ({ system: f.system }),
   swarm: { baseOps: 156, drops: true, workload: (ops, _variant, mutant) => ({ clients: 3, opsPerClient: ops, ...(mutant !== undefined ? { mutant } : {}) }) },
+  soak: KV_SOAK,
 };
 
 const REGISTER: CrashApp = {
@@ -265,6 +269,7 @@ const RS: CrashApp = {
   spec: (f, given) => ({ app: RS.name, workload: resolveRsWorkload({ replicas: f.nodes, clients: f.clients, opsPerClient: f.requests, blocks: f.registers, mutant: f.mutant }), explore: specExplore(given) }),
   plainSpec: (t, _seed, explore) => ({ app: RS.name, workload: resolveRsWorkload({ mutant: t.name }), explore: { ...explore, imagesPerPoint: RS_IMAGES_PER_POINT } }),
   swarm: { baseOps: 72, drops: true, workload: (ops, _variant, mutant) => ({ replicas: 3, clients: 3, opsPerClient: ops, blocks: 2, mutant }) },
+  soak: RS_SOAK,
 };
 
 const RSLOCK: CrashApp = {
@@ -298,6 +303,7 @@ const TX: CrashApp = {
     drops: true,
     workload: (ops, variant, mutant) => ({ workload: variant as TxWorkloadOptions['workload'], shards: 2, clients: 3, txPerClient: ops, mutant }),
   },
+  soak: TX_SOAK,
 };
 
 /** Every crash-testable app, in the order `--app` lists them (the swarm's order too: its seeds mix the app's index among SWARM_APPS). */

@@ -68,6 +68,13 @@ interface HeldReplies {
   replies: Array<() => void>;
   synced: boolean;
   failure: unknown;
+  /**
+   * The client's applied sequence when the batch was settled: the credit its RESULTs carry. Read
+   * then, not when they leave — a later batch of the same client, settled while this one's msync
+   * ran, is not synced yet (its msync is queued) and must not be credited by these RESULTs. -1:
+   * read it when sending.
+   */
+  applied: number;
 }
 
 export interface RpcServerOptions {
@@ -773,11 +780,14 @@ export class DurableRpcServer {
         for (const entry of polled) this.#process(c, entry);
       });
       if (this.#strictFile && this.#pool === undefined) {
-        held = { c, replies, synced: false, failure: undefined };
+        held = { c, replies, synced: false, failure: undefined, applied: -1 };
         const h = held;
         this.#held.push(h);
         let later = false; // a call back inside groupCommitAsync is released below, outside the batch
-        this.region.groupCommitAsync(run, (err) => {
+        this.region.groupCommitAsync(() => {
+          run();
+          if (this.store.conn.has(c.clientId)) h.applied = this.store.conn.appliedSeq(c.clientId);
+        }, (err) => {
           h.synced = true;
           h.failure = err;
           if (later) this.#releaseHeld();
@@ -829,6 +839,7 @@ export class DurableRpcServer {
         continue;
       }
       const last = h.replies.length - 1;
+      this.#replyApplied = h.applied;
       try {
         for (let i = 0; i <= last; i++) {
           this.#more = i < last;
@@ -838,6 +849,7 @@ export class DurableRpcServer {
         this.#fail(h.c, e);
       } finally {
         this.#more = false;
+        this.#replyApplied = -1;
       }
     }
   }
@@ -847,6 +859,9 @@ export class DurableRpcServer {
 
   /** The region msyncs (strict, file-backed): a pass's ACKs join its RESULTs behind the batch's syncs. */
   #strictFile: boolean;
+
+  /** Inside #releaseHeld: the credit the batch's RESULTs carry (HeldReplies.applied); -1 elsewhere (read it when sending). */
+  #replyApplied = -1;
 
   /** Inside #processBatch's replies: another reply follows this one at once (notify's `more`). */
   #more = false;
@@ -885,7 +900,7 @@ export class DurableRpcServer {
     const send = (): void => {
       // The client may have reconnected since (its old connection dropped in the middle of this pass): answer on the current one.
       const c = this.#sessions.get(from.clientId)?.conn ?? from;
-      const applied = this.store.conn.appliedSeq(c.clientId);
+      const applied = this.#replyApplied >= 0 ? this.#replyApplied : this.store.conn.appliedSeq(c.clientId);
       const g = this.store.geometry;
       // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.
       // (Once: a reconnect accepted in the middle of this pass may have posted it already.)

@@ -735,7 +735,7 @@ export class PmemRegion {
       this.#groupDepth--;
     }
     if (this.#groupDepth === 0) this.syncAsync(then);
-    else this.#whenSynced(this.#waitMark, then);
+    else this.whenSynced(this.#waitMark, then);
     return out;
   }
 
@@ -867,11 +867,20 @@ export class PmemRegion {
     }
   }
 
-  /** Runs `then` once `mark` is synced: now, or behind the running async msync (queued as syncAsync does). */
-  #whenSynced(mark: number, then: (err: PmrpcError | undefined) => void): void {
+  /**
+   * Runs `then` once `mark` (a syncMark()) is synced: at once if it is, from the call back of the
+   * async msync that covers it while one runs (in mark order among the waiters), else after a
+   * sync() on the thread. With the failure (PMRPC_ERR_SYNC_FAILED, PMRPC_ERR_REGION_CLOSED) if the
+   * mark cannot be synced.
+   */
+  whenSynced(mark: number, then: (err: PmrpcError | undefined) => void): void {
     if (this.#syncFailed !== undefined && !this.isSynced(mark)) return then(this.#syncFailed);
     if (this.#asyncRunning) {
-      this.#asyncWaiters.push({ mark, then });
+      const waiters = this.#asyncWaiters;
+      let at = waiters.length;
+      while (at > 0 && waiters[at - 1]!.mark > mark) at--;
+      if (at === waiters.length) waiters.push({ mark, then });
+      else waiters.splice(at, 0, { mark, then });
       return;
     }
     if (this.isSynced(mark)) return then(undefined);

@@ -159,6 +159,9 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
     for (let seq = r.ackedUpTo + 1; seq <= upTo; seq++) {
       const off = r.ring.slotOffset(seq);
       const want = region.load(off, slotBytes);
+      // A held ACK of an old connection can leave after the client, reconnected, reused the slot
+      // (its resume point counted the entry as consumed): that entry is no longer there to check.
+      if (new DataView(want.buffer).getUint32(16, true) !== seq) continue;
       if (!want.every((v, i) => disk.get(HEADER_BYTES + off + i) === v)) violations.push(`seq ${seq} of client ${k} acknowledged before its entry was synced`);
     }
     r.ackedUpTo = Math.max(r.ackedUpTo, upTo);
@@ -194,7 +197,9 @@ t.test('overlapped msync: a batch syncs off the thread while the next is receive
     t.ok(r.asyncSyncs > 0, `${strategy}: ${r.asyncSyncs} msyncs off the thread, ${r.syncs} on it`);
     // A batch that found an msync running queued behind it (its msync started from that one's call back).
     t.ok(r.queuedSyncs > 0, `${strategy}: ${r.queuedSyncs} msyncs queued behind a running one`);
-    t.ok(r.drainsWhileSyncing > 0, `${strategy}: ${r.drainsWhileSyncing} drains (the next requests' persists) while an msync was running`);
+    // The redo log's next step depends on the running batch: the next CPU pass waits for its msync
+    // (the requests keep arriving meanwhile) instead of syncing it on the thread.
+    t.equal(r.syncs, 0, `${strategy}: no msync on the thread (${r.drainsWhileSyncing} drains while one ran)`);
     t.same(r.violations, [], `${strategy}: no entry acknowledged, no RESULT sent, before its bytes were on the disk`);
   }
 });

@@ -226,3 +226,28 @@ t.test('syncAsync: a region closed (as by a crash) before the msync calls back a
   for (let i = 0; i < 500 && error === 'not called'; i++) await new Promise((res) => setTimeout(res, 10));
   t.equal((error as { code?: string })?.code, 'PMRPC_ERR_REGION_CLOSED');
 });
+
+t.test('whenSynced: a mark covered by the running msync goes at its call back, ahead of a later group queued behind it', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-group-when-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = PmemRegion.create(join(dir, 'r.pm'), 1 << 16, { strict: true });
+  t.teardown(() => r.close());
+  const order: string[] = [];
+  r.groupCommitAsync(() => {
+    r.store(0, new Uint8Array(64).fill(1));
+    r.persist(0, 64);
+  }, () => order.push('first'));
+  const m1 = r.syncMark();
+  r.groupCommitAsync(() => {
+    r.store(8192, new Uint8Array(64).fill(2));
+    r.persist(8192, 64);
+  }, () => order.push(`queued (first's mark synced ${r.isSynced(m1)})`));
+  // Registered after the queued group, for the first group's mark: released with the first.
+  r.whenSynced(m1, (err) => order.push(`when m1 ${r.isSynced(m1)} ${String(err)}`));
+  t.same(order, [], 'nothing synced yet: every callback waits');
+  for (let i = 0; i < 500 && order.length < 3; i++) await new Promise((res) => setTimeout(res, 10));
+  t.same(order, ['first', 'when m1 true undefined', 'queued (first\'s mark synced true)']);
+  let now = '';
+  r.whenSynced(r.syncMark(), (err) => (now = `at once ${String(err)}`));
+  t.equal(now, 'at once undefined', 'a synced mark: at once');
+});

@@ -17,7 +17,7 @@ import { closeSync, fstatSync, fsyncSync, openSync, readFileSync, readSync, rena
 import { basename, dirname, join } from 'node:path';
 import { threadId } from 'node:worker_threads';
 import type { Clock } from './clock.js';
-import { ErrorCodes, PmrpcError, PmrpcIoError } from './errors.js';
+import { ErrorCodes, invariant, PmrpcError, PmrpcIoError } from './errors.js';
 import { decodeHeader, encodeHeader, HEADER_BYTES, LINE_BYTES, MAX_REGION_BYTES, type RegionHeader } from './header.js';
 import { dataExtents, mapFile, syncMapping, syncMappingAsync, unmapFile } from './native.js';
 import { bool, callable, integer, oneOf, optional, probability, resolveOptions, type OptionChecks } from './options.js';
@@ -66,6 +66,12 @@ export interface PmemOptions {
 
 /** msync of [offset, offset + length) of the mapping off the JS thread; `done` on a later turn. Only bytes written before the call are synced by it. */
 export type MsyncAsyncFn = (mapping: ArrayBuffer, fileOffset: number, length: number, done: (err: Error | null) => void) => void;
+
+/** A syncAsync / groupCommitAsync caller waiting for its mark to be synced off the thread. */
+interface AsyncWaiter {
+  mark: number;
+  then: (err: PmrpcError | undefined) => void;
+}
 
 /** msync(MS_SYNC) of [offset, offset + length) of the file's mapping; throws on failure. */
 export type MsyncFn = (mapping: ArrayBuffer, fileOffset: number, length: number) => void;
@@ -186,13 +192,27 @@ export class PmemRegion {
   #syncFailed: PmrpcError | undefined;
   /**
    * syncAsync: the range of the msync running off the JS thread (still owed to the disk until it
-   * calls back or a sync() covers it), the mark it covers, and who waits for its call back (at
-   * most one runs at a time).
+   * calls back or a sync() covers it) and the mark it covers. At most one runs at a time; what
+   * drains leave waiting meanwhile is the next one's, started when it calls back (the queue).
    */
   #asyncLo = Infinity;
   #asyncHi = -1;
   #asyncMark = 0;
-  #asyncWaiters: Array<(err: PmrpcError | undefined) => void> | undefined;
+  #asyncRunning = false;
+  /**
+   * Who waits for their mark to be synced by an async msync (the running one, or the queued next
+   * one), oldest first; marks never decrease along the list. Released only from an msync's call
+   * back (never from inside a sync() on the thread: that may run in the middle of a pass).
+   */
+  #asyncWaiters: AsyncWaiter[] = [];
+  /**
+   * While #releaseAsync runs a waiter's `then`: its mark, and #waitMark at that moment. The ack
+   * gate lets an acknowledgement through without syncing what a LATER group left waiting (the
+   * queued msync's range) when the mark it is released for is synced and nothing was drained since
+   * — what the waiter sends was computed by its own group, before those later drains. -1: none.
+   */
+  #releasingMark = -1;
+  #releasingWaitMark = 0;
 
   /** Visible memory is the mapping itself (PmemRegion.format: every store is on media at once, no cache model). */
   #direct: boolean;
@@ -700,9 +720,11 @@ export class PmemRegion {
 
   /**
    * groupCommit() whose msync does not block: `fn` runs in a group as there; at the end of the
-   * outermost scope what waits is synced by syncAsync(then) instead of sync(). `then` runs once
-   * everything drained so far is on the disk (or with the failure): the caller holds the
-   * acknowledgements of the group until then. A throw from `fn` propagates (`then` is not called).
+   * outermost scope what waits is synced by syncAsync(then) instead of sync() — queued behind an
+   * msync already running. `then` runs once everything drained so far is on the disk (or with the
+   * failure): the caller holds the acknowledgements of the group until then, and sends them from
+   * `then` (the ack gate lets them through without syncing a later group's drains). A throw from
+   * `fn` propagates (`then` is not called).
    */
   groupCommitAsync<T>(fn: () => T, then: (err: PmrpcError | undefined) => void): T {
     this.#groupDepth++;
@@ -713,7 +735,7 @@ export class PmemRegion {
       this.#groupDepth--;
     }
     if (this.#groupDepth === 0) this.syncAsync(then);
-    else this.#whenSynced(this.#waitMark, then);
+    else this.whenSynced(this.#waitMark, then);
     return out;
   }
 
@@ -724,25 +746,43 @@ export class PmemRegion {
    * received and processed while this one syncs. Until then the range still counts as waiting:
    * isSynced() of its marks is false, a sync() (an ordering point, a drain outside a group) syncs it
    * again at once, and the ack gate (a 'completion' crash point) does too — nothing that depends on
-   * it is written ahead of it or acknowledged before it. One runs at a time: while one runs, or
-   * without an async msync, it syncs at once (sync()) and `then` follows that. Without `strict` (or
-   * in memory) `then` runs at once.
+   * it is written ahead of it or acknowledged before it. One runs at a time: a call while one runs
+   * QUEUES behind it — what waits by then (and whatever drains add until it calls back) is synced
+   * by the next async msync, started from the running one's call back, and `then` runs after that
+   * one (or after the running one, if a sync() on the thread covered the mark meanwhile). `then`s
+   * run in the order of their calls. Without an async msync it syncs at once (sync()) and `then`
+   * follows that. Without `strict` (or in memory) `then` runs at once.
    */
   syncAsync(then: (err: PmrpcError | undefined) => void): void {
     if (this.#syncFailed !== undefined) return then(this.#syncFailed);
-    const media = this.#media;
-    const fn = this.options.msyncAsync ?? (this.options.msync === syncMapping ? syncMappingAsync : undefined);
-    if (this.#unsyncedHi < 0 || media === undefined || fn === undefined || this.#asyncWaiters !== undefined) {
-      // Nothing new waits (perhaps the running msync covers it all), or it cannot run off the thread now.
-      if (this.#unsyncedHi >= 0 || this.#asyncWaiters === undefined || media === undefined) {
-        try {
-          this.sync();
-        } catch (e) {
-          return then(e as PmrpcError);
-        }
-      }
-      return this.#whenSynced(this.#waitMark, then);
+    const mark = this.#waitMark;
+    if (this.#asyncRunning) {
+      // Queued behind the running msync (or covered by it, or by a sync() since): released from its call back.
+      this.#asyncWaiters.push({ mark, then });
+      return;
     }
+    if (this.isSynced(mark)) return then(undefined);
+    const media = this.#media;
+    if (media === undefined || this.#asyncFn() === undefined) {
+      try {
+        this.sync();
+      } catch (e) {
+        return then(e as PmrpcError);
+      }
+      return then(undefined);
+    }
+    this.#asyncWaiters.push({ mark, then });
+    this.#startAsync(media);
+  }
+
+  /** The async msync of this region: the injected one, else the addon's when msync is the addon's. */
+  #asyncFn(): MsyncAsyncFn | undefined {
+    return this.options.msyncAsync ?? (this.options.msync === syncMapping ? syncMappingAsync : undefined);
+  }
+
+  /** Starts an async msync of what waits now ([#unsyncedLo, #unsyncedHi), up to #waitMark); its call back releases the waiters it covers and starts the next one for the rest. */
+  #startAsync(media: Media): void {
+    const fn = this.#asyncFn()!;
     const lo = this.#unsyncedLo;
     const hi = this.#unsyncedHi;
     const mark = this.#waitMark;
@@ -751,57 +791,99 @@ export class PmemRegion {
     this.#asyncLo = lo;
     this.#asyncHi = hi;
     this.#asyncMark = mark;
-    const waiters = [then];
-    this.#asyncWaiters = waiters;
+    this.#asyncRunning = true;
     this.#stats.msyncs++;
     const done = (err: Error | null): void => {
-      this.#asyncWaiters = undefined;
+      this.#asyncRunning = false;
       if (this.#media !== media) {
         // Closed meanwhile (an orderly close synced everything; a crash's close did not): either
         // way nothing that waited may be acknowledged now.
         const closed = new PmrpcError(ErrorCodes.REGION_CLOSED, 'the region closed before its msync called back: nothing waiting on it is acknowledged');
-        for (const w of waiters) w(closed);
+        this.#releaseAsync(closed);
         return;
       }
-      if (err !== null && this.#media === media && this.#syncedMark < mark) {
+      if (err !== null && this.#syncedMark < mark) {
         this.#syncFailed ??= new PmrpcError(ErrorCodes.SYNC_FAILED, `msync of [${lo}, ${hi}) failed (${err.message}): what reached the disk is unknown; nothing waiting on it is acknowledged and this region refuses further persists — restart to recover from the file`, { cause: err });
       }
-      if (this.#syncFailed === undefined || this.#syncedMark >= mark) {
+      if (this.#syncFailed === undefined) {
         if (mark > this.#syncedMark) this.#syncedMark = mark;
         if (this.#asyncMark === mark) {
           this.#asyncLo = Infinity;
           this.#asyncHi = -1;
         }
       }
-      const failed = this.#syncedMark >= mark ? undefined : this.#syncFailed;
-      for (const w of waiters) w(failed);
+      this.#releaseAsync(this.#syncFailed);
     };
     try {
       fn(media.buffer, HEADER_BYTES + lo, hi - lo, done);
-    } catch (e) {
-      this.#asyncWaiters = undefined;
+    } catch {
+      // It could not start: sync on the thread instead (covering it all), release the waiters that covers.
+      this.#asyncRunning = false;
       this.#asyncLo = Infinity;
       this.#asyncHi = -1;
-      this.#unsyncedLo = lo;
-      this.#unsyncedHi = hi;
+      this.#unsyncedLo = Math.min(this.#unsyncedLo, lo);
+      this.#unsyncedHi = Math.max(this.#unsyncedHi, hi);
+      let failure: PmrpcError | undefined;
       try {
         this.sync();
       } catch (e2) {
-        return then(e2 as PmrpcError);
+        failure = e2 as PmrpcError;
       }
-      void e;
-      then(undefined);
+      this.#releaseAsync(failure);
     }
   }
 
-  /** Runs `then` once `mark` is synced: now, or when the running async msync calls back. */
-  #whenSynced(mark: number, then: (err: PmrpcError | undefined) => void): void {
-    if (this.isSynced(mark)) return then(undefined);
-    if (this.#syncFailed !== undefined) return then(this.#syncFailed);
-    if (this.#asyncWaiters !== undefined) {
-      this.#asyncWaiters.push(then);
+  /**
+   * From an async msync's call back (nothing runs now): the waiters whose mark is synced go, in
+   * order; after a failure (or a close) every waiter left goes with it; otherwise, if waiters are
+   * left, the next async msync starts for what waits now (their marks are all in it).
+   */
+  #releaseAsync(failure: PmrpcError | undefined): void {
+    const waiters = this.#asyncWaiters;
+    let n = 0;
+    while (n < waiters.length && this.isSynced(waiters[n]!.mark)) n++;
+    const ready = waiters.splice(0, failure === undefined ? n : waiters.length);
+    if (waiters.length > 0) {
+      // Their marks' drains came after the msync that just called back started: their ranges wait.
+      invariant(this.#unsyncedHi >= 0, () => `async waiters for mark ${waiters[0]!.mark} with nothing waiting (synced up to ${this.#syncedMark})`);
+      this.#startAsync(this.#media!);
+    }
+    for (let i = 0; i < ready.length; i++) {
+      const w = ready[i]!;
+      if (i >= n) {
+        w.then(failure);
+        continue;
+      }
+      const outerMark = this.#releasingMark;
+      const outerWait = this.#releasingWaitMark;
+      this.#releasingMark = w.mark;
+      this.#releasingWaitMark = this.#waitMark;
+      try {
+        w.then(undefined);
+      } finally {
+        this.#releasingMark = outerMark;
+        this.#releasingWaitMark = outerWait;
+      }
+    }
+  }
+
+  /**
+   * Runs `then` once `mark` (a syncMark()) is synced: at once if it is, from the call back of the
+   * async msync that covers it while one runs (in mark order among the waiters), else after a
+   * sync() on the thread. With the failure (PMRPC_ERR_SYNC_FAILED, PMRPC_ERR_REGION_CLOSED) if the
+   * mark cannot be synced.
+   */
+  whenSynced(mark: number, then: (err: PmrpcError | undefined) => void): void {
+    if (this.#syncFailed !== undefined && !this.isSynced(mark)) return then(this.#syncFailed);
+    if (this.#asyncRunning) {
+      const waiters = this.#asyncWaiters;
+      let at = waiters.length;
+      while (at > 0 && waiters[at - 1]!.mark > mark) at--;
+      if (at === waiters.length) waiters.push({ mark, then });
+      else waiters.splice(at, 0, { mark, then });
       return;
     }
+    if (this.isSynced(mark)) return then(undefined);
     try {
       this.sync();
     } catch (e) {
@@ -812,7 +894,7 @@ export class PmemRegion {
 
   /** Whether an async msync (syncAsync) has not called back yet. */
   get syncing(): boolean {
-    return this.#asyncWaiters !== undefined;
+    return this.#asyncRunning;
   }
 
   /**
@@ -1012,9 +1094,20 @@ export class PmemRegion {
 
   #crashPoint(kind: CrashPointKind, detail?: unknown): void {
     // The ack gate of group commit: an acknowledgement leaves only after what was drained is synced.
-    if (kind === 'completion' && (this.#unsyncedHi >= 0 || this.#asyncHi >= 0 || this.#syncFailed !== undefined)) this.sync();
+    if (kind === 'completion' && (this.#unsyncedHi >= 0 || this.#asyncHi >= 0 || this.#syncFailed !== undefined)) this.#ackGate();
     const index = this.#crashPointIndex++;
     if (this.#hook !== undefined) this.#hook(detail === undefined ? { kind, index } : { kind, index, detail });
+  }
+
+  /**
+   * Something waits to be synced (or an msync failed): sync it before an acknowledgement leaves —
+   * unless the acknowledgement is released by an async msync's call back for a mark that is synced
+   * and nothing was drained since (what waits is a later group's, queued: the acknowledgement was
+   * computed before it and does not depend on it).
+   */
+  #ackGate(): void {
+    if (this.#syncFailed === undefined && this.#releasingMark >= 0 && this.#waitMark === this.#releasingWaitMark && this.isSynced(this.#releasingMark)) return;
+    this.sync();
   }
 
   #syncIfStrict(offset: number, len: number): void {

@@ -350,6 +350,16 @@ export class RedoLog {
     return this.#lazyLsns.size;
   }
 
+  /**
+   * The region mark the lazy pipeline's next step (at the next batch's first commit) needs synced
+   * before it writes (images after their records, flags after their images); -1 when that step has
+   * nothing to do. A caller that would rather not have the step sync on the thread waits for it
+   * (PmemRegion.whenSynced) before starting the batch.
+   */
+  get advanceMark(): number {
+    return this.#lazyFlags.length === 0 && this.#lazyImages.length === 0 ? -1 : this.#lazyMark;
+  }
+
   /** Whether record `lsn` is settled (its request answered) but its flag lazily not set yet: as good as applied. */
   isSettled(lsn: number): boolean {
     return this.#lazyLsns.has(lsn);

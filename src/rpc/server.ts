@@ -68,6 +68,13 @@ interface HeldReplies {
   replies: Array<() => void>;
   synced: boolean;
   failure: unknown;
+  /**
+   * The client's applied sequence when the batch was settled: the credit its RESULTs carry. Read
+   * then, not when they leave — a later batch of the same client, settled while this one's msync
+   * ran, is not synced yet (its msync is queued) and must not be credited by these RESULTs. -1:
+   * read it when sending.
+   */
+  applied: number;
 }
 
 export interface RpcServerOptions {
@@ -231,6 +238,11 @@ interface Conn {
    * pass began, one per request) would find it empty again, and are let go.
    */
   polledEmptyIn: number;
+  /**
+   * strict: a CPU pass of this connection waits for the msync its redo-log step depends on
+   * (#deferPass); the callers' beforeProcess steps wait with it. undefined: none waits.
+   */
+  deferred: Array<() => void> | undefined;
 }
 
 /** A client's connection life (one state, conn-life.ts) and its current connection (none while dormant, after a drop, or closing). */
@@ -482,7 +494,7 @@ export class DurableRpcServer {
     const sqp = this.nic.createQp(pd);
     const ring = store.ring(clientId);
     invariant(ring.nextSeq === resumeSeq, () => `the ring polls from ${ring.nextSeq}, not the resume point ${resumeSeq}`);
-    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, recvUpTo: resumeSeq - 1, polledEmptyIn: -1 };
+    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, recvUpTo: resumeSeq - 1, polledEmptyIn: -1, deferred: undefined };
     this.#enter(clientId, CONNST.OPEN, conn);
     this.#lastSeen.set(clientId, this.options.clock.nowMs());
     const applied = store.conn.appliedSeq(clientId);
@@ -668,7 +680,7 @@ export class DurableRpcServer {
     }
     if (seqs.length === 0) return;
     // Poll first: the entries (which the same chains wrote) are in visible memory (rule ii).
-    this.#service(c, () => this.#persistAndAck(c, seqs));
+    this.#service(c, () => this.#persistAndAck(c, seqs), true);
   }
 
   #persistAndAck(c: Conn, seqs: number[]): void {
@@ -696,8 +708,9 @@ export class DurableRpcServer {
   #passes = 0;
 
   /** One CPU pass for a connection: poll FIFO, ACK what needs the CPU's persist, process. */
-  #service(c: Conn, beforeProcess?: () => void): void {
+  #service(c: Conn, beforeProcess?: () => void, mayDefer = false): void {
     if (!this.#live(c) || this.#state !== 'serving') return;
+    if (mayDefer && this.#deferPass(c, beforeProcess)) return;
     this.#passes++;
     try {
       this.#pass(c, beforeProcess);
@@ -709,7 +722,35 @@ export class DurableRpcServer {
   /** A drained write into c's ring (or a receive completion): a CPU pass, unless one of this poller pass already found the ring empty. */
   #doorbell(c: Conn): void {
     if (c.polledEmptyIn === this.#poller.passId) return;
-    this.#service(c);
+    this.#service(c, undefined, true);
+  }
+
+  /**
+   * strict (inline handlers): a CPU pass whose redo-log step (the lazy images and flags of the
+   * previous batch, written at this batch's first commit) depends on a batch whose msync still
+   * runs off the thread would sync it on the thread first (RedoLog.advanceMark). Instead the pass
+   * waits for that msync's call back (PmemRegion.whenSynced) — the socket reads and NIC passes go on
+   * meanwhile, their msyncs queued — and runs then, with whatever arrived in the ring by then (one
+   * batch). true: deferred (or joined a deferred pass of this connection).
+   */
+  #deferPass(c: Conn, beforeProcess: (() => void) | undefined): boolean {
+    if (c.deferred !== undefined) {
+      if (beforeProcess !== undefined) c.deferred.push(beforeProcess);
+      return true;
+    }
+    if (!this.#strictFile || this.#pool !== undefined || !this.region.syncing) return false;
+    const mark = this.store.log.advanceMark;
+    if (mark < 0 || this.region.isSynced(mark)) return false;
+    const waiting: Array<() => void> = beforeProcess === undefined ? [] : [beforeProcess];
+    c.deferred = waiting;
+    this.region.whenSynced(mark, () => {
+      c.deferred = undefined;
+      // (A failed msync: the pass's own sync reports it, as it would have without the wait.)
+      this.#service(c, waiting.length === 0 ? undefined : waiting.length === 1 ? waiting[0] : () => {
+        for (const f of waiting) f();
+      }, true);
+    });
+    return true;
   }
 
   #pass(c: Conn, beforeProcess?: () => void): void {
@@ -749,7 +790,7 @@ export class DurableRpcServer {
       return;
     }
     // More may have arrived than one batch: another pass.
-    if (polled.length === this.options.batchMax && this.#live(c)) this.options.schedule(() => this.#service(c));
+    if (polled.length === this.options.batchMax && this.#live(c)) this.options.schedule(() => this.#service(c, undefined, true));
   }
 
   /**
@@ -773,11 +814,14 @@ export class DurableRpcServer {
         for (const entry of polled) this.#process(c, entry);
       });
       if (this.#strictFile && this.#pool === undefined) {
-        held = { c, replies, synced: false, failure: undefined };
+        held = { c, replies, synced: false, failure: undefined, applied: -1 };
         const h = held;
         this.#held.push(h);
         let later = false; // a call back inside groupCommitAsync is released below, outside the batch
-        this.region.groupCommitAsync(run, (err) => {
+        this.region.groupCommitAsync(() => {
+          run();
+          if (this.store.conn.has(c.clientId)) h.applied = this.store.conn.appliedSeq(c.clientId);
+        }, (err) => {
           h.synced = true;
           h.failure = err;
           if (later) this.#releaseHeld();
@@ -829,6 +873,7 @@ export class DurableRpcServer {
         continue;
       }
       const last = h.replies.length - 1;
+      this.#replyApplied = h.applied;
       try {
         for (let i = 0; i <= last; i++) {
           this.#more = i < last;
@@ -838,6 +883,7 @@ export class DurableRpcServer {
         this.#fail(h.c, e);
       } finally {
         this.#more = false;
+        this.#replyApplied = -1;
       }
     }
   }
@@ -847,6 +893,9 @@ export class DurableRpcServer {
 
   /** The region msyncs (strict, file-backed): a pass's ACKs join its RESULTs behind the batch's syncs. */
   #strictFile: boolean;
+
+  /** Inside #releaseHeld: the credit the batch's RESULTs carry (HeldReplies.applied); -1 elsewhere (read it when sending). */
+  #replyApplied = -1;
 
   /** Inside #processBatch's replies: another reply follows this one at once (notify's `more`). */
   #more = false;
@@ -885,7 +934,7 @@ export class DurableRpcServer {
     const send = (): void => {
       // The client may have reconnected since (its old connection dropped in the middle of this pass): answer on the current one.
       const c = this.#sessions.get(from.clientId)?.conn ?? from;
-      const applied = this.store.conn.appliedSeq(c.clientId);
+      const applied = this.#replyApplied >= 0 ? this.#replyApplied : this.store.conn.appliedSeq(c.clientId);
       const g = this.store.geometry;
       // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.
       // (Once: a reconnect accepted in the middle of this pass may have posted it already.)

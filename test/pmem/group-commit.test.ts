@@ -113,38 +113,57 @@ t.test('msync option is checked', async (t) => {
   t.throws(() => PmemRegion.createInMemory(4096, { msync: 3 as unknown as MsyncFn }), { name: 'TypeError' });
 });
 
-t.test('syncAsync (the addon\'s msync on a pool thread): the mark is synced only once it calls back; a sync() meanwhile covers it; the ack gate waits for it', async (t) => {
+t.test('syncAsync (the addon\'s msync on a pool thread): the mark is synced only once it calls back; a second batch queues behind it; a sync() meanwhile covers both; the ack gate waits for them', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-group-async-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const r = PmemRegion.create(join(dir, 'r.pm'), 1 << 16, { strict: true }); // default msync: the addon's, and its async form
   t.teardown(() => r.close());
-  let called = 0;
+  const order: string[] = [];
   let error: unknown = 'not called';
   r.groupCommitAsync(() => {
     r.store(0, new Uint8Array(64).fill(7));
     r.persist(0, 64);
   }, (err) => {
-    called++;
+    order.push(`first ${r.isSynced(mark)}`);
     error = err;
   });
   const mark = r.syncMark();
-  t.equal(called, 0, 'the callback does not run inside the call');
+  t.same(order, [], 'the callback does not run inside the call');
   t.ok(r.syncing, 'an msync runs off the thread');
   t.notOk(r.isSynced(mark), 'its mark is not synced yet');
   t.ok(r.unsyncedBytes > 0, 'its range still counts as waiting');
-  // A second batch while it runs: one at a time, so this one syncs at once (and covers the first).
-  let second = 0;
+  // A second batch while it runs: queued behind it (one msync at a time, none on the thread).
+  const msyncs = r.stats.msyncs;
+  let mark2 = -1;
   r.groupCommitAsync(() => {
     r.store(8192, new Uint8Array(64).fill(8));
     r.persist(8192, 64);
-  }, () => second++);
-  t.equal(second, 1, 'the second batch synced on the thread: its callback ran at once');
-  t.ok(r.isSynced(mark) && r.isSynced(r.syncMark()), 'both marks synced');
-  t.equal(r.unsyncedBytes, 0);
-  for (let i = 0; i < 500 && called === 0; i++) await new Promise((res) => setTimeout(res, 10));
-  t.equal(called, 1, 'the first callback ran once, on a later turn');
+  }, (err) => order.push(`second ${r.isSynced(mark2)} ${String(err)}`));
+  mark2 = r.syncMark();
+  t.same(order, [], 'the second batch waits: its callback did not run at once');
+  t.equal(r.stats.msyncs, msyncs, 'and it did not msync on the thread');
+  t.notOk(r.isSynced(mark2), 'its mark is not synced');
+  for (let i = 0; i < 500 && order.length < 2; i++) await new Promise((res) => setTimeout(res, 10));
+  t.same(order, ['first true', 'second true undefined'], 'the first callback, then the second, each with its mark synced');
+  t.equal(r.stats.msyncs, msyncs + 1, 'the second batch had one msync of its own, started when the first called back');
   t.equal(error, undefined, 'without an error');
   t.notOk(r.syncing);
+  t.equal(r.unsyncedBytes, 0);
+  // A sync() on the thread (an ordering point) while one runs and one is queued covers both; the callbacks still run later, in order.
+  order.length = 0;
+  r.groupCommitAsync(() => {
+    r.store(1024, new Uint8Array(64).fill(1));
+    r.persist(1024, 64);
+  }, () => order.push('a'));
+  r.groupCommitAsync(() => {
+    r.store(2048, new Uint8Array(64).fill(2));
+    r.persist(2048, 64);
+  }, () => order.push('b'));
+  r.sync();
+  t.ok(r.isSynced(r.syncMark()), 'sync() covered the running and the queued batch');
+  t.same(order, [], 'their callbacks wait for the running msync');
+  for (let i = 0; i < 500 && order.length < 2; i++) await new Promise((res) => setTimeout(res, 10));
+  t.same(order, ['a', 'b']);
   // The ack gate: a completion while an async msync runs syncs first (nothing is acknowledged ahead of it).
   let third = 0;
   r.groupCommitAsync(() => {
@@ -157,6 +176,38 @@ t.test('syncAsync (the addon\'s msync on a pool thread): the mark is synced only
   t.ok(r.isSynced(m3), 'the gate synced the running batch before the completion');
   for (let i = 0; i < 500 && third === 0; i++) await new Promise((res) => setTimeout(res, 10));
   t.equal(third, 1);
+});
+
+t.test('syncAsync: a completion raised from a callback skips the sync of a later queued batch only while nothing was drained since', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-group-gate-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = PmemRegion.create(join(dir, 'r.pm'), 1 << 16, { strict: true });
+  t.teardown(() => r.close());
+  const seen: string[] = [];
+  r.groupCommitAsync(() => {
+    r.store(0, new Uint8Array(64).fill(1));
+    r.persist(0, 64);
+  }, () => {
+    // The first batch's acknowledgement: the second batch (queued, now running) is not synced, and need not be.
+    const before = r.stats.msyncs;
+    r.crashPoint('completion');
+    seen.push(`first ack: ${r.stats.msyncs - before} msync on the thread, second synced ${r.isSynced(m2)}`);
+    // A drain now (a nested pass's, in its group) ends the exemption: the next acknowledgement syncs everything first.
+    r.groupCommit(() => {
+      r.store(16384, new Uint8Array(64).fill(4));
+      r.persist(16384, 64);
+      const before = r.isSynced(r.syncMark());
+      r.crashPoint('completion');
+      seen.push(`after a drain: synced before the ack ${before}, after ${r.isSynced(r.syncMark())}, second synced ${r.isSynced(m2)}`);
+    });
+  });
+  r.groupCommitAsync(() => {
+    r.store(8192, new Uint8Array(64).fill(2));
+    r.persist(8192, 64);
+  }, () => seen.push('second'));
+  const m2 = r.syncMark();
+  for (let i = 0; i < 500 && seen.length < 3; i++) await new Promise((res) => setTimeout(res, 10));
+  t.same(seen, ['first ack: 0 msync on the thread, second synced false', 'after a drain: synced before the ack false, after true, second synced true', 'second']);
 });
 
 t.test('syncAsync: a region closed (as by a crash) before the msync calls back acknowledges nothing: the callback gets PMRPC_ERR_REGION_CLOSED', async (t) => {
@@ -174,4 +225,29 @@ t.test('syncAsync: a region closed (as by a crash) before the msync calls back a
   r.close({ writeBack: false });
   for (let i = 0; i < 500 && error === 'not called'; i++) await new Promise((res) => setTimeout(res, 10));
   t.equal((error as { code?: string })?.code, 'PMRPC_ERR_REGION_CLOSED');
+});
+
+t.test('whenSynced: a mark covered by the running msync goes at its call back, ahead of a later group queued behind it', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-group-when-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = PmemRegion.create(join(dir, 'r.pm'), 1 << 16, { strict: true });
+  t.teardown(() => r.close());
+  const order: string[] = [];
+  r.groupCommitAsync(() => {
+    r.store(0, new Uint8Array(64).fill(1));
+    r.persist(0, 64);
+  }, () => order.push('first'));
+  const m1 = r.syncMark();
+  r.groupCommitAsync(() => {
+    r.store(8192, new Uint8Array(64).fill(2));
+    r.persist(8192, 64);
+  }, () => order.push(`queued (first's mark synced ${r.isSynced(m1)})`));
+  // Registered after the queued group, for the first group's mark: released with the first.
+  r.whenSynced(m1, (err) => order.push(`when m1 ${r.isSynced(m1)} ${String(err)}`));
+  t.same(order, [], 'nothing synced yet: every callback waits');
+  for (let i = 0; i < 500 && order.length < 3; i++) await new Promise((res) => setTimeout(res, 10));
+  t.same(order, ['first', 'when m1 true undefined', 'queued (first\'s mark synced true)']);
+  let now = '';
+  r.whenSynced(r.syncMark(), (err) => (now = `at once ${String(err)}`));
+  t.equal(now, 'at once undefined', 'a synced mark: at once');
 });

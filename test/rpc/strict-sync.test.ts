@@ -16,6 +16,7 @@ import { layoutBytes, RecoveryStore } from '../../recovery/index.js';
 import { connectInProcess, DurableRpcServer, reconnectInProcess, RPC_ACK_IMM, RPC_RESULT_IMM, type RpcFaults } from '../../src/rpc/index.js';
 import { GEOMETRY, inc, SEED } from './fixtures/rig.js';
 import { macrotaskTurn } from '../../pmem/index.js';
+import { decodeAck, decodeResult } from '../../src/rpc/wire.js';
 
 /** On a strict file region the server's passes run one per event-loop turn: let turns go by (bounded). */
 async function turns(n = 200): Promise<void> {
@@ -47,12 +48,17 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
   let asyncSyncs = 0;
   let running = 0;
   let drainsWhileSyncing = 0;
+  // An msync started from inside the previous one's call back: a group that found one running was
+  // queued behind it (PmemRegion.syncAsync) instead of syncing on the thread.
+  let inCallback = false;
+  let queuedSyncs = 0;
   const msyncAsync: MsyncAsyncFn = (mapping, off, len, done) => {
     if (ctl.failing) {
       setImmediate(() => done(Object.assign(new Error('msync: Input/output error'), { code: 'EIO' })));
       return;
     }
     asyncSyncs++;
+    if (inCallback) queuedSyncs++;
     running++;
     // at once, as a reconnect that arrives while this msync runs (the drop-reconnect tests reconnect
     // from inside a pass the same way)
@@ -65,26 +71,52 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
       newer.delete(rewritten);
       for (let i = 0; i < len; i++) if (!rewritten.has(off + i)) disk.set(off + i, copy[i]!);
       running--;
-      done(null);
+      inCallback = true;
+      try {
+        done(null);
+      } finally {
+        inCallback = false;
+      }
     })));
   };
   const region = PmemRegion.create(join(dir, 'r.pm'), layoutBytes(GEOMETRY), { strict: true, msync, ...(overlapped ? { msyncAsync } : {}), entropy: seededEntropy(createPrng(SEED)) });
   t.teardown(() => region.close({ writeBack: false }));
   const store = RecoveryStore.format(region, GEOMETRY);
   const nic = new Rnic(region, { ddio: true, entropy: seededEntropy(createPrng(SEED + 1)) });
+  // Where an acknowledgement leaves: the NIC's sink of each QP (the link's end), right after the
+  // ack gate. Each QP is one client's connection (`connecting` names it while it is set up).
+  let connecting = 0;
+  const clientOfQp = new Map<number, number>();
+  const onMessage: Array<(client: number, m: ServerMessage) => void> = [];
+  const attach = nic.attach.bind(nic);
+  nic.attach = (qpn: number, sink: (m: ServerMessage, lazy?: boolean) => void) => {
+    clientOfQp.set(qpn, connecting);
+    return attach(qpn, (m, lazy) => {
+      for (const f of onMessage) f(clientOfQp.get(m.qpn)!, m);
+      sink(m, lazy);
+    });
+  };
   const fabric = new InProcessFabric(nic, { delivery: 'seeded', seed: SEED + 2 });
   const server = new DurableRpcServer(nic, store, { strategy, faults });
   server.register('inc', inc);
   server.start();
   // overlapped: two clients, so that one's batch is received and processed while the other's syncs
   // (a client's next batch waits for its credits, which come with the RESULTs).
-  const clients = Array.from({ length: overlapped ? 2 : 1 }, () => connectInProcess(server, fabric));
+  const clients = Array.from({ length: overlapped ? 2 : 1 }, (_, k) => {
+    connecting = k;
+    return connectInProcess(server, fabric);
+  });
   syncs = 0; // count the requests' msyncs, not the format's and the registration's
   const rings = clients.map((c) => ({ ring: store.ring(c.clientId), ackedUpTo: 0 }));
-  /** Every complete record on the disk (what a machine crash keeps): a RESULT, or a resume point, may tell a client about it. */
-  const recordsOnDisk = (when: string): void => {
+  /**
+   * The complete records (of `client`, up to `upTo`; every one without them) on the disk (what a
+   * machine crash keeps): a RESULT tells its client about its request and, by its credit, about
+   * every earlier one; a resume point about all of them.
+   */
+  const recordsOnDisk = (when: string, client?: number, upTo?: number): void => {
     for (const rec of store.log.scan()) {
       if (rec.state !== 'applied' && rec.state !== 'complete-unapplied') continue;
+      if (client !== undefined && (rec.clientId !== clients[client]!.clientId || rec.seq > upTo!)) continue;
       const off = store.layout.recordOffset(rec.index);
       const want = region.load(off + 8, 40); // the record's header past the flag word
       if (!want.every((v, i) => disk.get(HEADER_BYTES + off + 8 + i) === v)) violations.push(`record ${rec.lsn} (client ${rec.clientId} seq ${rec.seq}) not synced when ${when}`);
@@ -96,6 +128,7 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
   let reconnectedWhileSyncing = false;
   const reconnect = (): void => {
     reconnectedWhileSyncing = running > 0 && region.unsyncedBytes > 0;
+    connecting = 0;
     reconnectInProcess(server, fabric, clients[0]!);
     recordsOnDisk('a reconnect handed out the resume point');
   };
@@ -105,29 +138,33 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
   let results = 0;
   region.setCrashPointHook((e) => {
     if (e.kind === 'drain' && running > 0) drainsWhileSyncing++;
-    const d = e.detail as { imm?: number } | undefined;
-    if (e.kind === 'completion' && d?.imm === RPC_RESULT_IMM) {
-      // A RESULT says "processed": the request's record (replayed by recovery, even while its
-      // applied flag lags: lazy flags) must be on the disk when it leaves — every complete record is.
+  });
+  // Checked as each message leaves the NIC for its client, right after the ack gate.
+  onMessage.push((k, m) => {
+    if (m.type !== 'notify') return;
+    if (m.imm === RPC_RESULT_IMM) {
+      // A RESULT says "processed" (its request's record is replayed by recovery, even while its
+      // applied flag lags: lazy flags), and its credit says "applied" up to appliedSeq: those
+      // records must be on the disk when it leaves.
+      const r = decodeResult(m.data)!;
       results++;
-      recordsOnDisk('a RESULT left');
+      recordsOnDisk(`a RESULT (seq ${r.seq}, applied ${r.appliedSeq}) left`, k, Math.max(r.seq, r.appliedSeq));
       return;
     }
-    if (e.kind !== 'completion' || d?.imm !== RPC_ACK_IMM) return;
+    if (m.imm !== RPC_ACK_IMM) return;
     acks++;
-    // The ACK covers every sequence up to the client's ackedUpTo once it arrives; check the ones
-    // this server has polled (ring.slotOffset) against the disk: their bytes must be synced now.
-    // (With two clients an ACK of one checks the polled entries of both: every polled entry is
-    // persisted in its pass, and none may be behind an acknowledgement that leaves after it.)
-    for (const r of rings) {
-      const ring = r.ring;
-      for (let seq = r.ackedUpTo + 1; seq <= r.ackedUpTo + GEOMETRY.ringSlots! && seq <= ring.nextSeq - 1; seq++) {
-        const off = ring.slotOffset(seq);
-        const want = region.load(off, slotBytes);
-        if (!want.every((v, i) => disk.get(HEADER_BYTES + off + i) === v)) violations.push(`seq ${seq} acknowledged before its entry was synced`);
-      }
-      r.ackedUpTo = ring.nextSeq - 1;
+    // The ACK covers every sequence of its client up to upTo: their entries' bytes must be synced now.
+    const upTo = decodeAck(m.data)!;
+    const r = rings[k]!;
+    for (let seq = r.ackedUpTo + 1; seq <= upTo; seq++) {
+      const off = r.ring.slotOffset(seq);
+      const want = region.load(off, slotBytes);
+      // A held ACK of an old connection can leave after the client, reconnected, reused the slot
+      // (its resume point counted the entry as consumed): that entry is no longer there to check.
+      if (new DataView(want.buffer).getUint32(16, true) !== seq) continue;
+      if (!want.every((v, i) => disk.get(HEADER_BYTES + off + i) === v)) violations.push(`seq ${seq} of client ${k} acknowledged before its entry was synced`);
     }
+    r.ackedUpTo = Math.max(r.ackedUpTo, upTo);
   });
   ctl.failing = failing;
   const calls = clients.flatMap((client) => Array.from({ length: 12 }, (_, i) => client.call('inc', new Uint8Array(16).fill(i))));
@@ -135,7 +172,7 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
   for (const c of calls) void c.result.catch(() => undefined);
   await turns();
   const settled = await Promise.race([Promise.all(durable), turns(50).then(() => undefined)]);
-  return { violations, acks, results, syncs, asyncSyncs, drainsWhileSyncing, reconnectedWhileSyncing, server, settled, durableCount: calls.length };
+  return { violations, acks, results, syncs, asyncSyncs, queuedSyncs, drainsWhileSyncing, reconnectedWhileSyncing, server, settled, durableCount: calls.length };
 }
 
 t.test('every ACK leaves after the acked entries are synced', async (t) => {
@@ -158,7 +195,11 @@ t.test('overlapped msync: a batch syncs off the thread while the next is receive
     const r = await run(t, undefined, false, strategy, true);
     t.equal(r.results, 24, `${strategy}: every request of the two clients answered`);
     t.ok(r.asyncSyncs > 0, `${strategy}: ${r.asyncSyncs} msyncs off the thread, ${r.syncs} on it`);
-    t.ok(r.drainsWhileSyncing > 0, `${strategy}: ${r.drainsWhileSyncing} drains (the next requests' persists) while an msync was running`);
+    // A batch that found an msync running queued behind it (its msync started from that one's call back).
+    t.ok(r.queuedSyncs > 0, `${strategy}: ${r.queuedSyncs} msyncs queued behind a running one`);
+    // The redo log's next step depends on the running batch: the next CPU pass waits for its msync
+    // (the requests keep arriving meanwhile) instead of syncing it on the thread.
+    t.equal(r.syncs, 0, `${strategy}: no msync on the thread (${r.drainsWhileSyncing} drains while one ran)`);
     t.same(r.violations, [], `${strategy}: no entry acknowledged, no RESULT sent, before its bytes were on the disk`);
   }
 });
@@ -208,7 +249,7 @@ t.test('a failing msync: nothing acknowledged after it, the connection is cut wi
 });
 
 /** wflush on a strict region: the link-side record of every response against the disk (the msync shim's copy). */
-async function runWflush(t: Tap.Test, delivery: DeliveryMode, faults: NicDriverFaults | undefined, failing = false, overlapped = false) {
+async function runWflush(t: Tap.Test, delivery: DeliveryMode, faults: NicDriverFaults | undefined, failing = false, overlapped = false, clientCount = 1) {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-strict-wflush-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const disk = new Map<number, number>();
@@ -228,12 +269,16 @@ async function runWflush(t: Tap.Test, delivery: DeliveryMode, faults: NicDriverF
   // overlapped: the NIC pass's msync off the thread (flush/driver.ts, PmemRegion.syncAsync), as in
   // run(): the bytes as they are at the call land on the disk three macrotasks later, then the call back.
   let asyncSyncs = 0;
+  // An msync started from inside the previous one's call back: a pass queued behind a running one.
+  let inCallback = false;
+  let queuedSyncs = 0;
   const msyncAsync: MsyncAsyncFn = (mapping, off, len, done) => {
     if (ctl.failing) {
       setImmediate(() => done(Object.assign(new Error('msync: Input/output error'), { code: 'EIO' })));
       return;
     }
     asyncSyncs++;
+    if (inCallback) queuedSyncs++;
     syncs++;
     const copy = new Uint8Array(mapping).slice(off, off + len);
     const rewritten = new Set<number>();
@@ -241,7 +286,12 @@ async function runWflush(t: Tap.Test, delivery: DeliveryMode, faults: NicDriverF
     setImmediate(() => setImmediate(() => setImmediate(() => {
       newer.delete(rewritten);
       for (let i = 0; i < len; i++) if (!rewritten.has(off + i)) disk.set(off + i, copy[i]!);
-      done(null);
+      inCallback = true;
+      try {
+        done(null);
+      } finally {
+        inCallback = false;
+      }
     })));
   };
   const region = PmemRegion.create(join(dir, 'r.pm'), layoutBytes(GEOMETRY), { strict: true, msync, ...(overlapped ? { msyncAsync } : {}), entropy: seededEntropy(createPrng(SEED)) });
@@ -284,18 +334,18 @@ async function runWflush(t: Tap.Test, delivery: DeliveryMode, faults: NicDriverF
   const server = new DurableRpcServer(nic, store, { strategy: 'wflush' });
   server.register('inc', inc);
   server.start();
-  const client = connectInProcess(server, fabric);
+  const clients = Array.from({ length: clientCount }, () => connectInProcess(server, fabric));
   syncs = 0;
   ctl.failing = failing;
-  const n = 12;
-  const calls = Array.from({ length: n }, (_, i) => client.call('inc', new Uint8Array(16).fill(i)));
+  const n = 12 * clientCount;
+  const calls = clients.flatMap((client) => Array.from({ length: 12 }, (_, i) => client.call('inc', new Uint8Array(16).fill(i))));
   let durable = 0;
   for (const c of calls) {
     c.durable.then(() => durable++, () => undefined);
     void c.result.catch(() => undefined);
   }
   await turns();
-  return { violations, acks, syncs, asyncSyncs, durable, codes, n, results: calls.length };
+  return { violations, acks, syncs, asyncSyncs, queuedSyncs, durable, codes, n, results: calls.length };
 }
 
 for (const delivery of ['immediate', 'seeded'] as const) {
@@ -344,3 +394,12 @@ for (const delivery of ['immediate', 'seeded'] as const) {
     t.same(r.violations, []);
   });
 }
+
+t.test('wflush, two clients, msync off the thread: a pass that finds an msync running queues behind it; no FLUSH completion leaves before its own msync', async (t) => {
+  for (const delivery of ['immediate', 'seeded'] as const) {
+    const r = await runWflush(t, delivery, undefined, false, true, 2);
+    t.equal(r.durable, r.n, `${delivery}: every request of both clients durable`);
+    t.ok(r.queuedSyncs > 0, `${delivery}: ${r.queuedSyncs} of ${r.asyncSyncs} msyncs queued behind a running one`);
+    t.same(r.violations, [], `${delivery}: no FLUSH acknowledged before its bytes were on the disk`);
+  }
+});

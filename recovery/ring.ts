@@ -319,8 +319,13 @@ export class Ring {
     return { kind: 'entry', entry: { clientId, seq, methodId, payload }, slotOffset: off };
   }
 
-  /** Receiver-persist strategies: make a consumed entry durable before acknowledging it. */
+  /**
+   * Receiver-persist strategies: make a consumed entry durable before acknowledging it. Ring
+   * positions: only an entry already consumed (seq < nextSeq) whose slot still holds it (at most
+   * ringSlots behind the poll position: not a later lap's) — never a slot the client may be writing.
+   */
   persistEntry(seq: number): void {
+    invariant(Number.isSafeInteger(seq) && seq >= 1 && seq < this.#nextSeq && seq >= this.#nextSeq - this.layout.geometry.ringSlots, () => `client ${this.clientId}: entry ${seq} persisted, the ring polls at ${this.#nextSeq} (${this.layout.geometry.ringSlots} slots)`);
     this.layout.region.persist(this.slotOffset(seq), this.layout.geometry.slotBytes);
   }
 }

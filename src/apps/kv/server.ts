@@ -198,7 +198,7 @@ export class PrismKvServer {
     // 0 violations over 181 repairs on 6 seeds, DDIO off, subset lines, nested crashes, crash runs.)
     // A rejected slot's new word is persisted: see below.
     const writeSlot = (i: number, bytes: Uint8Array, rejected = false): void => {
-      checkSlotWrite(region, g, i, decodeSlot(bytes));
+      checkKvSlotWrite(region, g, i, decodeSlot(bytes));
       region.store(slotOffset(g, i), bytes);
       if (rejected && !this.faults.skipRejectedSlotPersist) region.persist(slotOffset(g, i), SLOT_BYTES);
       repaired++;
@@ -373,7 +373,7 @@ const U64_MAX = 0xffff_ffff_ffff_ffffn;
  * valid item the buffer holds (the slot's derived words agree with the ptr word, the one truth).
  * O(1): one item read, at recovery only.
  */
-function checkSlotWrite(region: PmemRegion, g: KvGeometry, i: number, s: SlotWord): void {
+export function checkKvSlotWrite(region: PmemRegion, g: KvGeometry, i: number, s: SlotWord): void {
   invariant(Number.isInteger(i) && i >= 0 && i < g.slotCount, () => `index slot ${i} is outside the index (${g.slotCount} slots)`);
   if (s.ptr === g.base) {
     invariant(s.bound === 0 && s.version === 0n, () => `empty index slot ${i} would hold bound ${s.bound}, version ${s.version}`);

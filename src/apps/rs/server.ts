@@ -71,6 +71,26 @@ function isCleanEmpty(s: RsSlot): boolean {
   return s.bound === 0 && ((s.tag.ts === 0n && s.tag.writer === 0n) || isLostTag(s.tag));
 }
 
+/**
+ * The invariant of a slot word a replica's CPU writes (recovery's repairs), checked before the
+ * store: empty or LOST (ptr = base, bound 0), or a pointer to a buffer of the arena holding a valid
+ * item of this block whose stored tag equals the slot's tag and whose length is the bound. The CPU
+ * never picks a tag of its own: a kept pointer's slot takes its item's tag, so a replica adopts no
+ * tag its durable item does not carry. O(1): one item read, at recovery only.
+ */
+export function checkRsSlotWrite(region: PmemRegion, g: RsGeometry, block: number, s: RsSlot): void {
+  invariant(Number.isInteger(block) && block >= 0 && block < g.blocks, () => `slot ${block} is outside the index (${g.blocks} blocks)`);
+  if (s.ptr === g.base) {
+    invariant(isCleanEmpty(s), () => `block ${block}: an empty slot would hold bound ${s.bound}, tag ⟨${s.tag.ts}, ${s.tag.writer}⟩`);
+    return;
+  }
+  const c = rsClassOf(g, s.ptr);
+  invariant(c !== undefined, () => `block ${block}: the slot would point at ${s.ptr}, not a buffer boundary of the arena`);
+  const item = decodeRsItem(region.load(s.ptr, c.sizeBytes));
+  invariant(item !== undefined && item.block === block, () => `block ${block}: the slot would point at ${s.ptr}, which holds no valid item of the block`);
+  invariant(compareTags(s.tag, item.tag) === 0 && s.bound === RS_ITEM_HEADER_BYTES + item.value.length, () => `block ${block}: the slot would hold tag ⟨${s.tag.ts}, ${s.tag.writer}⟩ / bound ${s.bound} for an item of tag ⟨${item.tag.ts}, ${item.tag.writer}⟩ / ${RS_ITEM_HEADER_BYTES + item.value.length} bytes`);
+}
+
 /** Writes an empty RS area (header, empty slots, epoch 0) at `base` and persists it; refuses to overwrite one. */
 export function formatRs(region: PmemRegion, layout: Partial<RsLayoutOptions>, base: number): RsGeometry {
   if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
@@ -178,7 +198,7 @@ export class RsServer implements AppServer {
     let repaired = 0;
     let lost = 0;
     const writeSlot = (i: number, bytes: Uint8Array): void => {
-      this.#checkSlotWrite(i, decodeRsSlot(bytes));
+      checkRsSlotWrite(region, g, i, decodeRsSlot(bytes));
       region.store(rsSlotOffset(g, i), bytes);
       region.persist(rsSlotOffset(g, i), RS_SLOT_BYTES);
       repaired++;
@@ -224,26 +244,6 @@ export class RsServer implements AppServer {
     this.#recovered = true;
     this.#lastReport = { epoch: this.#epoch, slotsScanned: g.blocks, slotsRepaired: repaired, slotsLost: lost, reachable: result.reachable.size, reclaimed: result.reclaimed };
     return this.#lastReport;
-  }
-
-  /**
-   * The invariant of a slot word the replica's CPU writes (recovery's repairs), checked before the
-   * store: empty or LOST (ptr = base, bound 0), or a pointer to a buffer of the arena holding a
-   * valid item of this block whose stored tag equals the slot's tag and whose length is the bound.
-   * The CPU never picks a tag of its own: a kept pointer's slot takes its item's tag, so a replica
-   * adopts no tag its durable item does not carry. O(1): one item read, at recovery only.
-   */
-  #checkSlotWrite(block: number, s: RsSlot): void {
-    const g = this.geometry;
-    invariant(Number.isInteger(block) && block >= 0 && block < g.blocks, () => `slot ${block} is outside the index (${g.blocks} blocks)`);
-    if (s.ptr === g.base) {
-      invariant(isCleanEmpty(s), () => `block ${block}: an empty slot would hold bound ${s.bound}, tag ⟨${s.tag.ts}, ${s.tag.writer}⟩`);
-      return;
-    }
-    invariant(rsClassOf(g, s.ptr) !== undefined, () => `block ${block}: the slot would point at ${s.ptr}, not a buffer boundary of the arena`);
-    const item = this.itemAt(s.ptr, block);
-    invariant(item !== undefined, () => `block ${block}: the slot would point at ${s.ptr}, which holds no valid item of the block`);
-    invariant(compareTags(s.tag, item.tag) === 0 && s.bound === RS_ITEM_HEADER_BYTES + item.value.length, () => `block ${block}: the slot would hold tag ⟨${s.tag.ts}, ${s.tag.writer}⟩ / bound ${s.bound} for an item of tag ⟨${item.tag.ts}, ${item.tag.writer}⟩ / ${RS_ITEM_HEADER_BYTES + item.value.length} bytes`);
   }
 
   /** A connection: a QP with two receive buffers of the return RPC; the welcome is the RS address and the epoch. */

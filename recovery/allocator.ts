@@ -98,7 +98,7 @@ export function recoverFreeLists(input: AllocatorRecoveryInput): AllocatorRecove
 }
 
 /**
- * The invariant of rebuilt free lists, checked before they are posted (DESIGN §10): every buffer on
+ * The invariant of rebuilt free lists, checked before they are posted (DESIGN §10.1): every buffer on
  * the list of class `size` is a buffer of that class (inside its sub-arena, at a buffer boundary),
  * and none is reachable from the index — a free buffer a slot still points at would be handed to a
  * new owner whose writes the slot's readers then see. O(1) per buffer (the caller's reachable set).

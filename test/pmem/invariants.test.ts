@@ -1,4 +1,4 @@
-// The region header is the one structure pmem/ writes of its own (DESIGN §10): only a header that
+// The region header is the one structure pmem/ writes of its own (DESIGN §10.1): only a header that
 // decodeHeader accepts is ever written — a broken invariant (PMRPC_ERR_INVARIANT) leaves the bytes
 // it would have overwritten untouched.
 import t from 'tap';

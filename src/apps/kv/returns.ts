@@ -243,7 +243,7 @@ export class ReturnDesk {
         this.stats.returnsRefused[v] = (this.stats.returnsRefused[v] ?? 0) + 1;
         continue;
       }
-      // Free-list membership: a buffer goes back only when no slot reaches it (DESIGN §10). The
+      // Free-list membership: a buffer goes back only when no slot reaches it (DESIGN §10.1). The
       // checks above asked the index already; only a path that skipped them (a mutant's) asks again.
       invariant(this.#unreached === ptr || !this.#c.isReachable(ptr), () => `returned buffer ${ptr} would go back on a free list while a slot reaches it`);
       const size = this.#c.classOf(ptr)!;

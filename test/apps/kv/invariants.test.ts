@@ -1,4 +1,4 @@
-// Invariants of PRISM-KV's persistent state (DESIGN §10, docs/design.md "Invariants by layer"):
+// Invariants of PRISM-KV's persistent state (DESIGN §10.1):
 // checked where the server CPU changes it — recovery's slot writes, the epoch, the free lists it
 // posts, the buffers the return desk frees — before the bad state is written. Each case breaks the
 // state under the code (a stray store, a corrupted buffer, a check skipped as a mutant skips it)

@@ -1,4 +1,4 @@
-// Invariants of PRISM-RS's persistent state (DESIGN §10, docs/design.md "Invariants by layer"):
+// Invariants of PRISM-RS's persistent state (DESIGN §10.1):
 // checked where a replica's CPU changes it — recovery's slot writes and the epoch — before the bad
 // state is written; the return path's (a buffer goes back only when no slot reaches it) is driven
 // by mutant freeUncertainBlindly in drops.test.ts. Each case asserts PMRPC_ERR_INVARIANT and that

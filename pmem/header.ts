@@ -12,7 +12,7 @@
  *  60  CRC-32C of bytes [0, 60) u32
  */
 import { crc32c } from './crc32.js';
-import { ErrorCodes, PmrpcError } from './errors.js';
+import { ErrorCodes, invariant, PmrpcError } from './errors.js';
 
 export const MAGIC = new Uint8Array([0x50, 0x4d, 0x52, 0x50, 0x43, 0x00, 0x50, 0x4d]); // "PMRPC\0PM"
 export const LAYOUT_VERSION = 1;
@@ -40,6 +40,10 @@ export function formatUuid(b: Uint8Array): string {
 
 /** Writes a fresh header into `out` (at least HEADER_BYTES long). `uuidBytes` is 16 random bytes. */
 export function encodeHeader(out: Uint8Array, sizeBytes: number, uuidBytes: Uint8Array): void {
+  // Only a header decodeHeader accepts is ever written: a size the callers checked (a positive
+  // multiple of the line size, at most MAX_REGION_BYTES), 16 uuid bytes, room for the header.
+  invariant(Number.isSafeInteger(sizeBytes) && sizeBytes > 0 && sizeBytes % LINE_BYTES === 0 && sizeBytes <= MAX_REGION_BYTES, () => `a region header for ${sizeBytes} bytes`);
+  invariant(uuidBytes.length >= 16 && out.length >= HEADER_BYTES, () => `a region header from ${uuidBytes.length} uuid bytes into ${out.length} bytes`);
   const uuid = uuidBytes.slice(0, 16);
   uuid[6] = (uuid[6]! & 0x0f) | 0x40; // RFC 4122 version 4
   uuid[8] = (uuid[8]! & 0x3f) | 0x80;

@@ -98,6 +98,22 @@ export function recoverFreeLists(input: AllocatorRecoveryInput): AllocatorRecove
 }
 
 /**
+ * The invariant of rebuilt free lists, checked before they are posted (DESIGN §10.1): every buffer on
+ * the list of class `size` is a buffer of that class (inside its sub-arena, at a buffer boundary),
+ * and none is reachable from the index — a free buffer a slot still points at would be handed to a
+ * new owner whose writes the slot's readers then see. O(1) per buffer (the caller's reachable set).
+ */
+export function checkFreeLists(classes: readonly ArenaClass[], free: ReadonlyMap<number, readonly number[]>, isReachable: (ptr: number) => boolean): void {
+  for (const [size, list] of free) {
+    for (const p of list) {
+      const c = locateBuffer(classes, p);
+      invariant(typeof c !== 'string' && c.sizeBytes === size, () => `buffer ${p} on the free list of class ${size} is ${typeof c === 'string' ? c : `a buffer of class ${c.sizeBytes}`}`);
+      invariant(!isReachable(p), () => `buffer ${p} is on the free list of class ${size} and reachable from the index`);
+    }
+  }
+}
+
+/**
  * Posts rebuilt lists to the NIC. The caller refused ALLOCATE (nic.refuseAllocate()) before it
  * walked the index; this clears whatever the lists held and accepts ALLOCATE again only after
  * every list is posted.

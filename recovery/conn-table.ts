@@ -233,6 +233,8 @@ export class ConnTable {
     if (e === undefined) throw this.#unknown(clientId);
     const r = this.layout.region;
     const off = this.layout.connOffset(e.connSlot);
+    // The slot in PM is this client's (its id word): a release never marks or frees another client's slot.
+    invariant(r.loadU64Atomic(off + ID_WORD) === encodeCounterWord(clientId), () => `connection slot ${e.connSlot} of client ${clientId} holds id word 0x${r.loadU64Atomic(off + ID_WORD).toString(16)}`);
     r.storeU64Atomic(off + RELEASE_WORD, encodeCounterWord(clientId));
     if (!this.#faults.skipPersistReleaseMark) r.persist(off + RELEASE_WORD, 8);
     r.storeU64Atomic(off + ID_WORD, 0n);

@@ -48,4 +48,4 @@ export {
 export { recover, executeEntry, RecoveryRefusedError, type AppView, type Handler, type ClientRecovery, type RecoveryReport } from './recover.js';
 export { FAULT_NAMES, NO_FAULTS, type RecoveryFaults } from './faults.js';
 export { RecoveryStore, STORE_DEFAULTS, type ClientInfo, type StoreOptions } from './store.js';
-export { recoverFreeLists, postFreeLists, checkReturn, auditAllocator, locateBuffer, NO_ALLOCATOR_FAULTS, type ArenaClass, type AllocatorFaults, type AllocatorRecoveryInput, type AllocatorRecoveryResult, type AllocatorAudit, type PointerVerdict, type ReturnVerdict } from './allocator.js';
+export { recoverFreeLists, postFreeLists, checkFreeLists, checkReturn, auditAllocator, locateBuffer, NO_ALLOCATOR_FAULTS, type ArenaClass, type AllocatorFaults, type AllocatorRecoveryInput, type AllocatorRecoveryResult, type AllocatorAudit, type PointerVerdict, type ReturnVerdict } from './allocator.js';

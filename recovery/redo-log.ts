@@ -270,7 +270,7 @@ export class RedoLog {
     if (this.#batch !== undefined && this.#batch.length >= this.layout.geometry.logRecords) this.settle();
     const lsn = this.#nextLsn;
     const index = (lsn - 1) % this.layout.geometry.logRecords;
-    this.#prepareReuse(index);
+    this.#prepareReuse(index, lsn);
     const r = this.layout.region;
     const off = this.layout.recordOffset(index);
     // Encoded into the log's scratch buffer (no allocation per commit), stored, then read back once.
@@ -495,8 +495,11 @@ export class RedoLog {
   }
 
   /** A record slot is reused only when its record is durably applied and its client's applied word durable. */
-  #prepareReuse(index: number): void {
+  #prepareReuse(index: number, lsn: number): void {
     const known = this.#slotLsn[index]!;
+    // LSNs only grow: the record a commit overwrites is an older one (a newer one there means the
+    // log's position went back, and a later recovery would replay the old request over the new).
+    invariant(known < lsn, () => `log record slot ${index} holds record ${known}; the next is ${lsn}`);
     if (known > 0 && !this.#lazyLsns.has(known) && this.#holdsApplied(index, known)) {
       // Fast path: the applied record this log wrote and read back here (its flag set since).
       this.#reuseApplied(this.#slotClient[index]!, this.#slotSeq[index]!, known);
@@ -514,6 +517,7 @@ export class RedoLog {
       throw new PmrpcError(RecoveryErrorCodes.LOG_FULL, `log record slot ${index} still holds unapplied record ${old.lsn}`);
     }
     if (old.state !== 'applied') return;
+    invariant(old.lsn < lsn, () => `log record slot ${index} holds applied record ${old.lsn}; the next is ${lsn}`);
     this.#reuseApplied(old.clientId, old.seq, old.lsn);
   }
 

@@ -319,8 +319,15 @@ export class Ring {
     return { kind: 'entry', entry: { clientId, seq, methodId, payload }, slotOffset: off };
   }
 
-  /** Receiver-persist strategies: make a consumed entry durable before acknowledging it. */
+  /**
+   * Receiver-persist strategies: make a consumed entry durable before acknowledging it. Ring
+   * positions: only an entry already consumed (1 <= seq < nextSeq) — never the slot of one the
+   * client may still be writing. (How far behind the poll position is the client's to keep: a
+   * client that writes past its credits overwrites consumed entries' slots — its own fault, which
+   * must not stop the server.)
+   */
   persistEntry(seq: number): void {
+    invariant(Number.isSafeInteger(seq) && seq >= 1 && seq < this.#nextSeq, () => `client ${this.clientId}: entry ${seq} persisted, the ring polls at ${this.#nextSeq}`);
     this.layout.region.persist(this.slotOffset(seq), this.layout.geometry.slotBytes);
   }
 }

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createPrng, invariant, isInvariantError, PmrpcError, seededEntropy } from '../../pmem/index.js';
 import { Access, Rnic } from '../../flush/index.js';
-import { postFreeLists, RecoveryStore } from '../../recovery/index.js';
+import { checkFreeLists, encodeRecord, postFreeLists, readRecord, RecoveryStore } from '../../recovery/index.js';
 import { connectInProcess } from '../../src/rpc/index.js';
 import { codeOf, newRegion, SMALL } from './fixtures/util.js';
 import { rig } from '../rpc/fixtures/rig.js';
@@ -79,6 +79,78 @@ t.test('free lists: a buffer posted twice is refused before anything is posted',
   t.equal(codeOf(() => postFreeLists(nic, mr, new Map([[64, [0, 64, 128, 64]]]))), 'PMRPC_ERR_INVARIANT', 'twice on one list');
   t.equal(codeOf(() => postFreeLists(nic, mr, new Map([[64, [0]], [128, [0]]]))), 'PMRPC_ERR_INVARIANT', 'on two lists');
   t.equal(nic.freeBufferCount(mr, 64), 2, 'the posted lists are as they were');
+});
+
+t.test('free lists: only buffers of their class, none reachable, are posted', async (t) => {
+  const classes = [{ sizeBytes: 64, offset: 1024, count: 4 }, { sizeBytes: 128, offset: 2048, count: 2 }];
+  const none = (): boolean => false;
+  t.equal(codeOf(() => checkFreeLists(classes, new Map([[64, [1024, 1088]], [128, [2048]]]), none)), undefined, 'buffers of their classes');
+  t.equal(codeOf(() => checkFreeLists(classes, new Map([[64, [2048]]]), none)), 'PMRPC_ERR_INVARIANT', 'a buffer on another class\'s list');
+  t.equal(codeOf(() => checkFreeLists(classes, new Map([[64, [1032]]]), none)), 'PMRPC_ERR_INVARIANT', 'inside a buffer');
+  t.equal(codeOf(() => checkFreeLists(classes, new Map([[64, [512]]]), none)), 'PMRPC_ERR_INVARIANT', 'outside the arena');
+  t.equal(codeOf(() => checkFreeLists(classes, new Map([[64, [1024, 1088]]]), (p) => p === 1088)), 'PMRPC_ERR_INVARIANT', 'a reachable buffer');
+});
+
+t.test('ring positions: only a consumed entry is persisted', async (t) => {
+  const region = newRegion();
+  const store = RecoveryStore.format(region, SMALL);
+  const { clientId } = store.register();
+  const ring = store.ring(clientId);
+  const slots = SMALL.ringSlots!;
+  t.equal(codeOf(() => ring.persistEntry(1)), 'PMRPC_ERR_INVARIANT', 'an entry not polled yet (the client may be writing it)');
+  for (let seq = 1; seq <= slots + 1; seq++) {
+    region.store(store.entryOffset(clientId, seq), store.encodeEntry({ clientId, seq, methodId: 1, payload: new Uint8Array(4) }));
+    t.equal(ring.poll().kind, 'entry', `entry ${seq} polled`);
+  }
+  t.equal(ring.nextSeq, slots + 2);
+  const flushes = region.stats.flushes;
+  t.equal(codeOf(() => ring.persistEntry(slots + 2)), 'PMRPC_ERR_INVARIANT', 'the next entry (not polled: the client may be writing it)');
+  t.equal(codeOf(() => ring.persistEntry(slots + 3)), 'PMRPC_ERR_INVARIANT', 'one past it');
+  t.equal(codeOf(() => ring.persistEntry(0)), 'PMRPC_ERR_INVARIANT', 'sequence 0');
+  t.equal(region.stats.flushes, flushes, 'nothing was persisted');
+  for (let seq = 2; seq <= slots + 1; seq++) ring.persistEntry(seq);
+  t.equal(region.stats.flushes, flushes + slots, 'the consumed entries are');
+});
+
+t.test('a release marks only its own client\'s slot', async (t) => {
+  const region = newRegion();
+  const store = RecoveryStore.format(region, SMALL);
+  const a = store.register();
+  const b = store.register();
+  const offA = store.layout.connOffset(a.connSlot);
+  // A stray store makes slot a's id word name client b.
+  region.storeU64Atomic(offA, region.loadU64Atomic(store.layout.connOffset(b.connSlot)));
+  const before = region.load(offA, 64);
+  t.equal(codeOf(() => store.conn.release(a.clientId)), 'PMRPC_ERR_INVARIANT');
+  t.same(region.load(offA, 64), before, 'the slot is untouched (no release mark over client b)');
+  t.ok(store.conn.has(a.clientId) && store.conn.has(b.clientId), 'the table is unchanged');
+  store.conn.release(b.clientId);
+  t.notOk(store.conn.has(b.clientId), 'a release of a slot that is its own goes through');
+});
+
+t.test('the redo log never overwrites a record newer than the one it writes', async (t) => {
+  const region = newRegion();
+  const store = RecoveryStore.format(region, SMALL);
+  const { clientId } = store.register();
+  store.commit(clientId, 1, { images: [] });
+  t.equal(store.log.nextLsn, 2);
+  // A stray store leaves an applied record of LSN 50 in slot 1, where LSN 2 goes.
+  const rec = encodeRecord(50, clientId, 1, { images: [] });
+  new DataView(rec.buffer).setBigUint64(0, 50n, true); // its applied flag
+  region.store(store.layout.recordOffset(1), rec);
+  t.equal(readRecord(store.layout, 1).state, 'applied');
+  const before = region.load(store.layout.recordOffset(1), SMALL.recordBytes!);
+  let err: Error | undefined;
+  try {
+    store.commit(clientId, 2, { images: [] });
+  } catch (e) {
+    err = e as Error;
+  }
+  t.equal((err as { code?: string } | undefined)?.code, 'PMRPC_ERR_INVARIANT');
+  t.match(err?.message, /slot 1 holds applied record 50; the next is 2/);
+  t.same(region.load(store.layout.recordOffset(1), SMALL.recordBytes!), before, 'record 50 is not overwritten');
+  t.equal(store.log.nextLsn, 2);
+  t.equal(store.conn.appliedSeq(clientId), 1, 'request 2 is not applied');
 });
 
 t.test('RPC server: a broken invariant is not answered as a request error; the server halts and says so once', async (t) => {

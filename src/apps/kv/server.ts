@@ -6,7 +6,7 @@
 import { Access, CpuPoller, type MemoryRegion, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { bool, invariant, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import { kvBase } from './checks.js';
-import { auditAllocator, recoverFreeLists, type AllocatorAudit, type ArenaClass, type PointerVerdict } from '../../../recovery/index.js';
+import { auditAllocator, checkFreeLists, recoverFreeLists, type AllocatorAudit, type ArenaClass, type PointerVerdict } from '../../../recovery/index.js';
 import { Mailbox, ReturnDesk, type MailboxStats } from '../shared/index.js';
 import { NO_KV_FAULTS, type KvFaults } from './faults.js';
 import {
@@ -30,6 +30,7 @@ import {
   validateLayoutOptions,
   type KvGeometry,
   type KvLayoutOptions,
+  type SlotWord,
 } from './layout.js';
 
 /** imm of a return-batch SEND, and of the server's replies. */
@@ -196,9 +197,7 @@ export class PrismKvServer {
     // 0 violations over 181 repairs on 6 seeds, DDIO off, subset lines, nested crashes, crash runs.)
     // A rejected slot's new word is persisted: see below.
     const writeSlot = (i: number, bytes: Uint8Array, rejected = false): void => {
-      // A slot pointer recovery writes names an arena buffer of its class, or is empty.
-      const ptr = decodeSlot(bytes).ptr;
-      invariant(ptr === g.base || classOf(g, ptr) !== undefined, () => `recovery would point index slot ${i} at ${ptr}, outside the arena's buffers`);
+      checkKvSlotWrite(region, g, i, decodeSlot(bytes));
       region.store(slotOffset(g, i), bytes);
       if (rejected && !this.faults.skipRejectedSlotPersist) region.persist(slotOffset(g, i), SLOT_BYTES);
       repaired++;
@@ -253,8 +252,9 @@ export class PrismKvServer {
         continue;
       }
       const buf = cls[1].shift()!;
-      // Free-list membership: a reclaimed buffer is reachable from no slot.
+      // Free-list membership: a reclaimed buffer is a buffer of its list's class, reachable from no slot.
       invariant(!result.reachable.has(buf), () => `buffer ${buf} is on a free list and reachable`);
+      invariant(classOf(g, buf)?.sizeBytes === cls[0], () => `buffer ${buf} on the free list of class ${cls[0]} is not a buffer of that class`);
       result.reclaimed--;
       const dead = encodeItem({ key: new Uint8Array(0), value: new Uint8Array(0), version: 1n, tombstone: false, dead: true });
       region.store(buf, dead);
@@ -264,9 +264,14 @@ export class PrismKvServer {
     }
     // A new epoch before any return is accepted: returns stamped earlier name buffers this
     // recovery already reclaimed.
-    this.#epoch = region.loadU64(g.base + KV_EPOCH_OFFSET) + 1n;
+    const epoch = region.loadU64(g.base + KV_EPOCH_OFFSET) + 1n;
+    // The epoch only grows: past every epoch this server stamped (a word that went back would let returns of an older incarnation through).
+    invariant(epoch > this.#epoch && epoch <= U64_MAX, () => `the KV epoch would go from ${this.#epoch} to ${epoch}`);
+    this.#epoch = epoch;
     region.storeU64(g.base + KV_EPOCH_OFFSET, this.#epoch);
     region.persist(g.base + KV_EPOCH_OFFSET, 8);
+    // The lists about to be posted: buffers of their classes, none reachable from a slot.
+    checkFreeLists(this.arenaClasses, result.free, (p) => result.reachable.has(p));
     this.#desk.open(result.free, this.#epoch);
     this.#recovered = true;
     this.#lastReport = { epoch: this.#epoch, slotsScanned: scanned, slotsRepaired: repaired, pointersRejected: rejected, reachable: result.reachable.size, reclaimed: result.reclaimed };
@@ -357,6 +362,28 @@ export class PrismKvServer {
 }
 
 export const KV_AREA_HEADER_BYTES = KV_HEADER_BYTES;
+
+const U64_MAX = 0xffff_ffff_ffff_ffffn;
+
+/**
+ * The invariant of a slot word the server CPU writes (recovery's repairs and rejections), checked
+ * before the store: empty (ptr = base, bound 0, version 0), or a pointer to a buffer of the arena at
+ * a buffer boundary of its size class, with that class's size as bound and the version of the
+ * valid item the buffer holds (the slot's derived words agree with the ptr word, the one truth).
+ * O(1): one item read, at recovery only.
+ */
+export function checkKvSlotWrite(region: PmemRegion, g: KvGeometry, i: number, s: SlotWord): void {
+  invariant(Number.isInteger(i) && i >= 0 && i < g.slotCount, () => `index slot ${i} is outside the index (${g.slotCount} slots)`);
+  if (s.ptr === g.base) {
+    invariant(s.bound === 0 && s.version === 0n, () => `empty index slot ${i} would hold bound ${s.bound}, version ${s.version}`);
+    return;
+  }
+  const c = classOf(g, s.ptr);
+  invariant(c !== undefined, () => `index slot ${i} would point at ${s.ptr}, not a buffer boundary of the arena`);
+  invariant(s.bound === c.sizeBytes, () => `index slot ${i} would hold bound ${s.bound} for a buffer of class ${c.sizeBytes}`);
+  const item = decodeItem(region.load(s.ptr, c.sizeBytes));
+  invariant(item !== undefined && item.version === s.version, () => `index slot ${i} would hold version ${s.version} for ${item === undefined ? 'a buffer that holds no valid item' : `an item of version ${item.version}`} at ${s.ptr}`);
+}
 
 function hex(b: Uint8Array): string {
   return Buffer.from(b).toString('hex');

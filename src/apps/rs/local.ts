@@ -42,6 +42,8 @@ export class RsLocalCluster {
   readonly appOptions: RsAppOptions;
   #replicas: LocalReplica[] = [];
   #clients: RsClient[] = [];
+  /** Replicas a broken invariant stopped (PMRPC_ERR_INVARIANT in a CPU pass): each crashed there, as `pmrpc serve` exits 70. */
+  readonly halts: Array<{ replica: number; error: Error }> = [];
 
   private constructor(o: RsLocalOptions) {
     this.options = Object.freeze(o);
@@ -62,7 +64,11 @@ export class RsLocalCluster {
 
   #open(region: PmemRegion, i: number, incarnation: number): LocalReplica {
     const nic = new Rnic(region, { drain: this.options.drain, ddio: this.options.ddio, entropy: seededEntropy(createPrng(this.options.seed * 977 + i * 13 + incarnation)) });
-    const host: AppHost = { region, nic, clock: systemClock, schedule: queueMicrotask, entropy: seededEntropy(createPrng(this.options.seed * 7 + i + incarnation * 101)) };
+    const halt = (error: Error): void => {
+      this.halts.push({ replica: i, error });
+      this.crash(i);
+    };
+    const host: AppHost = { region, nic, clock: systemClock, schedule: queueMicrotask, entropy: seededEntropy(createPrng(this.options.seed * 7 + i + incarnation * 101)), halt };
     const server = rsApp.open(host, this.appOptions) as RsServer;
     server.recover();
     return { region, nic, fabric: new InProcessFabric(nic), server, up: true, incarnation };

@@ -13,8 +13,8 @@
  * then: bump the epoch durably, rebuild the free lists from what no slot reaches, accept ALLOCATE.
  */
 import { Access, type MemoryRegion, type Rnic, type ServerQp } from '../../../flush/index.js';
-import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
-import { auditAllocator, recoverFreeLists, type AllocatorAudit, type ArenaClass } from '../../../recovery/index.js';
+import { invariant, PmemRegion, PmrpcError } from '../../../pmem/index.js';
+import { auditAllocator, checkFreeLists, recoverFreeLists, type AllocatorAudit, type ArenaClass } from '../../../recovery/index.js';
 import { guardedMicrotask, jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { Mailbox, ReturnDesk, type MailboxStats, type ReturnStats } from '../shared/index.js';
 import { NO_RS_FAULTS, type RsFaults } from './faults.js';
@@ -90,6 +90,26 @@ function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
 /** An empty or LOST slot as recovery leaves it (a torn install whose ptr piece did not persist is neither). */
 function isCleanEmpty(s: RsSlot): boolean {
   return s.bound === 0 && ((s.tag.ts === 0n && s.tag.writer === 0n) || isLostTag(s.tag));
+}
+
+/**
+ * The invariant of a slot word a replica's CPU writes (recovery's repairs), checked before the
+ * store: empty or LOST (ptr = base, bound 0), or a pointer to a buffer of the arena holding a valid
+ * item of this block whose stored tag equals the slot's tag and whose length is the bound. The CPU
+ * never picks a tag of its own: a kept pointer's slot takes its item's tag, so a replica adopts no
+ * tag its durable item does not carry. O(1): one item read, at recovery only.
+ */
+export function checkRsSlotWrite(region: PmemRegion, g: RsGeometry, block: number, s: RsSlot): void {
+  invariant(Number.isInteger(block) && block >= 0 && block < g.blocks, () => `slot ${block} is outside the index (${g.blocks} blocks)`);
+  if (s.ptr === g.base) {
+    invariant(isCleanEmpty(s), () => `block ${block}: an empty slot would hold bound ${s.bound}, tag ⟨${s.tag.ts}, ${s.tag.writer}⟩`);
+    return;
+  }
+  const c = rsClassOf(g, s.ptr);
+  invariant(c !== undefined, () => `block ${block}: the slot would point at ${s.ptr}, not a buffer boundary of the arena`);
+  const item = decodeRsItem(region.load(s.ptr, c.sizeBytes));
+  invariant(item !== undefined && item.block === block, () => `block ${block}: the slot would point at ${s.ptr}, which holds no valid item of the block`);
+  invariant(compareTags(s.tag, item.tag) === 0 && s.bound === RS_ITEM_HEADER_BYTES + item.value.length, () => `block ${block}: the slot would hold tag ⟨${s.tag.ts}, ${s.tag.writer}⟩ / bound ${s.bound} for an item of tag ⟨${item.tag.ts}, ${item.tag.writer}⟩ / ${RS_ITEM_HEADER_BYTES + item.value.length} bytes`);
 }
 
 /** Writes an empty RS area (header, empty slots, epoch 0) at `base` and persists it; refuses to overwrite one. */
@@ -199,6 +219,7 @@ export class RsServer implements AppServer {
     let repaired = 0;
     let lost = 0;
     const writeSlot = (i: number, bytes: Uint8Array): void => {
+      checkRsSlotWrite(region, g, i, decodeRsSlot(bytes));
       region.store(rsSlotOffset(g, i), bytes);
       region.persist(rsSlotOffset(g, i), RS_SLOT_BYTES);
       repaired++;
@@ -248,9 +269,14 @@ export class RsServer implements AppServer {
       checkObject: (ptr) => this.itemAt(ptr, checking) !== undefined,
     });
     // A new epoch before any return is accepted: returns stamped earlier name buffers this recovery reclaimed.
-    this.#epoch = region.loadU64(g.base + RS_EPOCH_OFFSET) + 1n;
+    const epoch = region.loadU64(g.base + RS_EPOCH_OFFSET) + 1n;
+    // The epoch only grows: past every epoch this replica stamped (a word that went back would let returns of an older incarnation through).
+    invariant(epoch > this.#epoch && epoch <= 0xffff_ffff_ffff_ffffn, () => `the RS epoch would go from ${this.#epoch} to ${epoch}`);
+    this.#epoch = epoch;
     region.storeU64(g.base + RS_EPOCH_OFFSET, this.#epoch);
     region.persist(g.base + RS_EPOCH_OFFSET, 8);
+    // The lists about to be posted: buffers of their classes, none reachable from a slot.
+    checkFreeLists(this.arenaClasses, result.free, (p) => result.reachable.has(p));
     this.#dead.clear(); // receipts of the crashed incarnation's QPs: recovery reclaimed what they name
     this.#desk.open(result.free, this.#epoch);
     this.#recovered = true;

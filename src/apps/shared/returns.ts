@@ -23,7 +23,7 @@
  * is never freed. Same epoch stamp, same numbering, same answer (PRISM-RS, docs/rs.md).
  */
 import { Wr, type MemoryRegion, type NotifyMessage, type QueuePair, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
-import type { PmemRegion } from '../../../pmem/index.js';
+import { invariant, type PmemRegion } from '../../../pmem/index.js';
 import { checkReturn, postFreeLists, type ArenaClass, type ReturnVerdict } from '../../../recovery/index.js';
 import type { MailboxBuffer } from './mailbox.js';
 
@@ -106,6 +106,13 @@ export class ReturnDesk {
   #epoch: bigint | undefined;
   /** Idempotent batches: the highest batch number taken from each sender in this epoch. */
   #taken = new Map<bigint, bigint>();
+  /** The last pointer config.isReachable said no slot reaches (so the invariant at the post needs no second walk). */
+  #unreached = -1;
+  readonly #isReachable = (p: number): boolean => {
+    const r = this.#c.isReachable(p);
+    if (!r) this.#unreached = p;
+    return r;
+  };
 
   constructor(config: ReturnDeskConfig) {
     this.#c = config;
@@ -222,11 +229,12 @@ export class ReturnDesk {
     let refused = 0;
     const mirror = this.#sync();
     for (const ptr of ptrs) {
+      this.#unreached = -1;
       const v: ReturnVerdict =
         this.#epoch !== undefined
           ? checkReturn(
               { epoch, ptr },
-              { epoch: this.#epoch, classes: this.#c.classes, isFree: (p) => mirror.get(this.#c.classOf(p) ?? -1)?.members.has(p) === true, isReachable: (p) => !unchecked && this.#c.isReachable(p) },
+              { epoch: this.#epoch, classes: this.#c.classes, isFree: (p) => mirror.get(this.#c.classOf(p) ?? -1)?.members.has(p) === true, isReachable: (p) => !unchecked && this.#isReachable(p) },
               { acceptStaleEpoch: this.#c.acceptStaleEpoch },
             )
           : 'stale-epoch';
@@ -235,6 +243,9 @@ export class ReturnDesk {
         this.stats.returnsRefused[v] = (this.stats.returnsRefused[v] ?? 0) + 1;
         continue;
       }
+      // Free-list membership: a buffer goes back only when no slot reaches it (DESIGN §10.1). The
+      // checks above asked the index already; only a path that skipped them (a mutant's) asks again.
+      invariant(this.#unreached === ptr || !this.#c.isReachable(ptr), () => `returned buffer ${ptr} would go back on a free list while a slot reaches it`);
       const size = this.#c.classOf(ptr)!;
       this.#c.nic.postFreeBuffers(this.#c.mr, size, [ptr]);
       const m = mirror.get(size)!;

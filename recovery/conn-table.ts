@@ -26,6 +26,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { invariant, PmrpcError } from '../pmem/index.js';
 import { NO_FAULTS, type RecoveryFaults } from './faults.js';
 import { decodeCounterWord, encodeCounterWord, RecoveryErrorCodes, type Layout } from './layout.js';
+import { decideRow, matchRows, type When } from './table.js';
 
 export interface ConnEntry {
   clientId: number;
@@ -57,7 +58,7 @@ export type SlotAction = 'free' | 'live' | 'finish-release' | 'refuse';
 
 export interface SlotRow {
   id: string;
-  when: { idWord?: readonly IdInput[]; releaseWord?: readonly ReleaseInput[] };
+  when: When<{ idWord: IdInput; releaseWord: ReleaseInput }>;
   action: SlotAction;
   why: string;
 }
@@ -88,13 +89,11 @@ export const SLOT_TABLE: readonly SlotRow[] = Object.freeze([
 ] satisfies SlotRow[]);
 
 export function matchingSlotRows(idWord: IdInput, releaseWord: ReleaseInput): SlotRow[] {
-  return SLOT_TABLE.filter((r) => (r.when.idWord === undefined || r.when.idWord.includes(idWord)) && (r.when.releaseWord === undefined || r.when.releaseWord.includes(releaseWord)));
+  return matchRows(SLOT_TABLE, { idWord, releaseWord });
 }
 
 export function decideSlot(idWord: IdInput, releaseWord: ReleaseInput): SlotRow {
-  const rows = matchingSlotRows(idWord, releaseWord);
-  invariant(rows.length === 1, () => `slot table: ${rows.length} rows match id ${idWord}, release ${releaseWord}`);
-  return rows[0]!;
+  return decideRow('slot table', SLOT_TABLE, { idWord, releaseWord });
 }
 
 export class ConnTable {

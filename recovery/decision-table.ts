@@ -17,7 +17,7 @@
  * state cannot come from the protocol: recovery stops with PMRPC_ERR_RECOVERY_REFUSED, untouched).
  * The rows that end the durable prefix (`gap: true`) make the position the client's resume point.
  */
-import { invariant } from '../pmem/index.js';
+import { allCombinations, decideRow, matchRows, type When } from './table.js';
 import type { LapRelation } from './ring.js';
 
 export type ChecksumInput = 'valid' | 'invalid';
@@ -35,7 +35,7 @@ export interface DecisionInput {
 export interface DecisionRow {
   /** Stable name, for coverage records and docs. */
   id: string;
-  when: { checksum?: readonly ChecksumInput[]; lap?: readonly LapRelation[]; seq?: readonly SeqInput[]; record?: readonly RecordInput[] };
+  when: When<DecisionInput>;
   action: Action;
   /** This position is the first gap (the durable prefix ends before it). */
   gap: boolean;
@@ -143,31 +143,17 @@ export const DECISION_TABLE: readonly DecisionRow[] = Object.freeze([
   },
 ] satisfies DecisionRow[]);
 
-function matches(row: DecisionRow, input: DecisionInput): boolean {
-  const w = row.when;
-  return (
-    (w.checksum === undefined || w.checksum.includes(input.checksum)) &&
-    (w.lap === undefined || w.lap.includes(input.lap)) &&
-    (w.seq === undefined || w.seq.includes(input.seq)) &&
-    (w.record === undefined || w.record.includes(input.record))
-  );
-}
-
 /** Every row matching `input` (the coverage test asserts there is exactly one for every input). */
 export function matchingRows(input: DecisionInput, table: readonly DecisionRow[] = DECISION_TABLE): DecisionRow[] {
-  return table.filter((r) => matches(r, input));
+  return matchRows(table, input);
 }
 
 /** The row for `input`. Broken coverage is a pmrpc bug: an assertion. */
 export function decide(input: DecisionInput): DecisionRow {
-  const rows = matchingRows(input);
-  invariant(rows.length === 1, () => `decision table: ${rows.length} rows match ${JSON.stringify(input)}`);
-  return rows[0]!;
+  return decideRow('decision table', DECISION_TABLE, input);
 }
 
 /** Every input combination (2 × 3 × 3 × 4 = 72). */
 export function allInputs(): DecisionInput[] {
-  const out: DecisionInput[] = [];
-  for (const checksum of CHECKSUM_VALUES) for (const lap of LAP_VALUES) for (const seq of SEQ_VALUES) for (const record of RECORD_VALUES) out.push({ checksum, lap, seq, record });
-  return out;
+  return allCombinations<DecisionInput>({ checksum: CHECKSUM_VALUES, lap: LAP_VALUES, seq: SEQ_VALUES, record: RECORD_VALUES });
 }

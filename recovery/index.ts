@@ -31,6 +31,7 @@ export {
   type SlotInspection,
 } from './ring.js';
 export { ConnTable, SLOT_TABLE, ID_VALUES, RELEASE_VALUES, decideSlot, matchingSlotRows, secretHash, SECRET_HASH_BYTES, type ConnEntry, type SlotRow, type SlotAction, type IdInput, type ReleaseInput } from './conn-table.js';
+export { allCombinations, decideRow, matchRows, rowMatches, type When } from './table.js';
 export { RECORD_HEADER_BYTES, RedoLog, readRecord, encodeRecord, checkEffects, type EffectImage, type Effects, type RecordInfo, type RecordState } from './redo-log.js';
 export {
   DECISION_TABLE,

@@ -17,7 +17,7 @@
  * kept), mark-lost (ptr base, bound 0, tag LOST). Each write is persisted before the next slot.
  * `reaches`: the slot keeps its buffer (it is not reclaimed by the free-list rebuild).
  */
-import { invariant } from '../../../pmem/index.js';
+import { allCombinations, decideRow, matchRows, type When } from '../../../recovery/index.js';
 
 export type RsPointerInput = 'base' | 'item' | 'rejected';
 export type RsWordsInput = 'consistent' | 'inconsistent';
@@ -31,7 +31,7 @@ export interface RsSlotInput {
 export interface RsSlotRow {
   /** Stable name, for the recovery report's row counts and the docs. */
   id: string;
-  when: { pointer?: readonly RsPointerInput[]; words?: readonly RsWordsInput[] };
+  when: When<RsSlotInput>;
   action: RsSlotAction;
   /** The slot keeps its buffer: it is reachable, so the free-list rebuild does not reclaim it. */
   reaches: boolean;
@@ -79,24 +79,17 @@ export const RS_SLOT_TABLE: readonly RsSlotRow[] = Object.freeze([
   },
 ] satisfies RsSlotRow[]);
 
-function matches(row: RsSlotRow, input: RsSlotInput): boolean {
-  const w = row.when;
-  return (w.pointer === undefined || w.pointer.includes(input.pointer)) && (w.words === undefined || w.words.includes(input.words));
-}
-
 /** Every row matching `input` (the table test asserts there is exactly one for every input). */
 export function matchingRsSlotRows(input: RsSlotInput, table: readonly RsSlotRow[] = RS_SLOT_TABLE): RsSlotRow[] {
-  return table.filter((r) => matches(r, input));
+  return matchRows(table, input);
 }
 
 /** The row for `input`. Broken coverage is a pmrpc bug: an assertion. */
 export function decideRsSlot(input: RsSlotInput): RsSlotRow {
-  const rows = matchingRsSlotRows(input);
-  invariant(rows.length === 1, () => `rs slot table: ${rows.length} rows match ${JSON.stringify(input)}`);
-  return rows[0]!;
+  return decideRow('rs slot table', RS_SLOT_TABLE, input);
 }
 
 /** Every input combination (3 × 2 = 6). */
 export function allRsSlotInputs(): RsSlotInput[] {
-  return RS_POINTER_VALUES.flatMap((pointer) => RS_WORDS_VALUES.map((words) => ({ pointer, words })));
+  return allCombinations<RsSlotInput>({ pointer: RS_POINTER_VALUES, words: RS_WORDS_VALUES });
 }

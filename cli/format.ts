@@ -53,7 +53,9 @@ export function registerFormat(program: Command): void {
       if (opts.json) printJson({ pm: file, ...out });
       else {
         process.stdout.write(`formatted ${file}: app ${out.app}, ${out.sizeBytes} data bytes, uuid ${out.uuid}\n`);
-        log(`pmrpc format: start it with \`pmrpc serve --pm ${file} --app ${out.app}\``);
+        // A system other than the app's default is named again: serve opens what it is told (PMRPC_ERR_WRONG_APP otherwise).
+        const system = command.getOptionValueSource('system') === 'cli' ? ` --system ${opts.system}` : '';
+        log(`pmrpc format: start it with \`pmrpc serve --pm ${file} --app ${out.app}${system}\``);
       }
     });
 }

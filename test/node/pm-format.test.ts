@@ -135,3 +135,31 @@ t.test('sizes at the boundaries: max − 64 and max start with a low RSS, max + 
     t.notOk(existsSync(pm), `${args.join(' ')}: no file`);
   }
 });
+
+t.test('format names the command that serves what it formatted (a kv --system pilaf file too), and that command serves it', async (t) => {
+  const dir = tempDir();
+  for (const [file, extra] of [['prism.pm', []], ['pilaf.pm', ['--system', 'pilaf']]] as const) {
+    const pm = join(dir, file);
+    const f = cli(['format', pm, '--app', 'kv', ...extra]);
+    t.equal(f.status, 0, f.stderr);
+    const m = /start it with `pmrpc (serve [^`]+)`/.exec(f.stderr);
+    t.ok(m, `format suggests a serve command: ${f.stderr}`);
+    if (m === null) continue;
+    t.equal(m[1]!.includes('--system pilaf'), extra.length > 0, `the suggestion names the system exactly when it is not the default: ${m[1]!}`);
+    const child = spawn(process.execPath, [MAIN, ...m[1]!.split(' '), '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    const first = await new Promise<string>((resolve) => {
+      let out = '';
+      let err = '';
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('\n')) resolve(out.split('\n')[0]!);
+      });
+      child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+      child.on('exit', (code) => resolve(`exited ${String(code)}: ${err}`));
+    });
+    t.match(first, /"recovered"/, `the suggested command serves the file: ${first}`);
+    child.kill('SIGTERM');
+    await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(undefined) : child.once('exit', r)));
+  }
+});

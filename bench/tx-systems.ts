@@ -80,7 +80,11 @@ export function txSystemApp(system: TxSystemName, o: Pick<TxDeployOptions, 'shar
 /** Client `i` of `system` over `connect` (one connection per shard, made on first use), as a TxApi. */
 export function txClientApi(system: TxSystemName, connect: TxConnect, i: number, o: { clock: Clock; skipValidation?: boolean }): TxApi {
   if (system === 'prism-tx') {
-    const c = new TxClient(sourceOf(connect, (x) => parseTxWelcome(x.qp, x.welcome)) as (s: number) => ShardConn, { client: i, incarnation: 1, clock: o.clock, faults: {} });
+    // A second connection per shard for round 2 (install, COMMITTED, release), which runs after
+    // the commit is reported: the next transaction's reads do not queue behind it.
+    const source = sourceOf(connect, (x) => parseTxWelcome(x.qp, x.welcome)) as (s: number) => ShardConn;
+    const installSource = sourceOf(connect, (x) => parseTxWelcome(x.qp, x.welcome)) as (s: number) => ShardConn;
+    const c = new TxClient(source, { client: i, incarnation: 1, clock: o.clock, faults: {}, installSource });
     return {
       begin: () => c.begin(),
       read: (k) => c.read(k),

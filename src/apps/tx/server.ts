@@ -235,12 +235,22 @@ export class TxAppServer implements AppServer {
         if (e.offset < mark + 8 && end > mark) this.#candidates.add(g.arenaOffset + i * ITEM_BYTES);
       }
     }
+    let touched = this.#candidates.size > 0;
     if (e.offset < g.recordsOffset) {
       const first = Math.max(0, Math.floor((e.offset - g.slotsOffset) / SLOT_BYTES));
       const last = Math.min(g.keys - 1, Math.floor((end - 1 - g.slotsOffset) / SLOT_BYTES));
-      for (let i = first; i <= last; i++) this.#slotCandidates.add(i);
+      // Only a write over a slot's pointer word can move it on (an install, a recovery repair):
+      // locks, releases, checks and validations write W, CT or L only, and are no candidates.
+      for (let i = first; i <= last; i++) {
+        const ptr = slotOffset(g, i) + 24;
+        if (e.offset < ptr + 8 && end > ptr) this.#slotCandidates.add(i);
+      }
+      touched ||= this.#slotCandidates.size > 0;
     }
-    if ((this.#candidates.size > 0 || this.#slotCandidates.size > 0 || this.#retired.size > 0) && !this.#sweepQueued) {
+    // Items in their grace period are looked at again by the next sweep a candidate brings (every
+    // commit's install is one), not at every drained write: the shard CPU does one pass per
+    // install or dead mark, nothing per lock, check, validation or record write.
+    if (touched && !this.#sweepQueued) {
       this.#sweepQueued = true;
       this.#schedule(() => {
         this.#sweepQueued = false;
@@ -274,14 +284,21 @@ export class TxAppServer implements AppServer {
     if (this.#slotCandidates.size > 0) {
       const slots = [...this.#slotCandidates].sort((a, b) => a - b);
       this.#slotCandidates.clear();
+      const moved: Array<{ i: number; ptr: number; was: number }> = [];
       for (const i of slots) {
         const s = this.slot(i);
         const was = this.#installed[i]!;
         if (s.ptr === was || s.ptr === 0) continue;
-        // The pointer that makes the old item dead is durable before the item is retired.
-        if (!this.faults.freeWithoutPersist) this.region.persist(slotOffset(g, i), 40);
-        this.#installed[i] = s.ptr;
-        this.#retire(was, busy());
+        moved.push({ i, ptr: s.ptr, was });
+        // The pointer that makes the old item dead is durable before the item is retired: every
+        // moved slot is written back (clwb), then one fence (sfence) for all of them.
+        if (!this.faults.freeWithoutPersist) this.region.flush(slotOffset(g, i), 40);
+      }
+      if (moved.length > 0 && !this.faults.freeWithoutPersist) this.region.drain();
+      const q = moved.length > 0 ? busy() : undefined;
+      for (const m of moved) {
+        this.#installed[m.i] = m.ptr;
+        this.#retire(m.was, new Set(q));
         this.sweepStats.superseded++;
       }
     }

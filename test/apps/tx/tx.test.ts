@@ -64,7 +64,9 @@ const te = new TextEncoder();
 async function transfer(c: TxClient, keys: number[], tag: string): Promise<TxOutcome> {
   await c.begin();
   for (const k of keys) await c.write(k, te.encode(td.decode(await c.read(k)) + tag));
-  return c.commit();
+  const o = await c.commit();
+  await c.settled(); // round 2 (install, COMMITTED, release) runs after commit() reports
+  return o;
 }
 
 t.test('commits across two shards in two round trips; values, records and locks afterwards', async (t) => {
@@ -104,6 +106,7 @@ t.test('a conflicting transaction aborts with PMRPC_ERR_TX_CONFLICT and leaves n
     await b.write(1, te.encode('B'));
     const oa = await a.commit();
     const ob = await b.commit();
+    await a.settled();
     return [oa, ob];
   });
   t.equal(outcomes[0]!.status, 'committed');

@@ -50,6 +50,9 @@ import {
 
 export type TxValueKind = 'list' | 'balance';
 
+/** Items returned to the free list per return pass at most apart (smaller arenas: items / 16; at once while the free list is short). */
+export const RETURN_BATCH = 32;
+
 export interface TxAppOptions {
   /** Offset of the TX area in the region (a multiple of 64). */
   base: number;
@@ -191,10 +194,31 @@ export class TxAppServer implements AppServer {
     // word), never by a timer or a spin loop.
     this.#schedule = host.schedule;
     this.#poller = new CpuPoller(host.nic, { schedule: host.schedule });
-    // One watch over slots, records and arena: a drained write is a candidate (a dead mark on an
-    // item, a slot's pointer moving on) and, while items are in their grace period, a moment to
-    // look at the NIC again (chains that finished since).
-    this.#poller.watchMemory({ offset: g.slotsOffset, len: g.arenaOffset + g.items * ITEM_BYTES - g.slotsOffset }, (e) => this.#onWrite(e));
+    // The CPU polls two kinds of words: the slots' pointer words (an install moves one on) and the
+    // items' mark words holding a dead mark (an aborted transaction's item). Only a drained write
+    // over one of them is an event (a CPU pass); locks, checks, validations, records and ALLOCATEs
+    // of live items cost the CPU nothing. Items in their grace period are looked at again by the
+    // next pass (every commit's install is one).
+    const overPtr = (e: HostWriteEvent): boolean => {
+      const first = Math.max(0, Math.floor((e.offset - g.slotsOffset) / SLOT_BYTES));
+      const last = Math.min(g.keys - 1, Math.floor((e.offset + e.len - 1 - g.slotsOffset) / SLOT_BYTES));
+      for (let i = first; i <= last; i++) {
+        const p = slotOffset(g, i) + 24;
+        if (e.offset < p + 8 && e.offset + e.len > p) return true;
+      }
+      return false;
+    };
+    const deadMark = (e: HostWriteEvent): boolean => {
+      const first = Math.max(0, Math.floor((e.offset - g.arenaOffset) / ITEM_BYTES));
+      const last = Math.min(g.items - 1, Math.floor((e.offset + e.len - 1 - g.arenaOffset) / ITEM_BYTES));
+      for (let i = first; i <= last; i++) {
+        const m = g.arenaOffset + i * ITEM_BYTES + ITEM_MARK_WORD;
+        if (e.offset < m + 8 && e.offset + e.len > m && this.region.loadU64(m) >> 32n === ITEM_DEAD) return true;
+      }
+      return false;
+    };
+    this.#poller.watchMemory({ offset: g.slotsOffset, len: g.keys * SLOT_BYTES, filter: overPtr }, (e) => this.#onWrite(e));
+    this.#poller.watchMemory({ offset: g.arenaOffset, len: g.items * ITEM_BYTES, filter: deadMark }, (e) => this.#onWrite(e));
   }
 
   /** The arena: one size class. */
@@ -254,7 +278,12 @@ export class TxAppServer implements AppServer {
       this.#sweepQueued = true;
       this.#schedule(() => {
         this.#sweepQueued = false;
-        this.sweep();
+        this.#inPass = true;
+        try {
+          this.sweep();
+        } finally {
+          this.#inPass = false;
+        }
       });
     }
   }
@@ -275,6 +304,15 @@ export class TxAppServer implements AppServer {
    * Returns how many items went back.
    */
   sweep(): number {
+    this.#byHand = this.#inPass ? false : true;
+    return this.#sweep();
+  }
+
+  /** A sweep() called from outside a scheduled pass: its returns go at once (no batching). */
+  #byHand = false;
+  #inPass = false;
+
+  #sweep(): number {
     if (!this.#recovered || this.#closed) return 0;
     if (this.#candidates.size === 0 && this.#slotCandidates.size === 0 && this.#retired.size === 0) return 0;
     this.sweepStats.sweeps++;
@@ -325,7 +363,12 @@ export class TxAppServer implements AppServer {
         for (const q of waiting) if (!now.has(q)) waiting.delete(q);
         if (waiting.size === 0) ready.push(ptr);
       }
-      if (ready.length > 0) {
+      // Returns go in batches (one reachability snapshot, O(keys), per batch): a pass returns once
+      // RETURN_BATCH items are ready, or at once while the NIC's free list is short, or when
+      // sweep() is called by hand (a last look once the shard is idle).
+      const batch = Math.min(RETURN_BATCH, Math.max(1, Math.floor(g.items / 16)));
+      const due = ready.length >= batch || this.#nic.freeBufferCount(this.mr, ITEM_BYTES) < 2 * batch || this.#byHand;
+      if (ready.length > 0 && due) {
         // One reachability snapshot for the pass (slots and PREPARED records, visible memory).
         this.#reach = this.#reachSnapshot();
         try {
@@ -351,28 +394,22 @@ export class TxAppServer implements AppServer {
     return returned;
   }
 
-  /** The sweep's snapshot of one return pass (visible memory): the slot table and the new items of PREPARED records. */
-  #reach: { table: DataView; prepared: Set<number> } | undefined;
+  /** The sweep's snapshot of one return pass (visible memory): every item a slot or a PREPARED record's new items name. */
+  #reach: Set<number> | undefined;
 
   /** Whether a slot or a PREPARED record of this shard reaches item `p` now (the ReturnDesk's check). */
   #reaches(p: number): boolean {
-    const g = this.geometry;
-    const snap = this.#reach ?? this.#reachSnapshot();
-    const lo = p >>> 0;
-    const hi = Math.floor(p / 2 ** 32);
-    for (let i = 0; i < g.keys; i++) {
-      const o = i * SLOT_BYTES + 24;
-      if (snap.table.getUint32(o, true) === lo && snap.table.getUint32(o + 4, true) === hi) return true;
-    }
-    return snap.prepared.has(p);
+    return (this.#reach ?? this.#reachSnapshot()).has(p);
   }
 
-  #reachSnapshot(): { table: DataView; prepared: Set<number> } {
+  #reachSnapshot(): Set<number> {
     const g = this.geometry;
     const t = this.region.load(g.slotsOffset, g.keys * SLOT_BYTES);
-    const prepared = new Set<number>();
-    for (const body of this.prepared().values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) prepared.add(e.newPtr);
-    return { table: new DataView(t.buffer, t.byteOffset, t.byteLength), prepared };
+    const dv = new DataView(t.buffer, t.byteOffset, t.byteLength);
+    const out = new Set<number>();
+    for (let i = 0; i < g.keys; i++) out.add(dv.getUint32(i * SLOT_BYTES + 24, true) + dv.getUint32(i * SLOT_BYTES + 28, true) * 2 ** 32);
+    for (const body of this.prepared().values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) out.add(e.newPtr);
+    return out;
   }
 
   #retire(ptr: number, waiting: Set<number>): void {

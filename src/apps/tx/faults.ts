@@ -22,7 +22,7 @@ export interface TxFaults {
   skipRecordPtrs: boolean;
   /** Prepare chain: the redirected FLUSH of each new item comes after the H CAS and its FLUSH (a durable record may name an item that is not durable). */
   lateItemFlush: boolean;
-  /** Commit (round 2): no FLUSH between the installs and H := COMMITTED. */
+  /** Commit (round 2): no FLUSH of T's slots (the installs, and the W its checks and validations raised in round 1) before H := COMMITTED. */
   skipInstallFlush: boolean;
   /** Resolver: commits when any participant holds a record (not every one: the commit point is not reached). */
   resolverWithoutCommitPoint: boolean;
@@ -115,7 +115,7 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
   { name: 'skip-allocate-flush', fault: 'skipAllocateFlush', step: 'redirected FLUSH(persistent) of each ALLOCATEd new item in the prepare chain, before the H CAS' },
   { name: 'skip-record-ptrs', fault: 'skipRecordPtrs', step: "WRITE of the new items' addresses from the QP's scratch into the prepare record (what roll-forward installs)" },
   { name: 'late-item-flush', fault: 'lateItemFlush', step: 'the new items are FLUSHed before the H CAS that publishes the record naming them (not after)' },
-  { name: 'skip-install-flush', fault: 'skipInstallFlush', step: 'FLUSH(persistent) of the installs before H := COMMITTED' },
+  { name: 'skip-install-flush', fault: 'skipInstallFlush', step: "FLUSH(persistent) of T's slots (installs, and the W its checks and validations raised) before H := COMMITTED" },
   { name: 'resolver-without-commit-point', fault: 'resolverWithoutCommitPoint', step: 'the resolver commits only when every participant holds a durable record' },
   {
     name: 'resolver-trusts-visible',

@@ -5,6 +5,7 @@
  * µs of CPU per completed request (samples × interval ÷ requests, over the measured window only).
  *
  *   node --cpu-prof --cpu-prof-dir /tmp/prof dist/bench/profile-tcp.js wflush 4 /tmp/prof
+ *   node --cpu-prof --cpu-prof-dir /tmp/prof dist/bench/profile-tcp.js wflush 4 /tmp/prof strict   # serve --strict
  *   node dist/bench/profile-tcp.js --analyse /tmp/prof     # top self time of every profile there
  *
  * The window (CLOCK_MONOTONIC µs, the clock of V8's profiles on Linux) and the request count are
@@ -60,7 +61,8 @@ async function main(): Promise<void> {
   const seconds = Number(process.argv[3] ?? 4);
   const profDir = process.argv[4] ?? mkdtempSync(join(tmpdir(), 'pmrpc-prof-'));
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-prof-pm-'));
-  const { child, port } = await startChild(['--cpu-prof', '--cpu-prof-dir', profDir, MAIN, 'serve', '--create', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json']);
+  const strict = process.argv[5] === 'strict';
+  const { child, port } = await startChild(['--cpu-prof', '--cpu-prof-dir', profDir, MAIN, 'serve', '--create', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json', ...(strict ? ['--strict'] : [])]);
   const clients: RemoteRpcClient[] = [];
   for (let k = 0; k < 2; k++) clients.push(await RemoteRpcClient.connect({ port, name: `prof-${k}` }));
   let stop = false;

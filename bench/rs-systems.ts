@@ -129,7 +129,7 @@ export function prismRsBenchLayout(blocks: number, blockBytes: number): Partial<
 /** PRISM-RS (src/apps/rs): ABD over durable PRISM chains — query, then ALLOCATE + redirected FLUSH + CAS gt + FLUSH on every replica, done at a majority. */
 export const prismRsFactory: RsSystemFactory = {
   name: 'prism-rs',
-  description: 'PRISM-RS (src/apps/rs): ABD over durable PRISM chains: write = tag query (1 RTT) + ALLOCATE/redirected FLUSH of the item/CAS gt/FLUSH slot chain on every live replica, done at a majority (1 RTT); read = one chain per replica, bounded indirect READ of the item + FLUSH of the slot it dereferenced, done at a majority, write-back when the majority disagreed',
+  description: 'PRISM-RS (src/apps/rs): ABD over durable PRISM chains: write = tag query (1 RTT) + ALLOCATE/redirected FLUSH of the item/CAS gt/FLUSH slot chain on every live replica, done at a majority (1 RTT); read = one chain per replica — with a location hint a direct READ of exactly the item + READ of the slot (the item counts when it carries the tag of the slot) + FLUSH of the slot, without one (and on one spare replica always) the slot(s) + bounded indirect READ + FLUSH —, done at a majority once the item of the highest tag is in hand from any replica (a moved slot answers its tag, the spare the item: one round trip), write-back when the majority disagreed',
   links: ['in-process', 'tcp'],
   async start(nodes: number, o: RsStartOptions): Promise<RsDeployment> {
     const layout = prismRsBenchLayout(o.blocks, o.blockBytes);

@@ -18,6 +18,7 @@ import { layoutFlagArgs } from './layout-flags.js';
 import { clusterNode, isLocalNode, loadClusterFile, type ClusterNodeSpec, type ClusterSpec } from '../src/cluster/index.js';
 import { CliErrorCodes, intOption, log, printJson, report } from './output.js';
 import { APP_FLAGS } from './serve.js';
+import { nodeAppFlags } from '../src/node/index.js';
 
 const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
 
@@ -125,8 +126,8 @@ export async function nodeStatus(dir: string, n: ClusterNodeSpec, probeMs = 1000
 export function serveArgs(n: ClusterNodeSpec, authTokenFile: string | undefined, clusterFile?: string): string[] {
   const a = [MAIN, 'serve', '--app', n.app, '--create', '--node', n.id, '--pm', n.pm, '--host', n.host, '--port', String(n.port), '--json'];
   const o = n.options;
-  if (n.app === 'tx') {
-    if (clusterFile === undefined) throw new TypeError(`node ${n.id} is a tx node: its serve command needs the cluster file`);
+  if (nodeAppFlags(n.app).clusterShard) {
+    if (clusterFile === undefined) throw new TypeError(`node ${n.id} is a ${n.app} node: its serve command needs the cluster file`);
     a.push('--cluster', resolve(clusterFile));
   }
   // Only the flags of this node's app (serve refuses another app's: PMRPC_ERR_OPTION_NOT_APPLICABLE).

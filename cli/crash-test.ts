@@ -5,17 +5,12 @@
  */
 import type { Command } from 'commander';
 import { systemClock } from '../pmem/index.js';
-import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
-import { KV_MUTANTS, type KvFaultName } from '../src/apps/kv/index.js';
-import { RS_MUTANTS } from '../src/apps/rs/index.js';
-import { resolveRsWorkload } from '../src/testing/crash/index.js';
-import { RSLOCK_MUTANTS } from '../src/apps/rslock/index.js';
-import { exploreExhaustive, kvExplorerApp, parseSchedule, registerExplorerApp, REGISTER_MUTANTS, resolveRegisterWorkload, type ExplorerApp } from '../src/testing/crash/index.js';
-import { txCrashSpec, resolveSchedule, type ScheduleOptions } from '../src/testing/crash/index.js';
-import { TX_MUTANTS } from '../src/apps/tx/index.js';
-import { appOf, DRAIN_CHOICES, MUTANTS, parseSeedRange, resolveExploreOptions, resolveKvWorkload, resolveRecoveryWorkload, RECOVERY_MUTANTS, recoveryMutantWorkload, resolveRpcWorkload, sweep, type DrainChoice, type NicPins, type SweepSpec, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
+import { RPC_STRATEGIES } from '../src/rpc/index.js';
+import { KV_SYSTEMS } from '../src/node/index.js';
+import { crashApp, crashAppHelp, CRASH_APPS, CRASH_APP_NAMES, exploreExhaustive, listApps, mutantName, parseSchedule, resolveSchedule, type CrashApp, type ScheduleOptions } from '../src/testing/crash/index.js';
+import { DRAIN_CHOICES, parseSeedRange, resolveExploreOptions, RS_IMAGES_PER_POINT, sweep, type DrainChoice, type NicPins, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
 import type { CountedReport } from '../src/testing/crash/index.js';
-import { allCaught, formatMutants, runMutants, type MutantApp, type MutantResult } from '../src/testing/crash/index.js';
+import { allCaught, formatMutants, runMutants, type MutantResult } from '../src/testing/crash/index.js';
 import { badOption, checkOptions, CliErrorCodes, EXIT_MUTANT_NOT_CAUGHT, intOption, log, onInterrupt, printJson, progressBar, report } from './output.js';
 
 interface Opts {
@@ -67,47 +62,36 @@ interface Opts {
   damageTombstone?: boolean;
 }
 
-/** Default images per crash point of --app rs. */
-export const RS_IMAGES_PER_POINT = 14;
+/** Default images per crash point of --app rs (the crash-test registry's, src/testing/crash/apps.ts). */
+export { RS_IMAGES_PER_POINT };
 
 /** Violations drawn with --timeline. */
 export const TIMELINES_MAX = 5;
 
-/** The apps of --app. */
-export const CRASH_TEST_APPS = ['rpc', 'kv', 'register', 'recovery', 'rs', 'rslock', 'tx'] as const;
+/** The apps of --app (the crash-test registry, src/testing/crash/apps.ts). */
+export const CRASH_TEST_APPS: readonly string[] = CRASH_APP_NAMES;
 
 /**
  * The lines of `--list-mutants` for an app: name<TAB>what it is caught under (rpc, kv: the
- * strategies, 'none' for an equivalent mutant (Mutant.equivalent); register, rs, rslock, tx: the
- * persistence step it removes).
+ * strategies, 'none' for an equivalent mutant (Mutant.equivalent); register, recovery, rs, rslock,
+ * tx: the persistence step it removes) — MutantEntry.listed.
  */
 export function mutantLines(app: string): string[] {
-  switch (app) {
-    case 'tx':
-      return TX_MUTANTS.map((m) => `${m.name}\t${m.step}`);
-    case 'rs':
-      return RS_MUTANTS.map((m) => `${m.name}\t${m.step}`);
-    case 'rslock':
-      return RSLOCK_MUTANTS.map((m) => `${m.name}\t${m.step}`);
-    case 'register':
-      return REGISTER_MUTANTS.map((m) => `${m.name}\t${m.step}`);
-    case 'recovery':
-      return RECOVERY_MUTANTS.map((m) => `${m.name}\t${m.step}`);
-    default:
-      return (app === 'kv' ? KV_MUTANTS : MUTANTS).map((m) => `${m.name}\t${m.strategies.length > 0 ? m.strategies.join(',') : 'none'}`);
-  }
+  return crashApp(app).mutants.map((m) => `${m.name}\t${m.listed}`);
 }
 
-/** The apps with a whole-history check, which crash runs (--crash-runs, --crash-plan) need. */
-const CRASH_RUN_APPS: readonly string[] = ['register', 'kv', 'rs', 'tx'];
+/** The names of the apps a predicate holds for, as "a, b or c". */
+function appsWhere(p: (a: CrashApp) => boolean): string {
+  return listApps(CRASH_APPS.filter(p).map((a) => a.name));
+}
 
 export function registerCrashTest(program: Command): void {
   program
     .command('crash-test')
     .description('crash-test an app (durable RPC; PRISM-KV, the register or recovery/ alone with --app) on the crash explorer: crash at every crash point of a seeded workload (every media event and every delivery to a client), recover every image under a NIC configuration drawn per seed, check that nothing acknowledged is lost, applied twice or un-linearizable')
-    .option('--app <name>', "the app: 'rpc' (durable RPC, per --strategy), 'kv' (PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability), 'register' (the test-only replicated register on --nodes nodes: crash runs, exhaustive mode), 'recovery' (recovery/ alone: rings and redo log driven without a NIC), 'rs' (PRISM-RS: ABD over durable chains on --nodes replicas (default 3), --registers blocks (default 2); crash runs) 'rslock' (PRISM-RS's lock-based baseline on --nodes replicas, every replica crashed at once) or 'tx' (PRISM-TX on --nodes shards: list-append or bank transactions, resolution, crash runs, mutants; docs/tx.md)", 'rpc')
+    .option('--app <name>', crashAppHelp(), CRASH_APP_NAMES[0])
     .option('--strategy <name>', `rpc: one of ${RPC_STRATEGIES.join(', ')}`, 'wflush')
-    .option('--system <name>', "kv: 'prism' or 'pilaf' (the baseline)", 'prism')
+    .option('--system <name>', `kv: ${KV_SYSTEMS.map((x) => `'${x}'`).join(' or ')} (the baseline)`, KV_SYSTEMS[0])
     .option('--ddio <on|off>', 'pin DDIO of the emulated NIC (default: drawn per seed)')
     .option('--drain <policy>', `pin the NIC drain policy: one of ${DRAIN_CHOICES.join(', ')} (default: drawn per seed)`)
     .option('--placement <order>', "pin the placement order: 'any' or 'ascending' (default: drawn per seed)")
@@ -133,7 +117,7 @@ export function registerCrashTest(program: Command): void {
     .option('--no-nested', 'do not crash each image once more during its recovery')
     .option('--registers <n>', 'register: registers (default 1)', intOption('registers'))
     .option('--pattern <p>', "register: 'mixed' (default) or 'writer-reader' (client 0 writes, the others read)")
-    .option('--crash-runs <n>', 'register, kv, rs, tx: also n seeded crash runs — node subsets (f=1, all at once) and clients crash mid-run, nodes restart from an image while the cluster goes on (kv, rs: connections also drop while the server is up); the whole history is judged', intOption('crash-runs'))
+    .option('--crash-runs <n>', `${CRASH_APPS.filter((a) => a.crashRuns).map((a) => a.name).join(', ')}: also n seeded crash runs — node subsets (f=1, all at once) and clients crash mid-run, nodes restart from an image while the cluster goes on (kv, rs: connections also drop while the server is up); the whole history is judged`, intOption('crash-runs'))
     .option('--crash-plan <plan>', "register, kv: replay one crash run, e.g. 'p40:n1@2/r12;p95:c1' (what a crash-run violation's command names)")
     .option('--exhaustive', 'small-scope exhaustive mode: every interleaving (sleep-set POR) and every image at every crash point of a tiny workload (kv: 2 clients x PUT+GET; register: --nodes 2 --requests 1 --pattern writer-reader); drain eager, no eviction')
     .option('--states-max <n>', 'exhaustive: most states (interleavings + crash points + images), past it PMRPC_ERR_TOO_MANY_STATES (default 200000)', intOption('states-max'))
@@ -152,28 +136,31 @@ export function registerCrashTest(program: Command): void {
     .option('--mutants <all|a,b>', 'the mutant sweep: the plain sweep (--seeds, default 1..24; nothing pinned for a mutant) of every listed mutant of --app (rpc: once per strategy it lists), each until its first violation; exit 1 when one is not caught (docs/cli.md)')
     .option('--plain', "a mutant runs without its own NIC pins, schedule, crash plan or workload (what --mutants runs; its replay commands name it)")
     .option('--damage-tombstone', 'kv: a media error in every crash image before it is recovered — a byte of the first tombstone item the index links goes bad (its key reads as deleted either way), so recovery rejects the slot and gives it a dead item (what the mutant sweep runs)')
-    .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught')
+    .option('--list-mutants', 'print one line per mutant: name<TAB>comma-separated strategies under which it must be caught (rpc, kv), or the step it removes (the other apps); a renamed mutant\'s former name still works with --mutant and --mutants')
     .option('--timeline <dir>', `write a self-contained HTML timeline of the shortest failing history of each of the first ${TIMELINES_MAX} violations into <dir> (its path is printed beside the replay command; JSON: each violation's "timeline")`)
     .option('--json', 'print exactly one JSON document on stdout: {app, seed, configs, crashPoints, imagesChecked, imagesPerSecond, violations[{kind, detail, replay}], ...}')
     .addHelpText('after', '\nOutput: the report on stdout (progress per crash point on stderr: a bar on a terminal, else a line every few seconds); SIGINT prints the partial summary and the replay line.\nExit status: 0 when no violation was found, 1 when violations were found (with --mutant: the mutant is caught) or on a bad option (PMRPC_ERR_BAD_OPTION), 3 when a --mutant run found none (PMRPC_ERR_MUTANT_NOT_CAUGHT), 130 on SIGINT.')
     .action(async (opts: Opts) => {
-      if (!(CRASH_TEST_APPS as readonly string[]).includes(opts.app)) throw badOption(`--app must be one of ${CRASH_TEST_APPS.join(', ')}, got ${opts.app}`);
+      if (!CRASH_TEST_APPS.includes(opts.app)) throw badOption(`--app must be one of ${CRASH_TEST_APPS.join(', ')}, got ${opts.app}`);
+      const app = crashApp(opts.app);
       if (opts.listMutants) {
         for (const line of mutantLines(opts.app)) process.stdout.write(`${line}\n`);
         return;
       }
-      if ((opts.app === 'tx' || opts.app === 'rs' || opts.app === 'rslock') && opts.exhaustive) throw badOption('--exhaustive supports --app kv and --app register');
+      if (opts.exhaustive && app.exhaustive === undefined) throw badOption(`--exhaustive supports --app ${appsWhere((a) => a.exhaustive !== undefined)}`);
       if (opts.mutants !== undefined) {
         const seeds = parseSeedRange(opts.seeds ?? '1..24');
-        const progress = (m: MutantResult, done: number, total: number): void => void (opts.json || log(`[${done}/${total}] ${formatMutants({ app: opts.app as MutantApp, seeds, mutants: [m] })[0]!.split('\n')[0]!}`));
+        const progress = (m: MutantResult, done: number, total: number): void => void (opts.json || log(`[${done}/${total}] ${formatMutants({ app: opts.app, seeds, mutants: [m] })[0]!.split('\n')[0]!}`));
         const r = await runMutants(opts.app, opts.mutants, seeds, { jobs: opts.jobs ?? 1, onResult: progress });
         if (opts.json) printJson(r);
         else for (const line of formatMutants(r)) report(line);
         if (!allCaught(r)) process.exitCode = EXIT_MUTANT_NOT_CAUGHT;
         return;
       }
+      // A former name (an alias) runs the mutant under its name (replay commands name it).
+      if (opts.mutant !== undefined) opts.mutant = checkOptions(() => mutantName(app, opts.mutant!, '--mutant'));
       if (opts.exhaustive) {
-        await runExhaustive(opts);
+        await runExhaustive(opts, app);
         return;
       }
       if (opts.ddio !== undefined && opts.ddio !== 'on' && opts.ddio !== 'off') throw badOption(`--ddio must be on or off, got ${opts.ddio}`);
@@ -190,7 +177,7 @@ export function registerCrashTest(program: Command): void {
       const given = {
         engine: opts.engine as 'random' | 'exhaustive',
         // rs, tx: one seed checks >= 10,000 images by default (issues 12, 13; tx's defaults: txCrashSpec).
-        imagesPerPoint: opts.imagesPerPoint ?? (opts.app === 'rs' ? RS_IMAGES_PER_POINT : undefined),
+        imagesPerPoint: opts.imagesPerPoint ?? app.imagesPerPoint,
         pointsMax: opts.pointsMax,
         point: opts.point,
         nested: opts.nested,
@@ -202,36 +189,14 @@ export function registerCrashTest(program: Command): void {
         plain: opts.plain === true,
       };
       const exploreOptions = checkOptions(() => resolveExploreOptions(given));
-      if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && !CRASH_RUN_APPS.includes(opts.app)) throw badOption(`--crash-runs and --crash-plan need --app ${CRASH_RUN_APPS.join(', ')} (an app with a whole-history check)`);
-      if (opts.damageTombstone === true && opts.app !== 'kv') throw badOption('--damage-tombstone needs --app kv');
-      const { clock: _c, onProgress: _p, seed: _s, ...ex } = exploreOptions;
+      if ((opts.crashRuns !== undefined || opts.crashPlan !== undefined) && !app.crashRuns) throw badOption(`--crash-runs and --crash-plan need --app ${CRASH_APPS.filter((a) => a.crashRuns).map((a) => a.name).join(', ')} (an app with a whole-history check)`);
+      if (opts.damageTombstone === true && !app.mediaDamage) throw badOption(`--damage-tombstone needs --app ${appsWhere((a) => a.mediaDamage)}`);
       // The workload options' own checks (resolve*Workload): a bad value is PMRPC_ERR_BAD_OPTION.
-      const spec = checkOptions((): SweepSpec => {
-        if (opts.app === 'tx') {
-          // One path with test/deep/tx-mutants.test.ts: a mutant's DDIO pin and the TX defaults are applied there.
-          return txCrashSpec({ workload: opts.workload as 'append' | 'bank' | undefined, shards: opts.nodes, clients: opts.clients, txPerClient: opts.requests, keys: opts.keys, mutant: opts.mutant, agent: opts.agent }, given);
-        } else if (opts.app === 'rslock') {
-          if (opts.mutant !== undefined && !RSLOCK_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${RSLOCK_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
-          return { app: 'rslock', workload: { nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant }, explore: ex };
-        } else if (opts.app === 'register') {
-          return { app: 'register', workload: resolveRegisterWorkload({ nodes: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, registers: opts.registers, mutant: opts.mutant, pattern: opts.pattern as 'mixed' | 'writer-reader' | undefined }), explore: ex };
-        } else if (opts.app === 'rs') {
-          return { app: 'rs', workload: resolveRsWorkload({ replicas: opts.nodes, clients: opts.clients, opsPerClient: opts.requests, blocks: opts.registers, mutant: opts.mutant }), explore: ex };
-        } else if (opts.app === 'rpc') {
-          if (opts.mutant !== undefined && !MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`unknown mutant ${opts.mutant}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
-          return { app: 'rpc', workload: resolveRpcWorkload({ strategy: opts.strategy as RpcStrategy, requests: opts.requests, clients: opts.clients, mutant: opts.mutant, resumeEvery: opts.resumeEvery, nodes: opts.nodes }), explore: ex };
-        } else if (opts.app === 'recovery') {
-          if (opts.mutant !== undefined && !RECOVERY_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${RECOVERY_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
-          return { app: 'recovery', workload: resolveRecoveryWorkload({ clients: opts.clients, requestsPerClient: opts.requests, churn: opts.churn, batchMax: opts.batch, ...(opts.mutant !== undefined ? recoveryMutantWorkload(opts.mutant) : {}) }), explore: ex };
-        } else {
-          if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
-          return { app: 'kv', workload: resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients, damageTombstone: opts.damageTombstone === true }), explore: ex };
-        }
-      });
-      checkOptions(() => appOf(spec)); // the app's own checks (counts in range), before any work
+      const spec = checkOptions(() => app.spec(opts, given));
+      checkOptions(() => app.explorerApp(spec.workload)); // the app's own checks (counts in range), before any work
       const seeds = opts.seeds !== undefined ? checkOptions(() => parseSeedRange(opts.seeds!)) : [opts.seed];
       const bar = opts.json ? { update() {}, stop() {} } : progressBar('crash-test');
-      if (!opts.json) report(`pmrpc crash-test --app ${opts.app}: seeds ${seeds.length === 1 ? seeds[0] : `${seeds[0]}..${seeds[seeds.length - 1]}`}${opts.app === 'rpc' ? `, strategy ${opts.strategy}` : ''}, engine ${opts.engine}${opts.mutant ? `, mutant ${opts.mutant}` : ''}`);
+      if (!opts.json) report(`pmrpc crash-test --app ${opts.app}: seeds ${seeds.length === 1 ? seeds[0] : `${seeds[0]}..${seeds[seeds.length - 1]}`}${app.header?.(opts) ?? ''}, engine ${opts.engine}${opts.mutant ? `, mutant ${opts.mutant}` : ''}`);
       // What SIGINT prints: the seeds done, where the current one is, and the replay line.
       const done: CountedReport[] = [];
       let current: { seed: number; pointsDone: number; points: number; imagesChecked: number } | undefined;
@@ -274,7 +239,7 @@ export function registerCrashTest(program: Command): void {
       const caught = r.violations.length > 0;
       if (opts.json) {
         printJson({
-          app: r.app, seed: r.seed, ...(seeds.length > 1 ? { seeds } : {}), ...(opts.app === 'rpc' ? { strategy: opts.strategy } : opts.app === 'kv' ? { system: opts.system } : {}), mutant: opts.mutant ?? null, ...(opts.mutant !== undefined ? { caught } : {}),
+          app: r.app, seed: r.seed, ...(seeds.length > 1 ? { seeds } : {}), ...(app.jsonFields?.(opts) ?? {}), mutant: opts.mutant ?? null, ...(opts.mutant !== undefined ? { caught } : {}),
           configs: r.configs, schedule: r.schedule ?? 'random', crashPoints: r.crashPoints, crashPointsTotal: r.crashPointsTotal, deliveryPoints: r.deliveryPoints, imagesChecked: r.imagesChecked, distinctImages: r.distinctImages,
           nestedImagesChecked: r.nestedImagesChecked, ...(r.crashRunsChecked !== undefined ? { crashRunsChecked: r.crashRunsChecked } : {}), sampledPoints: r.sampledPoints, imagesPerSecond: r.imagesPerSecond, seconds: Number(r.seconds.toFixed(3)),
           violations, violationsTotal: r.violations.length,
@@ -325,19 +290,11 @@ function scheduleOf(opts: Opts): Partial<ScheduleOptions> | undefined {
 }
 
 /** `--exhaustive`: the small-scope exhaustive mode on a tiny workload (one JSON document with --json). */
-async function runExhaustive(opts: Opts): Promise<void> {
-  if (opts.app === 'rpc' || opts.app === 'rs') throw badOption('--exhaustive supports --app kv and --app register');
+async function runExhaustive(opts: Opts, app: CrashApp): Promise<void> {
+  if (app.exhaustive === undefined) throw badOption(`--exhaustive supports --app ${appsWhere((a) => a.exhaustive !== undefined)}`);
   if (opts.ddio !== undefined && opts.ddio !== 'on' && opts.ddio !== 'off') throw badOption(`--ddio must be on or off, got ${opts.ddio}`);
   if (opts.placement !== undefined && opts.placement !== 'any' && opts.placement !== 'ascending') throw badOption(`--placement must be any or ascending, got ${opts.placement}`);
-  let makeApp: () => ExplorerApp<unknown>;
-  if (opts.app === 'kv') {
-    if (opts.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === opts.mutant)) throw badOption(`--mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${opts.mutant}`);
-    const w = resolveKvWorkload({ system: opts.system as 'prism' | 'pilaf', mutant: opts.mutant as KvFaultName | undefined, clients: opts.clients ?? 2, opsPerClient: 2, keys: 2 });
-    makeApp = () => kvExplorerApp(w) as ExplorerApp<unknown>;
-  } else {
-    const w = resolveRegisterWorkload({ nodes: opts.nodes ?? 2, clients: opts.clients ?? 2, opsPerClient: opts.requests ?? 1, registers: opts.registers, mutant: opts.mutant, pattern: (opts.pattern ?? 'writer-reader') as 'mixed' | 'writer-reader' });
-    makeApp = () => registerExplorerApp(w) as ExplorerApp<unknown>;
-  }
+  const makeApp = checkOptions(() => app.exhaustive!(opts));
   const pins: NicPins = {
     ...(opts.ddio !== undefined ? { ddio: opts.ddio === 'on' } : {}),
     ...(opts.placement !== undefined ? { placement: opts.placement as 'any' | 'ascending' } : {}),

@@ -10,6 +10,8 @@ import { randomSeed } from '../pmem/index.js';
 import type { RpcStrategy } from '../src/rpc/index.js';
 import { runKvRealCrash, runRealCrash, type KvRealCrashReport, type RealCrashReport } from '../src/server/index.js';
 import { runPmemWriter } from '../src/demo/index.js';
+import { rpcApp } from '../src/apps/rpc/index.js';
+import { kvApp } from '../src/apps/kv/index.js';
 import { badOption, intOption, log, printJson, progressBar } from './output.js';
 import { onOffOption, strategyOption } from './serve.js';
 
@@ -17,8 +19,14 @@ const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
 
 export const DEMO_SECONDS_DEFAULT = 6;
 
+/** The demos of --app, by the name of the app they run (its NODE_APPS name): what --app says of it, and the run. */
+const DEMOS: Readonly<Record<string, { help: string; run: (opts: DemoOpts, seed: number, quiet: boolean) => Promise<void> }>> = Object.freeze({
+  [rpcApp.name]: { help: 'durable RPC, one node', run: runRpcDemo },
+  [kvApp.name]: { help: 'a PRISM-KV cluster', run: runKvDemo },
+});
+
 /** The apps of --app. */
-export const DEMO_APPS = ['rpc', 'kv'] as const;
+export const DEMO_APPS: readonly string[] = Object.freeze(Object.keys(DEMOS));
 
 interface DemoOpts {
   app: string;
@@ -90,10 +98,10 @@ export function registerDemo(program: Command): void {
   program
     .command('demo')
     .description('durable RPC between processes over TCP, a real SIGKILL of the server mid-load, restart and recovery on the same PM file, then a verification')
-    .option('--app <name>', 'rpc (durable RPC, one node) or kv (a PRISM-KV cluster)', (v: string) => {
-      if (v !== 'rpc' && v !== 'kv') throw badOption(`--app must be rpc or kv, got ${v}`);
+    .option('--app <name>', DEMO_APPS.map((a) => `${a} (${DEMOS[a]!.help})`).join(' or '), (v: string) => {
+      if (!DEMO_APPS.includes(v)) throw badOption(`--app must be ${DEMO_APPS.join(' or ')}, got ${v}`);
       return v;
-    }, 'rpc')
+    }, DEMO_APPS[0])
     .option('--nodes <n>', 'kv: nodes of the cluster, each a serve process on its own PM file (default 3)', intOption('nodes'))
     .option('--strategy <s>', 'remote-persistence strategy (wflush sflush wrflush srflush gpspm farm darpc raw)', strategyOption, 'wflush')
     .option('--clients <n>', 'clients (each keeps --window calls in flight)', intOption('clients'), 4)
@@ -114,50 +122,7 @@ export function registerDemo(program: Command): void {
     .action(async (opts: DemoOpts) => {
       // Non-negative, so the printed replay command parses (a leading '-' would read as an option).
       const seed = (opts.seed ?? randomSeed()) >>> 0;
-      const quiet = opts.json === true;
-      if (opts.app === 'kv') {
-        if (!quiet) log(`pmrpc demo: PRISM-KV cluster of ${opts.nodes ?? 3} nodes, ${Math.min(opts.clients, 8)} clients, ${opts.seconds} s, seed ${seed}`);
-        const r = await runKvRealCrash({
-          mainScript: MAIN,
-          nodes: opts.nodes ?? 3,
-          clients: Math.min(opts.clients, 8),
-          seconds: opts.seconds,
-          seed,
-          killRounds: opts.crashes,
-          selfKills: opts.selfKills,
-          keep: opts.keep === true,
-          log: quiet ? undefined : (l) => log(`demo: ${l}`),
-        });
-        if (opts.json) printJson(r);
-        else process.stdout.write(formatKvDemo(r));
-        if (r.violations > 0 || r.crashes < 1) process.exitCode = 1;
-        return;
-      }
-      if (opts.nodes !== undefined && opts.nodes !== 1) throw badOption('--nodes applies to --app kv (the rpc demo runs one node)');
-      const bar = quiet ? { update() {}, stop() {} } : progressBar('demo');
-      if (!quiet) log(`pmrpc demo: strategy ${opts.strategy}, ${opts.clients} clients × ${opts.window} calls in flight, ${opts.seconds} s, seed ${seed}`);
-      const r = await runRealCrash({
-        mainScript: MAIN,
-        strategy: opts.strategy,
-        clients: opts.clients,
-        seconds: opts.seconds,
-        seed,
-        externalKills: opts.crashes,
-        selfKills: opts.selfKills,
-        ackKills: opts.ackKills,
-        mortalClients: opts.mortalClients,
-        ddio: opts.ddio,
-        window: opts.window,
-        keep: opts.keep === true,
-        onProgress: (p) => bar.update(Math.round(p.elapsedS * 10), Math.round(p.seconds * 10), `${p.acked} acked, ${p.crashes} crashes`),
-        log: quiet || process.stderr.isTTY ? undefined : (l) => log(`demo: ${l}`),
-      });
-      bar.stop();
-      if (opts.json) {
-        const { incarnations, messages, ...rest } = r;
-        printJson({ ...rest, messages, restarts: incarnations.map((i) => ({ end: i.end, killAfterEvents: i.killAfterEvents ?? null, killAfterCompletions: i.killAfterCompletions ?? null, restartMs: i.restartMs ?? null, recovered: i.recovered })) });
-      } else process.stdout.write(formatDemo(r, opts.keep === true));
-      if (r.verdict !== 'ok') process.exitCode = 1;
+      await DEMOS[opts.app]!.run(opts, seed, opts.json === true);
     });
 
   // The layer-1 PM writer of test/pmem/sigkill.test.ts: a child that persists records until killed.
@@ -170,4 +135,52 @@ export function registerDemo(program: Command): void {
     .action(async (opts: { pm: string; records: number; seed: number; reportEvery: number }) => {
       await runPmemWriter(opts.pm, opts.records, opts.seed, opts.reportEvery);
     });
+}
+
+/** The kv demo: a PRISM-KV cluster of serve processes, kill rounds of seeded subsets of the nodes. */
+async function runKvDemo(opts: DemoOpts, seed: number, quiet: boolean): Promise<void> {
+  if (!quiet) log(`pmrpc demo: PRISM-KV cluster of ${opts.nodes ?? 3} nodes, ${Math.min(opts.clients, 8)} clients, ${opts.seconds} s, seed ${seed}`);
+  const r = await runKvRealCrash({
+    mainScript: MAIN,
+    nodes: opts.nodes ?? 3,
+    clients: Math.min(opts.clients, 8),
+    seconds: opts.seconds,
+    seed,
+    killRounds: opts.crashes,
+    selfKills: opts.selfKills,
+    keep: opts.keep === true,
+    log: quiet ? undefined : (l) => log(`demo: ${l}`),
+  });
+  if (opts.json) printJson(r);
+  else process.stdout.write(formatKvDemo(r));
+  if (r.violations > 0 || r.crashes < 1) process.exitCode = 1;
+}
+
+/** The rpc demo: one serve process, SIGKILLs mid-load, restarts on the same file, a verification of the digest log. */
+async function runRpcDemo(opts: DemoOpts, seed: number, quiet: boolean): Promise<void> {
+  if (opts.nodes !== undefined && opts.nodes !== 1) throw badOption('--nodes applies to --app kv (the rpc demo runs one node)');
+  const bar = quiet ? { update() {}, stop() {} } : progressBar('demo');
+  if (!quiet) log(`pmrpc demo: strategy ${opts.strategy}, ${opts.clients} clients × ${opts.window} calls in flight, ${opts.seconds} s, seed ${seed}`);
+  const r = await runRealCrash({
+    mainScript: MAIN,
+    strategy: opts.strategy,
+    clients: opts.clients,
+    seconds: opts.seconds,
+    seed,
+    externalKills: opts.crashes,
+    selfKills: opts.selfKills,
+    ackKills: opts.ackKills,
+    mortalClients: opts.mortalClients,
+    ddio: opts.ddio,
+    window: opts.window,
+    keep: opts.keep === true,
+    onProgress: (p) => bar.update(Math.round(p.elapsedS * 10), Math.round(p.seconds * 10), `${p.acked} acked, ${p.crashes} crashes`),
+    log: quiet || process.stderr.isTTY ? undefined : (l) => log(`demo: ${l}`),
+  });
+  bar.stop();
+  if (opts.json) {
+    const { incarnations, messages, ...rest } = r;
+    printJson({ ...rest, messages, restarts: incarnations.map((i) => ({ end: i.end, killAfterEvents: i.killAfterEvents ?? null, killAfterCompletions: i.killAfterCompletions ?? null, restartMs: i.restartMs ?? null, recovered: i.recovered })) });
+  } else process.stdout.write(formatDemo(r, opts.keep === true));
+  if (r.verdict !== 'ok') process.exitCode = 1;
 }

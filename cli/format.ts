@@ -8,7 +8,7 @@
 import type { Command } from 'commander';
 import { NODE_APP_NAMES, appByName, formatNodeFile } from '../src/node/index.js';
 import { intOption, log, printJson, progressBar } from './output.js';
-import { nodeAppOptions, refuseForeignFlags, sizeOption } from './serve.js';
+import { nodeAppOptions, refuseForeignFlags, sizeOption, systemOption } from './serve.js';
 import { addLayoutFlags, type LayoutFlags } from './layout-flags.js';
 
 interface FormatOpts extends LayoutFlags {
@@ -17,7 +17,7 @@ interface FormatOpts extends LayoutFlags {
   force?: boolean;
   node: string;
   maxClients?: number;
-  system: 'prism' | 'pilaf';
+  system: string;
   cluster?: string;
   json?: boolean;
 }
@@ -31,10 +31,7 @@ export function registerFormat(program: Command): void {
     .option('--size <bytes>', 'data bytes (K, M, G suffixes; a multiple of 64, at most 4G minus 4K)', sizeOption('size'), 16 << 20)
     .option('--force', 'replace an existing file (its contents are lost; refused while a process holds it)')
     .option('--max-clients <n>', 'rpc app: connection slots (client table size; default 64)', intOption('max-clients'))
-    .option('--system <s>', 'kv app: prism (PRISM-KV) or pilaf (the Pilaf-style baseline)', (v: string) => {
-      if (v !== 'prism' && v !== 'pilaf') throw new TypeError(`--system must be prism or pilaf, got ${v}`);
-      return v;
-    }, 'prism')
+    .option('--system <s>', 'kv app: prism (PRISM-KV) or pilaf (the Pilaf-style baseline)', systemOption, 'prism')
     .option('--cluster <file>', 'tx app: the cluster file the node belongs to (its shard index, shard count and options come from there; with --node)')
     .option('--node <id>', 'tx app with --cluster: the node id in the cluster file', 'node')
     .option('--json', 'print the result as one JSON document');

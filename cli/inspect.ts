@@ -4,7 +4,7 @@
  * read-only: the file is never written, mapped or locked (src/node/inspect.ts).
  */
 import type { Command } from 'commander';
-import { inspectFile, type FileProblem, type InspectReport } from '../src/node/index.js';
+import { inspectFile, NODE_APP_FLAGS, type FileProblem, type InspectReport, type NodeAppName } from '../src/node/index.js';
 import { printJson } from './output.js';
 
 /** One line of a JSON-able record: `k v, k v…`; nested records in braces, long arrays counted. */
@@ -55,13 +55,14 @@ export function formatInspect(r: InspectReport): string {
     `  holds:       ${r.holds} at offset ${r.area.base} (magic ${r.area.magic})`,
   ];
   if (r.layout !== undefined) lines.push(`  layout:      ${compact(r.layout)}`);
-  if (r.app === 'rpc') lines.push(...rpcLines(r));
+  const table = r.app !== null && Object.hasOwn(NODE_APP_FLAGS, r.app) && NODE_APP_FLAGS[r.app as NodeAppName].connectionTable;
+  if (table) lines.push(...rpcLines(r));
   if (r.summary !== undefined) lines.push(`  state:       ${summaryLine(r.summary)}`);
   const rec = r.recovery;
   if (rec.refused !== undefined) lines.push(`  recovery would refuse: ${rec.refused.code}: ${rec.refused.message}`);
   else if (rec.replay !== undefined) lines.push(`  recovery would: replay ${rec.replay} records, invalidate ${rec.invalidate} slots, re-execute ${rec.reexecute} requests (epoch → ${rec.epochAfter})`);
   else if (rec.summary !== undefined) lines.push(`  recovery would: ${compact(rec.summary) || 'nothing to repair'}`);
-  if (r.recovered !== undefined && r.app !== 'rpc') lines.push(`  after it:    ${summaryLine(r.recovered)}`);
+  if (r.recovered !== undefined && !table) lines.push(`  after it:    ${summaryLine(r.recovered)}`);
   if (rec.ran && rec.refused === undefined) lines.push(`  audit:       ${r.audit.length === 0 ? 'sound' : `${r.audit.length} problems`}`);
   if (r.problems.length > 0) lines.push(`  problems:    ${r.problems.length} (\`pmrpc check\` exits non-zero)`, ...formatProblems(r.problems));
   lines.push('  (read-only: the file was not modified)');

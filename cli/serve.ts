@@ -2,9 +2,8 @@
 import type { Command } from 'commander';
 import { defineErrorCodes, ErrorCodes, exitWithParent, isInvariantError, PmemRegion, PmrpcError, type ErrorCodesOf } from '../pmem/index.js';
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
-import { NODE_APP_NAMES, NodeHost, appByName, resolveAuthToken } from '../src/node/index.js';
+import { KV_SYSTEMS, NODE_APP_FLAGS, NODE_APP_NAMES, NodeHost, appByName, nodeAppFlags, resolveAuthToken, type NodeAppFlag, type NodeAppName } from '../src/node/index.js';
 import { NodeMetrics, authFailureLogger } from '../src/node/index.js';
-import { DIGEST_HANDLERS as WORKLOAD_HANDLERS, RPC_APP_DEFAULTS } from '../src/apps/rpc/index.js';
 import { intOption, log } from './output.js';
 import { startTxShardAgent, txNodeAppOptions, type TxShardAgent } from '../src/cluster/index.js';
 import { addLayoutFlags, layoutAppOptions, type LayoutFlags } from './layout-flags.js';
@@ -32,15 +31,21 @@ export function sizeOption(name: string): (v: string) => number {
   };
 }
 
-/** The flags of `serve` / `format` that configure one app only (option attribute name -> the apps it applies to). */
-export const APP_FLAGS: Readonly<Record<string, { flag: string; apps: readonly string[] }>> = Object.freeze({
-  strategy: { flag: '--strategy', apps: ['rpc'] },
-  keepResults: { flag: '--keep-results', apps: ['rpc'] },
-  maxClients: { flag: '--max-clients', apps: ['rpc'] },
-  leaseMs: { flag: '--lease-ms', apps: ['rpc', 'tx'] },
-  system: { flag: '--system', apps: ['kv'] },
-  cluster: { flag: '--cluster', apps: ['tx'] },
-});
+/** The flag of each app-specific option (its attribute name). */
+const FLAG_OF: Readonly<Record<NodeAppFlag, string>> = Object.freeze({ strategy: '--strategy', keepResults: '--keep-results', maxClients: '--max-clients', leaseMs: '--lease-ms', system: '--system', cluster: '--cluster' });
+
+/** The flags of `serve` / `format` that configure one app only (option attribute name -> the apps it applies to), from the node registry (NODE_APP_FLAGS). */
+export const APP_FLAGS: Readonly<Record<string, { flag: string; apps: readonly string[] }>> = Object.freeze(
+  Object.fromEntries(
+    (Object.keys(FLAG_OF) as NodeAppFlag[]).map((name) => [name, { flag: FLAG_OF[name], apps: NODE_APP_NAMES.filter((a) => NODE_APP_FLAGS[a as NodeAppName].flags.includes(name)) }]),
+  ),
+);
+
+/** Parses `--system` (the kv app's: KV_SYSTEMS). */
+export function systemOption(v: string): string {
+  if (!(KV_SYSTEMS as readonly string[]).includes(v)) throw new TypeError(`--system must be ${KV_SYSTEMS.join(' or ')}, got ${v}`);
+  return v;
+}
 
 /** PMRPC_ERR_OPTION_NOT_APPLICABLE for a flag given on the command line that does not configure `app`. */
 export function refuseForeignFlags(cmd: Command, app: string): void {
@@ -51,8 +56,8 @@ export function refuseForeignFlags(cmd: Command, app: string): void {
 }
 
 /** The app options of a node from the command line: a tx node of a cluster takes them from its cluster file, any other from serveAppOptions. */
-export function nodeAppOptions(app: string, opts: LayoutFlags & { cluster?: string | undefined; node: string; strategy: RpcStrategy; keepResults?: boolean | undefined; system: 'prism' | 'pilaf'; maxClients?: number | undefined; leaseMs?: number | undefined }): object {
-  const base = (app === 'tx' && opts.cluster !== undefined
+export function nodeAppOptions(app: string, opts: LayoutFlags & { cluster?: string | undefined; node: string; strategy: RpcStrategy; keepResults?: boolean | undefined; system: string; maxClients?: number | undefined; leaseMs?: number | undefined }): object {
+  const base = (nodeAppFlags(app).clusterShard && opts.cluster !== undefined
     ? txNodeAppOptions(opts.cluster, opts.node)
     : serveAppOptions(app, { strategy: opts.strategy, keepResults: opts.keepResults === true, system: opts.system, maxClients: opts.maxClients, leaseMs: opts.leaseMs })) as Record<string, unknown>;
   // Layout flags (--kv-slots, …) on top: they apply when the file is formatted.
@@ -84,7 +89,7 @@ interface ServeOpts extends LayoutFlags {
   authTokenFile?: string;
   ddio: boolean;
   strategy: RpcStrategy;
-  system: 'prism' | 'pilaf';
+  system: string;
   keepResults?: boolean;
   maxClients?: number;
   leaseMs?: number;
@@ -97,17 +102,9 @@ interface ServeOpts extends LayoutFlags {
   metricsHost: string;
 }
 
-/** The app options `serve` builds from its flags (the rest are the app's defaults). */
-export function serveAppOptions(app: string, o: { strategy: RpcStrategy; keepResults: boolean; system: 'prism' | 'pilaf'; maxClients?: number | undefined; leaseMs?: number | undefined }): object {
-  if (app === 'rpc') {
-    return {
-      strategy: o.strategy, keepResults: o.keepResults, handlers: WORKLOAD_HANDLERS,
-      ...(o.maxClients === undefined ? {} : { layout: { ...RPC_APP_DEFAULTS.layout, maxClients: o.maxClients } }),
-      ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
-    };
-  }
-  if (app === 'kv') return { system: o.system };
-  return {};
+/** The app options `serve` builds from its flags (the rest are the app's defaults): NodeAppFlags.options. */
+export function serveAppOptions(app: string, o: { strategy: RpcStrategy; keepResults: boolean; system: string; maxClients?: number | undefined; leaseMs?: number | undefined }): object {
+  return nodeAppFlags(app).options(o);
 }
 
 /**
@@ -132,7 +129,7 @@ export function registerServe(program: Command): void {
     .command('serve')
     .description('one node: host an app on a formatted PM file over TCP — open, lock and recover it; SIGTERM shuts down in order, SIGKILL is a crash')
     .requiredOption('--pm <file>', 'the PM file, made by `pmrpc format` (a missing or empty one is refused unless --create); an existing one is recovered')
-    .option('--app <name>', `the app (${NODE_APP_NAMES.join(', ')})`, 'rpc')
+    .option('--app <name>', `the app (${NODE_APP_NAMES.join(', ')})`, NODE_APP_NAMES[0])
     .option('--node <id>', 'the node id in the start line (a cluster file id)', 'node')
     .option('--create', 'create and format the PM file first when it is missing or empty (as `pmrpc format` does); an existing one is opened as always')
     .option('--size <bytes>', 'data bytes of a new PM file with --create (K, M, G suffixes; 64-byte multiple, at most 4G minus 4K); on an existing file it must match the file\'s size', sizeOption('size'), 16 << 20)
@@ -145,10 +142,7 @@ export function registerServe(program: Command): void {
     .option('--keep-results', 'rpc app: keep each result in its effect record, so a result survives a crash')
     .option('--max-clients <n>', 'rpc app: connection slots (client table size) of a new PM file (default 64; an existing file keeps its own)', intOption('max-clients'))
     .option('--lease-ms <ms>', 'rpc app: a client silent this long may lose its slot to a new client when the table is full (default 60000)', intOption('lease-ms'))
-    .option('--system <s>', 'kv app: prism (PRISM-KV) or pilaf (the Pilaf-style baseline)', (v: string) => {
-      if (v !== 'prism' && v !== 'pilaf') throw new TypeError(`--system must be prism or pilaf, got ${v}`);
-      return v;
-    }, 'prism')
+    .option('--system <s>', 'kv app: prism (PRISM-KV) or pilaf (the Pilaf-style baseline)', systemOption, 'prism')
     .option('--kill-after-events <n>', 'SIGKILL itself after this many persistence events (region crash points): a seeded real crash that replays', intOption('kill-after-events'))
     .option('--kill-after-completions <n>', 'SIGKILL itself at the first media-changing crash point (drain, eviction, NIC drain into media) once its n-th completion (a message to a client: every strategy\'s acknowledgement is one) has left the process: a crash between acknowledgements and the write-back after them', intOption('kill-after-completions'))
     .option('--cluster <file>', 'tx app: the cluster file this node belongs to — its shard index and the shard count (its place among the tx nodes) and its options come from there, and the node runs the resolver agent over node-to-node links (--lease-ms: its pass period, default 300)')
@@ -170,7 +164,7 @@ export function registerServe(program: Command): void {
       let completions = 0;
       let completionsArmed = false;
       const completionLimit = opts.killAfterCompletions;
-      const txCluster = app.name === 'tx' && opts.cluster !== undefined ? opts.cluster : undefined;
+      const txCluster = nodeAppFlags(app.name).clusterShard && opts.cluster !== undefined ? opts.cluster : undefined;
       // Run by the real-crash Supervisor: die with it (a killed test leaves no server behind).
       exitWithParent(true);
       // A broken invariant of pmrpc itself (PMRPC_ERR_INVARIANT, rethrown out of the event loop by
@@ -213,7 +207,7 @@ export function registerServe(program: Command): void {
       });
       metrics?.attach(node);
       const line = { ...node.startLine(), ...(metrics === undefined ? {} : { metricsPort: metrics.port }) };
-      const extra = app.name === 'rpc' ? { strategy: opts.strategy } : app.name === 'kv' ? { system: opts.system } : {};
+      const extra = nodeAppFlags(app.name).startLine({ ...opts, keepResults: opts.keepResults === true });
       process.stdout.write(`${JSON.stringify({ ...line, pid: process.pid, pmFile: opts.pm, ddio: opts.ddio, ...extra })}\n`);
       // A tx shard of a cluster resolves what it participates in: at start (a restart), then per lease.
       const agent: TxShardAgent | undefined = txCluster === undefined ? undefined : startTxShardAgent(txCluster, opts.node, { authToken: resolveAuthToken(opts), leaseMs: opts.leaseMs ?? 300, log: opts.json ? undefined : log });

@@ -38,7 +38,7 @@ export function registerSwarm(program: Command): void {
     .option('--seconds <T>', `virtual seconds of the fault phase per seed and app: modelled time on the ${SWARM_COST_PROFILE} cost model, not wall time (workloads scale with it)`, String(SWARM_DEFAULT_SECONDS))
     .option('--app <name>', `'all' or one of ${SWARM_APPS.join(', ')} (or a comma-separated list)`, 'all')
     .option('--jobs <n>', 'worker threads (piscina)', intOption('jobs'))
-    .option('--mutant <APP:NAME>', "a broken build: one app's mutant (e.g. kv:dropIndexFlush; see pmrpc crash-test --app APP --list-mutants); the swarm must then fail with a replayable seed")
+    .option('--mutant <APP:NAME>', "a broken build: one app's mutant (e.g. kv:drop-index-flush; see pmrpc crash-test --app APP --list-mutants); the swarm must then fail with a replayable seed")
     .option('--no-crashes', 'no node or client crashes: only the NIC configuration, message delay and reordering, paused nodes and fault sites (to show that a failure needs no crash)')
     .option('--out <dir>', 'append the run to <dir>/history.sqlite', DEFAULT_BENCH_OUT)
     .option('--no-history', 'do not append this run to the SQLite history')

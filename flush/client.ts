@@ -103,7 +103,7 @@ export class QueuePair {
   postChain(wrs: readonly WorkRequest[]): Promise<Completion[]> {
     if (!Array.isArray(wrs)) checkChain(wrs); // the RangeError, before the copy
     // Copied (the caller may reuse its array while the message is held or queued), then checked once.
-    const chain = checkedChain([...wrs]);
+    const chain = checkedChain([...wrs], this.link.remote !== true);
     let settle!: { resolve: (c: Completion[]) => void; reject: (e: unknown) => void };
     const p = new Promise<Completion[]>((resolve, reject) => {
       settle = { resolve, reject };
@@ -118,7 +118,7 @@ export class QueuePair {
    * is taken as it is (not copied): the caller must not change it afterwards.
    */
   postChainWith<T>(wrs: WorkRequest[], listener: ChainListener<T>, arg: T): void {
-    this.#post(checkedChain(wrs), listener as ChainListener<unknown>, arg);
+    this.#post(checkedChain(wrs, this.link.remote !== true), listener as ChainListener<unknown>, arg);
   }
 
   #post(wrs: WorkRequest[], listener: ChainListener<unknown>, arg: unknown): void {
@@ -314,10 +314,10 @@ function checkChain(wrs: readonly WorkRequest[]): void {
   }
 }
 
-/** checkChain, then the array is the QP's: marked checked, so a NIC in this process does not check it again. */
-function checkedChain(wrs: WorkRequest[]): WorkRequest[] {
+/** checkChain, then the array is the QP's: marked checked (`mark`: the link may reach a NIC in this process), so that NIC does not check it again. */
+function checkedChain(wrs: WorkRequest[], mark: boolean): WorkRequest[] {
   checkChain(wrs);
-  markChecked(wrs);
+  if (mark) markChecked(wrs);
   return wrs;
 }
 

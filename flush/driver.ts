@@ -12,14 +12,17 @@
  * interleaving of two loops over one NIC).
  *
  * Group commit (`strict` file region; docs/recovery.md, "Group commit"): each run is one **pass**
- * inside the region's groupCommit scope — the FLUSHes of every message it executes write their
+ * inside the region's groupCommitAsync scope — the FLUSHes of every message it executes write their
  * lines but share ONE msync at the pass's end — and the NIC holds the pass's responses until that
- * msync, then releases them (each still through the region's ack gate). A FLUSH inside a chain
- * syncs at once (an ordering point, Rnic.step). A pass that fails (a failed msync,
- * PMRPC_ERR_SYNC_FAILED, sticky) acknowledges nothing after the failure: what is held or queued is
- * answered with error completions of the failure's code, and the pass does not throw.
+ * msync calls back, then releases them (each still through the region's ack gate). The msync runs
+ * off the JS thread (PmemRegion.syncAsync) where the region can, so the next socket read and the
+ * server CPU's pass run while it syncs; passes waiting for their msync release their responses
+ * oldest first. Without an async msync it syncs on the thread and the pass releases at once. A
+ * FLUSH inside a chain syncs at once (an ordering point, Rnic.step). A pass that fails (a failed
+ * msync, PMRPC_ERR_SYNC_FAILED, sticky) acknowledges nothing after the failure: what is held or
+ * queued is answered with error completions of the failure's code, and the pass does not throw.
  */
-import type { Rnic } from './nic.js';
+import type { HeldResponses, Rnic } from './nic.js';
 import type { RequestMessage } from './types.js';
 
 /** Test-only fault switches of the driver (each must make a test fail). */
@@ -49,11 +52,23 @@ export class NicDriver {
   readonly faults: Readonly<NicDriverFaults>;
   #running = false;
 
-  constructor(nic: Rnic, idleDrain: boolean, faults: Readonly<NicDriverFaults> = {}) {
+  /** How responses released on a later turn (their msync called back) are sent: the owner may cork its connections around them. */
+  readonly #around: ((send: () => void) => void) | undefined;
+
+  constructor(nic: Rnic, idleDrain: boolean, faults: Readonly<NicDriverFaults> = {}, around?: (send: () => void) => void) {
     this.nic = nic;
     this.idleDrain = idleDrain;
     this.groupCommit = nic.region.options.strict && nic.region.path !== undefined;
     this.faults = faults;
+    this.#around = around;
+  }
+
+  /** Group commit: passes whose responses wait for their msync, oldest first. */
+  #waiting: WaitingPass[] = [];
+
+  /** Passes whose responses wait for their msync to call back. */
+  get passesWaiting(): number {
+    return this.#waiting.length;
   }
 
   /** runUntilIdle's body: everything queued, then the idle drain. */
@@ -115,7 +130,10 @@ export class NicDriver {
     return n;
   }
 
-  /** One pass: as is, or (group commit) inside one groupCommit scope with its responses held until its msync. */
+  /**
+   * One pass: as is, or (group commit) inside one groupCommitAsync scope with its responses held
+   * until its msync calls back (at once when it synced on the thread), released in pass order.
+   */
   #pass(body: () => void): void {
     if (!this.groupCommit) {
       body();
@@ -123,18 +141,59 @@ export class NicDriver {
     }
     const nic = this.nic;
     nic.holdResponses(this.faults.skipChainSync !== true);
+    const p: WaitingPass = { responses: undefined, synced: false, failure: undefined };
+    this.#waiting.push(p);
+    let later = false; // a call back inside groupCommitAsync is released below, with the pass
     let failure: unknown;
     try {
-      nic.region.groupCommit(() => {
-        body();
-        if (this.faults.respondBeforeSync === true) nic.releaseResponses(true);
-      }); // the pass's one msync, at the end of the scope
+      nic.region.groupCommitAsync(
+        () => {
+          body();
+          if (this.faults.respondBeforeSync === true) nic.releaseResponses(true);
+          p.responses = nic.takeResponses();
+        },
+        (err) => {
+          p.synced = true;
+          p.failure = err;
+          if (!later) return;
+          if (err !== undefined) nic.failQueued(err);
+          if (this.#around !== undefined) this.#around(this.#release);
+          else this.#releaseWaiting();
+        },
+      ); // the pass's one msync, at the end of the scope (off the thread where the region can)
     } catch (e) {
       failure = e;
     }
-    // Nothing queued runs past a failure (a failed msync is sticky): answered with its code.
-    if (failure !== undefined) nic.failQueued(failure);
-    // Released through the ack gate: after a failure, its sync fails again and they are answered with the error.
-    nic.releaseResponses();
+    later = true;
+    if (failure !== undefined) {
+      // The body threw (a store after a failed msync, sticky): nothing queued runs past it
+      // (answered with its code); what it held leaves through the ack gate, which syncs what
+      // waits or answers with the failure.
+      p.responses ??= nic.takeResponses();
+      p.synced = true;
+      nic.failQueued(failure);
+    } else if (p.failure !== undefined) nic.failQueued(p.failure);
+    this.#releaseWaiting();
   }
+
+  /** #releaseWaiting as one closure (the owner's `around` calls it). */
+  readonly #release = (): void => this.#releaseWaiting();
+
+  /** Sends the responses of the oldest passes whose msync called back, in pass order. */
+  #releaseWaiting(): void {
+    const waiting = this.#waiting;
+    while (waiting.length > 0) {
+      const p = waiting[0]!;
+      if (!p.synced) return;
+      waiting.shift();
+      this.nic.releaseTaken(p.responses, false, p.failure);
+    }
+  }
+}
+
+/** A group-commit pass whose responses wait for its msync. */
+interface WaitingPass {
+  responses: HeldResponses | undefined;
+  synced: boolean;
+  failure: unknown;
 }

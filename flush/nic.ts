@@ -97,6 +97,9 @@ interface PostedRecv {
   len: number;
 }
 
+/** Responses a group-commit pass held, handed over by Rnic.takeResponses() (opaque). */
+export type HeldResponses = { readonly __heldResponses: unique symbol };
+
 interface Inbound {
   msg: RequestMessage;
   completions: Completion[];
@@ -210,6 +213,24 @@ export class ServerQp {
   }
 }
 
+/** A free list of one MR and size: FIFO `queue` from `head` (O(1) pops), and its `members` for the no-double-post invariant. */
+interface FreeList {
+  queue: number[];
+  head: number;
+  members: Set<number>;
+}
+
+/** Pops the oldest buffer of a non-empty free list (compacting the consumed prefix now and then). */
+function takeFree(list: FreeList): number {
+  const ptr = list.queue[list.head++]!;
+  list.members.delete(ptr);
+  if (list.head >= 1024 && list.head * 2 >= list.queue.length) {
+    list.queue = list.queue.slice(list.head);
+    list.head = 0;
+  }
+  return ptr;
+}
+
 export class Rnic {
   readonly region: PmemRegion;
   readonly options: Readonly<RnicOptions>;
@@ -221,7 +242,7 @@ export class Rnic {
   #cache = new Map<number, CacheEntry>(); // insertion (= seq) order
   #seq = 0;
   #hostWriteListeners: Array<(e: HostWriteEvent) => void> = [];
-  #freeLists = new Map<string, number[]>();
+  #freeLists = new Map<string, FreeList>();
   #allocRefused = false;
   #closed = false;
   /** Group commit (NicDriver, strict): responses of the running pass, held until its msync. */
@@ -306,14 +327,19 @@ export class Rnic {
       }
     }
     const key = `${mr.rkey}/${sizeBytes}`;
-    const list = this.#freeLists.get(key) ?? [];
-    if (list.length + offsets.length > 1 << 22) throw new RangeError('a free list holds at most 2^22 buffers');
-    list.push(...offsets);
+    const list = this.#freeLists.get(key) ?? { queue: [], head: 0, members: new Set<number>() };
+    if (list.members.size + offsets.length > 1 << 22) throw new RangeError('a free list holds at most 2^22 buffers');
+    for (const o of offsets) {
+      // A buffer on the list twice would be handed to two ALLOCATEs: two owners of one item (DESIGN §2.4).
+      invariant(!list.members.has(o), () => `free buffer ${o} (${sizeBytes} B, rkey ${mr.rkey}) is posted while it is already on the free list`);
+      list.members.add(o);
+      list.queue.push(o);
+    }
     this.#freeLists.set(key, list);
   }
 
   freeBufferCount(mr: MemoryRegion, sizeBytes: number): number {
-    return this.#freeLists.get(`${mr.rkey}/${sizeBytes}`)?.length ?? 0;
+    return this.#freeLists.get(`${mr.rkey}/${sizeBytes}`)?.members.size ?? 0;
   }
 
   /** Empties every free list (they are NIC-volatile: a crash loses them). */
@@ -520,10 +546,28 @@ export class Rnic {
    * before the crash point (and its gate) — a response that leaves before the sync.
    */
   releaseResponses(sinkFirst = false): void {
+    this.releaseTaken(this.takeResponses(), sinkFirst);
+  }
+
+  /**
+   * Ends holding and hands over the responses held so far (the pass's), to be sent later with
+   * releaseTaken() — an overlapped group commit (NicDriver) sends a pass's responses when its msync
+   * calls back, while later passes hold their own. undefined when nothing was being held.
+   */
+  takeResponses(): HeldResponses | undefined {
     const held = this.#held;
     this.#held = undefined;
+    return held as unknown as HeldResponses | undefined;
+  }
+
+  /**
+   * Sends responses taken by takeResponses(), as releaseResponses() does (each through the ack
+   * gate; error completions from the first failure on). `failure` set: none is acknowledged, each
+   * is answered with error completions of its code (a failed msync).
+   */
+  releaseTaken(taken: HeldResponses | undefined, sinkFirst = false, failure?: unknown): void {
+    const held = taken as unknown as Array<{ e: QpEngine; item: Inbound }> | undefined;
     if (held === undefined) return;
-    let failure: unknown;
     for (const { e, item } of held) {
       if (failure === undefined) {
         if (sinkFirst) {
@@ -752,10 +796,10 @@ export class Rnic {
     const out = this.#redirectCheck(e, wr.redirect, 8);
     if (this.#allocRefused) return { id, op: 'allocate', status: 'failed', code: NicErrorCodes.ALLOC_REFUSED, message: 'ALLOCATE is refused until the server rebuilds its free lists' };
     const list = this.#freeLists.get(`${wr.rkey}/${wr.sizeBytes}`);
-    if (list === undefined || list.length === 0) {
+    if (list === undefined || list.head === list.queue.length) {
       return { id, op: 'allocate', status: 'failed', code: NicErrorCodes.ALLOC_EMPTY, message: `the free list of ${wr.sizeBytes}-byte buffers is empty` };
     }
-    const ptr = list.shift()!;
+    const ptr = takeFree(list);
     if (data.length > 0) this.#put(e, { kind: 'pm', addr: ptr }, data);
     return this.#output(e, { id, op: 'allocate', status: 'ok' }, u64le(ptr), out);
   }

@@ -217,6 +217,12 @@ export interface Link {
   whenWritable?(): Promise<void>;
   /** Runs `fn` once when the link closes (with the cause, or undefined after close()). Returns its remover. */
   onClose?(fn: (err: Error | undefined) => void): () => void;
+  /**
+   * true: the chains sent cross a wire and the NIC decodes (and checks) them anew, so the verbs
+   * layer does not mark them checked (validate.ts markChecked: one WeakSet entry per chain, for a
+   * NIC in this process only). Absent or false: the NIC may be in this process.
+   */
+  readonly remote?: boolean;
 }
 
 /** A receive completion on the server: a SEND's payload placed in a posted buffer, or a WRITE_WITH_IMM's immediate. */

@@ -11,7 +11,7 @@
  * A hello and a welcome are app-defined bytes (JSON for the built-in apps), carried by the TCP
  * Hello / Welcome frames or passed by call in-process.
  */
-import type { Clock, Entropy, PmemRegion } from '../../pmem/index.js';
+import { isInvariantError, type Clock, type Entropy, type PmemRegion } from '../../pmem/index.js';
 import type { Rnic, ServerQp } from '../../flush/index.js';
 
 /** What a host gives an app: the region it owns, the NIC in front of it, time, scheduling and entropy. */
@@ -23,6 +23,28 @@ export interface AppHost {
   readonly schedule: (fn: () => void) => void;
   /** Identities the app creates (tokens, ids) come from here (crypto on a node, the seeded PRNG in tests). */
   readonly entropy: Entropy;
+  /**
+   * Optional: how the host stops the node when a pass the app ran outside `schedule` (a microtask:
+   * the return mailboxes' CPU poller) breaks an invariant of pmrpc's own state (PMRPC_ERR_INVARIANT).
+   * Absent (a node process): the error is thrown and the process exits (code 70); the crash
+   * explorer halts the node and reports the violation.
+   */
+  readonly halt?: (error: Error) => void;
+}
+
+/** queueMicrotask whose pass, on a broken invariant, calls host.halt (when the host has one) instead of throwing. */
+export function guardedMicrotask(host: Pick<AppHost, 'halt'>): (fn: () => void) => void {
+  const halt = host.halt;
+  if (halt === undefined) return queueMicrotask;
+  return (fn) =>
+    queueMicrotask(() => {
+      try {
+        fn();
+      } catch (e) {
+        if (!isInvariantError(e)) throw e;
+        halt(e as Error);
+      }
+    });
 }
 
 /** A client the app accepted: the server QP its link connects to, and the welcome it is sent. */

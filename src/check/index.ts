@@ -1,4 +1,4 @@
-/** src/check — the checkers the tests judge histories with: linearizability (DESIGN §5), lost writes, and the Elle-style transactional checkers. */
+/** src/check — the checkers the tests judge histories with: linearizability (DESIGN §5), lost writes, and the Elle-style transactional checkers; the one history cutter. */
 export {
   checkListAppend,
   LIST_APPEND_DEFAULTS,
@@ -40,3 +40,4 @@ export {
 } from './bank.js';
 export { checkLinearizable, kvModel, CHECK_DEFAULTS, MAX_CACHE_LIMIT, type KeyVerdict, type Model, type Operation, type CheckResult, type CheckOptions, type KvInput, type KvOutput } from './linearizability.js';
 export { lostWrites, describeKvInput, lostAcknowledged, durablePrefixes, describeAckedLoss, type AckedPrefix, type AckedLoss } from './lost.js';
+export { cutHistory, cutRecords, type Timed } from './cut.js';

@@ -37,7 +37,7 @@ export {
 // The one crash explorer (every app), its NIC configurations, seeds and sweeps, the apps' explorer
 // workloads and checkers, and their mutants.
 export * from './crash/index.js';
-export { KV_MUTANTS, NO_KV_FAULTS, faultsFor, listKvMutants, type KvFaults, type KvFaultName, type KvMutant } from '../apps/kv/index.js';
+export { KV_MUTANTS, NO_KV_FAULTS, faultsFor, findKvMutant, listKvMutants, type KvFaults, type KvFaultName, type KvMutant } from '../apps/kv/index.js';
 export { digestHandler, readDigestLog, DIGEST_HANDLERS, type DigestEntry } from '../apps/rpc/index.js';
 
 // A picture of a violation: a self-contained HTML timeline, and the shortener of a failing history.

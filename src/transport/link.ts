@@ -83,6 +83,8 @@ const NO_OUT = Buffer.alloc(0);
  */
 export class TcpLink implements Link {
   readonly qpn: number;
+  /** Chains cross the wire (the server's NIC checks them decoded): not marked checked here (Link.remote). */
+  readonly remote = true;
   /** The server's frame bound (from its Welcome): send() refuses larger frames locally. */
   readonly serverMaxFrameBytes: number;
   readonly options: Readonly<TcpLinkOptions>;

@@ -298,7 +298,7 @@ export class TcpNicServer {
     const o = resolveTcpServerOptions(options);
     this.nic = nic;
     this.options = Object.freeze(o);
-    this.#driver = new NicDriver(nic, o.idleDrain, o.faults === undefined ? {} : Object.freeze({ ...o.faults }));
+    this.#driver = new NicDriver(nic, o.idleDrain, o.faults === undefined ? {} : Object.freeze({ ...o.faults }), (send) => this.#corked(send));
     this.#budget = o.tickUnits;
   }
 
@@ -622,12 +622,29 @@ export class TcpNicServer {
     // Frames the run writes outside a pump (a later turn's work) wait in a cork until its end: one
     // write per connection per run. The run is NIC work only (the server CPU's pass is a later
     // microtask), so no durable signal waits behind processing.
-    this.#inRun = true;
     try {
-      this.#driver.runSteps(this.#step, Number.MAX_SAFE_INTEGER);
+      this.#corked(this.#runSteps);
     } catch (e) {
       // The idle drain threw (a closed region): nothing to blame a connection for; the next request reports it.
       void e;
+    }
+    if (this.#nicBusy()) this.#armTick();
+  }
+
+  /** #runNic's run, as one closure. */
+  readonly #runSteps = (): void => {
+    this.#driver.runSteps(this.#step, Number.MAX_SAFE_INTEGER);
+  };
+
+  /**
+   * Runs `fn` (a NIC run, or the release of a strict pass's Responses when its msync calls back)
+   * with the frames it writes outside a pump gathered: one write per connection at its end.
+   */
+  #corked(fn: () => void): void {
+    if (this.#inRun) return fn();
+    this.#inRun = true;
+    try {
+      fn();
     } finally {
       this.#inRun = false;
       const corked = this.#runCorked;
@@ -640,7 +657,6 @@ export class TcpNicServer {
         }
       }
     }
-    if (this.#nicBusy()) this.#armTick();
   }
 
   /** Executes one work request of the next busy QP (round robin), within the budget. */

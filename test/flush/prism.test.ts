@@ -43,6 +43,29 @@ t.test('indirect and bounded WRITE, dataIndirect from memory and from scratch', 
   t.same(s.region.load(2048, 6), fill(6, 3), 'addrIndirect + dataIndirect together');
 });
 
+t.test('a buffer is on a free list at most once: posting one already there is a broken invariant, after its ALLOCATE it may come back', async (t) => {
+  const s = setup();
+  const rk = s.mr.rkey;
+  s.nic.postFreeBuffers(s.mr, 64, [8192, 8256]);
+  t.throws(() => s.nic.postFreeBuffers(s.mr, 64, [8320, 8192]), { code: 'PMRPC_ERR_INVARIANT' }, 'already on the list');
+  t.throws(() => s.nic.postFreeBuffers(s.mr, 64, [8384, 8384]), { code: 'PMRPC_ERR_INVARIANT' }, 'twice in one post');
+  s.nic.postFreeBuffers(s.mr, 128, [8192]); // another size class is another list
+  const c = await s.qp.post(Wr.allocate(rk, 64, fill(4, 1)));
+  t.same([c.status, leToBigint(c.data!)], ['ok', 8192n]);
+  s.nic.postFreeBuffers(s.mr, 64, [8192]); // allocated, so it may be returned
+  const order: bigint[] = [];
+  for (let i = 0; i < 5; i++) {
+    const d = await s.qp.post(Wr.allocate(rk, 64, fill(4, 2)));
+    if (d.status === 'ok') order.push(leToBigint(d.data!));
+  }
+  t.same(order, [8256n, 8320n, 8384n, 8192n], 'FIFO, each buffer once (the refused posts added what they added before the duplicate)');
+  let n = 0;
+  for (let i = 0; i < 3000; i++) s.nic.postFreeBuffers(s.mr, 8, [8 * i]);
+  for (let i = 0; i < 2500; i++) if ((await s.qp.post(Wr.allocate(rk, 8, new Uint8Array(0)))).status === 'ok') n++;
+  t.equal(n, 2500);
+  t.equal(s.nic.freeBufferCount(s.mr, 8), 500, 'the count stays exact across compactions of the consumed prefix');
+});
+
 t.test('ALLOCATE pops the free list of its size class in order, writes the data, returns the address', async (t) => {
   const s = setup();
   const rk = s.mr.rkey;

@@ -208,19 +208,43 @@ t.test('a failing msync: nothing acknowledged after it, the connection is cut wi
 });
 
 /** wflush on a strict region: the link-side record of every response against the disk (the msync shim's copy). */
-async function runWflush(t: Tap.Test, delivery: DeliveryMode, faults: NicDriverFaults | undefined, failing = false) {
+async function runWflush(t: Tap.Test, delivery: DeliveryMode, faults: NicDriverFaults | undefined, failing = false, overlapped = false) {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-strict-wflush-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const disk = new Map<number, number>();
   let syncs = 0;
   const ctl = { failing: false };
+  // Bytes a later msync wrote while an async one was in flight: its landing must not put older ones back.
+  const newer = new Set<Set<number>>();
   const msync: MsyncFn = (mapping, off, len) => {
     if (ctl.failing) throw Object.assign(new Error('msync: Input/output error'), { code: 'EIO' });
     syncs++;
     const b = new Uint8Array(mapping);
-    for (let i = off; i < off + len; i++) disk.set(i, b[i]!);
+    for (let i = off; i < off + len; i++) {
+      disk.set(i, b[i]!);
+      for (const n of newer) n.add(i);
+    }
   };
-  const region = PmemRegion.create(join(dir, 'r.pm'), layoutBytes(GEOMETRY), { strict: true, msync, entropy: seededEntropy(createPrng(SEED)) });
+  // overlapped: the NIC pass's msync off the thread (flush/driver.ts, PmemRegion.syncAsync), as in
+  // run(): the bytes as they are at the call land on the disk three macrotasks later, then the call back.
+  let asyncSyncs = 0;
+  const msyncAsync: MsyncAsyncFn = (mapping, off, len, done) => {
+    if (ctl.failing) {
+      setImmediate(() => done(Object.assign(new Error('msync: Input/output error'), { code: 'EIO' })));
+      return;
+    }
+    asyncSyncs++;
+    syncs++;
+    const copy = new Uint8Array(mapping).slice(off, off + len);
+    const rewritten = new Set<number>();
+    newer.add(rewritten);
+    setImmediate(() => setImmediate(() => setImmediate(() => {
+      newer.delete(rewritten);
+      for (let i = 0; i < len; i++) if (!rewritten.has(off + i)) disk.set(off + i, copy[i]!);
+      done(null);
+    })));
+  };
+  const region = PmemRegion.create(join(dir, 'r.pm'), layoutBytes(GEOMETRY), { strict: true, msync, ...(overlapped ? { msyncAsync } : {}), entropy: seededEntropy(createPrng(SEED)) });
   t.teardown(() => region.close({ writeBack: false }));
   const store = RecoveryStore.format(region, GEOMETRY);
   const nic = new Rnic(region, { ddio: true, entropy: seededEntropy(createPrng(SEED + 1)) });
@@ -271,7 +295,7 @@ async function runWflush(t: Tap.Test, delivery: DeliveryMode, faults: NicDriverF
     void c.result.catch(() => undefined);
   }
   await turns();
-  return { violations, acks, syncs, durable, codes, n, results: calls.length };
+  return { violations, acks, syncs, asyncSyncs, durable, codes, n, results: calls.length };
 }
 
 for (const delivery of ['immediate', 'seeded'] as const) {
@@ -291,6 +315,29 @@ for (const delivery of ['immediate', 'seeded'] as const) {
 
   t.test(`wflush (${delivery}): a failing msync acknowledges no FLUSH; each is answered with PMRPC_ERR_SYNC_FAILED`, async (t) => {
     const r = await runWflush(t, delivery, undefined, true);
+    t.equal(r.acks, 0, 'no FLUSH completion ok');
+    t.equal(r.durable, 0, 'no request durable');
+    t.ok(r.codes.length > 0 && r.codes.every((c) => c === 'PMRPC_ERR_SYNC_FAILED'), `error completions: ${r.codes.length}, codes ${[...new Set(r.codes)].join(', ')}`);
+    t.same(r.violations, []);
+  });
+}
+
+for (const delivery of ['immediate', 'seeded'] as const) {
+  t.test(`wflush (${delivery}), the NIC pass's msync off the thread: every FLUSH completion leaves after its range landed on the disk`, async (t) => {
+    const r = await runWflush(t, delivery, undefined, false, true);
+    t.equal(r.durable, r.n, 'every request durable');
+    t.ok(r.asyncSyncs > 0, `${r.asyncSyncs} msyncs off the thread`);
+    t.ok(r.acks >= r.n, `${r.acks} FLUSH completions`);
+    t.same(r.violations, [], 'no FLUSH acknowledged before its bytes were on the disk');
+  });
+
+  t.test(`wflush (${delivery}), msync off the thread: the fault switch respondBeforeSync makes the same check fail`, async (t) => {
+    const r = await runWflush(t, delivery, { respondBeforeSync: true }, false, true);
+    t.ok(r.violations.length > 0, `caught: ${r.violations[0] ?? 'nothing'}`);
+  });
+
+  t.test(`wflush (${delivery}), msync off the thread: a failing msync acknowledges no FLUSH; each is answered with PMRPC_ERR_SYNC_FAILED`, async (t) => {
+    const r = await runWflush(t, delivery, undefined, true, true);
     t.equal(r.acks, 0, 'no FLUSH completion ok');
     t.equal(r.durable, 0, 'no request durable');
     t.ok(r.codes.length > 0 && r.codes.every((c) => c === 'PMRPC_ERR_SYNC_FAILED'), `error completions: ${r.codes.length}, codes ${[...new Set(r.codes)].join(', ')}`);

@@ -5,7 +5,7 @@
  */
 import { oneOf, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import type { QueuePair } from '../../../flush/index.js';
-import { jsonBytes, parseJsonBytes, refuseOtherApp, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
+import { guardedMicrotask, jsonBytes, parseJsonBytes, refuseOtherApp, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { kvBase } from './checks.js';
 import { PrismKvClient, type KvClientOptions } from './client.js';
 import type { KvFaults } from './faults.js';
@@ -47,7 +47,7 @@ export class KvAppServer implements AppServer {
   constructor(host: AppHost, o: KvAppOptions) {
     this.system = o.system;
     // PRISM-KV refuses ALLOCATE until recover() rebuilt its free lists; Pilaf rebuilds its CPU lists as it opens.
-    this.kv = o.system === 'prism' ? PrismKvServer.open(host.region, host.nic, { base: o.base, faults: o.faults, deferRecovery: true }) : PilafServer.open(host.region, host.nic, { base: o.base });
+    this.kv = o.system === 'prism' ? PrismKvServer.open(host.region, host.nic, { base: o.base, faults: o.faults, deferRecovery: true, poller: { schedule: guardedMicrotask(host) } }) : PilafServer.open(host.region, host.nic, { base: o.base });
   }
 
   recover(): Record<string, unknown> {

@@ -63,8 +63,12 @@ export const NO_KV_FAULTS: Readonly<KvFaults> = Object.freeze({
 export type KvFaultName = keyof KvFaults;
 
 export interface KvMutant {
-  /** Mutant name (the fault switch it sets). */
-  name: KvFaultName;
+  /** Mutant name, kebab-case (`--mutant`, `--list-mutants`, replay commands). */
+  name: string;
+  /** The fault switch it sets. */
+  fault: KvFaultName;
+  /** Former names `--mutant` still accepts: the fault switch's name (the mutants were named after it, camelCase, before the kebab-case names). */
+  aliases: readonly string[];
   /** 'put-chain', 'get-chain', 'allocator-recovery' or 'drops' (the client across a dropped connection). */
   layer: 'put-chain' | 'get-chain' | 'allocator-recovery' | 'drops';
   /** The persistence step it removes. */
@@ -82,30 +86,44 @@ export interface KvMutant {
   caughtBy?: string;
 }
 
-export const KV_MUTANTS: readonly KvMutant[] = Object.freeze([
-  { name: 'dropHeapFlush', layer: 'put-chain', step: 'FLUSH(persistent) of the heap between ALLOCATE and the CAS', strategies: ['prism-kv'] },
-  { name: 'dropIndexFlush', layer: 'put-chain', step: 'FLUSH(persistent) of the index slot after the CAS (durable when acknowledged)', strategies: ['prism-kv'] },
-  { name: 'unconditionalCas', layer: 'put-chain', step: 'the conditional flag on the CAS (install only what ALLOCATE just wrote)', strategies: ['prism-kv'] },
-  { name: 'blindCas', layer: 'put-chain', step: 'the compare of the CAS against the slot version the client last saw', strategies: ['prism-kv'] },
-  { name: 'getWithoutFlush', layer: 'get-chain', step: 'FLUSH(persistent) of the slots a GET READ, in its chain (a read returns only durable state)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/dirty-read.test.ts' },
-  { name: 'narrowIndexFlush', layer: 'put-chain', step: 'the index FLUSH covering the window slots the PUT went past (another chain\'s not-yet-durable claim)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/lost-put.test.ts' },
-  { name: 'finalGroupIndexFlush', layer: 'put-chain', step: 'the index FLUSHes covering the earlier groups of the probe sequence the PUT went past (only the group holding the slot is flushed)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/lost-put.test.ts' },
-  { name: 'deleteNoopWithoutFlush', layer: 'put-chain', step: 'FLUSH(persistent) of a tombstone before a DELETE that found it is acknowledged as done', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/lost-put.test.ts' },
-  { name: 'skipPointerValidation', layer: 'allocator-recovery', step: 'validating and repairing every slot pointer before rebuilding the free lists', strategies: ['prism-kv'] },
-  { name: 'skipReclaim', layer: 'allocator-recovery', step: 'reclaiming buffers the index does not reach', strategies: ['prism-kv'] },
-  { name: 'acceptStaleEpoch', layer: 'allocator-recovery', step: 'refusing buffer returns stamped with an earlier server epoch', strategies: ['prism-kv'] },
-  { name: 'allowAllocateBeforeRebuild', layer: 'allocator-recovery', step: 'refusing ALLOCATE until the free lists are rebuilt', strategies: ['prism-kv'] },
-  { name: 'skipDeadItemPersist', layer: 'allocator-recovery', step: "persisting a rejected slot's dead item before the slot points at it", strategies: ['prism-kv'], caughtBy: 'test/apps/kv/repairs.test.ts' },
-  { name: 'skipRejectedSlotPersist', layer: 'allocator-recovery', step: "persisting a rejected slot's new word before the rejected buffer goes back on a free list", strategies: ['prism-kv'], caughtBy: 'test/apps/kv/repairs.test.ts' },
-  { name: 'dropUnansweredReturns', layer: 'drops', step: 'sending a return batch whose answer a drop lost again, same number, after the reconnect (idempotent batches)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/drops.test.ts' },
-  { name: 'retryUncertainPut', layer: 'drops', step: 'resolving a PUT whose answer a drop lost (a FLUSHed READ of its slot) before posting it again', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/drops.test.ts' },
-  { name: 'noReconnect', layer: 'drops', step: 'reconnecting the live server after a dropped connection', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/drops.test.ts' },
-] as const satisfies readonly KvMutant[]);
+/** The mutants by fault switch (KV_MUTANTS adds each one's name and aliases). */
+const KV_FAULT_MUTANTS = [
+  { fault: 'dropHeapFlush', layer: 'put-chain', step: 'FLUSH(persistent) of the heap between ALLOCATE and the CAS', strategies: ['prism-kv'] },
+  { fault: 'dropIndexFlush', layer: 'put-chain', step: 'FLUSH(persistent) of the index slot after the CAS (durable when acknowledged)', strategies: ['prism-kv'] },
+  { fault: 'unconditionalCas', layer: 'put-chain', step: 'the conditional flag on the CAS (install only what ALLOCATE just wrote)', strategies: ['prism-kv'] },
+  { fault: 'blindCas', layer: 'put-chain', step: 'the compare of the CAS against the slot version the client last saw', strategies: ['prism-kv'] },
+  { fault: 'getWithoutFlush', layer: 'get-chain', step: 'FLUSH(persistent) of the slots a GET READ, in its chain (a read returns only durable state)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/dirty-read.test.ts' },
+  { fault: 'narrowIndexFlush', layer: 'put-chain', step: 'the index FLUSH covering the window slots the PUT went past (another chain\'s not-yet-durable claim)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/lost-put.test.ts' },
+  { fault: 'finalGroupIndexFlush', layer: 'put-chain', step: 'the index FLUSHes covering the earlier groups of the probe sequence the PUT went past (only the group holding the slot is flushed)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/lost-put.test.ts' },
+  { fault: 'deleteNoopWithoutFlush', layer: 'put-chain', step: 'FLUSH(persistent) of a tombstone before a DELETE that found it is acknowledged as done', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/lost-put.test.ts' },
+  { fault: 'skipPointerValidation', layer: 'allocator-recovery', step: 'validating and repairing every slot pointer before rebuilding the free lists', strategies: ['prism-kv'] },
+  { fault: 'skipReclaim', layer: 'allocator-recovery', step: 'reclaiming buffers the index does not reach', strategies: ['prism-kv'] },
+  { fault: 'acceptStaleEpoch', layer: 'allocator-recovery', step: 'refusing buffer returns stamped with an earlier server epoch', strategies: ['prism-kv'] },
+  { fault: 'allowAllocateBeforeRebuild', layer: 'allocator-recovery', step: 'refusing ALLOCATE until the free lists are rebuilt', strategies: ['prism-kv'] },
+  { fault: 'skipDeadItemPersist', layer: 'allocator-recovery', step: "persisting a rejected slot's dead item before the slot points at it", strategies: ['prism-kv'], caughtBy: 'test/apps/kv/repairs.test.ts' },
+  { fault: 'skipRejectedSlotPersist', layer: 'allocator-recovery', step: "persisting a rejected slot's new word before the rejected buffer goes back on a free list", strategies: ['prism-kv'], caughtBy: 'test/apps/kv/repairs.test.ts' },
+  { fault: 'dropUnansweredReturns', layer: 'drops', step: 'sending a return batch whose answer a drop lost again, same number, after the reconnect (idempotent batches)', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/drops.test.ts' },
+  { fault: 'retryUncertainPut', layer: 'drops', step: 'resolving a PUT whose answer a drop lost (a FLUSHed READ of its slot) before posting it again', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/drops.test.ts' },
+  { fault: 'noReconnect', layer: 'drops', step: 'reconnecting the live server after a dropped connection', strategies: ['prism-kv'], caughtBy: 'test/apps/kv/drops.test.ts' },
+] as const satisfies ReadonlyArray<Omit<KvMutant, 'name' | 'aliases'>>;
 
-export function faultsFor(mutant: KvFaultName | undefined): KvFaults {
+/** A fault switch's name in kebab-case (dropIndexFlush: drop-index-flush). */
+const kebab = (fault: string): string => fault.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+export const KV_MUTANTS: readonly KvMutant[] = Object.freeze(KV_FAULT_MUTANTS.map((m): KvMutant => ({ ...m, name: kebab(m.fault), aliases: [m.fault] })));
+
+/** The mutant called `name` or one of its aliases (undefined: none). */
+export function findKvMutant(name: string): KvMutant | undefined {
+  return KV_MUTANTS.find((m) => m.name === name) ?? KV_MUTANTS.find((m) => m.aliases.includes(name));
+}
+
+
+/** The fault switches of mutant `mutant` (its name or an alias; undefined: none on). */
+export function faultsFor(mutant: string | undefined): KvFaults {
   if (mutant === undefined) return { ...NO_KV_FAULTS };
-  if (!KV_MUTANTS.some((m) => m.name === mutant)) throw new TypeError(`mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${String(mutant)}`);
-  return { ...NO_KV_FAULTS, [mutant]: true };
+  const m = findKvMutant(mutant);
+  if (m === undefined) throw new TypeError(`mutant must be one of ${KV_MUTANTS.map((x) => x.name).join(', ')}, got ${String(mutant)}`);
+  return { ...NO_KV_FAULTS, [m.fault]: true };
 }
 
 /** `--list-mutants` output for the KV app: one `name<TAB>strategies` line per mutant, as for the RPC mutants. */

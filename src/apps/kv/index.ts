@@ -1,6 +1,6 @@
 /** PRISM-KV (DESIGN §5): a durable key-value store on PRISM chains, and its Pilaf-style baseline. */
 export * from './layout.js';
-export { KV_MUTANTS, NO_KV_FAULTS, faultsFor, listKvMutants, type KvFaults, type KvFaultName, type KvMutant } from './faults.js';
+export { KV_MUTANTS, NO_KV_FAULTS, faultsFor, findKvMutant, listKvMutants, type KvFaults, type KvFaultName, type KvMutant } from './faults.js';
 export { PrismKvServer, KV_SERVER_DEFAULTS, RETURN_IMM, RETURN_ACK_IMM, RETURN_STALE_IMM, type KvServerOptions, type KvRecoveryReport, type KvServerStats, type SlotProblem } from './server.js';
 export { PrismKvClient, KV_CLIENT_DEFAULTS, type KvClientOptions, type KvClientStats } from './client.js';
 export { PilafServer, PilafClient, PILAF_SERVER_DEFAULTS, PILAF_REQUEST_IMM, PILAF_REPLY_IMM, encodePilafEntry, decodePilafEntry, type PilafServerOptions, type PilafClientStats } from './pilaf.js';

@@ -44,12 +44,13 @@ export class Mailbox {
   constructor(
     readonly nic: Rnic,
     readonly geometry: { mailboxOffset: number; mailboxBuffers: number },
-    poller: CpuPoller | undefined,
+    /** The CPU poller to run on, or how a poller of its own schedules its passes (default: queueMicrotask). */
+    poller: CpuPoller | { schedule: (fn: () => void) => void } | undefined,
     /** Test-only fault switch: release() reuses the buffers without the fence (the QP stays alive). */
     readonly faults: { unfencedRelease?: boolean } = {},
   ) {
-    this.#ownPoller = poller === undefined;
-    this.poller = poller ?? new CpuPoller(nic);
+    this.#ownPoller = !(poller instanceof CpuPoller);
+    this.poller = poller instanceof CpuPoller ? poller : new CpuPoller(nic, poller ?? {});
   }
 
   get stats(): MailboxStats {

@@ -43,8 +43,8 @@ export interface KvServerOptions {
   base: number;
   /** Test-only fault switches (mutants). */
   faults: Partial<KvFaults>;
-  /** The CPU poller that runs the return RPC (default: a new one on the NIC). */
-  poller: CpuPoller | undefined;
+  /** The CPU poller that runs the return RPC, or how a new one on the NIC schedules its passes (default: queueMicrotask). */
+  poller: CpuPoller | { schedule: (fn: () => void) => void } | undefined;
   /** Do not recover in open(): call recover() later (tests of ALLOCATE during recovery). */
   deferRecovery: boolean;
 }

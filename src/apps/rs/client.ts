@@ -15,13 +15,19 @@
  *                     a CAS that did not swap may have compared against another QP's undrained
  *                     result (DESIGN §2.2), so a lost CAS alone proves nothing durable; such a replica
  *                     is re-READ + FLUSHed (bounded) until it counts. Returns at a majority.
- * read(block)         1 RTT: bounded indirect READ of the (self-describing) item, FLUSH(persistent) the
- *                     slot it dereferenced, on every live replica; done at a majority (an empty or LOST
- *                     slot reads no item: that replica is read again with a READ of the slot). If the majority agrees, the
- *                     value is durable there (each FLUSH) and is returned. Else the highest item is
- *                     installed (the write's chain, same tag) where it is missing until a majority
- *                     holds it durably (1 more RTT), then returned. Replicas that answer later and are
- *                     behind (or LOST) get the write-back too, in the background: replicas converge.
+ * read(block)         1 RTT: one chain per live replica, done at a majority. With a location hint (the
+ *                     ⟨ptr, bound⟩ last seen in the slot): a direct READ of exactly the item, a READ of
+ *                     the slot, FLUSH(persistent) the slot — the item counts only if it carries the tag
+ *                     the slot shows. Without one (and always on one spare replica, when a majority is
+ *                     live without it): a READ of the slot(s), a bounded indirect READ of the item,
+ *                     the same FLUSH. A direct read whose slot moved answers the slot's (durable) tag;
+ *                     the item of that tag may come from any replica (a tag names one value): the
+ *                     spare's dereference, or the replica read again where its slot now points. If
+ *                     the majority agrees, the value is durable there (each FLUSH) and is returned.
+ *                     Else the highest item is installed (the write's chain, same tag) where it is
+ *                     missing until a majority holds it durably (1 more RTT), then returned. Replicas
+ *                     that answer later and are behind (or LOST) get the write-back too, in the
+ *                     background: replicas converge.
  *
  * A replica that does not answer (link closed, QP in error, LOST slot) is skipped; fewer than a
  * majority → PMRPC_ERR_RS_NO_MAJORITY after a bounded wait on the injected clock (the operation may
@@ -48,6 +54,7 @@ import {
   decodeRsSlot,
   encodeRsItem,
   isLostTag,
+  rsClassOf,
   rsClassFor,
   rsSlotOffset,
   rsTagMask,
@@ -128,6 +135,13 @@ export interface RsClientStats {
   writeBacks: number;
   /** Round trips of the last operation (query + install, or read [+ write-back]), on the critical path. */
   lastOpRoundTrips: number;
+  /**
+   * Read chains per replica, by kind: `direct` — a READ of the item where this client last saw it
+   * (its location hint) beside a READ of the slot, validated by the item's tag; `indirect` — no hint:
+   * the slot's READ beside a bounded indirect READ of its item; `moved` — a direct read whose item
+   * no longer was the slot's (the slot moved since the hint: read again where the slot now points).
+   */
+  readChains: { direct: number; indirect: number; moved: number };
   /** Replicas re-read because their CAS did not swap and their READ showed an older tag. */
   countRetries: number;
   noMajority: number;
@@ -158,12 +172,27 @@ interface Replica {
   busy: boolean[];
   /** Installs waiting for a receipt slot of the current QP. */
   slotWaiters: Array<() => void>;
+  /**
+   * Location hints: per block, the ⟨ptr, bound⟩ this client last saw in the replica's slot (a
+   * read's, a query's or an install's READ of the slot). Only where to READ: what a read returns is
+   * validated against the slot read in the same chain (docs/rs.md, "Direct reads"). Cleared on a
+   * new connection.
+   */
+  hints: Map<number, { ptr: number; bound: number }>;
 }
 
-/** An answer of a replica to a read: the tag it holds and the item (undefined: never written). */
+/**
+ * An answer of a replica to a read: the tag its slot showed (FLUSHed in the same chain: durable
+ * there) and the item (undefined: never written, or `tagOnly`); chains: round trips it took.
+ * `tagOnly`: a direct read whose slot had moved — the slot's tag is known and durable, its item is
+ * not in hand (the replica is read again where the slot now points; another replica's item with
+ * the same tag is the same value: a tag names one value).
+ */
 interface ReadAnswer {
   tag: Tag;
   item: RsItem | undefined;
+  chains: number;
+  tagOnly?: true;
 }
 
 /**
@@ -218,7 +247,7 @@ export class RsClient {
   #lastTs = 0n;
   /** Install chains numbered so far (a receipt's serial; 0 is never one: a fresh scratch holds zeros). */
   #installs = 0n;
-  #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, countRetries: 0, noMajority: 0, returnRpcs: 0, uncertainInstalls: [], uncertainResolved: [], receiptsHeld: [] };
+  #stats: RsClientStats = { writes: 0, reads: 0, writeBacks: 0, lastOpRoundTrips: 0, readChains: { direct: 0, indirect: 0, moved: 0 }, countRetries: 0, noMajority: 0, returnRpcs: 0, uncertainInstalls: [], uncertainResolved: [], receiptsHeld: [] };
 
   /**
    * A client of the replicas behind `connections` (one per replica, in replica order; undefined for
@@ -248,6 +277,7 @@ export class RsClient {
       }),
       busy: [],
       slotWaiters: [],
+      hints: new Map(),
     }));
     connections.forEach((c, i) => {
       if (c !== undefined) this.#attach(this.#r[i]!, c);
@@ -261,6 +291,7 @@ export class RsClient {
   get stats(): Readonly<RsClientStats> {
     return {
       ...this.#stats,
+      readChains: { ...this.#stats.readChains },
       returnRpcs: this.#r.reduce((a, r) => a + r.returns.stats.rpcs, 0),
       uncertainInstalls: [...this.#stats.uncertainInstalls],
       uncertainResolved: [...this.#stats.uncertainResolved],
@@ -319,20 +350,21 @@ export class RsClient {
     await this.#begin();
     this.#checkBlock(block);
     this.#stats.reads++;
-    const attempts = this.#r.map((r) => (this.#isLive(r) ? this.#readReplica(r, block) : Promise.resolve(undefined)));
-    const got = await this.#quorum(
-      attempts.map((p, i) => p.then((a) => (a === undefined || a === 'lost' ? undefined : { i, a }))),
-      this.majority,
-    );
-    this.#rtts++;
-    let max = got[0]!.a;
-    for (const x of got) if (compareTags(x.a.tag, max.tag) > 0) max = x.a;
+    // One replica reads through the slot (bounded indirect READ) when a majority is live without it:
+    // a slot that moved since the others' hints is then answered in the same round trip.
+    const live = this.#live();
+    const deref = live.length > this.majority ? live[live.length - 1]!.index : -1;
+    const early: Array<(a: ReadAnswer) => void> = [];
+    const attempts = this.#r.map((r) => (this.#isLive(r) ? this.#readReplica(r, block, r.index === deref, (a) => early[r.index]?.(a)) : Promise.resolve(undefined)));
+    const q = await this.#readQuorum(attempts, early);
+    this.#rtts += q.chains;
+    const max = q.max;
     const value = max.item === undefined ? null : max.item.value;
     if (this.faults.readWithoutWriteBack) {
       this.#end();
       return value;
     }
-    const current = new Set(got.filter((x) => compareTags(x.a.tag, max.tag) >= 0).map((x) => x.i));
+    const current = new Set(q.answers.filter((x) => compareTags(x.a.tag, max.tag) >= 0).map((x) => x.i));
     const writeBack = max.item !== undefined && current.size < this.majority;
     // Replicas converge: once every replica answered, the highest item of all goes (in the
     // background) wherever it is missing — a LOST slot of a restarted replica included — unless it
@@ -359,6 +391,68 @@ export class RsClient {
     this.#rtts++;
     this.#end();
     return value;
+  }
+
+  /**
+   * A read's quorum: done once a majority of replicas answered (each answer's tag durable on its
+   * replica) and the item of the highest tag among them is in hand — from any replica: a tag names
+   * one value. A replica's later answer (its second chain after a moved slot) replaces its earlier
+   * one (a replica's durable tag only grows). `chains`: the round trips on the path of the answer
+   * that completed it. Rejects NO_MAJORITY when that became impossible or after majorityWaitMs.
+   */
+  #readQuorum(attempts: Array<Promise<ReadAnswer | 'lost' | undefined>>, early: Array<(a: ReadAnswer) => void>): Promise<{ answers: Array<{ i: number; a: ReadAnswer }>; max: ReadAnswer; chains: number }> {
+    for (const p of attempts) this.#track(p);
+    const need = this.majority;
+    return new Promise((resolve, reject) => {
+      const latest = new Map<number, ReadAnswer>();
+      const items: ReadAnswer[] = [];
+      let settled = 0;
+      let done = false;
+      const timer = this.options.clock.setTimer(this.options.majorityWaitMs, () => fail());
+      const fail = (): void => {
+        if (done) return;
+        done = true;
+        timer.cancel();
+        this.#stats.noMajority++;
+        reject(new PmrpcError(RsErrorCodes.NO_MAJORITY, `${latest.size} of ${this.replicas} replicas answered; a majority is ${need}`));
+      };
+      const check = (chains: number): void => {
+        if (done || latest.size < need) return;
+        let max: ReadAnswer | undefined;
+        for (const a of latest.values()) if (max === undefined || compareTags(a.tag, max.tag) > 0) max = a;
+        const full = max!.tagOnly !== true ? max! : items.find((x) => compareTags(x.tag, max!.tag) === 0);
+        if (full === undefined) return;
+        done = true;
+        timer.cancel();
+        resolve({ answers: [...latest].map(([i, a]) => ({ i, a })), max: full, chains });
+      };
+      const heard = (i: number, a: ReadAnswer): void => {
+        const prev = latest.get(i);
+        if (prev === undefined || prev.tagOnly === true || compareTags(a.tag, prev.tag) >= 0) latest.set(i, a);
+        if (a.tagOnly !== true) items.push(a);
+        check(a.chains);
+      };
+      attempts.forEach((p, i) => {
+        early[i] = (a) => heard(i, a);
+        void p.then(
+          (a) => {
+            settled++;
+            if (a !== undefined && a !== 'lost') heard(i, a);
+            else if (latest.get(i)?.tagOnly === true) latest.delete(i); // its item never came: not part of the quorum
+            if (!done && settled === attempts.length) {
+              // Every replica's last answer is in: the quorum is what they say, on the longest path among them.
+              check([...latest.values()].reduce((m, x) => Math.max(m, x.chains), 1));
+              if (!done) fail();
+            }
+          },
+          () => {
+            settled++;
+            if (latest.get(i)?.tagOnly === true) latest.delete(i);
+            if (!done && settled === attempts.length) fail();
+          },
+        );
+      });
+    });
   }
 
   /** After every replica answered a read: the highest item of all, installed where it is missing or older. */
@@ -420,6 +514,7 @@ export class RsClient {
     // A new QP, a new scratch: every receipt slot is free (chains of the old QP keep theirs there).
     r.busy = [];
     for (const wake of r.slotWaiters.splice(0)) wake();
+    r.hints.clear(); // a restarted replica may hold its blocks elsewhere (its rkey is new as well)
     r.rkey = w.rkey;
     r.geometry = w.geometry;
     r.epoch = w.epoch;
@@ -554,42 +649,88 @@ export class RsClient {
     const d = cs?.[0]?.data;
     if (d === undefined || d.length !== RS_SLOT_BYTES) return undefined;
     const s = decodeRsSlot(d);
+    if (s.ptr !== r.geometry!.base) this.#learn(r, block, s);
     return isLostTag(s.tag) ? undefined : s.tag;
   }
 
   /**
-   * One chain: bounded indirect READ of the slot's item (self-describing: its tag is in it) and
-   * FLUSH(persistent) of exactly the slot it dereferenced (docs/rs.md, "Why a read is durable").
-   * An empty slot (bound 0: never written, or LOST) reads no item; the slot's own tag tells which,
-   * so that replica is read again with a READ of the slot in the chain. 'lost': it lost its copy.
+   * One chain per attempt (docs/rs.md, "read"). With a location hint for the block: a direct READ of
+   * exactly the item where the slot last pointed, then a READ of the slot, then FLUSH(persistent) of
+   * the slot — the item counts only if it checks out and carries the tag the slot shows *after* it
+   * was read (a tag names one value: the slot held that value then, and the FLUSH made the slot, or
+   * a newer one, durable). Without a hint: a READ of the slot, then a bounded indirect READ of its
+   * item, then the same FLUSH. Either way an empty or LOST slot is answered by the slot's READ, and
+   * a slot that moved is read again where it now points. 'lost': the replica lost its copy.
    */
-  async #readReplica(r: Replica, block: number): Promise<ReadAnswer | 'lost' | undefined> {
+  async #readReplica(r: Replica, block: number, deref = false, onTag?: (a: ReadAnswer) => void): Promise<ReadAnswer | 'lost' | undefined> {
     const g = r.geometry!;
     const maxItem = g.classes[g.classes.length - 1]!.sizeBytes;
-    let withSlot = false;
+    const stats = this.#stats.readChains;
     for (let attempt = 0; attempt <= this.options.readRetriesMax; attempt++) {
+      const chains = attempt + 1;
       const loc = this.#slotLoc(r, block);
-      const wrs: WorkRequest[] = withSlot ? [Wr.read(loc, RS_SLOT_BYTES), Wr.read(loc, maxItem, { bounded: true })] : [Wr.read(loc, maxItem, { bounded: true })];
+      // The replica that reads through the slot this time (`deref`) READs only its slot beside the dereference.
+      const hint = deref ? undefined : r.hints.get(block);
+      // Without a hint, the slot's READ takes its window of slots: the hints of its neighbours, at no dependent step.
+      const win = deref ? { first: block, count: 1 } : hint === undefined ? slotWindow(g, block) : undefined;
+      const wrs: WorkRequest[] = win === undefined ? [Wr.read({ rkey: r.rkey, addr: hint!.ptr }, hint!.bound), Wr.read(loc, RS_SLOT_BYTES)] : [Wr.read({ rkey: r.rkey, addr: rsSlotOffset(g, win.first) }, win.count * RS_SLOT_BYTES), Wr.read(loc, maxItem, { bounded: true })];
       if (!this.faults.readWithoutFlush) wrs.push(this.#slotFlush(r, block));
       const cs = await this.#post(r, wrs);
       if (cs === undefined || cs.some((c) => c.status !== 'ok')) return undefined;
-      const d = cs[withSlot ? 1 : 0]!.data!;
-      if (d.length === 0) {
-        if (!withSlot) {
-          withSlot = true; // an empty slot, a LOST one, or one that moved: the slot's tag tells
+      if (hint !== undefined) {
+        stats.direct++;
+        const s = decodeRsSlot(cs[1]!.data!);
+        if (s.ptr === g.base) {
+          r.hints.delete(block);
+          if (isLostTag(s.tag)) return 'lost';
+          if ((s.bound === 0 && compareTags(s.tag, ZERO_TAG) === 0)) return { tag: { ...ZERO_TAG }, item: undefined, chains };
           continue;
         }
-        const s = decodeRsSlot(cs[0]!.data!);
+        const item = decodeRsItem(cs[0]!.data!);
+        // Read before the slot and carrying the slot's tag: the slot's value, whichever buffer held it.
+        if (item !== undefined && item.block === block && (this.faults.trustLocationHint || compareTags(item.tag, s.tag) === 0)) return { tag: item.tag, item, chains };
+        stats.moved++;
+        if (!this.#learn(r, block, s)) r.hints.delete(block);
+        // The slot moved: its tag is durable here (the FLUSH), its item is where it now points —
+        // which another replica's answer may already hold (the same tag, the same value).
+        onTag?.({ tag: s.tag, item: undefined, chains, tagOnly: true });
+        continue;
+      }
+      stats.indirect++;
+      const slots = cs[0]!.data!;
+      const at = (block - win!.first) * RS_SLOT_BYTES;
+      const s = decodeRsSlot(slots.subarray(at, at + RS_SLOT_BYTES));
+      for (let i = 0; i < win!.count; i++) {
+        const b = win!.first + i;
+        if (b === block || r.hints.has(b)) continue;
+        const n = decodeRsSlot(slots.subarray(i * RS_SLOT_BYTES, (i + 1) * RS_SLOT_BYTES));
+        if (n.ptr !== g.base) this.#learn(r, b, n);
+      }
+      const d = cs[1]!.data!;
+      if (d.length === 0) {
         if (s.ptr !== g.base) continue; // the slot moved between the two READs: read again
         if (isLostTag(s.tag)) return 'lost';
-        if (compareTags(s.tag, ZERO_TAG) === 0 && s.bound === 0) return { tag: { ...ZERO_TAG }, item: undefined };
+        if ((s.bound === 0 && compareTags(s.tag, ZERO_TAG) === 0)) return { tag: { ...ZERO_TAG }, item: undefined, chains };
         continue;
       }
       const item = decodeRsItem(d);
       if (item === undefined || item.block !== block) continue; // torn or moving: read again
-      return { tag: item.tag, item };
+      if (compareTags(item.tag, s.tag) === 0) this.#learn(r, block, s);
+      return { tag: item.tag, item, chains };
     }
     return undefined;
+  }
+
+  /**
+   * Keeps ⟨ptr, bound⟩ of a slot READ as the block's location hint when it names a buffer of the
+   * arena (aligned to its class) and a bound the class holds: a hint's READ then never leaves the
+   * MR, whatever the slot showed (a READ outside it would fail the QP). False when it does not.
+   */
+  #learn(r: Replica, block: number, s: { ptr: number; bound: number }): boolean {
+    const c = rsClassOf(r.geometry!, s.ptr);
+    if (c === undefined || s.bound < RS_ITEM_HEADER_BYTES || s.bound > c.sizeBytes) return false;
+    r.hints.set(block, { ptr: s.ptr, bound: s.bound });
+    return true;
   }
 
   /**
@@ -609,7 +750,7 @@ export class RsClient {
       const head = new Uint8Array(RS_RECEIPT_BYTES);
       const dv = new DataView(head.buffer);
       dv.setBigUint64(0, serial, true);
-      dv.setBigUint64(RECEIPT_PTR + 8, BigInt(cls.sizeBytes), true);
+      dv.setBigUint64(RECEIPT_PTR + 8, BigInt(item.length), true); // the exact bound: a read moves the item, not its buffer
       dv.setBigUint64(RECEIPT_PTR + 16, tag.writer, true);
       dv.setBigUint64(RECEIPT_PTR + 24, tag.ts, true);
       dv.setBigUint64(RECEIPT_OLD + 8, RS_RECEIPT_NO_CAS, true);
@@ -654,7 +795,9 @@ export class RsClient {
         if (mine > 0) this.#giveBack(r, mine);
         if (f.countFailedCas && cas.status === 'ok') return true;
       }
-      if (compareTags(decodeRsSlot(cs[readAt]!.data!).tag, tag) >= 0) return true;
+      const seen = decodeRsSlot(cs[readAt]!.data!);
+      if (seen.ptr !== g.base) this.#learn(r, block, seen);
+      if (compareTags(seen.tag, tag) >= 0) return true;
       // The CAS lost to a tag we cannot see yet (another QP's result still in the NIC cache): re-READ + FLUSH until it shows.
       for (let k = 0; k < this.options.countRetriesMax; k++) {
         this.#stats.countRetries++;
@@ -708,6 +851,18 @@ export class RsClient {
     const round = await r.returns.flush();
     this.#stats.uncertainResolved[r.index]! += round.receiptsResolved;
   }
+}
+
+/**
+ * The slots a read without a location hint READs beside its bounded indirect READ: the aligned
+ * window of RS_SLOT_WINDOW slots holding the block's (clipped to the table). The bounded READ's
+ * dereference is the chain's longest step, so the window costs the chain its bytes, not a step.
+ */
+export const RS_SLOT_WINDOW = 64;
+
+function slotWindow(g: RsGeometry, block: number): { first: number; count: number } {
+  const first = block - (block % RS_SLOT_WINDOW);
+  return { first, count: Math.min(RS_SLOT_WINDOW, g.blocks - first) };
 }
 
 function drawWriterId(entropy: Entropy): bigint {

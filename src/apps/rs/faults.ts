@@ -20,6 +20,8 @@ export interface RsFaults {
   minorityWrite: boolean;
   /** A read's chain does not FLUSH the slot it read: it may return a value a crash takes back. */
   readWithoutFlush: boolean;
+  /** A direct read (at the block's location hint) returns the item it found there when its checksum and block check out, without comparing its tag with the slot READ after it: a stale hint returns an overwritten value. */
+  trustLocationHint: boolean;
   /** A replica whose CAS did not swap counts at once, without a FLUSHed READ showing a tag ≥ the writer's. */
   countFailedCas: boolean;
   /** Recovery: trust every slot (no pointer validation, no repair of a torn slot from its item). */
@@ -46,6 +48,7 @@ export const NO_RS_FAULTS: Readonly<RsFaults> = Object.freeze({
   readWithoutWriteBack: false,
   minorityWrite: false,
   readWithoutFlush: false,
+  trustLocationHint: false,
   countFailedCas: false,
   skipSlotRepair: false,
   skipReclaim: false,
@@ -75,7 +78,15 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
   // The redirected FLUSH's range is exactly the item: its first line only leaves the value's later lines in the CPU cache.
   { name: 'flushItemHeadOnly', layer: 'write', step: 'the redirected FLUSH covering the whole item ALLOCATE placed (its len), not only its header line', explore: { pins: { ddio: true } } },
   { name: 'dropSlotFlush', layer: 'write', step: 'FLUSH(persistent) of the slot after the CAS (a replica counts only once its slot is durable)', explore: { pins: { ddio: true } } },
-  { name: 'noWriterId', layer: 'write', step: 'the writer id in the tag (two writers of one timestamp must not tie)' },
+  {
+    name: 'noWriterId',
+    layer: 'write',
+    step: 'the writer id in the tag (two writers of one timestamp must not tie)',
+    // Needs two writers of one block whose queries both miss the other's install: since reads go
+    // direct (location hints: a read takes one round trip, no dereference), seed 1's random schedule
+    // no longer overlaps two writes so; stalls of a client right after its atomics do (point 488).
+    explore: { schedule: { mode: 'random', stalls: 40, stallSteps: 400, stallUnit: 'client', stallOn: 'atomic' } },
+  },
   {
     name: 'readWithoutWriteBack',
     layer: 'read',
@@ -83,6 +94,10 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     // Needs a read that returns a write only a minority holds, then a crash: with DDIO on and eager
     // drains a CAS result reaches the LLC (visible to READs) long before media, so a crash of every
     // replica keeps it at most on that minority, and the read after recovery returns the older value.
+    // Since reads go direct (location hints), seed 1 no longer reaches it with 2 images per point;
+    // the plain sweep (14 images per point, no pins) catches it at seed 1, point 445; the op-by-op
+    // test drives it.
+    caughtBy: 'test/apps/rs/read-flush.test.ts',
     explore: { pins: { drain: 'eager', ddio: true } },
   },
   { name: 'minorityWrite', layer: 'write', step: 'waiting for a majority of replicas before a write returns' },
@@ -92,7 +107,20 @@ export const RS_MUTANTS: readonly RsMutant[] = Object.freeze([
     step: 'FLUSH(persistent) of the slot a read READ, in its chain (a read returns only durable state)',
     // Needs a read of a slot whose CAS drained to the LLC but not to media (DDIO on, eager drains:
     // visible to the READ, not durable) before the writer's slot FLUSH, then a crash of every replica.
+    // Since reads go direct (location hints), seed 1 no longer holds a writer between its CAS and
+    // its slot FLUSH long enough (not with 14 images per point, nor with stalls of a QP after its
+    // atomics); the plain sweep (`--mutants`, no pins) catches it at seed 5 (point 52, crashed again
+    // during recovery), and the op-by-op test holds the writer there. The pins stay for `--mutant` runs.
+    caughtBy: 'test/apps/rs/read-flush.test.ts',
     explore: { pins: { drain: 'eager', ddio: true } },
+  },
+  {
+    name: 'trustLocationHint',
+    layer: 'read',
+    step: 'a direct read at a location hint counts only when the item it found carries the tag of the slot READ after it, in its chain (the slot has not moved)',
+    // Needs a read through a hint that another writer's install made stale while the old buffer is not reused yet, whose two
+    // direct answers come before the spare replica's: the plain sweep catches it at seed 1 (the live run); test/apps/rs/hints.test.ts drives it op by op.
+    caughtBy: 'test/apps/rs/hints.test.ts',
   },
   {
     name: 'countFailedCas',

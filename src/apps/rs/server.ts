@@ -15,7 +15,7 @@
 import { Access, type MemoryRegion, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
 import { auditAllocator, recoverFreeLists, type AllocatorAudit, type ArenaClass } from '../../../recovery/index.js';
-import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
+import { guardedMicrotask, jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { Mailbox, ReturnDesk, type MailboxStats, type ReturnStats } from '../kv/index.js';
 import { NO_RS_FAULTS, type RsFaults } from './faults.js';
 import {
@@ -24,6 +24,7 @@ import {
   RS_RECEIPT_BYTES,
   RS_RECEIPT_NO_CAS,
   RS_SLOT_BYTES,
+  RS_ITEM_HEADER_BYTES,
   RsErrorCodes,
   compareTags,
   computeRsGeometry,
@@ -122,7 +123,7 @@ export class RsServer implements AppServer {
     else host.nic.refuseAllocate();
     this.#pd = host.nic.allocPd();
     this.mr = host.nic.registerMr(this.#pd, base, this.geometry.mailboxOffset - base, Access.ALL);
-    this.#mailbox = new Mailbox(host.nic, this.geometry, undefined);
+    this.#mailbox = new Mailbox(host.nic, this.geometry, { schedule: guardedMicrotask(host) });
     this.#desk = new ReturnDesk({
       region: host.region,
       nic: host.nic,
@@ -202,7 +203,7 @@ export class RsServer implements AppServer {
           if (this.faults.skipSlotRepair) continue;
           const c = rsClassOf(g, s.ptr)!;
           const item = decodeRsItem(region.load(s.ptr, c.sizeBytes))!;
-          const want = encodeRsSlot({ ptr: s.ptr, bound: c.sizeBytes, tag: item.tag });
+          const want = encodeRsSlot({ ptr: s.ptr, bound: RS_ITEM_HEADER_BYTES + item.value.length, tag: item.tag });
           if (!bytesEqual(raw, want)) writeSlot(i, want);
         }
       },
@@ -311,7 +312,8 @@ export class RsServer implements AppServer {
         problems.push(`block ${i}: pointer ${s.ptr} reaches no item of the block`);
         continue;
       }
-      if (s.bound !== c.sizeBytes || compareTags(s.tag, item.tag) !== 0) problems.push(`block ${i}: slot bound ${s.bound} / tag ⟨${s.tag.ts}, ${s.tag.writer}⟩ do not match the item (${c.sizeBytes} / ⟨${item.tag.ts}, ${item.tag.writer}⟩)`);
+      const exact = RS_ITEM_HEADER_BYTES + item.value.length;
+      if (s.bound !== exact || compareTags(s.tag, item.tag) !== 0) problems.push(`block ${i}: slot bound ${s.bound} / tag ⟨${s.tag.ts}, ${s.tag.writer}⟩ do not match the item (${exact} / ⟨${item.tag.ts}, ${item.tag.writer}⟩)`);
       if (reachable.has(s.ptr)) problems.push(`block ${i}: buffer ${s.ptr} reached twice`);
       reachable.add(s.ptr);
     }

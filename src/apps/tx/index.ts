@@ -1,5 +1,7 @@
 /** PRISM-TX (DESIGN §5, docs/tx.md): serializable, crash-safe distributed transactions on PRISM chains. */
-export { txApp, TxAppServer, resolveTxAppOptions, initialValue, TX_APP_DEFAULTS, type TxAppOptions, type TxValueKind, type TxRecoveryReport } from './server.js';
+export { txApp, resolveTxAppOptions, initialValue, TX_APP_DEFAULTS } from './app.js';
+export { TxAppServer, type TxRecoveryReport } from './server.js';
+export type { TxAppOptions, TxValueKind } from './layout.js';
 export { TxClient, TxResolver, parseTxWelcome, SHARD_WAITS_MAX, RESOLVE_ROUNDS_MAX, type ShardConn, type ShardSource, type TxOutcome, type TxStatus, type TxClientOptions, type Resolution } from './client.js';
 export { TX_MUTANTS, NO_TX_FAULTS, txFaultsFor, type TxFaults, type TxFaultName, type TxMutant } from './faults.js';
 export { TxErrorCodes, decodeTxHeader, TX_HEADER_BYTES, describeH, txName, makeTxid, txClient, ITEM_BYTES, VALUE_BYTES_MAX, ENTRIES_MAX, type TxGeometry } from './layout.js';

@@ -30,6 +30,7 @@
  */
 import { AREA_MAGIC } from '../index.js';
 import { crc32c, defineErrorCodes, PmrpcError, type ErrorCodesOf } from '../../../pmem/index.js';
+import type { TxFaults } from './faults.js';
 
 export const TX_MAGIC = AREA_MAGIC.tx; // 'RMSPTX01'
 export const TX_LAYOUT_VERSION = 2;
@@ -325,4 +326,26 @@ export function shardOf(key: number, shards: number): number {
 
 export function indexOf(key: number, shards: number): number {
   return Math.floor(key / shards);
+}
+
+/** The options of one PRISM-TX shard (app.ts resolves and checks them; the geometry derives from them). */
+export type TxValueKind = 'list' | 'balance';
+
+export interface TxAppOptions {
+  /** Offset of the TX area in the region (a multiple of 64). */
+  base: number;
+  /** This shard's index, and the number of shards (keys are spread round-robin: key % shards). */
+  shard: number;
+  shards: number;
+  /** Objects this shard holds. */
+  keysPerShard: number;
+  /** Client record slots (one transaction in flight per client slot). */
+  clients: number;
+  /** Items in the arena (the initial values take keysPerShard of them). */
+  items: number;
+  /** Initial values: 'list' (empty lists of u32, the list-append workload) or 'balance' (an i64 each). */
+  value: TxValueKind;
+  initialBalance: number;
+  /** Test-only fault switches (mutants) of recovery. */
+  faults: Partial<TxFaults>;
 }

@@ -1,6 +1,6 @@
 /**
- * One PRISM-TX shard behind the App contract (src/apps/app.ts). Its CPU formats the TX area,
- * recovers it after a crash (the local rows of the decision table in docs/tx.md: repair what a
+ * One PRISM-TX shard (its App record, options and format are app.ts). Its CPU
+ * recovers the TX area after a crash (the local rows of the decision table in docs/tx.md: repair what a
  * torn install left on a slot a PREPARED record holds, release every lock no PREPARED record
  * backs, rebuild the free list from what slots and PREPARED records reach) and posts the free list
  * to the NIC. Reads, prepares, validations, installs and the resolver's fences are NIC chains
@@ -9,22 +9,18 @@
  * to the free list through the ReturnDesk KV and RS use (docs/tx.md "Reclamation", table A).
  */
 import { Access, CpuPoller, type HostWriteEvent, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
-import { intIn, oneOf, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
+import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
 import { recoverFreeLists, type ArenaClass } from '../../../recovery/index.js';
-import { jsonBytes, refuseOtherApp, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
+import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { ReturnDesk, type ReturnStats } from '../kv/index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
 import {
-  CLIENTS_MAX,
-  computeTxGeometry,
   decodeBody,
   decodeItem,
   decodeSlot,
   decodeTxHeader,
   describeH,
-  encodeItem,
   encodeSlot,
-  encodeTxHeader,
   ENTRY_WRITE,
   H_ABORTED,
   H_PREPARED,
@@ -37,7 +33,6 @@ import {
   RECORD_BODY,
   RECORD_BYTES,
   recordOffset,
-  SHARDS_MAX,
   SLOT_BYTES,
   slotOffset,
   TX_HEADER_BYTES,
@@ -45,69 +40,12 @@ import {
   txName,
   type RecordBody,
   type Slot,
+  type TxAppOptions,
   type TxGeometry,
 } from './layout.js';
 
-export type TxValueKind = 'list' | 'balance';
-
 /** Items returned to the free list per return pass at most apart (smaller arenas: items / 16; at once while the free list is short). */
 export const RETURN_BATCH = 32;
-
-export interface TxAppOptions {
-  /** Offset of the TX area in the region (a multiple of 64). */
-  base: number;
-  /** This shard's index, and the number of shards (keys are spread round-robin: key % shards). */
-  shard: number;
-  shards: number;
-  /** Objects this shard holds. */
-  keysPerShard: number;
-  /** Client record slots (one transaction in flight per client slot). */
-  clients: number;
-  /** Items in the arena (the initial values take keysPerShard of them). */
-  items: number;
-  /** Initial values: 'list' (empty lists of u32, the list-append workload) or 'balance' (an i64 each). */
-  value: TxValueKind;
-  initialBalance: number;
-  /** Test-only fault switches (mutants) of recovery. */
-  faults: Partial<TxFaults>;
-}
-
-export const TX_APP_DEFAULTS: Readonly<TxAppOptions> = Object.freeze({
-  base: 0,
-  shard: 0,
-  shards: 1,
-  keysPerShard: 16,
-  clients: 8,
-  items: 256,
-  value: 'list',
-  initialBalance: 100,
-  faults: Object.freeze({}),
-});
-
-const TX_APP_CHECKS: OptionChecks<TxAppOptions> = {
-  base: (name, v) => {
-    if (!Number.isSafeInteger(v) || (v as number) < 0 || (v as number) % 64 !== 0) throw new RangeError(`${name} must be a non-negative multiple of 64, got ${String(v)}`);
-  },
-  shards: intIn(1, SHARDS_MAX),
-  shard: (name, v, all) => intIn(0, (all.shards as number) - 1)(name, v, all),
-  keysPerShard: intIn(1, 1 << 16),
-  clients: intIn(1, CLIENTS_MAX),
-  items: (name, v, all) => intIn(all.keysPerShard as number, 1 << 20, `[keysPerShard, 2^20]`)(name, v, all),
-  value: oneOf(['list', 'balance']),
-  initialBalance: intIn(-(2 ** 31), 2 ** 31),
-};
-
-export function resolveTxAppOptions(options: Partial<TxAppOptions>): TxAppOptions {
-  return resolveOptions(TX_APP_DEFAULTS, options, TX_APP_CHECKS);
-}
-
-/** The value bytes a fresh key holds. */
-export function initialValue(o: Pick<TxAppOptions, 'value' | 'initialBalance'>): Uint8Array {
-  if (o.value === 'list') return new Uint8Array(0);
-  const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigInt64(0, BigInt(o.initialBalance), true);
-  return b;
-}
 
 export interface TxRecoveryReport {
   prepared: string[];
@@ -615,46 +553,5 @@ export class TxAppServer implements AppServer {
     this.#qps = [];
   }
 }
-
-function formatShard(region: PmemRegion, o: TxAppOptions): void {
-  if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
-  const g = computeTxGeometry(o.base, o.shard, o.shards, o.keysPerShard, o.clients, o.items);
-  if (o.base + g.totalBytes > region.sizeBytes) throw new PmrpcError(TxErrorCodes.LAYOUT_TOO_LARGE, `the TX area needs ${g.totalBytes} bytes at ${o.base}; the region has ${region.sizeBytes}`);
-  try {
-    decodeTxHeader(region.load(o.base, TX_HEADER_BYTES), o.base);
-    throw new PmrpcError(TxErrorCodes.ALREADY_FORMATTED, `offset ${o.base} already holds a TX area; it is never overwritten`);
-  } catch (e) {
-    if (!(e instanceof PmrpcError) || e.code !== TxErrorCodes.NOT_FORMATTED) throw e;
-  }
-  const v = initialValue(o);
-  for (let i = 0; i < g.keys; i++) {
-    const ptr = g.arenaOffset + i * ITEM_BYTES;
-    region.store(ptr, encodeItem({ ts: 0n, key: i * g.shards + g.shard, value: v }));
-    region.store(slotOffset(g, i), encodeSlot({ w: 0n, ct: 0n, lock: 0n, ptr, bound: ITEM_BYTES }));
-  }
-  region.store(g.recordsOffset, new Uint8Array(g.clients * RECORD_BYTES));
-  region.persist(g.slotsOffset, g.totalBytes - TX_HEADER_BYTES);
-  // The header last: a format cut short leaves no magic.
-  region.store(o.base, encodeTxHeader(g));
-  region.persist(o.base, TX_HEADER_BYTES);
-}
-
-/** PRISM-TX, one shard per node (see the file comment). */
-export const txApp: App<TxAppOptions> = Object.freeze({
-  name: 'tx',
-  defaults: TX_APP_DEFAULTS,
-  resolveOptions: resolveTxAppOptions,
-  minRegionBytes(o: TxAppOptions): number {
-    return o.base + computeTxGeometry(o.base, o.shard, o.shards, o.keysPerShard, o.clients, o.items).totalBytes;
-  },
-  format(region: PmemRegion, o: TxAppOptions): void {
-    refuseOtherApp(region, o.base, 'tx');
-    formatShard(region, o);
-  },
-  open(host: AppHost, o: TxAppOptions): TxAppServer {
-    refuseOtherApp(host.region, o.base, 'tx');
-    return new TxAppServer(host, o);
-  },
-});
 
 export { SLOT_BYTES };

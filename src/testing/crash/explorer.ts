@@ -7,7 +7,11 @@
  * 1. The workload runs once on a World; at every crash point (any node's region, and every
  *    delivery to a client) the explorer takes each node's crash state — a multi-node image is a
  *    tuple — and the app's snapshot of what its clients have observed by then.
- * 2. Each crash point (all, or a stride past `pointsMax`) is expanded into images per node (random
+ * 2. Crash runs (`crashRuns`, multi.ts), when asked for: each replays the workload with nodes and
+ *    clients crashing mid-run while the rest go on, and the app judges the whole history. They run
+ *    before the image tuples: a crash run costs one workload, a seed's tuples many thousands of
+ *    recoveries, so a bug only a crash run shows stops the run (violationsMax) cheaply.
+ * 3. Each crash point (all, or a stride past `pointsMax`) is expanded into images per node (random
  *    or exhaustive engine). Each tuple is opened in a fresh World, every node recovers through the
  *    App contract (crashed once more at a sampled crash point of its own recovery when `nested`),
  *    and the app's checker judges it against the snapshot.
@@ -161,30 +165,60 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
     report.violations.push({ kind, detail, replay: replayCommand(app as ExplorerApp<unknown>, o, point >= 0 ? point : undefined, plan), point, image, phase, ...(plan !== undefined ? { plan } : {}) });
   };
 
-  // 1. The workload, once, capturing every crash point.
-  const world = buildWorld(app, config, o.seed, 'explore', { schedule, observe: o.observe });
+  // 1. The workload, capturing every crash point (`capture`), then the live check. With crash runs
+  // it runs twice: once before them, for the live check and the number of crash points their plans
+  // draw from, and once after them, capturing, since a crash run replays the workload on the same
+  // app and leaves its state (the history its snapshots refer to) at that run's end; the second run
+  // is the same execution (same seed) and its live check puts the app where the first one left it
+  // (its problems were reported by the first).
   const captures: Capture<S>[] = [];
-  let pointIndex = 0;
-  world.onCrashPoint = (kind) => {
-    if (kind === 'delivery' && o.observe === 'late') return;
-    const p = pointIndex++;
-    if (kind === 'delivery') report.deliveryPoints++;
-    if (o.point !== undefined && p !== o.point) return;
-    captures.push({ point: p, kind, states: world.nodes.map((n) => n.region.crashState()), snap: app.snapshot() });
+  const live = async (capture: boolean, report_: boolean): Promise<void> => {
+    const world = buildWorld(app, config, o.seed, 'explore', { schedule, observe: o.observe });
+    let pointIndex = 0;
+    let deliveries = 0;
+    world.onCrashPoint = (kind) => {
+      if (kind === 'delivery' && o.observe === 'late') return;
+      const p = pointIndex++;
+      if (kind === 'delivery') deliveries++;
+      if (!capture || (o.point !== undefined && p !== o.point)) return;
+      captures.push({ point: p, kind, states: world.nodes.map((n) => n.region.crashState()), snap: app.snapshot() });
+    };
+    const wl = startWorkload(app, world, o.seed);
+    const r = await world.run(() => wl.finished, o.stepsMax);
+    world.onCrashPoint = undefined;
+    const problem = report_ ? violate : (): void => undefined;
+    if (report_) {
+      report.crashPointsTotal = pointIndex;
+      report.deliveryPoints = deliveries;
+    }
+    for (const h of world.halts) problem('invariant', `live: ${h.detail}`, -1, undefined, 'live');
+    if (r.status !== 'done') problem('stalled', `workload ${r.status === 'bound' ? `still running after ${r.steps} steps` : `stalled after ${r.steps} steps: nothing can run and a client still waits`}`, -1, undefined, 'live');
+    if (wl.error !== undefined) problem('workload', `the workload failed: ${String(wl.error)}`, -1, undefined, 'live');
+    if (r.status === 'done') {
+      await wl.done;
+      for (const p of await app.checkLive(world)) problem(p.kind, p.detail.startsWith('live: ') ? p.detail : `live: ${p.detail}`, -1, undefined, 'live');
+    }
+    world.close();
   };
-  const wl = startWorkload(app, world, o.seed);
-  const r = await world.run(() => wl.finished, o.stepsMax);
-  world.onCrashPoint = undefined;
-  report.crashPointsTotal = pointIndex;
-  if (r.status !== 'done') violate('stalled', `workload ${r.status === 'bound' ? `still running after ${r.steps} steps` : `stalled after ${r.steps} steps: nothing can run and a client still waits`}`, -1, undefined, 'live');
-  if (wl.error !== undefined) violate('workload', `the workload failed: ${String(wl.error)}`, -1, undefined, 'live');
-  if (r.status === 'done') {
-    await wl.done;
-    for (const p of await app.checkLive(world)) violate(p.kind, p.detail.startsWith('live: ') ? p.detail : `live: ${p.detail}`, -1, undefined, 'live');
-  }
-  world.close();
+  const runs = o.crashPlan !== undefined || o.crashRuns > 0;
+  await live(!runs, true);
 
-  // 2. Crash points -> image tuples -> recovery -> checks.
+  // 2. Crash runs: subsets of nodes (and clients) crash mid-run, nodes restart while the cluster goes on
+  // (before the image tuples: see the file comment).
+  if (o.crashPlan !== undefined || o.crashRuns > 0) {
+    if (app.checkHistory === undefined) throw new TypeError(`app ${app.name} does not support crash runs (no checkHistory)`);
+    const plans = o.crashPlan !== undefined ? [parsePlan(o.crashPlan)] : Array.from({ length: o.crashRuns }, (_, i) => planFor(o.seed, i, report.crashPointsTotal, app.nodes, app.clients ?? 0, app.drops === true, app.crashShapes));
+    report.crashRunsChecked = 0;
+    for (const plan of plans) {
+      if (report.violations.length >= o.violationsMax) break;
+      const res = await runCrashPlan(app, o, config, plan);
+      report.crashRunsChecked++;
+      const name = formatPlan(plan);
+      for (const p of res.problems) violate(p.kind, `crash run ${name} (${res.events.join('; ')}): ${p.detail}`, -1, undefined, 'crash-run', name);
+    }
+  }
+  // 3. Crash points -> image tuples -> recovery -> checks.
+  if (runs && o.crashPlan === undefined && report.violations.length < o.violationsMax) await live(true, false);
   const stride = Math.max(1, Math.ceil(captures.length / o.pointsMax));
   const points = Math.ceil(captures.length / stride);
   for (let i = 0; i < captures.length && o.crashPlan === undefined; i += stride) {
@@ -202,19 +236,6 @@ export async function explore<S>(app: ExplorerApp<S>, options: Partial<ExploreOp
       for (const pr of problems) violate(pr.kind, `${pr.phase === 'nested' ? 'crashed again during recovery: ' : ''}${pr.detail}`, cap.point, k, pr.phase);
     }
     o.onProgress?.({ imagesChecked: report.imagesChecked, points, pointsDone: report.crashPoints });
-  }
-  // 3. Crash runs: subsets of nodes (and clients) crash mid-run, nodes restart while the cluster goes on.
-  if (o.crashPlan !== undefined || o.crashRuns > 0) {
-    if (app.checkHistory === undefined) throw new TypeError(`app ${app.name} does not support crash runs (no checkHistory)`);
-    const plans = o.crashPlan !== undefined ? [parsePlan(o.crashPlan)] : Array.from({ length: o.crashRuns }, (_, i) => planFor(o.seed, i, report.crashPointsTotal, app.nodes, app.clients ?? 0, app.drops === true, app.crashShapes));
-    report.crashRunsChecked = 0;
-    for (const plan of plans) {
-      if (report.violations.length >= o.violationsMax) break;
-      const res = await runCrashPlan(app, o, config, plan);
-      report.crashRunsChecked++;
-      const name = formatPlan(plan);
-      for (const p of res.problems) violate(p.kind, `crash run ${name} (${res.events.join('; ')}): ${p.detail}`, -1, undefined, 'crash-run', name);
-    }
   }
   if (o.clock !== undefined && t0 !== undefined) {
     report.seconds = Math.max(1e-9, (o.clock.nowMs() - t0) / 1000);
@@ -274,7 +295,9 @@ export async function checkTuple<S>(
       for (const p of node.server!.audit()) out.push({ ...p, detail: `node ${n}: ${p.detail}`, phase });
     }
     if (out.length > 0) return out;
-    add(await app.checkRecovered(world, snap, { phase, prng }));
+    const checked = await app.checkRecovered(world, snap, { phase, prng });
+    add(world.halts.map((h) => ({ kind: 'invariant', detail: h.detail }))); // before what the halt made the checks see
+    add(checked);
   } finally {
     world.close();
   }

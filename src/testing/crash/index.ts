@@ -6,10 +6,11 @@ export { nicConfigFor, durabilityConfig, configName, checkPins, rnicOptions, DRA
 export { mix, parseSeedRange } from './seeds.js';
 export { rpcExplorerApp, resolveRpcWorkload, checkDigests, RPC_WORKLOAD_DEFAULTS, type RpcWorkloadOptions, type RpcSnapshot } from './rpc.js';
 export { MUTANTS, findMutant, type Mutant } from './rpc-mutants.js';
-export { lostWrites } from '../../check/index.js';
-export { kvExplorerApp, kvDropShape, resolveKvWorkload, cutHistoryAt, KV_WORKLOAD_DEFAULTS, KV_CRASH_LAYOUT, type KvWorkloadOptions, type KvOp } from './kv.js';
-export { sweep, exploreSeed, appOf, txCrashSpec, runPooled, type SweepSpec, type SweepOptions, type CountedReport } from './sweep.js';
-export { registerExplorerApp, resolveRegisterWorkload, lostRegisterWrites, cutRegisterHistory, REGISTER_MUTANTS, REGISTER_WORKLOAD_DEFAULTS, type RegisterWorkloadOptions, type RegisterMutant, type RegisterOp, type RegisterSystem } from './register.js';
+export { lostWrites, cutHistory, cutRecords } from '../../check/index.js';
+export { kvExplorerApp, kvDropShape, resolveKvWorkload, KV_WORKLOAD_DEFAULTS, KV_CRASH_LAYOUT, type KvWorkloadOptions, type KvOp } from './kv.js';
+export { sweep, exploreSeed, runPooled, type SweepOptions, type CountedReport } from './sweep.js';
+export { appOf, txCrashSpec, plainTxShape, crashApp, swarmEntry, findMutantEntry, mutantName, crashAppHelp, listApps, CRASH_APPS, CRASH_APP_NAMES, SWARM_APP_NAMES, RS_IMAGES_PER_POINT, type CrashApp, type CrashTestFlags, type MutantEntry, type SwarmEntry, type SpecExplore, type SweepSpec } from './apps.js';
+export { registerExplorerApp, resolveRegisterWorkload, lostRegisterWrites, REGISTER_MUTANTS, REGISTER_WORKLOAD_DEFAULTS, type RegisterWorkloadOptions, type RegisterMutant, type RegisterOp, type RegisterSystem } from './register.js';
 export { runCrashPlan, planFor, parsePlan, formatPlan, atGeometricGaps, MAJORITY_STORM, DROP_STORM, type CrashPlan, type CrashEvent, type CrashRunResult, type CrashRunHooks } from './multi.js';
 export type { CrashShapes } from './types.js';
 export { exploreExhaustive, resolveExhaustiveOptions, parseSchedule, exhaustiveConfig, independent, ExhaustiveErrorCodes, EXHAUSTIVE_DEFAULTS, type ExhaustiveOptions, type ExhaustiveReport, type ExhaustiveViolation, type StatesExplored } from './exhaustive.js';
@@ -22,4 +23,4 @@ export { rslockExplorerApp, RSLOCK_WORKLOAD_DEFAULTS, TORN_VALUE, type RsLockWor
 export { swarm, swarmRun, swarmSeed, swarmReplay, paramsFor, parseMutant, resolveSwarmOptions, nsOfSeconds, SWARM_APPS, SWARM_DEFAULTS, SWARM_DEFAULT_SECONDS, SWARM_COST_PROFILE, LIVENESS_STEPS_MAX, LIVENESS_VIRTUAL_US, type SwarmApp, type SwarmOptions, type SwarmParams, type SwarmFailure, type SwarmAppResult, type SwarmSeedResult, type SwarmReport } from './swarm.js';
 export { buildWorld, startWorkload, freshRegion, imageRegion, sampleRecoveryCrash, nestedImage, setRegionProbe, type RegionUse, type RegionProbeEvent, type BuildWorldOptions, type RunningWorkload } from './driver.js';
 export { scheduleChooser, mixedSchedule, concreteSchedule, applySchedule, resolveSchedule, scheduleArgs, scheduleName, isPlainRandom, SCHEDULE_DEFAULTS, type ScheduleOptions } from './pct.js';
-export { runMutants, mutantSweep, mutantTargets, plainSpec, formatMutants, allCaught, MUTANT_APPS, RS_PLAIN_IMAGES_PER_POINT, PLAIN_CRASH_RUNS, plainTxShape, type MutantApp, type MutantTarget, type MutantResult, type MutantsReport } from './mutants.js';
+export { runMutants, mutantSweep, mutantTargets, plainSpec, formatMutants, allCaught, MUTANT_APPS, RS_PLAIN_IMAGES_PER_POINT, PLAIN_CRASH_RUNS, type MutantApp, type MutantTarget, type MutantResult, type MutantsReport } from './mutants.js';

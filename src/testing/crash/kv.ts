@@ -14,10 +14,10 @@
 import { PmrpcError, resolveOptions } from '../../../pmem/index.js';
 import { NicErrorCodes, QueuePair, Wr } from '../../../flush/index.js';
 import type { PmemRegion, Prng } from '../../../pmem/index.js';
-import { checkLinearizable, describeKvInput, kvModel, lostWrites, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
+import { checkLinearizable, cutHistory, describeKvInput, kvModel, lostWrites, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { connectKvClient, kvApp, KvAppServer, type KvSystem } from '../../apps/kv/index.js';
-import { faultsFor, KV_MUTANTS, NO_KV_FAULTS, type KvFaultName, type KvFaults } from '../../apps/kv/index.js';
+import { faultsFor, findKvMutant, KV_MUTANTS, NO_KV_FAULTS, type KvFaults } from '../../apps/kv/index.js';
 import { classOf, computeKvGeometry, decodeItem, decodeSlot, homeSlot, KvErrorCodes, probeSequence, slotOffset, validateLayoutOptions, type KvGeometry, type KvLayoutOptions } from '../../apps/kv/index.js';
 import type { PrismKvClient } from '../../apps/kv/index.js';
 import type { PilafClient } from '../../apps/kv/index.js';
@@ -37,7 +37,8 @@ export interface KvScriptOp {
 
 export interface KvWorkloadOptions {
   system: KvSystem;
-  mutant: KvFaultName | undefined;
+  /** A mutant of KV_MUTANTS, by its name or an alias. */
+  mutant: string | undefined;
   clients: number;
   opsPerClient: number;
   keys: number;
@@ -84,7 +85,7 @@ export interface KvOp extends Operation<KvInput, KvOutput> {
 export function resolveKvWorkload(options: Partial<KvWorkloadOptions>): KvWorkloadOptions {
   const o = resolveOptions<KvWorkloadOptions>(KV_WORKLOAD_DEFAULTS, options, {});
   if (o.system !== 'prism' && o.system !== 'pilaf') throw new TypeError(`system must be 'prism' or 'pilaf', got ${String(o.system)}`);
-  if (o.mutant !== undefined && !KV_MUTANTS.some((m) => m.name === o.mutant)) throw new TypeError(`mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${String(o.mutant)}`);
+  if (o.mutant !== undefined && findKvMutant(o.mutant) === undefined) throw new TypeError(`mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${String(o.mutant)}`);
   const int = (name: keyof KvWorkloadOptions, lo: number, hi: number): void => {
     const v = o[name];
     if (!Number.isSafeInteger(v) || (v as number) < lo || (v as number) > hi) throw new RangeError(`${name} must be an integer in [${lo}, ${hi}], got ${String(v)}`);
@@ -198,16 +199,6 @@ export function kvDropShape(seed: number): boolean {
   return seed % 4 === 1;
 }
 
-/** The history as of a crash at `t`: completed operations keep their output; the rest are unknown. */
-export function cutHistoryAt(ops: readonly KvOp[], t: number): Array<Operation<KvInput, KvOutput>> {
-  return ops
-    .filter((op) => op.call < t)
-    .map((op) =>
-      op.ret !== undefined && op.ret < t && op.error === undefined
-        ? { client: op.client, input: op.input, output: op.output, call: op.call, ret: op.ret }
-        : { client: op.client, input: op.input, output: undefined, call: op.call, ret: undefined },
-    );
-}
 
 
 /** The shortest non-linearizable sub-history (delta debugging, keeping what explains each read), the checker's operations red. */
@@ -529,7 +520,7 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
         if (leakExplained(p.detail)) continue;
         out.push({ kind: p.kind, detail: `at the end: ${p.detail}` });
       }
-      out.push(...(await readAndJudge(world, cutHistoryAt(ops, Number.POSITIVE_INFINITY), now, [])));
+      out.push(...(await readAndJudge(world, cutHistory(ops, Number.POSITIVE_INFINITY), now, [])));
       return out;
     },
     async checkLive(world: World): Promise<AppProblem[]> {
@@ -542,7 +533,7 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
       for (const c of toFlush) c.flushReturns().then(() => flushed++, () => flushed++);
       await world.run(() => flushed >= toFlush.length, 100_000);
       for (const p of server.audit()) if (p.kind === 'allocator' && !leakExplained(p.detail)) out.push({ kind: 'live-allocator', detail: `after the workload and every return: ${p.detail}` });
-      const whole = cutHistoryAt(ops, Number.POSITIVE_INFINITY);
+      const whole = cutHistory(ops, Number.POSITIVE_INFINITY);
       const lin = checkLinearizable(kvModel, whole);
       if (lin.ok === false) out.push({ kind: 'linearizability', detail: `live history: ${lin.reason}: ${lin.operations.map((x) => kvModel.describe!(x)).join('; ')}`, picture: () => linPicture(whole, lin.operations, []) } as PicturedProblem);
       else if (lin.ok === 'unknown') out.push({ kind: 'undecided', detail: 'live history: the linearizability search gave up' });
@@ -593,7 +584,7 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
         for (const [k, n] of Object.entries(server.kv.stats.returnsRefused)) app.staleReturnsRefused[k] = (app.staleReturnsRefused[k] ?? 0) + n;
         for (const p of server.audit()) out.push(p);
       }
-      out.push(...(await readAndJudge(world, cutHistoryAt(ops, snap.time), snap.time, [{ time: snap.time, label: 'crash' }])));
+      out.push(...(await readAndJudge(world, cutHistory(ops, snap.time), snap.time, [{ time: snap.time, label: 'crash' }])));
       return out;
     },
     ...(w.damageTombstone && w.system === 'prism'

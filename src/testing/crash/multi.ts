@@ -303,6 +303,7 @@ export async function runCrashPlan<S>(app: ExplorerApp<S>, o: ExploreOptions, co
       }
     }
     world.onCrashPoint = undefined;
+    for (const h of world.halts) problems.push({ kind: 'invariant', detail: h.detail });
     if (r.status !== 'done' && hooks === undefined) problems.push({ kind: 'stalled', detail: `workload ${r.status === 'bound' ? `still running after ${r.steps} steps` : `stalled after ${r.steps} steps`}` });
     if (wl.error !== undefined) problems.push({ kind: 'workload', detail: `the workload failed: ${String(wl.error)}` });
     if (r.status === 'done' && wl.error === undefined) {

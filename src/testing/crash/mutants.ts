@@ -8,34 +8,14 @@
  * declares equivalent (no execution of its workload can tell it apart, argued where it is defined)
  * is reported with `equivalent: true` and not run.
  */
-import { KV_MUTANTS } from '../../apps/kv/index.js';
-import { RS_MUTANTS } from '../../apps/rs/index.js';
-import { RSLOCK_MUTANTS } from '../../apps/rslock/index.js';
-import { TX_MUTANTS } from '../../apps/tx/index.js';
-import type { RpcStrategy } from '../../rpc/index.js';
-import { resolveKvWorkload } from './kv.js';
-import { REGISTER_MUTANTS, resolveRegisterWorkload } from './register.js';
-import { plainRecoveryShape, RECOVERY_MUTANTS, recoveryMutantWorkload, resolveRecoveryWorkload } from './recovery.js';
-import { resolveRpcWorkload } from './rpc.js';
-import { MUTANTS } from './rpc-mutants.js';
-import { resolveRsWorkload } from './rs.js';
-import { exploreSeed, runPooled, txCrashSpec, type SweepSpec } from './sweep.js';
+import { crashApp, CRASH_APP_NAMES, CRASH_APPS, findMutantEntry, type MutantTarget, type SweepSpec } from './apps.js';
+import { exploreSeed, runPooled } from './sweep.js';
 
-export const MUTANT_APPS = ['rpc', 'kv', 'register', 'recovery', 'rs', 'rslock', 'tx'] as const;
-export type MutantApp = (typeof MUTANT_APPS)[number];
+export { plainTxShape, RS_IMAGES_PER_POINT as RS_PLAIN_IMAGES_PER_POINT, type MutantTarget } from './apps.js';
 
-/** Images per crash point of a plain rs sweep (what `crash-test --app rs` checks by default). */
-export const RS_PLAIN_IMAGES_PER_POINT = 14;
-
-/** One mutant of one app (for rpc: under one strategy). */
-export interface MutantTarget {
-  app: MutantApp;
-  name: string;
-  /** rpc: the strategy it runs under (null: none, an equivalent mutant); other apps: null. */
-  strategy: string | null;
-  /** Why no execution can tell it apart (then it is not run). */
-  equivalent?: string;
-}
+/** The apps with mutants (every crash-testable app). */
+export const MUTANT_APPS: readonly string[] = CRASH_APP_NAMES;
+export type MutantApp = string;
 
 export interface MutantResult {
   name: string;
@@ -59,29 +39,20 @@ export interface MutantsReport {
   mutants: MutantResult[];
 }
 
-function names(app: MutantApp): Array<{ name: string; strategies?: readonly string[]; equivalent?: string }> {
-  if (app === 'rpc') return MUTANTS.map((m) => ({ name: m.name, strategies: m.strategies, ...(m.equivalent !== undefined ? { equivalent: m.equivalent } : {}) }));
-  if (app === 'kv') return KV_MUTANTS.map((m) => ({ name: m.name }));
-  if (app === 'register') return REGISTER_MUTANTS.map((m) => ({ name: m.name }));
-  if (app === 'rs') return RS_MUTANTS.map((m) => ({ name: m.name }));
-  if (app === 'rslock') return RSLOCK_MUTANTS.map((m) => ({ name: m.name }));
-  if (app === 'tx') return TX_MUTANTS.map((m) => ({ name: m.name }));
-  return RECOVERY_MUTANTS.map((m) => ({ name: m.name })); // recovery
-}
-
-/** The targets of `--mutants` ('all', or names separated by commas) of `app`. */
+/** The targets of `--mutants` ('all', or names or former names (aliases) separated by commas) of `app`. */
 export function mutantTargets(app: string, which: string): MutantTarget[] {
-  if (!(MUTANT_APPS as readonly string[]).includes(app)) throw new TypeError(`app must be one of ${MUTANT_APPS.join(', ')}, got ${String(app)}`);
-  const all = names(app as MutantApp);
+  if (!CRASH_APP_NAMES.includes(app)) throw new TypeError(`app must be one of ${CRASH_APP_NAMES.join(', ')}, got ${String(app)}`);
+  const a = crashApp(app);
+  const all = a.mutants;
   const picked = which === 'all' ? all : which.split(',').map((n) => {
-    const m = all.find((x) => x.name === n.trim());
+    const m = findMutantEntry(a, n.trim());
     if (m === undefined) throw new TypeError(`unknown mutant '${n}' of --app ${app}; one of ${all.map((x) => x.name).join(', ') || '(none)'}`);
     return m;
   });
   return picked.flatMap((m): MutantTarget[] => {
-    if (m.strategies === undefined) return [{ app: app as MutantApp, name: m.name, strategy: null }];
-    if (m.strategies.length === 0) return [{ app: app as MutantApp, name: m.name, strategy: null, equivalent: m.equivalent ?? 'no strategy lists it' }];
-    return m.strategies.map((s) => ({ app: app as MutantApp, name: m.name, strategy: s }));
+    if (m.strategies === undefined) return [{ app, name: m.name, strategy: null }];
+    if (m.strategies.length === 0) return [{ app, name: m.name, strategy: null, equivalent: m.equivalent ?? 'no strategy lists it' }];
+    return m.strategies.map((s) => ({ app, name: m.name, strategy: s }));
   });
 }
 
@@ -89,51 +60,20 @@ export function mutantTargets(app: string, which: string): MutantTarget[] {
  * Seeded crash runs per seed of the plain sweep of an app with a whole-history check (multi.ts
  * planFor: node crashes and restarts while the clients go on, a second crash after they resumed,
  * client crashes, and — for apps whose clients reconnect, ExplorerApp.drops — connections dropped
- * while the server is up). tx runs TX_CLI_DEFAULTS.crashRuns.
+ * while the server is up): CrashApp.plainCrashRuns. tx runs TX_CLI_DEFAULTS.crashRuns.
  */
-export const PLAIN_CRASH_RUNS: Readonly<Partial<Record<MutantApp, number>>> = Object.freeze({ kv: 12, rs: 12 });
-
-/**
- * The workload shape the plain tx sweep draws for `seed`: every other seed (even seeds) runs hot
- * keys — 2 keys, 4 clients: transactions conflict on every key, the race a validation bug needs —
- * the others the default (4 keys, 3 clients). The same for every mutant (none pins it).
- */
-export function plainTxShape(seed: number | undefined): { keys?: number; clients?: number } {
-  return seed !== undefined && seed % 2 === 0 ? { keys: 2, clients: 4 } : {};
-}
+export const PLAIN_CRASH_RUNS: Readonly<Partial<Record<string, number>>> = Object.freeze(Object.fromEntries(CRASH_APPS.flatMap((a) => (a.plainCrashRuns !== undefined ? [[a.name, a.plainCrashRuns]] : []))));
 
 /**
  * The plain sweep's spec of a mutant at `seed` (undefined: the app's default shape): the app's
  * defaults with the mutant switched on, nothing pinned for it; what the sweep adds (crash runs,
- * media errors, the tx workload shape of the seed) is the same for every mutant of the app.
+ * media errors, the tx workload shape of the seed) is the same for every mutant of the app
+ * (CrashApp.plainSpec).
  */
 export function plainSpec(t: MutantTarget, seed?: number): SweepSpec {
-  const explore = { plain: true, violationsMax: 1, schedule: { mode: 'mixed' as const }, ...(PLAIN_CRASH_RUNS[t.app] !== undefined ? { crashRuns: PLAIN_CRASH_RUNS[t.app] } : {}) };
-  switch (t.app) {
-    case 'rpc':
-      return { app: 'rpc', workload: resolveRpcWorkload({ strategy: t.strategy as RpcStrategy, mutant: t.name }), explore };
-    case 'kv':
-      // A media error as well (damageTombstone: a linked tombstone item goes bad in every image; its
-      // key reads as deleted either way): recovery's rejected-slot repair runs in the plain sweep.
-      return { app: 'kv', workload: resolveKvWorkload({ mutant: t.name as never, damageTombstone: true }), explore };
-    case 'register':
-      return { app: 'register', workload: resolveRegisterWorkload({ mutant: t.name }), explore };
-    case 'rs':
-      return { app: 'rs', workload: resolveRsWorkload({ mutant: t.name }), explore: { ...explore, imagesPerPoint: RS_PLAIN_IMAGES_PER_POINT } };
-    case 'rslock':
-      return { app: 'rslock', workload: { mutant: t.name }, explore };
-    case 'recovery':
-      // The seed's workload shape (plainRecoveryShape: churn on even seeds), 4 images per crash
-      // point (a line of two pending words has 4 under the subset line model the draw includes).
-      return { app: 'recovery', workload: resolveRecoveryWorkload({ ...plainRecoveryShape(seed), ...recoveryMutantWorkload(t.name) }), explore: { ...explore, imagesPerPoint: 4 } };
-    case 'tx': {
-      // The workload of a run without a mutant (every option explicit: no TxMutant.pins), then the mutant.
-      const base = txCrashSpec(plainTxShape(seed), explore);
-      return { ...base, workload: { ...base.workload, mutant: t.name } };
-    }
-    default:
-      throw new TypeError(`the ${t.app} app has no mutants`);
-  }
+  const a = crashApp(t.app);
+  const explore = { plain: true, violationsMax: 1, schedule: { mode: 'mixed' as const }, ...(a.plainCrashRuns !== undefined ? { crashRuns: a.plainCrashRuns } : {}) };
+  return a.plainSpec(t, seed, explore);
 }
 
 /** Runs the plain sweep of one mutant over `seeds` in order, stopping at its first violation. */

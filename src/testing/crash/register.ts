@@ -14,7 +14,7 @@
 import { PmrpcError, type PmemRegion, type Prng, resolveOptions } from '../../../pmem/index.js';
 import type { QueuePair } from '../../../flush/index.js';
 import type { AppHost, AppProblem, AppServer } from '../../apps/index.js';
-import { checkLinearizable, type Operation } from '../../check/index.js';
+import { checkLinearizable, cutHistory, type Operation } from '../../check/index.js';
 import { compareTags, registerApp, RegisterErrorCodes, type Cell, type RegisterAppServer } from '../register/index.js';
 import { RegisterClient, type RegisterFaults } from '../register/index.js';
 import { registerModel, type RegisterInput, type RegisterOutput } from '../register/index.js';
@@ -68,16 +68,6 @@ export interface RegisterOp extends Operation<RegisterInput, RegisterOutput> {
   error?: string;
 }
 
-/** The history as of time `t`: completed operations keep their output; the rest may or may not have happened. */
-export function cutRegisterHistory(ops: readonly RegisterOp[], t: number): Array<Operation<RegisterInput, RegisterOutput>> {
-  return ops
-    .filter((op) => op.call < t)
-    .map((op) =>
-      op.ret !== undefined && op.ret < t && op.error === undefined
-        ? { client: op.client, input: op.input, output: op.output, call: op.call, ret: op.ret }
-        : { client: op.client, input: op.input, output: undefined, call: op.call, ret: undefined },
-    );
-}
 
 /**
  * Acknowledged then absent: the value read at the end (client -1) of each register must come from
@@ -276,13 +266,13 @@ export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = 
       return { time: ++now };
     },
     async checkLive(world: World): Promise<AppProblem[]> {
-      return judge(world, cutRegisterHistory(ops, Number.POSITIVE_INFINITY), now + 1, 'live: ');
+      return judge(world, cutHistory(ops, Number.POSITIVE_INFINITY), now + 1, 'live: ');
     },
     async checkRecovered(world: World, snap: { time: number }): Promise<AppProblem[]> {
-      return judge(world, cutRegisterHistory(ops, snap.time), snap.time + 1, '');
+      return judge(world, cutHistory(ops, snap.time), snap.time + 1, '');
     },
     async checkHistory(world: World): Promise<AppProblem[]> {
-      return judge(world, cutRegisterHistory(ops, Number.POSITIVE_INFINITY), now + 1, '');
+      return judge(world, cutHistory(ops, Number.POSITIVE_INFINITY), now + 1, '');
     },
     replayArgs(): string {
       const d = REGISTER_WORKLOAD_DEFAULTS;

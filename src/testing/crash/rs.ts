@@ -17,7 +17,7 @@
  */
 import { intIn, oneOf, optional, PmrpcError, resolveOptions, type OptionChecks, type PmemRegion, type Prng } from '../../../pmem/index.js';
 import { NicErrorCodes, Wr, type QueuePair } from '../../../flush/index.js';
-import { checkLinearizable, kvModel, lostWrites, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
+import { checkLinearizable, cutHistory, kvModel, lostWrites, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { rsApp, RsClient, RsErrorCodes, rsFaultsFor, RS_MUTANTS, RS_RETURN_IMM, compareTags, parseRsWelcome, type RsServer, type RsClientOptions } from '../../apps/rs/index.js';
 import type { ExplorerApp } from './explorer.js';
@@ -63,13 +63,7 @@ const td = new TextDecoder();
 
 /** The history as of time `t`: completed operations keep their output; the rest may or may not have happened. */
 export function cutRsHistory(ops: readonly RsOp[], t: number): Array<Operation<KvInput, KvOutput>> {
-  return ops
-    .filter((op) => op.call < t)
-    .map((op) =>
-      op.ret !== undefined && op.ret < t && op.error === undefined
-        ? { client: op.client, input: op.input, output: op.output, call: op.call, ret: op.ret }
-        : { client: op.client, input: op.input, output: undefined, call: op.call, ret: undefined },
-    );
+  return cutHistory(ops, t);
 }
 
 export type RsExplorerApp = ExplorerApp<{ time: number }> & { history(): RsOp[]; undecided: number };

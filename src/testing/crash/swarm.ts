@@ -27,14 +27,15 @@ import { configName, nicConfigFor, type NicConfig } from './config.js';
 import { resolveExploreOptions } from './explorer.js';
 import { atGeometricGaps, formatPlan, onePerPoint, runCrashPlan, type CrashEvent, type CrashPlan } from './multi.js';
 import { mix } from './seeds.js';
-import { appOf, runPooled, type SweepSpec } from './sweep.js';
+import { runPooled } from './sweep.js';
+import { appOf, crashApp, mutantName, swarmEntry, SWARM_APP_NAMES, type SweepSpec } from './apps.js';
 import type { World } from './world.js';
 import type { TimeFaults } from './virtual-time.js';
 import { costProfile, DEFAULT_COST_PROFILE } from '../model/index.js';
-import type { RpcStrategy } from '../../rpc/index.js';
 
-export const SWARM_APPS = ['rpc', 'kv', 'rs', 'tx'] as const;
-export type SwarmApp = (typeof SWARM_APPS)[number];
+/** The apps the swarm runs: the crash-test registry's apps with a swarm entry (apps.ts), in its order. */
+export const SWARM_APPS: readonly string[] = SWARM_APP_NAMES;
+export type SwarmApp = string;
 
 /** The cost profile of the swarm's modelled time (src/testing/model). */
 export const SWARM_COST_PROFILE = DEFAULT_COST_PROFILE;
@@ -61,8 +62,6 @@ const FAULT_STEPS_MAX = 1_000_000;
 const SUBSET_RATE = 0.3;
 /** Most node-crash events of one run (and most dropped connections). */
 const CRASH_EVENTS_MAX = 10;
-/** Apps whose runs draw dropped connections (their clients reconnect a live node: docs/swarm.md). */
-const DROP_APPS: readonly SwarmApp[] = ['rpc', 'kv', 'tx', 'rs'];
 
 export interface SwarmOptions {
   apps: readonly SwarmApp[];
@@ -91,7 +90,7 @@ export interface SwarmParams {
   recoveryCrashRate: number;
   /** Client crashes per crash point. */
   clientCrashRate: number;
-  /** Dropped connections per crash point (both ends live; the client reconnects). Drawn for every app in DROP_APPS; elsewhere 0 (docs/swarm.md, "Dropped connections"). */
+  /** Dropped connections per crash point (both ends live; the client reconnects). Drawn for every app whose swarm entry says `drops` (its clients reconnect a live node); elsewhere 0 (docs/swarm.md, "Dropped connections"). */
   dropRate: number;
   /** Probability that a QP is slow (message delay; QPs of different delays reorder relative to each other). */
   slowQpRate: number;
@@ -154,7 +153,7 @@ export function resolveSwarmOptions(options: Partial<SwarmOptions>): SwarmOption
   if (o.mutant !== undefined) {
     const app = parseMutant(o.mutant).app;
     if (!o.apps.includes(app)) throw new TypeError(`mutant ${o.mutant}: app ${app} is not among the apps run (${o.apps.join(', ')})`);
-    appOf(specOf(app, o, paramsFor(1, app, o))); // validates the mutant's name
+    appOf(specOf(app, o, paramsFor(1, app, o))); // validates the mutant's workload
   }
   return o;
 }
@@ -162,8 +161,9 @@ export function resolveSwarmOptions(options: Partial<SwarmOptions>): SwarmOption
 export function parseMutant(m: string): { app: SwarmApp; name: string } {
   const i = typeof m === 'string' ? m.indexOf(':') : -1;
   const app = i > 0 ? m.slice(0, i) : '';
-  if (i <= 0 || !SWARM_APPS.includes(app as SwarmApp) || m.length === i + 1) throw new TypeError(`mutant must be APP:NAME with APP one of ${SWARM_APPS.join(', ')}, got ${String(m)}`);
-  return { app: app as SwarmApp, name: m.slice(i + 1) };
+  if (i <= 0 || !SWARM_APPS.includes(app) || m.length === i + 1) throw new TypeError(`mutant must be APP:NAME with APP one of ${SWARM_APPS.join(', ')}, got ${String(m)}`);
+  // A former name (an alias) names the mutant by its name (mutantName: TypeError for an unknown one).
+  return { app, name: mutantName(crashApp(app), m.slice(i + 1)) };
 }
 
 /** Virtual ns of `seconds` of virtual time (the one place the unit is converted): the fault phase's bound on the World's clock. */
@@ -177,6 +177,7 @@ export function paramsFor(seed: number, app: SwarmApp, o: SwarmOptions): SwarmPa
   const pick = <T>(xs: readonly T[]): T => xs[p.int(0, xs.length - 1)]!;
   const config = nicConfigFor(mix(seed, 0x5a4b, SWARM_APPS.indexOf(app)));
   const sites = FAULT_SITE_NAMES.filter(() => p.chance(0.5));
+  const entry = swarmEntry(app);
   return {
     config,
     nodeCrashRate: pick([0, 1 / 400, 1 / 150, 1 / 60]),
@@ -184,7 +185,7 @@ export function paramsFor(seed: number, app: SwarmApp, o: SwarmOptions): SwarmPa
     restartAfterUsMax: pick([0, 10, 100, 1000]),
     recoveryCrashRate: pick([0, 0.3, 0.8]),
     clientCrashRate: pick([0, 0, 1 / 500, 1 / 150]),
-    dropRate: ((r) => (DROP_APPS.includes(app) ? r : 0))(pick([0, 1 / 400, 1 / 100])), // drawn for every app, so the other draws do not depend on DROP_APPS
+    dropRate: ((r) => (entry.drops ? r : 0))(pick([0, 1 / 400, 1 / 100])), // drawn for every app, so the other draws do not depend on SwarmEntry.drops
     slowQpRate: pick([0, 0.2, 0.5, 1]),
     slowQpDelayUsMax: pick([2, 10, 50]),
     jitterUsMax: pick([0, 0.5, 2, 5]),
@@ -194,31 +195,24 @@ export function paramsFor(seed: number, app: SwarmApp, o: SwarmOptions): SwarmPa
     pauseUsMax: pick([5, 50, 300]),
     sites,
     siteFireRate: pick([0.01, 0.05, 0.2]),
-    variant: app === 'tx' ? pick(['append', 'bank']) : app === 'rpc' ? pick(SWARM_RPC_STRATEGIES) : '',
+    variant: entry.variants !== undefined ? pick(entry.variants) : '',
     ...(o.crashes ? {} : { nodeCrashRate: 0, clientCrashRate: 0, dropRate: 0 }),
     ...o.overrides,
   };
 }
 
-/** The RPC strategies that are correct under every NIC configuration (raw needs DDIO off; none never persists). */
-const SWARM_RPC_STRATEGIES: readonly RpcStrategy[] = ['wflush', 'sflush', 'wrflush', 'srflush', 'gpspm', 'farm', 'darpc'];
-
 /**
- * Operations per client at the default `seconds`; they scale with it. Under the drawn faults (crashed
- * nodes, delays, pauses, clients waiting on timers) a workload of this size usually outlasts the
- * fault phase (in about 5 of 8 runs the virtual clock ends it), so the liveness phase takes over
- * mid-workload; without faults it takes 0.1–2 virtual ms.
+ * The spec of a run. Operations per client (SwarmEntry.baseOps at the default `seconds`) scale
+ * with `seconds`: under the drawn faults (crashed nodes, delays, pauses, clients waiting on timers)
+ * a workload of this size usually outlasts the fault phase (in about 5 of 8 runs the virtual clock
+ * ends it), so the liveness phase takes over mid-workload; without faults it takes 0.1–2 virtual ms.
  */
-const BASE_OPS: Record<SwarmApp, number> = { rpc: 72, kv: 156, rs: 72, tx: 48 };
-
 function specOf(app: SwarmApp, o: SwarmOptions, params: SwarmParams): SweepSpec {
-  const ops = Math.max(2, Math.round((BASE_OPS[app] * o.seconds) / SWARM_DEFAULT_SECONDS));
+  const entry = swarmEntry(app);
+  const ops = Math.max(2, Math.round((entry.baseOps * o.seconds) / SWARM_DEFAULT_SECONDS));
   const m = o.mutant !== undefined ? parseMutant(o.mutant) : undefined;
   const mutant = m !== undefined && m.app === app ? m.name : undefined;
-  if (app === 'rpc') return { app, workload: { strategy: params.variant as RpcStrategy, nodes: 2, clients: 2, requests: ops * 4, mutant }, explore: {} };
-  if (app === 'kv') return { app, workload: { clients: 3, opsPerClient: ops, ...(mutant !== undefined ? { mutant: mutant as never } : {}) }, explore: {} };
-  if (app === 'rs') return { app, workload: { replicas: 3, clients: 3, opsPerClient: ops, blocks: 2, mutant }, explore: {} };
-  return { app, workload: { workload: params.variant as 'append' | 'bank', shards: 2, clients: 3, txPerClient: ops, mutant }, explore: {} };
+  return { app, workload: entry.workload(ops, params.variant, mutant), explore: {} };
 }
 
 /** The crash plan of a run: node and client crash events at geometric gaps of crash points. */

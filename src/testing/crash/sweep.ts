@@ -5,54 +5,10 @@
  */
 import { Piscina } from 'piscina';
 import type { Clock } from '../../../pmem/index.js';
-import { explore, mergeReports, resolveExploreOptions, type ExploreOptions, type ExploreReport, type ExplorerApp } from './explorer.js';
+import { explore, mergeReports, type ExploreOptions, type ExploreReport } from './explorer.js';
 import { withDistinctImages } from './distinct.js';
 import type { PicturedViolation } from './picture.js';
-import { kvExplorerApp, type KvWorkloadOptions } from './kv.js';
-import { recoveryExplorerApp, type RecoveryWorkloadOptions } from './recovery.js';
-import { rpcExplorerApp, type RpcWorkloadOptions } from './rpc.js';
-import { registerExplorerApp, type RegisterWorkloadOptions } from './register.js';
-import { resolveTxWorkload, TX_CLI_DEFAULTS, txExplorerApp, type TxWorkloadOptions } from './tx.js';
-import { rsExplorerApp, type RsWorkloadOptions } from './rs.js';
-import { rslockExplorerApp, type RsLockWorkloadOptions } from './rslock.js';
-
-/** A serialisable description of an app and its explorer options (what a worker needs). */
-export type SweepSpec =
-  | { app: 'rpc'; workload: Partial<RpcWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
-  | { app: 'kv'; workload: Partial<KvWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
-  | { app: 'register'; workload: Partial<RegisterWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
-  | { app: 'recovery'; workload: Partial<RecoveryWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
-  | { app: 'tx'; workload: Partial<TxWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
-  | { app: 'rs'; workload: Partial<RsWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> }
-  | { app: 'rslock'; workload: Partial<RsLockWorkloadOptions>; explore: Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>> };
-
-export function appOf(spec: SweepSpec): ExplorerApp<unknown> {
-  if (spec.app === 'register') return registerExplorerApp(spec.workload) as ExplorerApp<unknown>;
-  if (spec.app === 'rs') return rsExplorerApp(spec.workload) as ExplorerApp<unknown>;
-  if (spec.app === 'recovery') return recoveryExplorerApp(spec.workload) as ExplorerApp<unknown>;
-  if (spec.app === 'tx') return txExplorerApp(spec.workload) as ExplorerApp<unknown>;
-  if (spec.app === 'rslock') return rslockExplorerApp(spec.workload) as ExplorerApp<unknown>;
-  return (spec.app === 'rpc' ? rpcExplorerApp(spec.workload) : kvExplorerApp(spec.workload)) as ExplorerApp<unknown>;
-}
-
-/**
- * What `pmrpc crash-test --app tx` explores, from its flags (a workload, explorer options as given;
- * undefined = not given): a mutant runs with DDIO on unless pinned, with TX_CLI_DEFAULTS' images
- * per point and crash runs, and its own pins and schedule (none of them in a plain run, `given.plain`) (TxMutant.pins, .explore, applied by
- * resolveTxWorkload and the explorer). The CLI and test/deep/tx-mutants.test.ts both build their
- * run here and explore it with exploreSeed, so the test runs exactly what the CLI runs.
- */
-export function txCrashSpec(workload: Partial<TxWorkloadOptions>, given: Partial<ExploreOptions> = {}): Extract<SweepSpec, { app: 'tx' }> {
-  const pins = { ...(given.pins ?? {}) };
-  if (workload.mutant !== undefined && pins.ddio === undefined && given.plain !== true) pins.ddio = true; // the configuration in which a missing persistence step shows
-  const { clock: _c, onProgress: _p, seed: _s, ...explore } = resolveExploreOptions({
-    ...given,
-    pins,
-    imagesPerPoint: given.imagesPerPoint ?? TX_CLI_DEFAULTS.imagesPerPoint,
-    crashRuns: given.crashRuns ?? TX_CLI_DEFAULTS.crashRuns,
-  });
-  return { app: 'tx', workload: resolveTxWorkload(workload), explore };
-}
+import { appOf, type SweepSpec } from './apps.js';
 
 /** A report with the distinct (crash point, image) pairs checked (distinct.ts). */
 export type CountedReport = ExploreReport & { distinctImages: number; violations: PicturedViolation[] };

@@ -105,7 +105,7 @@ export interface ExploreOptions {
   clock: Clock | undefined;
   onProgress: ((p: { imagesChecked: number; points: number; pointsDone: number }) => void) | undefined;
   /**
-   * Crash runs (multi.ts) after the image tuples: this many seeded plans, each a replay of the
+   * Crash runs (multi.ts), run before the image tuples: this many seeded plans, each a replay of the
    * workload in which subsets of nodes (and clients) crash at a crash point and the nodes restart
    * from an image while the rest of the cluster goes on. Needs app.checkHistory.
    */

@@ -16,7 +16,7 @@
  * retries and leases are deterministic.
  */
 import { NicErrorCodes, QueuePair, Rnic, type Link, type ServerMessage, type ClientMessage } from '../../../flush/index.js';
-import { PmemRegion, PmrpcError, seededEntropy, createPrng, VirtualClock, macrotaskTurn, type Prng } from '../../../pmem/index.js';
+import { isInvariantError, PmemRegion, PmrpcError, seededEntropy, createPrng, VirtualClock, macrotaskTurn, type Prng } from '../../../pmem/index.js';
 import type { AppHost, AppServer } from '../../apps/index.js';
 import { rnicOptions, type NicConfig } from './config.js';
 import { mix } from './seeds.js';
@@ -251,6 +251,7 @@ export class World {
         this.time?.cpuScheduled(node);
       },
       entropy: seededEntropy(createPrng(mix(this.seed, 0xe27, index, incarnation))),
+      halt: (e) => this.#halt(node, e),
     };
     node.server = open(host);
     return node;
@@ -301,6 +302,30 @@ export class World {
     link.client = client;
     node.links.push(link);
     return { qp: new QueuePair(link), welcome };
+  }
+
+  /**
+   * Nodes stopped by a broken invariant of pmrpc's own state in a CPU pass (PMRPC_ERR_INVARIANT,
+   * DESIGN §10): the check refused to write bad state, and the node stops as its process would
+   * (exit 70, a crash). The explorer reports each as a violation of kind 'invariant'.
+   */
+  readonly halts: Array<{ node: number; detail: string }> = [];
+
+  /** Runs node's next CPU pass; a broken invariant halts the node (see halts). */
+  #cpuPass(node: WorldNode): void {
+    const fn = node.cpu.shift()!;
+    try {
+      fn();
+    } catch (e) {
+      if (!isInvariantError(e)) throw e;
+      this.#halt(node, e as Error);
+    }
+  }
+
+  #halt(node: WorldNode, e: Error): void {
+    if (node.crashed) return;
+    this.halts.push({ node: node.index, detail: `node ${node.index} halted: ${e.message}` });
+    this.crash(node.index);
   }
 
   /** Crashes node `n` now: its volatile state is gone, its clients see their links close. */
@@ -419,7 +444,7 @@ export class World {
       if (c === undefined) throw new RangeError(`the chooser picked ${i} of ${choices.length} choices`);
       const node = this.nodes[c.node]!;
       if (c.qpn >= 0) node.nic.step(c.qpn);
-      else node.cpu.shift()!();
+      else this.#cpuPass(node);
       if (this.config.idleDrain) for (const node of this.nodes) if (!node.crashed && node.nic.busyQps().length === 0 && node.cpu.length === 0) node.nic.drainAll();
       return true;
     }
@@ -512,7 +537,7 @@ export class World {
       const peek = node.nic.peekWr(c.qpn)!;
       vt.nicStep(node, c.qpn, peek.wr, peek.last, this.config.ddio, () => void node.nic.step(c.qpn), () => region.stats.linesWrittenBack);
     } else {
-      vt.cpuStep(node, () => node.cpu.shift()!(), () => region.stats);
+      vt.cpuStep(node, () => this.#cpuPass(node), () => region.stats);
     }
     return true;
   }

@@ -42,7 +42,10 @@ for (const replicas of [3, 5]) {
     const v = td.decode((await a.read(4))!);
     t.ok(v === 'x' || v === 'y');
     t.equal(td.decode((await b.read(4))!), v, 'both readers agree');
-    t.equal(a.stats.lastOpRoundTrips, 1, 'a read that the majority agrees on: 1 round trip');
+    // a's location hints may name its own item, which the other writer's replaced: such a read takes a second chain.
+    t.ok(a.stats.lastOpRoundTrips <= 2, 'a read whose hints were stale: at most 2 round trips');
+    t.equal(td.decode((await a.read(4))!), v);
+    t.equal(a.stats.lastOpRoundTrips, 1, 'a read that the majority agrees on, hints current: 1 round trip');
     await a.settle();
     await b.settle();
     for (let i = 0; i < replicas; i++) t.same(c.server(i).audit(), [], `replica ${i} sound: no leaked or doubly used buffer`);

@@ -1,0 +1,123 @@
+// The app registries (issue 26 item 4): the crash-testable apps are the records of
+// src/testing/crash/apps.ts, the hostable apps those of src/node/apps.ts, and nothing in cli/ or
+// src/testing/ spells an app's name outside them — but for the allow-list below, each entry with why.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { APP_FLAGS } from '../../cli/serve.js';
+import { CRASH_TEST_APPS, mutantLines } from '../../cli/crash-test.js';
+import { DEMO_APPS } from '../../cli/demo.js';
+import { NODE_APP_NAMES } from '../../src/node/index.js';
+import { crashApp, crashAppHelp, CRASH_APPS, findMutantEntry, mutantName, mutantTargets, MUTANT_APPS, parseMutant, SWARM_APPS } from '../../src/testing/crash/index.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const NAMES = ['rpc', 'kv', 'pilaf', 'rs', 'rslock', 'tx', 'txfarm', 'txford', 'txlock', 'register', 'recovery'];
+const LITERAL = new RegExp(`(['"\`])(${NAMES.join('|')})\\1`, 'g');
+
+/** Files that are registries: every app name they spell is theirs to spell. */
+const REGISTRIES = ['src/testing/crash/apps.ts'];
+
+/** What must remain, and why: file, a pattern of the line, why. Each entry must still match (a stale one fails). */
+const ALLOWED: ReadonlyArray<{ file: string; line: RegExp; why: string }> = [
+  // An explorer app names itself: the name the registry record's explorerApp returns, in the app's own module.
+  { file: 'src/testing/crash/rpc.ts', line: /^\s*name: 'rpc',$/, why: "the rpc explorer app's own name" },
+  { file: 'src/testing/crash/kv.ts', line: /^\s*name: 'kv',$/, why: "the kv explorer app's own name" },
+  { file: 'src/testing/crash/rs.ts', line: /^\s*name: 'rs',$/, why: "the rs explorer app's own name" },
+  { file: 'src/testing/crash/rslock.ts', line: /^\s*name: 'rslock',$/, why: "the rslock explorer app's own name" },
+  { file: 'src/testing/crash/tx.ts', line: /^\s*name: 'tx',$/, why: "the tx explorer app's own name" },
+  { file: 'src/testing/crash/register.ts', line: /name: system\?\.name \?\? 'register',/, why: "the register explorer app's own name" },
+  { file: 'src/testing/crash/recovery.ts', line: /name: 'recovery',|readonly app = 'recovery';|app: 'recovery', epoch/, why: "the recovery explorer app's own name and its server's inspect view" },
+  // The register is a test-only app (src/testing/register, as src/apps/<name> are the others): its own module names itself (app, welcome, inspect view).
+  { file: 'src/testing/register/app.ts', line: /app = 'register'|app: 'register'|name: 'register'/, why: 'the register app names itself' },
+  { file: 'src/testing/register/client.ts', line: /w\.app !== 'register'/, why: "the register client checks its server's welcome" },
+  // Not an app: 'recovery' is also a violation kind (a recovery that failed or never answered).
+  { file: 'src/testing/crash/explorer.ts', line: /kind: 'recovery'/, why: "the violation kind 'recovery', not the app" },
+  { file: 'src/testing/crash/multi.ts', line: /kind: 'recovery'/, why: "the violation kind 'recovery', not the app" },
+  { file: 'src/testing/crash/kv.ts', line: /kind: 'recovery'/, why: "the violation kind 'recovery', not the app" },
+  { file: 'src/testing/crash/recovery.ts', line: /'digest' : 'recovery'/, why: "the violation kind 'recovery', not the app" },
+  // Not an app: the kv workload checks its `system` option (prism or the Pilaf baseline).
+  { file: 'src/testing/crash/kv.ts', line: /o\.system !== 'prism' && o\.system !== 'pilaf'/, why: "the kv workload's system option, checked where the workload is resolved" },
+  // The soak (src/testing/soak.ts) drives each app's minimal deployment with code of its own per app; it is not an explorer front end.
+  { file: 'src/testing/soak.ts', line: /SOAK_APPS = \['tx', 'kv', 'rs'\]|app: 'tx', multiple|o\.app === '(kv|rs)'|newReport\('(tx|kv|rs)'/, why: 'the soak: per-app deployment code of its own (not moved behind a registry in this change)' },
+];
+
+function files(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(`${dir}/${e.name}`) : e.name.endsWith('.ts') ? [`${dir}/${e.name}`] : []));
+}
+
+t.test('no app name is spelled in cli/ or src/testing/ outside the registries (but the allow-list)', async (t) => {
+  const used = new Set<number>();
+  const stray: string[] = [];
+  for (const file of [...files('cli'), ...files('src/testing')]) {
+    if (REGISTRIES.includes(file)) continue;
+    readFileSync(join(ROOT, file), 'utf8').split('\n').forEach((line, i) => {
+      if (line.match(LITERAL) === null) return;
+      const k = ALLOWED.findIndex((a) => a.file === file && a.line.test(line));
+      if (k < 0) stray.push(`${file}:${i + 1}: ${line.trim()}`);
+      else used.add(k);
+    });
+  }
+  t.same(stray, [], 'app names outside the registries');
+  t.same(ALLOWED.filter((_, k) => !used.has(k)).map((a) => `${a.file}: ${a.why}`), [], 'allow-list entries that no longer match (drop them)');
+});
+
+t.test('the front ends list the registries', async (t) => {
+  t.same([...CRASH_TEST_APPS], ['rpc', 'kv', 'register', 'recovery', 'rs', 'rslock', 'tx'], 'crash-test --app');
+  t.same([...MUTANT_APPS], [...CRASH_TEST_APPS], 'the mutant sweep');
+  // The order is part of the swarm's seeds (an app's index among SWARM_APPS is mixed into its draws).
+  t.same([...SWARM_APPS], ['rpc', 'kv', 'rs', 'tx'], 'the swarm, in its seed order');
+  t.same([...NODE_APP_NAMES], ['rpc', 'kv', 'rs', 'rslock', 'tx', 'txfarm', 'txford'], 'serve --app');
+  t.same([...DEMO_APPS], ['rpc', 'kv'], 'demo --app');
+  for (const a of CRASH_APPS) t.match(crashAppHelp(), `'${a.name}' (${a.help})`, `--app help names ${a.name}`);
+  t.same(APP_FLAGS, {
+    strategy: { flag: '--strategy', apps: ['rpc'] },
+    keepResults: { flag: '--keep-results', apps: ['rpc'] },
+    maxClients: { flag: '--max-clients', apps: ['rpc'] },
+    leaseMs: { flag: '--lease-ms', apps: ['rpc', 'tx'] },
+    system: { flag: '--system', apps: ['kv'] },
+    cluster: { flag: '--cluster', apps: ['tx'] },
+  }, "serve's app-specific flags, from NODE_APP_FLAGS");
+});
+
+t.test('mutants: --list-mutants, names and aliases from the records', async (t) => {
+  for (const a of CRASH_APPS) {
+    t.same(mutantLines(a.name), a.mutants.map((m) => `${m.name}\t${m.listed}`), `${a.name}: --list-mutants`);
+    t.ok(a.mutants.length > 0, `${a.name} has mutants`);
+    for (const m of a.mutants) {
+      t.equal(mutantName(a, m.name), m.name);
+      for (const alias of m.aliases) t.equal(mutantName(a, alias), m.name, `${a.name}: ${alias} is ${m.name}`);
+    }
+  }
+  // kv's mutants were renamed to kebab-case: each former name is an alias (--mutant, --mutants, swarm --mutant kv:NAME).
+  const kv = crashApp('kv');
+  t.equal(mutantName(kv, 'narrowIndexFlush'), 'narrow-index-flush');
+  t.ok(kv.mutants.every((m) => /^[a-z][a-z0-9-]*$/.test(m.name) && m.aliases.length === 1), 'kv: kebab-case names, one alias each');
+  t.same(mutantTargets('kv', 'narrowIndexFlush,drop-heap-flush').map((x) => x.name), ['narrow-index-flush', 'drop-heap-flush']);
+  t.same(parseMutant('kv:unconditionalCas'), { app: 'kv', name: 'unconditional-cas' });
+  t.throws(() => mutantName(crashApp('rs'), 'nope', '--mutant'), /--mutant must be one of .*, got nope \(unknown mutant nope of --app rs\)/);
+  t.throws(() => crashApp('nope'), /app must be one of rpc, kv, register, recovery, rs, rslock, tx, got nope/);
+  t.equal(findMutantEntry(crashApp('tx'), 'nope'), undefined);
+  // rpc's mutant sweep runs a mutant once per strategy it lists; an unlisted one is equivalent.
+  const rpc = mutantTargets('rpc', 'all');
+  t.ok(rpc.every((x) => x.strategy !== null || x.equivalent !== undefined));
+  t.ok(mutantTargets('kv', 'all').every((x) => x.strategy === null));
+  t.same(parseMutant('tx:skip-prepare-flush'), { app: 'tx', name: 'skip-prepare-flush' });
+  t.throws(() => parseMutant('register:count-failed-cas'), /mutant must be APP:NAME with APP one of rpc, kv, rs, tx/);
+});
+
+t.test('crash-test refuses what a record says does not apply (the CLI on dist/)', async (t) => {
+  const { spawnSync } = await import('node:child_process');
+  const CLI = join(ROOT, 'dist/cli/main.js');
+  const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'crash-test', ...args], { encoding: 'utf8', timeout: 120_000 });
+  // Exhaustive mode has a tiny workload for kv and the register only (recovery ran the register's before the registry).
+  for (const app of ['recovery', 'rs', 'tx']) {
+    const r = run('--app', app, '--exhaustive');
+    t.equal(r.status, 1, `${app} --exhaustive: exit 1`);
+    t.match(r.stderr, /PMRPC_ERR_BAD_OPTION: --exhaustive supports --app kv or register/);
+  }
+  const runs = run('--app', 'rpc', '--crash-runs', '2');
+  t.match(runs.stderr, /--crash-runs and --crash-plan need --app kv, register, rs, tx/);
+  const alias = run('--app', 'kv', '--mutant', 'narrowIndexFlush', '--list-mutants');
+  t.equal(alias.status, 0);
+  t.match(alias.stdout, /^drop-heap-flush\tprism-kv\n/);
+});

@@ -500,18 +500,18 @@ export class TxClient {
         }
         // Exactly what each ALLOCATE wrote (redirected FLUSH: the pointer it left at scratch 8·i).
         if (!this.faults.skipAllocateFlush && !this.faults.lateItemFlush) flushItems();
-        if (!this.faults.skipBodyFlush) {
-          // The body (its item addresses included) must be durable before H publishes the record.
-          // The slots this chain CASed need not be: while H says PREPARED(T), recovery re-locks
-          // and re-raises them from the record (R1, R1'); round 2 FLUSHes them before COMMITTED.
-          wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr + RECORD_BODY, len: body.length }, { conditional: cond }));
-          roles.push(undefined);
-        }
         const hAt = wrs.length;
         wrs.push(this.faults.noFenceCheck ? Wr.write(rec, u64(prepared), { conditional: cond }) : Wr.cas(rec, hPrev, prepared, { conditional: cond }));
         roles.push(undefined);
         if (!this.faults.skipPrepareFlush) {
-          wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }));
+          // One FLUSH of H and the body (its item addresses included): the record is
+          // self-validating, so the body need not be durable before H. The CAS runs after the
+          // body's WRITEs are placed, so a visible PREPARED(T) always stands over T's body; a crash
+          // before this FLUSH completes may leave a durable H over a body that is not T's, which
+          // nobody counted and recovery fences (row R2). The slots this chain CASed need not be
+          // durable either: while H says PREPARED(T), recovery re-locks and re-raises them from
+          // the record (R1, R1'); round 2 FLUSHes them before COMMITTED.
+          wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: this.faults.skipBodyFlush ? 8 : RECORD_BODY + body.length }));
           roles.push(undefined);
         }
         // Mutant late-item-flush: the items are FLUSHed only after H published the record.

@@ -6,9 +6,9 @@
 import type { MutantExplore } from '../index.js';
 
 export interface TxFaults {
-  /** Prepare chain: no FLUSH after the record's H CAS — the client counts a record that is not durable (installs before every prepare is durable). */
+  /** Prepare chain: no FLUSH after the record's H CAS (of H and the body) — the client counts a record that is not durable. */
   skipPrepareFlush: boolean;
-  /** Prepare chain: no FLUSH of the record body before its H CAS (a durable H over a torn body). */
+  /** Prepare chain: the FLUSH after the H CAS covers H only, not the record body (a durable H over a torn body, counted). */
   skipBodyFlush: boolean;
   /** Prepare: read-only keys are not validated (no CAS on their timestamps). */
   skipValidation: boolean;
@@ -32,6 +32,8 @@ export interface TxFaults {
   resolverNoFence: boolean;
   /** Recovery: PREPARED records are ignored — their locks are released and H set ABORTED locally. */
   recoveryIgnoresRecords: boolean;
+  /** Recovery: a PREPARED H is kept as a record without checking that its body is T's and that its item addresses name T's own items (row R2: a prepare whose one FLUSH of H and body did not complete is not fenced; a torn address array is installed by a roll forward). */
+  recoveryTrustsRecord: boolean;
   /**
    * Client restart: a later incarnation of a client slot prepares over an earlier incarnation's
    * PREPARED record without resolving it first (the slot reused before its transactions are
@@ -63,6 +65,7 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   resolverTrustsVisible: false,
   resolverNoFence: false,
   recoveryIgnoresRecords: false,
+  recoveryTrustsRecord: false,
   reuseSlotUnsettled: false,
   returnBeforeDecided: false,
   freeWithoutGrace: false,
@@ -88,8 +91,8 @@ export interface TxMutant {
 }
 
 export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
-  { name: 'skip-prepare-flush', fault: 'skipPrepareFlush', step: 'FLUSH(persistent) of the prepare record before it counts (install only after every prepare is durable)' },
-  { name: 'skip-body-flush', fault: 'skipBodyFlush', step: 'FLUSH(persistent) of the record body before the H CAS that publishes it' },
+  { name: 'skip-prepare-flush', fault: 'skipPrepareFlush', step: 'FLUSH(persistent) of the prepare record (H and body, one FLUSH after the H CAS) before it counts' },
+  { name: 'skip-body-flush', fault: 'skipBodyFlush', step: "the FLUSH(persistent) after the H CAS covers the record body, not only H" },
   {
     name: 'skip-validation',
     fault: 'skipValidation',
@@ -130,6 +133,7 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
   },
   { name: 'resolver-no-fence', fault: 'resolverNoFence', step: 'the resolver fences T where it found no record before deciding abort' },
   { name: 'recovery-ignores-records', fault: 'recoveryIgnoresRecords', step: 'recovery keeps PREPARED records (and their locks) for the resolver' },
+  { name: 'recovery-trusts-record', fault: 'recoveryTrustsRecord', step: "recovery fences a PREPARED H whose body is not T's or whose item addresses do not name T's items (row R2: that prepare's FLUSH never completed)" },
   { name: 'return-before-decided', fault: 'returnBeforeDecided', step: "an aborted transaction's ALLOCATEd items are marked dead (and swept back to the free list) only once its abort is decided and durable" },
 ] as const satisfies readonly TxMutant[]);
 

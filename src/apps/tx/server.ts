@@ -23,6 +23,7 @@ import {
   encodeSlot,
   ENTRY_WRITE,
   H_ABORTED,
+  H_FENCED,
   H_PREPARED,
   hState,
   hTxid,
@@ -49,6 +50,8 @@ export const RETURN_BATCH = 32;
 
 export interface TxRecoveryReport {
   prepared: string[];
+  /** PREPARED records whose prepare never completed (body or item addresses not T's: row R2), fenced. */
+  recordsFenced: string[];
   slotsRepaired: number;
   locksReleased: number;
   reachable: number;
@@ -377,14 +380,31 @@ export class TxAppServer implements AppServer {
     return { h, body: body !== undefined && body.txid === hTxid(h) ? body : undefined };
   }
 
-  /** The PREPARED records of this shard: txid → body (torn ones are left out; audit reports them). */
+  /** The PREPARED records of this shard: txid → body (torn ones are left out: recovery fences them, R2; audit reports them). */
   prepared(): Map<bigint, RecordBody> {
     const out = new Map<bigint, RecordBody>();
     for (let c = 0; c < this.geometry.clients; c++) {
       const r = this.record(c);
-      if (r.h !== 0n && hState(r.h) === H_PREPARED && r.body !== undefined) out.set(r.body.txid, r.body);
+      if (r.h !== 0n && hState(r.h) === H_PREPARED && r.body !== undefined && (this.faults.recoveryTrustsRecord || this.#badItem(r.body) === undefined)) out.set(r.body.txid, r.body);
     }
     return out;
+  }
+
+  /**
+   * The first write entry of `body` on this shard whose address does not name T's own new item
+   * (an item of the arena, whole — crc — with the entry's key and T's ts), with what it names;
+   * undefined: every one does. One (key, ts) names one item ever, so a stale address (an earlier
+   * transaction's of the same client slot) never passes.
+   */
+  #badItem(body: RecordBody): { key: number; ptr: number; found: string } | undefined {
+    const g = this.geometry;
+    for (const e of body.entries) {
+      if (e.kind !== ENTRY_WRITE || e.key % g.shards !== g.shard) continue;
+      const inArena = e.newPtr >= g.arenaOffset && e.newPtr < g.arenaOffset + g.items * ITEM_BYTES && (e.newPtr - g.arenaOffset) % ITEM_BYTES === 0;
+      const it = inArena ? decodeItem(this.region.load(e.newPtr, ITEM_BYTES)) : undefined;
+      if (it === undefined || it.key !== e.key || it.ts !== body.ts) return { key: e.key, ptr: e.newPtr, found: inArena ? (it === undefined ? 'garbage' : `key ${it.key}, ts ${it.ts}`) : 'not an item of the arena' };
+    }
+    return undefined;
   }
 
   #writeSlot(index: number, s: Slot): void {
@@ -413,6 +433,24 @@ export class TxAppServer implements AppServer {
           this.region.storeU64(at, hWord(hTxid(h), H_ABORTED));
           this.region.persist(at, 8);
         }
+      }
+    }
+    // R2: a PREPARED H over a body that is not T's (torn, or an earlier transaction's) or whose
+    // item addresses do not name T's items: T's prepare here never completed — the chain's one
+    // FLUSH of H and the body did not (a crash let H reach PM before the lines after it), so
+    // nobody counted this record (the client counts it once that FLUSH completes, a resolver once
+    // its own FLUSH of what it read does). T can never prepare here now: H := FENCED(T), durably,
+    // before anything below reads the records (its locks are released by R3, its items by R4).
+    const fenced: string[] = [];
+    if (!this.faults.recoveryTrustsRecord) {
+      for (let c = 0; c < g.clients; c++) {
+        const r = this.record(c);
+        if (r.h === 0n || hState(r.h) !== H_PREPARED) continue;
+        if (r.body !== undefined && this.#badItem(r.body) === undefined) continue;
+        const at = recordOffset(g, c);
+        this.region.storeU64(at, hWord(hTxid(r.h), H_FENCED));
+        this.region.persist(at, 8);
+        fenced.push(txName(hTxid(r.h)));
       }
     }
     const prepared = this.prepared();
@@ -468,7 +506,7 @@ export class TxAppServer implements AppServer {
     this.#installed = Array.from({ length: g.keys }, (_, i) => this.slot(i).ptr);
     this.#desk.open(result.free, 1n);
     this.#recovered = true;
-    this.#last = { prepared: [...prepared.keys()].map(txName), slotsRepaired: repaired, locksReleased: released, reachable: result.reachable.size, reclaimed: result.reclaimed };
+    this.#last = { prepared: [...prepared.keys()].map(txName), recordsFenced: fenced, slotsRepaired: repaired, locksReleased: released, reachable: result.reachable.size, reclaimed: result.reclaimed };
     return { app: 'tx', shard: g.shard, ...this.#last };
   }
 
@@ -509,17 +547,12 @@ export class TxAppServer implements AppServer {
     const prepared = this.prepared();
     for (let c = 0; c < g.clients; c++) {
       const r = this.record(c);
+      // R2 / R2': after recovery (which fences them) and while the shard runs (a chain writes the
+      // body and the addresses before its H CAS), no PREPARED H stands over a body that is not T's
+      // or over an address that does not name T's own item (key, ts).
       if (r.h !== 0n && hState(r.h) === H_PREPARED && r.body === undefined) out.push({ kind: 'record', detail: `client ${c}: ${describeH(r.h)} over a torn record body` });
-      // R2': every new item a PREPARED record names here is durable and T's own (key, ts): the
-      // prepare chain FLUSHed each item, and the address array, before its H CAS.
-      if (r.body !== undefined) {
-        for (const e of r.body.entries) {
-          if (e.kind !== ENTRY_WRITE || e.key % g.shards !== g.shard) continue;
-          const inArena = e.newPtr >= g.arenaOffset && e.newPtr < g.arenaOffset + g.items * ITEM_BYTES && (e.newPtr - g.arenaOffset) % ITEM_BYTES === 0;
-          const it = inArena ? decodeItem(this.region.load(e.newPtr, ITEM_BYTES)) : undefined;
-          if (it === undefined || it.key !== e.key || it.ts !== r.body.ts) out.push({ kind: 'record', detail: `client ${c}: ${describeH(r.h)} names item ${e.newPtr} for key ${e.key}, which is not its new value (${inArena ? (it === undefined ? 'garbage' : `key ${it.key}, ts ${it.ts}`) : 'not an item of the arena'})` });
-        }
-      }
+      const bad = r.h !== 0n && hState(r.h) === H_PREPARED && r.body !== undefined ? this.#badItem(r.body) : undefined;
+      if (bad !== undefined) out.push({ kind: 'record', detail: `client ${c}: ${describeH(r.h)} names item ${bad.ptr} for key ${bad.key}, which is not its new value (${bad.found})` });
     }
     const seen = new Set<number>();
     for (let i = 0; i < g.keys; i++) {

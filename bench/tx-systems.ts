@@ -15,7 +15,7 @@ import { nicWorkRequests, RoleTimer, type RoleTimes } from './nic-work.js';
 /** One client's transactions, whatever the system. */
 export interface TxApi {
   begin(): Promise<void>;
-  /** `forUpdate`: the transaction will write the key (FORD locks it now; the others ignore the hint). */
+  /** `forUpdate`: the transaction will write the key (FORD and PRISM-TX lock it now; FaRM-style ignores the hint). */
   read(key: number, forUpdate?: boolean): Promise<Uint8Array>;
   write(key: number, value: Uint8Array): Promise<void>;
   commit(): Promise<TxOutcome>;
@@ -87,7 +87,7 @@ export function txClientApi(system: TxSystemName, connect: TxConnect, i: number,
     const c = new TxClient(source, { client: i, incarnation: 1, clock: o.clock, faults: {}, installSource });
     return {
       begin: () => c.begin(),
-      read: (k) => c.read(k),
+      read: (k, forUpdate) => c.read(k, { forUpdate: forUpdate === true }),
       write: (k, v) => c.write(k, v),
       commit: () => c.commit(),
       rollback: () => c.rollback(),

@@ -189,6 +189,16 @@ export class TxClient {
   /** Items this client marked dead (docs/tx.md "Reclamation"), for reports and tests. */
   readonly reclaimStats = { marked: 0, markChainsLost: 0, guardRefused: 0 };
   #open = false;
+  /** The open transaction's txid, once it has one (its first read for update takes a lock under it; else commit() draws it). */
+  #txid: bigint | undefined;
+  /**
+   * Keys of the open transaction locked by its read for update (docs/tx.md "Locks taken at read
+   * time"), with the connection the lock was taken on: round 1 trusts a lock only on that same
+   * connection (a shard that restarted since released it, R3).
+   */
+  #execLocks = new Map<number, ShardConn>();
+  /** Releases of a rolled-back transaction's read-time locks, awaited by the next begin(). */
+  #releasing: Promise<void> | undefined;
   #reads = new Map<number, ReadEntry>();
   #writes = new Map<number, Uint8Array>();
   /** Reads that met an item not matching its slot (an install in between, or a reused item) and read again. */
@@ -216,7 +226,7 @@ export class TxClient {
 
   /** The txid the next commit() will use (a client logs its intent under it before committing). */
   get nextTxid(): bigint {
-    return makeTxid(this.client, this.incarnation, this.#seq + 1);
+    return this.#txid ?? makeTxid(this.client, this.incarnation, this.#seq + 1);
   }
 
   /** Waits (bounded) for shard s; PMRPC_ERR_TX_SHARD_UNAVAILABLE when it stays down. */
@@ -282,13 +292,25 @@ export class TxClient {
   async begin(): Promise<void> {
     if (this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'begin() while a transaction is open');
     if (this.#stale !== undefined) throw new PmrpcError(TxErrorCodes.STALE_INCARNATION, this.#stale);
+    if (this.#releasing !== undefined) {
+      const r = this.#releasing;
+      this.#releasing = undefined;
+      await r;
+    }
     await this.#settle();
     this.#open = true;
+    this.#txid = undefined;
+    this.#execLocks.clear();
     this.#reads.clear();
     this.#writes.clear();
   }
 
-  async read(key: number): Promise<Uint8Array> {
+  /**
+   * Reads `key`. `forUpdate`: the transaction will write it — the read chain also takes its lock
+   * (a CAS of `L` 0 → T after the two READs, which do not wait for it), so round 1 only checks it
+   * (docs/tx.md "Locks taken at read time"); a lock another transaction holds is left to round 1.
+   */
+  async read(key: number, options: { forUpdate?: boolean } = {}): Promise<Uint8Array> {
     if (!this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'read() outside a transaction');
     const w = this.#writes.get(key);
     if (w !== undefined) return w.slice();
@@ -309,14 +331,24 @@ export class TxClient {
     // Without one: a READ of the slot's window of slots (the hints of its neighbours) beside the
     // bounded indirect READ of the item.
     const hints = this.#hintsOf(conn);
+    let lockTried = options.forUpdate !== true || this.faults.noReadLocks;
     for (let attempt = 0; ; attempt++) {
       const hint = hints.get(key);
       const win = hint === undefined ? slotWindow(conn, key) : undefined;
-      const wrs = win === undefined
+      const wrs: WorkRequest[] = win === undefined
         ? [Wr.read({ rkey: conn.rkey, addr: hint! }, ITEM_BYTES), Wr.read(at, 40)]
         : [Wr.read({ rkey: conn.rkey, addr: conn.slots + win.first * SLOT_BYTES }, win.count * SLOT_BYTES), Wr.read({ rkey: conn.rkey, addr: at.addr + 24 }, ITEM_BYTES, { bounded: true })];
+      const lockAt = lockTried ? -1 : wrs.length;
+      if (!lockTried) {
+        this.#txid ??= makeTxid(this.client, this.incarnation, ++this.#seq);
+        wrs.push(Wr.cas({ rkey: conn.rkey, addr: at.addr + 16 }, 0n, this.#txid));
+        lockTried = true;
+        // Until the chain answers, the lock may be T's (released by rollback() or the abort).
+        this.#execLocks.set(key, conn);
+      }
       const cs = await post(conn, wrs);
       if (cs === undefined) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${conn.shard} did not answer the read of key ${key}`);
+      if (lockAt >= 0 && cs[lockAt]!.swapped !== true) this.#execLocks.delete(key);
       let slot: Slot;
       let item: ReturnType<typeof decodeItem>;
       if (win === undefined) {
@@ -374,16 +406,38 @@ export class TxClient {
   async write(key: number, value: Uint8Array): Promise<void> {
     if (!this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'write() outside a transaction');
     if (!(value instanceof Uint8Array)) throw new TypeError('value must be a Uint8Array');
-    if (!this.#reads.has(key)) await this.read(key);
+    if (!this.#reads.has(key)) await this.read(key, { forUpdate: true });
     encodeItem({ ts: 0n, key, value }); // size check now, not at commit
     this.#writes.set(key, value.slice());
   }
 
-  /** Drops the open transaction without committing (nothing of it was prepared: no effect anywhere). */
+  /**
+   * Drops the open transaction without committing (nothing of it was prepared). The locks its
+   * reads for update took are released (CAS `L` T → 0), before the next begin(); a release that
+   * does not answer leaves T to the resolver (its locks, no record: D6).
+   */
   rollback(): void {
     this.#open = false;
     this.#reads.clear();
     this.#writes.clear();
+    const txid = this.#txid;
+    const locks = new Map(this.#execLocks);
+    this.#execLocks.clear();
+    this.#txid = undefined;
+    if (txid !== undefined) this.#releaseReadLocks(txid, locks);
+  }
+
+  /** Releases read-time locks of T that no commit round will release (before the next begin()). */
+  #releaseReadLocks(txid: bigint, locks: ReadonlyMap<number, ShardConn>): void {
+    const byConn = new Map<ShardConn, number[]>();
+    for (const [k, c] of locks) byConn.set(c, [...(byConn.get(c) ?? []), k]);
+    if (byConn.size === 0) return;
+    const prev = this.#releasing;
+    this.#releasing = (async () => {
+      await prev;
+      const oks = await Promise.all([...byConn].map(([c, ks]) => abortOn(c, this.client, txid, false, ks).catch(() => false)));
+      if (oks.some((x) => !x)) this.#unsettled.push({ txid, participants: [...byConn.keys()].reduce((m, c) => m | (1n << BigInt(c.shard)), 0n) });
+    })();
   }
 
   /** Round 2 of the last committed transaction, while it runs (commit() reports at the commit point), and the keys it installs. */
@@ -396,6 +450,11 @@ export class TxClient {
    * links: a round 2 cut by a close leaves T prepared until a shard's agent rolls it forward.
    */
   async settled(): Promise<void> {
+    if (this.#releasing !== undefined) {
+      const r = this.#releasing;
+      this.#releasing = undefined;
+      await r;
+    }
     while (this.#round2 !== undefined) {
       const r = this.#round2;
       await r;
@@ -412,7 +471,16 @@ export class TxClient {
     if (!this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'commit() outside a transaction');
     this.#open = false;
     this.lastRoundTrips = 0;
-    const txid = makeTxid(this.client, this.incarnation, ++this.#seq);
+    const txid = this.#txid ?? makeTxid(this.client, this.incarnation, ++this.#seq);
+    this.#txid = undefined;
+    const execLocks = new Map(this.#execLocks);
+    this.#execLocks.clear();
+    // A key locked at its read and not written: written with the value read (its lock is released
+    // by round 2's install, as every written key's). One whose read did not complete: released now.
+    const stray = new Map([...execLocks].filter(([k]) => !this.#reads.has(k)));
+    for (const k of stray.keys()) execLocks.delete(k);
+    this.#releaseReadLocks(txid, stray);
+    for (const k of execLocks.keys()) if (!this.#writes.has(k)) this.#writes.set(k, this.#reads.get(k)!.value.slice());
     const keys = [...this.#reads.keys()];
     if (keys.length === 0) return { status: 'committed', txid };
     // The previous commit's round 2 first: the H it leaves is what this prepare's H CAS expects.
@@ -434,7 +502,10 @@ export class TxClient {
     const conns = new Map<number, ShardConn>();
     for (const s of byShard.keys()) {
       const conn = this.#source(s);
-      if (conn === undefined) return { status: 'aborted', txid, code: TxErrorCodes.SHARD_UNAVAILABLE };
+      if (conn === undefined) {
+        this.#releaseReadLocks(txid, execLocks);
+        return { status: 'aborted', txid, code: TxErrorCodes.SHARD_UNAVAILABLE };
+      }
       conns.set(s, conn);
     }
     /** The new items, once their ALLOCATE completed (from the scratch READ at the end of round 1). */
@@ -465,7 +536,15 @@ export class TxClient {
         for (const k of ks) {
           const r = this.#reads.get(k)!;
           const at = slotAt(conn, k);
-          if (this.#writes.has(k)) {
+          if (this.#writes.has(k) && (this.faults.readLockAnyConnection ? execLocks.has(k) : execLocks.get(k) === conn)) {
+            // Locked at its read on this very connection: only the check, which also proves the
+            // lock is still T's — PRISM gt over [W CT L] with data [ts seen T]: with L = T it
+            // swaps iff CT = seen ∧ W < ts. (L ≠ T only if a resolver released T's lock after
+            // fencing T, D6: then T's H CAS fails and T aborts.)
+            wrs.push(Wr.prismCas('gt', at, words(ts, r.ts, txid), { conditional: cond && wrs.length > 0, swapMask: words(ONES, 0n, 0n) }));
+            roles.push({ key: k, kind: 'check' });
+            entries.push({ key: k, kind: ENTRY_WRITE, newPtr: 0, oldCt: r.ts });
+          } else if (this.#writes.has(k)) {
             wrs.push(Wr.cas({ rkey: conn.rkey, addr: at.addr + 16 }, 0n, txid, { conditional: cond && wrs.length > 0 }));
             roles.push({ key: k, kind: 'lock' });
             wrs.push(Wr.prismCas('gt', at, words(ts, r.ts), { conditional: cond, swapMask: words(ONES, 0n) }));
@@ -529,7 +608,9 @@ export class TxClient {
             else if (c.status === 'failed') code ??= c.code === NicErrorCodes.ALLOC_EMPTY ? TxErrorCodes.ARENA_FULL : TxErrorCodes.SHARD_UNAVAILABLE;
           });
         }
-        const locked = cs.flatMap((c, i) => (roles[i]?.kind === 'lock' && c.swapped === true ? [roles[i]!.key] : []));
+        // T's locks here: those round 1 took, and those its reads took (on any connection: the
+        // release CAS compares L = T, so one a restart released is left alone).
+        const locked = [...new Set([...cs.flatMap((c, i) => (roles[i]?.kind === 'lock' && c.swapped === true ? [roles[i]!.key] : [])), ...ks.filter((k) => execLocks.has(k))])];
         const casOk = cs.every((c, i) => roles[i] === undefined || c.swapped === true || (this.faults.countFailedCas && roles[i]!.kind !== 'lock'));
         const h = cs[hAt]!;
         const hOk = this.faults.noFenceCheck ? h.status === 'ok' : h.swapped === true;

@@ -30,6 +30,10 @@ export interface TxFaults {
   resolverTrustsVisible: boolean;
   /** Resolver: decides abort where it found no record without fencing T there first. */
   resolverNoFence: boolean;
+  /** Execution: a read for update takes no lock (round 1 locks every written key, as before read-time locks). A switch, not a mutant: the reads of the explorer's and the bench's workloads compare both. */
+  noReadLocks: boolean;
+  /** Prepare: a lock a read for update took is trusted on any connection to the shard — one a restart released (recovery R3) included — so round 1 takes no lock for the key. */
+  readLockAnyConnection: boolean;
   /** Recovery: PREPARED records are ignored — their locks are released and H set ABORTED locally. */
   recoveryIgnoresRecords: boolean;
   /** Recovery: a PREPARED H is kept as a record without checking that its body is T's and that its item addresses name T's own items (row R2: a prepare whose one FLUSH of H and body did not complete is not fenced; a torn address array is installed by a roll forward). */
@@ -64,6 +68,8 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   resolverWithoutCommitPoint: false,
   resolverTrustsVisible: false,
   resolverNoFence: false,
+  noReadLocks: false,
+  readLockAnyConnection: false,
   recoveryIgnoresRecords: false,
   recoveryTrustsRecord: false,
   reuseSlotUnsettled: false,
@@ -119,6 +125,7 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
   { name: 'skip-record-ptrs', fault: 'skipRecordPtrs', step: "WRITE of the new items' addresses from the QP's scratch into the prepare record (what roll-forward installs)" },
   { name: 'late-item-flush', fault: 'lateItemFlush', step: 'the new items are FLUSHed before the H CAS that publishes the record naming them (not after)' },
   { name: 'skip-install-flush', fault: 'skipInstallFlush', step: "FLUSH(persistent) of T's slots (installs, and the W its checks and validations raised) before H := COMMITTED" },
+  { name: 'read-lock-any-connection', fault: 'readLockAnyConnection', step: 'round 1 trusts a lock taken by a read for update only on the connection it was taken on (a shard that restarted since released it: round 1 locks the key again)' },
   { name: 'resolver-without-commit-point', fault: 'resolverWithoutCommitPoint', step: 'the resolver commits only when every participant holds a durable record' },
   {
     name: 'resolver-trusts-visible',

@@ -331,7 +331,7 @@ export class TxClient {
     // Without one: a READ of the slot's window of slots (the hints of its neighbours) beside the
     // bounded indirect READ of the item.
     const hints = this.#hintsOf(conn);
-    let lockTried = options.forUpdate !== true || this.faults.noReadLocks;
+    let lockTried = options.forUpdate !== true;
     for (let attempt = 0; ; attempt++) {
       const hint = hints.get(key);
       const win = hint === undefined ? slotWindow(conn, key) : undefined;

@@ -30,8 +30,6 @@ export interface TxFaults {
   resolverTrustsVisible: boolean;
   /** Resolver: decides abort where it found no record without fencing T there first. */
   resolverNoFence: boolean;
-  /** Execution: a read for update takes no lock (round 1 locks every written key, as before read-time locks). A switch, not a mutant: the reads of the explorer's and the bench's workloads compare both. */
-  noReadLocks: boolean;
   /** Prepare: a lock a read for update took is trusted on any connection to the shard — one a restart released (recovery R3) included — so round 1 takes no lock for the key. */
   readLockAnyConnection: boolean;
   /** Recovery: PREPARED records are ignored — their locks are released and H set ABORTED locally. */
@@ -68,7 +66,6 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   resolverWithoutCommitPoint: false,
   resolverTrustsVisible: false,
   resolverNoFence: false,
-  noReadLocks: false,
   readLockAnyConnection: false,
   recoveryIgnoresRecords: false,
   recoveryTrustsRecord: false,

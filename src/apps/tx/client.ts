@@ -489,6 +489,13 @@ export class TxClient {
     const byShard = new Map<number, number[]>();
     for (const k of keys.sort((a, b) => a - b)) byShard.set(k % shards, [...(byShard.get(k % shards) ?? []), k]);
     const participants = [...byShard.keys()].reduce((m, s) => m | (1n << BigInt(s)), 0n);
+    // A resolver that found T's read-time locks in doubt (a lease ran out) fenced T where it held
+    // them and released them (D6). Where this client has re-learnt its slot's H since (settled()),
+    // that fence is the H it would expect: T must not prepare over it — T is over (aborted).
+    if (!this.faults.prepareOverOwnFence && [...byShard.keys()].some((s) => { const h = this.#hPrev.get(s); return h !== undefined && h !== 0n && hTxid(h) === txid; })) {
+      this.#releaseReadLocks(txid, execLocks);
+      return { status: 'aborted', txid, code: TxErrorCodes.CONFLICT };
+    }
     // The timestamp: above every version and W seen, above this client's last, from the clock.
     let hi = BigInt(Math.floor(this.#clock.nowMs()));
     if (hi <= this.#lastHi) hi = this.#lastHi + 1n;

@@ -32,6 +32,8 @@ export interface TxFaults {
   resolverNoFence: boolean;
   /** Prepare: a lock a read for update took is trusted on any connection to the shard — one a restart released (recovery R3) included — so round 1 takes no lock for the key. */
   readLockAnyConnection: boolean;
+  /** Prepare: a transaction whose read-time locks a resolver released after fencing it (D6) prepares over the fence when the client re-learnt that fence as its slot's H (it is not aborted). */
+  prepareOverOwnFence: boolean;
   /** Recovery: PREPARED records are ignored — their locks are released and H set ABORTED locally. */
   recoveryIgnoresRecords: boolean;
   /** Recovery: a PREPARED H is kept as a record without checking that its body is T's and that its item addresses name T's own items (row R2: a prepare whose one FLUSH of H and body did not complete is not fenced; a torn address array is installed by a roll forward). */
@@ -67,6 +69,7 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   resolverTrustsVisible: false,
   resolverNoFence: false,
   readLockAnyConnection: false,
+  prepareOverOwnFence: false,
   recoveryIgnoresRecords: false,
   recoveryTrustsRecord: false,
   reuseSlotUnsettled: false,
@@ -123,6 +126,7 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
   { name: 'late-item-flush', fault: 'lateItemFlush', step: 'the new items are FLUSHed before the H CAS that publishes the record naming them (not after)' },
   { name: 'skip-install-flush', fault: 'skipInstallFlush', step: "FLUSH(persistent) of T's slots (installs, and the W its checks and validations raised) before H := COMMITTED" },
   { name: 'read-lock-any-connection', fault: 'readLockAnyConnection', step: 'round 1 trusts a lock taken by a read for update only on the connection it was taken on (a shard that restarted since released it: round 1 locks the key again)' },
+  { name: 'prepare-over-own-fence', fault: 'prepareOverOwnFence', step: "a transaction fenced by a resolver while it held read-time locks (D6) aborts when the H its client re-learnt is that fence (never prepares over it)" },
   { name: 'resolver-without-commit-point', fault: 'resolverWithoutCommitPoint', step: 'the resolver commits only when every participant holds a durable record' },
   {
     name: 'resolver-trusts-visible',

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { crashImages, materialize, PmemRegion } from '../../../pmem/index.js';
 import { nicConfigFor, World } from '../../../src/testing/crash/index.js';
-import { parseTxWelcome, TxClient, TxErrorCodes, txApp, type ShardConn, type TxAppServer, type TxFaults } from '../../../src/apps/tx/index.js';
+import { H_FENCED, hWord, parseTxWelcome, TxClient, TxErrorCodes, TxResolver, txApp, type ShardConn, type TxAppServer, type TxFaults } from '../../../src/apps/tx/index.js';
 
 const SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/apps/tx/read-locks.test.ts)`);
@@ -38,7 +38,7 @@ function cluster(faults: Partial<TxFaults> = {}) {
     world.crash(0);
     world.restart(0, PmemRegion.openImage(image, {}), (host) => txApp.open(host, opts(faults))).server!.recover();
   };
-  return { world, server, restart, client: (c: number) => new TxClient(source(c), { client: c, incarnation: 1, clock: world.clock, faults }) };
+  return { world, server, restart, client: (c: number) => new TxClient(source(c), { client: c, incarnation: 1, clock: world.clock, faults }), resolver: () => new TxResolver(source(3), { clock: world.clock, faults }) };
 }
 
 async function drive<T>(world: World, fn: () => Promise<T>): Promise<T> {
@@ -131,4 +131,35 @@ t.test('a lock taken before a restart of the shard is taken again by round 1 (mu
   t.same(ok, { released: true, first: `aborted ${TxErrorCodes.CONFLICT}`, second: 'committed', value: 'b' }, 'recovery released the read-time lock (R3); the lock is the later reader\'s: the first aborts, the second commits');
   const m = await restartBetween({ readLockAnyConnection: true });
   t.ok(m.first === 'committed' && m.value !== 'a', `mutant: the first reported ${m.first}, the key holds '${m.value}' (committed but absent: caught)`);
+});
+
+/** A resolver finds T (read-time locks, no record: D6) in doubt, fences T and decides abort; then T's client commits it. */
+async function fencedWhileReading(faults: Partial<TxFaults>): Promise<{ resolver: string; fenced: boolean; outcome: string; value: string; lock: bigint }> {
+  const { world, server, client, resolver } = cluster(faults);
+  const c = client(0);
+  await drive(world, async () => {
+    await c.begin();
+    await c.read(0, { forUpdate: true });
+  });
+  const T = c.nextTxid;
+  const r = await drive(world, () => resolver().resolve(T));
+  world.nodes[0]!.nic.drainAll();
+  const fenced = server().record(0).h === hWord(T, H_FENCED);
+  const o = await drive(world, async () => {
+    await c.write(0, te.encode('a'));
+    const o = await c.commit();
+    await c.settled();
+    return o;
+  });
+  world.nodes[0]!.nic.drainAll();
+  return { resolver: r, fenced, outcome: `${o.status}${o.code !== undefined ? ` ${o.code}` : ''}`, value: td.decode(server().value(0)!.value), lock: server().slot(0).lock };
+}
+
+t.test('a transaction a resolver fenced while it held read-time locks (D6) aborts, its client having re-learnt that fence as its H', async (t) => {
+  // The explorer's race (test/deep/tx-mutants.test.ts, resolver-trusts-visible's settings, seed 1,
+  // crash run 33) also has the fence released T's lock before T's round 1, so that T prepared over
+  // it and its install found no lock: committed but absent (mutant prepare-over-own-fence). Here the
+  // resolver's view may miss the lock (its READ runs beside the CAS), so only the outcome is checked.
+  const ok = await fencedWhileReading({});
+  t.same(ok, { resolver: 'aborted', fenced: true, outcome: `aborted ${TxErrorCodes.CONFLICT}`, value: '', lock: 0n }, 'the resolver fenced T and decided abort; the commit aborts too and releases the lock');
 });

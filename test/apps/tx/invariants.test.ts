@@ -4,9 +4,9 @@
 // state; the legitimate neighbour of each (a resolver that rolled T forward first) must not trip it.
 import t from 'tap';
 import { crashImages, materialize, PmemRegion } from '../../../pmem/index.js';
-import { nicConfigFor, World } from '../../../src/testing/crash/index.js';
 import { H_ABORTED, H_COMMITTED, H_FENCED, H_PREPARED, hWord, makeTxid, parseTxWelcome, slotOffset, TxClient, TxResolver, txApp, type ShardConn, type TxAppServer, type TxFaults } from '../../../src/apps/tx/index.js';
 import { checkHEdge, hEdgeOk } from '../../../src/apps/tx/layout.js';
+import { exploreSeed, nicConfigFor, txCrashSpec, World } from '../../../src/testing/crash/index.js';
 
 const SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/apps/tx/invariants.test.ts)`);
@@ -167,4 +167,16 @@ t.test('recovery never stores a slot whose item does not describe itself as the 
   );
   t.throws(r.recover, { code: 'PMRPC_ERR_INVARIANT', message: /which holds key 0, ts/ }, 'recovery stops with PMRPC_ERR_INVARIANT');
   t.same(r.after(), r.before, 'the slot is unchanged (nothing was written)');
+});
+
+t.test("the explorer reports a client a broken invariant stopped as a violation of kind 'invariant' (mutant prepare-over-own-fence)", async (t) => {
+  // The replay docs/tx.md names for this mutant: a resolver fenced T while it held read-time locks,
+  // T's client re-learnt that fence as its H and (mutant) prepares over it. The H edge FENCED(T) →
+  // PREPARED(T) stops the client before the CAS is posted; the workload does not swallow it.
+  const plan = { pins: { ddio: true, drain: 'eager' as const }, schedule: { mode: 'random' as const, horizon: 800, stalls: 20, stallSteps: 400, stallUnit: 'qp' as const, stallOn: 'atomic' as const }, imagesPerPoint: 4, engine: 'random' as const, crashPlan: 'p541:n0@3/r59', violationsMax: 1 };
+  const r = await exploreSeed(txCrashSpec({ mutant: 'prepare-over-own-fence' }, plan), 1);
+  t.equal(r.violations[0]?.kind, 'invariant', r.violations[0]?.detail ?? 'no violation');
+  t.match(r.violations[0]?.detail ?? '', /client \d+ stopped: PMRPC_ERR_INVARIANT.*FENCED\(T[\d.]+\) to PREPARED/);
+  const ok = await exploreSeed(txCrashSpec({}, plan), 1);
+  t.equal(ok.violations.length, 0, `the correct protocol on the same plan: ${ok.violations[0]?.detail ?? '0 violations'}`);
 });

@@ -461,10 +461,13 @@ export class TxAppServer implements AppServer {
     }
     const prepared = this.prepared();
     const held = new Map<number, { txid: bigint; ts: bigint; newPtr: number; oldCt: bigint }>();
-    for (const [txid, body] of prepared) {
+    // Write entries first, read entries after: a reader's record and a later writer's (its ts above
+    // the W the read raised) may both be PREPARED on one key, the writer's install torn; the read
+    // entry's store (W raised) keeps CT and ptr, so it waits for the write entry's repair.
+    for (const pass of [ENTRY_WRITE, -1]) for (const [txid, body] of prepared) {
       for (const e of body.entries) {
         const index = Math.floor(e.key / g.shards);
-        if (e.key % g.shards !== g.shard || index >= g.keys) continue;
+        if (e.key % g.shards !== g.shard || index >= g.keys || (e.kind === ENTRY_WRITE) !== (pass === ENTRY_WRITE)) continue;
         const s = this.slot(index);
         const w = s.w > body.ts ? s.w : body.ts;
         if (e.kind === ENTRY_WRITE) {

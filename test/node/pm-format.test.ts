@@ -136,7 +136,7 @@ t.test('sizes at the boundaries: max − 64 and max start with a low RSS, max + 
   }
 });
 
-t.test('format names the command that serves what it formatted (a kv --system pilaf file too), and that command serves it', async (t) => {
+t.test('format names the command that serves what it formatted; for a kv --system pilaf file that command serves it', async (t) => {
   const dir = tempDir();
   for (const [file, extra] of [['prism.pm', []], ['pilaf.pm', ['--system', 'pilaf']]] as const) {
     const pm = join(dir, file);
@@ -146,6 +146,7 @@ t.test('format names the command that serves what it formatted (a kv --system pi
     t.ok(m, `format suggests a serve command: ${f.stderr}`);
     if (m === null) continue;
     t.equal(m[1]!.includes('--system pilaf'), extra.length > 0, `the suggestion names the system exactly when it is not the default: ${m[1]!}`);
+    if (extra.length === 0) continue; // the default system's command is what every serve test runs
     const child = spawn(process.execPath, [MAIN, ...m[1]!.split(' '), '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     const first = await new Promise<string>((resolve) => {

@@ -48,9 +48,7 @@ async function run(faults: Partial<TxFaults>): Promise<Run> {
       const b = new Uint8Array(8);
       new DataView(b.buffer).setBigInt64(0, v, true);
       await tx.write(0, b);
-      const o = await tx.commit();
-      await tx.settled(); // round 2 runs after commit() reports
-      return o;
+      return tx.commit();
     })();
     const s = await world.settle(p, 200_000);
     if (s.failed) throw s.error;

@@ -1,8 +1,9 @@
 /**
  * Real crashes of PRISM-TX (DESIGN §8, docs/tx.md "Real crashes"): S shard processes (`pmrpc serve
  * --app tx --cluster FILE`, each on its own PM file, each running the resolver agent over
- * node-to-node links) and C bank-client processes (tx-client-proc.ts), all run by the real-crash
- * supervisor (src/server/supervisor.ts), which hands over each history line a client prints the
+ * node-to-node links) and C bank-client processes (tx-client-proc.ts), all run by the one real-crash
+ * loop (src/server/supervisor.ts runRealCrashApp; this file is PRISM-TX's part, TX_REAL_CRASH, its
+ * registry record's `realCrash`), whose supervisor hands over each history line a client prints the
  * moment it arrives (the waits below wake on those, bounded): SIGKILLs at seeded moments — of a client while its commit is in flight
  * (its history's last line is an intent), of one shard, of every shard at once — each followed by
  * a restart on the same file (a client restarts as a new incarnation of its slot). At the end the

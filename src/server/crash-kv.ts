@@ -1,6 +1,6 @@
 /**
- * A PRISM-KV cluster under real crashes (DESIGN §8 "real crashes"), on the real-crash supervisor
- * (supervisor.ts): `pmrpc serve --app kv` processes, each on its own PM file, kill rounds and
+ * A PRISM-KV cluster under real crashes (DESIGN §8 "real crashes"): the kv app's part (KV_REAL_CRASH,
+ * its registry record's `realCrash`) of the one real-crash loop (supervisor.ts runRealCrashApp): `pmrpc serve --app kv` processes, each on its own PM file, kill rounds and
  * self-kills, restarts on the same file, a read-back after each restart and at the end, and the
  * checks (nothing acknowledged lost, durable linearizability per node, the app's audit).
  * `pmrpc demo --app kv` and test/server/kv-cluster-crash.test.ts run this.

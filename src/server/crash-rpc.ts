@@ -10,7 +10,8 @@
  * was told was durable is compared with the durable prefix the recovery reports (a surviving
  * client's resends would otherwise hide what the server lost); and some clients die with the
  * server (they never resend), so the end state must hold what they were told on its own.
- * `pmrpc demo` and test/server/ run this, on the real-crash supervisor (supervisor.ts).
+ * `pmrpc demo` and test/server/ run this: the rpc app's part (RPC_REAL_CRASH, its registry record's
+ * `realCrash`) of the one real-crash loop (supervisor.ts runRealCrashApp).
  *
  * Time comes from an injected Clock and randomness from the seed (DESIGN §7); the kill moments are
  * seeded, what the server had done by then depends on the machine's speed.

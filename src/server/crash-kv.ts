@@ -16,6 +16,7 @@ import { checkLinearizable, describeKvInput, kvModel, lostWrites, type KvInput, 
 import { crashesOf, MIN_SERVE_MS, runRealCrashApp, secondsCheck, seedCheck, type KillPlan, type RealCrashEntry, type RealCrashPlan, type RealCrashRun, type RealCrashRunOptions, type Supervisor } from './supervisor.js';
 import { kvNodeKeys } from './workload.js';
 
+/** The kv app's real-crash options (mainScript, seed, dir, keep, clock, log: RealCrashRunOptions). */
 export interface KvRealCrashOptions extends RealCrashRunOptions {
   /** Nodes, each a `pmrpc serve --app kv` process on its own PM file. */
   nodes: number;
@@ -24,7 +25,6 @@ export interface KvRealCrashOptions extends RealCrashRunOptions {
   /** Keys per node (each key lives on one node). */
   keysPerNode: number;
   seconds: number;
-  seed: number;
   /** External kill rounds, at seeded moments: each SIGKILLs a seeded non-empty subset of the nodes at once. */
   killRounds: number;
   /** Node incarnations that SIGKILL themselves after a seeded number of persistence events (spread over the nodes). */
@@ -37,10 +37,6 @@ export interface KvRealCrashOptions extends RealCrashRunOptions {
   kvFaults: Partial<KvFaults> | undefined;
   /** A kill round waits (at most 30 s) until each node it kills acknowledged this many PUTs since it last started: kills hit a loaded node whatever the machine's speed. */
   putsBeforeKill: number;
-  dir: string | undefined;
-  keep: boolean;
-  clock: Clock;
-  log: ((line: string) => void) | undefined;
 }
 
 export const KV_REAL_CRASH_DEFAULTS: Readonly<Omit<KvRealCrashOptions, 'mainScript'>> = Object.freeze({

@@ -28,13 +28,12 @@ import type { RecoverySummary } from './node.js';
 import { crashesOf, HarnessErrorCodes, MIN_SERVE_MS, rangeCheck, runRealCrashApp, secondsCheck, seedCheck, type KillPlan, type RealCrashEntry, type RealCrashPlan, type RealCrashRun, type RealCrashRunOptions, type RealCrashVerdict, type RestartRecord, type Supervisor, type Up } from './supervisor.js';
 import { verifyDigestLog, workloadPayload, WORKLOAD_METHOD, type ClientLedger, type DigestVerdict } from './workload.js';
 
-
+/** The rpc app's real-crash options (mainScript, seed, dir, keep, clock, log: RealCrashRunOptions). */
 export interface RealCrashOptions extends RealCrashRunOptions {
   strategy: RpcStrategy;
   clients: number;
   /** Seconds of load (crashes and restarts included). */
   seconds: number;
-  seed: number;
   /** External SIGKILLs, at seeded moments spread over the load. */
   externalKills: number;
   /** Self-kills: the i-th server incarnation gets `--kill-after-events` = a seeded count in this range (one per entry of the plan). */
@@ -60,16 +59,10 @@ export interface RealCrashOptions extends RealCrashRunOptions {
   ddio: boolean;
   keepResults: boolean;
   sizeBytes: number;
-  /** Where the PM file goes (default a fresh temp dir, removed after unless keep). */
-  dir: string | undefined;
-  keep: boolean;
   /** Most seconds to wait for every call to be answered after the load stops. */
   drainSeconds: number;
-  clock: Clock;
   /** Progress: elapsed seconds of load, acknowledged so far, crashes so far. */
   onProgress: ((p: { elapsedS: number; seconds: number; acked: number; crashes: number }) => void) | undefined;
-  /** Log lines (restarts, kills). */
-  log: ((line: string) => void) | undefined;
 }
 
 export const REAL_CRASH_DEFAULTS: Readonly<Omit<RealCrashOptions, 'mainScript'>> = Object.freeze({

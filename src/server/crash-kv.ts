@@ -1,24 +1,23 @@
 /**
- * A PRISM-KV cluster under real crashes (DESIGN §8 "real crashes"), on the real-crash supervisor
- * (supervisor.ts): `pmrpc serve --app kv` processes, each on its own PM file, kill rounds and
+ * A PRISM-KV cluster under real crashes (DESIGN §8 "real crashes"): the kv app's part (KV_REAL_CRASH,
+ * its registry record's `realCrash`) of the one real-crash loop (supervisor.ts runRealCrashApp): `pmrpc serve --app kv` processes, each on its own PM file, kill rounds and
  * self-kills, restarts on the same file, a read-back after each restart and at the end, and the
  * checks (nothing acknowledged lost, durable linearizability per node, the app's audit).
  * `pmrpc demo --app kv` and test/server/kv-cluster-crash.test.ts run this.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPrng, cryptoEntropy, intIn, oneOf, PmemRegion, resolveOptions, systemClock, type Clock, type OptionChecks } from '../../pmem/index.js';
 import { QueuePair, Rnic } from '../../flush/index.js';
 import { TcpLink, TransportErrorCodes } from '../transport/index.js';
-import { connectKvClient, kvApp, type KvFaults, type PilafClient, type PrismKvClient } from '../apps/kv/index.js';
+import { connectKvClient, kvApp, type KvFaults, type KvSystem, type PilafClient, type PrismKvClient } from '../apps/kv/index.js';
+import { KV_SYSTEMS } from '../node/index.js';
 import { checkLinearizable, describeKvInput, kvModel, lostWrites, type KvInput, type KvOutput, type Operation } from '../check/index.js';
-import { crashesOf, MIN_SERVE_MS, pause, secondsCheck, seedCheck, stopAll, Supervisor, Wakeup, type KillPlan } from './supervisor.js';
+import { crashesOf, MIN_SERVE_MS, runRealCrashApp, secondsCheck, seedCheck, type KillPlan, type RealCrashEntry, type RealCrashPlan, type RealCrashRun, type RealCrashRunOptions, type Supervisor } from './supervisor.js';
 import { kvNodeKeys } from './workload.js';
 
-export interface KvRealCrashOptions {
-  /** The compiled CLI (dist/cli/main.js). */
-  mainScript: string;
+/** The kv app's real-crash options (mainScript, seed, dir, keep, clock, log: RealCrashRunOptions). */
+export interface KvRealCrashOptions extends RealCrashRunOptions {
   /** Nodes, each a `pmrpc serve --app kv` process on its own PM file. */
   nodes: number;
   /** Client loops; each keeps one connection per node and one operation in flight. */
@@ -26,22 +25,18 @@ export interface KvRealCrashOptions {
   /** Keys per node (each key lives on one node). */
   keysPerNode: number;
   seconds: number;
-  seed: number;
   /** External kill rounds, at seeded moments: each SIGKILLs a seeded non-empty subset of the nodes at once. */
   killRounds: number;
   /** Node incarnations that SIGKILL themselves after a seeded number of persistence events (spread over the nodes). */
   selfKills: number;
   selfKillEvents: readonly [number, number];
-  system: 'prism' | 'pilaf';
+  /** PRISM-KV or the Pilaf baseline (KV_SYSTEMS; the first is the default). */
+  system: KvSystem;
   sizeBytes: number;
   /** Test-only fault switches of the PRISM-KV clients (a mutant: the checks must catch it). */
   kvFaults: Partial<KvFaults> | undefined;
   /** A kill round waits (at most 30 s) until each node it kills acknowledged this many PUTs since it last started: kills hit a loaded node whatever the machine's speed. */
   putsBeforeKill: number;
-  dir: string | undefined;
-  keep: boolean;
-  clock: Clock;
-  log: ((line: string) => void) | undefined;
 }
 
 export const KV_REAL_CRASH_DEFAULTS: Readonly<Omit<KvRealCrashOptions, 'mainScript'>> = Object.freeze({
@@ -53,7 +48,7 @@ export const KV_REAL_CRASH_DEFAULTS: Readonly<Omit<KvRealCrashOptions, 'mainScri
   killRounds: 2,
   selfKills: 1,
   selfKillEvents: [20, 150] as const,
-  system: 'prism',
+  system: KV_SYSTEMS[0]!,
   sizeBytes: 4 << 20,
   kvFaults: undefined,
   putsBeforeKill: 0,
@@ -107,7 +102,7 @@ const KV_REAL_CRASH_CHECKS: OptionChecks<KvRealCrashOptions> = {
   putsBeforeKill: intIn(0, 10_000),
   seed: seedCheck,
   seconds: secondsCheck,
-  system: oneOf(['prism', 'pilaf']),
+  system: oneOf(KV_SYSTEMS),
 };
 
 export function resolveKvRealCrashOptions(options: Partial<KvRealCrashOptions> & { mainScript: string }): KvRealCrashOptions {
@@ -157,6 +152,13 @@ class KvConn {
   }
 }
 
+/** The kv app's part of a real-crash run (its crash-test registry record's `realCrash`). */
+export const KV_REAL_CRASH: RealCrashEntry<KvRealCrashOptions, KvRealCrashReport> = {
+  dirPrefix: 'pmrpc-kv-cluster-',
+  resolveOptions: resolveKvRealCrashOptions,
+  plan: kvPlan,
+};
+
 /**
  * A PRISM-KV cluster under real crashes (DESIGN §8): `nodes` serve processes, each on its own PM
  * file; clients spread puts, gets and deletes over every node's keys; kill rounds SIGKILL a seeded
@@ -165,12 +167,13 @@ class KvConn {
  * read back and each node's history is checked — nothing acknowledged lost, durably linearizable —
  * and the app's audit runs on a copy of each final file.
  */
-export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { mainScript: string }): Promise<KvRealCrashReport> {
-  const o = resolveKvRealCrashOptions(options);
+export function runKvRealCrash(options: Partial<KvRealCrashOptions> & { mainScript: string }): Promise<KvRealCrashReport> {
+  return runRealCrashApp(KV_REAL_CRASH, options);
+}
+
+function kvPlan(o: KvRealCrashOptions): RealCrashPlan<KvRealCrashReport> {
   const clock = o.clock;
   const prng = createPrng(o.seed >>> 0);
-  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'pmrpc-kv-cluster-'));
-  const sleep = (ms: number): Promise<void> => pause(clock, ms);
   // A node's i-th self-kill goes to its i-th incarnation (counted from the open: format or recovery
   // included — a few events).
   const killPlans: KillPlan[][] = Array.from({ length: o.nodes }, () => []);
@@ -182,39 +185,24 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
     const subset = Array.from({ length: o.nodes }, (_, k) => k).filter(() => prng.int(0, 1) === 1);
     rounds.push({ at, nodes: subset.length > 0 ? subset : [prng.int(0, o.nodes - 1)] });
   }
-  const pmFiles = Array.from({ length: o.nodes }, (_, k) => join(dir, `kv-${k}.pm`));
-  const sups = pmFiles.map(
-    (pm, k) =>
-      new Supervisor(
-        {
-          args: (plan) => {
-            const a = [o.mainScript, 'serve', '--app', 'kv', '--create', '--system', o.system, '--node', `kv${k}`, '--pm', pm, '--size', String(o.sizeBytes), '--port', '0', '--json'];
-            if (plan?.events !== undefined) a.push('--kill-after-events', String(plan.events));
-            return a;
-          },
-          clock,
-          log: o.log,
-          restartsMax: o.killRounds + killPlans[k]!.length + 3,
-          name: `node kv${k}`,
-        },
-        pm,
-        killPlans[k]!,
-      ),
-  );
-  const histories: KvOp[][] = pmFiles.map(() => []);
-  const keys = pmFiles.map((_, k) => kvNodeKeys(k, o.keysPerNode));
-  const errors: string[] = [];
+  let pmFiles: string[] = [];
+  let sups: Supervisor[] = [];
+  const histories: KvOp[][] = Array.from({ length: o.nodes }, () => []);
+  const keys = histories.map((_, k) => kvNodeKeys(k, o.keysPerNode));
   const killRounds: KvRealCrashReport['killRounds'] = [];
   const conns: KvConn[] = [];
-  const finals: Array<Map<string, string | null>> = pmFiles.map(() => new Map());
+  const finals: Array<Map<string, string | null>> = histories.map(() => new Map());
   /** PUTs acknowledged by each node's current incarnation (reset at each kill round). */
-  const putsAcked: number[] = pmFiles.map(() => 0);
-  /** A killed node's clients wait here until its restart read-back is done (see below). */
-  const gates: Array<Promise<void>> = pmFiles.map(() => Promise.resolve());
-  /** Wakes a kill round waiting for acknowledged PUTs (no polling: it strikes at the acknowledgement). */
-  const putAcked = new Wakeup(clock);
+  const putsAcked: number[] = histories.map(() => 0);
+  /** A killed node's clients wait here until its restart read-back is done (see afterKill). */
+  const gates: Array<Promise<void>> = histories.map(() => Promise.resolve());
+  const opens = new Map<number, () => void>();
   const te = new TextEncoder();
   const td = new TextDecoder();
+  let t0 = 0;
+  let stopped = false;
+  let loadSeconds = 0;
+  let loops: Array<Promise<void>> = [];
   /** Reads every key of node k on a fresh connection, as history client `client`; false if unreachable. */
   const readBack = async (k: number, client: number, name: string): Promise<boolean> => {
     const c = new KvConn(sups[k]!, `${name}@kv${k}`, clock, undefined);
@@ -234,98 +222,125 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
       c.close();
     }
   };
-  let loadSeconds = 0;
-  try {
-    await Promise.all(sups.map((s) => s.start()));
-    const t0 = clock.nowMs();
-    let stopped = false;
-    const loops = Array.from({ length: o.clients }, async (_, ci) => {
-      const mine = sups.map((s, k) => new KvConn(s, `c${ci}@kv${k}`, clock, o.kvFaults));
-      conns.push(...mine);
-      const rr = prng.fork();
-      for (let n = 0; !stopped; n++) {
-        const k = rr.int(0, o.nodes - 1);
-        const key = keys[k]![rr.int(0, o.keysPerNode - 1)]!;
-        await gates[k];
-        const kv = await mine[k]!.get(clock.nowMs() + o.seconds * 1000 + 30_000);
-        if (kv === undefined) {
-          errors.push(`client ${ci}: node kv${k} unreachable`);
-          return;
-        }
-        if (stopped) break;
-        const roll = rr.int(0, 99);
-        const input: KvInput = roll < 50 ? { kind: 'put', key, value: `c${ci}n${n}` } : roll < 85 ? { kind: 'get', key } : { kind: 'delete', key };
-        const op: KvOp = { client: ci, input, output: undefined, call: clock.nowMs(), ret: undefined };
-        histories[k]!.push(op);
-        try {
-          if (input.kind === 'put') await kv.put(key, te.encode(input.value));
-          else if (input.kind === 'delete') await kv.delete(key);
-          else {
-            const v = await kv.get(key);
-            op.output = v === undefined ? null : td.decode(v);
+  return {
+    nodes: (run) => {
+      pmFiles = histories.map((_, k) => join(run.dir, `kv-${k}.pm`));
+      return [
+        pmFiles.map((pm, k) => ({
+          name: `node kv${k}`,
+          pmFile: pm,
+          args: (plan: KillPlan | undefined) => {
+            const a = [o.mainScript, 'serve', '--app', kvApp.name, '--create', '--system', o.system, '--node', `kv${k}`, '--pm', pm, '--size', String(o.sizeBytes), '--port', '0', '--json'];
+            if (plan?.events !== undefined) a.push('--kill-after-events', String(plan.events));
+            return a;
+          },
+          killPlan: killPlans[k]!,
+          restartsMax: o.killRounds + killPlans[k]!.length + 3,
+        })),
+      ];
+    },
+    load: async (run) => {
+      sups = run.sups;
+      t0 = clock.nowMs();
+      loops = Array.from({ length: o.clients }, async (_, ci) => {
+        const mine = sups.map((s, k) => new KvConn(s, `c${ci}@kv${k}`, clock, o.kvFaults));
+        conns.push(...mine);
+        const rr = prng.fork();
+        for (let n = 0; !stopped; n++) {
+          const k = rr.int(0, o.nodes - 1);
+          const key = keys[k]![rr.int(0, o.keysPerNode - 1)]!;
+          await gates[k];
+          const kv = await mine[k]!.get(clock.nowMs() + o.seconds * 1000 + 30_000);
+          if (kv === undefined) {
+            run.errors.push(`client ${ci}: node kv${k} unreachable`);
+            return;
           }
-          if (input.kind !== 'get') op.output = null;
-          op.ret = clock.nowMs();
-          if (input.kind === 'put') {
-            putsAcked[k]!++;
-            putAcked.notify();
-          }
-        } catch (e) {
-          const code = (e as { code?: string }).code ?? String(e);
-          op.error = code;
-          op.output = undefined;
-          if (!LINK_GONE.has(code) && errors.length < 20) errors.push(`client ${ci} ${describeKvInput(input)} on kv${k}: ${(e as Error).message}`);
-          mine[k]!.close();
-        }
-      }
-    });
-    for (const r of rounds) {
-      await sleep(t0 + r.at - clock.nowMs());
-      // Each kill hits nodes that have served a while (not ones still starting up).
-      for (const k of r.nodes) await sups[k]!.servedFor(MIN_SERVE_MS);
-      await putAcked.until(() => r.nodes.every((k) => putsAcked[k]! >= o.putsBeforeKill), 30_000);
-      for (const k of r.nodes) putsAcked[k] = 0;
-      // The killed nodes' clients hold back until the restart read-back below has read every key:
-      // what the kill took back is seen before any later write can hide it.
-      const opens = r.nodes.map((k) => {
-        let open!: () => void;
-        gates[k] = new Promise<void>((res) => (open = res));
-        return open;
-      });
-      o.log?.(`SIGKILL of node(s) ${r.nodes.map((k) => `kv${k}`).join(', ')} at ${((clock.nowMs() - t0) / 1000).toFixed(2)} s`);
-      killRounds.push({ atS: (clock.nowMs() - t0) / 1000, nodes: r.nodes });
-      await Promise.all(r.nodes.map((k) => sups[k]!.kill()));
-      await Promise.all(
-        r.nodes.map(async (k, i) => {
+          if (stopped) break;
+          const roll = rr.int(0, 99);
+          const input: KvInput = roll < 50 ? { kind: 'put', key, value: `c${ci}n${n}` } : roll < 85 ? { kind: 'get', key } : { kind: 'delete', key };
+          const op: KvOp = { client: ci, input, output: undefined, call: clock.nowMs(), ret: undefined };
+          histories[k]!.push(op);
           try {
-            if (!(await readBack(k, -2 - killRounds.length, 'restart-check'))) errors.push(`node kv${k} unreachable for the restart read-back`);
+            if (input.kind === 'put') await kv.put(key, te.encode(input.value));
+            else if (input.kind === 'delete') await kv.delete(key);
+            else {
+              const v = await kv.get(key);
+              op.output = v === undefined ? null : td.decode(v);
+            }
+            if (input.kind !== 'get') op.output = null;
+            op.ret = clock.nowMs();
+            if (input.kind === 'put') {
+              putsAcked[k]!++;
+              // Wakes a kill round waiting for acknowledged PUTs (no polling: it strikes at the acknowledgement).
+              run.wakeup.notify();
+            }
+          } catch (e) {
+            const code = (e as { code?: string }).code ?? String(e);
+            op.error = code;
+            op.output = undefined;
+            if (!LINK_GONE.has(code) && run.errors.length < 20) run.errors.push(`client ${ci} ${describeKvInput(input)} on kv${k}: ${(e as Error).message}`);
+            mine[k]!.close();
+          }
+        }
+      });
+    },
+    kills: async function* (run) {
+      for (const r of rounds) {
+        await run.sleep(t0 + r.at - clock.nowMs());
+        // Each kill hits nodes that have served a while (not ones still starting up).
+        for (const k of r.nodes) await sups[k]!.servedFor(MIN_SERVE_MS);
+        await run.wakeup.until(() => r.nodes.every((k) => putsAcked[k]! >= o.putsBeforeKill), 30_000);
+        for (const k of r.nodes) putsAcked[k] = 0;
+        // The killed nodes' clients hold back until the restart read-back (afterKill) has read every
+        // key: what the kill took back is seen before any later write can hide it.
+        for (const k of r.nodes) gates[k] = new Promise<void>((res) => opens.set(k, res));
+        o.log?.(`SIGKILL of node(s) ${r.nodes.map((k) => `kv${k}`).join(', ')} at ${((clock.nowMs() - t0) / 1000).toFixed(2)} s`);
+        killRounds.push({ atS: (clock.nowMs() - t0) / 1000, nodes: r.nodes });
+        yield { nodes: r.nodes };
+      }
+    },
+    afterKill: async (step, run) => {
+      await Promise.all(
+        step.nodes.map(async (k) => {
+          try {
+            if (!(await readBack(k, -2 - killRounds.length, 'restart-check'))) run.errors.push(`node kv${k} unreachable for the restart read-back`);
           } catch (e) {
             // A self-kill may strike the restarted incarnation during the read-back: its reads are cut.
             const code = (e as { code?: string }).code ?? String(e);
-            if (!LINK_GONE.has(code)) errors.push(`the restart read-back of kv${k}: ${(e as Error).message}`);
+            if (!LINK_GONE.has(code)) run.errors.push(`the restart read-back of kv${k}: ${(e as Error).message}`);
           } finally {
-            opens[i]!();
+            opens.get(k)?.();
           }
         }),
       );
-    }
-    await Promise.all(sups.map((s) => s.up().catch(() => undefined)));
-    await sleep(Math.max(t0 + o.seconds * 1000, ...sups.map((s) => s.upAtMs + 2 * MIN_SERVE_MS)) - clock.nowMs());
-    stopped = true;
-    loadSeconds = (clock.nowMs() - t0) / 1000;
-    await Promise.all(loops);
-    // Read every key back (client -1), on a fresh connection to each node.
-    for (let k = 0; k < o.nodes; k++) if (!(await readBack(k, -1, 'final'))) errors.push(`node kv${k} unreachable for the final reads`);
-  } catch (e) {
-    errors.push((e as Error).message);
-  } finally {
-    for (const c of conns) c.close();
-    await stopAll(sups);
-  }
+    },
+    finish: async (run) => {
+      await Promise.all(sups.map((s) => s.up().catch(() => undefined)));
+      await run.sleep(Math.max(t0 + o.seconds * 1000, ...sups.map((s) => s.upAtMs + 2 * MIN_SERVE_MS)) - clock.nowMs());
+      stopped = true;
+      loadSeconds = (clock.nowMs() - t0) / 1000;
+      await Promise.all(loops);
+      // Read every key back (client -1), on a fresh connection to each node.
+      for (let k = 0; k < o.nodes; k++) if (!(await readBack(k, -1, 'final'))) run.errors.push(`node kv${k} unreachable for the final reads`);
+    },
+    teardown: () => {
+      // Gates a failed kill round left closed would hold its clients: open them.
+      for (const open of opens.values()) open();
+      for (const c of conns) c.close();
+    },
+    check: (run) => kvCheck(o, run, { pmFiles, histories, finals, killRounds, loadSeconds }),
+  };
+}
+
+/** The checks of a kv run once every node stopped: per node, nothing acknowledged lost, durable linearizability, the app's audit of its file. */
+function kvCheck(o: KvRealCrashOptions, run: RealCrashRun, r: { pmFiles: string[]; histories: KvOp[][]; finals: Array<Map<string, string | null>>; killRounds: KvRealCrashReport['killRounds']; loadSeconds: number }): KvRealCrashReport {
+  const { pmFiles, histories, finals, killRounds, loadSeconds } = r;
+  const clock = o.clock;
+  const errors = run.errors;
+  const sups = run.sups;
   const nodes: KvNodeReport[] = [];
-  for (let k = 0; k < o.nodes; k++) {
+  for (let k = 0; k < pmFiles.length; k++) {
     const sup = sups[k]!;
-    errors.push(...sup.failures);
     const h = histories[k]!.map((x): Operation<KvInput, KvOutput> => (x.ret !== undefined && x.error === undefined ? x : { client: x.client, input: x.input, output: undefined, call: x.call, ret: undefined }));
     const lin = checkLinearizable(kvModel, h);
     const auditProblems: string[] = [];
@@ -357,7 +372,6 @@ export async function runKvRealCrash(options: Partial<KvRealCrashOptions> & { ma
       recoveryMs: restarts.length === 0 ? 0 : restarts.reduce((a, r) => a + Number((r.recovered as { recoveryMs?: number } | undefined)?.recoveryMs ?? 0), 0) / restarts.length,
     });
   }
-  if (!o.keep && o.dir === undefined) rmSync(dir, { recursive: true, force: true });
   const all = sups.flatMap((s) => s.incarnations);
   const lost = nodes.reduce((a, n) => a + n.lost.length, 0);
   return {

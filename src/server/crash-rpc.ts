@@ -10,32 +10,30 @@
  * was told was durable is compared with the durable prefix the recovery reports (a surviving
  * client's resends would otherwise hide what the server lost); and some clients die with the
  * server (they never resend), so the end state must hold what they were told on its own.
- * `pmrpc demo` and test/server/ run this, on the real-crash supervisor (supervisor.ts).
+ * `pmrpc demo` and test/server/ run this: the rpc app's part (RPC_REAL_CRASH, its registry record's
+ * `realCrash`) of the one real-crash loop (supervisor.ts runRealCrashApp).
  *
  * Time comes from an injected Clock and randomness from the seed (DESIGN §7); the kill moments are
  * seeded, what the server had done by then depends on the machine's speed.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPrng, intIn, PmemRegion, PmrpcError, resolveOptions, systemClock, type Clock, type OptionChecks } from '../../pmem/index.js';
+import { rpcApp } from '../apps/rpc/index.js';
 import { describeAckedLoss, durablePrefixes, lostAcknowledged, type AckedLoss } from '../check/index.js';
 import { RecoveryStore } from '../../recovery/index.js';
 import { rpcStrategy, RpcErrorCodes, type RpcStrategy } from '../rpc/index.js';
 import { RemoteRpcClient } from './client.js';
 import type { RecoverySummary } from './node.js';
-import { crashesOf, HarnessErrorCodes, MIN_SERVE_MS, pause, rangeCheck, secondsCheck, seedCheck, stopAll, Supervisor, Wakeup, type KillPlan, type RealCrashVerdict, type RestartRecord, type Up } from './supervisor.js';
+import { crashesOf, HarnessErrorCodes, MIN_SERVE_MS, rangeCheck, runRealCrashApp, secondsCheck, seedCheck, type KillPlan, type RealCrashEntry, type RealCrashPlan, type RealCrashRun, type RealCrashRunOptions, type RealCrashVerdict, type RestartRecord, type Supervisor, type Up } from './supervisor.js';
 import { verifyDigestLog, workloadPayload, WORKLOAD_METHOD, type ClientLedger, type DigestVerdict } from './workload.js';
 
-
-export interface RealCrashOptions {
-  /** The compiled CLI (dist/cli/main.js). */
-  mainScript: string;
+/** The rpc app's real-crash options (mainScript, seed, dir, keep, clock, log: RealCrashRunOptions). */
+export interface RealCrashOptions extends RealCrashRunOptions {
   strategy: RpcStrategy;
   clients: number;
   /** Seconds of load (crashes and restarts included). */
   seconds: number;
-  seed: number;
   /** External SIGKILLs, at seeded moments spread over the load. */
   externalKills: number;
   /** Self-kills: the i-th server incarnation gets `--kill-after-events` = a seeded count in this range (one per entry of the plan). */
@@ -61,16 +59,10 @@ export interface RealCrashOptions {
   ddio: boolean;
   keepResults: boolean;
   sizeBytes: number;
-  /** Where the PM file goes (default a fresh temp dir, removed after unless keep). */
-  dir: string | undefined;
-  keep: boolean;
   /** Most seconds to wait for every call to be answered after the load stops. */
   drainSeconds: number;
-  clock: Clock;
   /** Progress: elapsed seconds of load, acknowledged so far, crashes so far. */
   onProgress: ((p: { elapsedS: number; seconds: number; acked: number; crashes: number }) => void) | undefined;
-  /** Log lines (restarts, kills). */
-  log: ((line: string) => void) | undefined;
 }
 
 export const REAL_CRASH_DEFAULTS: Readonly<Omit<RealCrashOptions, 'mainScript'>> = Object.freeze({
@@ -339,12 +331,21 @@ export function resolveRealCrashOptions(options: Partial<RealCrashOptions> & { m
   return o;
 }
 
-export async function runRealCrash(options: Partial<RealCrashOptions> & { mainScript: string }): Promise<RealCrashReport> {
-  const o = resolveRealCrashOptions(options);
+/** The rpc app's part of a real-crash run (its crash-test registry record's `realCrash`). */
+export const RPC_REAL_CRASH: RealCrashEntry<RealCrashOptions, RealCrashReport> = {
+  dirPrefix: 'pmrpc-real-crash-',
+  resolveOptions: resolveRealCrashOptions,
+  plan: rpcPlan,
+};
+
+/** A real-crash run of the rpc app: one serve process, its load clients, its kills, the digest log's verification. */
+export function runRealCrash(options: Partial<RealCrashOptions> & { mainScript: string }): Promise<RealCrashReport> {
+  return runRealCrashApp(RPC_REAL_CRASH, options);
+}
+
+function rpcPlan(o: RealCrashOptions): RealCrashPlan<RealCrashReport> {
   const clock = o.clock;
   const prng = createPrng(o.seed >>> 0);
-  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'pmrpc-real-crash-'));
-  const pmFile = join(dir, 'node.pm');
   const eventKills: KillPlan[] = Array.from({ length: o.selfKills }, () => ({ events: prng.int(o.selfKillEvents[0], o.selfKillEvents[1]) }));
   // External kills at seeded moments in [15 %, 85 %] of the load, at least 10 % apart.
   const killTimes: number[] = [];
@@ -356,106 +357,112 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
   const ackKills: KillPlan[] = Array.from({ length: o.ackKills }, () => ({ completions: prng.int(o.ackKillCompletions[0], o.ackKillCompletions[1]) }));
   const killPlan = [...ackKills, ...eventKills];
   const restartCheck = new RestartCheck();
-  /** Woken at each incarnation's start and exit: an acknowledgement kill striking ends the wait for it. */
-  const wakeup = new Wakeup(clock);
-  const sup = new Supervisor(
-    {
-      args: (plan) => {
-        const args = [o.mainScript, 'serve', '--app', 'rpc', '--create', '--pm', pmFile, '--size', String(o.sizeBytes), '--port', '0', '--strategy', o.strategy, '--ddio', o.ddio ? 'on' : 'off', '--json'];
-        if (o.keepResults) args.push('--keep-results');
-        if (plan?.events !== undefined) args.push('--kill-after-events', String(plan.events));
-        if (plan?.completions !== undefined) args.push('--kill-after-completions', String(plan.completions));
-        return args;
-      },
-      clock,
-      log: o.log,
-      restartsMax: o.externalKills + killPlan.length + 3,
-      name: 'server',
-      wakeup,
-    },
-    pmFile,
-    killPlan,
-  );
   /** Every client, the mortal ones (and their replacements) included. */
   const clients: LoadClient[] = [];
   let ledgers: ClientLedger[] = [];
-  const errors: string[] = [];
-  const sleep = (ms: number): Promise<void> => pause(clock, ms);
+  let pmFile = '';
+  let sup!: Supervisor;
+  let t0 = 0;
+  let stopped = false;
+  let drainEnd = Number.POSITIVE_INFINITY;
   let loadSeconds = 0;
-  try {
-    const first = await sup.start();
-    for (let k = 0; k < o.clients; k++) {
-      clients.push(new LoadClient(await RemoteRpcClient.connect({ port: first.port, name: `load-${k}`, clock }), first.generation, false, restartCheck));
-    }
-    // The first mortal clients load the first incarnation with the others (its crash is theirs).
-    const mortals: LoadClient[] = [];
-    for (let k = 0; k < o.mortalClients; k++) mortals.push(new LoadClient(await RemoteRpcClient.connect({ port: first.port, name: `mortal-${k}.0`, clock }), first.generation, true, restartCheck));
-    clients.push(...mortals);
-    const t0 = clock.nowMs();
-    const end = t0 + o.seconds * 1000;
-    let stopped = false;
-    let drainEnd = Number.POSITIVE_INFINITY;
-    // While loading, a reconnect may wait as long as the run lasts; once stopped, drainSeconds.
-    const deadline = (): number => (stopped ? drainEnd : clock.nowMs() + o.drainSeconds * 1000);
-    const loops = clients.filter((c) => !c.mortal).map((c) => c.run(sup, o, () => stopped, deadline));
-    // Mortal seats: each client dies with the server at the next crash; a new one takes its seat.
-    const seats = mortals.map(async (firstMortal, k) => {
-      for (let n = 0, c: LoadClient | undefined = firstMortal; c !== undefined; n++) {
-        await c.run(sup, o, () => stopped, deadline);
-        if (!c.dead || stopped || clients.length >= CLIENT_IDS_MAX) return;
-        try {
-          const { remote, generation } = await sup.connect(async (up) => ({ remote: await RemoteRpcClient.connect({ port: up.port, name: `mortal-${k}.${n + 1}`, clock }), generation: up.generation }), deadline());
-          c = new LoadClient(remote, generation, true, restartCheck);
-          clients.push(c);
-        } catch (e) {
-          if (!stopped) errors.push(`mortal client ${k}.${n + 1} could not connect: ${(e as Error).message}`);
-          return;
+  let work: Array<Promise<void>> = [];
+  let ticking = true;
+  let ticker: Promise<void> = Promise.resolve();
+  const progress = (): void => {
+    const acked = clients.reduce((a, c) => a + c.ledger.ackedUpTo, 0);
+    o.onProgress?.({ elapsedS: Math.min(o.seconds, (clock.nowMs() - t0) / 1000), seconds: o.seconds, acked, crashes: crashesOf(sup.incarnations).length });
+  };
+  return {
+    nodes: (run) => {
+      pmFile = join(run.dir, 'node.pm');
+      const args = (plan: KillPlan | undefined): string[] => {
+        const a = [o.mainScript, 'serve', '--app', rpcApp.name, '--create', '--pm', pmFile, '--size', String(o.sizeBytes), '--port', '0', '--strategy', o.strategy, '--ddio', o.ddio ? 'on' : 'off', '--json'];
+        if (o.keepResults) a.push('--keep-results');
+        if (plan?.events !== undefined) a.push('--kill-after-events', String(plan.events));
+        if (plan?.completions !== undefined) a.push('--kill-after-completions', String(plan.completions));
+        return a;
+      };
+      return [[{ name: 'server', pmFile, args, killPlan, restartsMax: o.externalKills + killPlan.length + 3 }]];
+    },
+    load: async (run) => {
+      sup = run.sups[0]!;
+      const first = await sup.up();
+      for (let k = 0; k < o.clients; k++) {
+        clients.push(new LoadClient(await RemoteRpcClient.connect({ port: first.port, name: `load-${k}`, clock }), first.generation, false, restartCheck));
+      }
+      // The first mortal clients load the first incarnation with the others (its crash is theirs).
+      const mortals: LoadClient[] = [];
+      for (let k = 0; k < o.mortalClients; k++) mortals.push(new LoadClient(await RemoteRpcClient.connect({ port: first.port, name: `mortal-${k}.0`, clock }), first.generation, true, restartCheck));
+      clients.push(...mortals);
+      t0 = clock.nowMs();
+      // While loading, a reconnect may wait as long as the run lasts; once stopped, drainSeconds.
+      const deadline = (): number => (stopped ? drainEnd : clock.nowMs() + o.drainSeconds * 1000);
+      const loops = clients.filter((c) => !c.mortal).map((c) => c.run(sup, o, () => stopped, deadline));
+      // Mortal seats: each client dies with the server at the next crash; a new one takes its seat.
+      const seats = mortals.map(async (firstMortal, k) => {
+        for (let n = 0, c: LoadClient | undefined = firstMortal; c !== undefined; n++) {
+          await c.run(sup, o, () => stopped, deadline);
+          if (!c.dead || stopped || clients.length >= CLIENT_IDS_MAX) return;
+          try {
+            const { remote, generation } = await sup.connect(async (up) => ({ remote: await RemoteRpcClient.connect({ port: up.port, name: `mortal-${k}.${n + 1}`, clock }), generation: up.generation }), deadline());
+            c = new LoadClient(remote, generation, true, restartCheck);
+            clients.push(c);
+          } catch (e) {
+            if (!stopped) run.errors.push(`mortal client ${k}.${n + 1} could not connect: ${(e as Error).message}`);
+            return;
+          }
         }
+      });
+      work = [...loops, ...seats];
+      ticker = (async () => {
+        while (ticking) {
+          progress();
+          await run.sleep(250);
+        }
+      })();
+    },
+    kills: async function* (run) {
+      for (const at of killTimes) {
+        await run.sleep(t0 + at - clock.nowMs());
+        // Each kill hits a server that has been serving a while (not one still starting up); on a
+        // slow machine the load runs past --seconds until every asked-for kill has happened.
+        await sup.servedFor(MIN_SERVE_MS);
+        o.log?.(`SIGKILL of the server at ${((clock.nowMs() - t0) / 1000).toFixed(2)} s`);
+        yield { nodes: [0] };
       }
-    });
-    const progress = (): void => {
-      const acked = clients.reduce((a, c) => a + c.ledger.ackedUpTo, 0);
-      o.onProgress?.({ elapsedS: Math.min(o.seconds, (clock.nowMs() - t0) / 1000), seconds: o.seconds, acked, crashes: crashesOf(sup.incarnations).length });
-    };
-    let ticking = true;
-    const tick = async (): Promise<void> => {
-      while (ticking) {
-        progress();
-        await sleep(250);
-      }
-    };
-    const ticker = tick();
-    for (const at of killTimes) {
-      await sleep(t0 + at - clock.nowMs());
-      // Each kill hits a server that has been serving a while (not one still starting up); on a
-      // slow machine the load runs past --seconds until every asked-for kill has happened.
-      await sup.servedFor(MIN_SERVE_MS);
-      o.log?.(`SIGKILL of the server at ${((clock.nowMs() - t0) / 1000).toFixed(2)} s`);
-      await sup.kill();
-    }
-    // Every asked-for acknowledgement kill strikes under load (bounded).
-    await wakeup.until(() => sup.ackKillsPending === 0, 30_000);
-    if (sup.ackKillsPending > 0) errors.push(`${sup.ackKillsPending} acknowledgement kill(s) never struck within 30 s of load`);
-    // After the last crash the clients resume and load the restarted server a while.
-    await sup.up().catch(() => undefined);
-    await sleep(Math.max(end, sup.upAtMs + 2 * MIN_SERVE_MS) - clock.nowMs());
-    drainEnd = clock.nowMs() + o.drainSeconds * 1000;
-    stopped = true;
-    loadSeconds = (clock.nowMs() - t0) / 1000;
-    await Promise.all([...loops, ...seats]);
-    ticking = false;
-    await ticker;
-    progress();
-  } catch (e) {
-    errors.push((e as Error).message);
-  } finally {
-    // What each client was told, taken before close(): close() says goodbye, one more (acknowledged)
-    // request that releases the client's slot and is not part of the workload's digest log.
-    ledgers = clients.map((c) => c.ledger);
-    for (const c of clients) void c.remote.close();
-    await stopAll([sup]);
-  }
-  errors.push(...sup.failures);
+      // Every asked-for acknowledgement kill strikes under load (bounded): the wakeup fires at each incarnation's start and exit.
+      await run.wakeup.until(() => sup.ackKillsPending === 0, 30_000);
+      if (sup.ackKillsPending > 0) run.errors.push(`${sup.ackKillsPending} acknowledgement kill(s) never struck within 30 s of load`);
+    },
+    // No inspection here: each client checks what it was told against the recovery's report before it resends (RestartCheck).
+    finish: async (run) => {
+      // After the last crash the clients resume and load the restarted server a while.
+      await sup.up().catch(() => undefined);
+      await run.sleep(Math.max(t0 + o.seconds * 1000, sup.upAtMs + 2 * MIN_SERVE_MS) - clock.nowMs());
+      drainEnd = clock.nowMs() + o.drainSeconds * 1000;
+      stopped = true;
+      loadSeconds = (clock.nowMs() - t0) / 1000;
+      await Promise.all(work);
+      ticking = false;
+      await ticker;
+      progress();
+    },
+    teardown: () => {
+      ticking = false;
+      // What each client was told, taken before close(): close() says goodbye, one more (acknowledged)
+      // request that releases the client's slot and is not part of the workload's digest log.
+      ledgers = clients.map((c) => c.ledger);
+      for (const c of clients) void c.remote.close();
+    },
+    check: (run) => rpcCheck(o, run, { sup: run.sups[0]!, clients, ledgers, restartCheck, pmFile, loadSeconds }),
+  };
+}
+
+/** The checks of an rpc run once the server stopped: the digest log in PM against what each client was told. */
+function rpcCheck(o: RealCrashOptions, run: RealCrashRun, r: { sup: Supervisor; clients: LoadClient[]; ledgers: ClientLedger[]; restartCheck: RestartCheck; pmFile: string; loadSeconds: number }): RealCrashReport {
+  const { sup, clients, ledgers, restartCheck, pmFile, loadSeconds } = r;
+  const errors = run.errors;
   for (const c of clients) errors.push(...c.errors);
   const unanswered = clients.reduce((a, c) => a + (c.dead ? 0 : c.inflight), 0);
   if (unanswered > 0) errors.push(`${unanswered} calls never answered within ${o.drainSeconds} s after the load`);
@@ -474,7 +481,6 @@ export async function runRealCrash(options: Partial<RealCrashOptions> & { mainSc
   } catch (e) {
     errors.push(`verification failed: ${(e as Error).message}`);
   }
-  if (!o.keep && o.dir === undefined) rmSync(dir, { recursive: true, force: true });
 
   const crashes = crashesOf(sup.incarnations);
   const restarts = sup.incarnations.slice(1);

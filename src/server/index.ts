@@ -5,6 +5,6 @@ export { encodeHelloPayload, decodeHelloPayload, encodeWelcomePayload, decodeWel
 /** The inspector moved to src/node (every app); re-exported here for the rpc node's users. */
 export { inspectFile, type InspectReport } from '../node/index.js';
 export { WORKLOAD_METHOD, WORKLOAD_HANDLERS, PAYLOAD_BYTES, workloadPayload, verifyDigestLog, kvNodeKeys, type ClientLedger, type DigestVerdict } from './workload.js';
-export { Supervisor, Wakeup, MIN_SERVE_MS, HarnessErrorCodes, pause, stopAll, crashesOf, seedCheck, type SupervisorOptions, type KillPlan, type RestartRecord, type RealCrashVerdict, type Up } from './supervisor.js';
-export { runRealCrash, resolveRealCrashOptions, REAL_CRASH_DEFAULTS, type RealCrashOptions, type RealCrashReport } from './crash-rpc.js';
-export { runKvRealCrash, resolveKvRealCrashOptions, KV_REAL_CRASH_DEFAULTS, type KvRealCrashOptions, type KvRealCrashReport, type KvNodeReport } from './crash-kv.js';
+export { Supervisor, Wakeup, MIN_SERVE_MS, HarnessErrorCodes, pause, stopAll, crashesOf, seedCheck, runRealCrashApp, type RealCrashEntry, type RealCrashPlan, type RealCrashRun, type RealCrashRunOptions, type RealCrashNode, type KillStep, type SupervisorOptions, type KillPlan, type RestartRecord, type RealCrashVerdict, type Up } from './supervisor.js';
+export { runRealCrash, RPC_REAL_CRASH, resolveRealCrashOptions, REAL_CRASH_DEFAULTS, type RealCrashOptions, type RealCrashReport } from './crash-rpc.js';
+export { runKvRealCrash, KV_REAL_CRASH, resolveKvRealCrashOptions, KV_REAL_CRASH_DEFAULTS, type KvRealCrashOptions, type KvRealCrashReport, type KvNodeReport } from './crash-kv.js';

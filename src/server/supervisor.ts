@@ -1,6 +1,13 @@
 /**
  * The real-crash supervisor (DESIGN §8 "real crashes"): one module for every app's real-crash
- * runner (`crash-rpc.ts`, `crash-kv.ts`, src/cluster/tx-crash.ts, and the PRISM-RS and PRISM-KV SIGKILL tests). It spawns
+ * run. `runRealCrashApp` is the one loop — start the nodes, drive a workload, SIGKILL nodes at the
+ * points the app chooses, let them restart on the same PM file and recover, inspect them after the
+ * restart, stop in order, check the recorded history and the files — and an app supplies the parts
+ * that are its own (workload, kill points, what to inspect after a restart, checker) as a
+ * `RealCrashEntry`, referenced by its crash-test registry record (`realCrash`; the rpc and kv
+ * entries in `crash-rpc.ts` and `crash-kv.ts`, PRISM-RS and PRISM-TX in src/cluster/rs-crash.ts
+ * and src/cluster/tx-crash.ts). The PRISM-KV SIGKILL test (test/deep/kv-sigkill.test.ts) drives
+ * a Supervisor of its own fixture server directly. A Supervisor spawns
  * node processes (`pmrpc serve` children, or any child that prints one JSON start line), SIGKILLs
  * them and restarts them on the same PM file, stops them in order; it delivers what a child prints
  * after its start line as it arrives, and wakes bounded waits (`Wakeup`) on each event — a child
@@ -9,6 +16,9 @@
  * Time comes from an injected Clock (DESIGN §7).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { EXIT_WITH_PARENT_ENV, intIn, must, PmrpcError, defineErrorCodes, type Clock, type ErrorCodesOf, type OptionCheck } from '../../pmem/index.js';
 import type { RecoverySummary } from './node.js';
 
@@ -354,5 +364,129 @@ export class Supervisor {
     this.#stopping = true;
     const c = this.child;
     if (c !== undefined && c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  }
+}
+
+/** One process of a real-crash run, as an app's plan declares it (a node on its PM file, or a client process). */
+export interface RealCrashNode {
+  /** Its name in logs. */
+  name: string;
+  /** Its PM file (a client process: the file it writes its history to). */
+  pmFile: string;
+  /** The `node` arguments of an incarnation, given its planned self-kill. */
+  args: (plan: KillPlan | undefined) => string[];
+  /** Self-kills, one per incarnation in order (none by default). */
+  killPlan?: Array<KillPlan | undefined>;
+  restartsMax: number;
+  /** Each line an incarnation prints after its start line, at the moment it arrives. */
+  onLine?: (line: string, generation: number) => void;
+}
+
+/**
+ * A kill an app chose: SIGKILL these processes (indices into `run.sups`) at once; each restarts
+ * on its file at once (`restart` true, the default), never (false), or when the plan calls its
+ * Supervisor's start() ('later').
+ */
+export interface KillStep {
+  nodes: readonly number[];
+  restart?: boolean | 'later';
+}
+
+/** What a plan's parts see of the run. */
+export interface RealCrashRun {
+  readonly clock: Clock;
+  readonly log: ((line: string) => void) | undefined;
+  /** The run's directory (its PM files, histories). */
+  readonly dir: string;
+  /** Notified at each start line, exit and printed line of every process; a plan notifies it at the moment a client receives an outcome. */
+  readonly wakeup: Wakeup;
+  /** The processes, in the order the plan's groups declared them. */
+  readonly sups: Supervisor[];
+  /** Problems of the run itself (an exception of the loop, then each process's failures). */
+  readonly errors: string[];
+  /** A pause of the run's clock. */
+  sleep(ms: number): Promise<void>;
+}
+
+/**
+ * An app's part of a real-crash run: what `runRealCrashApp`'s one loop calls, in this order —
+ * nodes, load, kills (afterKill after each), finish; teardown and the orderly stop whatever
+ * happened; then check.
+ */
+export interface RealCrashPlan<R> {
+  /** The processes, in groups started one after another (e.g. the shards, then the client processes that connect to them). */
+  nodes(run: RealCrashRun): RealCrashNode[][] | Promise<RealCrashNode[][]>;
+  /** Starts the workload once every process listens (its loops run on until finish() stops them); each outcome is recorded the moment a client receives it. */
+  load(run: RealCrashRun): Promise<void>;
+  /** The kill points: each step is yielded when it is due (the plan waits, bounded, for its chosen moment in between); the loop SIGKILLs it. */
+  kills(run: RealCrashRun): AsyncIterable<KillStep>;
+  /** What to inspect once a step's processes restarted (e.g. every key read back before the load resumes on them). */
+  afterKill?(step: KillStep, run: RealCrashRun): Promise<void>;
+  /** After the last kill: stop the load, drain it, the final reads. */
+  finish(run: RealCrashRun): Promise<void>;
+  /** Before the orderly stop, whatever happened (e.g. what each client was told, then close the clients). */
+  teardown?(run: RealCrashRun): void | Promise<void>;
+  /** After every process stopped: the checks of the recorded history and the PM files, and the report. */
+  check(run: RealCrashRun): R;
+}
+
+/** What every app's real-crash options carry (the loop's own). */
+export interface RealCrashRunOptions {
+  /** The compiled CLI (dist/cli/main.js). */
+  mainScript: string;
+  seed: number;
+  /** Where the files go (default a fresh temp dir, removed after unless keep). */
+  dir: string | undefined;
+  keep: boolean;
+  clock: Clock;
+  log: ((line: string) => void) | undefined;
+}
+
+/**
+ * An app's real-crash entry (its crash-test registry record's `realCrash`): its options (defaults,
+ * checks) and the plan of a run with them.
+ */
+export interface RealCrashEntry<O extends RealCrashRunOptions = RealCrashRunOptions, R = unknown> {
+  /** The prefix of its temp dir. */
+  readonly dirPrefix: string;
+  /** Its options (defaults filled in); a bad one throws. */
+  resolveOptions(options: Partial<O> & { mainScript: string }): O;
+  plan(o: O): RealCrashPlan<R>;
+}
+
+/**
+ * The real-crash loop of every app (DESIGN §8): the entry's processes started group by group, its
+ * workload, a SIGKILL at each point it chooses (each process restarting on its own file and
+ * recovering) and its inspection after each, its finish, the orderly stop of every process (no
+ * child survives), then its checks on the recorded history and the files.
+ */
+export async function runRealCrashApp<O extends RealCrashRunOptions, R>(entry: RealCrashEntry<O, R>, options: Partial<O> & { mainScript: string }): Promise<R> {
+  const o = entry.resolveOptions(options);
+  const plan = entry.plan(o);
+  const clock = o.clock;
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), entry.dirPrefix));
+  const run: RealCrashRun = { clock, log: o.log, dir, wakeup: new Wakeup(clock), sups: [], errors: [], sleep: (ms) => pause(clock, ms) };
+  try {
+    const groups = await plan.nodes(run);
+    const started = groups.map((g) => g.map((n) => new Supervisor({ args: n.args, clock, log: o.log, restartsMax: n.restartsMax, name: n.name, wakeup: run.wakeup, onLine: n.onLine }, n.pmFile, n.killPlan ?? [])));
+    run.sups.push(...started.flat());
+    for (const g of started) await Promise.all(g.map((s) => s.start()));
+    await plan.load(run);
+    for await (const step of plan.kills(run)) {
+      await Promise.all(step.nodes.map((k) => run.sups[k]!.kill(step.restart ?? true)));
+      await plan.afterKill?.(step, run);
+    }
+    await plan.finish(run);
+  } catch (e) {
+    run.errors.push((e as Error).message);
+  } finally {
+    await plan.teardown?.(run);
+    await stopAll(run.sups);
+  }
+  for (const s of run.sups) run.errors.push(...s.failures);
+  try {
+    return plan.check(run);
+  } finally {
+    if (!o.keep && o.dir === undefined) rmSync(dir, { recursive: true, force: true });
   }
 }

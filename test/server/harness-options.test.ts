@@ -1,6 +1,7 @@
 // The real-crash harnesses' options: every invalid one refused with its exact message (DESIGN §10).
 import t from 'tap';
 import { REAL_CRASH_DEFAULTS, resolveKvRealCrashOptions, resolveRealCrashOptions } from '../../src/server/index.js';
+import { RS_REAL_CRASH, RS_REAL_CRASH_DEFAULTS, TX_REAL_CRASH } from '../../src/cluster/index.js';
 
 const mainScript = 'dist/cli/main.js';
 
@@ -27,4 +28,13 @@ t.test('KV real-crash options', async (t) => {
   t.throws(() => resolveKvRealCrashOptions({ mainScript, putsBeforeKill: -1 }), new RangeError('putsBeforeKill must be an integer in [0, 10000], got -1'));
   t.throws(() => resolveKvRealCrashOptions({ mainScript, seconds: 3601 }), new RangeError('seconds must be in (0, 3600], got 3601'));
   t.throws(() => resolveKvRealCrashOptions({ mainScript, system: 'redis' as never }), new TypeError("system must be 'prism' or 'pilaf', got redis"));
+});
+
+t.test('RS and TX real-crash options (their registry entries resolve them)', async (t) => {
+  t.equal(RS_REAL_CRASH.resolveOptions({ mainScript }).kills, RS_REAL_CRASH_DEFAULTS.kills, 'the default kills');
+  t.throws(() => RS_REAL_CRASH.resolveOptions({ mainScript, kills: -1 }), new RangeError('kills must be an integer in [0, 1000], got -1'));
+  t.throws(() => RS_REAL_CRASH.resolveOptions({ mainScript, blocks: 0 }), new RangeError('blocks must be an integer in [1, 64], got 0'));
+  t.throws(() => RS_REAL_CRASH.resolveOptions({ mainScript, clients: 9 }), new RangeError('clients must be an integer in [1, 8], got 9'));
+  t.throws(() => TX_REAL_CRASH.resolveOptions({ mainScript, shards: 9 }), new RangeError('shards must be an integer in [1, 8], got 9'));
+  t.throws(() => TX_REAL_CRASH.resolveOptions({ mainScript, leaseMs: 5 }), new RangeError('leaseMs must be an integer in [10, 60000], got 5'));
 });

@@ -24,6 +24,8 @@ import { resolveRsWorkload, rsExplorerApp } from './rs.js';
 import { rslockExplorerApp } from './rslock.js';
 import { resolveTxWorkload, TX_CLI_DEFAULTS, txExplorerApp, type TxWorkloadOptions } from './tx.js';
 import { KV_SOAK, RS_SOAK, TX_SOAK, type SoakEntry } from '../soak/index.js';
+import { KV_REAL_CRASH, RPC_REAL_CRASH, type RealCrashEntry } from '../../server/index.js';
+import { RS_REAL_CRASH, TX_REAL_CRASH } from '../../cluster/index.js';
 
 /** Explorer options a spec carries (serialisable: no clock, no callbacks, no seed). */
 export type SpecExplore = Partial<Omit<ExploreOptions, 'clock' | 'onProgress' | 'seed'>>;
@@ -120,6 +122,9 @@ export interface CrashApp {
   readonly swarm?: SwarmEntry;
   /** `pmrpc soak`: its minimal deployment, workload and item bounds (undefined: the soak does not drive it). */
   readonly soak?: SoakEntry;
+  /** Its part of a real-crash (SIGKILL) run — workload, kill points, inspection after a restart, checks — on the one loop, src/server/supervisor.ts runRealCrashApp (undefined: no real-crash run). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly realCrash?: RealCrashEntry<any, unknown>;
 }
 
 /** Images per crash point of rs in `crash-test` and in its plain mutant sweep: one seed checks >= 10,000 images (issue 12). */
@@ -190,6 +195,7 @@ const RPC: CrashApp = {
     drops: true,
     workload: (ops, variant, mutant) => ({ strategy: variant as RpcStrategy, nodes: 2, clients: 2, requests: ops * 4, mutant }),
   },
+  realCrash: RPC_REAL_CRASH,
 };
 
 /** The kv workload of the CLI's flags (the tiny exhaustive one with `tiny`). */
@@ -219,6 +225,7 @@ const KV: CrashApp = {
   jsonFields: (f) => ({ system: f.system }),
   swarm: { baseOps: 156, drops: true, workload: (ops, _variant, mutant) => ({ clients: 3, opsPerClient: ops, ...(mutant !== undefined ? { mutant } : {}) }) },
   soak: KV_SOAK,
+  realCrash: KV_REAL_CRASH,
 };
 
 const REGISTER: CrashApp = {
@@ -270,6 +277,7 @@ const RS: CrashApp = {
   plainSpec: (t, _seed, explore) => ({ app: RS.name, workload: resolveRsWorkload({ mutant: t.name }), explore: { ...explore, imagesPerPoint: RS_IMAGES_PER_POINT } }),
   swarm: { baseOps: 72, drops: true, workload: (ops, _variant, mutant) => ({ replicas: 3, clients: 3, opsPerClient: ops, blocks: 2, mutant }) },
   soak: RS_SOAK,
+  realCrash: RS_REAL_CRASH,
 };
 
 const RSLOCK: CrashApp = {
@@ -304,6 +312,7 @@ const TX: CrashApp = {
     workload: (ops, variant, mutant) => ({ workload: variant as TxWorkloadOptions['workload'], shards: 2, clients: 3, txPerClient: ops, mutant }),
   },
   soak: TX_SOAK,
+  realCrash: TX_REAL_CRASH,
 };
 
 /** Every crash-testable app, in the order `--app` lists them (the swarm's order too: its seeds mix the app's index among SWARM_APPS). */

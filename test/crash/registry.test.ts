@@ -33,9 +33,6 @@ const ALLOWED: ReadonlyArray<{ file: string; line: RegExp; why: string }> = [
   { file: 'src/testing/crash/tx.ts', line: /^\s*name: 'tx',$/, why: "the tx explorer app's own name" },
   { file: 'src/testing/crash/register.ts', line: /name: system\?\.name \?\? 'register',/, why: "the register explorer app's own name" },
   { file: 'src/testing/crash/recovery.ts', line: /name: 'recovery',|readonly app = 'recovery';|app: 'recovery', epoch/, why: "the recovery explorer app's own name and its server's inspect view" },
-  // The register is a test-only app (src/testing/register, as src/apps/<name> are the others): its own module names itself (app, welcome, inspect view).
-  { file: 'src/testing/register/app.ts', line: /app = 'register'|app: 'register'|name: 'register'/, why: 'the register app names itself' },
-  { file: 'src/testing/register/client.ts', line: /w\.app !== 'register'/, why: "the register client checks its server's welcome" },
   // Not an app: 'recovery' is also a violation kind (a recovery that failed or never answered).
   { file: 'src/testing/crash/explorer.ts', line: /kind: 'recovery'/, why: "the violation kind 'recovery', not the app" },
   { file: 'src/testing/crash/multi.ts', line: /kind: 'recovery'/, why: "the violation kind 'recovery', not the app" },

@@ -101,7 +101,11 @@ t.test('mutants: --list-mutants, names and aliases from the records', async (t) 
   // kv's mutants were renamed to kebab-case: each former name is an alias (--mutant, --mutants, swarm --mutant kv:NAME).
   const kv = crashApp('kv');
   t.equal(mutantName(kv, 'narrowIndexFlush'), 'narrow-index-flush');
-  t.ok(kv.mutants.every((m) => /^[a-z][a-z0-9-]*$/.test(m.name) && m.aliases.length === 1), 'kv: kebab-case names, one alias each');
+  t.ok(kv.mutants.filter((m) => m.system === 'prism').every((m) => /^[a-z][a-z0-9-]*$/.test(m.name) && m.aliases.length === 1), 'kv (PRISM-KV): kebab-case names, one alias each');
+  // The Pilaf baseline's mutants are kv's too, of its system 'pilaf' (listed `pilaf`); new names, no aliases.
+  t.same(kv.mutants.filter((m) => m.system === 'pilaf').map((m) => [m.name, m.listed, m.aliases.length]), [['publish-before-item-persist', 'pilaf', 0], ['skip-entry-persist', 'pilaf', 0], ['clear-torn-entry', 'pilaf', 0]]);
+  t.same(kv.mutants.map((m) => m.system ?? null).filter((x) => x !== 'prism' && x !== 'pilaf'), [], 'every kv mutant names its system');
+  t.same(kv.systems, ['prism', 'pilaf'], "kv's systems, the default first");
   t.same(mutantTargets('kv', 'narrowIndexFlush,drop-heap-flush').map((x) => x.name), ['narrow-index-flush', 'drop-heap-flush']);
   t.same(parseMutant('kv:unconditionalCas'), { app: 'kv', name: 'unconditional-cas' });
   // So were rs's and recovery's: every app's mutants are kebab-case now.

@@ -9,7 +9,8 @@
  * apps here and nowhere else (test/crash/registry.test.ts holds that no app name is spelled
  * outside the registries). The apps a node hosts are the other registry, src/node/apps.ts.
  */
-import { KV_MUTANTS } from '../../apps/kv/index.js';
+import { KV_MUTANTS, PILAF_MUTANTS } from '../../apps/kv/index.js';
+import { KV_SYSTEMS } from '../../node/index.js';
 import { RS_MUTANTS } from '../../apps/rs/index.js';
 import { RSLOCK_MUTANTS } from '../../apps/rslock/index.js';
 import { TX_MUTANTS } from '../../apps/tx/index.js';
@@ -67,6 +68,8 @@ export interface MutantEntry {
   strategies?: readonly string[];
   /** Why no execution of the workload can tell it apart (then the mutant sweep does not run it). */
   equivalent?: string;
+  /** kv: the system it is a mutant of (CrashApp.systems; the mutant sweep runs those of `--system`). */
+  system?: string;
 }
 
 /** One mutant of one app in the mutant sweep (for rpc: under one strategy). */
@@ -77,6 +80,8 @@ export interface MutantTarget {
   strategy: string | null;
   /** Why no execution can tell it apart (then it is not run). */
   equivalent?: string;
+  /** kv: the system it runs on (MutantEntry.system). */
+  system?: string;
 }
 
 /** What the swarm draws and runs for an app. */
@@ -97,6 +102,8 @@ export interface CrashApp {
   /** What `--app` says of it. */
   readonly help: string;
   readonly mutants: readonly MutantEntry[];
+  /** kv: its systems (`--system`), the default first; each mutant names its own (MutantEntry.system). Undefined: one system. */
+  readonly systems?: readonly string[];
   /** It has a whole-history check, which crash runs (`--crash-runs`, `--crash-plan`) need. */
   readonly crashRuns: boolean;
   /** `--damage-tombstone` (a media error in every image) applies. */
@@ -204,7 +211,9 @@ function kvWorkload(f: CrashTestFlags, tiny: boolean): KvWorkloadOptions {
 const KV: CrashApp = {
   name: 'kv',
   help: 'PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability; --system pilaf: the Pilaf baseline',
-  mutants: entries(KV_MUTANTS, 'strategies'),
+  // PRISM-KV's mutants, then the Pilaf baseline's (listed `pilaf`: `--system pilaf --mutants all` runs them).
+  mutants: [...entries(KV_MUTANTS, 'strategies').map((m) => ({ ...m, system: KV_SYSTEMS[0]! })), ...PILAF_MUTANTS.map((m) => ({ name: m.name, aliases: [], listed: 'pilaf', system: 'pilaf' }))],
+  systems: KV_SYSTEMS,
   crashRuns: true,
   mediaDamage: true,
   plainCrashRuns: 12,
@@ -212,7 +221,7 @@ const KV: CrashApp = {
   spec: (f, given) => ({ app: KV.name, workload: kvWorkload(f, false), explore: specExplore(given) }),
   // A media error as well (damageTombstone: a linked tombstone item goes bad in every image; its
   // key reads as deleted either way): recovery's rejected-slot repair runs in the plain sweep.
-  plainSpec: (t, _seed, explore) => ({ app: KV.name, workload: resolveKvWorkload({ mutant: t.name as KvWorkloadOptions['mutant'], damageTombstone: true }), explore }),
+  plainSpec: (t, _seed, explore) => ({ app: KV.name, workload: resolveKvWorkload({ system: t.system as KvWorkloadOptions['system'] | undefined, mutant: t.name as KvWorkloadOptions['mutant'], damageTombstone: true }), explore }),
   exhaustive: (f) => {
     const w = kvWorkload(f, true);
     return () => kvExplorerApp(w) as ExplorerApp<unknown>;

@@ -1,16 +1,19 @@
 /**
- * The crash-test registry: one record per crash-testable app (rpc, kv — PRISM-KV, with Pilaf as
- * its `system` —, register, recovery, rs, rslock, tx). A record says everything the explorer's
- * front ends need to know about its app: its name and help text, its mutants (what
- * `--list-mutants` prints, how `--mutant` and the mutant sweep `--mutants` run them, the old names
- * kept as aliases), how a sweep spec is built from the CLI's options, what the plain mutant sweep
- * runs, whether exhaustive mode and crash runs apply, what the swarm draws, and what `pmrpc soak`
- * runs of it. `pmrpc crash-test`, `pmrpc swarm`, `pmrpc soak` (soak.ts), the sweep (sweep.ts), the mutant sweep (mutants.ts) and the swarm (swarm.ts) pick
- * apps here and nowhere else (test/crash/registry.test.ts holds that no app name is spelled
- * outside the registries). The apps a node hosts are the other registry, src/node/apps.ts.
+ * The crash part of the app registry (src/node/apps.ts: APP_RECORDS, one list of names, one
+ * lookup): one record per crash-testable app (rpc, kv — PRISM-KV, with Pilaf as its `system` —,
+ * register, recovery, rs, rslock, tx), attached by name (CRASH_PARTS, typed by the registry's
+ * CrashAppName: a crash-testable app without its part, or a part the registry does not mark
+ * crash-testable, does not compile). A part says everything the explorer's front ends need to know
+ * about its app: its help text, its mutants (what `--list-mutants` prints, how `--mutant` and the
+ * mutant sweep `--mutants` run them, the old names kept as aliases, kv's per system), how a sweep
+ * spec is built from the CLI's options, what the plain mutant sweep runs, whether exhaustive mode
+ * and crash runs apply, what the swarm draws, and what `pmrpc soak` runs of it. `pmrpc
+ * crash-test`, `pmrpc swarm`, `pmrpc soak` (soak.ts), the sweep (sweep.ts), the mutant sweep
+ * (mutants.ts) and the swarm (swarm.ts) pick apps here, through the registry's lookup, and nowhere
+ * else (test/crash/registry.test.ts holds that no app name is spelled outside the registry files).
  */
 import { KV_MUTANTS, PILAF_MUTANTS } from '../../apps/kv/index.js';
-import { KV_SYSTEMS } from '../../node/index.js';
+import { APP_RECORDS, findAppRecord, KV_SYSTEMS, type CrashAppName } from '../../node/index.js';
 import { RS_MUTANTS } from '../../apps/rs/index.js';
 import { RSLOCK_MUTANTS } from '../../apps/rslock/index.js';
 import { TX_MUTANTS } from '../../apps/tx/index.js';
@@ -181,7 +184,7 @@ export function plainTxShape(seed: number | undefined): { keys?: number; clients
   return seed !== undefined && seed % 2 === 0 ? { keys: 2, clients: 4 } : {};
 }
 
-const RPC: CrashApp = {
+const RPC: CrashApp & { readonly name: 'rpc' } = {
   name: 'rpc',
   help: 'durable RPC, per --strategy',
   mutants: entries(MUTANTS, 'strategies', true),
@@ -208,7 +211,7 @@ function kvWorkload(f: CrashTestFlags, tiny: boolean): KvWorkloadOptions {
   return resolveKvWorkload({ system, mutant, clients: f.clients, damageTombstone: f.damageTombstone === true });
 }
 
-const KV: CrashApp = {
+const KV: CrashApp & { readonly name: 'kv' } = {
   name: 'kv',
   help: 'PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability; --system pilaf: the Pilaf baseline',
   // PRISM-KV's mutants, then the Pilaf baseline's (listed `pilaf`: `--system pilaf --mutants all` runs them).
@@ -231,7 +234,7 @@ const KV: CrashApp = {
   soak: KV_SOAK,
 };
 
-const REGISTER: CrashApp = {
+const REGISTER: CrashApp & { readonly name: 'register' } = {
   name: 'register',
   help: 'the test-only replicated register on --nodes nodes: crash runs, exhaustive mode',
   mutants: entries(REGISTER_MUTANTS, 'step'),
@@ -250,7 +253,7 @@ const REGISTER: CrashApp = {
   },
 };
 
-const RECOVERY: CrashApp = {
+const RECOVERY: CrashApp & { readonly name: 'recovery' } = {
   name: 'recovery',
   help: 'recovery/ alone: rings and redo log driven without a NIC',
   mutants: entries(RECOVERY_MUTANTS, 'step'),
@@ -267,7 +270,7 @@ const RECOVERY: CrashApp = {
   plainSpec: (t, seed, explore) => ({ app: RECOVERY.name, workload: resolveRecoveryWorkload({ ...plainRecoveryShape(seed), ...recoveryMutantWorkload(t.name) }), explore: { ...explore, imagesPerPoint: 4 } }),
 };
 
-const RS: CrashApp = {
+const RS: CrashApp & { readonly name: 'rs' } = {
   name: 'rs',
   help: 'PRISM-RS: ABD over durable chains on --nodes replicas (default 3), --registers blocks (default 2); crash runs',
   mutants: entries(RS_MUTANTS, 'step'),
@@ -282,7 +285,7 @@ const RS: CrashApp = {
   soak: RS_SOAK,
 };
 
-const RSLOCK: CrashApp = {
+const RSLOCK: CrashApp & { readonly name: 'rslock' } = {
   name: 'rslock',
   help: "PRISM-RS's lock-based baseline on --nodes replicas, every replica crashed at once",
   mutants: entries(RSLOCK_MUTANTS, 'step'),
@@ -293,7 +296,7 @@ const RSLOCK: CrashApp = {
   plainSpec: (t, _seed, explore) => ({ app: RSLOCK.name, workload: { mutant: t.name }, explore }),
 };
 
-const TX: CrashApp = {
+const TX: CrashApp & { readonly name: 'tx' } = {
   name: 'tx',
   help: 'PRISM-TX on --nodes shards: list-append or bank transactions, resolution, crash runs, mutants; docs/tx.md',
   mutants: entries(TX_MUTANTS, 'step'),
@@ -316,8 +319,11 @@ const TX: CrashApp = {
   soak: TX_SOAK,
 };
 
-/** Every crash-testable app, in the order `--app` lists them (the swarm's order too: its seeds mix the app's index among SWARM_APPS). */
-export const CRASH_APPS: readonly CrashApp[] = Object.freeze([RPC, KV, REGISTER, RECOVERY, RS, RSLOCK, TX]);
+/** The crash part of every crash-testable app of the registry, by name (each part's name is its key). */
+const CRASH_PARTS: { readonly [K in CrashAppName]: CrashApp & { readonly name: K } } = Object.freeze({ rpc: RPC, kv: KV, register: REGISTER, recovery: RECOVERY, rs: RS, rslock: RSLOCK, tx: TX } as const);
+
+/** Every crash-testable app, in registry order (APP_RECORDS: what `--app` lists; the swarm's order too: its seeds mix the app's index among SWARM_APPS). */
+export const CRASH_APPS: readonly CrashApp[] = Object.freeze(APP_RECORDS.filter((r): r is Extract<(typeof APP_RECORDS)[number], { crash: true }> => r.crash).map((r) => CRASH_PARTS[r.name]));
 
 /** The names of `crash-test --app`. */
 export const CRASH_APP_NAMES: readonly string[] = Object.freeze(CRASH_APPS.map((a) => a.name));
@@ -325,11 +331,11 @@ export const CRASH_APP_NAMES: readonly string[] = Object.freeze(CRASH_APPS.map((
 /** The apps the swarm runs (those with a SwarmEntry), in registry order. */
 export const SWARM_APP_NAMES: readonly string[] = Object.freeze(CRASH_APPS.filter((a) => a.swarm !== undefined).map((a) => a.name));
 
-/** The crash-test app called `name` (TypeError naming the choices otherwise). */
+/** The crash-test app called `name`, through the registry's lookup (TypeError naming the choices for an unknown or not crash-testable app). */
 export function crashApp(name: string): CrashApp {
-  const a = CRASH_APPS.find((x) => x.name === name);
-  if (a === undefined) throw new TypeError(`app must be one of ${CRASH_APP_NAMES.join(', ')}, got ${String(name)}`);
-  return a;
+  const r = findAppRecord(name);
+  if (r === undefined || !r.crash) throw new TypeError(`app must be one of ${CRASH_APP_NAMES.join(', ')}, got ${String(name)}`);
+  return CRASH_PARTS[r.name as CrashAppName];
 }
 
 /** The record of a swarm app. */

@@ -1,7 +1,8 @@
 // The Pilaf baseline's mutants (src/apps/pilaf/faults.ts) are data, run as the kv app's system
 // 'pilaf', and each is caught by the explorer at seed 1 of the plain sweep — the shape
 // `pmrpc crash-test --app kv --system pilaf --mutants all` runs (test/deep/mutants-all-pilaf.test.ts
-// runs seeds 1..24). A mutant of one system is refused, with a clear message, on the other.
+// runs seeds 1..24), and the crash that caught each is no violation without it. A mutant of one
+// system is refused, with a clear message, on the other.
 import t from 'tap';
 import { KV_MUTANTS, KV_SYSTEM_MUTANTS, PILAF_MUTANTS, PilafServer, findPilafMutant } from '../../../src/apps/kv/index.js';
 import { pilafFaultsFor } from '../../../src/apps/pilaf/index.js';
@@ -43,16 +44,21 @@ t.test('a mutant belongs to one system: the workload and the sweep refuse it on 
   t.throws(() => mutantTargets('kv', 'all', 'nope'), /system must be one of prism, pilaf, got nope/);
 });
 
-t.test('the plain sweep at seed 1 catches each Pilaf mutant, and passes without one', async (t) => {
+t.test('the plain sweep at seed 1 catches each Pilaf mutant; the same crash without it is no violation', async (t) => {
   for (const m of PILAF_MUTANTS) {
-    const r = await exploreSeed(plainSpec({ app: 'kv', name: m.name, strategy: null, system: 'pilaf' }, seed), seed);
+    const spec = plainSpec({ app: 'kv', name: m.name, strategy: null, system: 'pilaf' }, seed);
+    const r = await exploreSeed(spec, seed);
     const v = r.violations[0];
     t.ok(v !== undefined, `${m.name}: caught (${v === undefined ? 'none' : `${v.kind}: ${v.detail.slice(0, 160)}`})`);
-    if (v !== undefined) t.match(v.replay, new RegExp(`--app kv --system pilaf .*--mutant ${m.name}`), `${m.name}: the replay names the system and the mutant`);
+    if (v === undefined) continue;
+    t.match(v.replay, new RegExp(`--app kv --system pilaf .*--mutant ${m.name}`), `${m.name}: the replay names the system and the mutant`);
+    // The crash that caught it (a crash point's images, or a crash run's plan), without the mutant: no violation.
+    const point = /--point (\d+)/.exec(v.replay)?.[1];
+    const plan = /--crash-plan '([^']+)'/.exec(v.replay)?.[1];
+    t.ok(point !== undefined || plan !== undefined, `${m.name}: the replay names its crash`);
+    const at = plan !== undefined ? { crashPlan: plan } : { point: Number(point), crashRuns: 0 };
+    const clean = await exploreSeed({ ...spec, workload: { ...spec.workload, mutant: undefined }, explore: { ...spec.explore, ...at } }, seed);
+    t.same(clean.violations.map((x) => `${x.kind}: ${x.detail.slice(0, 200)}`), [], `${m.name}: without it, the same crash (${plan ?? `point ${point}`}) is no violation`);
+    if (plan === undefined) t.ok(clean.imagesChecked > 0, `${m.name}: ${clean.imagesChecked} images of point ${point} checked without it`);
   }
-  // The same sweep without a mutant: no violation (what makes each catch the mutant's).
-  const spec = plainSpec({ app: 'kv', name: PILAF_MUTANTS[0]!.name, strategy: null, system: 'pilaf' }, seed);
-  const clean = await exploreSeed({ ...spec, workload: { ...spec.workload, mutant: undefined } }, seed);
-  t.same(clean.violations.map((v) => `${v.kind}: ${v.detail.slice(0, 200)}`), [], 'no mutant: no violation');
-  t.ok(clean.imagesChecked > 0, `${clean.imagesChecked} images checked`);
 });

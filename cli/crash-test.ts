@@ -10,7 +10,7 @@ import { KV_SYSTEMS } from '../src/node/index.js';
 import { crashApp, crashAppHelp, CRASH_APPS, CRASH_APP_NAMES, exploreExhaustive, listApps, mutantName, parseSchedule, resolveSchedule, type CrashApp, type ScheduleOptions } from '../src/testing/crash/index.js';
 import { DRAIN_CHOICES, parseSeedRange, resolveExploreOptions, RS_IMAGES_PER_POINT, sweep, type DrainChoice, type NicPins, type PicturedViolation, writeViolationTimelines } from '../src/testing/crash/index.js';
 import type { CountedReport } from '../src/testing/crash/index.js';
-import { allCaught, formatMutants, runMutants, type MutantResult } from '../src/testing/crash/index.js';
+import { allCaught, formatMutants, mutantTargets, runMutants, type MutantResult } from '../src/testing/crash/index.js';
 import { badOption, checkOptions, CliErrorCodes, EXIT_MUTANT_NOT_CAUGHT, intOption, log, onInterrupt, printJson, progressBar, report } from './output.js';
 
 interface Opts {
@@ -151,7 +151,9 @@ export function registerCrashTest(program: Command): void {
       if (opts.mutants !== undefined) {
         const seeds = parseSeedRange(opts.seeds ?? '1..24');
         const progress = (m: MutantResult, done: number, total: number): void => void (opts.json || log(`[${done}/${total}] ${formatMutants({ app: opts.app, seeds, mutants: [m] })[0]!.split('\n')[0]!}`));
-        const r = await runMutants(opts.app, opts.mutants, seeds, { jobs: opts.jobs ?? 1, onResult: progress });
+        const system = app.systems !== undefined ? { system: opts.system } : {};
+        checkOptions(() => mutantTargets(opts.app, opts.mutants!, system.system)); // an unknown mutant, or one of another --system: PMRPC_ERR_BAD_OPTION
+        const r = await runMutants(opts.app, opts.mutants, seeds, { jobs: opts.jobs ?? 1, ...system, onResult: progress });
         if (opts.json) printJson(r);
         else for (const line of formatMutants(r)) report(line);
         if (!allCaught(r)) process.exitCode = EXIT_MUTANT_NOT_CAUGHT;

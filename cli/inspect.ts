@@ -4,7 +4,7 @@
  * read-only: the file is never written, mapped or locked (src/node/inspect.ts).
  */
 import type { Command } from 'commander';
-import { inspectFile, NODE_APP_FLAGS, type FileProblem, type InspectReport, type NodeAppName } from '../src/node/index.js';
+import { findNodeAppFlags, inspectFile, type FileProblem, type InspectReport } from '../src/node/index.js';
 import { printJson } from './output.js';
 
 /** One line of a JSON-able record: `k v, k v…`; nested records in braces, long arrays counted. */
@@ -55,7 +55,7 @@ export function formatInspect(r: InspectReport): string {
     `  holds:       ${r.holds} at offset ${r.area.base} (magic ${r.area.magic})`,
   ];
   if (r.layout !== undefined) lines.push(`  layout:      ${compact(r.layout)}`);
-  const table = r.app !== null && Object.hasOwn(NODE_APP_FLAGS, r.app) && NODE_APP_FLAGS[r.app as NodeAppName].connectionTable;
+  const table = r.app !== null && findNodeAppFlags(r.app)?.connectionTable === true;
   if (table) lines.push(...rpcLines(r));
   if (r.summary !== undefined) lines.push(`  state:       ${summaryLine(r.summary)}`);
   const rec = r.recovery;

@@ -1,9 +1,13 @@
 /**
- * The apps a node can host, by name (what `pmrpc serve --app NAME` and a cluster file's `app`
- * accept): rpc, kv, rs, rslock, tx, txfarm, txford — and, per app, what the CLI's `serve` and
- * `format`, the node host (inspect, metrics) and the cluster (src/cluster: layout options, a tx
- * shard's options, Cluster.connect's client) need of it (NODE_APP_FLAGS). The one table of
- * hostable apps; the crash-testable apps are the other registry (src/testing/crash/apps.ts).
+ * The app registry: one list of app records (APP_RECORDS), one lookup (appRecord), for everything
+ * that picks an app by name — the node host and `pmrpc serve` / `format` / `inspect` (the App a
+ * node hosts and what the CLI, the node host and the cluster need of it: NodeAppFlags), and the
+ * crash explorer, the mutant sweep, the swarm and `pmrpc crash-test` / `swarm` / `soak` (whether
+ * it is crash-testable; its crash part is attached by name from src/testing/crash/apps.ts, which
+ * sits above the apps it explores: CRASH_PARTS, typed by CrashAppName so that a crash-testable
+ * record without its part, or a part without its record, does not compile). The order of
+ * APP_RECORDS is every front end's order (`--app` help, the swarm's seeds).
+ * test/crash/registry.test.ts holds that no app name is spelled outside the registry files.
  */
 import { PmrpcError, defineErrorCodes, type ErrorCodesOf, type PmemRegion } from '../../pmem/index.js';
 import { Layout } from '../../recovery/index.js';
@@ -28,22 +32,11 @@ export const NodeErrorCodes = defineErrorCodes('node', {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyApp = App<any>;
 
-export const NODE_APPS: Readonly<Record<string, AnyApp>> = Object.freeze({ rpc: rpcApp, kv: kvApp, rs: rsApp, rslock: rslockApp, tx: txApp, txfarm: txfarmApp, txford: txfordApp });
 
 declare module '../../pmem/index.js' {
   interface PmrpcErrorCodeRegistry extends ErrorCodesOf<typeof NodeErrorCodes> {}
 }
 
-export type NodeAppName = 'rpc' | 'kv' | 'rs' | 'rslock' | 'tx' | 'txfarm' | 'txford';
-
-export const NODE_APP_NAMES: readonly string[] = Object.freeze(Object.keys(NODE_APPS));
-
-/** The app called `name`, or PMRPC_ERR_UNKNOWN_APP. */
-export function appByName(name: string): AnyApp {
-  const app = typeof name === 'string' && Object.hasOwn(NODE_APPS, name) ? NODE_APPS[name] : undefined;
-  if (app === undefined) throw new PmrpcError(NodeErrorCodes.UNKNOWN_APP, `unknown app ${JSON.stringify(name)}: a node hosts one of ${NODE_APP_NAMES.join(', ')}`);
-  return app;
-}
 
 /** The app-specific flags of `pmrpc serve` and `format` (their commander attribute names). */
 export type NodeAppFlag = 'strategy' | 'keepResults' | 'maxClients' | 'leaseMs' | 'system' | 'cluster';
@@ -108,7 +101,8 @@ const num = (v: unknown): number | undefined => (typeof v === 'number' && Number
 /** A txfarm or txford shard opens with the shard index and count its header records. */
 const shardOpenOptions = (_h: AreaHolder, layout: Record<string, unknown>): object => ({ shard: layout.shard, shards: layout.shards });
 
-export const NODE_APP_FLAGS: Readonly<Record<NodeAppName, NodeAppFlags>> = Object.freeze({
+/** The node part of each hostable app, by name (APP_RECORDS carries it). */
+const NODE_PARTS = {
   rpc: {
     flags: ['strategy', 'keepResults', 'maxClients', 'leaseMs'],
     clusterShard: false,
@@ -182,15 +176,79 @@ export const NODE_APP_FLAGS: Readonly<Record<NodeAppName, NodeAppFlags>> = Objec
   },
   txfarm: { ...NO_FLAGS, inspectLayout: (region) => ({ ...decodeTxLockHeader(region.load(0, TXLOCK_HEADER_BYTES), 0, 'farm') }), openOptions: shardOpenOptions },
   txford: { ...NO_FLAGS, inspectLayout: (region) => ({ ...decodeTxLockHeader(region.load(0, TXLOCK_HEADER_BYTES), 0, 'ford') }), openOptions: shardOpenOptions },
-});
+} satisfies Record<string, NodeAppFlags>;
 
-/** The record of the app called `name`, or undefined (an App a node host was given that is not in NODE_APPS). */
-export function findNodeAppFlags(name: string): NodeAppFlags | undefined {
-  return Object.hasOwn(NODE_APP_FLAGS, name) ? NODE_APP_FLAGS[name as NodeAppName] : undefined;
+
+/** One app of the registry. */
+export interface AppRecord {
+  readonly name: string;
+  /** The App a node hosts, and what the CLI, the node host and the cluster need of it (undefined: not hostable — the test-only register, recovery/ alone). */
+  readonly host?: { readonly app: AnyApp; readonly flags: NodeAppFlags };
+  /** The crash explorer runs it (`crash-test --app`): its crash part is CRASH_PARTS[name] (src/testing/crash/apps.ts). */
+  readonly crash: boolean;
 }
 
-/** What the CLI configures of the app called `name` (PMRPC_ERR_UNKNOWN_APP for an unknown one). */
+/** Every app, in the front ends' order (`--app` help; the swarm's seeds mix an app's index among the swarm's apps). */
+export const APP_RECORDS = Object.freeze([
+  { name: 'rpc', host: { app: rpcApp, flags: NODE_PARTS.rpc }, crash: true },
+  { name: 'kv', host: { app: kvApp, flags: NODE_PARTS.kv }, crash: true },
+  { name: 'register', crash: true },
+  { name: 'recovery', crash: true },
+  { name: 'rs', host: { app: rsApp, flags: NODE_PARTS.rs }, crash: true },
+  { name: 'rslock', host: { app: rslockApp, flags: NODE_PARTS.rslock }, crash: true },
+  { name: 'tx', host: { app: txApp, flags: NODE_PARTS.tx }, crash: true },
+  { name: 'txfarm', host: { app: txfarmApp, flags: NODE_PARTS.txfarm }, crash: false },
+  { name: 'txford', host: { app: txfordApp, flags: NODE_PARTS.txford }, crash: false },
+] as const satisfies readonly AppRecord[]);
+
+type Records = (typeof APP_RECORDS)[number];
+/** Every app's name. */
+export type AppName = Records['name'];
+/** The apps a node hosts. */
+export type NodeAppName = Extract<Records, { host: object }>['name'];
+/** The crash-testable apps (each has its part in CRASH_PARTS). */
+export type CrashAppName = Extract<Records, { crash: true }>['name'];
+
+/** Every app's name, in registry order. */
+export const APP_NAMES: readonly AppName[] = Object.freeze(APP_RECORDS.map((r) => r.name));
+
+/** The record of the app called `name` (undefined: no such app). The one lookup. */
+export function findAppRecord(name: string): AppRecord | undefined {
+  return typeof name === 'string' ? APP_RECORDS.find((r) => r.name === name) : undefined;
+}
+
+/** The record of the app called `name`, or PMRPC_ERR_UNKNOWN_APP naming the apps of the registry. */
+export function appRecord(name: string): AppRecord {
+  const r = findAppRecord(name);
+  if (r === undefined) throw new PmrpcError(NodeErrorCodes.UNKNOWN_APP, `unknown app ${JSON.stringify(name)}: one of ${APP_NAMES.join(', ')}`);
+  return r;
+}
+
+const HOSTED = APP_RECORDS.filter((r): r is Extract<Records, { host: object }> => 'host' in r);
+
+/** The apps a node hosts, by name (derived from APP_RECORDS). */
+export const NODE_APPS: Readonly<Record<string, AnyApp>> = Object.freeze(Object.fromEntries(HOSTED.map((r) => [r.name, r.host.app])));
+
+/** The names of `pmrpc serve --app` (a cluster file's `app`), in registry order. */
+export const NODE_APP_NAMES: readonly string[] = Object.freeze(HOSTED.map((r) => r.name));
+
+/** What the CLI, the node host and the cluster need of each hostable app, by name (derived from APP_RECORDS). */
+export const NODE_APP_FLAGS: Readonly<Record<NodeAppName, NodeAppFlags>> = Object.freeze(Object.fromEntries(HOSTED.map((r): [string, NodeAppFlags] => [r.name, r.host.flags])) as Record<NodeAppName, NodeAppFlags>);
+
+/** The app a node hosts called `name`, or PMRPC_ERR_UNKNOWN_APP (an unknown name, or an app no node hosts). */
+export function appByName(name: string): AnyApp {
+  const host = findAppRecord(name)?.host;
+  if (host === undefined) throw new PmrpcError(NodeErrorCodes.UNKNOWN_APP, `unknown app ${JSON.stringify(name)}: a node hosts one of ${NODE_APP_NAMES.join(', ')}`);
+  return host.app;
+}
+
+/** The node part of the app called `name`, or undefined (an App a node host was given that is not in the registry, or not hostable). */
+export function findNodeAppFlags(name: string): NodeAppFlags | undefined {
+  return findAppRecord(name)?.host?.flags;
+}
+
+/** What the CLI configures of the app called `name` (PMRPC_ERR_UNKNOWN_APP for an unknown one, or one no node hosts). */
 export function nodeAppFlags(name: string): NodeAppFlags {
   appByName(name);
-  return NODE_APP_FLAGS[name as NodeAppName];
+  return findAppRecord(name)!.host!.flags;
 }

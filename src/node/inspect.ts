@@ -15,7 +15,7 @@ import { cryptoEntropy, decodeHeader, defineErrorCodes, HEADER_BYTES, PmemRegion
 import { Rnic } from '../../flush/index.js';
 import { AREA_IDENT_BYTES, describeHolder, identifyArea, type AppProblem, type AppServer } from '../apps/index.js';
 import type { RpcInspectView, RpcRecoverySummary } from '../apps/rpc/index.js';
-import { NODE_APPS, nodeAppFlags } from './apps.js';
+import { findAppRecord, nodeAppFlags } from './apps.js';
 
 export const InspectErrorCodes = defineErrorCodes('inspect', {
   /** The region holds no app's area at offset 0 (never formatted, a format cut short, or not made by pmrpc). */
@@ -176,7 +176,7 @@ export function inspectFile(path: string): InspectReport {
   let server: AppServer | undefined;
   let nic: Rnic | undefined;
   try {
-    const app = holder === undefined ? undefined : NODE_APPS[holder.app];
+    const app = holder === undefined ? undefined : findAppRecord(holder.app)?.host?.app;
     if (holder === undefined || app === undefined) {
       report.holds = holder?.label ?? (magic === 0n ? 'nothing: never formatted, or a format cut short' : 'an unknown area');
       problems.push({

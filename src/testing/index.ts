@@ -43,8 +43,8 @@ export { digestHandler, readDigestLog, DIGEST_HANDLERS, type DigestEntry } from 
 // A picture of a violation: a self-contained HTML timeline, and the shortener of a failing history.
 export * from './timeline/index.js';
 
-// A test-only replicated register (an App on N nodes) that exercises the explorer's multi-node paths.
-export * from './register/index.js';
+// A test-only replicated register (an App on N nodes, src/apps/register) that exercises the explorer's multi-node paths.
+export * from '../apps/register/index.js';
 
 // Real crash-restart runs (SIGKILL of a serving process) and their workload and verifier.
 export {

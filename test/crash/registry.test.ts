@@ -1,14 +1,16 @@
-// The app registries (issue 26 item 4): the crash-testable apps are the records of
-// src/testing/crash/apps.ts, the hostable apps those of src/node/apps.ts, and nothing in cli/,
-// src/testing/, src/cluster/ or src/node/ spells an app's name outside them — but for the
-// allow-list below, each entry with why.
+// The app registry (issue 26 item 4): one list of app records, APP_RECORDS (src/node/apps.ts), and
+// one lookup (appRecord / findAppRecord), with the crash part of each crash-testable record attached
+// by name from src/testing/crash/apps.ts (CRASH_PARTS); the node host, the explorer, the swarm and
+// the CLI list and pick apps through it, and nothing in cli/, src/testing/, src/cluster/ or
+// src/node/ spells an app's name outside those two files — but for the allow-list below, each
+// entry with why.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { APP_FLAGS } from '../../cli/serve.js';
 import { CRASH_TEST_APPS, mutantLines } from '../../cli/crash-test.js';
 import { DEMO_APPS } from '../../cli/demo.js';
-import { NODE_APP_NAMES, nodeAppFlags } from '../../src/node/index.js';
+import { APP_NAMES, APP_RECORDS, appByName, appRecord, findAppRecord, NODE_APP_NAMES, NODE_APPS, nodeAppFlags } from '../../src/node/index.js';
 import { LAYOUT_OPTION_APPS } from '../../src/cluster/index.js';
 import { SOAK_APPS, SOAK_DEFAULTS } from '../../src/testing/index.js';
 import { crashApp, crashAppHelp, CRASH_APPS, findMutantEntry, mutantName, mutantTargets, MUTANT_APPS, parseMutant, SWARM_APPS } from '../../src/testing/crash/index.js';
@@ -33,9 +35,6 @@ const ALLOWED: ReadonlyArray<{ file: string; line: RegExp; why: string }> = [
   { file: 'src/testing/crash/tx.ts', line: /^\s*name: 'tx',$/, why: "the tx explorer app's own name" },
   { file: 'src/testing/crash/register.ts', line: /name: system\?\.name \?\? 'register',/, why: "the register explorer app's own name" },
   { file: 'src/testing/crash/recovery.ts', line: /name: 'recovery',|readonly app = 'recovery';|app: 'recovery', epoch/, why: "the recovery explorer app's own name and its server's inspect view" },
-  // The register is a test-only app (src/testing/register, as src/apps/<name> are the others): its own module names itself (app, welcome, inspect view).
-  { file: 'src/testing/register/app.ts', line: /app = 'register'|app: 'register'|name: 'register'/, why: 'the register app names itself' },
-  { file: 'src/testing/register/client.ts', line: /w\.app !== 'register'/, why: "the register client checks its server's welcome" },
   // Not an app: 'recovery' is also a violation kind (a recovery that failed or never answered).
   { file: 'src/testing/crash/explorer.ts', line: /kind: 'recovery'/, why: "the violation kind 'recovery', not the app" },
   { file: 'src/testing/crash/multi.ts', line: /kind: 'recovery'/, why: "the violation kind 'recovery', not the app" },
@@ -67,6 +66,27 @@ t.test('no app name is spelled in cli/, src/testing/, src/cluster/ or src/node/ 
   }
   t.same(stray, [], 'app names outside the registries');
   t.same(ALLOWED.filter((_, k) => !used.has(k)).map((a) => `${a.file}: ${a.why}`), [], 'allow-list entries that no longer match (drop them)');
+});
+
+t.test('one list of app records, one lookup: every front end\'s list is a filter of it, in its order', async (t) => {
+  t.same([...APP_NAMES], ['rpc', 'kv', 'register', 'recovery', 'rs', 'rslock', 'tx', 'txfarm', 'txford'], 'every app, once');
+  t.equal(new Set(APP_NAMES).size, APP_NAMES.length, 'no name twice');
+  t.same(CRASH_APPS.map((a) => a.name), APP_RECORDS.filter((r) => r.crash).map((r) => r.name), 'crash-test --app: the crash-testable records, in registry order');
+  t.same([...NODE_APP_NAMES], APP_RECORDS.filter((r) => 'host' in r).map((r) => r.name), 'serve --app: the hostable records, in registry order');
+  for (const r of APP_RECORDS) {
+    t.equal(appRecord(r.name), r, `${r.name}: the lookup finds its record`);
+    if ('host' in r) {
+      t.equal(appByName(r.name), r.host.app, `${r.name}: a node hosts its record's App`);
+      t.equal(NODE_APPS[r.name], r.host.app);
+      t.equal(nodeAppFlags(r.name), r.host.flags, `${r.name}: its node part`);
+      t.equal(r.host.app.name, r.name, `${r.name}: the App's own name is its record's`);
+    } else t.throws(() => appByName(r.name), { code: 'PMRPC_ERR_UNKNOWN_APP', message: /a node hosts one of rpc, kv, rs, rslock, tx, txfarm, txford/ }, `${r.name}: no node hosts it`);
+    if (r.crash) t.equal(crashApp(r.name).name, r.name, `${r.name}: its crash part, by name`);
+    else t.throws(() => crashApp(r.name), /app must be one of rpc, kv, register, recovery, rs, rslock, tx, got/, `${r.name}: not crash-testable`);
+  }
+  t.equal(findAppRecord('nope'), undefined);
+  t.throws(() => appRecord('nope'), { code: 'PMRPC_ERR_UNKNOWN_APP', message: 'unknown app "nope": one of rpc, kv, register, recovery, rs, rslock, tx, txfarm, txford' });
+  t.throws(() => appByName('nope'), { code: 'PMRPC_ERR_UNKNOWN_APP' });
 });
 
 t.test('the front ends list the registries', async (t) => {
@@ -104,7 +124,11 @@ t.test('mutants: --list-mutants, names and aliases from the records', async (t) 
   // kv's mutants were renamed to kebab-case: each former name is an alias (--mutant, --mutants, swarm --mutant kv:NAME).
   const kv = crashApp('kv');
   t.equal(mutantName(kv, 'narrowIndexFlush'), 'narrow-index-flush');
-  t.ok(kv.mutants.every((m) => /^[a-z][a-z0-9-]*$/.test(m.name) && m.aliases.length === 1), 'kv: kebab-case names, one alias each');
+  t.ok(kv.mutants.filter((m) => m.system === 'prism').every((m) => /^[a-z][a-z0-9-]*$/.test(m.name) && m.aliases.length === 1), 'kv (PRISM-KV): kebab-case names, one alias each');
+  // The Pilaf baseline's mutants are kv's too, of its system 'pilaf' (listed `pilaf`); new names, no aliases.
+  t.same(kv.mutants.filter((m) => m.system === 'pilaf').map((m) => [m.name, m.listed, m.aliases.length]), [['publish-before-item-persist', 'pilaf', 0], ['skip-entry-persist', 'pilaf', 0], ['clear-torn-entry', 'pilaf', 0]]);
+  t.same(kv.mutants.map((m) => m.system ?? null).filter((x) => x !== 'prism' && x !== 'pilaf'), [], 'every kv mutant names its system');
+  t.same(kv.systems, ['prism', 'pilaf'], "kv's systems, the default first");
   t.same(mutantTargets('kv', 'narrowIndexFlush,drop-heap-flush').map((x) => x.name), ['narrow-index-flush', 'drop-heap-flush']);
   t.same(parseMutant('kv:unconditionalCas'), { app: 'kv', name: 'unconditional-cas' });
   // So were rs's and recovery's: every app's mutants are kebab-case now.

@@ -6,14 +6,16 @@ import t from 'tap';
 // The compiled explorer: its --jobs pool runs the compiled sweep worker (dist/), as the CLI does.
 import { parseSeedRange, runMutants, formatMutants, type MutantApp } from '../../dist/src/testing/crash/index.js';
 
-export function mutantsAll(app: MutantApp): void {
+/** `system`: kv's system whose mutants run (`--system pilaf`; undefined: the app's default). */
+export function mutantsAll(app: MutantApp, system?: string): void {
   const range = process.env.PMRPC_MUTANT_SEEDS ?? '1..24';
   const seeds = parseSeedRange(range);
-  t.comment(`${app}: every mutant by the plain sweep, seeds ${range} (replay: pmrpc crash-test --app ${app} --mutants all --seeds ${range} --jobs 2; one mutant: the replay line it prints)`);
+  const flags = `--app ${app}${system !== undefined ? ` --system ${system}` : ''}`;
+  t.comment(`${app}${system !== undefined ? ` (${system})` : ''}: every mutant by the plain sweep, seeds ${range} (replay: pmrpc crash-test ${flags} --mutants all --seeds ${range} --jobs 2; one mutant: the replay line it prints)`);
   t.setTimeout(1_800_000);
-  t.test(`crash-test --app ${app} --mutants all --seeds ${range}: every mutant caught or argued equivalent`, async (t) => {
+  t.test(`crash-test ${flags} --mutants all --seeds ${range}: every mutant caught or argued equivalent`, async (t) => {
     const started = Date.now();
-    const r = await runMutants(app, 'all', seeds, { jobs: 2 });
+    const r = await runMutants(app, 'all', seeds, { jobs: 2, ...(system !== undefined ? { system } : {}) });
     t.comment(`${r.mutants.length} mutants in ${((Date.now() - started) / 1000).toFixed(0)} s wall`);
     for (const line of formatMutants(r)) t.comment(line.split('\n')[0]!);
     t.ok(r.mutants.length > 0, 'the app lists mutants');

@@ -113,7 +113,9 @@ t.test('app lists and mutant counts in the docs are the CLI\'s', async (t) => {
   const { loadClusterFile } = await import('../../dist/src/cluster/index.js');
   const state = stateDirOf(loadClusterFile(join(ROOT, 'examples/cluster-3.json')), undefined);
   t.match(readFileSync(join(ROOT, 'docs/cli.md'), 'utf8'), `\`examples/${state.slice(join(ROOT, 'examples').length + 1)}/\``, `docs/cli.md names the state dir of examples/cluster-3.json: ${state}`);
-  // "N mutants" (digits or a word): the app named nearest before it (`--app X`) or the file's.
+  // "N mutants" (digits or a word): the app named nearest before it (`--app X`) or the file's; of an
+  // app with systems (kv), those of the system named nearest before it (`--system S`) or its default.
+  const { crashApp } = await import('../../dist/src/testing/crash/index.js');
   const words = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen', 'seventeen', 'eighteen', 'nineteen', 'twenty'];
   const fileApp: Record<string, string> = { 'docs/rs.md': 'rs', 'docs/kv.md': 'kv', 'docs/tx.md': 'tx', 'docs/rpc.md': 'rpc' };
   let counts = 0;
@@ -125,8 +127,11 @@ t.test('app lists and mutant counts in the docs are the CLI\'s', async (t) => {
       if (app === undefined) continue;
       counts++;
       const n = /^\d+$/.test(m[1]!) ? Number(m[1]) : words.indexOf(m[1]!.toLowerCase());
-      const actual = mutantLines(app).length;
-      if (n !== actual) problems.push(`${file}:${text.slice(0, m.index).split('\n').length}: "${m[0]}" of --app ${app}: crash-test --app ${app} --list-mutants lists ${actual}`);
+      const a = crashApp(app);
+      const system = [...before.matchAll(/--system ([a-z]+)/g)].pop()?.[1] ?? a.systems?.[0];
+      const actual = a.mutants.filter((x: { system?: string }) => x.system === undefined || x.system === system).length;
+      t.ok(actual <= mutantLines(app).length, `${app}${system !== undefined ? ` (${system})` : ''}: ${actual} of the ${mutantLines(app).length} --list-mutants lines`);
+      if (n !== actual) problems.push(`${file}:${text.slice(0, m.index).split('\n').length}: "${m[0]}" of --app ${app}${system !== undefined ? ` --system ${system}` : ''}: crash-test --app ${app} lists ${actual}`);
     }
   }
   t.ok(counts >= 2, `${counts} mutant counts`);

@@ -5,7 +5,8 @@ import t from 'tap';
 import { createPrng, PmemRegion, seededEntropy, systemClock } from '../../pmem/index.js';
 import { InProcessFabric, QueuePair, Rnic } from '../../flush/index.js';
 import { checkLinearizable, type Operation } from '../../src/check/linearizability.js';
-import { blockBytes, decodeBlock, decodeWord, encodeRecord, encodeWord, INITIAL_WORD, LOST_WORD, recordIndex, recordOffset, registerApp, RegisterClient, registerModel, tagCompareMask, wordBytes, type RegisterAppServer, type RegisterInput, type RegisterOutput } from '../../src/testing/register/index.js';
+import { blockBytes, decodeBlock, decodeWord, encodeRecord, encodeWord, INITIAL_WORD, LOST_WORD, recordIndex, recordOffset, registerApp, RegisterClient, tagCompareMask, wordBytes, type RegisterAppServer } from '../../src/apps/register/index.js';
+import { registerModel, type RegisterInput, type RegisterOutput } from '../../src/testing/crash/index.js';
 
 const SEED = Number(process.env.PMRPC_SEED ?? 4242);
 t.comment(`seed ${SEED}`);
@@ -116,4 +117,22 @@ t.test('two nodes down: a coded error, not a hang', async (t) => {
   await t.rejects(clients[0]!.read(0), { code: 'PMRPC_ERR_REGISTER_NO_MAJORITY' });
   await t.rejects(clients[0]!.write(0, 6n), { code: 'PMRPC_ERR_REGISTER_NO_MAJORITY' });
   t.equal(await clients[1]!.read(0), 5n, 'another client with all links still reads it');
+});
+
+t.test('recovery marks a cell whose record does not carry its word as lost, and reports it (RegisterRecoveryReport)', async (t) => {
+  const o = registerApp.resolveOptions({ registers: 2, writers: 2 });
+  const region = PmemRegion.createInMemory(registerApp.minRegionBytes(o));
+  registerApp.format(region, o);
+  const host = () => ({ region, nic: new Rnic(region, { drain: 'eager' }), clock: systemClock, schedule: queueMicrotask, entropy: seededEntropy(createPrng(1)) });
+  // Register 1's word names installer 1's record 0, which was never written (what a missing record FLUSH leaves).
+  const at = registerApp.minRegionBytes(o) - blockBytes(o.writers);
+  region.store(at, wordBytes(encodeWord({ ts: 3n, writer: 1n, record: recordIndex(1, 0) })));
+  region.persist(at, 8);
+  const s = registerApp.open(host(), o) as RegisterAppServer;
+  t.equal(s.audit().length, 1, 'audit sees the cell before recovery');
+  const rep = s.recover();
+  t.same(rep, { app: 'register', registers: 2, lostCopies: 1 }, 'one copy lost, register 0 untouched');
+  t.equal(s.cell(1), undefined, 'register 1 is lost on this node');
+  t.same(s.audit(), [], 'a lost word is sound');
+  t.equal(s.recover(), rep, "recover() is idempotent: a second call returns the first's report");
 });

@@ -7,7 +7,7 @@
 import { oneOf, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import type { QueuePair } from '../../../flush/index.js';
 import { guardedMicrotask, jsonBytes, parseJsonBytes, refuseOtherApp, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
-import { PILAF_KV_SYSTEM, type PilafAppServer, type PilafClient } from '../pilaf/index.js';
+import { PILAF_KV_SYSTEM, type PilafAppServer, type PilafClient, type PilafFaults } from '../pilaf/index.js';
 import { kvBase } from './checks.js';
 import { PrismKvClient, type KvClientOptions } from './client.js';
 import type { KvFaults } from './faults.js';
@@ -24,9 +24,11 @@ export interface KvAppOptions {
   base: number;
   /** Test-only fault switches (mutants) of PRISM-KV. */
   faults: Partial<KvFaults>;
+  /** Test-only fault switches (mutants) of the Pilaf baseline (src/apps/pilaf/faults.ts). */
+  pilafFaults: Partial<PilafFaults>;
 }
 
-export const KV_APP_DEFAULTS: Readonly<KvAppOptions> = Object.freeze({ system: 'prism', layout: KV_LAYOUT_DEFAULTS, base: 0, faults: Object.freeze({}) });
+export const KV_APP_DEFAULTS: Readonly<KvAppOptions> = Object.freeze({ system: 'prism', layout: KV_LAYOUT_DEFAULTS, base: 0, faults: Object.freeze({}), pilafFaults: Object.freeze({}) });
 
 /** PRISM-KV opened on a region: `kv` is the PRISM-KV server, for tests and checkers. */
 export class PrismKvAppServer implements AppServer {
@@ -80,6 +82,8 @@ export type KvAppServer = PrismKvAppServer | PilafAppServer;
 
 /** One kv system: how large its area is, how it formats and opens one, and how a client connects from the welcome's address. */
 interface KvSystemEntry {
+  /** Its client reconnects a live server after a dropped connection (PRISM-KV's does; Pilaf's fails the operation). */
+  reconnects: boolean;
   areaBytes(base: number, layout: Partial<KvLayoutOptions>): number;
   format(region: PmemRegion, layout: Partial<KvLayoutOptions>, base: number): void;
   open(host: AppHost, o: KvAppOptions): KvAppServer;
@@ -89,13 +93,19 @@ interface KvSystemEntry {
 /** The kv app's systems, chosen from here and nowhere else. */
 const KV_SYSTEM_TABLE: Readonly<Record<KvSystem, KvSystemEntry>> = Object.freeze({
   prism: Object.freeze({
+    reconnects: true,
     areaBytes: (base: number, layout: Partial<KvLayoutOptions>) => computeKvGeometry(base, validateLayoutOptions(layout)).totalBytes,
     format: (region: PmemRegion, layout: Partial<KvLayoutOptions>, base: number) => void PrismKvServer.format(region, layout, { base }),
     open: (host: AppHost, o: KvAppOptions) => new PrismKvAppServer(host, o),
     connect: (qp: QueuePair, address: { rkey: number; base: number }, options: Partial<KvClientOptions>) => PrismKvClient.connect(qp, address, options),
   }),
-  pilaf: PILAF_KV_SYSTEM,
+  pilaf: Object.freeze({ ...PILAF_KV_SYSTEM, reconnects: false }),
 });
+
+/** Whether the client of kv system `system` reconnects a live server after a dropped connection (the crash explorer draws drops only then). */
+export function kvSystemReconnects(system: KvSystem): boolean {
+  return KV_SYSTEM_TABLE[system].reconnects;
+}
 
 const KV_APP_CHECKS: OptionChecks<KvAppOptions> = {
   system: oneOf(Object.keys(KV_SYSTEM_TABLE)),

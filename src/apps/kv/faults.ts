@@ -4,6 +4,7 @@
  * data for a CLI (`name<TAB>step`).
  */
 import { kebabName } from '../shared/index.js';
+import { findPilafMutant, PILAF_MUTANTS, pilafFaultsFor, type PilafFaults } from '../pilaf/index.js';
 
 export interface KvFaults {
   /** PUT chain: no FLUSH(persistent) of the heap before the CAS. */
@@ -129,3 +130,18 @@ export function faultsFor(mutant: string | undefined): KvFaults {
 export function listKvMutants(): string {
   return KV_MUTANTS.map((m) => `${m.name}\t${m.strategies.join(',')}`).join('\n');
 }
+
+/** A kv system's mutants: PRISM-KV's (KV_MUTANTS) or the Pilaf baseline's (PILAF_MUTANTS, src/apps/pilaf/faults.ts). */
+interface KvSystemMutants {
+  readonly names: readonly string[];
+  /** The mutant's name, from its name or an alias (undefined: not one of this system's). */
+  find(name: string): string | undefined;
+  /** The kv app's fault options of a mutant of this system (undefined: none on). */
+  faults(mutant: string | undefined): { faults: KvFaults; pilafFaults: PilafFaults };
+}
+
+/** Each kv system's mutants, by system: the one place the workload and the registry learn which mutant belongs to which system. */
+export const KV_SYSTEM_MUTANTS: Readonly<Record<'prism' | 'pilaf', KvSystemMutants>> = Object.freeze({
+  prism: Object.freeze({ names: KV_MUTANTS.map((m) => m.name), find: (n: string) => findKvMutant(n)?.name, faults: (m: string | undefined) => ({ faults: faultsFor(m), pilafFaults: pilafFaultsFor(undefined) }) }),
+  pilaf: Object.freeze({ names: PILAF_MUTANTS.map((m) => m.name), find: (n: string) => findPilafMutant(n)?.name, faults: (m: string | undefined) => ({ faults: faultsFor(undefined), pilafFaults: pilafFaultsFor(m) }) }),
+});

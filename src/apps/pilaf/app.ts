@@ -9,6 +9,7 @@ import type { PmemRegion } from '../../../pmem/index.js';
 import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import type { KvLayoutOptions } from '../shared/index.js';
 import { PilafClient } from './client.js';
+import type { PilafFaults } from './faults.js';
 import { computePilafGeometry } from './layout.js';
 import { PilafServer } from './server.js';
 
@@ -19,9 +20,9 @@ export class PilafAppServer implements AppServer {
   readonly kv: PilafServer;
   #recovered = false;
 
-  constructor(host: AppHost, o: { base: number }) {
+  constructor(host: AppHost, o: { base: number; pilafFaults?: Partial<PilafFaults> }) {
     // Pilaf rebuilds its CPU free lists as it opens: recover() has nothing left to do.
-    this.kv = PilafServer.open(host.region, host.nic, { base: o.base });
+    this.kv = PilafServer.open(host.region, host.nic, { base: o.base, faults: o.pilafFaults ?? {} });
   }
 
   recover(): Record<string, unknown> {
@@ -62,7 +63,7 @@ export const PILAF_KV_SYSTEM = Object.freeze({
   format(region: PmemRegion, layout: Partial<KvLayoutOptions>, base: number): void {
     PilafServer.format(region, layout, { base });
   },
-  open(host: AppHost, o: { base: number }): PilafAppServer {
+  open(host: AppHost, o: { base: number; pilafFaults?: Partial<PilafFaults> }): PilafAppServer {
     return new PilafAppServer(host, o);
   },
   connect(qp: QueuePair, address: { rkey: number; base: number }): Promise<PilafClient> {

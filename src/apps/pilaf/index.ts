@@ -7,3 +7,4 @@ export { PILAF_MAGIC, PILAF_REQUEST_IMM, PILAF_REPLY_IMM, encodePilafEntry, deco
 export { PilafServer, PILAF_SERVER_DEFAULTS, type PilafServerOptions } from './server.js';
 export { PilafClient, type PilafClientStats } from './client.js';
 export { PilafAppServer, PILAF_KV_SYSTEM } from './app.js';
+export { PILAF_MUTANTS, NO_PILAF_FAULTS, findPilafMutant, pilafFaultsFor, type PilafFaults, type PilafFaultName, type PilafMutant } from './faults.js';

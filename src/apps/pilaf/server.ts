@@ -33,14 +33,17 @@ import {
   type KvLayoutOptions,
   type MailboxStats,
 } from '../shared/index.js';
+import { checkPilafFaults, NO_PILAF_FAULTS, type PilafFaults } from './faults.js';
 import { decodePilafEntry, encodePilafEntry, OP_DELETE, OP_PUT, PILAF_MAGIC, PILAF_REPLY_IMM, PILAF_REQUEST_IMM, STATUS_BAD, STATUS_FULL, STATUS_INDEX_FULL, STATUS_OK, type PilafEntry } from './layout.js';
 
 export interface PilafServerOptions {
   base: number;
   poller: CpuPoller | undefined;
+  /** Test-only fault switches (mutants, faults.ts). */
+  faults: Partial<PilafFaults>;
 }
 
-export const PILAF_SERVER_DEFAULTS: Readonly<PilafServerOptions> = Object.freeze({ base: 0, poller: undefined });
+export const PILAF_SERVER_DEFAULTS: Readonly<PilafServerOptions> = Object.freeze({ base: 0, poller: undefined, faults: Object.freeze({}) });
 
 export class PilafServer {
   readonly region: PmemRegion;
@@ -48,6 +51,7 @@ export class PilafServer {
   readonly geometry: KvGeometry;
   readonly mr: MemoryRegion;
   readonly pd: ReturnType<Rnic['allocPd']>;
+  readonly faults: Readonly<PilafFaults>;
   #mailbox: Mailbox;
   /** CPU free lists per class size. */
   #free = new Map<number, number[]>();
@@ -77,13 +81,14 @@ export class PilafServer {
   static open(region: PmemRegion, nic: Rnic, options: Partial<PilafServerOptions> = {}): PilafServer {
     if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
     if (nic === null || typeof nic !== 'object' || nic.region !== region) throw new TypeError('nic must be an Rnic on the same region');
-    const o = resolveOptions(PILAF_SERVER_DEFAULTS, options, { base: kvBase });
+    const o = resolveOptions(PILAF_SERVER_DEFAULTS, options, { base: kvBase, faults: checkPilafFaults });
     return new PilafServer(region, nic, o);
   }
 
   private constructor(region: PmemRegion, nic: Rnic, o: PilafServerOptions) {
     this.region = region;
     this.nic = nic;
+    this.faults = Object.freeze({ ...NO_PILAF_FAULTS, ...o.faults });
     this.geometry = decodeKvHeader(region.load(o.base, 128), o.base, PILAF_MAGIC);
     this.pd = nic.allocPd();
     // FLUSH_PERSISTENT: a GET makes the index entry it read durable in the same message (DESIGN §5).
@@ -125,6 +130,10 @@ export class PilafServer {
       const e = decodePilafEntry(raw);
       if (e !== 'empty' && e !== undefined) this.#nextVersion = Math.max(this.#nextVersion, e.version + 1);
       if (e === 'empty' || (e !== undefined && e.ptr === 0)) continue;
+      if (e === undefined && this.faults.clearTornEntry) {
+        put(i, encodePilafEntry({ ptr: 0, len: 0, version: 1 })); // mutant: a torn entry is dropped, its ptr word ignored
+        continue;
+      }
       // The ptr word (the first 8 bytes, persisted first within the line) is the truth: a crash
       // in the middle of an entry update leaves a new ptr with an old length, version and CRC.
       const ptr = Number(new DataView(raw.buffer).getBigUint64(0, true));
@@ -204,7 +213,7 @@ export class PilafServer {
     if (op === OP_DELETE) {
       if (found < 0) return STATUS_OK;
       this.region.store(slotOffset(g, slot), encodePilafEntry({ ptr: 0, len: 0, version: this.#takeVersion() }));
-      this.region.persist(slotOffset(g, slot), SLOT_BYTES);
+      if (!this.faults.skipEntryPersist) this.region.persist(slotOffset(g, slot), SLOT_BYTES);
       this.#release(old!.ptr);
       return STATUS_OK;
     }
@@ -216,9 +225,10 @@ export class PilafServer {
     if (buf === undefined) return STATUS_FULL;
     const version = this.#takeVersion();
     this.region.store(buf, encodeItem({ key, value, version: BigInt(version), tombstone: false }));
-    this.region.persist(buf, n);
+    if (!this.faults.publishBeforeItemPersist) this.region.persist(buf, n);
     this.region.store(slotOffset(g, slot), encodePilafEntry({ ptr: buf, len: n, version }));
-    this.region.persist(slotOffset(g, slot), SLOT_BYTES);
+    if (!this.faults.skipEntryPersist) this.region.persist(slotOffset(g, slot), SLOT_BYTES);
+    if (this.faults.publishBeforeItemPersist) this.region.persist(buf, n); // mutant: the item only after its entry
     if (old !== undefined) this.#release(old.ptr);
     return STATUS_OK;
   }

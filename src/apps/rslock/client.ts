@@ -49,7 +49,8 @@
 import { callable, createPrng, intIn, oneOf, optional, PmrpcError, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type Prng } from '../../../pmem/index.js';
 import { NicErrorCodes, QueuePair, Wr, type Completion, type WorkRequest } from '../../../flush/index.js';
 import { parseJsonBytes } from '../index.js';
-import type { RsLockAddress } from './app.js';
+import type { RsLockFaults } from './faults.js';
+import type { RsLockAddress } from './server.js';
 import { decodeLockLine, decodePublish, decodeRecord, encodeLockLine, encodeRecord, LOCK_LINE_BYTES, LOCK_STRIDE, publishWord, RsLockErrorCodes, u64At, type BlockRecord } from './layout.js';
 
 /**
@@ -84,22 +85,6 @@ export interface RsLockClientOptions {
   /** Test-only fault switches (mutants of the persistence path, for the crash explorer's teeth). */
   faults: Partial<RsLockFaults>;
 }
-
-/**
- * - skipFlush: no FLUSH(persistent) of the record before the release: a write is acknowledged
- *   (and readers may return it) before it is durable.
- * - inPlace: the record overwrites the slot the lock word names instead of the other one: a crash
- *   mid-write can tear the block's last acknowledged value on every replica of the quorum.
- */
-export interface RsLockFaults {
-  skipFlush: boolean;
-  inPlace: boolean;
-}
-
-export const RSLOCK_MUTANTS: ReadonlyArray<{ name: string; step: string; faults: Partial<RsLockFaults> }> = Object.freeze([
-  { name: 'skip-flush', step: 'the FLUSH(persistent) of the record before the release', faults: { skipFlush: true } },
-  { name: 'in-place', step: 'out-of-place writes (the record goes to the slot the publish word does not name)', faults: { inPlace: true } },
-]);
 
 export const RSLOCK_CLIENT_DEFAULTS: Readonly<RsLockClientOptions> = Object.freeze({
   style: 'sigmod23',

@@ -1,5 +1,7 @@
 /** The lock-based replication baseline of PRISM-RS (DESIGN §5, §9): one-sided locks per block, majority quorums, standard verbs only. */
 export * from './layout.js';
-export { rslockApp, RsLockAppServer, RSLOCK_APP_DEFAULTS, type RsLockAppOptions, type RsLockAddress } from './app.js';
-export { RsLockClient, RSLOCK_CLIENT_DEFAULTS, BOTH_SLOTS_BYTES_MAX, RSLOCK_MUTANTS, type RsLockFaults, parseRsLockWelcome, type RsLockClientOptions, type RsLockClientStats, type RsLockReplica, RSLOCK_STYLES, type RsLockStyle } from './client.js';
+export { RsLockAppServer, type RsLockAddress, type RsLockRecoveryReport } from './server.js';
+export { rslockApp, RSLOCK_APP_DEFAULTS, type RsLockAppOptions } from './app.js';
+export { RsLockClient, RSLOCK_CLIENT_DEFAULTS, BOTH_SLOTS_BYTES_MAX, parseRsLockWelcome, type RsLockClientOptions, type RsLockClientStats, type RsLockReplica, RSLOCK_STYLES, type RsLockStyle } from './client.js';
+export { RSLOCK_MUTANTS, findRsLockMutant, type RsLockFaults, type RsLockMutant } from './faults.js';
 export { startLocalRsLock, type LocalRsLock } from './local.js';

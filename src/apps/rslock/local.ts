@@ -5,7 +5,8 @@
  */
 import { createPrng, PmemRegion, seededEntropy, systemClock, type Clock } from '../../../pmem/index.js';
 import { InProcessFabric, QueuePair, Rnic, type FabricOptions, type RnicOptions } from '../../../flush/index.js';
-import { rslockApp, type RsLockAppOptions, type RsLockAppServer } from './app.js';
+import { rslockApp, type RsLockAppOptions } from './app.js';
+import type { RsLockAppServer } from './server.js';
 import { RsLockClient, type RsLockClientOptions } from './client.js';
 
 export interface LocalRsLock {

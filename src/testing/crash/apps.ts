@@ -1,15 +1,19 @@
 /**
- * The crash-test registry: one record per crash-testable app (rpc, kv — PRISM-KV, with Pilaf as
- * its `system` —, register, recovery, rs, rslock, tx). A record says everything the explorer's
- * front ends need to know about its app: its name and help text, its mutants (what
- * `--list-mutants` prints, how `--mutant` and the mutant sweep `--mutants` run them, the old names
- * kept as aliases), how a sweep spec is built from the CLI's options, what the plain mutant sweep
- * runs, whether exhaustive mode and crash runs apply, what the swarm draws, and what `pmrpc soak`
- * runs of it. `pmrpc crash-test`, `pmrpc swarm`, `pmrpc soak` (soak.ts), the sweep (sweep.ts), the mutant sweep (mutants.ts) and the swarm (swarm.ts) pick
- * apps here and nowhere else (test/crash/registry.test.ts holds that no app name is spelled
- * outside the registries). The apps a node hosts are the other registry, src/node/apps.ts.
+ * The crash part of the app registry (src/node/apps.ts: APP_RECORDS, one list of names, one
+ * lookup): one record per crash-testable app (rpc, kv — PRISM-KV, with Pilaf as its `system` —,
+ * register, recovery, rs, rslock, tx), attached by name (CRASH_PARTS, typed by the registry's
+ * CrashAppName: a crash-testable app without its part, or a part the registry does not mark
+ * crash-testable, does not compile). A part says everything the explorer's front ends need to know
+ * about its app: its help text, its mutants (what `--list-mutants` prints, how `--mutant` and the
+ * mutant sweep `--mutants` run them, the old names kept as aliases, kv's per system), how a sweep
+ * spec is built from the CLI's options, what the plain mutant sweep runs, whether exhaustive mode
+ * and crash runs apply, what the swarm draws, and what `pmrpc soak` runs of it. `pmrpc
+ * crash-test`, `pmrpc swarm`, `pmrpc soak` (soak.ts), the sweep (sweep.ts), the mutant sweep
+ * (mutants.ts) and the swarm (swarm.ts) pick apps here, through the registry's lookup, and nowhere
+ * else (test/crash/registry.test.ts holds that no app name is spelled outside the registry files).
  */
-import { KV_MUTANTS } from '../../apps/kv/index.js';
+import { KV_MUTANTS, PILAF_MUTANTS } from '../../apps/kv/index.js';
+import { APP_RECORDS, findAppRecord, KV_SYSTEMS, type CrashAppName } from '../../node/index.js';
 import { RS_MUTANTS } from '../../apps/rs/index.js';
 import { RSLOCK_MUTANTS } from '../../apps/rslock/index.js';
 import { TX_MUTANTS } from '../../apps/tx/index.js';
@@ -17,7 +21,8 @@ import type { RpcStrategy } from '../../rpc/index.js';
 import { resolveExploreOptions, type ExploreOptions, type ExplorerApp } from './explorer.js';
 import { kvExplorerApp, resolveKvWorkload, type KvWorkloadOptions } from './kv.js';
 import { plainRecoveryShape, recoveryExplorerApp, recoveryMutantWorkload, resolveRecoveryWorkload, RECOVERY_MUTANTS } from './recovery.js';
-import { registerExplorerApp, resolveRegisterWorkload, REGISTER_MUTANTS } from './register.js';
+import { registerExplorerApp, resolveRegisterWorkload } from './register.js';
+import { REGISTER_MUTANTS } from '../../apps/register/index.js';
 import { resolveRpcWorkload, rpcExplorerApp } from './rpc.js';
 import { MUTANTS } from './rpc-mutants.js';
 import { resolveRsWorkload, rsExplorerApp } from './rs.js';
@@ -68,6 +73,8 @@ export interface MutantEntry {
   strategies?: readonly string[];
   /** Why no execution of the workload can tell it apart (then the mutant sweep does not run it). */
   equivalent?: string;
+  /** kv: the system it is a mutant of (CrashApp.systems; the mutant sweep runs those of `--system`). */
+  system?: string;
 }
 
 /** One mutant of one app in the mutant sweep (for rpc: under one strategy). */
@@ -78,6 +85,8 @@ export interface MutantTarget {
   strategy: string | null;
   /** Why no execution can tell it apart (then it is not run). */
   equivalent?: string;
+  /** kv: the system it runs on (MutantEntry.system). */
+  system?: string;
 }
 
 /** What the swarm draws and runs for an app. */
@@ -98,6 +107,8 @@ export interface CrashApp {
   /** What `--app` says of it. */
   readonly help: string;
   readonly mutants: readonly MutantEntry[];
+  /** kv: its systems (`--system`), the default first; each mutant names its own (MutantEntry.system). Undefined: one system. */
+  readonly systems?: readonly string[];
   /** It has a whole-history check, which crash runs (`--crash-runs`, `--crash-plan`) need. */
   readonly crashRuns: boolean;
   /** `--damage-tombstone` (a media error in every image) applies. */
@@ -178,7 +189,7 @@ export function plainTxShape(seed: number | undefined): { keys?: number; clients
   return seed !== undefined && seed % 2 === 0 ? { keys: 2, clients: 4 } : {};
 }
 
-const RPC: CrashApp = {
+const RPC: CrashApp & { readonly name: 'rpc' } = {
   name: 'rpc',
   help: 'durable RPC, per --strategy',
   mutants: entries(MUTANTS, 'strategies', true),
@@ -206,10 +217,12 @@ function kvWorkload(f: CrashTestFlags, tiny: boolean): KvWorkloadOptions {
   return resolveKvWorkload({ system, mutant, clients: f.clients, damageTombstone: f.damageTombstone === true });
 }
 
-const KV: CrashApp = {
+const KV: CrashApp & { readonly name: 'kv' } = {
   name: 'kv',
   help: 'PRISM-KV: put/get/delete chains, allocator recovery, durable linearizability; --system pilaf: the Pilaf baseline',
-  mutants: entries(KV_MUTANTS, 'strategies'),
+  // PRISM-KV's mutants, then the Pilaf baseline's (listed `pilaf`: `--system pilaf --mutants all` runs them).
+  mutants: [...entries(KV_MUTANTS, 'strategies').map((m) => ({ ...m, system: KV_SYSTEMS[0]! })), ...PILAF_MUTANTS.map((m) => ({ name: m.name, aliases: [], listed: 'pilaf', system: 'pilaf' }))],
+  systems: KV_SYSTEMS,
   crashRuns: true,
   mediaDamage: true,
   plainCrashRuns: 12,
@@ -217,7 +230,7 @@ const KV: CrashApp = {
   spec: (f, given) => ({ app: KV.name, workload: kvWorkload(f, false), explore: specExplore(given) }),
   // A media error as well (damageTombstone: a linked tombstone item goes bad in every image; its
   // key reads as deleted either way): recovery's rejected-slot repair runs in the plain sweep.
-  plainSpec: (t, _seed, explore) => ({ app: KV.name, workload: resolveKvWorkload({ mutant: t.name as KvWorkloadOptions['mutant'], damageTombstone: true }), explore }),
+  plainSpec: (t, _seed, explore) => ({ app: KV.name, workload: resolveKvWorkload({ system: t.system as KvWorkloadOptions['system'] | undefined, mutant: t.name as KvWorkloadOptions['mutant'], damageTombstone: true }), explore }),
   exhaustive: (f) => {
     const w = kvWorkload(f, true);
     return () => kvExplorerApp(w) as ExplorerApp<unknown>;
@@ -228,7 +241,7 @@ const KV: CrashApp = {
   realCrash: KV_REAL_CRASH,
 };
 
-const REGISTER: CrashApp = {
+const REGISTER: CrashApp & { readonly name: 'register' } = {
   name: 'register',
   help: 'the test-only replicated register on --nodes nodes: crash runs, exhaustive mode',
   mutants: entries(REGISTER_MUTANTS, 'step'),
@@ -247,7 +260,7 @@ const REGISTER: CrashApp = {
   },
 };
 
-const RECOVERY: CrashApp = {
+const RECOVERY: CrashApp & { readonly name: 'recovery' } = {
   name: 'recovery',
   help: 'recovery/ alone: rings and redo log driven without a NIC',
   mutants: entries(RECOVERY_MUTANTS, 'step'),
@@ -264,7 +277,7 @@ const RECOVERY: CrashApp = {
   plainSpec: (t, seed, explore) => ({ app: RECOVERY.name, workload: resolveRecoveryWorkload({ ...plainRecoveryShape(seed), ...recoveryMutantWorkload(t.name) }), explore: { ...explore, imagesPerPoint: 4 } }),
 };
 
-const RS: CrashApp = {
+const RS: CrashApp & { readonly name: 'rs' } = {
   name: 'rs',
   help: 'PRISM-RS: ABD over durable chains on --nodes replicas (default 3), --registers blocks (default 2); crash runs',
   mutants: entries(RS_MUTANTS, 'step'),
@@ -280,7 +293,7 @@ const RS: CrashApp = {
   realCrash: RS_REAL_CRASH,
 };
 
-const RSLOCK: CrashApp = {
+const RSLOCK: CrashApp & { readonly name: 'rslock' } = {
   name: 'rslock',
   help: "PRISM-RS's lock-based baseline on --nodes replicas, every replica crashed at once",
   mutants: entries(RSLOCK_MUTANTS, 'step'),
@@ -291,7 +304,7 @@ const RSLOCK: CrashApp = {
   plainSpec: (t, _seed, explore) => ({ app: RSLOCK.name, workload: { mutant: t.name }, explore }),
 };
 
-const TX: CrashApp = {
+const TX: CrashApp & { readonly name: 'tx' } = {
   name: 'tx',
   help: 'PRISM-TX on --nodes shards: list-append or bank transactions, resolution, crash runs, mutants; docs/tx.md',
   mutants: entries(TX_MUTANTS, 'step'),
@@ -315,8 +328,11 @@ const TX: CrashApp = {
   realCrash: TX_REAL_CRASH,
 };
 
-/** Every crash-testable app, in the order `--app` lists them (the swarm's order too: its seeds mix the app's index among SWARM_APPS). */
-export const CRASH_APPS: readonly CrashApp[] = Object.freeze([RPC, KV, REGISTER, RECOVERY, RS, RSLOCK, TX]);
+/** The crash part of every crash-testable app of the registry, by name (each part's name is its key). */
+const CRASH_PARTS: { readonly [K in CrashAppName]: CrashApp & { readonly name: K } } = Object.freeze({ rpc: RPC, kv: KV, register: REGISTER, recovery: RECOVERY, rs: RS, rslock: RSLOCK, tx: TX } as const);
+
+/** Every crash-testable app, in registry order (APP_RECORDS: what `--app` lists; the swarm's order too: its seeds mix the app's index among SWARM_APPS). */
+export const CRASH_APPS: readonly CrashApp[] = Object.freeze(APP_RECORDS.filter((r): r is Extract<(typeof APP_RECORDS)[number], { crash: true }> => r.crash).map((r) => CRASH_PARTS[r.name]));
 
 /** The names of `crash-test --app`. */
 export const CRASH_APP_NAMES: readonly string[] = Object.freeze(CRASH_APPS.map((a) => a.name));
@@ -324,11 +340,11 @@ export const CRASH_APP_NAMES: readonly string[] = Object.freeze(CRASH_APPS.map((
 /** The apps the swarm runs (those with a SwarmEntry), in registry order. */
 export const SWARM_APP_NAMES: readonly string[] = Object.freeze(CRASH_APPS.filter((a) => a.swarm !== undefined).map((a) => a.name));
 
-/** The crash-test app called `name` (TypeError naming the choices otherwise). */
+/** The crash-test app called `name`, through the registry's lookup (TypeError naming the choices for an unknown or not crash-testable app). */
 export function crashApp(name: string): CrashApp {
-  const a = CRASH_APPS.find((x) => x.name === name);
-  if (a === undefined) throw new TypeError(`app must be one of ${CRASH_APP_NAMES.join(', ')}, got ${String(name)}`);
-  return a;
+  const r = findAppRecord(name);
+  if (r === undefined || !r.crash) throw new TypeError(`app must be one of ${CRASH_APP_NAMES.join(', ')}, got ${String(name)}`);
+  return CRASH_PARTS[r.name as CrashAppName];
 }
 
 /** The record of a swarm app. */

@@ -16,8 +16,8 @@ import { NicErrorCodes, QueuePair, Wr } from '../../../flush/index.js';
 import type { PmemRegion, Prng } from '../../../pmem/index.js';
 import { checkLinearizable, cutHistory, describeKvInput, kvModel, lostWrites, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
-import { connectKvClient, kvApp, KvAppServer, type KvSystem } from '../../apps/kv/index.js';
-import { faultsFor, findKvMutant, KV_MUTANTS, NO_KV_FAULTS, type KvFaults } from '../../apps/kv/index.js';
+import { connectKvClient, kvApp, KvAppServer, kvSystemReconnects, type KvSystem } from '../../apps/kv/index.js';
+import { KV_SYSTEM_MUTANTS, NO_KV_FAULTS, type KvFaults } from '../../apps/kv/index.js';
 import { classOf, computeKvGeometry, decodeItem, decodeSlot, homeSlot, KvErrorCodes, probeSequence, slotOffset, validateLayoutOptions, type KvGeometry, type KvLayoutOptions } from '../../apps/kv/index.js';
 import type { PrismKvClient } from '../../apps/kv/index.js';
 import type { PilafClient } from '../../apps/kv/index.js';
@@ -37,7 +37,7 @@ export interface KvScriptOp {
 
 export interface KvWorkloadOptions {
   system: KvSystem;
-  /** A mutant of KV_MUTANTS, by its name or an alias. */
+  /** A mutant of the system's (KV_SYSTEM_MUTANTS: PRISM-KV's KV_MUTANTS, by its name or an alias, or the Pilaf baseline's PILAF_MUTANTS). */
   mutant: string | undefined;
   clients: number;
   opsPerClient: number;
@@ -85,7 +85,10 @@ export interface KvOp extends Operation<KvInput, KvOutput> {
 export function resolveKvWorkload(options: Partial<KvWorkloadOptions>): KvWorkloadOptions {
   const o = resolveOptions<KvWorkloadOptions>(KV_WORKLOAD_DEFAULTS, options, {});
   if (o.system !== 'prism' && o.system !== 'pilaf') throw new TypeError(`system must be 'prism' or 'pilaf', got ${String(o.system)}`);
-  if (o.mutant !== undefined && findKvMutant(o.mutant) === undefined) throw new TypeError(`mutant must be one of ${KV_MUTANTS.map((m) => m.name).join(', ')}, got ${String(o.mutant)}`);
+  if (o.mutant !== undefined && KV_SYSTEM_MUTANTS[o.system].find(o.mutant) === undefined) {
+    const of = Object.entries(KV_SYSTEM_MUTANTS).find(([, m]) => m.find(o.mutant!) !== undefined)?.[0];
+    throw new TypeError(`mutant must be one of ${KV_SYSTEM_MUTANTS[o.system].names.join(', ')} (the mutants of system ${o.system}), got ${String(o.mutant)}${of !== undefined ? ` (a mutant of --system ${of})` : ''}`);
+  }
   const int = (name: keyof KvWorkloadOptions, lo: number, hi: number): void => {
     const v = o[name];
     if (!Number.isSafeInteger(v) || (v as number) < lo || (v as number) > hi) throw new RangeError(`${name} must be an integer in [${lo}, ${hi}], got ${String(v)}`);
@@ -237,8 +240,10 @@ function damageTombstone(g: KvGeometry, d: Uint8Array): void {
 /** A fresh KV explorer app (it holds the workload's history: one per explore() call). */
 export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): ExplorerApp<{ time: number }> & { history(): KvOp[]; uncertainInstalls(): number; undecided: number; slotsRepaired: number; slotsRejected: number; staleReturnsRefused: Record<string, number> } {
   const w = resolveKvWorkload(options);
-  const faults: KvFaults = { ...faultsFor(w.mutant), ...w.faults };
-  const appOptions = kvApp.resolveOptions({ system: w.system, layout: KV_CRASH_LAYOUT, faults });
+  const mutantFaults = KV_SYSTEM_MUTANTS[w.system].faults(w.mutant);
+  const faults: KvFaults = { ...mutantFaults.faults, ...w.faults };
+  const pilafFaults = mutantFaults.pilafFaults;
+  const appOptions = kvApp.resolveOptions({ system: w.system, layout: KV_CRASH_LAYOUT, faults, pilafFaults });
   /** Logical time: calls, returns and crash points. */
   let now = 0;
   const ops: KvOp[] = [];
@@ -492,7 +497,8 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
     },
     clients: w.clients,
     /** Its clients reconnect the live node after a dropped connection (connectKvClient's reconnect): crash runs drop connections. */
-    drops: true,
+    // Drops of a live server's connections: only for a system whose client reconnects (PRISM-KV's; Pilaf's fails the operation).
+    drops: kvSystemReconnects(w.system),
     crashClient(c: number): void {
       if (!Number.isSafeInteger(c) || c < 0 || c >= w.clients) throw new RangeError(`client must be in [0, ${w.clients}), got ${String(c)}`);
       crashedClients.add(c);

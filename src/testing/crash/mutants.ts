@@ -39,20 +39,27 @@ export interface MutantsReport {
   mutants: MutantResult[];
 }
 
-/** The targets of `--mutants` ('all', or names or former names (aliases) separated by commas) of `app`. */
-export function mutantTargets(app: string, which: string): MutantTarget[] {
+/**
+ * The targets of `--mutants` ('all', or names or former names (aliases) separated by commas) of
+ * `app`; of an app with systems (kv), those of `system` (default: the app's first, PRISM-KV).
+ */
+export function mutantTargets(app: string, which: string, system?: string): MutantTarget[] {
   if (!CRASH_APP_NAMES.includes(app)) throw new TypeError(`app must be one of ${CRASH_APP_NAMES.join(', ')}, got ${String(app)}`);
   const a = crashApp(app);
-  const all = a.mutants;
+  if (system !== undefined && a.systems !== undefined && !a.systems.includes(system)) throw new TypeError(`system must be one of ${a.systems.join(', ')}, got ${String(system)}`);
+  const sys = a.systems === undefined ? undefined : (system ?? a.systems[0]!);
+  const all = a.mutants.filter((m) => m.system === undefined || m.system === sys);
   const picked = which === 'all' ? all : which.split(',').map((n) => {
     const m = findMutantEntry(a, n.trim());
     if (m === undefined) throw new TypeError(`unknown mutant '${n}' of --app ${app}; one of ${all.map((x) => x.name).join(', ') || '(none)'}`);
+    if (m.system !== undefined && m.system !== sys) throw new TypeError(`mutant '${n}' of --app ${app} is a mutant of --system ${m.system}, not ${String(sys)}`);
     return m;
   });
   return picked.flatMap((m): MutantTarget[] => {
-    if (m.strategies === undefined) return [{ app, name: m.name, strategy: null }];
-    if (m.strategies.length === 0) return [{ app, name: m.name, strategy: null, equivalent: m.equivalent ?? 'no strategy lists it' }];
-    return m.strategies.map((s) => ({ app, name: m.name, strategy: s }));
+    const on = m.system !== undefined ? { system: m.system } : {};
+    if (m.strategies === undefined) return [{ app, name: m.name, strategy: null, ...on }];
+    if (m.strategies.length === 0) return [{ app, name: m.name, strategy: null, equivalent: m.equivalent ?? 'no strategy lists it', ...on }];
+    return m.strategies.map((s) => ({ app, name: m.name, strategy: s, ...on }));
   });
 }
 
@@ -92,9 +99,9 @@ export async function mutantSweep(t: MutantTarget, seeds: readonly number[]): Pr
   return { ...base, caught: false, seed: null, images, replay: null, seedsRun };
 }
 
-/** The mutant sweep of `app`: every target of `which`, `jobs` of them at a time (worker threads). */
-export async function runMutants(app: string, which: string, seeds: readonly number[], options: { jobs?: number; onResult?: (r: MutantResult, done: number, total: number) => void } = {}): Promise<MutantsReport> {
-  const targets = mutantTargets(app, which);
+/** The mutant sweep of `app`: every target of `which` (of `system`, for kv), `jobs` of them at a time (worker threads). */
+export async function runMutants(app: string, which: string, seeds: readonly number[], options: { jobs?: number; system?: string; onResult?: (r: MutantResult, done: number, total: number) => void } = {}): Promise<MutantsReport> {
+  const targets = mutantTargets(app, which, options.system);
   if (seeds.length === 0) throw new RangeError('seeds must not be empty');
   const jobs = options.jobs ?? 1;
   if (!Number.isSafeInteger(jobs) || jobs < 1 || jobs > 64) throw new RangeError(`jobs must be an integer in [1, 64], got ${String(jobs)}`);

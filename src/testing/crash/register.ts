@@ -1,5 +1,5 @@
 /**
- * The test-only replicated register (src/testing/register) on the explorer: N nodes, concurrent
+ * The test-only replicated register (src/apps/register) on the explorer: N nodes, concurrent
  * ABD clients writing and reading, one QP per client per node. Checks:
  * - durable linearizability (registerModel): the history with crash events removed, where an
  *   operation cut by a crash (its client crashed, or it failed for want of a majority) may or may
@@ -14,25 +14,29 @@
 import { PmrpcError, type PmemRegion, type Prng, resolveOptions } from '../../../pmem/index.js';
 import type { QueuePair } from '../../../flush/index.js';
 import type { AppHost, AppProblem, AppServer } from '../../apps/index.js';
-import { checkLinearizable, cutHistory, type Operation } from '../../check/index.js';
-import { compareTags, registerApp, RegisterErrorCodes, type Cell, type RegisterAppServer } from '../register/index.js';
-import { RegisterClient, type RegisterFaults } from '../register/index.js';
-import { registerModel, type RegisterInput, type RegisterOutput } from '../register/index.js';
+import { checkLinearizable, cutHistory, type Model, type Operation } from '../../check/index.js';
+import { compareTags, findRegisterMutant, registerApp, RegisterClient, RegisterErrorCodes, REGISTER_MUTANTS, type Cell, type RegisterAppServer, type RegisterFaults } from '../../apps/register/index.js';
 import type { ExplorerApp } from './explorer.js';
 import type { World } from './world.js';
 
-export interface RegisterMutant {
-  name: string;
-  step: string;
-  faults: RegisterFaults;
-}
+/** The sequential specification of the register, for checkLinearizable. */
+export type RegisterInput = { kind: 'write'; register: number; value: bigint } | { kind: 'read'; register: number };
+/** read: the value; write: null. */
+export type RegisterOutput = bigint | null;
 
-export const REGISTER_MUTANTS: readonly RegisterMutant[] = Object.freeze([
-  { name: 'count-failed-cas', step: 'a replica whose CAS did not swap counts only once a flushed READ shows a tag >= the writer\'s', faults: { countFailedCas: true } },
-  { name: 'skip-install-flush', step: 'the FLUSH(persistent) of the cell word after the install CAS: a write is acknowledged before it is durable', faults: { skipInstallFlush: true } },
-  { name: 'skip-record-flush', step: 'the FLUSH(persistent) of the record before the install CAS: a durable cell word may point at a record a crash takes back', faults: { skipRecordFlush: true } },
-  { name: 'skip-read-flush', step: 'the FLUSH(persistent) of what a read returns: a read may return a value a crash takes back', faults: { skipReadFlush: true } },
-] satisfies RegisterMutant[]);
+/** Registers start at 0; partitioned by register. */
+export const registerModel: Model<bigint, RegisterInput, RegisterOutput> = {
+  init: () => 0n,
+  step(state, input, output) {
+    if (input.kind === 'write') return input.value;
+    if (output === undefined) return state;
+    return output === state ? state : undefined;
+  },
+  key: (s) => s.toString(),
+  partition: (input) => String(input.register),
+  describe: (op: Operation<RegisterInput, RegisterOutput>) =>
+    `client ${op.client} ${op.input.kind === 'write' ? `write(r${op.input.register}, ${op.input.value})` : `read(r${op.input.register}) -> ${op.ret === undefined ? '?' : String(op.output)}`} [${op.call}, ${op.ret ?? '∞'}]`,
+};
 
 export interface RegisterWorkloadOptions {
   nodes: number;
@@ -60,7 +64,7 @@ export function resolveRegisterWorkload(options: Partial<RegisterWorkloadOptions
   int('opsPerClient', 1, 1000);
   int('registers', 1, 8);
   if (o.pattern !== 'mixed' && o.pattern !== 'writer-reader') throw new TypeError(`pattern must be 'mixed' or 'writer-reader', got ${String(o.pattern)}`);
-  if (o.mutant !== undefined && !REGISTER_MUTANTS.some((m) => m.name === o.mutant)) throw new TypeError(`mutant must be one of ${REGISTER_MUTANTS.map((m) => m.name).join(', ')}, got ${String(o.mutant)}`);
+  if (o.mutant !== undefined && findRegisterMutant(o.mutant) === undefined) throw new TypeError(`mutant must be one of ${REGISTER_MUTANTS.map((m) => m.name).join(', ')}, got ${String(o.mutant)}`);
   return o;
 }
 
@@ -119,7 +123,7 @@ export interface RegisterSystem {
 /** A fresh register explorer app (it holds the workload's history; workload() starts it afresh). */
 export function registerExplorerApp(options: Partial<RegisterWorkloadOptions> = {}, system?: RegisterSystem): RegisterExplorerApp {
   const w = resolveRegisterWorkload(system === undefined ? options : { ...options, mutant: undefined });
-  const faults = REGISTER_MUTANTS.find((m) => m.name === w.mutant)?.faults ?? {};
+  const faults = (w.mutant === undefined ? undefined : findRegisterMutant(w.mutant))?.faults ?? {};
   const appOptions = registerApp.resolveOptions({ registers: w.registers });
   let now = 0;
   let ops: RegisterOp[] = [];

@@ -12,7 +12,7 @@
  * app's to pass.
  */
 import { createPrng, definedOptions, PmrpcError, type PmemRegion } from '../../../pmem/index.js';
-import { RSLOCK_MUTANTS, RsLockClient, rslockApp, RsLockErrorCodes, type RsLockAppServer } from '../../apps/rslock/index.js';
+import { findRsLockMutant, RSLOCK_MUTANTS, RsLockClient, rslockApp, RsLockErrorCodes, type RsLockAppServer } from '../../apps/rslock/index.js';
 import { registerExplorerApp, type RegisterExplorerApp, type RegisterSystem, type RegisterWorkloadOptions } from './register.js';
 import type { World } from './world.js';
 
@@ -46,7 +46,7 @@ function decodeValue(b: Uint8Array | null | undefined, n: number): bigint {
 export function rslockExplorerApp(options: Partial<RsLockWorkloadOptions> = {}): RegisterExplorerApp {
   const o = { ...RSLOCK_WORKLOAD_DEFAULTS, ...definedOptions(options) };
   if (!Number.isSafeInteger(o.blockBytes) || o.blockBytes < 8 || o.blockBytes > 4096 || o.blockBytes % 8 !== 0) throw new RangeError(`blockBytes must be a multiple of 8 in [8, 4096], got ${String(o.blockBytes)}`);
-  const mutant = o.mutant === undefined ? undefined : RSLOCK_MUTANTS.find((m) => m.name === o.mutant);
+  const mutant = o.mutant === undefined ? undefined : findRsLockMutant(o.mutant);
   if (o.mutant !== undefined && mutant === undefined) throw new TypeError(`mutant must be one of ${RSLOCK_MUTANTS.map((m) => m.name).join(', ')}, got ${String(o.mutant)}`);
   const appOptions = rslockApp.resolveOptions({ blocks: o.registers, blockBytes: o.blockBytes });
   let made = 0;

@@ -1,5 +1,5 @@
 /**
- * TEST-ONLY: the ABD client of the replicated register app (app.ts), one QueuePair per node.
+ * TEST-ONLY: the ABD client of the replicated register app (app.ts, server.ts), one QueuePair per node.
  *
  * Phase (1) on every node: READ + FLUSH(persistent) the register's block (its cell word and the
  * records), done at a majority: what it read is durable where it was read. Phase (2), install
@@ -21,9 +21,10 @@
  * fewer than a majority → PMRPC_ERR_REGISTER_NO_MAJORITY.
  */
 import { PmrpcError } from '../../../pmem/index.js';
-import { parseJsonBytes } from '../../apps/index.js';
+import { parseJsonBytes } from '../index.js';
 import { Wr, type Completion, type QueuePair, type WorkRequest } from '../../../flush/index.js';
-import { blockBytes, CELL_BYTES, compareTags, decodeBlock, decodeWord, encodeRecord, encodeWord, isLostWord, recordIndex, recordOffset, RECORD_BYTES, RegisterErrorCodes, tagCompareMask, wordBytes, type Cell } from './app.js';
+import { blockBytes, CELL_BYTES, compareTags, decodeBlock, decodeWord, encodeRecord, encodeWord, isLostWord, recordIndex, recordOffset, RECORD_BYTES, RegisterErrorCodes, tagCompareMask, wordBytes, type Cell } from './layout.js';
+import type { RegisterFaults } from './faults.js';
 
 /** One node as the client sees it. */
 export interface RegisterNode {
@@ -81,20 +82,6 @@ function quorum<T>(attempts: Array<Promise<T | undefined>>, need: number): Promi
       void p.then(settle, () => settle(undefined));
     }
   });
-}
-
-/**
- * Test-only fault switches (mutants of the protocol, for the crash explorer's teeth):
- * - countFailedCas: a node whose CAS did not swap counts at once, without the flushed READ;
- * - skipInstallFlush: the install chain has no FLUSH of the cell (WRITE; FLUSH record; CAS; READ): acknowledged before durable;
- * - skipRecordFlush: the install chain has no FLUSH of the record before the CAS: a durable cell may point at a record a crash takes back;
- * - skipReadFlush: the READ of phase 1 is not FLUSHed: a read may return what a crash takes back.
- */
-export interface RegisterFaults {
-  countFailedCas?: boolean;
-  skipInstallFlush?: boolean;
-  skipRecordFlush?: boolean;
-  skipReadFlush?: boolean;
 }
 
 function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {

@@ -1,5 +1,6 @@
 /**
- * TEST-ONLY: a replicated register app, to exercise multi-node crash paths of the crash explorer
+ * The replicated register's layout and codes (the app: app.ts, its node: server.ts, its ABD
+ * client: client.ts, its mutants: faults.ts). TEST-ONLY: a replicated register app, to exercise multi-node crash paths of the crash explorer
  * with less machinery than PRISM-RS. It is not PRISM-RS: no ALLOCATE, values are one u64.
  *
  * Each node holds, after a 64-byte header at `base`, one block of `blockBytes(writers)` per register:
@@ -22,9 +23,7 @@
  * Recovery rebuilds nothing (no free lists, no log): it validates the header, and marks a cell
  * whose record does not carry its word (what only a broken install can leave) as LOST_WORD.
  */
-import { defineErrorCodes, intIn, must, PmrpcError, resolveOptions, crc32c, type ErrorCodesOf, type OptionChecks, type PmemRegion } from '../../../pmem/index.js';
-import { Access, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
-import { jsonBytes, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../../apps/index.js';
+import { defineErrorCodes, crc32c, type ErrorCodesOf } from '../../../pmem/index.js';
 
 export const RegisterErrorCodes = defineErrorCodes('testing', {
   /** Fewer than a majority of nodes answered an operation. */
@@ -52,18 +51,8 @@ export const RECORD_BYTES = 16;
 const RECORDS_AT = 64;
 /** Record index of "no record" (the initial cell and LOST_WORD). */
 export const NO_RECORD = 0xffff;
-const MAX_WRITERS = 1024;
-
-export interface RegisterAppOptions {
-  /** Registers per node (1..4096). */
-  registers: number;
-  /** Installer ids 1..writers (every client that writes or reads; 1..1024): two records each per register. */
-  writers: number;
-  /** Offset of the register area in the region (a multiple of 64). */
-  base: number;
-}
-
-export const REGISTER_APP_DEFAULTS: Readonly<RegisterAppOptions> = Object.freeze({ registers: 1, writers: 8, base: 0 });
+/** Installer ids per register, at most. */
+export const MAX_WRITERS = 1024;
 
 /** Bytes of one register's block: the cell word's line, two records per installer, to a whole line. */
 export function blockBytes(writers: number): number {
@@ -166,7 +155,7 @@ export function tagCompareMask(): Uint8Array {
   return Uint8Array.from({ length: CELL_BYTES }, (_, i) => (i >= 2 ? 0xff : 0));
 }
 
-function encodeHeader(registers: number, writers: number): Uint8Array {
+export function encodeRegisterHeader(registers: number, writers: number): Uint8Array {
   const b = new Uint8Array(REGISTER_HEADER_BYTES);
   const dv = new DataView(b.buffer);
   dv.setBigUint64(0, REGISTER_MAGIC, true);
@@ -178,7 +167,7 @@ function encodeHeader(registers: number, writers: number): Uint8Array {
 }
 
 /** The register and writer counts of the header at `b`, or undefined when there is no valid header. */
-function decodeHeader(b: Uint8Array): { registers: number; writers: number } | undefined {
+export function decodeRegisterHeader(b: Uint8Array): { registers: number; writers: number } | undefined {
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
   if (dv.getBigUint64(0, true) !== REGISTER_MAGIC) return undefined;
   if (dv.getUint32(20, true) !== crc32c(b.subarray(0, 20))) return undefined;
@@ -188,130 +177,3 @@ function decodeHeader(b: Uint8Array): { registers: number; writers: number } | u
   return registers >= 1 && registers <= 4096 && writers >= 1 && writers <= MAX_WRITERS ? { registers, writers } : undefined;
 }
 
-const REGISTER_APP_CHECKS: OptionChecks<RegisterAppOptions> = {
-  registers: intIn(1, 4096),
-  writers: intIn(1, MAX_WRITERS),
-  base: must((v) => Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) % 64 === 0, (v) => `must be a non-negative multiple of 64, got ${String(v)}`, RangeError),
-};
-
-function resolveRegisterOptions(options: Partial<RegisterAppOptions>): RegisterAppOptions {
-  return resolveOptions(REGISTER_APP_DEFAULTS, options, REGISTER_APP_CHECKS);
-}
-
-/** The register app on one node's region. */
-export class RegisterAppServer implements AppServer {
-  readonly app = 'register';
-  readonly registers: number;
-  readonly writers: number;
-  readonly base: number;
-  readonly #region: PmemRegion;
-  readonly #nic: Rnic;
-  readonly #pd: ProtectionDomain;
-  readonly mr: MemoryRegion;
-  #qps: ServerQp[] = [];
-  #recovered = false;
-  #closed = false;
-
-  constructor(host: AppHost, o: RegisterAppOptions) {
-    this.#region = host.region;
-    this.#nic = host.nic;
-    this.base = o.base;
-    if (o.base + REGISTER_HEADER_BYTES > host.region.sizeBytes) throw new PmrpcError(RegisterErrorCodes.NOT_FORMATTED, `no register header at ${o.base}: the region has ${host.region.sizeBytes} bytes`);
-    const h = decodeHeader(host.region.load(o.base, REGISTER_HEADER_BYTES));
-    if (h === undefined) throw new PmrpcError(RegisterErrorCodes.NOT_FORMATTED, `no valid register header at ${o.base}`);
-    if (o.base + REGISTER_HEADER_BYTES + h.registers * blockBytes(h.writers) > host.region.sizeBytes) throw new PmrpcError(RegisterErrorCodes.NOT_FORMATTED, 'the register area runs past the end of the region');
-    this.registers = h.registers;
-    this.writers = h.writers;
-    this.#pd = host.nic.allocPd();
-    // Only the blocks are remote memory: the header is never a client's to touch.
-    this.mr = host.nic.registerMr(this.#pd, o.base + REGISTER_HEADER_BYTES, h.registers * blockBytes(h.writers), Access.REMOTE_READ | Access.REMOTE_WRITE | Access.REMOTE_ATOMIC | Access.FLUSH_GLOBAL | Access.FLUSH_PERSISTENT);
-  }
-
-  #blockAt(i: number): number {
-    return this.base + REGISTER_HEADER_BYTES + i * blockBytes(this.writers);
-  }
-
-  /**
-   * Nothing to rebuild (no free lists, no log): the header was validated by open. A cell whose
-   * record does not carry its word (never left by a correct install: the record is durable before
-   * the CAS) becomes LOST_WORD: this node lost its copy.
-   */
-  recover(): Record<string, unknown> {
-    if (this.#recovered) return {};
-    let lost = 0;
-    for (let i = 0; i < this.registers; i++) {
-      const at = this.#blockAt(i);
-      if (this.cell(i) !== undefined || isLostWord(new DataView(this.#region.load(at, 8).buffer).getBigUint64(0, true))) continue;
-      this.#region.store(at, wordBytes(LOST_WORD));
-      this.#region.persist(at, CELL_BYTES);
-      lost++;
-    }
-    this.#recovered = true;
-    return { app: 'register', registers: this.registers, lostCopies: lost, rebuilt: 'cells whose record does not carry their word marked lost; cells are checked by clients and audit' };
-  }
-
-  accept(_hello: Uint8Array): AcceptedClient {
-    if (!this.#recovered) throw new PmrpcError('PMRPC_ERR_NOT_RECOVERED', 'accept() before recover()');
-    if (this.#closed) throw new PmrpcError(RegisterErrorCodes.CLOSED, 'the register app is closed');
-    const qp = this.#nic.createQp(this.#pd);
-    this.#qps.push(qp);
-    return { qp, welcome: jsonBytes({ app: 'register', rkey: this.mr.rkey, cells: this.base + REGISTER_HEADER_BYTES, registers: this.registers, writers: this.writers }) };
-  }
-
-  /** Register `i` as it is now (visible memory); undefined when this node lost its copy (LOST_WORD, or a record that does not carry the word). */
-  cell(i: number): Cell | undefined {
-    if (!Number.isSafeInteger(i) || i < 0 || i >= this.registers) throw new RangeError(`register must be an integer in [0, ${this.registers}), got ${String(i)}`);
-    const c = decodeBlock(this.#region.load(this.#blockAt(i), blockBytes(this.writers)), this.writers);
-    return c === 'lost' ? undefined : c;
-  }
-
-  inspect(): Record<string, unknown> {
-    const cells = Array.from({ length: this.registers }, (_, i) => {
-      const c = this.cell(i);
-      return c === undefined ? { register: i, lost: true } : { register: i, ts: c.ts.toString(), writer: c.writer.toString(), value: c.value.toString() };
-    });
-    return { app: 'register', registers: this.registers, writers: this.writers, cells };
-  }
-
-  audit(): AppProblem[] {
-    const out: AppProblem[] = [];
-    for (let i = 0; i < this.registers; i++) {
-      const word = new DataView(this.#region.load(this.#blockAt(i), 8).buffer).getBigUint64(0, true);
-      if (this.cell(i) === undefined && !isLostWord(word)) out.push({ kind: 'cell', detail: `register ${i}: the cell word points at a record that does not carry it` });
-    }
-    return out;
-  }
-
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    for (const qp of this.#qps) this.#nic.destroyQp(qp.qpn);
-    this.#qps = [];
-  }
-}
-
-/** TEST-ONLY replicated register app (see the file comment). */
-export const registerApp: App<RegisterAppOptions> = Object.freeze({
-  name: 'register',
-  defaults: REGISTER_APP_DEFAULTS,
-  resolveOptions: resolveRegisterOptions,
-  minRegionBytes(o: RegisterAppOptions): number {
-    return o.base + REGISTER_HEADER_BYTES + o.registers * blockBytes(o.writers);
-  },
-  format(region: PmemRegion, o: RegisterAppOptions): void {
-    const block = blockBytes(o.writers);
-    const need = o.base + REGISTER_HEADER_BYTES + o.registers * block;
-    if (need > region.sizeBytes) throw new PmrpcError(RegisterErrorCodes.SIZE_TOO_SMALL, `the register area needs ${need} bytes; the region has ${region.sizeBytes}`);
-    if (decodeHeader(region.load(o.base, REGISTER_HEADER_BYTES)) !== undefined) throw new PmrpcError(RegisterErrorCodes.ALREADY_FORMATTED, `offset ${o.base} already holds a register area; it is never overwritten`);
-    const area = new Uint8Array(o.registers * block);
-    for (let i = 0; i < o.registers; i++) area.set(wordBytes(INITIAL_WORD), i * block);
-    region.store(o.base + REGISTER_HEADER_BYTES, area);
-    region.persist(o.base + REGISTER_HEADER_BYTES, area.length);
-    // The header last: a format cut short leaves no valid header.
-    region.store(o.base, encodeHeader(o.registers, o.writers));
-    region.persist(o.base, REGISTER_HEADER_BYTES);
-  },
-  open(host: AppHost, o: RegisterAppOptions): RegisterAppServer {
-    return new RegisterAppServer(host, o);
-  },
-});

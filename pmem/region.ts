@@ -748,7 +748,8 @@ export class PmemRegion {
    * again at once, and the ack gate (a 'completion' crash point) does too — nothing that depends on
    * it is written ahead of it or acknowledged before it. One runs at a time: a call while one runs
    * QUEUES behind it — what waits by then (and whatever drains add until it calls back) is synced
-   * by the next async msync, started from the running one's call back, and `then` runs after that
+   * by the next async msync, started from the running one's call back after its `then`s (with what
+   * they drained), and `then` runs after that
    * one (or after the running one, if a sync() on the thread covered the mark meanwhile). `then`s
    * run in the order of their calls. Without an async msync it syncs at once (sync()) and `then`
    * follows that. Without `strict` (or in memory) `then` runs at once.
@@ -780,7 +781,7 @@ export class PmemRegion {
     return this.options.msyncAsync ?? (this.options.msync === syncMapping ? syncMappingAsync : undefined);
   }
 
-  /** Starts an async msync of what waits now ([#unsyncedLo, #unsyncedHi), up to #waitMark); its call back releases the waiters it covers and starts the next one for the rest. */
+  /** Starts an async msync of what waits now ([#unsyncedLo, #unsyncedHi), up to #waitMark); its call back releases the waiters it covers, then starts the next one for the rest (with what they drained). */
   #startAsync(media: Media): void {
     const fn = this.#asyncFn()!;
     const lo = this.#unsyncedLo;
@@ -835,36 +836,54 @@ export class PmemRegion {
 
   /**
    * From an async msync's call back (nothing runs now): the waiters whose mark is synced go, in
-   * order; after a failure (or a close) every waiter left goes with it; otherwise, if waiters are
-   * left, the next async msync starts for what waits now (their marks are all in it).
+   * order; after a failure (or a close) every waiter left goes with it. Then, if waiters are left,
+   * the next async msync starts for what waits by then (their marks are all in it) — after the
+   * released `then`s, not before: what they drain (a CPU pass that waited for this msync commits
+   * its batch's records) joins that msync instead of waiting for one more. (A `then` that starts
+   * an msync itself — syncAsync with none running — covers the waiters left, as would this one.)
    */
   #releaseAsync(failure: PmrpcError | undefined): void {
     const waiters = this.#asyncWaiters;
     let n = 0;
     while (n < waiters.length && this.isSynced(waiters[n]!.mark)) n++;
     const ready = waiters.splice(0, failure === undefined ? n : waiters.length);
-    if (waiters.length > 0) {
-      // Their marks' drains came after the msync that just called back started: their ranges wait.
-      invariant(this.#unsyncedHi >= 0, () => `async waiters for mark ${waiters[0]!.mark} with nothing waiting (synced up to ${this.#syncedMark})`);
-      this.#startAsync(this.#media!);
-    }
-    for (let i = 0; i < ready.length; i++) {
-      const w = ready[i]!;
-      if (i >= n) {
-        w.then(failure);
-        continue;
+    try {
+      for (let i = 0; i < ready.length; i++) {
+        const w = ready[i]!;
+        if (i >= n) {
+          w.then(failure);
+          continue;
+        }
+        const outerMark = this.#releasingMark;
+        const outerWait = this.#releasingWaitMark;
+        this.#releasingMark = w.mark;
+        this.#releasingWaitMark = this.#waitMark;
+        try {
+          w.then(undefined);
+        } finally {
+          this.#releasingMark = outerMark;
+          this.#releasingWaitMark = outerWait;
+        }
       }
-      const outerMark = this.#releasingMark;
-      const outerWait = this.#releasingWaitMark;
-      this.#releasingMark = w.mark;
-      this.#releasingWaitMark = this.#waitMark;
-      try {
-        w.then(undefined);
-      } finally {
-        this.#releasingMark = outerMark;
-        this.#releasingWaitMark = outerWait;
-      }
+    } finally {
+      this.#continueAsync();
     }
+  }
+
+  /**
+   * After a release: waiters left and no msync running — those a sync() on the thread (or a
+   * failure) settled meanwhile go now; for the others the next async msync starts.
+   */
+  #continueAsync(): void {
+    const waiters = this.#asyncWaiters;
+    if (this.#asyncRunning || waiters.length === 0) return;
+    if (this.#syncFailed !== undefined || this.#media === undefined || this.isSynced(waiters[0]!.mark)) {
+      this.#releaseAsync(this.#syncFailed ?? (this.#media === undefined ? new PmrpcError(ErrorCodes.REGION_CLOSED, 'the region closed before its msync started: nothing waiting on it is acknowledged') : undefined));
+      return;
+    }
+    // Their marks' drains came after the msync that just called back started: their ranges wait.
+    invariant(this.#unsyncedHi >= 0, () => `async waiters for mark ${waiters[0]!.mark} with nothing waiting (synced up to ${this.#syncedMark})`);
+    this.#startAsync(this.#media);
   }
 
   /**

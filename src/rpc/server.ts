@@ -245,6 +245,22 @@ interface Conn {
   deferred: Array<() => void> | undefined;
 }
 
+/** A connection's part of a CPU pass, and the step that goes first in its batch (its ACKs, a flush request's). */
+interface PassPart {
+  c: Conn;
+  before: (() => void) | undefined;
+}
+
+/** A connection's part of a redo-log batch (#processBatch): its polled entries, what goes first, its replies. */
+interface BatchPart {
+  c: Conn;
+  polled: RingEntry[];
+  first?: () => void;
+  replies?: Array<() => void>;
+  /** Its connection was cut in this batch (no further pass is scheduled for it). */
+  failed?: boolean;
+}
+
 /** A client's connection life (one state, conn-life.ts) and its current connection (none while dormant, after a drop, or closing). */
 interface Session {
   state: ConnState;
@@ -713,7 +729,7 @@ export class DurableRpcServer {
     if (mayDefer && this.#deferPass(c, beforeProcess)) return;
     this.#passes++;
     try {
-      this.#pass(c, beforeProcess);
+      this.#pass([{ c, before: beforeProcess }]);
     } finally {
       this.#passes--;
     }
@@ -726,12 +742,20 @@ export class DurableRpcServer {
   }
 
   /**
+   * strict: the CPU passes waiting for one msync (#deferPass), by the mark they wait for; they run
+   * as ONE batch from its call back (#runDeferred). undefined: none waits.
+   */
+  #deferredGroup: { mark: number; conns: Conn[] } | undefined;
+
+  /**
    * strict (inline handlers): a CPU pass whose redo-log step (the lazy images and flags of the
    * previous batch, written at this batch's first commit) depends on a batch whose msync still
    * runs off the thread would sync it on the thread first (RedoLog.advanceMark). Instead the pass
    * waits for that msync's call back (PmemRegion.whenSynced) — the socket reads and NIC passes go on
-   * meanwhile, their msyncs queued — and runs then, with whatever arrived in the ring by then (one
-   * batch). true: deferred (or joined a deferred pass of this connection).
+   * meanwhile, their msyncs queued — and runs then, with whatever arrived in the ring by then. The
+   * passes of every connection waiting for the same msync run together, as one redo-log batch with
+   * one msync (#runDeferred): two connections whose requests came while one msync ran share the
+   * next instead of taking one each. true: deferred (or joined a deferred pass of this connection).
    */
   #deferPass(c: Conn, beforeProcess: (() => void) | undefined): boolean {
     if (c.deferred !== undefined) {
@@ -741,118 +765,177 @@ export class DurableRpcServer {
     if (!this.#strictFile || this.#pool !== undefined || !this.region.syncing) return false;
     const mark = this.store.log.advanceMark;
     if (mark < 0 || this.region.isSynced(mark)) return false;
-    const waiting: Array<() => void> = beforeProcess === undefined ? [] : [beforeProcess];
-    c.deferred = waiting;
-    this.region.whenSynced(mark, () => {
-      c.deferred = undefined;
-      // (A failed msync: the pass's own sync reports it, as it would have without the wait.)
-      this.#service(c, waiting.length === 0 ? undefined : waiting.length === 1 ? waiting[0] : () => {
-        for (const f of waiting) f();
-      }, true);
-    });
+    c.deferred = beforeProcess === undefined ? [] : [beforeProcess];
+    const g = this.#deferredGroup;
+    if (g !== undefined && g.mark === mark) {
+      g.conns.push(c);
+      return true;
+    }
+    const group = { mark, conns: [c] };
+    this.#deferredGroup = group;
+    // (A failed msync: the pass's own sync reports it, as it would have without the wait.)
+    this.region.whenSynced(mark, () => this.#runDeferred(group));
     return true;
   }
 
-  #pass(c: Conn, beforeProcess?: () => void): void {
-    const polled: RingEntry[] = [];
+  /** The passes of a deferred group, from its msync's call back: one batch for all of them (or deferred again, if another batch's msync now runs ahead of them). */
+  #runDeferred(group: { mark: number; conns: Conn[] }): void {
+    if (this.#deferredGroup === group) this.#deferredGroup = undefined;
+    const parts: PassPart[] = [];
+    for (const c of group.conns) {
+      const waiting = c.deferred ?? [];
+      c.deferred = undefined;
+      const before = waiting.length === 0 ? undefined : waiting.length === 1 ? waiting[0] : () => {
+        for (const f of waiting) f();
+      };
+      if (!this.#live(c) || this.#state !== 'serving') continue;
+      // A batch committed since (a reconnect's or a release's pass) whose msync runs now: wait for it.
+      if (this.#deferPass(c, before)) continue;
+      parts.push({ c, before });
+    }
+    if (parts.length === 0) return;
+    this.#passes++;
     try {
-      for (let i = 0; i < this.options.batchMax; i++) {
-        const p = c.ring.poll();
-        if (p.kind !== 'entry') {
-          // Empty (not a partial entry, whose polls are counted): nothing drained before this poller pass is left.
-          if (p.kind === 'empty') c.polledEmptyIn = this.#poller.passId;
-          break;
+      this.#pass(parts);
+    } finally {
+      this.#passes--;
+    }
+  }
+
+  /** One CPU pass over one or more connections (strict: several that waited for the same msync), one redo-log batch for all of them. */
+  #pass(parts: readonly PassPart[]): void {
+    // The ACK of an entry that arrives by its flush request goes out on that request (#onFlushRequest).
+    const acks = this.#rec.serverAcks && this.#rec.arrives !== 'flush-request';
+    const batch: BatchPart[] = [];
+    for (const { c, before } of parts) {
+      const polled: RingEntry[] = [];
+      try {
+        for (let i = 0; i < this.options.batchMax; i++) {
+          const p = c.ring.poll();
+          if (p.kind !== 'entry') {
+            // Empty (not a partial entry, whose polls are counted): nothing drained before this poller pass is left.
+            if (p.kind === 'empty') c.polledEmptyIn = this.#poller.passId;
+            break;
+          }
+          polled.push(p.entry);
         }
-        polled.push(p.entry);
+      } catch (e) {
+        // Entries before the failure are still acknowledged and processed; the connection is cut.
+        this.#fail(c, e);
       }
-    } catch (e) {
-      // Entries before the failure are still acknowledged and processed; the connection is cut.
-      this.#fail(c, e);
-    }
-    try {
-      // The ACK of an entry that arrives by its flush request goes out on that request (#onFlushRequest).
-      const acks = this.#rec.serverAcks && this.#rec.arrives !== 'flush-request';
       if (this.#pool === undefined && this.#strictFile) {
-        this.#processBatch(c, polled, () => {
+        batch.push({ c, polled, first: () => {
           if (acks) this.#persistAndAck(c, polled.map((e) => e.seq));
-          beforeProcess?.();
-        });
-      } else {
-        if (acks) this.#persistAndAck(c, polled.map((e) => e.seq));
-        beforeProcess?.();
+          before?.();
+        } });
+        continue;
       }
-      if (this.#pool === undefined) {
-        if (!this.#strictFile) this.#processBatch(c, polled);
-      } else this.#pool.enqueue(c, polled);
-    } catch (e) {
-      // The store refused (a full log, a broken layout): this connection stops, the others go on.
-      this.#fail(c, e);
-      return;
+      const part: BatchPart = { c, polled };
+      try {
+        if (acks) this.#persistAndAck(c, polled.map((e) => e.seq));
+        before?.();
+        if (this.#pool === undefined) this.#processBatch([part]);
+        else this.#pool.enqueue(c, polled);
+      } catch (e) {
+        // The store refused (a full log, a broken layout): this connection stops, the others go on.
+        this.#fail(c, e);
+        continue;
+      }
+      if (!part.failed) this.#again(c, polled);
     }
-    // More may have arrived than one batch: another pass.
+    if (batch.length === 0) return;
+    this.#processBatch(batch);
+    for (const b of batch) if (!b.failed) this.#again(b.c, b.polled);
+  }
+
+  /** More may have arrived than one batch: another pass. */
+  #again(c: Conn, polled: readonly RingEntry[]): void {
     if (polled.length === this.options.batchMax && this.#live(c)) this.options.schedule(() => this.#service(c, undefined, true));
   }
 
   /**
-   * Group commit of one poll batch (docs/recovery.md, "Group commit"): the redo log's persists of
-   * the whole batch are shared (RecoveryStore.batch) and, on a `strict` region, synced by a few
-   * msyncs per batch instead of several per request (PmemRegion.groupCommit); the batch's RESULTs
-   * (each carrying its credit) wait until the batch is settled, and leave through the region's ack
-   * gate, which syncs whatever is still waiting first.
+   * Group commit of one poll batch (docs/recovery.md, "Group commit") — of one connection, or
+   * (strict) of several whose passes waited for the same msync: the redo log's persists of the
+   * whole batch are shared (RecoveryStore.batch) and, on a `strict` region, synced by a few msyncs
+   * per batch instead of several per request (PmemRegion.groupCommit); the batch's RESULTs (each
+   * carrying its credit) wait until the batch is settled, and leave through the region's ack gate,
+   * which syncs whatever is still waiting first. A part the store refuses (a full log, a broken
+   * layout) is answered for what was settled and its connection cut; the parts after it run as
+   * batches of their own.
    */
-  #processBatch(c: Conn, polled: RingEntry[], first?: () => void): void {
-    if (polled.length === 0 && first === undefined) return;
-    const replies: Array<() => void> = [];
-    this.#replies = replies;
+  #processBatch(parts: BatchPart[]): void {
+    if (parts.every((p) => p.polled.length === 0 && p.first === undefined)) return;
+    for (const p of parts) p.replies = [];
     let failure: unknown;
+    let at = 0;
     // strict (inline handlers): the batch's msync runs off the JS thread (PmemRegion.syncAsync)
     // while the next requests are received; its replies wait in #held until it calls back.
-    let held: HeldReplies | undefined;
+    let held: HeldReplies[] | undefined;
     try {
       const run = (): void => this.store.batch(() => {
-        first?.();
-        for (const entry of polled) this.#process(c, entry);
+        for (at = 0; at < parts.length; at++) {
+          const p = parts[at]!;
+          this.#replies = p.replies;
+          p.first?.();
+          for (const entry of p.polled) this.#process(p.c, entry);
+          // Settled part by part (still one batch: the lazy step ran at its first commit), so each part's credit is read below.
+          if (parts.length > 1) this.store.settle();
+        }
       });
       if (this.#strictFile && this.#pool === undefined) {
-        held = { c, replies, synced: false, failure: undefined, applied: -1 };
-        const h = held;
-        this.#held.push(h);
+        const hs: HeldReplies[] = parts.map((p) => ({ c: p.c, replies: p.replies!, synced: false, failure: undefined, applied: -1 }));
+        held = hs;
+        this.#held.push(...hs);
         let later = false; // a call back inside groupCommitAsync is released below, outside the batch
         this.region.groupCommitAsync(() => {
           run();
-          if (this.store.conn.has(c.clientId)) h.applied = this.store.conn.appliedSeq(c.clientId);
+          for (const h of hs) if (this.store.conn.has(h.c.clientId)) h.applied = this.store.conn.appliedSeq(h.c.clientId);
         }, (err) => {
-          h.synced = true;
-          h.failure = err;
+          for (const h of hs) {
+            h.synced = true;
+            h.failure = err;
+          }
           if (later) this.#releaseHeld();
         });
         later = true;
       } else this.region.groupCommit(run);
     } catch (e) {
       failure = e;
-      if (held !== undefined) this.#held.splice(this.#held.indexOf(held), 1);
+      if (held !== undefined) this.#held = this.#held.filter((h) => !held!.includes(h));
       held = undefined;
     } finally {
       this.#replies = undefined;
     }
     if (held !== undefined) {
       // Synced at once (nothing new to sync and nothing running, or a sync point on the way): go now.
-      if (held.synced) this.#releaseHeld();
+      if (held[0]!.synced) this.#releaseHeld();
       return;
     }
     // What was settled before a failure is still answered (each RESULT through the ack gate). The
     // batch is settled: its replies follow one another with no processing between, so all but the
-    // last are sent `more` (a coupled strategy's replies, its durable signals, leave in one write).
-    const last = replies.length - 1;
-    try {
-      for (let i = 0; i <= last; i++) {
-        this.#more = i < last;
-        replies[i]!();
+    // last of a connection's are sent `more` (a coupled strategy's replies, its durable signals, leave in one write).
+    const done = failure === undefined ? parts.length : Math.min(at + 1, parts.length);
+    for (let k = 0; k < done; k++) {
+      const replies = parts[k]!.replies!;
+      const last = replies.length - 1;
+      try {
+        for (let i = 0; i <= last; i++) {
+          this.#more = i < last;
+          replies[i]!();
+        }
+      } catch (e) {
+        parts[k]!.failed = true;
+        this.#fail(parts[k]!.c, e);
+      } finally {
+        this.#more = false;
       }
-    } finally {
-      this.#more = false;
     }
-    if (failure !== undefined) throw failure;
+    if (failure === undefined) return;
+    // The store refused this part: its connection stops, the others go on (each a batch of its own).
+    const bad = parts[Math.min(at, parts.length - 1)]!;
+    bad.failed = true;
+    this.#fail(bad.c, failure);
+    for (const p of parts.slice(at + 1)) this.#processBatch([p]);
   }
 
   /**

@@ -251,3 +251,37 @@ t.test('whenSynced: a mark covered by the running msync goes at its call back, a
   r.whenSynced(r.syncMark(), (err) => (now = `at once ${String(err)}`));
   t.equal(now, 'at once undefined', 'a synced mark: at once');
 });
+
+t.test('syncAsync: what a call back drains (a pass that waited for that msync) joins the next msync with the queued batch — it starts after the call backs', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-group-join-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = PmemRegion.create(join(dir, 'r.pm'), 1 << 16, { strict: true });
+  t.teardown(() => r.close());
+  const before = r.stats.msyncs;
+  const seen: string[] = [];
+  r.groupCommitAsync(() => {
+    r.store(0, new Uint8Array(64).fill(1));
+    r.persist(0, 64);
+  }, () => seen.push('a'));
+  const ma = r.syncMark();
+  // Queued behind a's msync (a NIC pass's entries, say).
+  r.groupCommitAsync(() => {
+    r.store(8192, new Uint8Array(64).fill(2));
+    r.persist(8192, 64);
+  }, () => seen.push(`b ${r.isSynced(mb)}`));
+  const mb = r.syncMark();
+  // A pass that waits for a's msync, then commits its batch (its records) from the call back.
+  let mc = -1;
+  r.whenSynced(ma, () => {
+    r.groupCommitAsync(() => {
+      r.store(16384, new Uint8Array(64).fill(3));
+      r.persist(16384, 64);
+    }, () => seen.push(`c ${r.isSynced(mc)}`));
+    mc = r.syncMark();
+  });
+  for (let i = 0; i < 500 && seen.length < 3; i++) await new Promise((res) => setTimeout(res, 10));
+  t.same(seen, ['a', 'b true', 'c true'], 'each call back after its mark is synced, in order');
+  // Was 3: the next msync started before the call backs ran, so c's drains waited for one more.
+  t.equal(r.stats.msyncs - before, 2, 'two msyncs: a\'s, then one for b and c together');
+  t.equal(r.unsyncedBytes, 0);
+});

@@ -1,9 +1,11 @@
 // A client's connection life on the server as named states (issue 26 item 5, src/rpc/conn-life.ts):
 // the transition table refuses every step it does not list with PMRPC_ERR_CONN_STATE, and a
 // server walks its clients through none → open → closing → none, none → dormant → open after a
-// restart, open → error when a client breaks the protocol, error → open when it reconnects.
+// restart, open → error when a client breaks the protocol, error → open when it reconnects; a
+// client that crashed stays open until it reconnects or its lease runs out; after a machine crash
+// (a crash image of the region) the clients still in the table are dormant.
 import t from 'tap';
-import { createPrng, PmemRegion, seededEntropy, VirtualClock } from '../../pmem/index.js';
+import { crashImages, createPrng, materialize, PmemRegion, seededEntropy, VirtualClock } from '../../pmem/index.js';
 import { InProcessFabric, QueuePair, Rnic, Wr } from '../../flush/index.js';
 import { encodeEntry, layoutBytes, RecoveryStore, type LayoutOptions } from '../../recovery/index.js';
 import { CONN_TRANSITIONS, CONNST, connTransition, connectInProcess, DurableRpcServer, methodId, reconnectInProcess, type ConnState, type RpcServerOptions } from '../../src/rpc/index.js';
@@ -80,4 +82,39 @@ t.test('a server walks its clients through the states', async (t) => {
   r.server.accept({ clientId: b.clientId, secret: b.secret! });
   t.equal(r.server.connState(b.clientId), 'open', 'back');
   r.server.close();
+});
+
+t.test('crashes: a client that crashed stays open (the server is not told) until it reconnects or its lease runs out; after a machine crash the clients in the table are dormant', async (t) => {
+  const clock = new VirtualClock();
+  const region = PmemRegion.createInMemory(layoutBytes(GEOMETRY), { tracing: true, entropy: seededEntropy(createPrng(SEED)) });
+  const { server: s, fabric } = rig(clock, true, region, { leaseMs: 1_000 });
+  s.start();
+  const a = connectInProcess(s, fabric);
+  const b = connectInProcess(s, fabric);
+  const c = connectInProcess(s, fabric);
+  await Promise.all([a, b, c].map((x) => x.call('noop', new Uint8Array(0)).durable));
+  // b's process dies (no goodbye, nothing on the wire): the server still holds its connection.
+  t.equal(s.connState(b.clientId), 'open', 'a crashed client: open, as far as the server knows');
+  // It restarts and reconnects with its id and secret: the old connection is replaced.
+  s.accept({ clientId: b.clientId, secret: b.secret! });
+  t.equal(s.connState(b.clientId), 'open', 'reconnected after its crash: open → open');
+  // c crashes for good: once its lease runs out releaseExpired gives its slot back.
+  clock.advanceMs(600);
+  await a.call('noop', new Uint8Array(0)).result; // a sign of life of a (b reconnected at 0)
+  s.accept({ clientId: b.clientId, secret: b.secret! }); // and of b
+  clock.advanceMs(600);
+  t.same(s.releaseExpired(), [c.clientId], 'only c was silent for its lease');
+  t.equal(s.connState(c.clientId), 'none', 'c released: open → none');
+  // The machine crashes: the region as a crash leaves it, a new server on it.
+  const st = region.crashState();
+  const after = PmemRegion.openImage(materialize(st, [...crashImages(st, { engine: 'none' })][0]!), { tracing: true });
+  const r = rig(clock, false, after);
+  r.server.start();
+  t.equal(r.server.connState(a.clientId), 'dormant', 'a: dormant after the crash');
+  t.equal(r.server.connState(b.clientId), 'dormant', 'b: dormant after the crash');
+  t.equal(r.server.connState(c.clientId), 'none', 'c: released before the crash, none after');
+  r.server.accept({ clientId: a.clientId, secret: a.secret! });
+  t.equal(r.server.connState(a.clientId), 'open', 'a back: dormant → open');
+  r.server.close();
+  s.close();
 });

@@ -25,7 +25,7 @@ async function turns(n = 200): Promise<void> {
 
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/rpc/strict-sync.test.ts)`);
 
-async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, strategy: 'wrflush' | 'gpspm' = 'wrflush', overlapped = false, reconnectWhileSyncing = false) {
+async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, strategy: 'wrflush' | 'gpspm' = 'wrflush', overlapped = false, reconnectWhileSyncing = false, clientCount = overlapped ? 2 : 1, geometry = GEOMETRY) {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-strict-rpc-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const disk = new Map<number, number>();
@@ -47,6 +47,9 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
   // few macrotasks later, then calls back: an acknowledgement sent before that finds them missing.
   let asyncSyncs = 0;
   let running = 0;
+  // Most RESULTs of different clients released by one msync's call back (their records shared it).
+  let resultsInCallback = new Set<number>();
+  let clientsPerMsync = 0;
   let drainsWhileSyncing = 0;
   // An msync started from inside the previous one's call back: a group that found one running was
   // queued behind it (PmemRegion.syncAsync) instead of syncing on the thread.
@@ -72,16 +75,18 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
       for (let i = 0; i < len; i++) if (!rewritten.has(off + i)) disk.set(off + i, copy[i]!);
       running--;
       inCallback = true;
+      resultsInCallback = new Set();
       try {
         done(null);
       } finally {
         inCallback = false;
+        clientsPerMsync = Math.max(clientsPerMsync, resultsInCallback.size);
       }
     })));
   };
-  const region = PmemRegion.create(join(dir, 'r.pm'), layoutBytes(GEOMETRY), { strict: true, msync, ...(overlapped ? { msyncAsync } : {}), entropy: seededEntropy(createPrng(SEED)) });
+  const region = PmemRegion.create(join(dir, 'r.pm'), layoutBytes(geometry), { strict: true, msync, ...(overlapped ? { msyncAsync } : {}), entropy: seededEntropy(createPrng(SEED)) });
   t.teardown(() => region.close({ writeBack: false }));
-  const store = RecoveryStore.format(region, GEOMETRY);
+  const store = RecoveryStore.format(region, geometry);
   const nic = new Rnic(region, { ddio: true, entropy: seededEntropy(createPrng(SEED + 1)) });
   // Where an acknowledgement leaves: the NIC's sink of each QP (the link's end), right after the
   // ack gate. Each QP is one client's connection (`connecting` names it while it is set up).
@@ -102,7 +107,7 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
   server.start();
   // overlapped: two clients, so that one's batch is received and processed while the other's syncs
   // (a client's next batch waits for its credits, which come with the RESULTs).
-  const clients = Array.from({ length: overlapped ? 2 : 1 }, (_, k) => {
+  const clients = Array.from({ length: clientCount }, (_, k) => {
     connecting = k;
     return connectInProcess(server, fabric);
   });
@@ -148,6 +153,7 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
       // records must be on the disk when it leaves.
       const r = decodeResult(m.data)!;
       results++;
+      if (inCallback) resultsInCallback.add(k);
       recordsOnDisk(`a RESULT (seq ${r.seq}, applied ${r.appliedSeq}) left`, k, Math.max(r.seq, r.appliedSeq));
       return;
     }
@@ -172,7 +178,7 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
   for (const c of calls) void c.result.catch(() => undefined);
   await turns();
   const settled = await Promise.race([Promise.all(durable), turns(50).then(() => undefined)]);
-  return { violations, acks, results, syncs, asyncSyncs, queuedSyncs, drainsWhileSyncing, reconnectedWhileSyncing, server, settled, durableCount: calls.length };
+  return { violations, acks, results, syncs, asyncSyncs, clientsPerMsync, queuedSyncs, drainsWhileSyncing, reconnectedWhileSyncing, server, settled, durableCount: calls.length };
 }
 
 t.test('every ACK leaves after the acked entries are synced', async (t) => {
@@ -401,5 +407,18 @@ t.test('wflush, two clients, msync off the thread: a pass that finds an msync ru
     t.equal(r.durable, r.n, `${delivery}: every request of both clients durable`);
     t.ok(r.queuedSyncs > 0, `${delivery}: ${r.queuedSyncs} of ${r.asyncSyncs} msyncs queued behind a running one`);
     t.same(r.violations, [], `${delivery}: no FLUSH acknowledged before its bytes were on the disk`);
+  }
+});
+
+t.test('overlapped msync, four clients: the passes that waited for one msync share the next (one redo-log batch); no ACK or RESULT leaves before its msync', async (t) => {
+  for (const strategy of ['wrflush', 'gpspm'] as const) {
+    const r = await run(t, undefined, false, strategy, true, false, 4, { ...GEOMETRY, logRecords: 64 });
+    t.equal(r.results, 48, `${strategy}: every request of the four clients answered`);
+    t.equal(r.syncs, 0, `${strategy}: no msync on the thread`);
+    // Each client's batch came while another's msync ran and waited for it; those that waited for
+    // the same one run as one batch with one msync (was: one msync per client batch, 12 for 48 requests).
+    t.ok(r.clientsPerMsync >= 2, `${strategy}: up to ${r.clientsPerMsync} clients answered by one msync's call back`);
+    t.ok(r.asyncSyncs <= 8, `${strategy}: ${r.asyncSyncs} msyncs for 48 requests`);
+    t.same(r.violations, [], `${strategy}: no entry acknowledged, no RESULT sent, before its bytes were on the disk`);
   }
 });

@@ -290,7 +290,7 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
         if (w.workload === 'append') {
           const keys = r < 60 ? [a, b] : r < 85 ? [a, b] : [a, b, pick()].filter((x, j, arr) => arr.indexOf(x) === j);
           rec.kind = r < 60 ? 'append' : 'read';
-          for (const k of keys) rec.mops.push({ f: 'r', key: k, value: bytesList(await client.read(k)) });
+          for (const k of keys) rec.mops.push({ f: 'r', key: k, value: bytesList(await client.read(k, { forUpdate: rec.kind === 'append' })) });
           if (rec.kind === 'append') {
             for (const k of keys) {
               const l = (rec.mops.find((m) => m.f === 'r' && m.key === k) as { value: number[] }).value;
@@ -301,8 +301,8 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
         } else if (r < 65) {
           rec.kind = 'transfer';
           const x = BigInt(prng.int(1, 5));
-          const va = balanceOf(await client.read(a));
-          const vb = balanceOf(await client.read(b));
+          const va = balanceOf(await client.read(a, { forUpdate: true }));
+          const vb = balanceOf(await client.read(b, { forUpdate: true }));
           await client.write(a, balanceBytes(va - x));
           await client.write(b, balanceBytes(vb + x));
         } else {

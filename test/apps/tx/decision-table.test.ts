@@ -8,7 +8,7 @@ import { Rnic } from '../../../flush/index.js';
 import { nicConfigFor, World } from '../../../src/testing/crash/index.js';
 import {
   bodyPtrsOffset, encodeBody, encodeItem, encodeSlot, ENTRY_READ, ENTRY_WRITE, H_ABORTED, H_COMMITTED, H_FENCED, H_PREPARED, hWord, ITEM_BYTES, makeTxid, parseTxWelcome,
-  RECORD_BODY, recordOffset, slotOffset, TxResolver, txApp, type RecordEntry, type ShardConn, type TxAppServer,
+  RECORD_BODY, recordOffset, slotOffset, TxResolver, txApp, txName, type RecordEntry, type ShardConn, type TxAppServer, type TxFaults,
 } from '../../../src/apps/tx/index.js';
 
 const SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
@@ -165,12 +165,12 @@ t.teardown(() => {
 });
 
 /** A standalone shard 0 (format, hand-made state, then open + recover as after a crash). */
-function recovered(build: (srv: TxAppServer) => void): TxAppServer {
+function recovered(build: (srv: TxAppServer) => void, faults: Partial<TxFaults> = {}): TxAppServer {
   const region = PmemRegion.createInMemory(txApp.minRegionBytes(opts(0)) + 64);
   txApp.format(region, opts(0));
   const host = () => ({ region, nic: track(new Rnic(region)), clock: { nowMs: () => 0, nowNs: () => 0n, setTimer: () => ({ cancel() {} }) }, schedule: queueMicrotask, entropy: { fill: (b: Uint8Array) => b.fill(1) } });
   build(txApp.open(host() as never, opts(0)) as TxAppServer);
-  const srv = txApp.open(host() as never, opts(0)) as TxAppServer;
+  const srv = txApp.open(host() as never, { ...opts(0), faults }) as TxAppServer;
   srv.recover();
   return srv;
 }
@@ -192,24 +192,50 @@ t.test("R1': PREPARED(T) with a read entry — W := max(W, ts)", async (t) => {
   t.equal(srv.slot(0).lock, 0n);
 });
 
-t.test('R2: PREPARED(T) over a torn body — the audit reports it', async (t) => {
+t.test("R2: PREPARED(T) over a torn body (its prepare's one FLUSH of H and body did not complete) — fenced; its lock released, its item reclaimed", async (t) => {
+  const g = opts(0);
   const srv = recovered((s) => record(s, H_PREPARED, [prepareWrite(s, 0, 'new0')], true));
-  t.match(srv.audit(), [{ kind: 'record' }]);
+  t.equal(srv.record(0).h, hWord(T, H_FENCED), 'H := FENCED(T): T can never prepare here');
+  t.same(srv.lastRecovery!.recordsFenced, [txName(T)]);
+  t.same(srv.lastRecovery!.prepared, []);
+  t.equal(srv.slot(0).lock, 0n, 'its lock released (R3)');
+  t.equal(srv.slot(0).ct, 0n, 'nothing installed');
+  t.equal(srv.lastRecovery!.reclaimed, g.items - g.keysPerShard, "T's new item back on the free list (R4)");
+  t.same(srv.audit(), []);
+  // An earlier transaction's body under T's H (the body's lines older than H's): not T's either.
+  const earlier = recovered((s) => {
+    const e = prepareWrite(s, 0, 'new0');
+    put(s, recordOffset(s.geometry, 0) + RECORD_BODY, encodeBody({ txid: makeTxid(0, 1, 6), ts: TS - 256n, participants: BOTH, entries: [e] }));
+    setH(s, hWord(T, H_PREPARED));
+  });
+  t.equal(earlier.record(0).h, hWord(T, H_FENCED), "another txid's body: fenced");
+  // Mutant recovery-trusts-record: the H stays PREPARED over the torn body (the audit reports it).
+  const mutant = recovered((s) => record(s, H_PREPARED, [prepareWrite(s, 0, 'new0')], true), { recoveryTrustsRecord: true });
+  t.equal(mutant.record(0).h, hWord(T, H_PREPARED));
+  t.match(mutant.audit(), [{ kind: 'record' }]);
 });
 
-t.test("R2': PREPARED(T) whose address array does not name T's durable new item — the audit reports it", async (t) => {
-  // The prepare chain WRITEs the addresses from the QP's scratch and FLUSHes items and array before
-  // H: neither a stale address (here: the slot's old item) nor a torn item can stand under a durable H.
+t.test("R2': PREPARED(T) whose address array does not name T's durable new item — fenced (the array's line older than H's)", async (t) => {
+  // The prepare chain WRITEs the addresses from the QP's scratch before its H CAS and FLUSHes them
+  // with H: a crash before that FLUSH completes may leave H durable over a stale address array.
   const stale = recovered((s) => record(s, H_PREPARED, [{ ...prepareWrite(s, 0, 'new0'), newPtr: s.slot(0).ptr }]));
-  t.ok(stale.audit().some((p) => p.kind === 'record' && /not its new value \(key 0, ts 0\)/.test(p.detail)), 'a stale address reported');
+  t.equal(stale.record(0).h, hWord(T, H_FENCED), 'a stale address (the slot\'s old item, key 0 ts 0): fenced');
+  t.equal(stale.slot(0).lock, 0n);
+  t.same(stale.audit(), []);
   const torn = recovered((s) => {
     const e = prepareWrite(s, 0, 'new0');
     put(s, e.newPtr + 24, te.encode('XXXX')); // the item's value torn
     record(s, H_PREPARED, [e]);
   });
-  t.ok(torn.audit().some((p) => p.kind === 'record' && /not its new value \(garbage\)/.test(p.detail)), 'a torn item reported');
+  t.equal(torn.record(0).h, hWord(T, H_FENCED), 'an address naming garbage: fenced');
   const good = recovered((s) => record(s, H_PREPARED, [prepareWrite(s, 0, 'new0')]));
-  t.same(good.audit(), [], 'the same record over its durable item audits clean');
+  t.equal(good.record(0).h, hWord(T, H_PREPARED), 'the same record over its durable item is kept');
+  t.same(good.lastRecovery!.recordsFenced, []);
+  t.same(good.audit(), [], 'and audits clean');
+  // Mutant recovery-trusts-record: the stale address is kept (and would be installed by a roll forward).
+  const mutant = recovered((s) => record(s, H_PREPARED, [{ ...prepareWrite(s, 0, 'new0'), newPtr: s.slot(0).ptr }]), { recoveryTrustsRecord: true });
+  t.equal(mutant.record(0).h, hWord(T, H_PREPARED));
+  t.ok(mutant.audit().some((p) => p.kind === 'record' && /not its new value \(key 0, ts 0\)/.test(p.detail)), 'the audit reports it');
 });
 
 t.test('R3: a lock no PREPARED record backs — released (never recorded, or decided here)', async (t) => {

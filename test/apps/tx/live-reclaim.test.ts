@@ -48,7 +48,9 @@ async function run(faults: Partial<TxFaults>): Promise<Run> {
       const b = new Uint8Array(8);
       new DataView(b.buffer).setBigInt64(0, v, true);
       await tx.write(0, b);
-      return tx.commit();
+      const o = await tx.commit();
+      await tx.settled(); // round 2 runs after commit() reports
+      return o;
     })();
     const s = await world.settle(p, 200_000);
     if (s.failed) throw s.error;

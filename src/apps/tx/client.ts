@@ -28,10 +28,11 @@
  * in real time.
  */
 import { NicErrorCodes, Wr, type Completion, type QueuePair, type WorkRequest } from '../../../flush/index.js';
-import { PmrpcError, type Clock } from '../../../pmem/index.js';
+import { invariant, isInvariantError, PmrpcError, type Clock } from '../../../pmem/index.js';
 import { parseJsonBytes } from '../index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
 import {
+  checkHEdge,
   decodeBody,
   decodeItem,
   describeH,
@@ -292,6 +293,7 @@ export class TxClient {
   async begin(): Promise<void> {
     if (this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'begin() while a transaction is open');
     if (this.#stale !== undefined) throw new PmrpcError(TxErrorCodes.STALE_INCARNATION, this.#stale);
+    if (this.#broken !== undefined) throw this.#broken;
     if (this.#releasing !== undefined) {
       const r = this.#releasing;
       this.#releasing = undefined;
@@ -442,6 +444,13 @@ export class TxClient {
 
   /** Round 2 of the last committed transaction, while it runs (commit() reports at the commit point), and the keys it installs. */
   #round2: Promise<void> | undefined;
+  /** The broken invariant that stopped this client (PMRPC_ERR_INVARIANT from round 2, run after commit() returned). */
+  #broken: Error | undefined;
+
+  /** The broken invariant that stopped this client, if one did (PMRPC_ERR_INVARIANT: round 2 found a committed transaction's install absent). */
+  get broken(): Error | undefined {
+    return this.#broken;
+  }
   #round2Keys = new Set<number>();
 
   /**
@@ -450,6 +459,7 @@ export class TxClient {
    * links: a round 2 cut by a close leaves T prepared until a shard's agent rolls it forward.
    */
   async settled(): Promise<void> {
+    if (this.#broken !== undefined) throw this.#broken;
     if (this.#releasing !== undefined) {
       const r = this.#releasing;
       this.#releasing = undefined;
@@ -462,6 +472,7 @@ export class TxClient {
         this.#round2 = undefined;
         this.#round2Keys.clear();
       }
+      if (this.#broken !== undefined) throw this.#broken;
     }
     if (this.#unsettled.length > 0) await this.#settle();
   }
@@ -587,6 +598,7 @@ export class TxClient {
         // Exactly what each ALLOCATE wrote (redirected FLUSH: the pointer it left at scratch 8·i).
         if (!this.faults.skipAllocateFlush && !this.faults.lateItemFlush) flushItems();
         const hAt = wrs.length;
+        checkHEdge(hPrev, prepared, `${txName(txid)}'s prepare on shard ${s}`);
         wrs.push(this.faults.noFenceCheck ? Wr.write(rec, u64(prepared), { conditional: cond }) : Wr.cas(rec, hPrev, prepared, { conditional: cond }));
         roles.push(undefined);
         if (!this.faults.skipPrepareFlush) {
@@ -663,8 +675,10 @@ export class TxClient {
         (oks) => {
           if (oks.some((x) => !x)) this.#unsettled.push({ txid, participants });
         },
-        () => {
-          this.#unsettled.push({ txid, participants });
+        (e: unknown) => {
+          // A broken invariant (checkInstalls) stops this client: settled(), begin() and commit() throw it from now on.
+          if (isInvariantError(e)) this.#broken ??= e;
+          else this.#unsettled.push({ txid, participants });
         },
       );
       this.#round2 = round2;
@@ -806,7 +820,33 @@ async function commitOn(conn: ShardConn, client: number, txid: bigint, ts: bigin
   wrs.push(Wr.cas(rec, hWord(txid, H_PREPARED), hWord(txid, H_COMMITTED)));
   wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }));
   for (const w of writes) wrs.push(Wr.cas({ rkey: conn.rkey, addr: slotAt(conn, w.key).addr + 16 }, txid, 0n));
-  return (await post(conn, wrs)) !== undefined;
+  const cs = await post(conn, wrs);
+  if (cs === undefined) return false;
+  checkInstalls(conn, txid, ts, writes, cs, writes.length + (keys.length > 0 && !faults.skipInstallFlush ? 1 : 0));
+  return true;
+}
+
+/**
+ * Invariant of round 2 (docs/tx.md "Invariants"): T is committed, so each install either swapped
+ * (L = T) or finds T's value installed already (CT = ts, ptr = T's item: a resolver rolled T
+ * forward on another QP), or T is over here — the H CAS behind it found COMMITTED(T) (a resolver
+ * committed, released, and another transaction has the key since) or a later transaction of the
+ * slot. Anything else — an install that found another lock or no lock while H still said
+ * PREPARED(T) — is a committed transaction whose value is absent: PMRPC_ERR_INVARIANT.
+ */
+function checkInstalls(conn: ShardConn, txid: bigint, ts: bigint, writes: ReadonlyArray<{ key: number; ptr: number }>, cs: readonly Completion[], hAt: number): void {
+  const hc = cs[hAt];
+  const hOld = hc?.data !== undefined && hc.data.length >= 8 ? new DataView(hc.data.buffer, hc.data.byteOffset).getBigUint64(0, true) : undefined;
+  const over = hc?.swapped !== true && hOld !== undefined && (hOld === hWord(txid, H_COMMITTED) || hTxid(hOld) > txid);
+  for (let i = 0; i < writes.length; i++) {
+    const c = cs[i]!;
+    if (c.swapped === true || over) continue;
+    const old = c.data !== undefined && c.data.length >= 32 ? new DataView(c.data.buffer, c.data.byteOffset) : undefined;
+    const ct = old?.getBigUint64(8, true);
+    const lock = old?.getBigUint64(16, true);
+    const ptr = old === undefined ? undefined : Number(old.getBigUint64(24, true));
+    invariant(ct === ts && ptr === writes[i]!.ptr, () => `${txName(txid)} is committed, but its install of key ${writes[i]!.key} on shard ${conn.shard} found ${lock === undefined ? 'no slot' : lock === 0n ? 'no lock' : `the lock of ${txName(lock)}`} (CT ${String(ct)}, item ${String(ptr)}), not T's lock nor T's value, while H was ${hOld === undefined ? 'unknown' : describeH(hOld)}`);
+  }
 }
 
 /** Roll-back on one participant: H → ABORTED(T) where T's record is (durably first), then T's locks released. */
@@ -985,6 +1025,7 @@ export class TxResolver {
       if (v.h !== 0n && hTxid(v.h) === txid) continue;
       if (this.faults.resolverNoFence) continue;
       const rec = recAt(v.conn, client);
+      checkHEdge(v.h, hWord(txid, H_FENCED), `the resolver's fence of ${txName(txid)} on shard ${v.conn.shard}`);
       const cs = await post(v.conn, [Wr.cas(rec, v.h, hWord(txid, H_FENCED)), Wr.flush('persistent', v.conn.rkey, { addr: rec.addr, len: 8 })]);
       if (cs === undefined || cs[0]!.swapped !== true) all = false;
       else this.stats.fences++;

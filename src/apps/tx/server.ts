@@ -10,11 +10,13 @@
  */
 import { Access, CpuPoller, type HostWriteEvent, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
-import { recoverFreeLists, type ArenaClass } from '../../../recovery/index.js';
+import { checkFreeLists, recoverFreeLists, type ArenaClass } from '../../../recovery/index.js';
 import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { ReturnDesk, type ReturnStats } from '../shared/index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
 import {
+  checkHEdge,
+  checkTxSlotWrite,
   decodeBody,
   decodeItem,
   decodeSlot,
@@ -407,7 +409,9 @@ export class TxAppServer implements AppServer {
     return undefined;
   }
 
+  /** Recovery's store of a slot: checked first (checkTxSlotWrite: a pointer at an item of the arena that describes itself as the slot's value). */
   #writeSlot(index: number, s: Slot): void {
+    checkTxSlotWrite(this.geometry, index, s, (p, len) => this.region.load(p, len));
     const at = slotOffset(this.geometry, index);
     this.region.store(at, encodeSlot(s).subarray(0, 40));
     this.region.persist(at, 40);
@@ -430,6 +434,7 @@ export class TxAppServer implements AppServer {
         const at = recordOffset(g, c);
         const h = this.region.loadU64(at);
         if (h !== 0n && hState(h) === H_PREPARED) {
+          checkHEdge(h, hWord(hTxid(h), H_ABORTED), `recovery, client ${c}`);
           this.region.storeU64(at, hWord(hTxid(h), H_ABORTED));
           this.region.persist(at, 8);
         }
@@ -448,6 +453,7 @@ export class TxAppServer implements AppServer {
         if (r.h === 0n || hState(r.h) !== H_PREPARED) continue;
         if (r.body !== undefined && this.#badItem(r.body) === undefined) continue;
         const at = recordOffset(g, c);
+        checkHEdge(r.h, hWord(hTxid(r.h), H_FENCED), `recovery (R2), client ${c}`);
         this.region.storeU64(at, hWord(hTxid(r.h), H_FENCED));
         this.region.persist(at, 8);
         fenced.push(txName(hTxid(r.h)));
@@ -455,10 +461,13 @@ export class TxAppServer implements AppServer {
     }
     const prepared = this.prepared();
     const held = new Map<number, { txid: bigint; ts: bigint; newPtr: number; oldCt: bigint }>();
-    for (const [txid, body] of prepared) {
+    // Write entries first, read entries after: a reader's record and a later writer's (its ts above
+    // the W the read raised) may both be PREPARED on one key, the writer's install torn; the read
+    // entry's store (W raised) keeps CT and ptr, so it waits for the write entry's repair.
+    for (const pass of [ENTRY_WRITE, -1]) for (const [txid, body] of prepared) {
       for (const e of body.entries) {
         const index = Math.floor(e.key / g.shards);
-        if (e.key % g.shards !== g.shard || index >= g.keys) continue;
+        if (e.key % g.shards !== g.shard || index >= g.keys || (e.kind === ENTRY_WRITE) !== (pass === ENTRY_WRITE)) continue;
         const s = this.slot(index);
         const w = s.w > body.ts ? s.w : body.ts;
         if (e.kind === ENTRY_WRITE) {
@@ -504,6 +513,8 @@ export class TxAppServer implements AppServer {
     this.#slotCandidates.clear();
     this.#retired.clear();
     this.#installed = Array.from({ length: g.keys }, (_, i) => this.slot(i).ptr);
+    // Nothing a slot or a PREPARED record reaches goes on the free list (O(items), once per recovery).
+    checkFreeLists(this.arenaClasses, result.free, (p) => result.reachable.has(p));
     this.#desk.open(result.free, 1n);
     this.#recovered = true;
     this.#last = { prepared: [...prepared.keys()].map(txName), recordsFenced: fenced, slotsRepaired: repaired, locksReleased: released, reachable: result.reachable.size, reclaimed: result.reclaimed };

@@ -2,7 +2,8 @@
 // key's lock in its read chain, round 1 only checks it — on the connection it was taken on. A
 // shard that restarted in between released it (recovery R3): round 1 locks the key again, and a
 // transaction that took the lock since wins (mutant read-lock-any-connection: both commit on the
-// same version, and the first's install finds another's lock — committed but absent).
+// same version, and the first's install finds another's lock — committed but absent: the install
+// invariant stops its client with PMRPC_ERR_INVARIANT).
 import t from 'tap';
 import { crashImages, materialize, PmemRegion } from '../../../pmem/index.js';
 import { nicConfigFor, World } from '../../../src/testing/crash/index.js';
@@ -129,8 +130,9 @@ async function restartBetween(faults: Partial<TxFaults>): Promise<{ released: bo
 t.test('a lock taken before a restart of the shard is taken again by round 1 (mutant read-lock-any-connection)', async (t) => {
   const ok = await restartBetween({});
   t.same(ok, { released: true, first: `aborted ${TxErrorCodes.CONFLICT}`, second: 'committed', value: 'b' }, 'recovery released the read-time lock (R3); the lock is the later reader\'s: the first aborts, the second commits');
-  const m = await restartBetween({ readLockAnyConnection: true });
-  t.ok(m.first === 'committed' && m.value !== 'a', `mutant: the first reported ${m.first}, the key holds '${m.value}' (committed but absent: caught)`);
+  // The mutant's first transaction commits on the lock the restart released; its install finds the
+  // second's lock — committed but absent — and round 2 stops its client (docs/tx.md "Invariants").
+  await t.rejects(restartBetween({ readLockAnyConnection: true }), { code: 'PMRPC_ERR_INVARIANT', message: /is committed, but its install of key 0 .* found the lock of/ }, 'mutant: caught by the install invariant');
 });
 
 /** A resolver finds T (read-time locks, no record: D6) in doubt, fences T and decides abort; then T's client commits it. */

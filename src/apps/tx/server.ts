@@ -260,26 +260,29 @@ export class TxAppServer implements AppServer {
     if (this.#candidates.size === 0 && this.#slotCandidates.size === 0 && this.#retired.size === 0) return 0;
     this.sweepStats.sweeps++;
     const g = this.geometry;
-    const busy = (): Set<number> => (this.faults.freeWithoutGrace ? new Set() : new Set(this.#nic.busyQps()));
+    // The QPs with queued work, read once for the pass (nothing the pass does queues NIC work);
+    // each retired item gets its own copy (its grace set shrinks as they drain).
+    let busyNow: number[] | undefined;
+    const busy = (): Set<number> => (this.faults.freeWithoutGrace ? new Set() : new Set((busyNow ??= this.#nic.busyQps())));
     if (this.faults.skipReturns) this.#slotCandidates.clear(); // live reclamation switched off (aborted items are never marked either)
     if (this.#slotCandidates.size > 0) {
       const slots = [...this.#slotCandidates].sort((a, b) => a - b);
       this.#slotCandidates.clear();
       const moved: Array<{ i: number; ptr: number; was: number }> = [];
       for (const i of slots) {
-        const s = this.slot(i);
+        // The pointer word alone (the slot's other words are not the sweep's).
+        const ptr = Number(this.region.loadU64(slotOffset(g, i) + 24));
         const was = this.#installed[i]!;
-        if (s.ptr === was || s.ptr === 0) continue;
-        moved.push({ i, ptr: s.ptr, was });
+        if (ptr === was || ptr === 0) continue;
+        moved.push({ i, ptr, was });
         // The pointer that makes the old item dead is durable before the item is retired: every
         // moved slot is written back (clwb), then one fence (sfence) for all of them.
         if (!this.faults.freeWithoutPersist) this.region.flush(slotOffset(g, i), 40);
       }
       if (moved.length > 0 && !this.faults.freeWithoutPersist) this.region.drain();
-      const q = moved.length > 0 ? busy() : undefined;
       for (const m of moved) {
         this.#installed[m.i] = m.ptr;
-        this.#retire(m.was, new Set(q));
+        this.#retire(m.was, busy());
         this.sweepStats.superseded++;
       }
     }
@@ -300,7 +303,7 @@ export class TxAppServer implements AppServer {
     }
     let returned = 0;
     if (this.#retired.size > 0) {
-      const now = new Set(this.#nic.busyQps());
+      const now = new Set((busyNow ??= this.#nic.busyQps()));
       const ready: number[] = [];
       for (const [ptr, waiting] of this.#retired) {
         for (const q of waiting) if (!now.has(q)) waiting.delete(q);

@@ -340,14 +340,21 @@ export class TxClient {
       const wrs: WorkRequest[] = win === undefined
         ? [Wr.read({ rkey: conn.rkey, addr: hint! }, ITEM_BYTES), Wr.read(at, 40)]
         : [Wr.read({ rkey: conn.rkey, addr: conn.slots + win.first * SLOT_BYTES }, win.count * SLOT_BYTES), Wr.read({ rkey: conn.rkey, addr: at.addr + 24 }, ITEM_BYTES, { bounded: true })];
-      const lockAt = lockTried ? -1 : wrs.length;
+      // The lock CAS goes first: the READs behind it (pipelined, not waiting for its answer: RC
+      // order on the responder) see the slot as T locked it, so the W and CT they return stay the
+      // slot's for as long as L = T — round 1's check then only compares (docs/tx.md "Locks taken
+      // at read time"). The mutant check-lock-by-order locks after the READs, as before.
+      const lockAt = lockTried ? -1 : this.faults.checkLockByOrder ? wrs.length : 0;
       if (!lockTried) {
         this.#txid ??= makeTxid(this.client, this.incarnation, ++this.#seq);
-        wrs.push(Wr.cas({ rkey: conn.rkey, addr: at.addr + 16 }, 0n, this.#txid));
+        const lock = Wr.cas({ rkey: conn.rkey, addr: at.addr + 16 }, 0n, this.#txid);
+        if (lockAt === 0) wrs.unshift(lock);
+        else wrs.push(lock);
         lockTried = true;
         // Until the chain answers, the lock may be T's (released by rollback() or the abort).
         this.#execLocks.set(key, conn);
       }
+      const rd = lockAt === 0 ? 1 : 0;
       const cs = await post(conn, wrs);
       if (cs === undefined) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${conn.shard} did not answer the read of key ${key}`);
       if (lockAt >= 0 && cs[lockAt]!.swapped !== true) this.#execLocks.delete(key);
@@ -355,18 +362,18 @@ export class TxClient {
       let item: ReturnType<typeof decodeItem>;
       if (win === undefined) {
         this.readChains.direct++;
-        item = decodeItem(cs[0]!.data!);
-        slot = decodeSlot(cs[1]!.data!);
+        item = decodeItem(cs[rd]!.data!);
+        slot = decodeSlot(cs[rd + 1]!.data!);
       } else {
         this.readChains.indirect++;
-        const t = cs[0]!.data!;
+        const t = cs[rd]!.data!;
         for (let i = 0; i < win.count; i++) {
           const p = Number(new DataView(t.buffer, t.byteOffset + i * SLOT_BYTES + 24, 8).getBigUint64(0, true));
           this.#learn(conn, hints, (win.first + i) * conn.shards + conn.shard, p);
         }
         const o = (Math.floor(key / conn.shards) - win.first) * SLOT_BYTES;
         slot = decodeSlot(t.subarray(o, o + SLOT_BYTES));
-        item = decodeItem(cs[1]!.data!);
+        item = decodeItem(cs[rd + 1]!.data!);
       }
       if (item === undefined || item.key !== key || item.ts !== slot.ct) {
         this.readRetries++;
@@ -555,11 +562,19 @@ export class TxClient {
           const r = this.#reads.get(k)!;
           const at = slotAt(conn, k);
           if (this.#writes.has(k) && (this.faults.readLockAnyConnection ? execLocks.has(k) : execLocks.get(k) === conn)) {
-            // Locked at its read on this very connection: only the check, which also proves the
-            // lock is still T's — PRISM gt over [W CT L] with data [ts seen T]: with L = T it
-            // swaps iff CT = seen ∧ W < ts. (L ≠ T only if a resolver released T's lock after
-            // fencing T, D6: then T's H CAS fails and T aborts.)
-            wrs.push(Wr.prismCas('gt', at, words(ts, r.ts, txid), { conditional: cond && wrs.length > 0, swapMask: words(ONES, 0n, 0n) }));
+            // Locked at its read on this very connection: only the check — PRISM eq over
+            // [W CT L], comparing [CT L] with [seen T], swapping W := ts. While L = T nothing but
+            // T moves W or CT (every other check compares its own lock, every validation L = 0),
+            // and the read chain READ them after its lock CAS: W = the W seen < ts. (L ≠ T only if
+            // a resolver released T's lock after fencing T, D6: the check fails, and so would T's
+            // H CAS.) The mutant check-lock-by-order compares by order (gt over [W CT L] with
+            // [ts seen T]), which also swaps when L < T — a lock released, or a smaller txid's —
+            // and lowers W below CT (found by the swarm, seed 325).
+            wrs.push(
+              this.faults.checkLockByOrder
+                ? Wr.prismCas('gt', at, words(ts, r.ts, txid), { conditional: cond && wrs.length > 0, swapMask: words(ONES, 0n, 0n) })
+                : Wr.prismCas('eq', at, words(ts, r.ts, txid), { conditional: cond && wrs.length > 0, compareMask: words(0n, ONES, ONES), swapMask: words(ONES, 0n, 0n) }),
+            );
             roles.push({ key: k, kind: 'check' });
             entries.push({ key: k, kind: ENTRY_WRITE, newPtr: 0, oldCt: r.ts });
           } else if (this.#writes.has(k)) {
@@ -872,7 +887,7 @@ interface ShardView {
 }
 
 /**
- * The resolver (docs/tx.md, rows D1–D7): settles a transaction T left prepared by a crash of a
+ * The resolver (docs/tx.md, rows D1–D8): settles a transaction T left prepared by a crash of a
  * shard or of its client. Any party may run it (the client itself, a restarted shard's agent, a
  * shard whose client's lease ran out); two resolvers reach the same decision. Safety never
  * depends on when it runs.
@@ -961,6 +976,19 @@ export class TxResolver {
         // D6: no record of T anywhere it was looked for: fence it on every shard it touched (its locks) or was named for.
         const touched = [...views.values()].filter((v) => v.slots.some((sl) => sl.lock === txid) || participantsHint !== undefined);
         if (touched.some((v) => mine(v.h) && hState(v.h) === H_PREPARED)) continue;
+        // D8 over every shard: T exists without a record (its reads took locks) while an earlier
+        // transaction U of the slot may still be PREPARED on shards T never touched (U's commit
+        // was reported at its commit point; its round 2 had not landed). A fence of T anywhere
+        // would then tell every resolver that U is final (D1) before U is: U is resolved first.
+        if (!this.faults.fenceOverPrepared) {
+          await Promise.all([...Array(shards).keys()].filter((s) => !views.has(s)).map(read));
+          if (missing) continue;
+          const earlier = [...views.values()].find((v) => v.h !== 0n && hState(v.h) === H_PREPARED && hTxid(v.h) < txid);
+          if (earlier !== undefined) {
+            await this.resolve(hTxid(earlier.h));
+            continue;
+          }
+        }
         const fenced = await this.#fence(touched.length > 0 ? touched : [...views.values()].slice(0, 1), txid);
         if (!fenced) continue;
         decision = 'abort';
@@ -1024,6 +1052,15 @@ export class TxResolver {
     for (const v of views) {
       if (v.h !== 0n && hTxid(v.h) === txid) continue;
       if (this.faults.resolverNoFence) continue;
+      // An earlier transaction U of the slot still PREPARED here (U's commit may have been reported
+      // at its commit point, its round 2 not landed yet): a fence of T would replace U's record —
+      // a crash would then lose U's install, and every resolver would read the later txid as "U
+      // is final" (D1). U is resolved first (rolled forward or back), then read again (row D8).
+      if (v.h !== 0n && hState(v.h) === H_PREPARED && !this.faults.fenceOverPrepared) {
+        await this.resolve(hTxid(v.h));
+        all = false;
+        continue;
+      }
       const rec = recAt(v.conn, client);
       checkHEdge(v.h, hWord(txid, H_FENCED), `the resolver's fence of ${txName(txid)} on shard ${v.conn.shard}`);
       const cs = await post(v.conn, [Wr.cas(rec, v.h, hWord(txid, H_FENCED)), Wr.flush('persistent', v.conn.rkey, { addr: rec.addr, len: 8 })]);

@@ -30,7 +30,17 @@ export interface TxFaults {
   resolverTrustsVisible: boolean;
   /** Resolver: decides abort where it found no record without fencing T there first. */
   resolverNoFence: boolean;
-  /** Prepare: a lock a read for update took is trusted on any connection to the shard — one a restart released (recovery R3) included — so round 1 takes no lock for the key. */
+  /** Resolver: fences T over an earlier transaction's PREPARED record of the same client slot without resolving that transaction first (row D8) — the record of a transaction already reported committed, whose round 2 has not landed, is replaced. */
+  fenceOverPrepared: boolean;
+  /** Read for update and round 1: the read chain's lock CAS comes after its READs, and round 1's check of a key locked at read time compares by order (PRISM gt over [W CT L] with [ts seen T]) — it also swaps when L is below T (the lock released, or a smaller txid's), lowering W. */
+  checkLockByOrder: boolean;
+  /**
+   * Prepare: a lock a read for update took is trusted on any connection to the shard — one a
+   * restart released (recovery R3) included — so round 1 takes no lock for the key, only checks it.
+   * Not in TX_MUTANTS: since round 1's check compares `L = T` exactly (check-lock-by-order), a lock
+   * a restart released fails the check and T aborts — the connection rule is now a liveness rule
+   * (test/apps/tx/read-locks.test.ts shows the switch costs an abort, never a loss).
+   */
   readLockAnyConnection: boolean;
   /** Prepare: a transaction whose read-time locks a resolver released after fencing it (D6) prepares over the fence when the client re-learnt that fence as its slot's H (it is not aborted). */
   prepareOverOwnFence: boolean;
@@ -68,6 +78,8 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   resolverWithoutCommitPoint: false,
   resolverTrustsVisible: false,
   resolverNoFence: false,
+  fenceOverPrepared: false,
+  checkLockByOrder: false,
   readLockAnyConnection: false,
   prepareOverOwnFence: false,
   recoveryIgnoresRecords: false,
@@ -125,7 +137,7 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
   { name: 'skip-record-ptrs', fault: 'skipRecordPtrs', step: "WRITE of the new items' addresses from the QP's scratch into the prepare record (what roll-forward installs)" },
   { name: 'late-item-flush', fault: 'lateItemFlush', step: 'the new items are FLUSHed before the H CAS that publishes the record naming them (not after)' },
   { name: 'skip-install-flush', fault: 'skipInstallFlush', step: "FLUSH(persistent) of T's slots (installs, and the W its checks and validations raised) before H := COMMITTED" },
-  { name: 'read-lock-any-connection', fault: 'readLockAnyConnection', step: 'round 1 trusts a lock taken by a read for update only on the connection it was taken on (a shard that restarted since released it: round 1 locks the key again)' },
+  { name: 'check-lock-by-order', fault: 'checkLockByOrder', step: "round 1's check of a key locked at read time compares [CT L] for equality with [seen T] (the read chain READs after its lock CAS), never by order: a released or smaller lock must not pass" },
   { name: 'prepare-over-own-fence', fault: 'prepareOverOwnFence', step: "a transaction fenced by a resolver while it held read-time locks (D6) aborts when the H its client re-learnt is that fence (never prepares over it)" },
   { name: 'resolver-without-commit-point', fault: 'resolverWithoutCommitPoint', step: 'the resolver commits only when every participant holds a durable record' },
   {
@@ -139,6 +151,7 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
     // had one); stalls armed on an atomic (stallOn 'atomic': held from the step after the QP's next CAS) do.
     explore: { pins: { drain: 'eager' }, schedule: { stalls: 20, stallSteps: 400, stallUnit: 'qp', stallOn: 'atomic', horizon: 800 } },
   },
+  { name: 'fence-over-prepared', fault: 'fenceOverPrepared', step: "the resolver resolves an earlier transaction of the slot still PREPARED where it would fence T (row D8)" },
   { name: 'resolver-no-fence', fault: 'resolverNoFence', step: 'the resolver fences T where it found no record before deciding abort' },
   { name: 'recovery-ignores-records', fault: 'recoveryIgnoresRecords', step: 'recovery keeps PREPARED records (and their locks) for the resolver' },
   { name: 'recovery-trusts-record', fault: 'recoveryTrustsRecord', step: "recovery fences a PREPARED H whose body is not T's or whose item addresses do not name T's items (row R2: that prepare's FLUSH never completed)" },

@@ -248,7 +248,7 @@ export function hEdgeOk(from: bigint, to: bigint): boolean {
   const f = hTxid(from);
   const t = hTxid(to);
   if (t === f) return hState(from) === H_PREPARED && hState(to) !== H_PREPARED;
-  return t > f;
+  return t > f && (from === 0n || hState(from) !== H_PREPARED);
 }
 
 /** PMRPC_ERR_INVARIANT unless H may go from `from` to `to` (hEdgeOk): checked before every write or CAS of H. */

@@ -49,7 +49,7 @@ function record(srv: TxAppServer, state: bigint, entries: RecordEntry[], torn = 
 }
 const valueOf = (srv: TxAppServer): string => td.decode(srv.value(0)!.value);
 
-function cluster(): { world: World; srv: (s: number) => TxAppServer; resolver: () => TxResolver } {
+function cluster(): { world: World; srv: (s: number) => TxAppServer; resolver: (faults?: Partial<TxFaults>) => TxResolver } {
   const world = new World(nicConfigFor(SEED, { eviction: 0, ddio: true }), SEED);
   for (let n = 0; n < 2; n++) {
     const region = PmemRegion.createInMemory(txApp.minRegionBytes(opts(n)) + 64, { tracing: true });
@@ -65,13 +65,13 @@ function cluster(): { world: World; srv: (s: number) => TxAppServer; resolver: (
     }
     return conns[s];
   };
-  return { world, srv: (s) => world.nodes[s]!.server as TxAppServer, resolver: () => new TxResolver(source, { clock: world.clock }) };
+  return { world, srv: (s) => world.nodes[s]!.server as TxAppServer, resolver: (faults) => new TxResolver(source, { clock: world.clock, ...(faults !== undefined ? { faults } : {}) }) };
 }
 
-async function resolveIn(world: World, r: TxResolver, participants?: bigint): Promise<string> {
+async function resolveIn(world: World, r: TxResolver, participants?: bigint, txid = T): Promise<string> {
   let out: string | undefined;
   let err: unknown;
-  void r.resolve(T, participants).then((v) => (out = v), (e: unknown) => (err = e ?? 'error'));
+  void r.resolve(txid, participants).then((v) => (out = v), (e: unknown) => (err = e ?? 'error'));
   const run = await world.run(() => out !== undefined || err !== undefined, 400_000);
   if (err !== undefined) throw err;
   if (run.status !== 'done') throw new Error(`the world ${run.status}`);
@@ -156,6 +156,36 @@ t.test('D7: a participant down and nothing decides — wait (bounded): unknown, 
   t.equal(await resolveIn(world, resolver(), BOTH), 'unknown');
   t.equal(h(srv(0)), hWord(T, H_PREPARED), 'still PREPARED: its record may be durable on the shard that is down');
   t.equal(srv(0).slot(0).lock, T);
+});
+
+/** T committed at its commit point (PREPARED on both shards, round 2 not landed); LATER, the slot's next transaction, holds a read-time lock of key 2 (shard 0, slot 1) and no record. */
+function laterOverPrepared(srv: (s: number) => TxAppServer): void {
+  const e0 = prepareWrite(srv(0), 0, 'new0');
+  const e1 = prepareWrite(srv(1), 1, 'new1');
+  record(srv(0), H_PREPARED, [e0, e1]);
+  record(srv(1), H_PREPARED, [e0, e1]);
+  const g = srv(0).geometry;
+  put(srv(0), slotOffset(g, 1), encodeSlot({ ...srv(0).slot(1), lock: LATER }).subarray(0, 40));
+}
+
+t.test("D8: T to fence over an earlier transaction's PREPARED record of the slot — that one is resolved first (rolled forward), then T is fenced", async (t) => {
+  const { world, srv, resolver } = cluster();
+  laterOverPrepared(srv);
+  t.equal(await resolveIn(world, resolver(), undefined, LATER), 'aborted');
+  t.equal(valueOf(srv(0)), 'new0', "the earlier transaction's install is kept (it reached its commit point)");
+  t.equal(valueOf(srv(1)), 'new1');
+  t.equal(h(srv(0)), hWord(LATER, H_FENCED), 'LATER fenced where it held a lock, over COMMITTED(T)');
+  t.equal(h(srv(1)), hWord(T, H_COMMITTED));
+  t.equal(srv(0).slot(1).lock, 0n, "LATER's read-time lock released");
+  for (const s of [0, 1]) t.equal(srv(s).slot(0).lock, 0n, "T's locks released by its roll forward");
+});
+
+t.test('D8, mutant fence-over-prepared: the fence would replace a PREPARED record of another transaction — PMRPC_ERR_INVARIANT, nothing written', async (t) => {
+  const { world, srv, resolver } = cluster();
+  laterOverPrepared(srv);
+  const r = resolver({ fenceOverPrepared: true });
+  await t.rejects(resolveIn(world, r, undefined, LATER), { code: 'PMRPC_ERR_INVARIANT' });
+  t.equal(h(srv(0)), hWord(T, H_PREPARED), "T's record stays");
 });
 
 const nics: Rnic[] = [];

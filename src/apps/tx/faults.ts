@@ -52,7 +52,7 @@ export interface TxFaults {
    * Client restart: a later incarnation of a client slot prepares over an earlier incarnation's
    * PREPARED record without resolving it first (the slot reused before its transactions are
    * resolved). Not in TX_MUTANTS: the explorer never restarts a client; caught by
-   * test/apps/tx/slot-reuse.test.ts.
+   * test/apps/tx/slot-reuse.test.ts (the H-edge invariant stops it before its CAS).
    */
   reuseSlotUnsettled: boolean;
   /** Reclamation: the client marks its ALLOCATEd items dead as soon as its commit did not reach the commit point in its own view — a participant that did not answer included — before T's abort is decided, and without the guard that makes the abort durable on the shard first. */

@@ -3,7 +3,7 @@
 // hand — and the row's outcome is asserted. Two shards, keys 0 (shard 0) and 1 (shard 1), one
 // transaction T of client slot 0 writing both.
 import t from 'tap';
-import { PmemRegion } from '../../../pmem/index.js';
+import { crashImages, materialize, PmemRegion } from '../../../pmem/index.js';
 import { Rnic } from '../../../flush/index.js';
 import { nicConfigFor, World } from '../../../src/testing/crash/index.js';
 import {
@@ -186,6 +186,47 @@ t.test('D8, mutant fence-over-prepared: the fence would replace a PREPARED recor
   const r = resolver({ fenceOverPrepared: true });
   await t.rejects(resolveIn(world, r, undefined, LATER), { code: 'PMRPC_ERR_INVARIANT' });
   t.equal(h(srv(0)), hWord(T, H_PREPARED), "T's record stays");
+});
+
+/**
+ * Step 1 of the resolution (FLUSH what was read before acting on it). T is PREPARED on both shards,
+ * but shard 1's H is only visible (its prepare chain's FLUSH has not run): the resolver decides
+ * commit (D4) and rolls forward shard 0 first; shard 1 crashes right after shard 0's COMMITTED(T)
+ * and restarts from what is durable. The correct resolver FLUSHed shard 1's record with its view,
+ * so shard 1 still holds PREPARED(T) and the roll forward completes; the mutant
+ * resolver-trusts-visible acted on the visible H alone: shard 1 comes back without T's record, T is
+ * installed on shard 0 only, and the resolver reports PMRPC_ERR_TX_UNRESOLVED.
+ */
+async function visibleRecordThenCrash(faults: Partial<TxFaults>): Promise<{ outcome: string; values: string[] }> {
+  const { world, srv, resolver } = cluster();
+  const e0 = prepareWrite(srv(0), 0, 'new0');
+  const e1 = prepareWrite(srv(1), 1, 'new1');
+  record(srv(0), H_PREPARED, [e0, e1]);
+  record(srv(1), H_PREPARED, [e0, e1]);
+  // Shard 1's H back to empty in PM, PREPARED(T) only visible (a store not yet written back).
+  const at = recordOffset(srv(1).geometry, 0);
+  srv(1).region.store(at, new Uint8Array(8));
+  srv(1).region.persist(at, 8);
+  const hb = new Uint8Array(8);
+  new DataView(hb.buffer).setBigUint64(0, hWord(T, H_PREPARED), true);
+  srv(1).region.store(at, hb);
+  let outcome: string | undefined;
+  void resolver(faults).resolve(T, BOTH).then((v) => (outcome = v), (e: unknown) => (outcome = (e as { code?: string }).code ?? String(e)));
+  const first = await world.run(() => outcome !== undefined || h(srv(0)) === hWord(T, H_COMMITTED), 400_000);
+  if (first.status !== 'done' || outcome !== undefined) throw new Error(`setup: the resolver did not reach shard 0's COMMITTED(T) first (${first.status}, ${String(outcome)})`);
+  const st = world.nodes[1]!.region.crashState();
+  const image = materialize(st, [...crashImages(st, { engine: 'none' })][0]!);
+  world.crash(1);
+  world.restart(1, PmemRegion.openImage(image, {}), (host) => txApp.open(host, opts(1))).server!.recover();
+  const run = await world.run(() => outcome !== undefined, 400_000);
+  if (run.status !== 'done') throw new Error(`the world ${run.status}`);
+  for (const n of world.nodes) n.nic.drainAll();
+  return { outcome: outcome!, values: [valueOf(srv(0)), valueOf(srv(1))] };
+}
+
+t.test('resolution step 1: a record the resolver only saw visible is FLUSHed before it acts — a crash after a partial roll forward loses nothing (mutant resolver-trusts-visible)', async (t) => {
+  t.same(await visibleRecordThenCrash({}), { outcome: 'committed', values: ['new0', 'new1'] }, 'shard 1 kept PREPARED(T) (the view FLUSHed it): T installed on both');
+  t.same(await visibleRecordThenCrash({ resolverTrustsVisible: true }), { outcome: 'PMRPC_ERR_TX_UNRESOLVED', values: ['new0', ''] }, 'mutant: shard 1 lost the record it acted on — T installed on shard 0 only');
 });
 
 const nics: Rnic[] = [];

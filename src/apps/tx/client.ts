@@ -359,6 +359,11 @@ export class TxClient {
             ? Wr.prismCas('gt', at, words(0n, 0n, this.#txid, 0n), { compareMask: words(0n, 0n, TXID_TAG, 0n), swapMask: words(0n, 0n, ONES, 0n) })
             : Wr.cas({ rkey: conn.rkey, addr: at.addr + 16 }, 0n, this.#txid),
         );
+        // The chain ends with a READ (of the QP's scratch: no DMA, done once the lock is placed):
+        // a READ does not pass the QP's earlier writes, so the lock is visible to every READ before
+        // the chain answers — an atomic result left in the NIC's cache is seen by other atomics but
+        // not by a resolver's scan, which would leave the key locked for ever (swarm seed 563).
+        if (lockCas) wrs.push(Wr.read({ scratch: 0 }, 8));
         lockTried = true;
         // Until the chain answers, the lock may be T's (released by rollback() or the abort).
         this.#execLocks.set(key, conn);

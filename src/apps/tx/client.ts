@@ -54,6 +54,7 @@ import {
   ITEM_MARK_WORD,
   makeTxid,
   ONES,
+  TXID_TAG,
   RECORD_BODY,
   RECORD_BYTES,
   SLOT_BYTES,
@@ -309,7 +310,7 @@ export class TxClient {
 
   /**
    * Reads `key`. `forUpdate`: the transaction will write it — the read chain also takes its lock
-   * (a CAS of `L` 0 → T after the two READs, which do not wait for it), so round 1 only checks it
+   * (a PRISM CAS that swaps `L` 0 → T and returns the slot's words, beside the item's READ), so round 1 only checks it
    * (docs/tx.md "Locks taken at read time"); a lock another transaction holds is left to round 1.
    */
   async read(key: number, options: { forUpdate?: boolean } = {}): Promise<Uint8Array> {
@@ -338,42 +339,61 @@ export class TxClient {
       const hint = hints.get(key);
       const win = hint === undefined ? slotWindow(conn, key) : undefined;
       const wrs: WorkRequest[] = win === undefined
-        ? [Wr.read({ rkey: conn.rkey, addr: hint! }, ITEM_BYTES), Wr.read(at, 40)]
+        ? [Wr.read({ rkey: conn.rkey, addr: hint! }, ITEM_BYTES)]
         : [Wr.read({ rkey: conn.rkey, addr: conn.slots + win.first * SLOT_BYTES }, win.count * SLOT_BYTES), Wr.read({ rkey: conn.rkey, addr: at.addr + 24 }, ITEM_BYTES, { bounded: true })];
-      // The lock CAS goes first: the READs behind it (pipelined, not waiting for its answer: RC
-      // order on the responder) see the slot as T locked it, so the W and CT they return stay the
-      // slot's for as long as L = T — round 1's check then only compares (docs/tx.md "Locks taken
-      // at read time"). The mutant check-lock-by-order locks after the READs, as before.
-      const lockAt = lockTried ? -1 : this.faults.checkLockByOrder ? wrs.length : 0;
+      // A read for update takes the lock with a PRISM CAS over the slot's [W CT L ptr] that
+      // compares only L's txid tag (gt, data T: swaps iff L = 0, every txid carries the tag) and
+      // returns the four words as they were at the lock: the W and CT T locked, which nothing but T
+      // moves while L = T — round 1's check then only compares (docs/tx.md "Locks taken at read
+      // time"). It needs no READ of the slot behind it, and the item's READ beside it does not wait
+      // for it: the item counts only if it is (key, that CT), one immutable item. The mutant
+      // check-lock-by-order READs the slot and locks after it (a plain CAS), as this chain first did.
+      const lockCas = !lockTried && !this.faults.checkLockByOrder;
+      if (win === undefined && !lockCas) wrs.push(Wr.read(at, 40));
+      let lockAt = -1;
       if (!lockTried) {
         this.#txid ??= makeTxid(this.client, this.incarnation, ++this.#seq);
-        const lock = Wr.cas({ rkey: conn.rkey, addr: at.addr + 16 }, 0n, this.#txid);
-        if (lockAt === 0) wrs.unshift(lock);
-        else wrs.push(lock);
+        lockAt = wrs.length;
+        wrs.push(
+          lockCas
+            ? Wr.prismCas('gt', at, words(0n, 0n, this.#txid, 0n), { compareMask: words(0n, 0n, TXID_TAG, 0n), swapMask: words(0n, 0n, ONES, 0n) })
+            : Wr.cas({ rkey: conn.rkey, addr: at.addr + 16 }, 0n, this.#txid),
+        );
+        // The chain ends with a READ (of the QP's scratch: no DMA, done once the lock is placed):
+        // a READ does not pass the QP's earlier writes, so the lock is visible to every READ before
+        // the chain answers — an atomic result left in the NIC's cache is seen by other atomics but
+        // not by a resolver's scan, which would leave the key locked for ever (swarm seed 563).
+        if (lockCas) wrs.push(Wr.read({ scratch: 0 }, 8));
         lockTried = true;
         // Until the chain answers, the lock may be T's (released by rollback() or the abort).
         this.#execLocks.set(key, conn);
       }
-      const rd = lockAt === 0 ? 1 : 0;
       const cs = await post(conn, wrs);
       if (cs === undefined) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${conn.shard} did not answer the read of key ${key}`);
       if (lockAt >= 0 && cs[lockAt]!.swapped !== true) this.#execLocks.delete(key);
+      // The slot's words: from the lock CAS (its old value, swapped or not: one atomic snapshot),
+      // else from the READ of the slot (hinted) or the window (hint-less).
+      const fromCas = (): Slot => {
+        const d = cs[lockAt]!.data!;
+        const dv = new DataView(d.buffer, d.byteOffset, 32);
+        return { w: dv.getBigUint64(0, true), ct: dv.getBigUint64(8, true), lock: dv.getBigUint64(16, true), ptr: Number(dv.getBigUint64(24, true)), bound: 0 };
+      };
       let slot: Slot;
       let item: ReturnType<typeof decodeItem>;
       if (win === undefined) {
         this.readChains.direct++;
-        item = decodeItem(cs[rd]!.data!);
-        slot = decodeSlot(cs[rd + 1]!.data!);
+        item = decodeItem(cs[0]!.data!);
+        slot = lockCas ? fromCas() : decodeSlot(cs[1]!.data!);
       } else {
         this.readChains.indirect++;
-        const t = cs[rd]!.data!;
+        const t = cs[0]!.data!;
         for (let i = 0; i < win.count; i++) {
           const p = Number(new DataView(t.buffer, t.byteOffset + i * SLOT_BYTES + 24, 8).getBigUint64(0, true));
           this.#learn(conn, hints, (win.first + i) * conn.shards + conn.shard, p);
         }
         const o = (Math.floor(key / conn.shards) - win.first) * SLOT_BYTES;
-        slot = decodeSlot(t.subarray(o, o + SLOT_BYTES));
-        item = decodeItem(cs[rd + 1]!.data!);
+        slot = lockCas ? fromCas() : decodeSlot(t.subarray(o, o + SLOT_BYTES));
+        item = decodeItem(cs[1]!.data!);
       }
       if (item === undefined || item.key !== key || item.ts !== slot.ct) {
         this.readRetries++;

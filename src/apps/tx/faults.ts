@@ -20,27 +20,13 @@ export interface TxFaults {
   skipAllocateFlush: boolean;
   /** Prepare chain: the record body does not carry the new items' addresses (no WRITE of the pointer array from the QP's scratch): a resolver or recovery rolling T forward installs whatever the array held. */
   skipRecordPtrs: boolean;
-  /**
-   * Prepare chain: the redirected FLUSH of each new item comes after the H CAS and its FLUSH (a
-   * durable record may name an item that is not durable). Not in TX_MUTANTS since the fixes of row
-   * D8 and of the exact check: a crash inside the window is safe for the client (recovery R2'
-   * fences a record whose item is not durable; the client never counted it), and the harm needs a
-   * resolver to roll T forward inside that window — the plain sweep (seeds 1..24) and the swarm
-   * (seeds 1..200) no longer reach it. Not caught by any test at present (docs/tx.md, "Mutants").
-   */
+  /** Prepare chain: the redirected FLUSH of each new item comes after the H CAS and its FLUSH (a durable record may name an item that is not durable). */
   lateItemFlush: boolean;
   /** Commit (round 2): no FLUSH of T's slots (the installs, and the W its checks and validations raised in round 1) before H := COMMITTED. */
   skipInstallFlush: boolean;
   /** Resolver: commits when any participant holds a record (not every one: the commit point is not reached). */
   resolverWithoutCommitPoint: boolean;
-  /**
-   * Resolver: acts on records it READ without FLUSHing them (visible, perhaps not durable). Not in
-   * TX_MUTANTS since the fixes of row D8 and of the exact check: the plain sweep (seeds 1..24), its
-   * own pins (seeds 25..44) and
-   * the swarm (seeds 1..200) no longer reach its window (a partial roll forward between a record's
-   * CAS and its FLUSH, then a crash); caught by test/apps/tx/decision-table.test.ts (resolution
-   * step 1, built in PM) and test/apps/tx/tx.test.ts.
-   */
+  /** Resolver: acts on records it READ without FLUSHing them (visible, perhaps not durable). */
   resolverTrustsVisible: boolean;
   /** Resolver: decides abort where it found no record without fencing T there first. */
   resolverNoFence: boolean;
@@ -149,11 +135,22 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
   },
   { name: 'skip-allocate-flush', fault: 'skipAllocateFlush', step: 'redirected FLUSH(persistent) of each ALLOCATEd new item in the prepare chain, before the H CAS' },
   { name: 'skip-record-ptrs', fault: 'skipRecordPtrs', step: "WRITE of the new items' addresses from the QP's scratch into the prepare record (what roll-forward installs)" },
+  { name: 'late-item-flush', fault: 'lateItemFlush', step: 'the new items are FLUSHed before the H CAS that publishes the record naming them (not after)' },
   { name: 'skip-install-flush', fault: 'skipInstallFlush', step: "FLUSH(persistent) of T's slots (installs, and the W its checks and validations raised) before H := COMMITTED" },
   { name: 'check-lock-by-order', fault: 'checkLockByOrder', step: "round 1's check of a key locked at read time compares [CT L] for equality with [seen T] (the read chain READs after its lock CAS), never by order: a released or smaller lock must not pass" },
   { name: 'prepare-over-own-fence', fault: 'prepareOverOwnFence', step: "a transaction fenced by a resolver while it held read-time locks (D6) aborts when the H its client re-learnt is that fence (never prepares over it)" },
   { name: 'resolver-without-commit-point', fault: 'resolverWithoutCommitPoint', step: 'the resolver commits only when every participant holds a durable record' },
-
+  {
+    name: 'resolver-trusts-visible',
+    fault: 'resolverTrustsVisible',
+    step: 'the resolver FLUSHes what it read before acting on it',
+    // A prepare record visible (drained at once: drain eager) but not yet FLUSHed while its client's QP is held back
+    // and the resolver agent decides on it; a crash in that window loses H under what the resolver did (pct.ts
+    // stalls). Since the two-round-trip commit a prepare chain runs its slot CASes, two WRITEs and two FLUSHes before
+    // H's CAS and H's FLUSH right after it, so a stall at a drawn step rarely falls between the two (seed 1 no longer
+    // had one); stalls armed on an atomic (stallOn 'atomic': held from the step after the QP's next CAS) do.
+    explore: { pins: { drain: 'eager' }, schedule: { stalls: 20, stallSteps: 400, stallUnit: 'qp', stallOn: 'atomic', horizon: 800 } },
+  },
   { name: 'fence-over-prepared', fault: 'fenceOverPrepared', step: "the resolver resolves an earlier transaction of the slot still PREPARED where it would fence T (row D8)" },
   { name: 'resolver-no-fence', fault: 'resolverNoFence', step: 'the resolver fences T where it found no record before deciding abort' },
   { name: 'recovery-ignores-records', fault: 'recoveryIgnoresRecords', step: 'recovery keeps PREPARED records (and their locks) for the resolver' },

@@ -203,13 +203,21 @@ export function decodeItem(b: Uint8Array): Item | undefined {
 
 // ------------------------------------------------------------------ transaction ids and H words
 
-/** txid = client slot (8 bits) | incarnation (16 bits) | sequence (32 bits), never 0. */
+/**
+ * Bit 56 of every txid (`TXID_TAG`): a slot's `L` holds 0 or a txid, so a PRISM CAS that compares
+ * only this bit (`gt`, data T) swaps iff `L` = 0 — the read chain's lock, which returns the slot's
+ * `[W CT L ptr]` as it locked it (docs/tx.md "Locks taken at read time"). H = txid·4 + state
+ * still fits in 64 bits.
+ */
+export const TXID_TAG = 1n << 56n;
+
+/** txid = tag (bit 56) | client slot (8 bits) | incarnation (16 bits) | sequence (32 bits), never 0. */
 export function makeTxid(client: number, incarnation: number, seq: number): bigint {
-  return (BigInt(client) << 48n) | (BigInt(incarnation & 0xffff) << 32n) | BigInt(seq >>> 0);
+  return TXID_TAG | (BigInt(client & 0xff) << 48n) | (BigInt(incarnation & 0xffff) << 32n) | BigInt(seq >>> 0);
 }
 
 export function txClient(txid: bigint): number {
-  return Number(txid >> 48n);
+  return Number((txid >> 48n) & 0xffn);
 }
 
 export function hWord(txid: bigint, state: bigint): bigint {

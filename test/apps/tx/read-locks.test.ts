@@ -15,8 +15,8 @@ const te = new TextEncoder();
 const td = new TextDecoder();
 const opts = (faults: Partial<TxFaults>) => txApp.resolveOptions({ shard: 0, shards: 1, keysPerShard: 2, clients: 4, items: 32, faults });
 
-function cluster(faults: Partial<TxFaults> = {}) {
-  const world = new World(nicConfigFor(SEED, { eviction: 0, ddio: true }), SEED);
+function cluster(faults: Partial<TxFaults> = {}, nic: Partial<ReturnType<typeof nicConfigFor>> = {}) {
+  const world = new World({ ...nicConfigFor(SEED, { eviction: 0, ddio: true }), ...nic }, SEED);
   const region = PmemRegion.createInMemory(txApp.minRegionBytes(opts(faults)) + 64, { tracing: true });
   txApp.format(region, opts(faults));
   world.addNode(region, (host) => txApp.open(host, opts(faults))).server!.recover();
@@ -207,4 +207,24 @@ t.test("round 1's check of a read-time lock compares L = T: a lock released and 
   const bad = await checkAfterRelease({ checkLockByOrder: true });
   t.match(bad.outcome, /^aborted/, 'the mutant aborts A too (its H CAS meets the fence)…');
   t.ok(bad.w < bad.ct, `…but its check swapped with L = 0 below A's txid: W ${bad.w} dropped below CT ${bad.ct}`);
+});
+
+t.test("the read chain's lock is placed before the chain answers: a resolver's scan (READs) sees it with the NIC's cache undrained", async (t) => {
+  // The lock is a PRISM CAS on L's txid tag that returns [W CT L ptr]; the chain ends with a READ
+  // (of scratch: no DMA) because a READ does not pass the QP's earlier writes. Without it the lock
+  // can stay in the NIC's cache, seen by atomics but not by a scan's READs: the key stays locked
+  // for ever once the client is gone (swarm seed 563, "prepared-forever").
+  const { world, server, client, resolver } = cluster({}, { drain: 'lazy-large', cacheEntriesMax: 4096, idleDrain: false });
+  const c = client(0);
+  const r = resolver();
+  const seen = await drive(world, async () => {
+    await c.begin();
+    await c.read(0, { forUpdate: true });
+    // Still inside the run (the world has not gone idle, so nothing drained the NIC's cache).
+    return { visible: server().slot(0).lock, scanned: (await r.scan()).inDoubt };
+  });
+  const T = c.nextTxid;
+  t.equal(seen.visible, T, 'the lock is in visible memory when the read returns');
+  t.same(seen.scanned, [T], "a resolver's scan finds the lock");
+  t.equal(c.readChains.direct + c.readChains.indirect, 1, 'one read chain');
 });

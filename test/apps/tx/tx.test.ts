@@ -141,11 +141,16 @@ async function latePrepare(faults: Partial<TxFaults>): Promise<{ outcome: TxOutc
   const { world, server, client, resolver } = cluster(2, faults);
   const c = client(0);
   let hold = false;
-  // Held: client 0's QP on shard 1 once round 1 began (its ALLOCATE there ran before).
-  const held = (ch: StepChoice): boolean => hold && c.lastRoundTrips >= 1 && ch.node === 1 && ch.client === 0;
+  // Held: client 0's QP on shard 1 once round 1 began there and ran its first step (the check of
+  // key 1, which the read locked: the resolver's release of that lock does not stop the rest of
+  // the chain, so only the H CAS's compare with the fence does).
+  let ran = 0;
+  const mine = (ch: StepChoice): boolean => hold && c.lastRoundTrips >= 1 && ch.node === 1 && ch.client === 0;
+  const held = (ch: StepChoice): boolean => mine(ch) && ran >= 1;
   world.chooser = (choices) => {
-    const i = choices.findIndex((ch) => !held(ch));
-    return i < 0 ? 0 : i;
+    const i = Math.max(0, choices.findIndex((ch) => !held(ch)));
+    if (choices[i] !== undefined && mine(choices[i]!)) ran++;
+    return i;
   };
   let outcome: TxOutcome | undefined;
   await drive(world, async () => {

@@ -4,24 +4,34 @@
  * - Work requests: the sum of `Rnic.stats.wrs` over a deployment's NICs; a suite reports the
  *   delta over its window divided by its operations (`bench rs` workRequestsPerOp, `bench tx`
  *   workRequestsPerCommit). In-process deployments only (over TCP the NICs are another process's).
- * - CPU by role (`bench tx`): everything runs in this process, so the process's CPU time
- *   (`process.cpuUsage()`, user + system) is split by reading that same CPU clock at the
- *   boundaries of the synchronous sections of code that belong to a role:
+ * - CPU by role (`bench tx`): everything runs in this process. The process's total CPU (user +
+ *   system, `process.cpuUsage()`) is read at a window's boundaries and split by role:
  *   - `nic`: the emulated NIC — every call into an Rnic's `submit`, `step`, `runAll` and
  *     `drainAll` (decoding, executing and completing work requests, the DMA drain, and what runs
  *     synchronously inside them: the delivery of a response or notification to the client's link
- *     object, and a host-write listener queueing an event for the server CPU);
+ *     object, and a host-write listener queueing an event for the server CPU). These sections are
+ *     many and short (µs), so they are timed on a monotonic high-resolution clock
+ *     (`performance.now()`, no system call): wall time inside the synchronous section, which on
+ *     the one JS thread is the NIC's CPU unless the process is descheduled in it;
  *   - `host`: the server's CPU — every pass the app schedules through its host's `schedule` (the
  *     CPU poller's passes: FaRM-style LOCK / apply / unlock handling, PRISM-TX's reclamation),
- *     minus the NIC calls made inside it (nested sections are charged to the innermost role);
+ *     minus the NIC calls made inside it (nested sections are charged to the innermost role).
+ *     A pass is timed on the process's CPU clock (`process.cpuUsage()`, read once where the pass
+ *     starts and once where it ends: one system call per pass boundary, not per NIC step), so a
+ *     pass that the machine deschedules is charged its CPU, not the time other processes ran
+ *     (a long pass on a loaded machine would otherwise be charged whole scheduling periods);
+ *     the NIC sections and the timer's bookkeeping inside it are subtracted (about half of each
+ *     getrusage call's own cost falls inside the pass it bounds, the same for every system);
+ *   - accounting: the timer's own bookkeeping at a role change, between its two monotonic-clock
+ *     reads (charged to no role; reported as accountingCpuUsPerCommit);
  *   - client: the rest of the process's CPU (the clients' protocol code, promise continuations,
- *     timers, GC).
- *   The clock is read only where the role changes (a NIC call inside a NIC call reads nothing).
- *   It is the process's CPU clock (Node 20 has no per-thread one): CPU that V8's helper threads
- *   (concurrent GC, compilation) spend during a section is charged to that section's role, and the
- *   reads themselves (one getrusage system call each, ≈ 1 µs) are charged half to each side.
- *   Wall clock would not do: on a loaded machine a preempted section would be charged the time
- *   other processes ran.
+ *     timers, GC), clamped at 0 (a NIC section preempted on a loaded machine is charged more than
+ *     its CPU).
+ *   CPU that V8's helper threads (concurrent GC, compilation) spend during a host pass is charged
+ *   to the pass (the process's clock has no per-thread view in Node 20). Every system of a suite
+ *   is timed by the same instrumentation (`RoleTimer.instrumentApp` on its shards' hosts), so
+ *   their figures are comparable. The clocks are read only where the role changes (a NIC call
+ *   inside a NIC call reads nothing).
  */
 import type { Rnic } from '../flush/index.js';
 import type { App, AppHost } from '../src/apps/index.js';
@@ -35,51 +45,115 @@ export function nicWorkRequests(nics: readonly Rnic[]): number {
 
 export type TimedRole = 'nic' | 'host';
 
-/** CPU µs spent in each role so far (monotonic; a window takes deltas). */
+/** µs spent in each role so far (monotonic; a window takes deltas), and the timer's own. */
 export interface RoleTimes {
   nicUs: number;
   hostUs: number;
+  /** The timer's bookkeeping at role changes, between its clock reads: charged to no role. */
+  accountingUs: number;
 }
 
-function cpuNowUs(): number {
-  const u = process.cpuUsage();
-  return u.user + u.system;
+/** The clocks a RoleTimer reads, in µs (injected in tests). */
+export interface RoleClocks {
+  /** Monotonic wall clock (NIC sections, bookkeeping). */
+  wall: () => number;
+  /** The process's CPU clock (host passes). */
+  cpu: () => number;
 }
 
-/** Charges the time of nested synchronous sections to the innermost role. */
+const SYSTEM_CLOCKS: RoleClocks = {
+  wall: () => performance.now() * 1000,
+  cpu: () => {
+    const u = process.cpuUsage();
+    return u.user + u.system;
+  },
+};
+
+interface Frame {
+  role: TimedRole;
+  /** Calls of this role nested directly in it (a NIC call inside a NIC call): they read no clock. */
+  depth: number;
+  /** host: the CPU clock where the pass started. */
+  cpuStart: number;
+  /** host: the time of the NIC sections and of the bookkeeping inside the pass. */
+  excluded: number;
+}
+
+/**
+ * Charges the time of nested synchronous sections to the innermost role: NIC sections on the
+ * wall clock, host passes on the CPU clock minus what ran nested in them. At a role change the
+ * wall clock is read once to end the running section and once, after the bookkeeping, to start
+ * the next; the time between the two reads is accounting, not a role's.
+ */
 export class RoleTimer {
   #nicUs = 0;
   #hostUs = 0;
-  #stack: TimedRole[] = [];
+  #accountingUs = 0;
+  #frames: Frame[] = [];
   #since = 0;
+  readonly #clocks: RoleClocks;
+
+  constructor(clocks: RoleClocks = SYSTEM_CLOCKS) {
+    this.#clocks = clocks;
+  }
 
   enter(role: TimedRole): void {
-    const top = this.#stack[this.#stack.length - 1];
-    if (top !== role) {
-      const now = cpuNowUs();
-      this.#charge(top, now);
-      this.#since = now;
+    const top = this.#frames[this.#frames.length - 1];
+    if (top?.role === role) {
+      top.depth++;
+      return;
     }
-    this.#stack.push(role);
+    const t0 = this.#clocks.wall();
+    if (top?.role === 'nic') this.#nic(t0 - this.#since);
+    const frame: Frame = { role, depth: 1, cpuStart: 0, excluded: 0 };
+    this.#frames.push(frame);
+    // The bookkeeping of a NIC call made inside a pass is in the pass's CPU time: excluded from it.
+    this.#start(t0, top?.role === 'host' ? top : undefined);
+    // A pass's CPU clock starts last (after the bookkeeping) and stops first.
+    if (role === 'host') frame.cpuStart = this.#clocks.cpu();
   }
 
   exit(): void {
-    const role = this.#stack.pop();
-    const top = this.#stack[this.#stack.length - 1];
-    if (top !== role) {
-      const now = cpuNowUs();
-      this.#charge(role, now);
-      this.#since = now;
+    const top = this.#frames[this.#frames.length - 1];
+    if (top === undefined) return;
+    if (--top.depth > 0) return;
+    const cpuEnd = top.role === 'host' ? this.#clocks.cpu() : 0;
+    const t0 = this.#clocks.wall();
+    this.#frames.pop();
+    const below = this.#frames[this.#frames.length - 1];
+    if (top.role === 'nic') this.#nic(t0 - this.#since);
+    else {
+      const cpu = cpuEnd - top.cpuStart;
+      this.#hostUs += Math.max(0, cpu - top.excluded);
+      // A pass inside a NIC call inside a pass: the inner pass's time is not the outer pass's.
+      const outer = this.#innermostPass();
+      if (outer !== undefined) outer.excluded += cpu;
     }
+    this.#start(t0, below?.role === 'host' ? below : undefined);
   }
 
-  #charge(role: TimedRole | undefined, now: number): void {
-    if (role === 'nic') this.#nicUs += now - this.#since;
-    else if (role === 'host') this.#hostUs += now - this.#since;
+  /** A NIC section of `us`: the NIC's, and excluded from the pass it ran in (if any). */
+  #nic(us: number): void {
+    this.#nicUs += us;
+    const pass = this.#innermostPass();
+    if (pass !== undefined) pass.excluded += us;
+  }
+
+  #innermostPass(): Frame | undefined {
+    for (let i = this.#frames.length - 1; i >= 0; i--) if (this.#frames[i]!.role === 'host') return this.#frames[i];
+    return undefined;
+  }
+
+  /** The next section starts now; what passed since `t0` (the bookkeeping) is accounting. */
+  #start(t0: number, pass: Frame | undefined): void {
+    const now = this.#clocks.wall();
+    this.#accountingUs += now - t0;
+    if (pass !== undefined) pass.excluded += now - t0;
+    this.#since = now;
   }
 
   times(): RoleTimes {
-    return { nicUs: this.#nicUs, hostUs: this.#hostUs };
+    return { nicUs: this.#nicUs, hostUs: this.#hostUs, accountingUs: this.#accountingUs };
   }
 
   /** Times this NIC's entry points as role `nic` (own properties shadowing the class's methods). */

@@ -15,7 +15,7 @@ import { nicWorkRequests, RoleTimer, type RoleTimes } from './nic-work.js';
 /** One client's transactions, whatever the system. */
 export interface TxApi {
   begin(): Promise<void>;
-  /** `forUpdate`: the transaction will write the key (FORD locks it now; the others ignore the hint). */
+  /** `forUpdate`: the transaction will write the key (FORD and PRISM-TX lock it now; FaRM-style ignores the hint). */
   read(key: number, forUpdate?: boolean): Promise<Uint8Array>;
   write(key: number, value: Uint8Array): Promise<void>;
   commit(): Promise<TxOutcome>;
@@ -80,10 +80,14 @@ export function txSystemApp(system: TxSystemName, o: Pick<TxDeployOptions, 'shar
 /** Client `i` of `system` over `connect` (one connection per shard, made on first use), as a TxApi. */
 export function txClientApi(system: TxSystemName, connect: TxConnect, i: number, o: { clock: Clock; skipValidation?: boolean }): TxApi {
   if (system === 'prism-tx') {
-    const c = new TxClient(sourceOf(connect, (x) => parseTxWelcome(x.qp, x.welcome)) as (s: number) => ShardConn, { client: i, incarnation: 1, clock: o.clock, faults: {} });
+    // A second connection per shard for round 2 (install, COMMITTED, release), which runs after
+    // the commit is reported: the next transaction's reads do not queue behind it.
+    const source = sourceOf(connect, (x) => parseTxWelcome(x.qp, x.welcome)) as (s: number) => ShardConn;
+    const installSource = sourceOf(connect, (x) => parseTxWelcome(x.qp, x.welcome)) as (s: number) => ShardConn;
+    const c = new TxClient(source, { client: i, incarnation: 1, clock: o.clock, faults: {}, installSource });
     return {
       begin: () => c.begin(),
-      read: (k) => c.read(k),
+      read: (k, forUpdate) => c.read(k, { forUpdate: forUpdate === true }),
       write: (k, v) => c.write(k, v),
       commit: () => c.commit(),
       rollback: () => c.rollback(),

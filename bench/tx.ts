@@ -99,13 +99,17 @@ export interface TxCellResult {
   workRequestsPerCommit: number;
   /**
    * CPU µs per committed transaction, by role (bench/nic-work.ts): the process's CPU time over the
-   * window (warm-up included) split into the emulated NICs' sections, the shards' server-CPU passes
-   * (minus NIC calls inside them) and the rest (clients), divided by the commits of that interval.
+   * window (warm-up included; process.cpuUsage at its boundaries) split into the emulated NICs'
+   * sections and the shards' server-CPU passes (minus NIC calls inside them), both timed on a
+   * monotonic clock, the role timer's own bookkeeping, and the rest (clients), divided by the
+   * commits of that interval.
    */
   cpuUsPerCommit: number;
   clientCpuUsPerCommit: number;
   nicCpuUsPerCommit: number;
   hostCpuUsPerCommit: number;
+  /** The role timer's own bookkeeping per commit (charged to no role). */
+  accountingCpuUsPerCommit: number;
 }
 
 const histogram = (): hdr.Histogram => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: 3 });
@@ -186,8 +190,10 @@ async function measureTxWindow(cell: DeployedTxCell, w: TxWorkload, ms: number, 
   const cpuUs = cpu.user + cpu.system;
   const nicUs = t1.nicUs - t0.nicUs;
   const hostUs = t1.hostUs - t0.hostUs;
-  // Read on the same CPU clock (bench/nic-work.ts); max() only guards the µs rounding of the reads.
-  const clientUs = Math.max(0, cpuUs - nicUs - hostUs);
+  const accountingUs = t1.accountingUs - t0.accountingUs;
+  // The roles are wall time inside synchronous sections (bench/nic-work.ts): a section preempted on a
+  // loaded machine is charged more than its CPU, so the remainder is clamped at 0.
+  const clientUs = Math.max(0, cpuUs - nicUs - hostUs - accountingUs);
   const perCommit = (x: number): number => (allCommits > 0 ? x / allCommits : 0);
   const wrsPerCommit = commits > 0 ? (w1.wrs - w0.wrs) / commits : 0;
   const commitRoundTrips = commits > 0 ? rtts / commits : 0;
@@ -210,6 +216,7 @@ async function measureTxWindow(cell: DeployedTxCell, w: TxWorkload, ms: number, 
     clientCpuUsPerCommit: perCommit(clientUs),
     nicCpuUsPerCommit: perCommit(nicUs),
     hostCpuUsPerCommit: perCommit(hostUs),
+    accountingCpuUsPerCommit: perCommit(accountingUs),
   };
   h.destroy();
   return r;
@@ -238,6 +245,7 @@ function combine(rs: TxCellResult[]): TxCellResult {
     clientCpuUsPerCommit: med((r) => r.clientCpuUsPerCommit),
     nicCpuUsPerCommit: med((r) => r.nicCpuUsPerCommit),
     hostCpuUsPerCommit: med((r) => r.hostCpuUsPerCommit),
+    accountingCpuUsPerCommit: med((r) => r.accountingCpuUsPerCommit),
   };
 }
 
@@ -286,7 +294,7 @@ export async function runTxBench(o: BenchOptions, plan: TxPlan = o.quick ? TX_QU
       factories.forEach((f, i) => {
         const r = combine(windows[i]!);
         results.set(`${f.name}|${txCellName(c)}`, r);
-        rows.push({ system: f.name, cell: txCellName(c), ...c, windows: plan.windows, ...r, commitsPerSecond: Math.round(r.commitsPerSecond), commitsPerCpuSecond: Math.round(r.commitsPerCpuSecond), abortRate: round(r.abortRate), commitRoundTrips: round(r.commitRoundTrips), wrsPerCommit: round(r.wrsPerCommit), messagesPerCommit: round(r.messagesPerCommit), linesPerCommit: round(r.linesPerCommit), roundTripsPerCommit: round(r.roundTripsPerCommit), workRequestsPerCommit: round(r.workRequestsPerCommit), cpuUsPerCommit: round(r.cpuUsPerCommit), clientCpuUsPerCommit: round(r.clientCpuUsPerCommit), nicCpuUsPerCommit: round(r.nicCpuUsPerCommit), hostCpuUsPerCommit: round(r.hostCpuUsPerCommit) });
+        rows.push({ system: f.name, cell: txCellName(c), ...c, windows: plan.windows, ...r, commitsPerSecond: Math.round(r.commitsPerSecond), commitsPerCpuSecond: Math.round(r.commitsPerCpuSecond), abortRate: round(r.abortRate), commitRoundTrips: round(r.commitRoundTrips), wrsPerCommit: round(r.wrsPerCommit), messagesPerCommit: round(r.messagesPerCommit), linesPerCommit: round(r.linesPerCommit), roundTripsPerCommit: round(r.roundTripsPerCommit), workRequestsPerCommit: round(r.workRequestsPerCommit), cpuUsPerCommit: round(r.cpuUsPerCommit), clientCpuUsPerCommit: round(r.clientCpuUsPerCommit), nicCpuUsPerCommit: round(r.nicCpuUsPerCommit), hostCpuUsPerCommit: round(r.hostCpuUsPerCommit), accountingCpuUsPerCommit: round(r.accountingCpuUsPerCommit) });
       });
     } finally {
       for (const x of cells) x.d.close();

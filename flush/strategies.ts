@@ -106,6 +106,7 @@ interface MemoryWatch {
   len: number;
   qpn: number | undefined;
   fn: (e: HostWriteEvent) => void;
+  filter: ((e: HostWriteEvent) => boolean) | undefined;
 }
 
 type PollEvent = { kind: 'mem'; fn: (e: HostWriteEvent) => void; e: HostWriteEvent } | { kind: 'recv'; qp: ServerQp; fn: (c: RecvCompletion) => void };
@@ -125,9 +126,13 @@ export class CpuPoller {
     this.#unsubscribe = nic.onHostWrite((e) => this.#onHostWrite(e));
   }
 
-  /** fn runs (on a CPU pass) for every drained NIC write overlapping [offset, offset+len), from QP `qpn` if given. */
-  watchMemory(range: { offset: number; len: number; qpn?: number }, fn: (e: HostWriteEvent) => void): () => void {
-    const w: MemoryWatch = { offset: range.offset, len: range.len, qpn: range.qpn, fn };
+  /**
+   * fn runs (on a CPU pass) for every drained NIC write overlapping [offset, offset+len), from QP
+   * `qpn` if given — and, with `filter`, only for the writes it accepts: the words the CPU polls
+   * (filter runs as the write drains, on what is then visible; a write it refuses costs no pass).
+   */
+  watchMemory(range: { offset: number; len: number; qpn?: number; filter?: (e: HostWriteEvent) => boolean }, fn: (e: HostWriteEvent) => void): () => void {
+    const w: MemoryWatch = { offset: range.offset, len: range.len, qpn: range.qpn, fn, filter: range.filter };
     this.#watches.push(w);
     return () => {
       const i = this.#watches.indexOf(w);
@@ -178,7 +183,7 @@ export class CpuPoller {
   #onHostWrite(e: HostWriteEvent): void {
     for (const w of this.#watches) {
       if (w.qpn !== undefined && w.qpn !== e.qpn) continue;
-      if (e.offset < w.offset + w.len && e.offset + e.len > w.offset) this.#enqueue({ kind: 'mem', fn: w.fn, e });
+      if (e.offset < w.offset + w.len && e.offset + e.len > w.offset && (w.filter === undefined || w.filter(e))) this.#enqueue({ kind: 'mem', fn: w.fn, e });
     }
   }
 

@@ -94,6 +94,8 @@ async function main(): Promise<void> {
     }
     log({ t: 'outcome', txid: String(txid), name: txName(txid), status: out?.status ?? 'unknown', code: out?.code ?? error });
   }
+  // The last commit's round 2 runs after commit() reported it: let it finish before the links go.
+  await tx.settled().catch(() => undefined);
   links.close();
   process.exit(0);
 }

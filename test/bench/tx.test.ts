@@ -65,7 +65,8 @@ t.test('a tiny run: every system commits and passes the checks; ratios, history 
     t.ok(Number.isFinite(r.hostCpuUsPerCommit) && Number(r.hostCpuUsPerCommit) >= 0, `${name}: hostCpuUsPerCommit = ${String(r.hostCpuUsPerCommit)}`);
     t.equal(r.roundTripsPerCommit, r.commitRoundTrips, `${name}: roundTripsPerCommit is the commit round trips`);
     t.equal(r.workRequestsPerCommit, r.wrsPerCommit, `${name}: workRequestsPerCommit is the work requests per commit`);
-    const parts = Number(r.clientCpuUsPerCommit) + Number(r.nicCpuUsPerCommit) + Number(r.hostCpuUsPerCommit);
+    t.ok(Number.isFinite(r.accountingCpuUsPerCommit) && Number(r.accountingCpuUsPerCommit) >= 0, `${name}: accountingCpuUsPerCommit = ${String(r.accountingCpuUsPerCommit)}`);
+    const parts = Number(r.clientCpuUsPerCommit) + Number(r.nicCpuUsPerCommit) + Number(r.hostCpuUsPerCommit) + Number(r.accountingCpuUsPerCommit);
     t.ok(Math.abs(parts - Number(r.cpuUsPerCommit)) <= 0.01 || parts >= Number(r.cpuUsPerCommit), `${name}: the roles cover the process's CPU (${parts} vs ${String(r.cpuUsPerCommit)})`);
   }
   for (const c of TINY.cells) {

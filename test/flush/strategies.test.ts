@@ -103,6 +103,28 @@ t.test('CpuPoller: never runs inside the NIC; runs on its scheduler, in batches,
   poller.close();
 });
 
+t.test('CpuPoller: a watch with a filter queues only the writes it accepts (judged on what the drained write left visible)', async (t) => {
+  const s = setup({ nic: { drain: 'eager' } });
+  const tasks: Array<() => void> = [];
+  const poller = new CpuPoller(s.nic, { schedule: (fn) => tasks.push(fn) });
+  const seen: number[] = [];
+  // The polled word: offset +24 of each 64-byte line, and only when it holds an odd value.
+  const filter = (e: HostWriteEvent): boolean => {
+    const w = 1024 + Math.floor((e.offset - 1024) / 64) * 64 + 24;
+    return e.offset < w + 8 && e.offset + e.len > w && (s.region.loadU64(w) & 1n) === 1n;
+  };
+  poller.watchMemory({ offset: 1024, len: 1024, filter }, (e) => seen.push(e.offset));
+  await s.qp.write({ rkey: s.mr.rkey, addr: 1024 }, u64le(3)); // another word of the line
+  await s.qp.write({ rkey: s.mr.rkey, addr: 1024 + 24 }, u64le(2)); // the word, even
+  t.equal(poller.pending, 0, 'refused writes queue nothing');
+  t.equal(tasks.length, 0, 'and schedule no pass');
+  await s.qp.write({ rkey: s.mr.rkey, addr: 1024 + 64 + 24 }, u64le(5)); // the word, odd
+  t.equal(poller.pending, 1);
+  tasks.shift()!();
+  t.same(seen, [1024 + 64 + 24]);
+  poller.close();
+});
+
 t.test('CpuPoller: receive completions reach the watcher in order', async (t) => {
   const s = setup();
   const poller = new CpuPoller(s.nic);

@@ -2,7 +2,7 @@
  * The resolver agent (docs/tx.md, "Who resolves"): what a shard runs beside its clients — at start
  * (a restarted shard resolves what its crash left in doubt) and then one pass per lease: a
  * transaction found in doubt (a lock, or a PREPARED record) in two passes in a row is one whose
- * client did not finish it within a lease, and the agent resolves it (TxResolver, rows D1–D7).
+ * client did not finish it within a lease, and the agent resolves it (TxResolver, rows D1–D8).
  * The lease only decides *when* a transaction is resolved; two resolvers (the agent of every
  * participant, and the client itself) racing reach the same decision, so safety never depends on
  * it. The crash explorer's agent (src/testing/crash/tx.ts) and a node's (src/cluster/tx.ts) are

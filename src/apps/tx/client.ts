@@ -28,10 +28,11 @@
  * in real time.
  */
 import { NicErrorCodes, Wr, type Completion, type QueuePair, type WorkRequest } from '../../../flush/index.js';
-import { PmrpcError, type Clock } from '../../../pmem/index.js';
+import { invariant, isInvariantError, PmrpcError, type Clock } from '../../../pmem/index.js';
 import { parseJsonBytes } from '../index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
 import {
+  checkHEdge,
   decodeBody,
   decodeItem,
   describeH,
@@ -53,6 +54,7 @@ import {
   ITEM_MARK_WORD,
   makeTxid,
   ONES,
+  TXID_TAG,
   RECORD_BODY,
   RECORD_BYTES,
   SLOT_BYTES,
@@ -125,6 +127,15 @@ function slotSpan(c: ShardConn, keys: readonly number[]): { addr: number; len: n
   return { addr: c.slots + lo * SLOT_BYTES, len: (Math.max(...idx) - lo + 1) * SLOT_BYTES };
 }
 
+/** Slots a read without a location hint READs beside its bounded indirect READ: the aligned window holding the key's (clipped to the table). */
+export const TX_SLOT_WINDOW = 64;
+
+function slotWindow(c: ShardConn, key: number): { first: number; count: number } {
+  const idx = Math.floor(key / c.shards);
+  const first = idx - (idx % TX_SLOT_WINDOW);
+  return { first, count: Math.min(TX_SLOT_WINDOW, c.keys - first) };
+}
+
 export type TxStatus = 'committed' | 'aborted' | 'unknown';
 
 export interface TxOutcome {
@@ -148,6 +159,13 @@ export interface TxClientOptions {
   incarnation: number;
   clock: Clock;
   faults: Partial<TxFaults>;
+  /**
+   * Where round 2 of this client's commits runs (install, COMMITTED, release): connections of
+   * their own, one per shard (default: `source`'s). Round 2 runs after commit() reported; on a QP
+   * of its own, the next transaction's reads do not queue behind it (a read of a key the pending
+   * round 2 installs waits for it: read your writes).
+   */
+  installSource?: ShardSource | undefined;
   /** Test hook: awaited once the commit point is reached, before round 2 (a real-crash run holds a client here and SIGKILLs it: T left prepared). */
   afterPrepare?: ((txid: bigint) => Promise<void>) | undefined;
 }
@@ -158,6 +176,8 @@ export class TxClient {
   readonly faults: Readonly<TxFaults>;
   readonly resolver: TxResolver;
   readonly #source: ShardSource;
+  readonly #installSource: ShardSource;
+  readonly #installOwn: boolean;
   readonly #clock: Clock;
   #seq = 0;
   #lastHi = 0n;
@@ -171,6 +191,16 @@ export class TxClient {
   /** Items this client marked dead (docs/tx.md "Reclamation"), for reports and tests. */
   readonly reclaimStats = { marked: 0, markChainsLost: 0, guardRefused: 0 };
   #open = false;
+  /** The open transaction's txid, once it has one (its first read for update takes a lock under it; else commit() draws it). */
+  #txid: bigint | undefined;
+  /**
+   * Keys of the open transaction locked by its read for update (docs/tx.md "Locks taken at read
+   * time"), with the connection the lock was taken on: round 1 trusts a lock only on that same
+   * connection (a shard that restarted since released it, R3).
+   */
+  #execLocks = new Map<number, ShardConn>();
+  /** Releases of a rolled-back transaction's read-time locks, awaited by the next begin(). */
+  #releasing: Promise<void> | undefined;
   #reads = new Map<number, ReadEntry>();
   #writes = new Map<number, Uint8Array>();
   /** Reads that met an item not matching its slot (an install in between, or a reused item) and read again. */
@@ -183,6 +213,9 @@ export class TxClient {
     if (!Number.isSafeInteger(options.client) || options.client < 0 || options.client > 255) throw new RangeError(`client must be an integer in [0, 255], got ${String(options.client)}`);
     if (!Number.isSafeInteger(options.incarnation) || options.incarnation < 0 || options.incarnation > 0xffff) throw new RangeError(`incarnation must be an integer in [0, 65535], got ${String(options.incarnation)}`);
     this.#source = source;
+    if (options.installSource !== undefined && typeof options.installSource !== 'function') throw new TypeError('installSource must be a function shard → connection');
+    this.#installSource = options.installSource ?? source;
+    this.#installOwn = options.installSource !== undefined;
     this.client = options.client;
     this.incarnation = options.incarnation;
     this.#clock = options.clock;
@@ -195,7 +228,7 @@ export class TxClient {
 
   /** The txid the next commit() will use (a client logs its intent under it before committing). */
   get nextTxid(): bigint {
-    return makeTxid(this.client, this.incarnation, this.#seq + 1);
+    return this.#txid ?? makeTxid(this.client, this.incarnation, this.#seq + 1);
   }
 
   /** Waits (bounded) for shard s; PMRPC_ERR_TX_SHARD_UNAVAILABLE when it stays down. */
@@ -261,18 +294,33 @@ export class TxClient {
   async begin(): Promise<void> {
     if (this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'begin() while a transaction is open');
     if (this.#stale !== undefined) throw new PmrpcError(TxErrorCodes.STALE_INCARNATION, this.#stale);
+    if (this.#broken !== undefined) throw this.#broken;
+    if (this.#releasing !== undefined) {
+      const r = this.#releasing;
+      this.#releasing = undefined;
+      await r;
+    }
     await this.#settle();
     this.#open = true;
+    this.#txid = undefined;
+    this.#execLocks.clear();
     this.#reads.clear();
     this.#writes.clear();
   }
 
-  async read(key: number): Promise<Uint8Array> {
+  /**
+   * Reads `key`. `forUpdate`: the transaction will write it — the read chain also takes its lock
+   * (a PRISM CAS that swaps `L` 0 → T and returns the slot's words, beside the item's READ), so round 1 only checks it
+   * (docs/tx.md "Locks taken at read time"); a lock another transaction holds is left to round 1.
+   */
+  async read(key: number, options: { forUpdate?: boolean } = {}): Promise<Uint8Array> {
     if (!this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'read() outside a transaction');
     const w = this.#writes.get(key);
     if (w !== undefined) return w.slice();
     const r = this.#reads.get(key);
     if (r !== undefined) return r.value.slice();
+    // Read your writes: a key the last commit's round 2 is still installing is read after it.
+    if (this.#round2 !== undefined && this.#round2Keys.has(key)) await this.settled();
     const probe = this.#source(0);
     const shards = probe?.shards ?? (await this.#conn(0)).shards;
     const conn = await this.#conn(key % shards);
@@ -280,14 +328,79 @@ export class TxClient {
     // The item must describe itself as the slot's (its key, and the CT the slot showed): a reader
     // that meets another item — one installed after its slot READ, or a reused item under a
     // pointer it dereferenced — reads again (live reclamation: docs/tx.md table S). Only an item
-    // that stays wrong is CORRUPT.
+    // that stays wrong is CORRUPT. With a location hint (docs/tx.md "Execution reads"): a READ of
+    // the item where this client last saw the slot point, beside a READ of the slot — two
+    // independent READs, no dereference; the item counts only if it is the slot's CT version.
+    // Without one: a READ of the slot's window of slots (the hints of its neighbours) beside the
+    // bounded indirect READ of the item.
+    const hints = this.#hintsOf(conn);
+    let lockTried = options.forUpdate !== true;
     for (let attempt = 0; ; attempt++) {
-      const cs = await post(conn, [Wr.read(at, 40), Wr.read({ rkey: conn.rkey, addr: at.addr + 24 }, ITEM_BYTES, { bounded: true })]);
+      const hint = hints.get(key);
+      const win = hint === undefined ? slotWindow(conn, key) : undefined;
+      const wrs: WorkRequest[] = win === undefined
+        ? [Wr.read({ rkey: conn.rkey, addr: hint! }, ITEM_BYTES)]
+        : [Wr.read({ rkey: conn.rkey, addr: conn.slots + win.first * SLOT_BYTES }, win.count * SLOT_BYTES), Wr.read({ rkey: conn.rkey, addr: at.addr + 24 }, ITEM_BYTES, { bounded: true })];
+      // A read for update takes the lock with a PRISM CAS over the slot's [W CT L ptr] that
+      // compares only L's txid tag (gt, data T: swaps iff L = 0, every txid carries the tag) and
+      // returns the four words as they were at the lock: the W and CT T locked, which nothing but T
+      // moves while L = T — round 1's check then only compares (docs/tx.md "Locks taken at read
+      // time"). It needs no READ of the slot behind it, and the item's READ beside it does not wait
+      // for it: the item counts only if it is (key, that CT), one immutable item. The mutant
+      // check-lock-by-order READs the slot and locks after it (a plain CAS), as this chain first did.
+      const lockCas = !lockTried && !this.faults.checkLockByOrder;
+      if (win === undefined && !lockCas) wrs.push(Wr.read(at, 40));
+      let lockAt = -1;
+      if (!lockTried) {
+        this.#txid ??= makeTxid(this.client, this.incarnation, ++this.#seq);
+        lockAt = wrs.length;
+        wrs.push(
+          lockCas
+            ? Wr.prismCas('gt', at, words(0n, 0n, this.#txid, 0n), { compareMask: words(0n, 0n, TXID_TAG, 0n), swapMask: words(0n, 0n, ONES, 0n) })
+            : Wr.cas({ rkey: conn.rkey, addr: at.addr + 16 }, 0n, this.#txid),
+        );
+        // The chain ends with a READ (of the QP's scratch: no DMA, done once the lock is placed):
+        // a READ does not pass the QP's earlier writes, so the lock is visible to every READ before
+        // the chain answers — an atomic result left in the NIC's cache is seen by other atomics but
+        // not by a resolver's scan, which would leave the key locked for ever (swarm seed 563).
+        if (lockCas) wrs.push(Wr.read({ scratch: 0 }, 8));
+        lockTried = true;
+        // Until the chain answers, the lock may be T's (released by rollback() or the abort).
+        this.#execLocks.set(key, conn);
+      }
+      const cs = await post(conn, wrs);
       if (cs === undefined) throw new PmrpcError(TxErrorCodes.SHARD_UNAVAILABLE, `shard ${conn.shard} did not answer the read of key ${key}`);
-      const slot = decodeSlot(cs[0]!.data!);
-      const item = decodeItem(cs[1]!.data!);
+      if (lockAt >= 0 && cs[lockAt]!.swapped !== true) this.#execLocks.delete(key);
+      // The slot's words: from the lock CAS (its old value, swapped or not: one atomic snapshot),
+      // else from the READ of the slot (hinted) or the window (hint-less).
+      const fromCas = (): Slot => {
+        const d = cs[lockAt]!.data!;
+        const dv = new DataView(d.buffer, d.byteOffset, 32);
+        return { w: dv.getBigUint64(0, true), ct: dv.getBigUint64(8, true), lock: dv.getBigUint64(16, true), ptr: Number(dv.getBigUint64(24, true)), bound: 0 };
+      };
+      let slot: Slot;
+      let item: ReturnType<typeof decodeItem>;
+      if (win === undefined) {
+        this.readChains.direct++;
+        item = decodeItem(cs[0]!.data!);
+        slot = lockCas ? fromCas() : decodeSlot(cs[1]!.data!);
+      } else {
+        this.readChains.indirect++;
+        const t = cs[0]!.data!;
+        for (let i = 0; i < win.count; i++) {
+          const p = Number(new DataView(t.buffer, t.byteOffset + i * SLOT_BYTES + 24, 8).getBigUint64(0, true));
+          this.#learn(conn, hints, (win.first + i) * conn.shards + conn.shard, p);
+        }
+        const o = (Math.floor(key / conn.shards) - win.first) * SLOT_BYTES;
+        slot = lockCas ? fromCas() : decodeSlot(t.subarray(o, o + SLOT_BYTES));
+        item = decodeItem(cs[1]!.data!);
+      }
       if (item === undefined || item.key !== key || item.ts !== slot.ct) {
         this.readRetries++;
+        if (win === undefined) {
+          this.readChains.moved++;
+          if (!this.#learn(conn, hints, key, slot.ptr)) hints.delete(key);
+        }
         if (attempt + 1 >= READ_ATTEMPTS_MAX) throw new PmrpcError(TxErrorCodes.CORRUPT, `key ${key}: the installed item is not valid (${READ_ATTEMPTS_MAX} reads)`);
         continue;
       }
@@ -296,20 +409,99 @@ export class TxClient {
     }
   }
 
+  /**
+   * Location hints of one connection (a new connection — a restarted shard — starts with none):
+   * key → the item its slot last pointed to, as this client saw it (a read's slot window, its own
+   * installs). Only where to READ: what a read returns is checked against the slot (see read()).
+   */
+  #hints = new WeakMap<ShardConn, Map<number, number>>();
+  /** Reads by kind: `direct` (through a location hint), `indirect` (slot window + bounded indirect READ), `moved` (a direct read whose hint was stale: read again). */
+  readonly readChains = { direct: 0, indirect: 0, moved: 0 };
+
+  #hintsOf(conn: ShardConn): Map<number, number> {
+    let h = this.#hints.get(conn);
+    if (h === undefined) this.#hints.set(conn, (h = new Map()));
+    return h;
+  }
+
+  /** Keeps `ptr` as key's hint when it names an item of the arena (a hint's READ never leaves the MR). */
+  #learn(conn: ShardConn, hints: Map<number, number>, key: number, ptr: number): boolean {
+    if (ptr < conn.arena || ptr + ITEM_BYTES > conn.arena + conn.arenaBytes || (ptr - conn.arena) % ITEM_BYTES !== 0) return false;
+    hints.set(key, ptr);
+    return true;
+  }
+
   /** Buffers a write of `key` (the key is read first if this transaction has not read it: read-modify-write). */
   async write(key: number, value: Uint8Array): Promise<void> {
     if (!this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'write() outside a transaction');
     if (!(value instanceof Uint8Array)) throw new TypeError('value must be a Uint8Array');
-    if (!this.#reads.has(key)) await this.read(key);
+    if (!this.#reads.has(key)) await this.read(key, { forUpdate: true });
     encodeItem({ ts: 0n, key, value }); // size check now, not at commit
     this.#writes.set(key, value.slice());
   }
 
-  /** Drops the open transaction without committing (nothing of it was prepared: no effect anywhere). */
+  /**
+   * Drops the open transaction without committing (nothing of it was prepared). The locks its
+   * reads for update took are released (CAS `L` T → 0), before the next begin(); a release that
+   * does not answer leaves T to the resolver (its locks, no record: D6).
+   */
   rollback(): void {
     this.#open = false;
     this.#reads.clear();
     this.#writes.clear();
+    const txid = this.#txid;
+    const locks = new Map(this.#execLocks);
+    this.#execLocks.clear();
+    this.#txid = undefined;
+    if (txid !== undefined) this.#releaseReadLocks(txid, locks);
+  }
+
+  /** Releases read-time locks of T that no commit round will release (before the next begin()). */
+  #releaseReadLocks(txid: bigint, locks: ReadonlyMap<number, ShardConn>): void {
+    const byConn = new Map<ShardConn, number[]>();
+    for (const [k, c] of locks) byConn.set(c, [...(byConn.get(c) ?? []), k]);
+    if (byConn.size === 0) return;
+    const prev = this.#releasing;
+    this.#releasing = (async () => {
+      await prev;
+      const oks = await Promise.all([...byConn].map(([c, ks]) => abortOn(c, this.client, txid, false, ks).catch(() => false)));
+      if (oks.some((x) => !x)) this.#unsettled.push({ txid, participants: [...byConn.keys()].reduce((m, c) => m | (1n << BigInt(c.shard)), 0n) });
+    })();
+  }
+
+  /** Round 2 of the last committed transaction, while it runs (commit() reports at the commit point), and the keys it installs. */
+  #round2: Promise<void> | undefined;
+  /** The broken invariant that stopped this client (PMRPC_ERR_INVARIANT from round 2, run after commit() returned). */
+  #broken: Error | undefined;
+
+  /** The broken invariant that stopped this client, if one did (PMRPC_ERR_INVARIANT: round 2 found a committed transaction's install absent). */
+  get broken(): Error | undefined {
+    return this.#broken;
+  }
+  #round2Keys = new Set<number>();
+
+  /**
+   * Waits for the round 2 of this client's last commit (install, COMMITTED, release: posted when
+   * commit() returned) and settles what it left undecided. Call it before closing the client's
+   * links: a round 2 cut by a close leaves T prepared until a shard's agent rolls it forward.
+   */
+  async settled(): Promise<void> {
+    if (this.#broken !== undefined) throw this.#broken;
+    if (this.#releasing !== undefined) {
+      const r = this.#releasing;
+      this.#releasing = undefined;
+      await r;
+    }
+    while (this.#round2 !== undefined) {
+      const r = this.#round2;
+      await r;
+      if (this.#round2 === r) {
+        this.#round2 = undefined;
+        this.#round2Keys.clear();
+      }
+      if (this.#broken !== undefined) throw this.#broken;
+    }
+    if (this.#unsettled.length > 0) await this.#settle();
   }
 
   /** Ends the transaction: committed, aborted (with a code) or unknown (left to a resolver that could not finish). */
@@ -317,13 +509,31 @@ export class TxClient {
     if (!this.#open) throw new PmrpcError(TxErrorCodes.BAD_STATE, 'commit() outside a transaction');
     this.#open = false;
     this.lastRoundTrips = 0;
-    const txid = makeTxid(this.client, this.incarnation, ++this.#seq);
+    const txid = this.#txid ?? makeTxid(this.client, this.incarnation, ++this.#seq);
+    this.#txid = undefined;
+    const execLocks = new Map(this.#execLocks);
+    this.#execLocks.clear();
+    // A key locked at its read and not written: written with the value read (its lock is released
+    // by round 2's install, as every written key's). One whose read did not complete: released now.
+    const stray = new Map([...execLocks].filter(([k]) => !this.#reads.has(k)));
+    for (const k of stray.keys()) execLocks.delete(k);
+    this.#releaseReadLocks(txid, stray);
+    for (const k of execLocks.keys()) if (!this.#writes.has(k)) this.#writes.set(k, this.#reads.get(k)!.value.slice());
     const keys = [...this.#reads.keys()];
     if (keys.length === 0) return { status: 'committed', txid };
+    // The previous commit's round 2 first: the H it leaves is what this prepare's H CAS expects.
+    await this.settled();
     const shards = (await this.#conn(0)).shards;
     const byShard = new Map<number, number[]>();
     for (const k of keys.sort((a, b) => a - b)) byShard.set(k % shards, [...(byShard.get(k % shards) ?? []), k]);
     const participants = [...byShard.keys()].reduce((m, s) => m | (1n << BigInt(s)), 0n);
+    // A resolver that found T's read-time locks in doubt (a lease ran out) fenced T where it held
+    // them and released them (D6). Where this client has re-learnt its slot's H since (settled()),
+    // that fence is the H it would expect: T must not prepare over it — T is over (aborted).
+    if (!this.faults.prepareOverOwnFence && [...byShard.keys()].some((s) => { const h = this.#hPrev.get(s); return h !== undefined && h !== 0n && hTxid(h) === txid; })) {
+      this.#releaseReadLocks(txid, execLocks);
+      return { status: 'aborted', txid, code: TxErrorCodes.CONFLICT };
+    }
     // The timestamp: above every version and W seen, above this client's last, from the clock.
     let hi = BigInt(Math.floor(this.#clock.nowMs()));
     if (hi <= this.#lastHi) hi = this.#lastHi + 1n;
@@ -337,7 +547,10 @@ export class TxClient {
     const conns = new Map<number, ShardConn>();
     for (const s of byShard.keys()) {
       const conn = this.#source(s);
-      if (conn === undefined) return { status: 'aborted', txid, code: TxErrorCodes.SHARD_UNAVAILABLE };
+      if (conn === undefined) {
+        this.#releaseReadLocks(txid, execLocks);
+        return { status: 'aborted', txid, code: TxErrorCodes.SHARD_UNAVAILABLE };
+      }
       conns.set(s, conn);
     }
     /** The new items, once their ALLOCATE completed (from the scratch READ at the end of round 1). */
@@ -365,19 +578,26 @@ export class TxClient {
             roles.push(undefined);
           });
         };
-        items.forEach((item, i) => {
-          allocAt.push(wrs.length);
-          wrs.push(Wr.allocate(conn.rkey, ITEM_BYTES, item, { redirect: i * 8, ...(i > 0 ? { conditional: true } : {}) }));
-          roles.push(undefined);
-          if (!this.faults.skipAllocateFlush && !this.faults.lateItemFlush) {
-            wrs.push(Wr.flushFrom('persistent', conn.rkey, { scratch: i * 8 }, item.length, { conditional: true }));
-            roles.push(undefined);
-          }
-        });
         for (const k of ks) {
           const r = this.#reads.get(k)!;
           const at = slotAt(conn, k);
-          if (this.#writes.has(k)) {
+          if (this.#writes.has(k) && (this.faults.readLockAnyConnection ? execLocks.has(k) : execLocks.get(k) === conn)) {
+            // Locked at its read on this very connection: only the check — PRISM eq over
+            // [W CT L], comparing [CT L] with [seen T], swapping W := ts. While L = T nothing but
+            // T moves W or CT (every other check compares its own lock, every validation L = 0),
+            // and the read chain READ them after its lock CAS: W = the W seen < ts. (L ≠ T only if
+            // a resolver released T's lock after fencing T, D6: the check fails, and so would T's
+            // H CAS.) The mutant check-lock-by-order compares by order (gt over [W CT L] with
+            // [ts seen T]), which also swaps when L < T — a lock released, or a smaller txid's —
+            // and lowers W below CT (found by the swarm, seed 325).
+            wrs.push(
+              this.faults.checkLockByOrder
+                ? Wr.prismCas('gt', at, words(ts, r.ts, txid), { conditional: cond && wrs.length > 0, swapMask: words(ONES, 0n, 0n) })
+                : Wr.prismCas('eq', at, words(ts, r.ts, txid), { conditional: cond && wrs.length > 0, compareMask: words(0n, ONES, ONES), swapMask: words(ONES, 0n, 0n) }),
+            );
+            roles.push({ key: k, kind: 'check' });
+            entries.push({ key: k, kind: ENTRY_WRITE, newPtr: 0, oldCt: r.ts });
+          } else if (this.#writes.has(k)) {
             wrs.push(Wr.cas({ rkey: conn.rkey, addr: at.addr + 16 }, 0n, txid, { conditional: cond && wrs.length > 0 }));
             roles.push({ key: k, kind: 'lock' });
             wrs.push(Wr.prismCas('gt', at, words(ts, r.ts), { conditional: cond, swapMask: words(ONES, 0n) }));
@@ -390,6 +610,14 @@ export class TxClient {
             roles.push({ key: k, kind: 'validate' });
           }
         }
+        // The new values are ALLOCATEd only once every lock, check and validation swapped (a
+        // transaction that loses a conflict takes no item); each redirects its address into the
+        // QP's scratch at 8·i, where the body's pointer WRITE and the items' FLUSHes find it.
+        items.forEach((item, i) => {
+          allocAt.push(wrs.length);
+          wrs.push(Wr.allocate(conn.rkey, ITEM_BYTES, item, { redirect: i * 8, ...(wrs.length > 0 ? { conditional: cond || i > 0 } : {}) }));
+          roles.push(undefined);
+        });
         const rec = recAt(conn, this.client);
         const hPrev = this.#hPrev.get(s) ?? 0n;
         const prepared = hWord(txid, H_PREPARED);
@@ -402,21 +630,21 @@ export class TxClient {
           wrs.push(Wr.writeFrom({ rkey: conn.rkey, addr: rec.addr + RECORD_BODY + ptrsAt }, { scratch: 0 }, wk.length * 8, { conditional: cond }));
           roles.push(undefined);
         }
-        if (!this.faults.skipBodyFlush) {
-          // What must be durable before H publishes the record: the body (its item addresses
-          // included), and every slot this chain CASed — a read-only participant's raised W is
-          // FLUSHed nowhere else (round 2 FLUSHes only installs), and its COMMITTED record makes
-          // recovery drop T's record (R5, R1').
-          wrs.push(Wr.flush('persistent', conn.rkey, slotSpan(conn, ks), { conditional: cond }));
-          roles.push(undefined);
-          wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr + RECORD_BODY, len: body.length }, { conditional: cond }));
-          roles.push(undefined);
-        }
+        // Exactly what each ALLOCATE wrote (redirected FLUSH: the pointer it left at scratch 8·i).
+        if (!this.faults.skipAllocateFlush && !this.faults.lateItemFlush) flushItems();
         const hAt = wrs.length;
+        checkHEdge(hPrev, prepared, `${txName(txid)}'s prepare on shard ${s}`);
         wrs.push(this.faults.noFenceCheck ? Wr.write(rec, u64(prepared), { conditional: cond }) : Wr.cas(rec, hPrev, prepared, { conditional: cond }));
         roles.push(undefined);
         if (!this.faults.skipPrepareFlush) {
-          wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }));
+          // One FLUSH of H and the body (its item addresses included): the record is
+          // self-validating, so the body need not be durable before H. The CAS runs after the
+          // body's WRITEs are placed, so a visible PREPARED(T) always stands over T's body; a crash
+          // before this FLUSH completes may leave a durable H over a body that is not T's, which
+          // nobody counted and recovery fences (row R2). The slots this chain CASed need not be
+          // durable either: while H says PREPARED(T), recovery re-locks and re-raises them from
+          // the record (R1, R1'); round 2 FLUSHes them before COMMITTED.
+          wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: this.faults.skipBodyFlush ? 8 : RECORD_BODY + body.length }));
           roles.push(undefined);
         }
         // Mutant late-item-flush: the items are FLUSHed only after H published the record.
@@ -434,7 +662,9 @@ export class TxClient {
             else if (c.status === 'failed') code ??= c.code === NicErrorCodes.ALLOC_EMPTY ? TxErrorCodes.ARENA_FULL : TxErrorCodes.SHARD_UNAVAILABLE;
           });
         }
-        const locked = cs.flatMap((c, i) => (roles[i]?.kind === 'lock' && c.swapped === true ? [roles[i]!.key] : []));
+        // T's locks here: those round 1 took, and those its reads took (on any connection: the
+        // release CAS compares L = T, so one a restart released is left alone).
+        const locked = [...new Set([...cs.flatMap((c, i) => (roles[i]?.kind === 'lock' && c.swapped === true ? [roles[i]!.key] : [])), ...ks.filter((k) => execLocks.has(k))])];
         const casOk = cs.every((c, i) => roles[i] === undefined || c.swapped === true || (this.faults.countFailedCas && roles[i]!.kind !== 'lock'));
         const h = cs[hAt]!;
         const hOk = this.faults.noFenceCheck ? h.status === 'ok' : h.swapped === true;
@@ -455,17 +685,38 @@ export class TxClient {
     if (prep.every((p) => p.state === 'prepared')) {
       // Commit point reached: every participant holds a durable record of T and none fenced it.
       if (this.#afterPrepare !== undefined) await this.#afterPrepare(txid);
+      // T is decided and the decision is durable: the outcome is reported now. Round 2 (install,
+      // COMMITTED, release) is posted and runs off the critical path, as FaRM's apply and unlock
+      // run after its COMMIT is acknowledged: this client's next reads on a participant follow it
+      // on the same QP (RC order), and its next prepare waits for it (settled(): the H it left).
       this.lastRoundTrips++;
-      await Promise.all(
+      this.#round2Keys = new Set([...this.#writes.keys()]);
+      const round2 = Promise.all(
         prep.map(async (p) => {
-          const conn = conns.get(p.s)!;
-          const ok = await commitOn(conn, this.client, txid, ts, writesOn(p.s), this.faults);
-          if (ok) this.#hPrev.set(p.s, hWord(txid, H_COMMITTED));
+          // On the install connections when there are some, else on the prepare's own (a link
+          // that dropped since fails round 2 there: T is left to the resolver, #settle).
+          const conn = this.#installOwn ? this.#installSource(p.s) : conns.get(p.s);
+          if (conn === undefined) return false;
+          const ok = await commitOn(conn, this.client, txid, ts, byShard.get(p.s)!, writesOn(p.s), this.faults);
+          if (ok) {
+            this.#hPrev.set(p.s, hWord(txid, H_COMMITTED));
+            // T's new items are installed: where this client reads those keys next.
+            const rc = this.#source(p.s);
+            if (rc !== undefined) for (const w of writesOn(p.s)) this.#learn(rc, this.#hintsOf(rc), w.key, w.ptr);
+          }
           return ok;
         }),
-      ).then((oks) => {
-        if (oks.some((x) => !x)) this.#unsettled.push({ txid, participants });
-      });
+      ).then(
+        (oks) => {
+          if (oks.some((x) => !x)) this.#unsettled.push({ txid, participants });
+        },
+        (e: unknown) => {
+          // A broken invariant (checkInstalls) stops this client: settled(), begin() and commit() throw it from now on.
+          if (isInvariantError(e)) this.#broken ??= e;
+          else this.#unsettled.push({ txid, participants });
+        },
+      );
+      this.#round2 = round2;
       return { status: 'committed', txid };
     }
     if (prep.some((p) => p.state === 'refused')) {
@@ -594,16 +845,43 @@ export class TxClient {
 }
 
 /** Round 2 of a commit on one participant (idempotent). True when its chain completed. */
-async function commitOn(conn: ShardConn, client: number, txid: bigint, ts: bigint, writes: ReadonlyArray<{ key: number; ptr: number }>, faults: Readonly<TxFaults>): Promise<boolean> {
+async function commitOn(conn: ShardConn, client: number, txid: bigint, ts: bigint, keys: readonly number[], writes: ReadonlyArray<{ key: number; ptr: number }>, faults: Readonly<TxFaults>): Promise<boolean> {
   const rec = recAt(conn, client);
   const wrs: WorkRequest[] = [];
   for (const w of writes) wrs.push(Wr.prismCas('eq', slotAt(conn, w.key), words(0n, ts, txid, BigInt(w.ptr)), { compareMask: words(0n, 0n, ONES, 0n), swapMask: words(0n, ONES, 0n, ONES) }));
-  // The installed slots only: the W this participant's validations raised was FLUSHed by its prepare.
-  if (writes.length > 0 && !faults.skipInstallFlush) wrs.push(Wr.flush('persistent', conn.rkey, slotSpan(conn, writes.map((w) => w.key))));
+  // Every slot of T here, durable before COMMITTED makes recovery drop T's record (R5): the installs,
+  // and the W that T's checks and validations raised in round 1 (only the record restores those, R1').
+  if (keys.length > 0 && !faults.skipInstallFlush) wrs.push(Wr.flush('persistent', conn.rkey, slotSpan(conn, keys)));
   wrs.push(Wr.cas(rec, hWord(txid, H_PREPARED), hWord(txid, H_COMMITTED)));
   wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }));
   for (const w of writes) wrs.push(Wr.cas({ rkey: conn.rkey, addr: slotAt(conn, w.key).addr + 16 }, txid, 0n));
-  return (await post(conn, wrs)) !== undefined;
+  const cs = await post(conn, wrs);
+  if (cs === undefined) return false;
+  checkInstalls(conn, txid, ts, writes, cs, writes.length + (keys.length > 0 && !faults.skipInstallFlush ? 1 : 0));
+  return true;
+}
+
+/**
+ * Invariant of round 2 (docs/tx.md "Invariants"): T is committed, so each install either swapped
+ * (L = T) or finds T's value installed already (CT = ts, ptr = T's item: a resolver rolled T
+ * forward on another QP), or T is over here — the H CAS behind it found COMMITTED(T) (a resolver
+ * committed, released, and another transaction has the key since) or a later transaction of the
+ * slot. Anything else — an install that found another lock or no lock while H still said
+ * PREPARED(T) — is a committed transaction whose value is absent: PMRPC_ERR_INVARIANT.
+ */
+function checkInstalls(conn: ShardConn, txid: bigint, ts: bigint, writes: ReadonlyArray<{ key: number; ptr: number }>, cs: readonly Completion[], hAt: number): void {
+  const hc = cs[hAt];
+  const hOld = hc?.data !== undefined && hc.data.length >= 8 ? new DataView(hc.data.buffer, hc.data.byteOffset).getBigUint64(0, true) : undefined;
+  const over = hc?.swapped !== true && hOld !== undefined && (hOld === hWord(txid, H_COMMITTED) || hTxid(hOld) > txid);
+  for (let i = 0; i < writes.length; i++) {
+    const c = cs[i]!;
+    if (c.swapped === true || over) continue;
+    const old = c.data !== undefined && c.data.length >= 32 ? new DataView(c.data.buffer, c.data.byteOffset) : undefined;
+    const ct = old?.getBigUint64(8, true);
+    const lock = old?.getBigUint64(16, true);
+    const ptr = old === undefined ? undefined : Number(old.getBigUint64(24, true));
+    invariant(ct === ts && ptr === writes[i]!.ptr, () => `${txName(txid)} is committed, but its install of key ${writes[i]!.key} on shard ${conn.shard} found ${lock === undefined ? 'no slot' : lock === 0n ? 'no lock' : `the lock of ${txName(lock)}`} (CT ${String(ct)}, item ${String(ptr)}), not T's lock nor T's value, while H was ${hOld === undefined ? 'unknown' : describeH(hOld)}`);
+  }
 }
 
 /** Roll-back on one participant: H → ABORTED(T) where T's record is (durably first), then T's locks released. */
@@ -629,7 +907,7 @@ interface ShardView {
 }
 
 /**
- * The resolver (docs/tx.md, rows D1–D7): settles a transaction T left prepared by a crash of a
+ * The resolver (docs/tx.md, rows D1–D8): settles a transaction T left prepared by a crash of a
  * shard or of its client. Any party may run it (the client itself, a restarted shard's agent, a
  * shard whose client's lease ran out); two resolvers reach the same decision. Safety never
  * depends on when it runs.
@@ -718,6 +996,19 @@ export class TxResolver {
         // D6: no record of T anywhere it was looked for: fence it on every shard it touched (its locks) or was named for.
         const touched = [...views.values()].filter((v) => v.slots.some((sl) => sl.lock === txid) || participantsHint !== undefined);
         if (touched.some((v) => mine(v.h) && hState(v.h) === H_PREPARED)) continue;
+        // D8 over every shard: T exists without a record (its reads took locks) while an earlier
+        // transaction U of the slot may still be PREPARED on shards T never touched (U's commit
+        // was reported at its commit point; its round 2 had not landed). A fence of T anywhere
+        // would then tell every resolver that U is final (D1) before U is: U is resolved first.
+        if (!this.faults.fenceOverPrepared) {
+          await Promise.all([...Array(shards).keys()].filter((s) => !views.has(s)).map(read));
+          if (missing) continue;
+          const earlier = [...views.values()].find((v) => v.h !== 0n && hState(v.h) === H_PREPARED && hTxid(v.h) < txid);
+          if (earlier !== undefined) {
+            await this.resolve(hTxid(earlier.h));
+            continue;
+          }
+        }
         const fenced = await this.#fence(touched.length > 0 ? touched : [...views.values()].slice(0, 1), txid);
         if (!fenced) continue;
         decision = 'abort';
@@ -752,8 +1043,9 @@ export class TxResolver {
             // Decided commit while a participant holds no record of T: the commit point was not reached.
             throw new PmrpcError(TxErrorCodes.UNRESOLVED, `${txName(txid)}: commit decided but shard ${s} holds ${v.h === 0n ? 'no record' : `H ${hTxid(v.h) === txid ? hState(v.h) : 'of another transaction'}`}`);
           }
-          const writes = b.entries.filter((e) => e.kind === ENTRY_WRITE && e.key % shards === s).map((e) => ({ key: e.key, ptr: e.newPtr }));
-          ok = (await commitOn(v.conn, client, txid, b.ts, writes, this.faults)) && ok;
+          const here = b.entries.filter((e) => e.key % shards === s);
+          const writes = here.filter((e) => e.kind === ENTRY_WRITE).map((e) => ({ key: e.key, ptr: e.newPtr }));
+          ok = (await commitOn(v.conn, client, txid, b.ts, here.map((e) => e.key), writes, this.faults)) && ok;
         }
         if (!ok) continue;
         this.stats.committed++;
@@ -780,7 +1072,17 @@ export class TxResolver {
     for (const v of views) {
       if (v.h !== 0n && hTxid(v.h) === txid) continue;
       if (this.faults.resolverNoFence) continue;
+      // An earlier transaction U of the slot still PREPARED here (U's commit may have been reported
+      // at its commit point, its round 2 not landed yet): a fence of T would replace U's record —
+      // a crash would then lose U's install, and every resolver would read the later txid as "U
+      // is final" (D1). U is resolved first (rolled forward or back), then read again (row D8).
+      if (v.h !== 0n && hState(v.h) === H_PREPARED && !this.faults.fenceOverPrepared) {
+        await this.resolve(hTxid(v.h));
+        all = false;
+        continue;
+      }
       const rec = recAt(v.conn, client);
+      checkHEdge(v.h, hWord(txid, H_FENCED), `the resolver's fence of ${txName(txid)} on shard ${v.conn.shard}`);
       const cs = await post(v.conn, [Wr.cas(rec, v.h, hWord(txid, H_FENCED)), Wr.flush('persistent', v.conn.rkey, { addr: rec.addr, len: 8 })]);
       if (cs === undefined || cs[0]!.swapped !== true) all = false;
       else this.stats.fences++;

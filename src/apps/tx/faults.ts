@@ -6,9 +6,9 @@
 import type { MutantExplore } from '../index.js';
 
 export interface TxFaults {
-  /** Prepare chain: no FLUSH after the record's H CAS — the client counts a record that is not durable (installs before every prepare is durable). */
+  /** Prepare chain: no FLUSH after the record's H CAS (of H and the body) — the client counts a record that is not durable. */
   skipPrepareFlush: boolean;
-  /** Prepare chain: no FLUSH of the record body before its H CAS (a durable H over a torn body). */
+  /** Prepare chain: the FLUSH after the H CAS covers H only, not the record body (a durable H over a torn body, counted). */
   skipBodyFlush: boolean;
   /** Prepare: read-only keys are not validated (no CAS on their timestamps). */
   skipValidation: boolean;
@@ -22,7 +22,7 @@ export interface TxFaults {
   skipRecordPtrs: boolean;
   /** Prepare chain: the redirected FLUSH of each new item comes after the H CAS and its FLUSH (a durable record may name an item that is not durable). */
   lateItemFlush: boolean;
-  /** Commit (round 2): no FLUSH between the installs and H := COMMITTED. */
+  /** Commit (round 2): no FLUSH of T's slots (the installs, and the W its checks and validations raised in round 1) before H := COMMITTED. */
   skipInstallFlush: boolean;
   /** Resolver: commits when any participant holds a record (not every one: the commit point is not reached). */
   resolverWithoutCommitPoint: boolean;
@@ -30,13 +30,29 @@ export interface TxFaults {
   resolverTrustsVisible: boolean;
   /** Resolver: decides abort where it found no record without fencing T there first. */
   resolverNoFence: boolean;
+  /** Resolver: fences T over an earlier transaction's PREPARED record of the same client slot without resolving that transaction first (row D8) — the record of a transaction already reported committed, whose round 2 has not landed, is replaced. */
+  fenceOverPrepared: boolean;
+  /** Read for update and round 1: the read chain's lock CAS comes after its READs, and round 1's check of a key locked at read time compares by order (PRISM gt over [W CT L] with [ts seen T]) — it also swaps when L is below T (the lock released, or a smaller txid's), lowering W. */
+  checkLockByOrder: boolean;
+  /**
+   * Prepare: a lock a read for update took is trusted on any connection to the shard — one a
+   * restart released (recovery R3) included — so round 1 takes no lock for the key, only checks it.
+   * Not in TX_MUTANTS: since round 1's check compares `L = T` exactly (check-lock-by-order), a lock
+   * a restart released fails the check and T aborts — the connection rule is now a liveness rule
+   * (test/apps/tx/read-locks.test.ts shows the switch costs an abort, never a loss).
+   */
+  readLockAnyConnection: boolean;
+  /** Prepare: a transaction whose read-time locks a resolver released after fencing it (D6) prepares over the fence when the client re-learnt that fence as its slot's H (it is not aborted). */
+  prepareOverOwnFence: boolean;
   /** Recovery: PREPARED records are ignored — their locks are released and H set ABORTED locally. */
   recoveryIgnoresRecords: boolean;
+  /** Recovery: a PREPARED H is kept as a record without checking that its body is T's and that its item addresses name T's own items (row R2: a prepare whose one FLUSH of H and body did not complete is not fenced; a torn address array is installed by a roll forward). */
+  recoveryTrustsRecord: boolean;
   /**
    * Client restart: a later incarnation of a client slot prepares over an earlier incarnation's
    * PREPARED record without resolving it first (the slot reused before its transactions are
    * resolved). Not in TX_MUTANTS: the explorer never restarts a client; caught by
-   * test/apps/tx/slot-reuse.test.ts.
+   * test/apps/tx/slot-reuse.test.ts (the H-edge invariant stops it before its CAS).
    */
   reuseSlotUnsettled: boolean;
   /** Reclamation: the client marks its ALLOCATEd items dead as soon as its commit did not reach the commit point in its own view — a participant that did not answer included — before T's abort is decided, and without the guard that makes the abort durable on the shard first. */
@@ -62,7 +78,12 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   resolverWithoutCommitPoint: false,
   resolverTrustsVisible: false,
   resolverNoFence: false,
+  fenceOverPrepared: false,
+  checkLockByOrder: false,
+  readLockAnyConnection: false,
+  prepareOverOwnFence: false,
   recoveryIgnoresRecords: false,
+  recoveryTrustsRecord: false,
   reuseSlotUnsettled: false,
   returnBeforeDecided: false,
   freeWithoutGrace: false,
@@ -88,8 +109,8 @@ export interface TxMutant {
 }
 
 export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
-  { name: 'skip-prepare-flush', fault: 'skipPrepareFlush', step: 'FLUSH(persistent) of the prepare record before it counts (install only after every prepare is durable)' },
-  { name: 'skip-body-flush', fault: 'skipBodyFlush', step: 'FLUSH(persistent) of the record body before the H CAS that publishes it' },
+  { name: 'skip-prepare-flush', fault: 'skipPrepareFlush', step: 'FLUSH(persistent) of the prepare record (H and body, one FLUSH after the H CAS) before it counts' },
+  { name: 'skip-body-flush', fault: 'skipBodyFlush', step: "the FLUSH(persistent) after the H CAS covers the record body, not only H" },
   {
     name: 'skip-validation',
     fault: 'skipValidation',
@@ -115,7 +136,9 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
   { name: 'skip-allocate-flush', fault: 'skipAllocateFlush', step: 'redirected FLUSH(persistent) of each ALLOCATEd new item in the prepare chain, before the H CAS' },
   { name: 'skip-record-ptrs', fault: 'skipRecordPtrs', step: "WRITE of the new items' addresses from the QP's scratch into the prepare record (what roll-forward installs)" },
   { name: 'late-item-flush', fault: 'lateItemFlush', step: 'the new items are FLUSHed before the H CAS that publishes the record naming them (not after)' },
-  { name: 'skip-install-flush', fault: 'skipInstallFlush', step: 'FLUSH(persistent) of the installs before H := COMMITTED' },
+  { name: 'skip-install-flush', fault: 'skipInstallFlush', step: "FLUSH(persistent) of T's slots (installs, and the W its checks and validations raised) before H := COMMITTED" },
+  { name: 'check-lock-by-order', fault: 'checkLockByOrder', step: "round 1's check of a key locked at read time compares [CT L] for equality with [seen T] (the read chain READs after its lock CAS), never by order: a released or smaller lock must not pass" },
+  { name: 'prepare-over-own-fence', fault: 'prepareOverOwnFence', step: "a transaction fenced by a resolver while it held read-time locks (D6) aborts when the H its client re-learnt is that fence (never prepares over it)" },
   { name: 'resolver-without-commit-point', fault: 'resolverWithoutCommitPoint', step: 'the resolver commits only when every participant holds a durable record' },
   {
     name: 'resolver-trusts-visible',
@@ -128,8 +151,10 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
     // had one); stalls armed on an atomic (stallOn 'atomic': held from the step after the QP's next CAS) do.
     explore: { pins: { drain: 'eager' }, schedule: { stalls: 20, stallSteps: 400, stallUnit: 'qp', stallOn: 'atomic', horizon: 800 } },
   },
+  { name: 'fence-over-prepared', fault: 'fenceOverPrepared', step: "the resolver resolves an earlier transaction of the slot still PREPARED where it would fence T (row D8)" },
   { name: 'resolver-no-fence', fault: 'resolverNoFence', step: 'the resolver fences T where it found no record before deciding abort' },
   { name: 'recovery-ignores-records', fault: 'recoveryIgnoresRecords', step: 'recovery keeps PREPARED records (and their locks) for the resolver' },
+  { name: 'recovery-trusts-record', fault: 'recoveryTrustsRecord', step: "recovery fences a PREPARED H whose body is not T's or whose item addresses do not name T's items (row R2: that prepare's FLUSH never completed)" },
   { name: 'return-before-decided', fault: 'returnBeforeDecided', step: "an aborted transaction's ALLOCATEd items are marked dead (and swept back to the free list) only once its abort is decided and durable" },
 ] as const satisfies readonly TxMutant[]);
 

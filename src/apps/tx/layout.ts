@@ -29,7 +29,7 @@
  * sweep returns it to the free list; the crc covers it, so a dead item never decodes) | +24 value.
  */
 import { AREA_MAGIC } from '../index.js';
-import { crc32c, defineErrorCodes, PmrpcError, type ErrorCodesOf } from '../../../pmem/index.js';
+import { crc32c, defineErrorCodes, invariant, PmrpcError, type ErrorCodesOf } from '../../../pmem/index.js';
 import type { TxFaults } from './faults.js';
 
 export const TX_MAGIC = AREA_MAGIC.tx; // 'RMSPTX01'
@@ -203,13 +203,21 @@ export function decodeItem(b: Uint8Array): Item | undefined {
 
 // ------------------------------------------------------------------ transaction ids and H words
 
-/** txid = client slot (8 bits) | incarnation (16 bits) | sequence (32 bits), never 0. */
+/**
+ * Bit 56 of every txid (`TXID_TAG`): a slot's `L` holds 0 or a txid, so a PRISM CAS that compares
+ * only this bit (`gt`, data T) swaps iff `L` = 0 — the read chain's lock, which returns the slot's
+ * `[W CT L ptr]` as it locked it (docs/tx.md "Locks taken at read time"). H = txid·4 + state
+ * still fits in 64 bits.
+ */
+export const TXID_TAG = 1n << 56n;
+
+/** txid = tag (bit 56) | client slot (8 bits) | incarnation (16 bits) | sequence (32 bits), never 0. */
 export function makeTxid(client: number, incarnation: number, seq: number): bigint {
-  return (BigInt(client) << 48n) | (BigInt(incarnation & 0xffff) << 32n) | BigInt(seq >>> 0);
+  return TXID_TAG | (BigInt(client & 0xff) << 48n) | (BigInt(incarnation & 0xffff) << 32n) | BigInt(seq >>> 0);
 }
 
 export function txClient(txid: bigint): number {
-  return Number(txid >> 48n);
+  return Number((txid >> 48n) & 0xffn);
 }
 
 export function hWord(txid: bigint, state: bigint): bigint {
@@ -232,6 +240,45 @@ export function describeH(h: bigint): string {
 
 export function txName(txid: bigint): string {
   return `T${txClient(txid)}.${Number((txid >> 32n) & 0xffffn)}.${Number(txid & 0xffffffffn)}`;
+}
+
+// ------------------------------------------------------------------ invariants (DESIGN §10.1)
+
+/**
+ * Whether H may go from `from` to `to` (docs/tx.md "Invariants"): of one txid only PREPARED →
+ * COMMITTED | ABORTED | FENCED (a decision, or recovery's fence of a prepare that never completed,
+ * R2) — never out of COMMITTED, ABORTED or FENCED, never back to PREPARED; to another txid only a
+ * later one of the slot (the next transaction's prepare, a resolver's fence of T over an earlier
+ * transaction's H). The same word is no move.
+ */
+export function hEdgeOk(from: bigint, to: bigint): boolean {
+  if (from === to) return true;
+  const f = hTxid(from);
+  const t = hTxid(to);
+  if (t === f) return hState(from) === H_PREPARED && hState(to) !== H_PREPARED;
+  return t > f && (from === 0n || hState(from) !== H_PREPARED);
+}
+
+/** PMRPC_ERR_INVARIANT unless H may go from `from` to `to` (hEdgeOk): checked before every write or CAS of H. */
+export function checkHEdge(from: bigint, to: bigint, where: string): void {
+  invariant(hEdgeOk(from, to), () => `${where}: H would go from ${describeH(from)} to ${describeH(to)}, not an edge of the protocol`);
+}
+
+/**
+ * PMRPC_ERR_INVARIANT unless slot `index` of shard `g` may hold `s` (checked before recovery
+ * stores it): its pointer names an item of the arena at an item boundary, with bound ITEM_BYTES,
+ * and that item (read by `load`, 128 bytes) describes itself as the slot's value — its key, and
+ * ts = CT; W ≥ CT. O(1): one item decoded.
+ */
+export function checkTxSlotWrite(g: TxGeometry, index: number, s: Slot, load: (ptr: number, len: number) => Uint8Array): void {
+  const key = index * g.shards + g.shard;
+  invariant(Number.isInteger(index) && index >= 0 && index < g.keys, () => `slot ${index} is outside the slot table (${g.keys} slots)`);
+  const off = s.ptr - g.arenaOffset;
+  invariant(Number.isSafeInteger(s.ptr) && off >= 0 && off < g.items * ITEM_BYTES && off % ITEM_BYTES === 0, () => `key ${key}: the slot would point at ${s.ptr}, not an item boundary of the arena`);
+  invariant(s.bound === ITEM_BYTES, () => `key ${key}: the slot would hold bound ${s.bound}, not ${ITEM_BYTES}`);
+  invariant(s.w >= s.ct, () => `key ${key}: the slot would hold W ${s.w} below CT ${s.ct}`);
+  const it = decodeItem(load(s.ptr, ITEM_BYTES));
+  invariant(it !== undefined && it.key === key && it.ts === s.ct, () => `key ${key}: the slot would hold CT ${s.ct} over item ${s.ptr}, which holds ${it === undefined ? 'no valid item' : `key ${it.key}, ts ${it.ts}`}`);
 }
 
 export const ENTRY_WRITE = 1;

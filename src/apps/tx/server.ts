@@ -10,11 +10,13 @@
  */
 import { Access, CpuPoller, type HostWriteEvent, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
-import { recoverFreeLists, type ArenaClass } from '../../../recovery/index.js';
+import { checkFreeLists, recoverFreeLists, type ArenaClass } from '../../../recovery/index.js';
 import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { ReturnDesk, type ReturnStats } from '../shared/index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
 import {
+  checkHEdge,
+  checkTxSlotWrite,
   decodeBody,
   decodeItem,
   decodeSlot,
@@ -23,6 +25,7 @@ import {
   encodeSlot,
   ENTRY_WRITE,
   H_ABORTED,
+  H_FENCED,
   H_PREPARED,
   hState,
   hTxid,
@@ -44,8 +47,13 @@ import {
   type TxGeometry,
 } from './layout.js';
 
+/** Items returned to the free list per return pass at most apart (smaller arenas: items / 16; at once while the free list is short). */
+export const RETURN_BATCH = 32;
+
 export interface TxRecoveryReport {
   prepared: string[];
+  /** PREPARED records whose prepare never completed (body or item addresses not T's: row R2), fenced. */
+  recordsFenced: string[];
   slotsRepaired: number;
   locksReleased: number;
   reachable: number;
@@ -129,10 +137,31 @@ export class TxAppServer implements AppServer {
     // word), never by a timer or a spin loop.
     this.#schedule = host.schedule;
     this.#poller = new CpuPoller(host.nic, { schedule: host.schedule });
-    // One watch over slots, records and arena: a drained write is a candidate (a dead mark on an
-    // item, a slot's pointer moving on) and, while items are in their grace period, a moment to
-    // look at the NIC again (chains that finished since).
-    this.#poller.watchMemory({ offset: g.slotsOffset, len: g.arenaOffset + g.items * ITEM_BYTES - g.slotsOffset }, (e) => this.#onWrite(e));
+    // The CPU polls two kinds of words: the slots' pointer words (an install moves one on) and the
+    // items' mark words holding a dead mark (an aborted transaction's item). Only a drained write
+    // over one of them is an event (a CPU pass); locks, checks, validations, records and ALLOCATEs
+    // of live items cost the CPU nothing. Items in their grace period are looked at again by the
+    // next pass (every commit's install is one).
+    const overPtr = (e: HostWriteEvent): boolean => {
+      const first = Math.max(0, Math.floor((e.offset - g.slotsOffset) / SLOT_BYTES));
+      const last = Math.min(g.keys - 1, Math.floor((e.offset + e.len - 1 - g.slotsOffset) / SLOT_BYTES));
+      for (let i = first; i <= last; i++) {
+        const p = slotOffset(g, i) + 24;
+        if (e.offset < p + 8 && e.offset + e.len > p) return true;
+      }
+      return false;
+    };
+    const deadMark = (e: HostWriteEvent): boolean => {
+      const first = Math.max(0, Math.floor((e.offset - g.arenaOffset) / ITEM_BYTES));
+      const last = Math.min(g.items - 1, Math.floor((e.offset + e.len - 1 - g.arenaOffset) / ITEM_BYTES));
+      for (let i = first; i <= last; i++) {
+        const m = g.arenaOffset + i * ITEM_BYTES + ITEM_MARK_WORD;
+        if (e.offset < m + 8 && e.offset + e.len > m && this.region.loadU64(m) >> 32n === ITEM_DEAD) return true;
+      }
+      return false;
+    };
+    this.#poller.watchMemory({ offset: g.slotsOffset, len: g.keys * SLOT_BYTES, filter: overPtr }, (e) => this.#onWrite(e));
+    this.#poller.watchMemory({ offset: g.arenaOffset, len: g.items * ITEM_BYTES, filter: deadMark }, (e) => this.#onWrite(e));
   }
 
   /** The arena: one size class. */
@@ -173,16 +202,31 @@ export class TxAppServer implements AppServer {
         if (e.offset < mark + 8 && end > mark) this.#candidates.add(g.arenaOffset + i * ITEM_BYTES);
       }
     }
+    let touched = this.#candidates.size > 0;
     if (e.offset < g.recordsOffset) {
       const first = Math.max(0, Math.floor((e.offset - g.slotsOffset) / SLOT_BYTES));
       const last = Math.min(g.keys - 1, Math.floor((end - 1 - g.slotsOffset) / SLOT_BYTES));
-      for (let i = first; i <= last; i++) this.#slotCandidates.add(i);
+      // Only a write over a slot's pointer word can move it on (an install, a recovery repair):
+      // locks, releases, checks and validations write W, CT or L only, and are no candidates.
+      for (let i = first; i <= last; i++) {
+        const ptr = slotOffset(g, i) + 24;
+        if (e.offset < ptr + 8 && end > ptr) this.#slotCandidates.add(i);
+      }
+      touched ||= this.#slotCandidates.size > 0;
     }
-    if ((this.#candidates.size > 0 || this.#slotCandidates.size > 0 || this.#retired.size > 0) && !this.#sweepQueued) {
+    // Items in their grace period are looked at again by the next sweep a candidate brings (every
+    // commit's install is one), not at every drained write: the shard CPU does one pass per
+    // install or dead mark, nothing per lock, check, validation or record write.
+    if (touched && !this.#sweepQueued) {
       this.#sweepQueued = true;
       this.#schedule(() => {
         this.#sweepQueued = false;
-        this.sweep();
+        this.#inPass = true;
+        try {
+          this.sweep();
+        } finally {
+          this.#inPass = false;
+        }
       });
     }
   }
@@ -203,23 +247,42 @@ export class TxAppServer implements AppServer {
    * Returns how many items went back.
    */
   sweep(): number {
+    this.#byHand = this.#inPass ? false : true;
+    return this.#sweep();
+  }
+
+  /** A sweep() called from outside a scheduled pass: its returns go at once (no batching). */
+  #byHand = false;
+  #inPass = false;
+
+  #sweep(): number {
     if (!this.#recovered || this.#closed) return 0;
     if (this.#candidates.size === 0 && this.#slotCandidates.size === 0 && this.#retired.size === 0) return 0;
     this.sweepStats.sweeps++;
     const g = this.geometry;
-    const busy = (): Set<number> => (this.faults.freeWithoutGrace ? new Set() : new Set(this.#nic.busyQps()));
+    // The QPs with queued work, read once for the pass (nothing the pass does queues NIC work);
+    // each retired item gets its own copy (its grace set shrinks as they drain).
+    let busyNow: number[] | undefined;
+    const busy = (): Set<number> => (this.faults.freeWithoutGrace ? new Set() : new Set((busyNow ??= this.#nic.busyQps())));
     if (this.faults.skipReturns) this.#slotCandidates.clear(); // live reclamation switched off (aborted items are never marked either)
     if (this.#slotCandidates.size > 0) {
       const slots = [...this.#slotCandidates].sort((a, b) => a - b);
       this.#slotCandidates.clear();
+      const moved: Array<{ i: number; ptr: number; was: number }> = [];
       for (const i of slots) {
-        const s = this.slot(i);
+        // The pointer word alone (the slot's other words are not the sweep's).
+        const ptr = Number(this.region.loadU64(slotOffset(g, i) + 24));
         const was = this.#installed[i]!;
-        if (s.ptr === was || s.ptr === 0) continue;
-        // The pointer that makes the old item dead is durable before the item is retired.
-        if (!this.faults.freeWithoutPersist) this.region.persist(slotOffset(g, i), 40);
-        this.#installed[i] = s.ptr;
-        this.#retire(was, busy());
+        if (ptr === was || ptr === 0) continue;
+        moved.push({ i, ptr, was });
+        // The pointer that makes the old item dead is durable before the item is retired: every
+        // moved slot is written back (clwb), then one fence (sfence) for all of them.
+        if (!this.faults.freeWithoutPersist) this.region.flush(slotOffset(g, i), 40);
+      }
+      if (moved.length > 0 && !this.faults.freeWithoutPersist) this.region.drain();
+      for (const m of moved) {
+        this.#installed[m.i] = m.ptr;
+        this.#retire(m.was, busy());
         this.sweepStats.superseded++;
       }
     }
@@ -240,13 +303,18 @@ export class TxAppServer implements AppServer {
     }
     let returned = 0;
     if (this.#retired.size > 0) {
-      const now = new Set(this.#nic.busyQps());
+      const now = new Set((busyNow ??= this.#nic.busyQps()));
       const ready: number[] = [];
       for (const [ptr, waiting] of this.#retired) {
         for (const q of waiting) if (!now.has(q)) waiting.delete(q);
         if (waiting.size === 0) ready.push(ptr);
       }
-      if (ready.length > 0) {
+      // Returns go in batches (one reachability snapshot, O(keys), per batch): a pass returns once
+      // RETURN_BATCH items are ready, or at once while the NIC's free list is short, or when
+      // sweep() is called by hand (a last look once the shard is idle).
+      const batch = Math.min(RETURN_BATCH, Math.max(1, Math.floor(g.items / 16)));
+      const due = ready.length >= batch || this.#nic.freeBufferCount(this.mr, ITEM_BYTES) < 2 * batch || this.#byHand;
+      if (ready.length > 0 && due) {
         // One reachability snapshot for the pass (slots and PREPARED records, visible memory).
         this.#reach = this.#reachSnapshot();
         try {
@@ -272,28 +340,22 @@ export class TxAppServer implements AppServer {
     return returned;
   }
 
-  /** The sweep's snapshot of one return pass (visible memory): the slot table and the new items of PREPARED records. */
-  #reach: { table: DataView; prepared: Set<number> } | undefined;
+  /** The sweep's snapshot of one return pass (visible memory): every item a slot or a PREPARED record's new items name. */
+  #reach: Set<number> | undefined;
 
   /** Whether a slot or a PREPARED record of this shard reaches item `p` now (the ReturnDesk's check). */
   #reaches(p: number): boolean {
-    const g = this.geometry;
-    const snap = this.#reach ?? this.#reachSnapshot();
-    const lo = p >>> 0;
-    const hi = Math.floor(p / 2 ** 32);
-    for (let i = 0; i < g.keys; i++) {
-      const o = i * SLOT_BYTES + 24;
-      if (snap.table.getUint32(o, true) === lo && snap.table.getUint32(o + 4, true) === hi) return true;
-    }
-    return snap.prepared.has(p);
+    return (this.#reach ?? this.#reachSnapshot()).has(p);
   }
 
-  #reachSnapshot(): { table: DataView; prepared: Set<number> } {
+  #reachSnapshot(): Set<number> {
     const g = this.geometry;
     const t = this.region.load(g.slotsOffset, g.keys * SLOT_BYTES);
-    const prepared = new Set<number>();
-    for (const body of this.prepared().values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) prepared.add(e.newPtr);
-    return { table: new DataView(t.buffer, t.byteOffset, t.byteLength), prepared };
+    const dv = new DataView(t.buffer, t.byteOffset, t.byteLength);
+    const out = new Set<number>();
+    for (let i = 0; i < g.keys; i++) out.add(dv.getUint32(i * SLOT_BYTES + 24, true) + dv.getUint32(i * SLOT_BYTES + 28, true) * 2 ** 32);
+    for (const body of this.prepared().values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) out.add(e.newPtr);
+    return out;
   }
 
   #retire(ptr: number, waiting: Set<number>): void {
@@ -323,17 +385,36 @@ export class TxAppServer implements AppServer {
     return { h, body: body !== undefined && body.txid === hTxid(h) ? body : undefined };
   }
 
-  /** The PREPARED records of this shard: txid → body (torn ones are left out; audit reports them). */
+  /** The PREPARED records of this shard: txid → body (torn ones are left out: recovery fences them, R2; audit reports them). */
   prepared(): Map<bigint, RecordBody> {
     const out = new Map<bigint, RecordBody>();
     for (let c = 0; c < this.geometry.clients; c++) {
       const r = this.record(c);
-      if (r.h !== 0n && hState(r.h) === H_PREPARED && r.body !== undefined) out.set(r.body.txid, r.body);
+      if (r.h !== 0n && hState(r.h) === H_PREPARED && r.body !== undefined && (this.faults.recoveryTrustsRecord || this.#badItem(r.body) === undefined)) out.set(r.body.txid, r.body);
     }
     return out;
   }
 
+  /**
+   * The first write entry of `body` on this shard whose address does not name T's own new item
+   * (an item of the arena, whole — crc — with the entry's key and T's ts), with what it names;
+   * undefined: every one does. One (key, ts) names one item ever, so a stale address (an earlier
+   * transaction's of the same client slot) never passes.
+   */
+  #badItem(body: RecordBody): { key: number; ptr: number; found: string } | undefined {
+    const g = this.geometry;
+    for (const e of body.entries) {
+      if (e.kind !== ENTRY_WRITE || e.key % g.shards !== g.shard) continue;
+      const inArena = e.newPtr >= g.arenaOffset && e.newPtr < g.arenaOffset + g.items * ITEM_BYTES && (e.newPtr - g.arenaOffset) % ITEM_BYTES === 0;
+      const it = inArena ? decodeItem(this.region.load(e.newPtr, ITEM_BYTES)) : undefined;
+      if (it === undefined || it.key !== e.key || it.ts !== body.ts) return { key: e.key, ptr: e.newPtr, found: inArena ? (it === undefined ? 'garbage' : `key ${it.key}, ts ${it.ts}`) : 'not an item of the arena' };
+    }
+    return undefined;
+  }
+
+  /** Recovery's store of a slot: checked first (checkTxSlotWrite: a pointer at an item of the arena that describes itself as the slot's value). */
   #writeSlot(index: number, s: Slot): void {
+    checkTxSlotWrite(this.geometry, index, s, (p, len) => this.region.load(p, len));
     const at = slotOffset(this.geometry, index);
     this.region.store(at, encodeSlot(s).subarray(0, 40));
     this.region.persist(at, 40);
@@ -356,17 +437,40 @@ export class TxAppServer implements AppServer {
         const at = recordOffset(g, c);
         const h = this.region.loadU64(at);
         if (h !== 0n && hState(h) === H_PREPARED) {
+          checkHEdge(h, hWord(hTxid(h), H_ABORTED), `recovery, client ${c}`);
           this.region.storeU64(at, hWord(hTxid(h), H_ABORTED));
           this.region.persist(at, 8);
         }
       }
     }
+    // R2: a PREPARED H over a body that is not T's (torn, or an earlier transaction's) or whose
+    // item addresses do not name T's items: T's prepare here never completed — the chain's one
+    // FLUSH of H and the body did not (a crash let H reach PM before the lines after it), so
+    // nobody counted this record (the client counts it once that FLUSH completes, a resolver once
+    // its own FLUSH of what it read does). T can never prepare here now: H := FENCED(T), durably,
+    // before anything below reads the records (its locks are released by R3, its items by R4).
+    const fenced: string[] = [];
+    if (!this.faults.recoveryTrustsRecord) {
+      for (let c = 0; c < g.clients; c++) {
+        const r = this.record(c);
+        if (r.h === 0n || hState(r.h) !== H_PREPARED) continue;
+        if (r.body !== undefined && this.#badItem(r.body) === undefined) continue;
+        const at = recordOffset(g, c);
+        checkHEdge(r.h, hWord(hTxid(r.h), H_FENCED), `recovery (R2), client ${c}`);
+        this.region.storeU64(at, hWord(hTxid(r.h), H_FENCED));
+        this.region.persist(at, 8);
+        fenced.push(txName(hTxid(r.h)));
+      }
+    }
     const prepared = this.prepared();
     const held = new Map<number, { txid: bigint; ts: bigint; newPtr: number; oldCt: bigint }>();
-    for (const [txid, body] of prepared) {
+    // Write entries first, read entries after: a reader's record and a later writer's (its ts above
+    // the W the read raised) may both be PREPARED on one key, the writer's install torn; the read
+    // entry's store (W raised) keeps CT and ptr, so it waits for the write entry's repair.
+    for (const pass of [ENTRY_WRITE, -1]) for (const [txid, body] of prepared) {
       for (const e of body.entries) {
         const index = Math.floor(e.key / g.shards);
-        if (e.key % g.shards !== g.shard || index >= g.keys) continue;
+        if (e.key % g.shards !== g.shard || index >= g.keys || (e.kind === ENTRY_WRITE) !== (pass === ENTRY_WRITE)) continue;
         const s = this.slot(index);
         const w = s.w > body.ts ? s.w : body.ts;
         if (e.kind === ENTRY_WRITE) {
@@ -412,9 +516,11 @@ export class TxAppServer implements AppServer {
     this.#slotCandidates.clear();
     this.#retired.clear();
     this.#installed = Array.from({ length: g.keys }, (_, i) => this.slot(i).ptr);
+    // Nothing a slot or a PREPARED record reaches goes on the free list (O(items), once per recovery).
+    checkFreeLists(this.arenaClasses, result.free, (p) => result.reachable.has(p));
     this.#desk.open(result.free, 1n);
     this.#recovered = true;
-    this.#last = { prepared: [...prepared.keys()].map(txName), slotsRepaired: repaired, locksReleased: released, reachable: result.reachable.size, reclaimed: result.reclaimed };
+    this.#last = { prepared: [...prepared.keys()].map(txName), recordsFenced: fenced, slotsRepaired: repaired, locksReleased: released, reachable: result.reachable.size, reclaimed: result.reclaimed };
     return { app: 'tx', shard: g.shard, ...this.#last };
   }
 
@@ -455,17 +561,12 @@ export class TxAppServer implements AppServer {
     const prepared = this.prepared();
     for (let c = 0; c < g.clients; c++) {
       const r = this.record(c);
+      // R2 / R2': after recovery (which fences them) and while the shard runs (a chain writes the
+      // body and the addresses before its H CAS), no PREPARED H stands over a body that is not T's
+      // or over an address that does not name T's own item (key, ts).
       if (r.h !== 0n && hState(r.h) === H_PREPARED && r.body === undefined) out.push({ kind: 'record', detail: `client ${c}: ${describeH(r.h)} over a torn record body` });
-      // R2': every new item a PREPARED record names here is durable and T's own (key, ts): the
-      // prepare chain FLUSHed each item, and the address array, before its H CAS.
-      if (r.body !== undefined) {
-        for (const e of r.body.entries) {
-          if (e.kind !== ENTRY_WRITE || e.key % g.shards !== g.shard) continue;
-          const inArena = e.newPtr >= g.arenaOffset && e.newPtr < g.arenaOffset + g.items * ITEM_BYTES && (e.newPtr - g.arenaOffset) % ITEM_BYTES === 0;
-          const it = inArena ? decodeItem(this.region.load(e.newPtr, ITEM_BYTES)) : undefined;
-          if (it === undefined || it.key !== e.key || it.ts !== r.body.ts) out.push({ kind: 'record', detail: `client ${c}: ${describeH(r.h)} names item ${e.newPtr} for key ${e.key}, which is not its new value (${inArena ? (it === undefined ? 'garbage' : `key ${it.key}, ts ${it.ts}`) : 'not an item of the arena'})` });
-        }
-      }
+      const bad = r.h !== 0n && hState(r.h) === H_PREPARED && r.body !== undefined ? this.#badItem(r.body) : undefined;
+      if (bad !== undefined) out.push({ kind: 'record', detail: `client ${c}: ${describeH(r.h)} names item ${bad.ptr} for key ${bad.key}, which is not its new value (${bad.found})` });
     }
     const seen = new Set<number>();
     for (let i = 0; i < g.keys; i++) {

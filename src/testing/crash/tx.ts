@@ -19,7 +19,7 @@
  * runs) and crash runs (shard subsets and clients crash mid-run; shards restart while the others
  * go on; the whole history is judged).
  */
-import { bool, intIn, oneOf, PmrpcError, resolveOptions, type Clock, type OptionChecks, type PmemRegion, type Prng } from '../../../pmem/index.js';
+import { bool, intIn, isInvariantError, oneOf, PmrpcError, resolveOptions, type Clock, type OptionChecks, type PmemRegion, type Prng } from '../../../pmem/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { parseTxWelcome, TxAgent, TX_MUTANTS, txApp, txFaultsFor, TxClient, TxResolver, txName, type ShardConn, type TxAppOptions, type TxAppServer, type TxOutcome } from '../../apps/tx/index.js';
 import { checkBank, checkListAppend, cutRecords, type ListAppendTxn } from '../../check/index.js';
@@ -199,6 +199,14 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
   let wakeAgent = false;
   let nextId = 1;
   const counts: Record<string, number> = {};
+  /** Clients and agents of the live run that a broken invariant stopped (PMRPC_ERR_INVARIANT): each is a violation of kind 'invariant'. */
+  let stopped: string[] = [];
+  let liveClients: TxClient[] = [];
+  const invariantProblems = (label: string): AppProblem[] => [
+    ...stopped.map((d) => ({ kind: 'invariant', detail: `${label}${d}` })),
+    // A client whose last round 2 broke one after the workload ended (it threw from no call).
+    ...liveClients.flatMap((cl) => (cl.broken !== undefined && !stopped.some((d) => d.startsWith(`client ${cl.client} `)) ? [{ kind: 'invariant', detail: `${label}client ${cl.client} stopped: ${cl.broken.message}` }] : [])),
+  ];
 
   /** Client c's way to shard s (c = w.clients: the agent; -1: a checker's resolver). */
   const sourceFor =
@@ -271,11 +279,13 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
 
   const runClient = async (world: World, c: number, prng: Prng): Promise<void> => {
     const client = new TxClient(sourceFor(world, c, conns), { client: c, incarnation: 1, clock: world.clock, faults });
+    liveClients.push(client);
     for (let i = 0; i < w.txPerClient; i++) {
       if (crashedClients.has(c)) return;
       try {
         await client.begin();
-      } catch {
+      } catch (e) {
+        if (isInvariantError(e)) stopped.push(`client ${c} stopped: ${e.message}`);
         return; // its previous transaction could not be settled (a shard stayed down): the client retires
       }
       const r = prng.int(0, 99);
@@ -290,7 +300,7 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
         if (w.workload === 'append') {
           const keys = r < 60 ? [a, b] : r < 85 ? [a, b] : [a, b, pick()].filter((x, j, arr) => arr.indexOf(x) === j);
           rec.kind = r < 60 ? 'append' : 'read';
-          for (const k of keys) rec.mops.push({ f: 'r', key: k, value: bytesList(await client.read(k)) });
+          for (const k of keys) rec.mops.push({ f: 'r', key: k, value: bytesList(await client.read(k, { forUpdate: rec.kind === 'append' })) });
           if (rec.kind === 'append') {
             for (const k of keys) {
               const l = (rec.mops.find((m) => m.f === 'r' && m.key === k) as { value: number[] }).value;
@@ -301,8 +311,8 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
         } else if (r < 65) {
           rec.kind = 'transfer';
           const x = BigInt(prng.int(1, 5));
-          const va = balanceOf(await client.read(a));
-          const vb = balanceOf(await client.read(b));
+          const va = balanceOf(await client.read(a, { forUpdate: true }));
+          const vb = balanceOf(await client.read(b, { forUpdate: true }));
           await client.write(a, balanceBytes(va - x));
           await client.write(b, balanceBytes(vb + x));
         } else {
@@ -322,6 +332,7 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
       try {
         outcome = await client.commit();
       } catch (e) {
+        if (isInvariantError(e)) stopped.push(`client ${c} stopped: ${e.message}`);
         if (crashedClients.has(c)) return;
         counts.commitThrew = (counts.commitThrew ?? 0) + 1;
         rec.txid = String(e instanceof PmrpcError ? e.code : e);
@@ -339,6 +350,14 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
   /** The resolver agent (a shard whose clients' leases ran out, or a restarted shard's). */
   const runAgent = async (world: World, isDone: () => boolean): Promise<void> => {
     const agent = new TxAgent(sourceFor(world, w.clients, conns), { clock: world.clock, faults });
+    try {
+      await agentLoop(agent, world, isDone);
+    } catch (e) {
+      if (!isInvariantError(e)) throw e;
+      stopped.push(`the resolver agent stopped: ${e.message}`);
+    }
+  };
+  const agentLoop = async (agent: TxAgent, world: World, isDone: () => boolean): Promise<void> => {
     let scans = 0;
     while (!isDone()) {
       if (w.agent && scans < AGENT_SCANS_MAX) {
@@ -374,6 +393,8 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
       history = [];
       nextId = 1;
       crashedClients = new Set();
+      stopped = [];
+      liveClients = [];
       conns = [];
       live = world;
       wakeAgent = false;
@@ -396,13 +417,15 @@ export function txExplorerApp(options: Partial<TxWorkloadOptions> = {}): TxExplo
       return { time: ++now };
     },
     async checkLive(world: World): Promise<AppProblem[]> {
-      return judge(world, cutTxHistory(history, Number.POSITIVE_INFINITY), 'live: ');
+      const out = await judge(world, cutTxHistory(history, Number.POSITIVE_INFINITY), 'live: ');
+      return [...invariantProblems('live: '), ...out];
     },
     async checkRecovered(world: World, snap: { time: number }): Promise<AppProblem[]> {
       return judge(world, cutTxHistory(history, snap.time), '');
     },
     async checkHistory(world: World): Promise<AppProblem[]> {
-      return judge(world, cutTxHistory(history, Number.POSITIVE_INFINITY), '');
+      const out = await judge(world, cutTxHistory(history, Number.POSITIVE_INFINITY), '');
+      return [...invariantProblems(''), ...out];
     },
     replayArgs(): string {
       // What the CLI resolves for this mutant (its workload pins included): a plain run of a pinned mutant names the defaults.

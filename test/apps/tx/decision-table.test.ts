@@ -3,12 +3,12 @@
 // hand — and the row's outcome is asserted. Two shards, keys 0 (shard 0) and 1 (shard 1), one
 // transaction T of client slot 0 writing both.
 import t from 'tap';
-import { PmemRegion } from '../../../pmem/index.js';
+import { crashImages, materialize, PmemRegion } from '../../../pmem/index.js';
 import { Rnic } from '../../../flush/index.js';
 import { nicConfigFor, World } from '../../../src/testing/crash/index.js';
 import {
   bodyPtrsOffset, encodeBody, encodeItem, encodeSlot, ENTRY_READ, ENTRY_WRITE, H_ABORTED, H_COMMITTED, H_FENCED, H_PREPARED, hWord, ITEM_BYTES, makeTxid, parseTxWelcome,
-  RECORD_BODY, recordOffset, slotOffset, TxResolver, txApp, type RecordEntry, type ShardConn, type TxAppServer,
+  RECORD_BODY, recordOffset, slotOffset, TxResolver, txApp, txName, type RecordEntry, type ShardConn, type TxAppServer, type TxFaults,
 } from '../../../src/apps/tx/index.js';
 
 const SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
@@ -49,7 +49,7 @@ function record(srv: TxAppServer, state: bigint, entries: RecordEntry[], torn = 
 }
 const valueOf = (srv: TxAppServer): string => td.decode(srv.value(0)!.value);
 
-function cluster(): { world: World; srv: (s: number) => TxAppServer; resolver: () => TxResolver } {
+function cluster(): { world: World; srv: (s: number) => TxAppServer; resolver: (faults?: Partial<TxFaults>) => TxResolver } {
   const world = new World(nicConfigFor(SEED, { eviction: 0, ddio: true }), SEED);
   for (let n = 0; n < 2; n++) {
     const region = PmemRegion.createInMemory(txApp.minRegionBytes(opts(n)) + 64, { tracing: true });
@@ -65,13 +65,13 @@ function cluster(): { world: World; srv: (s: number) => TxAppServer; resolver: (
     }
     return conns[s];
   };
-  return { world, srv: (s) => world.nodes[s]!.server as TxAppServer, resolver: () => new TxResolver(source, { clock: world.clock }) };
+  return { world, srv: (s) => world.nodes[s]!.server as TxAppServer, resolver: (faults) => new TxResolver(source, { clock: world.clock, ...(faults !== undefined ? { faults } : {}) }) };
 }
 
-async function resolveIn(world: World, r: TxResolver, participants?: bigint): Promise<string> {
+async function resolveIn(world: World, r: TxResolver, participants?: bigint, txid = T): Promise<string> {
   let out: string | undefined;
   let err: unknown;
-  void r.resolve(T, participants).then((v) => (out = v), (e: unknown) => (err = e ?? 'error'));
+  void r.resolve(txid, participants).then((v) => (out = v), (e: unknown) => (err = e ?? 'error'));
   const run = await world.run(() => out !== undefined || err !== undefined, 400_000);
   if (err !== undefined) throw err;
   if (run.status !== 'done') throw new Error(`the world ${run.status}`);
@@ -158,6 +158,77 @@ t.test('D7: a participant down and nothing decides — wait (bounded): unknown, 
   t.equal(srv(0).slot(0).lock, T);
 });
 
+/** T committed at its commit point (PREPARED on both shards, round 2 not landed); LATER, the slot's next transaction, holds a read-time lock of key 2 (shard 0, slot 1) and no record. */
+function laterOverPrepared(srv: (s: number) => TxAppServer): void {
+  const e0 = prepareWrite(srv(0), 0, 'new0');
+  const e1 = prepareWrite(srv(1), 1, 'new1');
+  record(srv(0), H_PREPARED, [e0, e1]);
+  record(srv(1), H_PREPARED, [e0, e1]);
+  const g = srv(0).geometry;
+  put(srv(0), slotOffset(g, 1), encodeSlot({ ...srv(0).slot(1), lock: LATER }).subarray(0, 40));
+}
+
+t.test("D8: T to fence over an earlier transaction's PREPARED record of the slot — that one is resolved first (rolled forward), then T is fenced", async (t) => {
+  const { world, srv, resolver } = cluster();
+  laterOverPrepared(srv);
+  t.equal(await resolveIn(world, resolver(), undefined, LATER), 'aborted');
+  t.equal(valueOf(srv(0)), 'new0', "the earlier transaction's install is kept (it reached its commit point)");
+  t.equal(valueOf(srv(1)), 'new1');
+  t.equal(h(srv(0)), hWord(LATER, H_FENCED), 'LATER fenced where it held a lock, over COMMITTED(T)');
+  t.equal(h(srv(1)), hWord(T, H_COMMITTED));
+  t.equal(srv(0).slot(1).lock, 0n, "LATER's read-time lock released");
+  for (const s of [0, 1]) t.equal(srv(s).slot(0).lock, 0n, "T's locks released by its roll forward");
+});
+
+t.test('D8, mutant fence-over-prepared: the fence would replace a PREPARED record of another transaction — PMRPC_ERR_INVARIANT, nothing written', async (t) => {
+  const { world, srv, resolver } = cluster();
+  laterOverPrepared(srv);
+  const r = resolver({ fenceOverPrepared: true });
+  await t.rejects(resolveIn(world, r, undefined, LATER), { code: 'PMRPC_ERR_INVARIANT' });
+  t.equal(h(srv(0)), hWord(T, H_PREPARED), "T's record stays");
+});
+
+/**
+ * Step 1 of the resolution (FLUSH what was read before acting on it). T is PREPARED on both shards,
+ * but shard 1's H is only visible (its prepare chain's FLUSH has not run): the resolver decides
+ * commit (D4) and rolls forward shard 0 first; shard 1 crashes right after shard 0's COMMITTED(T)
+ * and restarts from what is durable. The correct resolver FLUSHed shard 1's record with its view,
+ * so shard 1 still holds PREPARED(T) and the roll forward completes; the mutant
+ * resolver-trusts-visible acted on the visible H alone: shard 1 comes back without T's record, T is
+ * installed on shard 0 only, and the resolver reports PMRPC_ERR_TX_UNRESOLVED.
+ */
+async function visibleRecordThenCrash(faults: Partial<TxFaults>): Promise<{ outcome: string; values: string[] }> {
+  const { world, srv, resolver } = cluster();
+  const e0 = prepareWrite(srv(0), 0, 'new0');
+  const e1 = prepareWrite(srv(1), 1, 'new1');
+  record(srv(0), H_PREPARED, [e0, e1]);
+  record(srv(1), H_PREPARED, [e0, e1]);
+  // Shard 1's H back to empty in PM, PREPARED(T) only visible (a store not yet written back).
+  const at = recordOffset(srv(1).geometry, 0);
+  srv(1).region.store(at, new Uint8Array(8));
+  srv(1).region.persist(at, 8);
+  const hb = new Uint8Array(8);
+  new DataView(hb.buffer).setBigUint64(0, hWord(T, H_PREPARED), true);
+  srv(1).region.store(at, hb);
+  let outcome: string | undefined;
+  void resolver(faults).resolve(T, BOTH).then((v) => (outcome = v), (e: unknown) => (outcome = (e as { code?: string }).code ?? String(e)));
+  const first = await world.run(() => outcome !== undefined || h(srv(0)) === hWord(T, H_COMMITTED), 400_000);
+  if (first.status !== 'done' || outcome !== undefined) throw new Error(`setup: the resolver did not reach shard 0's COMMITTED(T) first (${first.status}, ${String(outcome)})`);
+  const st = world.nodes[1]!.region.crashState();
+  const image = materialize(st, [...crashImages(st, { engine: 'none' })][0]!);
+  world.crash(1);
+  world.restart(1, PmemRegion.openImage(image, {}), (host) => txApp.open(host, opts(1))).server!.recover();
+  const run = await world.run(() => outcome !== undefined, 400_000);
+  if (run.status !== 'done') throw new Error(`the world ${run.status}`);
+  for (const n of world.nodes) n.nic.drainAll();
+  return { outcome: outcome!, values: [valueOf(srv(0)), valueOf(srv(1))] };
+}
+
+t.test('resolution step 1: a record the resolver only saw visible is FLUSHed before it acts — a crash after a partial roll forward loses nothing (mutant resolver-trusts-visible)', async (t) => {
+  t.same(await visibleRecordThenCrash({}), { outcome: 'committed', values: ['new0', 'new1'] }, 'shard 1 kept PREPARED(T) (the view FLUSHed it): T installed on both');
+  t.same(await visibleRecordThenCrash({ resolverTrustsVisible: true }), { outcome: 'PMRPC_ERR_TX_UNRESOLVED', values: ['new0', ''] }, 'mutant: shard 1 lost the record it acted on — T installed on shard 0 only');
+});
+
 const nics: Rnic[] = [];
 const track = (n: Rnic): Rnic => (nics.push(n), n);
 t.teardown(() => {
@@ -165,12 +236,12 @@ t.teardown(() => {
 });
 
 /** A standalone shard 0 (format, hand-made state, then open + recover as after a crash). */
-function recovered(build: (srv: TxAppServer) => void): TxAppServer {
+function recovered(build: (srv: TxAppServer) => void, faults: Partial<TxFaults> = {}): TxAppServer {
   const region = PmemRegion.createInMemory(txApp.minRegionBytes(opts(0)) + 64);
   txApp.format(region, opts(0));
   const host = () => ({ region, nic: track(new Rnic(region)), clock: { nowMs: () => 0, nowNs: () => 0n, setTimer: () => ({ cancel() {} }) }, schedule: queueMicrotask, entropy: { fill: (b: Uint8Array) => b.fill(1) } });
   build(txApp.open(host() as never, opts(0)) as TxAppServer);
-  const srv = txApp.open(host() as never, opts(0)) as TxAppServer;
+  const srv = txApp.open(host() as never, { ...opts(0), faults }) as TxAppServer;
   srv.recover();
   return srv;
 }
@@ -192,24 +263,50 @@ t.test("R1': PREPARED(T) with a read entry — W := max(W, ts)", async (t) => {
   t.equal(srv.slot(0).lock, 0n);
 });
 
-t.test('R2: PREPARED(T) over a torn body — the audit reports it', async (t) => {
+t.test("R2: PREPARED(T) over a torn body (its prepare's one FLUSH of H and body did not complete) — fenced; its lock released, its item reclaimed", async (t) => {
+  const g = opts(0);
   const srv = recovered((s) => record(s, H_PREPARED, [prepareWrite(s, 0, 'new0')], true));
-  t.match(srv.audit(), [{ kind: 'record' }]);
+  t.equal(srv.record(0).h, hWord(T, H_FENCED), 'H := FENCED(T): T can never prepare here');
+  t.same(srv.lastRecovery!.recordsFenced, [txName(T)]);
+  t.same(srv.lastRecovery!.prepared, []);
+  t.equal(srv.slot(0).lock, 0n, 'its lock released (R3)');
+  t.equal(srv.slot(0).ct, 0n, 'nothing installed');
+  t.equal(srv.lastRecovery!.reclaimed, g.items - g.keysPerShard, "T's new item back on the free list (R4)");
+  t.same(srv.audit(), []);
+  // An earlier transaction's body under T's H (the body's lines older than H's): not T's either.
+  const earlier = recovered((s) => {
+    const e = prepareWrite(s, 0, 'new0');
+    put(s, recordOffset(s.geometry, 0) + RECORD_BODY, encodeBody({ txid: makeTxid(0, 1, 6), ts: TS - 256n, participants: BOTH, entries: [e] }));
+    setH(s, hWord(T, H_PREPARED));
+  });
+  t.equal(earlier.record(0).h, hWord(T, H_FENCED), "another txid's body: fenced");
+  // Mutant recovery-trusts-record: the H stays PREPARED over the torn body (the audit reports it).
+  const mutant = recovered((s) => record(s, H_PREPARED, [prepareWrite(s, 0, 'new0')], true), { recoveryTrustsRecord: true });
+  t.equal(mutant.record(0).h, hWord(T, H_PREPARED));
+  t.match(mutant.audit(), [{ kind: 'record' }]);
 });
 
-t.test("R2': PREPARED(T) whose address array does not name T's durable new item — the audit reports it", async (t) => {
-  // The prepare chain WRITEs the addresses from the QP's scratch and FLUSHes items and array before
-  // H: neither a stale address (here: the slot's old item) nor a torn item can stand under a durable H.
+t.test("R2': PREPARED(T) whose address array does not name T's durable new item — fenced (the array's line older than H's)", async (t) => {
+  // The prepare chain WRITEs the addresses from the QP's scratch before its H CAS and FLUSHes them
+  // with H: a crash before that FLUSH completes may leave H durable over a stale address array.
   const stale = recovered((s) => record(s, H_PREPARED, [{ ...prepareWrite(s, 0, 'new0'), newPtr: s.slot(0).ptr }]));
-  t.ok(stale.audit().some((p) => p.kind === 'record' && /not its new value \(key 0, ts 0\)/.test(p.detail)), 'a stale address reported');
+  t.equal(stale.record(0).h, hWord(T, H_FENCED), 'a stale address (the slot\'s old item, key 0 ts 0): fenced');
+  t.equal(stale.slot(0).lock, 0n);
+  t.same(stale.audit(), []);
   const torn = recovered((s) => {
     const e = prepareWrite(s, 0, 'new0');
     put(s, e.newPtr + 24, te.encode('XXXX')); // the item's value torn
     record(s, H_PREPARED, [e]);
   });
-  t.ok(torn.audit().some((p) => p.kind === 'record' && /not its new value \(garbage\)/.test(p.detail)), 'a torn item reported');
+  t.equal(torn.record(0).h, hWord(T, H_FENCED), 'an address naming garbage: fenced');
   const good = recovered((s) => record(s, H_PREPARED, [prepareWrite(s, 0, 'new0')]));
-  t.same(good.audit(), [], 'the same record over its durable item audits clean');
+  t.equal(good.record(0).h, hWord(T, H_PREPARED), 'the same record over its durable item is kept');
+  t.same(good.lastRecovery!.recordsFenced, []);
+  t.same(good.audit(), [], 'and audits clean');
+  // Mutant recovery-trusts-record: the stale address is kept — it is the slot's own item, so R1 takes
+  // it for T's install and would store CT = T's ts over an item of ts 0: recovery's slot invariant
+  // stops it (docs/tx.md "Invariants").
+  t.throws(() => recovered((s) => record(s, H_PREPARED, [{ ...prepareWrite(s, 0, 'new0'), newPtr: s.slot(0).ptr }]), { recoveryTrustsRecord: true }), { code: 'PMRPC_ERR_INVARIANT', message: /key 0: the slot would hold CT \d+ over item \d+, which holds key 0, ts 0/ }, 'mutant: recovery stops on the invariant');
 });
 
 t.test('R3: a lock no PREPARED record backs — released (never recorded, or decided here)', async (t) => {

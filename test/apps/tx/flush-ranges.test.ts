@@ -63,7 +63,9 @@ t.test('after a commit, a crash keeps the read-only participant\'s raised W and 
       await c.read(k);
       await c.write(k, new TextEncoder().encode(`v${k}`));
     }
-    return c.commit();
+    const o = await c.commit();
+    await c.settled(); // round 2 runs after commit() reports
+    return o;
   });
   t.equal(out.status, 'committed');
   for (const n of world.nodes) n.nic.drainAll();

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { crashImages, materialize, PmemRegion } from '../../../pmem/index.js';
 import { checkAppendHistory, checkAppendSerializable, nicConfigFor, World, type StepChoice, type TxRecord } from '../../../src/testing/crash/index.js';
-import { parseTxWelcome, TxClient, TxErrorCodes, TxResolver, txApp, txName, type ShardConn, type TxAppServer, type TxFaults, type TxOutcome } from '../../../src/apps/tx/index.js';
+import { parseTxWelcome, TxClient, TxErrorCodes, TxResolver, txApp, txName, recordOffset, type ShardConn, type TxAppServer, type TxFaults, type TxOutcome } from '../../../src/apps/tx/index.js';
 
 const SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/apps/tx/tx.test.ts)`);
@@ -64,7 +64,9 @@ const te = new TextEncoder();
 async function transfer(c: TxClient, keys: number[], tag: string): Promise<TxOutcome> {
   await c.begin();
   for (const k of keys) await c.write(k, te.encode(td.decode(await c.read(k)) + tag));
-  return c.commit();
+  const o = await c.commit();
+  await c.settled(); // round 2 (install, COMMITTED, release) runs after commit() reports
+  return o;
 }
 
 t.test('commits across two shards in two round trips; values, records and locks afterwards', async (t) => {
@@ -104,6 +106,7 @@ t.test('a conflicting transaction aborts with PMRPC_ERR_TX_CONFLICT and leaves n
     await b.write(1, te.encode('B'));
     const oa = await a.commit();
     const ob = await b.commit();
+    await a.settled();
     return [oa, ob];
   });
   t.equal(outcomes[0]!.status, 'committed');
@@ -138,11 +141,16 @@ async function latePrepare(faults: Partial<TxFaults>): Promise<{ outcome: TxOutc
   const { world, server, client, resolver } = cluster(2, faults);
   const c = client(0);
   let hold = false;
-  // Held: client 0's QP on shard 1 once round 1 began (its ALLOCATE there ran before).
-  const held = (ch: StepChoice): boolean => hold && c.lastRoundTrips >= 1 && ch.node === 1 && ch.client === 0;
+  // Held: client 0's QP on shard 1 once round 1 began there and ran its first step (the check of
+  // key 1, which the read locked: the resolver's release of that lock does not stop the rest of
+  // the chain, so only the H CAS's compare with the fence does).
+  let ran = 0;
+  const mine = (ch: StepChoice): boolean => hold && c.lastRoundTrips >= 1 && ch.node === 1 && ch.client === 0;
+  const held = (ch: StepChoice): boolean => mine(ch) && ran >= 1;
   world.chooser = (choices) => {
-    const i = choices.findIndex((ch) => !held(ch));
-    return i < 0 ? 0 : i;
+    const i = Math.max(0, choices.findIndex((ch) => !held(ch)));
+    if (choices[i] !== undefined && mine(choices[i]!)) ran++;
+    return i;
   };
   let outcome: TxOutcome | undefined;
   await drive(world, async () => {
@@ -242,11 +250,12 @@ async function visibleRecord(faults: Partial<TxFaults>): Promise<{ k0: string; k
     await c.write(0, te.encode('x'));
     await c.write(1, te.encode('x'));
   });
-  // Client 0's prepare chain on shard 1: lock, check, body, its FLUSHes, H CAS run; its FLUSH(H) (8 bytes) waits.
+  // Client 0's prepare chain on shard 1: lock, check, body, the item's FLUSH, H CAS run; its FLUSH of H and the body waits.
+  const recAddr = recordOffset(server(1).geometry, 0);
   const held = (ch: StepChoice): boolean => {
     if (c.lastRoundTrips < 1 || ch.node !== 1 || ch.client !== 0) return false;
     const next = world.nodes[1]!.nic.peekWr(ch.qpn)?.wr;
-    return next?.op === 'flush' && next.len === 8;
+    return next?.op === 'flush' && next.addr === recAddr;
   };
   world.chooser = (choices) => {
     const i = choices.findIndex((ch) => !held(ch));

@@ -3,15 +3,16 @@ import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { KV_MUTANTS } from '../../../src/apps/kv/index.js';
+import { PILAF_MUTANTS } from '../../../src/apps/pilaf/index.js';
 
 const CLI = fileURLToPath(new URL('../../../dist/cli/main.js', import.meta.url));
 const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'crash-test', '--app', 'kv', ...args], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
 
-t.test('--list-mutants prints name<TAB>strategies for every KV mutant', async (t) => {
+t.test('--list-mutants prints name<TAB>strategies for every KV mutant, then name<TAB>pilaf for the Pilaf baseline\'s (run with --system pilaf)', async (t) => {
   const r = run('--list-mutants');
   t.equal(r.status, 0);
   const lines = r.stdout.trim().split('\n');
-  t.same(lines, KV_MUTANTS.map((m) => `${m.name}\t${m.strategies.join(',')}`));
+  t.same(lines, [...KV_MUTANTS.map((m) => `${m.name}\t${m.strategies.join(',')}`), ...PILAF_MUTANTS.map((m) => `${m.name}\tpilaf`)]);
 });
 
 // The CLI's plumbing, on part of seed 1: the whole of seed 1 (every point, nested crashes) is

@@ -3,7 +3,7 @@
 // list; entry versions only grow; a buffer is freed once. Each case puts the index into a state the
 // server never writes (a stray store in PM under a running server) and asserts PMRPC_ERR_INVARIANT
 // with the area's bytes unchanged; the same requests over the correct state succeed.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createPrng, isInvariantError, PmemRegion, seededEntropy } from '../../../pmem/index.js';
 import { CpuPoller, InProcessFabric, QueuePair, Rnic, type InProcessLink } from '../../../flush/index.js';
 import { PilafClient, PilafServer, type KvLayoutOptions } from '../../../src/apps/kv/index.js';
@@ -15,7 +15,7 @@ const td = new TextDecoder();
 const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
 const LAYOUT: Partial<KvLayoutOptions> = { slotCount: 16, probeSlots: 4, keyBytesMax: 16, classes: [{ sizeBytes: 64, count: 8 }], mailboxBuffers: 8 };
 
-async function setup(t: { ok: (v: unknown, m?: string) => void; teardown: (f: () => void) => void }) {
+async function setup(t: Test) {
   const region = PmemRegion.createInMemory(32 * 1024, { entropy: seededEntropy(createPrng(1)) });
   PilafServer.format(region, LAYOUT);
   const nic = new Rnic(region, { drain: 'eager', entropy: seededEntropy(createPrng(2)) });

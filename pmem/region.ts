@@ -1060,6 +1060,9 @@ export class PmemRegion {
 
   /** A flushed line's snapshot to media; the snapshot goes back to the pool (the caller forgets it). */
   #writeSnapshot(line: number, snap: Uint32Array): void {
+    // A typed-array store past its end is dropped without a word: a line out of the region would be
+    // a write-back lost in silence.
+    invariant(line >= 0 && line < this.lineCount, () => `write-back of line ${line}; the region has ${this.lineCount}`);
     const d = this.#data32;
     const w = line * LINE_WORDS;
     for (let k = 0; k < LINE_WORDS; k++) d[w + k] = snap[k]!;
@@ -1106,6 +1109,9 @@ export class PmemRegion {
   }
 
   #markClean(line: number): void {
+    // The dirty count decides what close() writes back (#writeBackAll stops at zero): a clean line
+    // counted again would leave another dirty one unwritten.
+    invariant(this.#dirty[line] === 1, () => `line ${line} marked clean twice (${this.#dirtyCount} dirty)`);
     this.#dirty[line] = 0;
     this.#dirtyCount--;
     this.#pieces.delete(line);

@@ -10,7 +10,7 @@
  */
 import { CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { Access } from '../../../flush/index.js';
-import { PmemRegion, PmrpcError, resolveOptions } from '../../../pmem/index.js';
+import { invariant, PmemRegion, PmrpcError, resolveOptions } from '../../../pmem/index.js';
 import {
   KvErrorCodes,
   Mailbox,
@@ -71,6 +71,11 @@ export class PilafServer {
   #mailbox: Mailbox;
   /** CPU free lists per class size. */
   #free = new Map<number, number[]>();
+  /**
+   * Free-list membership per class size, one flag per buffer (1: on the free list), kept beside
+   * the lists so that a pop, a release and an entry's pointer are checked in O(1) (DESIGN §10.1).
+   */
+  #onFree = new Map<number, Uint8Array>();
   /**
    * The next entry version: one counter for the whole index, above every version on media, so a
    * version is never given twice in a server's life. A GET checks that the item it read carries
@@ -187,8 +192,14 @@ export class PilafServer {
     }
     for (const c of g.classes) {
       const list: number[] = [];
-      for (let i = c.count - 1; i >= 0; i--) if (!reachable.has(c.offset + i * c.sizeBytes)) list.push(c.offset + i * c.sizeBytes);
+      const flags = new Uint8Array(c.count);
+      for (let i = c.count - 1; i >= 0; i--) {
+        if (reachable.has(c.offset + i * c.sizeBytes)) continue;
+        list.push(c.offset + i * c.sizeBytes);
+        flags[i] = 1;
+      }
       this.#free.set(c.sizeBytes, list);
+      this.#onFree.set(c.sizeBytes, flags);
     }
     const reclaimed = [...this.#free.values()].reduce((a, l) => a + l.length, 0);
     this.#last = { slotsScanned: g.slotCount, entriesRebuilt: rebuilt, entriesCleared: cleared, reachable: reachable.size, reclaimed, rows };
@@ -245,9 +256,15 @@ export class PilafServer {
       }
     }
     const slot = found >= 0 ? found : free;
+    // The entry found names a buffer this server handed out: an item boundary of the arena that is
+    // not on a free list (else the write below would publish, or the release free, a buffer
+    // another key may be given).
+    if (old !== undefined) this.#checkInUse(slot, old);
     if (op === OP_DELETE) {
       if (found < 0) return STATUS_OK;
-      this.region.store(slotOffset(g, slot), encodePilafEntry({ ptr: 0, len: 0, version: this.#takeVersion() }));
+      const version = this.#takeVersion();
+      this.#checkVersion(slot, old!, version);
+      this.region.store(slotOffset(g, slot), encodePilafEntry({ ptr: 0, len: 0, version }));
       if (!this.faults.skipEntryPersist) this.region.persist(slotOffset(g, slot), SLOT_BYTES);
       this.#release(old!.ptr);
       return STATUS_OK;
@@ -258,7 +275,14 @@ export class PilafServer {
     if (cls === undefined) return STATUS_BAD;
     const buf = this.#free.get(cls.sizeBytes)!.pop();
     if (buf === undefined) return STATUS_FULL;
+    // The buffer taken is one of the class, on its free list (taken off it now), and not the one
+    // the entry names now.
+    const flags = this.#onFree.get(cls.sizeBytes)!;
+    const bi = (buf - cls.offset) / cls.sizeBytes;
+    invariant(Number.isInteger(bi) && bi >= 0 && bi < cls.count && flags[bi] === 1 && buf !== old?.ptr, () => `buffer ${buf} taken from the free list of class ${cls.sizeBytes} is ${Number.isInteger(bi) && bi >= 0 && bi < cls.count ? 'not on it' : 'not a buffer of the class'}`);
+    flags[bi] = 0;
     const version = this.#takeVersion();
+    if (old !== undefined) this.#checkVersion(slot, old, version);
     this.region.store(buf, encodeItem({ key, value, version: BigInt(version), tombstone: false }));
     if (!this.faults.publishBeforeItemPersist) this.region.persist(buf, n);
     this.region.store(slotOffset(g, slot), encodePilafEntry({ ptr: buf, len: n, version }));
@@ -274,8 +298,26 @@ export class PilafServer {
     return this.#nextVersion++;
   }
 
+  /** Frees a buffer an entry no longer names: a buffer of a class, not on its free list already (freed once). */
   #release(ptr: number): void {
     const c = classOf(this.geometry, ptr);
-    if (c !== undefined) this.#free.get(c.sizeBytes)!.push(ptr);
+    invariant(c !== undefined, () => `buffer ${ptr} released is not a buffer boundary of the arena`);
+    const flags = this.#onFree.get(c.sizeBytes)!;
+    const i = (ptr - c.offset) / c.sizeBytes;
+    invariant(flags[i] === 0, () => `buffer ${ptr} (class ${c.sizeBytes}) would be freed twice`);
+    flags[i] = 1;
+    this.#free.get(c.sizeBytes)!.push(ptr);
+  }
+
+  /** The entry a PUT or DELETE replaces names a buffer of the arena, its item fits it, and the buffer is not on a free list. */
+  #checkInUse(slot: number, e: PilafEntry): void {
+    const c = classOf(this.geometry, e.ptr);
+    invariant(c !== undefined && e.len <= c.sizeBytes, () => `entry ${slot} names ${e.len} bytes at ${e.ptr}, not an item of a buffer of the arena`);
+    invariant(this.#onFree.get(c.sizeBytes)![(e.ptr - c.offset) / c.sizeBytes] === 0, () => `entry ${slot} names buffer ${e.ptr}, which is on the free list of class ${c.sizeBytes}`);
+  }
+
+  /** Entry versions only grow: the one written is above the one it replaces (a GET holding the old entry must not match the new item). */
+  #checkVersion(slot: number, old: PilafEntry, version: number): void {
+    invariant(version > old.version, () => `entry ${slot} would go from version ${old.version} to ${version}`);
   }
 }

@@ -715,6 +715,7 @@ export class PmemRegion {
       this.#groupDepth--;
       // A throw from fn leaves its ranges waiting: the next sync point covers them.
       if (this.#groupDepth === 0 && ok) this.sync();
+      if (this.#groupDepth === 0) this.#releaseNested();
     }
   }
 
@@ -731,12 +732,30 @@ export class PmemRegion {
     let out: T;
     try {
       out = fn();
-    } finally {
-      this.#groupDepth--;
+    } catch (e) {
+      if (--this.#groupDepth === 0) this.#releaseNested();
+      throw e;
     }
-    if (this.#groupDepth === 0) this.syncAsync(then);
-    else this.whenSynced(this.#waitMark, then);
+    if (--this.#groupDepth > 0) {
+      // Inside another group: the msync at the end of the outermost scope covers these drains
+      // (a server CPU pass run inside a NIC pass's group shares its msync), not one of their own now.
+      this.#nestedThens.push({ mark: this.#waitMark, then });
+      return out;
+    }
+    this.syncAsync(then);
+    this.#releaseNested();
     return out;
+  }
+
+  /** The `then`s of groupCommitAsync scopes nested in another group, with their marks: they wait for the outermost scope's msync. */
+  #nestedThens: AsyncWaiter[] = [];
+
+  /** At the end of the outermost group: the nested scopes' `then`s wait for what it synced (queued behind its msync). */
+  #releaseNested(): void {
+    const nested = this.#nestedThens;
+    if (nested.length === 0) return;
+    this.#nestedThens = [];
+    for (const w of nested) this.whenSynced(w.mark, w.then);
   }
 
   /**

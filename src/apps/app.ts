@@ -98,6 +98,12 @@ export interface AppServer {
 export interface App<O extends object = object> {
   readonly name: string;
   readonly defaults: Readonly<O>;
+  /**
+   * On a strict PM file, the CPU passes a NIC run schedules may run at the end of that run, inside
+   * its group commit, so that their records share the run's msync (src/node/host.ts). Only an app
+   * whose passes never wait on anything but the region may say so (the rpc app).
+   */
+  readonly passesAtRunEnd?: boolean;
   /** Defaults + validation: a TypeError / RangeError with an exact message for a bad option. */
   resolveOptions(options: Partial<O>): O;
   /** The smallest region (data bytes) a node of this app needs with these options. */

@@ -119,7 +119,7 @@ function tcpOptionsOf(o: NodeHostOptions, accept: TcpNicServerOptions['accept'],
 }
 
 /**
- * A strict PM file served by the rpc app: the server CPU's passes that a NIC run schedules (its
+ * A strict PM file served by an app whose passes may run at a NIC run's end (App.passesAtRunEnd: the rpc app): the server CPU's passes that a NIC run schedules (its
  * drained entries woke the CPU poller) run at the end of that run, inside its group commit
  * (TcpNicServer's onRunEnd, flush/driver.ts) — their records share the run's msync with the
  * entries instead of waiting for the next one (issue 29). What is durable when acknowledged does
@@ -272,7 +272,7 @@ export class NodeHost<S extends AppServer = AppServer> {
     }
     let nic: Rnic | undefined;
     let server: S | undefined;
-    const runEnd = o.strict && o.pmPath !== undefined && app.name === 'rpc' ? runEndScheduler(o.schedule) : undefined;
+    const runEnd = o.strict && o.pmPath !== undefined && app.passesAtRunEnd === true ? runEndScheduler(o.schedule) : undefined;
     try {
       if (o.onCrashPoint !== undefined) region.setCrashPointHook(o.onCrashPoint);
       if (o.pmPath === undefined) app.format(region, appOptions);

@@ -232,6 +232,7 @@ export class RpcAppServer implements AppServer {
 export const rpcApp: App<RpcAppOptions> = Object.freeze({
   name: 'rpc',
   defaults: RPC_APP_DEFAULTS,
+  passesAtRunEnd: true,
   resolveOptions: resolveRpcAppOptions,
   minRegionBytes(o: RpcAppOptions): number {
     return fixedBytes(o.layout) + o.appBytesMin;

@@ -6,6 +6,7 @@
 // state built here fails the test (coverage). Mutant skip-pointer-validation is the table with
 // every slot word trusted (rows empty and item only: nothing written).
 import t from 'tap';
+import { readFileSync } from 'node:fs';
 import { createPrng, PmemRegion, seededEntropy } from '../../../pmem/index.js';
 import { Rnic } from '../../../flush/index.js';
 import {
@@ -48,6 +49,14 @@ t.test('every input matches exactly one row; every row is live; ids unique; tabl
   }
   t.throws(() => decideKvSlot({ pointer: 'bogus' as never, words: 'match', spare: 'some' }), /0 rows match/);
   t.equal(matchingKvSlotRows({ pointer: 'base', words: 'match', spare: 'some' }, [...KV_SLOT_TABLE, KV_SLOT_TABLE[0]!]).length, 2, 'an overlap is seen');
+});
+
+t.test("docs/kv.md's Recovery table names every row, in the table's order", async (t) => {
+  const all = readFileSync(new URL('../../../docs/kv.md', import.meta.url), 'utf8');
+  const from = all.indexOf('\n## Recovery');
+  const doc = all.slice(from, all.indexOf('\n## ', from + 1));
+  const ids = [...doc.matchAll(/^ *\| `([a-z-]+)` \|/gm)].map((m) => m[1]);
+  t.same(ids, KV_SLOT_TABLE.map((r) => r.id));
 });
 
 const LAYOUT: Partial<KvLayoutOptions> = { slotCount: 16, probeSlots: 4, keyBytesMax: 16, classes: [{ sizeBytes: 64, count: 9 }], mailboxBuffers: 4 };

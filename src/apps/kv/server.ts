@@ -1,7 +1,7 @@
 /**
- * The PRISM-KV server. Its CPU formats the KV area, recovers it after a crash (slot repair +
- * allocator recovery through recovery/allocator.ts), posts free lists to the NIC, and handles the
- * buffer-return RPC. GET, PUT and DELETE never reach it: they are NIC chains (client.ts).
+ * The PRISM-KV server. Its CPU formats the KV area, recovers it after a crash (each slot decided by a
+ * row of KV_SLOT_TABLE, recovery.ts, + allocator recovery through recovery/allocator.ts), posts free
+ * lists to the NIC, and handles the buffer-return RPC. GET, PUT and DELETE never reach it: they are NIC chains (client.ts).
  */
 import { Access, CpuPoller, type MemoryRegion, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { bool, invariant, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';

@@ -32,7 +32,8 @@ export const KV_APP_DEFAULTS: Readonly<KvAppOptions> = Object.freeze({ system: '
 
 /**
  * What recover() reports for the kv app's system 'prism' (the node's start line, `pmrpc inspect`):
- * PrismKvServer's KvRecoveryReport as JSON (the epoch as a string, the rejected pointers counted).
+ * PrismKvServer's KvRecoveryReport as JSON (the epoch as a string, the rejected pointers counted, the
+ * slots each row of KV_SLOT_TABLE decided).
  * A type, not an interface, so that it is an AppServer's JSON report. A second recover() returns it again.
  */
 export type PrismKvAppRecoveryReport = {
@@ -44,6 +45,8 @@ export type PrismKvAppRecoveryReport = {
   pointersRejected: number;
   reachable: number;
   reclaimed: number;
+  /** How many slots each row of KV_SLOT_TABLE (recovery.ts) decided. */
+  rows: Record<string, number>;
 };
 
 /** PRISM-KV opened on a region: `kv` is the PRISM-KV server, for tests and checkers. */
@@ -61,7 +64,7 @@ export class PrismKvAppServer implements AppServer {
   recover(): PrismKvAppRecoveryReport {
     if (this.#report !== undefined) return this.#report;
     const r = this.kv.recover();
-    this.#report = { app: 'kv', system: 'prism', epoch: r.epoch.toString(), slotsScanned: r.slotsScanned, slotsRepaired: r.slotsRepaired, pointersRejected: r.pointersRejected.length, reachable: r.reachable, reclaimed: r.reclaimed };
+    this.#report = { app: 'kv', system: 'prism', epoch: r.epoch.toString(), slotsScanned: r.slotsScanned, slotsRepaired: r.slotsRepaired, pointersRejected: r.pointersRejected.length, reachable: r.reachable, reclaimed: r.reclaimed, rows: { ...r.rows } };
     return this.#report;
   }
 

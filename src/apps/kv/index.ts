@@ -2,6 +2,7 @@
 export * from './layout.js';
 export { KV_MUTANTS, NO_KV_FAULTS, faultsFor, findKvMutant, listKvMutants, KV_SYSTEM_MUTANTS, type KvFaults, type KvFaultName, type KvMutant } from './faults.js';
 export { PrismKvServer, KV_SERVER_DEFAULTS, RETURN_IMM, RETURN_ACK_IMM, RETURN_STALE_IMM, type KvServerOptions, type KvRecoveryReport, type KvServerStats, type SlotProblem } from './server.js';
+export { KV_SLOT_TABLE, KV_POINTER_VALUES, KV_REJECTED_POINTERS, KV_WORDS_VALUES, KV_SPARE_VALUES, decideKvSlot, matchingKvSlotRows, allKvSlotInputs, isRejectedPointer, type KvSlotInput, type KvSlotRow, type KvSlotAction, type KvPointerInput, type KvRejectedPointer, type KvWordsInput, type KvSpareInput } from './recovery.js';
 export { PrismKvClient, KV_CLIENT_DEFAULTS, type KvClientOptions, type KvClientStats } from './client.js';
 /** The Pilaf-style baseline lives in src/apps/pilaf (the kv app's system 'pilaf'); re-exported here for `pmrpc/apps/kv` users. */
 export { PILAF_MUTANTS, findPilafMutant, type PilafFaults, type PilafMutant, PilafServer, PilafClient, PilafAppServer, PILAF_MAGIC, PILAF_SERVER_DEFAULTS, PILAF_REQUEST_IMM, PILAF_REPLY_IMM, encodePilafEntry, decodePilafEntry, type PilafServerOptions, type PilafClientStats } from '../pilaf/index.js';

@@ -1,12 +1,13 @@
 /**
- * The PRISM-KV server. Its CPU formats the KV area, recovers it after a crash (slot repair +
- * allocator recovery through recovery/allocator.ts), posts free lists to the NIC, and handles the
- * buffer-return RPC. GET, PUT and DELETE never reach it: they are NIC chains (client.ts).
+ * The PRISM-KV server. Its CPU formats the KV area, recovers it after a crash (each slot decided by a
+ * row of KV_SLOT_TABLE, recovery.ts, + allocator recovery through recovery/allocator.ts), posts free
+ * lists to the NIC, and handles the buffer-return RPC. GET, PUT and DELETE never reach it: they are NIC chains (client.ts).
  */
 import { Access, CpuPoller, type MemoryRegion, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { bool, invariant, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import { kvBase } from './checks.js';
 import { auditAllocator, checkFreeLists, recoverFreeLists, type AllocatorAudit, type ArenaClass, type PointerVerdict } from '../../../recovery/index.js';
+import { decideKvSlot, type KvPointerInput, type KvSlotAction, type KvSlotRow, type KvWordsInput } from './recovery.js';
 import { Mailbox, ReturnDesk, type MailboxStats } from '../shared/index.js';
 import { NO_KV_FAULTS, type KvFaults } from './faults.js';
 import {
@@ -58,6 +59,17 @@ export interface KvRecoveryReport {
   pointersRejected: Array<{ slot: number; ptr: number; verdict: PointerVerdict }>;
   reachable: number;
   reclaimed: number;
+  /** How many slots each row of KV_SLOT_TABLE (recovery.ts) decided. */
+  rows: Record<string, number>;
+}
+
+/** What recovery's walk learned of one slot: its bytes and the inputs of KV_SLOT_TABLE (the spare is known only after the walk). */
+interface KvSlotSeen {
+  raw: Uint8Array;
+  pointer: KvPointerInput;
+  words: KvWordsInput;
+  /** The word the slot's item derives (an accepted pointer: rows item, item-repair, dead, dead-repair). */
+  fromItem?: Uint8Array;
 }
 
 export interface KvServerStats {
@@ -176,81 +188,113 @@ export class PrismKvServer {
   }
 
   /**
-   * Recovery: repair or clear every slot (validating its pointer), bump the epoch durably,
-   * rebuild the free lists from what the index does not reach, then accept ALLOCATE. Idempotent,
-   * and a crash at any point of it leaves an image that recovers the same way.
+   * Recovery: decide every slot by KV_SLOT_TABLE (recovery.ts; docs/kv.md "Recovery") — repair,
+   * keep, or replace a rejected pointer — bump the epoch durably, rebuild the free lists from what
+   * the index does not reach, then accept ALLOCATE. Idempotent, and a crash at any point of it
+   * leaves an image that recovers the same way.
    */
   recover(): KvRecoveryReport {
     const g = this.geometry;
     const region = this.region;
     if (!this.faults.allowAllocateBeforeRebuild) this.nic.refuseAllocate();
-    let scanned = 0;
     let repaired = 0;
     const rejected: KvRecoveryReport['pointersRejected'] = [];
-    const empty = emptySlot(g);
-    // A repair of words derived from the ptr word (bound and version from the item it names, an
-    // empty slot's stale words reset) is stored, not persisted: the ptr word and the item it names
-    // are all recovery reads, they do not change (the buffer stays linked, so it is never reclaimed
-    // or rewritten, until a PUT's CAS replaces the whole slot and its index FLUSH persists it), so a
-    // crash before the repair is durable leaves words the next recovery re-derives the same way.
-    // (Issue 10: no crash test could tell the persist apart — the explorer with the step skipped:
-    // 0 violations over 181 repairs on 6 seeds, DDIO off, subset lines, nested crashes, crash runs.)
-    // A rejected slot's new word is persisted: see below.
-    const writeSlot = (i: number, bytes: Uint8Array, rejected = false): void => {
-      checkKvSlotWrite(region, g, i, decodeSlot(bytes));
+    const rows: Record<string, number> = {};
+    const empty = encodeSlot(emptySlot(g));
+    // A repair of words derived from the ptr word (rows torn-empty, item-repair, dead-repair) is
+    // stored, not persisted: the ptr word and the item it names are all recovery reads, they do
+    // not change (the buffer stays linked, so it is never reclaimed or rewritten, until a PUT's CAS
+    // replaces the whole slot and its index FLUSH persists it), so a crash before the repair is
+    // durable leaves words the next recovery re-derives the same way. (Issue 10: no crash test
+    // could tell the persist apart — the explorer with the step skipped: 0 violations over 181
+    // repairs on 6 seeds, DDIO off, subset lines, nested crashes, crash runs.) A rejected slot's
+    // new word (the table's `durable` rows) is persisted: see below.
+    const writeSlot = (i: number, decided: Uint8Array, bytes: Uint8Array, row: KvSlotRow): void => {
+      const next = decodeSlot(bytes);
+      checkKvSlotRewrite(region, g, i, decided, next, row.action);
+      checkKvSlotWrite(region, g, i, next);
       region.store(slotOffset(g, i), bytes);
-      if (rejected && !this.faults.skipRejectedSlotPersist) region.persist(slotOffset(g, i), SLOT_BYTES);
+      if (row.durable && !this.faults.skipRejectedSlotPersist) region.persist(slotOffset(g, i), SLOT_BYTES);
       repaired++;
     };
+    // The walk: each slot's bytes and the table's inputs (recovery.ts), in slot order.
+    const seen: KvSlotSeen[] = [];
+    // Mutant skip-pointer-validation trusts every slot word: the allocator accepts every pointer
+    // unchecked, and the slot counts as an item (or empty) whose words match.
+    const trusted = this.faults.skipPointerValidation;
+    let checking = -1;
+    let objectVerdict: 'no-item' | 'off-sequence' = 'no-item';
     const result = recoverFreeLists({
       classes: this.arenaClasses,
       faults: { skipPointerValidation: this.faults.skipPointerValidation, skipReclaim: this.faults.skipReclaim },
       reach: (visit) => {
         for (let i = 0; i < g.slotCount; i++) {
-          scanned++;
           const raw = region.load(slotOffset(g, i), 24);
           const s = decodeSlot(raw);
           if (s.ptr === g.base) {
-            // An empty slot whose bound / version words a torn install left behind.
-            if (!this.faults.skipPointerValidation && (s.bound !== 0 || s.version !== 0n)) writeSlot(i, encodeSlot(empty));
+            seen.push({ raw, pointer: 'base', words: trusted || (s.bound === 0 && s.version === 0n) ? 'match' : 'differ' });
             continue;
           }
-          this.#checking = i;
+          checking = i;
           const verdict = visit(s.ptr);
           if (verdict !== 'ok') {
             rejected.push({ slot: i, ptr: s.ptr, verdict });
+            seen.push({ raw, pointer: verdict === 'bad-object' ? objectVerdict : verdict, words: 'differ' });
             continue;
           }
-          if (this.faults.skipPointerValidation) continue;
+          if (trusted) {
+            seen.push({ raw, pointer: 'item', words: 'match' });
+            continue;
+          }
           // The ptr word is the truth; bound and version are derived from the item it points at.
           const c = classOf(g, s.ptr)!;
           const item = decodeItem(region.load(s.ptr, c.sizeBytes))!;
-          const want = encodeSlot({ ptr: s.ptr, bound: c.sizeBytes, version: item.version });
-          if (!bytesEqual(raw, want)) writeSlot(i, want);
+          const fromItem = encodeSlot({ ptr: s.ptr, bound: c.sizeBytes, version: item.version });
+          seen.push({ raw, pointer: item.dead === true ? 'dead' : 'item', words: bytesEqual(raw, fromItem) ? 'match' : 'differ', fromItem });
         }
       },
       checkObject: (ptr, cls) => {
         const item = decodeItem(region.load(ptr, cls.sizeBytes));
+        objectVerdict = 'no-item';
         if (item === undefined) return false;
         if (item.dead === true) return true;
         // The slot must be in the key's probe sequence (its whole sequence: every group).
-        return inProbeSequence(g, item.key, this.#checking);
+        objectVerdict = 'off-sequence';
+        return inProbeSequence(g, item.key, checking);
       },
     });
-    // A rejected slot cannot simply become empty: an empty slot ends every probe, and keys stored
-    // past it in their probe sequences would vanish. It gets a dead item (durable before the slot points
-    // at it — else a crash leaves the slot pointing at whatever the buffer held before, e.g. an old
-    // item of a key whose sequence holds the slot: test/apps/kv/repairs.test.ts), taken from the reclaimed
-    // buffers; a crash in between leaves the slot rejected again and the buffer unreachable, so
-    // the next recovery redoes it. The slot's new word is durable before the free lists are
-    // posted: the rejected buffer is reclaimed, and once a PUT reuses it a slot still pointing at
-    // it durably would link the item that PUT wrote (or a later one) there after a crash.
-    for (const r of rejected) {
-      const cls = [...result.free.entries()].find(([, list]) => list.length > 0);
-      if (cls === undefined) {
-        writeSlot(r.slot, encodeSlot(empty), true); // no buffer left at all: the last resort
-        continue;
+    // One row per slot. `spare`: a reclaimed buffer is left once the earlier rejected slots took theirs.
+    let spare = [...result.free.values()].reduce((n, list) => n + list.length, 0);
+    const decided = seen.map((f) => {
+      const row = decideKvSlot({ pointer: f.pointer, words: f.words, spare: spare > 0 ? 'some' : 'none' });
+      if (row.action === 'link-dead-item') spare--;
+      rows[row.id] = (rows[row.id] ?? 0) + 1;
+      return row;
+    });
+    // First the repairs (stored only), in slot order.
+    decided.forEach((row, i) => {
+      if (row.durable) return;
+      if (row.action === 'rewrite-empty') writeSlot(i, seen[i]!.raw, empty, row);
+      else if (row.action === 'rewrite-from-item') writeSlot(i, seen[i]!.raw, seen[i]!.fromItem!, row);
+    });
+    // Then the rejected slots (rows link-dead-item, write-empty), once the free lists are known. A
+    // rejected slot cannot simply become empty: an empty slot ends every probe, and keys stored
+    // past it in their probe sequences would vanish. It gets a dead item (durable before the slot
+    // points at it — else a crash leaves the slot pointing at whatever the buffer held before,
+    // e.g. an old item of a key whose sequence holds the slot: test/apps/kv/repairs.test.ts),
+    // taken from the reclaimed buffers; a crash in between leaves the slot rejected again and the
+    // buffer unreachable, so the next recovery redoes it. The slot's new word is durable before
+    // the free lists are posted: the rejected buffer is reclaimed, and once a PUT reuses it a slot
+    // still pointing at it durably would link the item that PUT wrote (or a later one) there after
+    // a crash.
+    decided.forEach((row, i) => {
+      if (!row.durable) return;
+      if (row.action === 'write-empty') {
+        checkKvLastResort(i, result.free);
+        writeSlot(i, seen[i]!.raw, empty, row); // no buffer left at all: the last resort
+        return;
       }
+      const cls = [...result.free.entries()].find(([, list]) => list.length > 0)!;
       const buf = cls[1].shift()!;
       // Free-list membership: a reclaimed buffer is a buffer of its list's class, reachable from no slot.
       invariant(!result.reachable.has(buf), () => `buffer ${buf} is on a free list and reachable`);
@@ -260,8 +304,8 @@ export class PrismKvServer {
       region.store(buf, dead);
       if (!this.faults.skipDeadItemPersist) region.persist(buf, dead.length);
       result.reachable.add(buf);
-      writeSlot(r.slot, encodeSlot({ ptr: buf, bound: cls[0], version: 1n }), true);
-    }
+      writeSlot(i, seen[i]!.raw, encodeSlot({ ptr: buf, bound: cls[0], version: 1n }), row);
+    });
     // A new epoch before any return is accepted: returns stamped earlier name buffers this
     // recovery already reclaimed.
     const epoch = region.loadU64(g.base + KV_EPOCH_OFFSET) + 1n;
@@ -274,11 +318,10 @@ export class PrismKvServer {
     checkFreeLists(this.arenaClasses, result.free, (p) => result.reachable.has(p));
     this.#desk.open(result.free, this.#epoch);
     this.#recovered = true;
-    this.#lastReport = { epoch: this.#epoch, slotsScanned: scanned, slotsRepaired: repaired, pointersRejected: rejected, reachable: result.reachable.size, reclaimed: result.reclaimed };
+    this.#lastReport = { epoch: this.#epoch, slotsScanned: g.slotCount, slotsRepaired: repaired, pointersRejected: rejected, reachable: result.reachable.size, reclaimed: result.reclaimed, rows };
     return this.#lastReport;
   }
 
-  #checking = -1;
 
   /** A server QP for one client, with receive buffers for the return RPC. */
   accept(): ServerQp {
@@ -383,6 +426,31 @@ export function checkKvSlotWrite(region: PmemRegion, g: KvGeometry, i: number, s
   invariant(s.bound === c.sizeBytes, () => `index slot ${i} would hold bound ${s.bound} for a buffer of class ${c.sizeBytes}`);
   const item = decodeItem(region.load(s.ptr, c.sizeBytes));
   invariant(item !== undefined && item.version === s.version, () => `index slot ${i} would hold version ${s.version} for ${item === undefined ? 'a buffer that holds no valid item' : `an item of version ${item.version}`} at ${s.ptr}`);
+}
+
+/**
+ * The invariant of a slot rewrite by recovery, checked before the store (after KV_SLOT_TABLE
+ * decided the slot): the slot still holds the word its row was decided on (a word that changed
+ * under recovery — a stray store, a chain that ran — is not what the row was chosen for), and only
+ * a rejected pointer is replaced: a repair (rewrite-empty, rewrite-from-item) keeps the ptr word,
+ * the truth (a repair that moved it would unlink an item an acknowledged PUT may have linked, or
+ * link one to a slot that never held it). O(1): one slot read, at recovery only.
+ */
+export function checkKvSlotRewrite(region: PmemRegion, g: KvGeometry, i: number, decided: Uint8Array, next: SlotWord, action: KvSlotAction): void {
+  const now = region.load(slotOffset(g, i), 24);
+  invariant(bytesEqual(now, decided), () => `index slot ${i} holds ${hex(now)}, not the word ${hex(decided)} its row was decided on`);
+  const from = decodeSlot(decided).ptr;
+  invariant(action === 'link-dead-item' || action === 'write-empty' || next.ptr === from, () => `a ${action} of index slot ${i} would move its ptr word from ${from} to ${next.ptr}`);
+}
+
+/**
+ * The invariant of recovery's last resort (row rejected-no-spare): a rejected slot becomes empty
+ * only when no reclaimed buffer is left for a dead item — an empty slot ends every probe, so keys
+ * stored past it in their probe sequences would vanish. O(classes).
+ */
+export function checkKvLastResort(i: number, free: ReadonlyMap<number, readonly number[]>): void {
+  const left = [...free.values()].reduce((n, list) => n + list.length, 0);
+  invariant(left === 0, () => `rejected index slot ${i} would become empty while ${left} reclaimed buffers are left for a dead item`);
 }
 
 function hex(b: Uint8Array): string {

@@ -8,7 +8,7 @@ import t from 'tap';
 import { createPrng, isInvariantError, PmemRegion, seededEntropy } from '../../../pmem/index.js';
 import { Access, Rnic } from '../../../flush/index.js';
 import { KV_EPOCH_OFFSET, ReturnDesk, decodeSlot, encodeItem, encodeSlot, slotOffset } from '../../../src/apps/kv/index.js';
-import { checkKvSlotWrite } from '../../../src/apps/kv/server.js';
+import { checkKvLastResort, checkKvSlotRewrite, checkKvSlotWrite } from '../../../src/apps/kv/server.js';
 import { kvSetup, te } from './helpers.js';
 
 function codeOf(fn: () => unknown): string | undefined {
@@ -62,6 +62,65 @@ t.test('recovery stops before linking a dead item that memory corrupted under it
   t.equal(r.pointersRejected.length, 1);
   t.equal(decodeSlot(region.load(slotOffset(g, 3), 24)).version, 1n, 'slot 3 links a dead item');
   t.same(server.inspect().problems, []);
+});
+
+t.test('a slot rewrite: the slot still holds the word its row was decided on, and only a rejected pointer moves', async (t) => {
+  const { region, server } = await kvSetup();
+  const g = server.geometry;
+  const buf = g.classes[0]!.offset;
+  const held = encodeSlot({ ptr: buf, bound: 128, version: 5n });
+  region.store(slotOffset(g, 2), held);
+  const fromItem = { ptr: buf, bound: 64, version: 6n };
+  const other = { ptr: buf + 64, bound: 64, version: 6n };
+  t.equal(codeOf(() => checkKvSlotRewrite(region, g, 2, held, fromItem, 'rewrite-from-item')), undefined, 'a repair that keeps the ptr word');
+  t.equal(codeOf(() => checkKvSlotRewrite(region, g, 2, held, other, 'link-dead-item')), undefined, 'a rejected pointer replaced');
+  t.equal(codeOf(() => checkKvSlotRewrite(region, g, 2, held, { ptr: g.base, bound: 0, version: 0n }, 'write-empty')), undefined, 'a rejected pointer emptied');
+  t.equal(codeOf(() => checkKvSlotRewrite(region, g, 2, held, other, 'rewrite-from-item')), 'PMRPC_ERR_INVARIANT', 'a repair that moves the ptr word');
+  t.equal(codeOf(() => checkKvSlotRewrite(region, g, 2, held, { ptr: g.base, bound: 0, version: 0n }, 'rewrite-empty')), 'PMRPC_ERR_INVARIANT', 'a reset that empties a linked slot');
+  t.equal(codeOf(() => checkKvSlotRewrite(region, g, 3, held, fromItem, 'rewrite-from-item')), 'PMRPC_ERR_INVARIANT', 'a slot that does not hold the decided word');
+  t.same(region.load(slotOffset(g, 2), 24), held, 'the checks write nothing');
+});
+
+t.test('recovery stops before rewriting a slot that changed after its row was decided', async (t) => {
+  const { region, server } = await kvSetup();
+  const g = server.geometry;
+  // Two torn empty slots (row torn-empty): the first one's repair strays into the second.
+  const torn = encodeSlot({ ptr: g.base, bound: 64, version: 3n });
+  const stray = encodeSlot({ ptr: g.base, bound: 0, version: 7n });
+  region.store(slotOffset(g, 1), torn);
+  region.store(slotOffset(g, 2), torn);
+  const store = region.store.bind(region);
+  region.store = (off: number, bytes: Uint8Array): void => {
+    store(off, bytes);
+    if (off === slotOffset(g, 1)) store(slotOffset(g, 2), stray);
+  };
+  const epoch = region.loadU64(g.base + KV_EPOCH_OFFSET);
+  const e = t.throws(() => server.recover()) as Error;
+  t.ok(isInvariantError(e), `PMRPC_ERR_INVARIANT: ${e.message}`);
+  t.match(e.message, /index slot 2 holds .*, not the word .* its row was decided on/);
+  t.same(region.load(slotOffset(g, 2), 24), stray, 'slot 2 still holds the stray word: not rewritten from a stale decision');
+  t.equal(region.loadU64(g.base + KV_EPOCH_OFFSET), epoch, 'no new epoch: the server never starts serving');
+  // The correct path over the same state: both slots empty.
+  region.store = store;
+  region.store(slotOffset(g, 1), torn);
+  region.store(slotOffset(g, 2), torn);
+  const r = server.recover();
+  t.equal(r.rows['torn-empty'], 2);
+  t.same(server.inspect().problems, []);
+});
+
+t.test('the last resort: a rejected slot becomes empty only when no reclaimed buffer is left', async (t) => {
+  const { region, server } = await kvSetup();
+  const g = server.geometry;
+  const rejected = encodeSlot({ ptr: g.classes[0]!.offset + 8, bound: 64, version: 1n });
+  region.store(slotOffset(g, 3), rejected);
+  t.equal(codeOf(() => checkKvLastResort(3, new Map([[64, []], [128, []]]))), undefined, 'no buffer left');
+  t.equal(codeOf(() => checkKvLastResort(3, new Map([[64, []], [128, [g.classes[1]!.offset]]]))), 'PMRPC_ERR_INVARIANT', 'a buffer of another class left');
+  t.same(region.load(slotOffset(g, 3), 24), rejected, 'the slot is unchanged');
+  // The correct path: with buffers left, the rejected slot links a dead item (row misaligned), not the empty word.
+  const r = server.recover();
+  t.same(r.rows.misaligned, 1);
+  t.not(decodeSlot(region.load(slotOffset(g, 3), 24)).ptr, g.base);
 });
 
 t.test('the epoch only grows: a word that went back stops recovery before it is written', async (t) => {

@@ -131,6 +131,8 @@ export class RpcAppServer implements AppServer {
     this.rpc = new DurableRpcServer(host.nic, this.store, {
       strategy: o.strategy, keepResults: o.keepResults, faults: o.rpcFaults, schedule: host.schedule, pool: o.pool,
       entropy: host.entropy, clock: host.clock, leaseMs: o.leaseMs, canRelease: o.canRelease, restartGraceMs: o.restartGraceMs,
+      // A broken invariant stops the node the host's way (the explorer halts it; a process without halt exits).
+      ...(host.halt === undefined ? {} : { onInvariant: host.halt }),
     });
     for (const [name, h] of Object.entries(o.handlers)) this.rpc.register(name, h, o.methods[name] ?? {});
   }

@@ -214,15 +214,19 @@ export class ServerQp {
 }
 
 /** A free list of one MR and size: FIFO `queue` from `head` (O(1) pops), and its `members` for the no-double-post invariant. */
-interface FreeList {
+export interface FreeList {
   queue: number[];
   head: number;
   members: Set<number>;
 }
 
-/** Pops the oldest buffer of a non-empty free list (compacting the consumed prefix now and then). */
-function takeFree(list: FreeList): number {
-  const ptr = list.queue[list.head++]!;
+/** Pops the oldest buffer of a non-empty free list (compacting the consumed prefix now and then). Exported for test/flush/invariants.test.ts. */
+export function takeFree(list: FreeList): number {
+  const ptr = list.queue[list.head]!;
+  // The queue and its members are one list: a buffer popped that is not a member was handed out
+  // already (or never posted), and ALLOCATE would give it a second owner (DESIGN §2.4).
+  invariant(list.members.has(ptr), () => `free-list pop: buffer ${ptr} is queued but not on the list`);
+  list.head++;
   list.members.delete(ptr);
   if (list.head >= 1024 && list.head * 2 >= list.queue.length) {
     list.queue = list.queue.slice(list.head);
@@ -682,6 +686,9 @@ export class Rnic {
       case 'send':
         return this.#send(e, wr.data, wr.imm, id);
       case 'cas': {
+        // An 8-byte CAS installs 8 bytes: a longer swap would land over the next word (a chain the
+        // verbs layer checked is not checked again here, validate.ts markChecked).
+        invariant(wr.swap.length === 8 && wr.compare.length === 8, () => `CAS with a ${wr.compare.length}-byte compare and a ${wr.swap.length}-byte swap (8 each)`);
         const t = this.#atomicTarget(e, wr.at, Access.REMOTE_ATOMIC);
         const out = this.#redirectCheck(e, wr.redirect, 8);
         this.#drainQp(e);
@@ -701,6 +708,7 @@ export class Rnic {
       case 'atomicWrite': {
         // As in Linux rxe: ATOMIC WRITE needs remote-write access; it is ordered after every earlier request of the QP.
         const t = this.#atomicTarget(e, wr.at, Access.REMOTE_WRITE);
+        invariant(wr.value.length === 8, () => `ATOMIC WRITE of ${wr.value.length} bytes (8)`);
         this.#drainQp(e);
         this.#put(e, t, wr.value);
         return { id, op: 'atomicWrite', status: 'ok' };
@@ -799,6 +807,8 @@ export class Rnic {
     if (list === undefined || list.head === list.queue.length) {
       return { id, op: 'allocate', status: 'failed', code: NicErrorCodes.ALLOC_EMPTY, message: `the free list of ${wr.sizeBytes}-byte buffers is empty` };
     }
+    // What ALLOCATE writes stays in the buffer it pops: more would spill into the next buffer, another owner's item.
+    invariant(data.length <= wr.sizeBytes, () => `ALLOCATE writes ${data.length} bytes into a ${wr.sizeBytes}-byte buffer`);
     const ptr = takeFree(list);
     if (data.length > 0) this.#put(e, { kind: 'pm', addr: ptr }, data);
     return this.#output(e, { id, op: 'allocate', status: 'ok' }, u64le(ptr), out);

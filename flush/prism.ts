@@ -2,6 +2,7 @@
  * PRISM arithmetic (DESIGN §2.4) and little-endian helpers: enhanced CAS comparison with masks,
  * pointer words. Pure functions; the NIC engine (nic.ts) does the memory side.
  */
+import { invariant } from '../pmem/index.js';
 import type { CasMode } from './types.js';
 
 /** Unsigned little-endian value of `b`. */
@@ -50,6 +51,8 @@ function and(a: Uint8Array, m: Uint8Array | undefined): bigint {
  * little-endian. So `gt` swaps when the operand is greater than the current value ("install if newer").
  */
 export function casSucceeds(mode: CasMode, target: Uint8Array, data: Uint8Array, compareMask?: Uint8Array): boolean {
+  // A short operand or mask compares fewer bytes than the target holds: a CAS would swap on a match of part of the word.
+  invariant(data.length === target.length && (compareMask === undefined || compareMask.length === target.length), () => `CAS compare of a ${target.length}-byte target with a ${data.length}-byte operand and a ${compareMask?.length ?? 'full'}-byte mask`);
   const t = and(target, compareMask);
   const d = and(data, compareMask);
   switch (mode) {
@@ -70,6 +73,8 @@ export function casSucceeds(mode: CasMode, target: Uint8Array, data: Uint8Array,
 
 /** `(*target & ~swapMask) | (data & swapMask)`, byte by byte. */
 export function casResult(target: Uint8Array, data: Uint8Array, swapMask?: Uint8Array): Uint8Array {
+  // The installed word is built from a full operand and mask: a short one would install zeros over the target's tail.
+  invariant(data.length === target.length && (swapMask === undefined || swapMask.length === target.length), () => `CAS install over a ${target.length}-byte target from a ${data.length}-byte operand and a ${swapMask?.length ?? 'full'}-byte mask`);
   const out = new Uint8Array(target.length);
   for (let i = 0; i < out.length; i++) {
     const m = swapMask === undefined ? 0xff : swapMask[i]!;

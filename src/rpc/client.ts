@@ -5,7 +5,7 @@
  * moment the strategy's table row says (FLUSH or READ completion, the server's ACK, the coupled
  * reply), never earlier — and `result` — the handler's result once the request is applied.
  */
-import { callable, nonNegativeInt, optional, PmrpcError, resolveOptions, type ErrorCode } from '../../pmem/index.js';
+import { callable, invariant, nonNegativeInt, optional, PmrpcError, resolveOptions, type ErrorCode } from '../../pmem/index.js';
 import { Wr, type ChainListener, type Completion, type FlushWr, type NotifyMessage, type QueuePair, type WorkRequest, type WriteWr } from '../../flush/index.js';
 import { encodeEntry } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
@@ -311,9 +311,11 @@ export class DurableRpcClient {
       this.#nextUnsent = seq + 1;
       const p = this.#pending.get(seq);
       if (p === undefined || p.sent) continue;
+      // Built before the post, outside its catch: a broken invariant stops the client, not a disconnect.
+      const wrs = this.#wrs(p);
       p.sent = true;
       try {
-        this.#qp.postChainWith(this.#wrs(p), this.#chains, p);
+        this.#qp.postChainWith(wrs, this.#chains, p);
       } catch (e) {
         p.sent = false;
         this.#nextUnsent = seq;
@@ -325,6 +327,9 @@ export class DurableRpcClient {
 
   #wrs(p: Pending): WorkRequest[] {
     const info = this.#info;
+    // The entry stays in its ring slot: encoded for a larger slot (a reconnect's geometry is not
+    // the one it was built for), it would spill into the next slot, over another request's entry.
+    invariant(p.bytes.length <= info.slotBytes, () => `client ${info.clientId}: entry ${p.seq} is ${p.bytes.length} bytes, the ring slot ${info.slotBytes}`);
     const addr = info.ringOffset + ((p.seq - 1) % info.ringSlots) * info.slotBytes;
     const f = this.#faults;
     const placement = f.flushGlobal ? 'global' : 'persistent';

@@ -662,7 +662,10 @@ export class DurableRpcServer {
     const send = (): void => {
       // The client may have reconnected since (its old connection dropped in the middle of this pass): answer on the current one.
       const c = this.#sessions.get(from.clientId)?.conn ?? from;
-      const applied = this.#replyApplied >= 0 ? this.#replyApplied : this.store.conn.appliedSeq(c.clientId);
+      const held = this.#replyApplied;
+      // The client's applied sequence in the store now (a strict batch's credit was read when it settled; its client may be released since).
+      const stored = held >= 0 && !this.store.conn.has(c.clientId) ? held : this.store.conn.appliedSeq(c.clientId);
+      const applied = held >= 0 ? held : stored;
       const g = this.store.geometry;
       // The slot of seq + ringSlots is free now: repost it (SEND strategies) before the credit goes out.
       // (Once: a reconnect accepted in the middle of this pass may have posted it already.)
@@ -671,7 +674,11 @@ export class DurableRpcServer {
         c.sqp.postRecv({ id: next, addr: c.ring.slotOffset(next), len: g.slotBytes });
         c.recvUpTo = next;
       }
-      if (!(coupled && this.#faults.replyBeforeApply)) this.#reply(c, entry.seq, status, bytes, applied + (this.#faults.earlyCredit ? 1 : 0));
+      const credit = applied + (this.#faults.earlyCredit ? 1 : 0);
+      // The credit is the client's applied sequence, never past it: one more lets the client
+      // overwrite the ring slot of an entry not yet applied (the early-credit mutant).
+      invariant(credit <= stored, () => `client ${c.clientId}: a RESULT would carry credit ${credit}, past its applied sequence ${stored}`);
+      if (!(coupled && this.#faults.replyBeforeApply)) this.#reply(c, entry.seq, status, bytes, credit);
     };
     if (this.#replies !== undefined) this.#replies.push(send);
     else send();
@@ -696,6 +703,9 @@ export class DurableRpcServer {
   }
 
   #reply(c: Conn, seq: number, status: number, bytes: Uint8Array, appliedSeq: number): void {
+    // A RESULT answers an applied request (the client counts it durable): its credit covers its own
+    // sequence. A reply before the commit (the reply-before-apply mutant) would not.
+    invariant(appliedSeq >= seq, () => `client ${c.clientId}: RESULT of sequence ${seq} before it is applied (applied up to ${appliedSeq})`);
     // A decoupled strategy's RESULT follows its durable signal: the transport may gather it with the
     // pass's other RESULTs (one socket write). A coupled reply is the durable signal: never lazy.
     c.sqp.notify(encodeResultOf(seq, appliedSeq, status, bytes), RPC_RESULT_IMM, this.#more ? MORE : this.#lazyResults);

@@ -3,7 +3,7 @@
  * and the strategies' request shapes. A notification is one `ServerQp.notify` (a WRITE or SEND
  * from the server CPU to the client; a 'completion' crash point).
  */
-import { PmrpcError, type ErrorCode } from '../../pmem/index.js';
+import { invariant, PmrpcError, type ErrorCode } from '../../pmem/index.js';
 
 /** imm of an RPC ACK: data = u64 sequence durable up to (cumulative). */
 export const RPC_ACK_IMM = 0x52504341; // 'RPCA'
@@ -39,6 +39,8 @@ function u64At(b: Uint8Array, at: number): number {
 }
 
 export function encodeAck(seq: number): Uint8Array {
+  // A sequence is a safe integer ≥ 1: a negative or fractional one would encode as a huge u64 the client takes as durable.
+  invariant(Number.isSafeInteger(seq) && seq >= 1, () => `ACK up to sequence ${seq}`);
   const b = new Uint8Array(8);
   setU64(new DataView(b.buffer), 0, seq);
   return b;
@@ -63,6 +65,9 @@ export function encodeResult(m: ResultMessage): Uint8Array {
 
 /** encodeResult without the message object (the server encodes one per request). */
 export function encodeResultOf(seq: number, appliedSeq: number, status: number, bytes: Uint8Array): Uint8Array {
+  invariant(Number.isSafeInteger(seq) && seq >= 1, () => `RESULT of sequence ${seq}`);
+  // The credit: -1 would encode as 2^64 - 1, and the client would write over every entry of its ring not yet applied.
+  invariant(Number.isSafeInteger(appliedSeq) && appliedSeq >= 0, () => `RESULT of sequence ${seq} with credit ${appliedSeq}`);
   const b = new Uint8Array(RESULT_HEADER_BYTES + bytes.length);
   putU32(b, 0, seq >>> 0);
   putU32(b, 4, Math.floor(seq / TWO_32));
@@ -91,6 +96,8 @@ export function decodeResult(data: Uint8Array): ResultMessage | undefined {
  * handler's result, or the error's "CODE: message" text.
  */
 export function encodeKept(status: number, bytes: Uint8Array): Uint8Array {
+  // The status byte goes into the effect record in PM: after a restart decodeKept reads any other value as an error.
+  invariant(status === STATUS_OK || status === STATUS_ERROR, () => `a kept result with status ${status}`);
   const b = new Uint8Array(1 + bytes.length);
   b[0] = status;
   b.set(bytes, 1);

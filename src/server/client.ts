@@ -7,7 +7,7 @@ import { optional, PmrpcError, positiveMs, resolveOptions, systemClock, type Clo
 import { QueuePair } from '../../flush/index.js';
 import { DurableRpcClient, RpcErrorCodes, type RpcClientOptions } from '../rpc/index.js';
 import { TcpLink, TransportErrorCodes } from '../transport/index.js';
-import { decodeWelcomePayload, encodeHelloPayload } from '../apps/rpc/index.js';
+import { decodeWelcomePayload, encodeHelloPayload, rpcAppClient } from '../apps/rpc/index.js';
 
 export interface RemoteClientOptions {
   host: string;
@@ -58,7 +58,7 @@ export class RemoteRpcClient {
     const { link, welcome } = await TcpLink.connect({ host: o.host, port: o.port, authToken: o.authToken, name: o.name, clock: o.clock, hello: encodeHelloPayload({}) });
     let rpc: DurableRpcClient;
     try {
-      rpc = new DurableRpcClient(new QueuePair(link), decodeWelcomePayload(welcome), o.rpc);
+      rpc = rpcAppClient(new QueuePair(link), welcome, o.rpc);
     } catch (e) {
       link.close();
       throw e;

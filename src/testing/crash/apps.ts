@@ -24,7 +24,7 @@ import { plainRecoveryShape, recoveryExplorerApp, recoveryMutantWorkload, resolv
 import { registerExplorerApp, resolveRegisterWorkload } from './register.js';
 import { REGISTER_MUTANTS } from '../../apps/register/index.js';
 import { resolveRpcWorkload, rpcExplorerApp } from './rpc.js';
-import { MUTANTS } from './rpc-mutants.js';
+import { RPC_MUTANTS } from '../../apps/rpc/index.js';
 import { resolveRsWorkload, rsExplorerApp } from './rs.js';
 import { rslockExplorerApp } from './rslock.js';
 import { resolveTxWorkload, TX_CLI_DEFAULTS, txExplorerApp, type TxWorkloadOptions } from './tx.js';
@@ -194,7 +194,7 @@ export function plainTxShape(seed: number | undefined): { keys?: number; clients
 const RPC: CrashApp & { readonly name: 'rpc' } = {
   name: 'rpc',
   help: 'durable RPC, per --strategy',
-  mutants: entries(MUTANTS, 'strategies', true),
+  mutants: entries(RPC_MUTANTS, 'strategies', true),
   crashRuns: false,
   mediaDamage: false,
   explorerApp: (w) => rpcExplorerApp(w) as ExplorerApp<unknown>,

@@ -5,7 +5,8 @@ export { VirtualTime, type VirtualTimeStats } from './virtual-time.js';
 export { nicConfigFor, durabilityConfig, configName, checkPins, rnicOptions, DRAIN_CHOICES, type NicConfig, type NicPins, type DrainChoice } from './config.js';
 export { mix, parseSeedRange } from './seeds.js';
 export { rpcExplorerApp, resolveRpcWorkload, checkDigests, RPC_WORKLOAD_DEFAULTS, type RpcWorkloadOptions, type RpcSnapshot } from './rpc.js';
-export { MUTANTS, findMutant, type Mutant } from './rpc-mutants.js';
+/** The rpc app's mutants under their old names (src/apps/rpc/faults.ts: RPC_MUTANTS, findRpcMutant, RpcMutant). */
+export { RPC_MUTANTS as MUTANTS, findRpcMutant as findMutant, type RpcMutant as Mutant } from '../../apps/rpc/index.js';
 export { lostWrites, cutHistory, cutRecords } from '../../check/index.js';
 export { kvExplorerApp, kvDropShape, resolveKvWorkload, KV_WORKLOAD_DEFAULTS, KV_CRASH_LAYOUT, type KvWorkloadOptions, type KvOp } from './kv.js';
 export { sweep, exploreSeed, runPooled, type SweepOptions, type CountedReport } from './sweep.js';

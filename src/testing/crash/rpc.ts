@@ -15,10 +15,9 @@ import { checkRpcFaults, checkStrategy, DurableRpcClient, rpcWorker, type RpcFau
 import type { AppHost, AppProblem } from '../../apps/index.js';
 import { rpcApp, RpcAppServer, type RpcAppOptions } from '../../apps/rpc/index.js';
 import { DIGEST_BYTES, DIGEST_HANDLERS, LOG_BASE, METHOD, digestHandler, readDigestLog } from '../../apps/rpc/index.js';
-import { decodeWelcomePayload, encodeHelloPayload } from '../../apps/rpc/index.js';
+import { decodeWelcomePayload, encodeHelloPayload, findRpcMutant } from '../../apps/rpc/index.js';
 import type { ExplorerApp } from './explorer.js';
 import type { Picture, PicturedProblem } from './picture.js';
-import { findMutant } from './rpc-mutants.js';
 import type { World } from './world.js';
 
 export interface RpcWorkloadOptions {
@@ -65,7 +64,7 @@ export function resolveRpcWorkload(options: Partial<RpcWorkloadOptions>): RpcWor
   int('clients', 1, 64);
   int('resumeEvery', 0, 1_000_000);
   int('nodes', 1, 16);
-  if (o.mutant !== undefined) findMutant(o.mutant);
+  if (o.mutant !== undefined) findRpcMutant(o.mutant);
   if (typeof o.pool !== 'boolean') throw new TypeError(`pool must be a boolean, got ${String(o.pool)}`);
   if (typeof o.liveReconnect !== 'boolean') throw new TypeError(`liveReconnect must be a boolean, got ${String(o.liveReconnect)}`);
   checkRpcFaults(o.rpcFaults);
@@ -88,7 +87,7 @@ const key = (node: number, clientId: number): string => `${node}/${clientId}`;
 /** A fresh RPC explorer app (it holds the workload's state: one per explore() call). */
 export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): ExplorerApp<RpcSnapshot> & { acknowledged(): number; applied: number } {
   const w = resolveRpcWorkload(options);
-  const m = w.mutant === undefined ? undefined : findMutant(w.mutant);
+  const m = w.mutant === undefined ? undefined : findRpcMutant(w.mutant);
   const perNodeRequests = Math.ceil(w.requests / w.nodes);
   const layout = rpcCrashLayout(w.clients + 1);
   const appBytes = Math.ceil((LOG_BASE + DIGEST_BYTES * (perNodeRequests + 8)) / 64) * 64 + 64;

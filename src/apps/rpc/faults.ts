@@ -1,13 +1,15 @@
 /**
- * Mutants of the crash test (DESIGN §8 "the suite must have teeth"): each removes one persistence
- * or validation step through a test-only fault switch — of recovery/ (RecoveryFaults) or of the
- * RPC layer (RpcFaults) — and lists the strategies under which `pmrpc crash-test` must report
- * violations with it. test/crash/mutants.test.ts holds every listed pair to that.
+ * The durable RPC app's mutants (DESIGN §8 "the suite must have teeth"): each removes one
+ * persistence or validation step through a test-only fault switch — of recovery/ (RecoveryFaults)
+ * or of the RPC layer (RpcFaults, src/rpc) — and lists the strategies under which `pmrpc
+ * crash-test` must report violations with it. `pmrpc crash-test --app rpc --list-mutants` prints
+ * RPC_MUTANTS; test/crash/mutants.test.ts holds every listed pair to that. (Until the apps took one
+ * shape this list was src/testing/crash's `MUTANTS`, a name pmrpc/testing still exports.)
  */
 import type { RecoveryFaults } from '../../../recovery/index.js';
 import type { RpcFaults, RpcStrategy } from '../../rpc/index.js';
 
-export interface Mutant {
+export interface RpcMutant {
   /** [a-z][a-z0-9-]* */
   name: string;
   /** The step removed. */
@@ -25,7 +27,7 @@ export interface Mutant {
 
 const DURABLE: readonly RpcStrategy[] = ['wflush', 'sflush', 'wrflush', 'srflush', 'gpspm', 'farm', 'darpc'];
 
-export const MUTANTS: readonly Mutant[] = Object.freeze([
+export const RPC_MUTANTS: readonly RpcMutant[] = Object.freeze([
   { name: 'skip-flush', step: 'the client FLUSH(persistent) after the request (wflush, sflush): durable at the message completion', strategies: ['wflush', 'sflush'], rpcFaults: { skipFlush: true } },
   { name: 'flush-global', step: 'persistence of the FLUSH: FLUSH(global) instead of FLUSH(persistent) (lands in CPU caches under DDIO)', strategies: ['wflush', 'sflush'], rpcFaults: { flushGlobal: true } },
   { name: 'skip-receiver-persist', step: 'the server CPU persist of the entry before its ACK (wrflush, srflush, gpspm)', strategies: ['wrflush', 'srflush', 'gpspm'], rpcFaults: { skipReceiverPersist: true } },
@@ -43,10 +45,11 @@ export const MUTANTS: readonly Mutant[] = Object.freeze([
   },
   { name: 'skip-credit-persist', step: 'redo log: make the applied sequence durable before a record slot is reused', strategies: DURABLE, recoveryFaults: { skipPersistCreditBeforeReuse: true } },
   { name: 'skip-checksum-recovery', step: 'recovery: verify entry and record checksums (torn entries and records)', strategies: DURABLE, recoveryFaults: { skipChecksumAtRecovery: true } },
-] satisfies Mutant[]);
+] satisfies RpcMutant[]);
 
-export function findMutant(name: string): Mutant {
-  const m = MUTANTS.find((x) => x.name === name);
-  if (m === undefined) throw new TypeError(`unknown mutant ${name}; one of ${MUTANTS.map((x) => x.name).join(', ')}`);
+/** The mutant called `name` (TypeError naming the list otherwise). */
+export function findRpcMutant(name: string): RpcMutant {
+  const m = RPC_MUTANTS.find((x) => x.name === name);
+  if (m === undefined) throw new TypeError(`unknown mutant ${name}; one of ${RPC_MUTANTS.map((x) => x.name).join(', ')}`);
   return m;
 }

@@ -16,16 +16,26 @@ export const METHOD = 'append-digest';
 export const digestHandler: RpcHandler = (req, view) => {
   const n = Number(view.loadU64(0));
   if (LOG_BASE + (n + 1) * DIGEST_BYTES > view.sizeBytes) throw new Error('digest log full');
-  const d = new Uint8Array(DIGEST_BYTES);
-  const dv = new DataView(d.buffer);
-  dv.setUint32(0, req.clientId, true);
-  dv.setUint32(4, req.seq, true);
-  dv.setUint32(8, crc32c(req.payload), true);
-  dv.setUint32(12, n, true);
-  const c = new Uint8Array(8);
-  new DataView(c.buffer).setBigUint64(0, BigInt(n + 1), true);
-  return { images: [{ offset: LOG_BASE + n * DIGEST_BYTES, bytes: d }, { offset: 0, bytes: c }], result: d.slice(8, 16) };
+  // One buffer for the digest and the counter (little-endian words written by hand: no DataView,
+  // no BigInt per request — the same bytes as before, issue 29's per-request objects).
+  const b = new Uint8Array(DIGEST_BYTES + 8);
+  putU32(b, 0, req.clientId);
+  putU32(b, 4, req.seq);
+  putU32(b, 8, crc32c(req.payload));
+  putU32(b, 12, n);
+  const next = n + 1; // < 2^53: the log's capacity bounds it
+  putU32(b, 16, next % 0x1_0000_0000);
+  putU32(b, 20, Math.floor(next / 0x1_0000_0000));
+  return { images: [{ offset: LOG_BASE + n * DIGEST_BYTES, bytes: b.subarray(0, DIGEST_BYTES) }, { offset: 0, bytes: b.subarray(DIGEST_BYTES) }], result: b.slice(8, 16) };
 };
+
+/** `v` (an unsigned 32-bit integer) at `at`, little-endian. */
+function putU32(b: Uint8Array, at: number, v: number): void {
+  b[at] = v & 0xff;
+  b[at + 1] = (v >>> 8) & 0xff;
+  b[at + 2] = (v >>> 16) & 0xff;
+  b[at + 3] = (v >>> 24) & 0xff;
+}
 
 /** One entry of the digest log, as digestHandler wrote it. */
 export interface DigestEntry {

@@ -33,6 +33,7 @@ import { NicErrorCodes, Wr, type Completion, type QueuePair, type WorkRequest } 
 import { invariant, isInvariantError, PmrpcError, type Clock } from '../../../pmem/index.js';
 import { parseJsonBytes } from '../index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
+import { decideTxResolution } from './resolution.js';
 import {
   checkHEdge,
   decodeBody,
@@ -911,7 +912,8 @@ interface ShardView {
 }
 
 /**
- * The resolver (docs/tx.md, rows D1–D8): settles a transaction T left prepared by a crash of a
+ * The resolver (docs/tx.md, table D: TX_RESOLVER_TABLE in resolution.ts, rows D1–D7; D8 and D9 are
+ * guards of its fences and releases): settles a transaction T left prepared by a crash of a
  * shard or of its client. Any party may run it (the client itself, a restarted shard's agent, a
  * shard whose client's lease ran out); two resolvers reach the same decision. Safety never
  * depends on when it runs.
@@ -922,6 +924,8 @@ export class TxResolver {
   readonly #clock: Clock;
   /** Transactions this resolver settled, by decision (for reports). */
   readonly stats = { committed: 0, aborted: 0, finished: 0, fences: 0 };
+  /** How many times each row of TX_RESOLVER_TABLE decided a round (row id → count). */
+  readonly rows: Record<string, number> = {};
 
   constructor(source: ShardSource, options: { clock: Clock; faults?: Partial<TxFaults> }) {
     this.#source = source;
@@ -975,59 +979,72 @@ export class TxResolver {
       }
       const hs = [...views.values()].map((v) => v.h);
       const mine = (h: bigint): boolean => h !== 0n && hTxid(h) === txid;
-      // D1: a later transaction of the same client slot: T is final everywhere (the client moved on only then).
-      if (hs.some((h) => h !== 0n && hTxid(h) > txid && txClient(hTxid(h)) === client)) {
-        await this.#unlockAll(views, txid);
-        this.stats.finished++;
-        return 'finished';
-      }
+      // The decision is a row of TX_RESOLVER_TABLE (resolution.ts); D8 and D9 are guards of the fences and releases below.
+      const named = body === undefined ? [] : [...Array(shards).keys()].filter((s) => (body.participants >> BigInt(s)) & 1n);
+      const recorded = named.filter((s) => views.get(s)?.h === hWord(txid, H_PREPARED));
+      const yes = (b: boolean): 'yes' | 'no' => (b ? 'yes' : 'no');
+      const row = decideTxResolution({
+        later: yes(hs.some((h) => h !== 0n && hTxid(h) > txid && txClient(hTxid(h)) === client)),
+        committed: yes(hs.some((h) => h === hWord(txid, H_COMMITTED))),
+        ended: yes(hs.some((h) => h === hWord(txid, H_ABORTED) || h === hWord(txid, H_FENCED))),
+        record: body === undefined ? 'none' : recorded.length === named.length || (this.faults.resolverWithoutCommitPoint && recorded.length > 0) ? 'all' : 'some',
+        missing: yes(missing),
+      });
+      this.rows[row.id] = (this.rows[row.id] ?? 0) + 1;
       let decision: 'commit' | 'abort' | undefined;
-      if (hs.some((h) => h === hWord(txid, H_COMMITTED))) decision = 'commit'; // D2
-      else if (hs.some((h) => h === hWord(txid, H_ABORTED) || h === hWord(txid, H_FENCED))) {
-        decision = 'abort'; // D3
-        // D9: round 1 trusts a lock its read took on the same connection without checking it
-        // (docs/tx.md "Locks taken at read time"), so a lock of T is released only where T can no
-        // longer prepare: where H names T (its prepare landed there, or it is fenced there) or a
-        // later transaction of the slot. D3 may find T's locks on a shard whose H is neither (T
-        // aborted by another shard's fence while it may still be executing, and prepare here
-        // later): T is fenced there first; a fence that does not swap proves nothing: read again.
-        if (!this.faults.releaseWithoutFence) {
-          const open = [...views.values()].filter((v) => v.slots.some((sl) => sl.lock === txid) && (v.h === 0n || hTxid(v.h) < txid));
-          if (open.length > 0 && !(await this.#fence(open, txid))) continue;
-        }
-      }
-      else if (body !== undefined) {
-        const parts = [...Array(shards).keys()].filter((s) => (body.participants >> BigInt(s)) & 1n);
-        const recorded = parts.filter((s) => views.get(s)?.h === hWord(txid, H_PREPARED));
-        if (recorded.length === parts.length || (this.faults.resolverWithoutCommitPoint && recorded.length > 0)) decision = 'commit'; // D4
-        else if (missing) continue; // a participant is down: its record may be durable there
-        else {
+      switch (row.action) {
+        case 'finish':
+          // D1: a later transaction of the same client slot: T is final everywhere (the client moved on only then).
+          await this.#unlockAll(views, txid);
+          this.stats.finished++;
+          return 'finished';
+        case 'commit':
+          decision = 'commit'; // D2, D4
+          break;
+        case 'wait':
+          continue; // D7: a participant is down: its record may be durable there
+        case 'abort':
+          decision = 'abort'; // D3
+          // D9: round 1 trusts a lock its read took on the same connection without checking it
+          // (docs/tx.md "Locks taken at read time"), so a lock of T is released only where T can no
+          // longer prepare: where H names T (its prepare landed there, or it is fenced there) or a
+          // later transaction of the slot. D3 may find T's locks on a shard whose H is neither (T
+          // aborted by another shard's fence while it may still be executing, and prepare here
+          // later): T is fenced there first; a fence that does not swap proves nothing: read again.
+          if (!this.faults.releaseWithoutFence) {
+            const open = [...views.values()].filter((v) => v.slots.some((sl) => sl.lock === txid) && (v.h === 0n || hTxid(v.h) < txid));
+            if (open.length > 0 && !(await this.#fence(open, txid))) continue;
+          }
+          break;
+        case 'fence-unrecorded': {
           // D5: fence T where it has no record; a fence that did not swap proves nothing: read again.
-          const fenced = await this.#fence(parts.filter((s) => !recorded.includes(s)).map((s) => views.get(s)!), txid);
+          const fenced = await this.#fence(named.filter((s) => !recorded.includes(s)).map((s) => views.get(s)!), txid);
           if (!fenced) continue;
           decision = 'abort';
+          break;
         }
-      } else {
-        if (missing) continue;
-        // D6: no record of T anywhere it was looked for: fence it on every shard it touched (its locks) or was named for.
-        const touched = [...views.values()].filter((v) => v.slots.some((sl) => sl.lock === txid) || participantsHint !== undefined);
-        if (touched.some((v) => mine(v.h) && hState(v.h) === H_PREPARED)) continue;
-        // D8 over every shard: T exists without a record (its reads took locks) while an earlier
-        // transaction U of the slot may still be PREPARED on shards T never touched (U's commit
-        // was reported at its commit point; its round 2 had not landed). A fence of T anywhere
-        // would then tell every resolver that U is final (D1) before U is: U is resolved first.
-        if (!this.faults.fenceOverPrepared) {
-          await Promise.all([...Array(shards).keys()].filter((s) => !views.has(s)).map(read));
-          if (missing) continue;
-          const earlier = [...views.values()].find((v) => v.h !== 0n && hState(v.h) === H_PREPARED && hTxid(v.h) < txid);
-          if (earlier !== undefined) {
-            await this.resolve(hTxid(earlier.h));
-            continue;
+        case 'fence-touched': {
+          // D6: no record of T anywhere it was looked for: fence it on every shard it touched (its locks) or was named for.
+          const touched = [...views.values()].filter((v) => v.slots.some((sl) => sl.lock === txid) || participantsHint !== undefined);
+          if (touched.some((v) => mine(v.h) && hState(v.h) === H_PREPARED)) continue;
+          // D8 over every shard: T exists without a record (its reads took locks) while an earlier
+          // transaction U of the slot may still be PREPARED on shards T never touched (U's commit
+          // was reported at its commit point; its round 2 had not landed). A fence of T anywhere
+          // would then tell every resolver that U is final (D1) before U is: U is resolved first.
+          if (!this.faults.fenceOverPrepared) {
+            await Promise.all([...Array(shards).keys()].filter((s) => !views.has(s)).map(read));
+            if (missing) continue;
+            const earlier = [...views.values()].find((v) => v.h !== 0n && hState(v.h) === H_PREPARED && hTxid(v.h) < txid);
+            if (earlier !== undefined) {
+              await this.resolve(hTxid(earlier.h));
+              continue;
+            }
           }
+          const fenced = await this.#fence(touched.length > 0 ? touched : [...views.values()].slice(0, 1), txid);
+          if (!fenced) continue;
+          decision = 'abort';
+          break;
         }
-        const fenced = await this.#fence(touched.length > 0 ? touched : [...views.values()].slice(0, 1), txid);
-        if (!fenced) continue;
-        decision = 'abort';
       }
       if (decision === 'commit') {
         const parts = [...Array(shards).keys()].filter((s) => ((body?.participants ?? mask) >> BigInt(s)) & 1n);

@@ -8,3 +8,6 @@ export { TxErrorCodes, decodeTxHeader, TX_HEADER_BYTES, describeH, txName, makeT
 export { TxAgent, type TxAgentOptions } from './agent.js';
 // The durable layout's encoders (tests construct each row of the decision tables with them).
 export { computeTxGeometry, bodyPtrsOffset, encodeBody, encodeItem, encodeSlot, decodeItem, ITEM_HEADER_BYTES, type Item, recordOffset, slotOffset, hWord, hState, hTxid, H_FENCED, H_PREPARED, H_COMMITTED, H_ABORTED, ENTRY_WRITE, ENTRY_READ, RECORD_BODY, type RecordEntry } from './layout.js';
+// The decision tables as data (docs/tx.md tables R and D).
+export { TX_RECOVERY_TABLE, decideTxRecovery, matchingTxRecoveryRows, allTxRecoveryInputs, txRecoveryRows, type TxRecoveryRow, type TxRecoveryAction, type TxRecoveryScope } from './recovery.js';
+export { TX_RESOLVER_TABLE, decideTxResolution, matchingTxResolutionRows, allTxResolutionInputs, type TxResolutionInput, type TxResolutionRow, type TxResolutionAction } from './resolution.js';

@@ -10,26 +10,21 @@
  */
 import { Access, CpuPoller, type HostWriteEvent, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { PmemRegion, PmrpcError } from '../../../pmem/index.js';
-import { checkFreeLists, recoverFreeLists, type ArenaClass } from '../../../recovery/index.js';
+import { type ArenaClass } from '../../../recovery/index.js';
 import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { ReturnDesk, type ReturnStats } from '../shared/index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
+import { recoverTxShard } from './recovery.js';
 import {
-  checkHEdge,
-  checkTxSlotWrite,
   decodeBody,
   decodeItem,
   decodeSlot,
   decodeTxHeader,
   describeH,
-  encodeSlot,
   ENTRY_WRITE,
-  H_ABORTED,
-  H_FENCED,
   H_PREPARED,
   hState,
   hTxid,
-  hWord,
   ITEM_BYTES,
   ITEM_DEAD,
   ITEM_MARK_WORD,
@@ -58,6 +53,8 @@ export interface TxRecoveryReport {
   locksReleased: number;
   reachable: number;
   reclaimed: number;
+  /** How many times each row of TX_RECOVERY_TABLE decided (row id → count). */
+  rows: Record<string, number>;
 }
 
 /** What recover() returns (the node's start line, `pmrpc inspect`): the shard's TxRecoveryReport with its app and shard. */
@@ -415,115 +412,32 @@ export class TxAppServer implements AppServer {
     return undefined;
   }
 
-  /** Recovery's store of a slot: checked first (checkTxSlotWrite: a pointer at an item of the arena that describes itself as the slot's value). */
-  #writeSlot(index: number, s: Slot): void {
-    checkTxSlotWrite(this.geometry, index, s, (p, len) => this.region.load(p, len));
-    const at = slotOffset(this.geometry, index);
-    this.region.store(at, encodeSlot(s).subarray(0, 40));
-    this.region.persist(at, 40);
-  }
-
   /**
-   * Local recovery (docs/tx.md, rows R1–R6): idempotent, and a crash anywhere in it leaves an
-   * image that recovers the same way (every repair is a durable store of a value derived from
-   * durable state that the repair does not change).
+   * Local recovery (docs/tx.md, table R: TX_RECOVERY_TABLE in recovery.ts, rows R1–R6): idempotent,
+   * and a crash anywhere in it leaves an image that recovers the same way (every repair is a durable
+   * store of a value derived from durable state that the repair does not change).
    */
   recover(): TxShardRecoveryReport {
     if (this.#last !== undefined) return { app: 'tx', shard: this.geometry.shard, ...this.#last };
     const g = this.geometry;
     this.#nic.refuseAllocate();
-    let repaired = 0;
-    let released = 0;
-    // R2: recovery-ignores-records mutant: PREPARED records are dropped here (their locks go below).
-    if (this.faults.recoveryIgnoresRecords) {
-      for (let c = 0; c < g.clients; c++) {
-        const at = recordOffset(g, c);
-        const h = this.region.loadU64(at);
-        if (h !== 0n && hState(h) === H_PREPARED) {
-          checkHEdge(h, hWord(hTxid(h), H_ABORTED), `recovery, client ${c}`);
-          this.region.storeU64(at, hWord(hTxid(h), H_ABORTED));
-          this.region.persist(at, 8);
-        }
-      }
-    }
-    // R2: a PREPARED H over a body that is not T's (torn, or an earlier transaction's) or whose
-    // item addresses do not name T's items: T's prepare here never completed — the chain's one
-    // FLUSH of H and the body did not (a crash let H reach PM before the lines after it), so
-    // nobody counted this record (the client counts it once that FLUSH completes, a resolver once
-    // its own FLUSH of what it read does). T can never prepare here now: H := FENCED(T), durably,
-    // before anything below reads the records (its locks are released by R3, its items by R4).
-    const fenced: string[] = [];
-    if (!this.faults.recoveryTrustsRecord) {
-      for (let c = 0; c < g.clients; c++) {
-        const r = this.record(c);
-        if (r.h === 0n || hState(r.h) !== H_PREPARED) continue;
-        if (r.body !== undefined && this.#badItem(r.body) === undefined) continue;
-        const at = recordOffset(g, c);
-        checkHEdge(r.h, hWord(hTxid(r.h), H_FENCED), `recovery (R2), client ${c}`);
-        this.region.storeU64(at, hWord(hTxid(r.h), H_FENCED));
-        this.region.persist(at, 8);
-        fenced.push(txName(hTxid(r.h)));
-      }
-    }
-    const prepared = this.prepared();
-    const held = new Map<number, { txid: bigint; ts: bigint; newPtr: number; oldCt: bigint }>();
-    // Write entries first, read entries after: a reader's record and a later writer's (its ts above
-    // the W the read raised) may both be PREPARED on one key, the writer's install torn; the read
-    // entry's store (W raised) keeps CT and ptr, so it waits for the write entry's repair.
-    for (const pass of [ENTRY_WRITE, -1]) for (const [txid, body] of prepared) {
-      for (const e of body.entries) {
-        const index = Math.floor(e.key / g.shards);
-        if (e.key % g.shards !== g.shard || index >= g.keys || (e.kind === ENTRY_WRITE) !== (pass === ENTRY_WRITE)) continue;
-        const s = this.slot(index);
-        const w = s.w > body.ts ? s.w : body.ts;
-        if (e.kind === ENTRY_WRITE) {
-          held.set(index, { txid, ts: body.ts, newPtr: e.newPtr, oldCt: e.oldCt });
-          // R1: the slot a PREPARED record holds: locked by T; a torn install (CT, ptr: any subset)
-          // is settled by the ptr word — installed iff ptr is T's new item.
-          const want: Slot = { w, ct: s.ptr === e.newPtr ? body.ts : e.oldCt, lock: txid, ptr: s.ptr, bound: ITEM_BYTES };
-          if (want.w !== s.w || want.ct !== s.ct || want.lock !== s.lock || s.bound !== ITEM_BYTES) {
-            this.#writeSlot(index, want);
-            repaired++;
-          }
-        } else if (s.w < body.ts) {
-          // R1 (read entry): T's validation raised W to ts; keep it raised.
-          this.#writeSlot(index, { ...s, w });
-          repaired++;
-        }
-      }
-    }
-    // R3: a lock no PREPARED record backs: T never reached a record here, or T is decided here
-    // (COMMITTED / ABORTED are written before any of its locks is released): release.
-    for (let i = 0; i < g.keys; i++) {
-      const s = this.slot(i);
-      if (s.lock !== 0n && held.get(i)?.txid !== s.lock) {
-        this.#writeSlot(i, { ...s, lock: 0n });
-        released++;
-      }
-    }
-    // R4: the free list: everything that neither a slot nor a PREPARED record reaches.
-    const result = recoverFreeLists({
-      classes: this.arenaClasses,
-      reach: (visit) => {
-        for (let i = 0; i < g.keys; i++) visit(this.slot(i).ptr);
-        for (const body of prepared.values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) visit(e.newPtr);
-      },
-      checkObject: (ptr) => decodeItem(this.region.load(ptr, ITEM_BYTES)) !== undefined,
+    const { free, ...report } = recoverTxShard({
+      region: this.region,
+      geometry: g,
+      faults: this.faults,
+      arenaClasses: this.arenaClasses,
+      record: (c) => this.record(c),
+      slot: (i) => this.slot(i),
+      prepared: () => this.prepared(),
+      badItem: (body) => this.#badItem(body),
     });
-    // A free item carries no dead mark (a later owner's partly drained item must never show one).
-    for (const ptr of result.free.get(ITEM_BYTES) ?? []) {
-      const word = this.region.loadU64(ptr + ITEM_MARK_WORD);
-      if (word >> 32n !== 0n) this.region.storeU64(ptr + ITEM_MARK_WORD, word & 0xffffffffn);
-    }
     this.#candidates.clear();
     this.#slotCandidates.clear();
     this.#retired.clear();
     this.#installed = Array.from({ length: g.keys }, (_, i) => this.slot(i).ptr);
-    // Nothing a slot or a PREPARED record reaches goes on the free list (O(items), once per recovery).
-    checkFreeLists(this.arenaClasses, result.free, (p) => result.reachable.has(p));
-    this.#desk.open(result.free, 1n);
+    this.#desk.open(free, 1n);
     this.#recovered = true;
-    this.#last = { prepared: [...prepared.keys()].map(txName), recordsFenced: fenced, slotsRepaired: repaired, locksReleased: released, reachable: result.reachable.size, reclaimed: result.reclaimed };
+    this.#last = report;
     return { app: 'tx', shard: g.shard, ...this.#last };
   }
 

@@ -1,7 +1,9 @@
-// Coverage of the decision tables of docs/tx.md: every row of D (resolution, TxResolver) and R
-// (local recovery of a shard) is constructed directly in PM — records, slots, items written by
-// hand — and the row's outcome is asserted. Two shards, keys 0 (shard 0) and 1 (shard 1), one
-// transaction T of client slot 0 writing both.
+// Coverage of the decision tables of docs/tx.md: every row of D (resolution, TxResolver;
+// TX_RESOLVER_TABLE, src/apps/tx/resolution.ts) and R (local recovery of a shard; TX_RECOVERY_TABLE,
+// whose own coverage test is recovery-table.test.ts) is constructed directly in PM — records,
+// slots, items written by hand — and the row's outcome is asserted. Every input of table D matches
+// exactly one row, and the last test fails if a row of D decided no resolution here. Two shards,
+// keys 0 (shard 0) and 1 (shard 1), one transaction T of client slot 0 writing both.
 import t from 'tap';
 import { crashImages, materialize, PmemRegion } from '../../../pmem/index.js';
 import { Rnic } from '../../../flush/index.js';
@@ -10,6 +12,7 @@ import {
   bodyPtrsOffset, encodeBody, encodeItem, encodeSlot, ENTRY_READ, ENTRY_WRITE, H_ABORTED, H_COMMITTED, H_FENCED, H_PREPARED, hWord, ITEM_BYTES, makeTxid, parseTxWelcome,
   RECORD_BODY, recordOffset, slotOffset, TxResolver, txApp, txName, type RecordEntry, type ShardConn, type TxAppServer, type TxFaults,
 } from '../../../src/apps/tx/index.js';
+import { allTxResolutionInputs, matchingTxResolutionRows, TX_RESOLVER_TABLE } from '../../../src/apps/tx/resolution.js';
 
 const SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
 t.comment(`seed ${SEED}`);
@@ -66,8 +69,26 @@ function cluster(): { world: World; srv: (s: number) => TxAppServer; resolver: (
     }
     return conns[s];
   };
-  return { world, srv: (s) => world.nodes[s]!.server as TxAppServer, resolver: (faults) => new TxResolver(source, { clock: world.clock, ...(faults !== undefined ? { faults } : {}) }) };
+  return { world, srv: (s) => world.nodes[s]!.server as TxAppServer, resolver: (faults) => trackResolver(new TxResolver(source, { clock: world.clock, ...(faults !== undefined ? { faults } : {}) }), faults) };
 }
+
+/** Every resolver of the correct protocol the D tests ran, for the row coverage at the end. */
+const resolvers: TxResolver[] = [];
+function trackResolver(r: TxResolver, faults: Partial<TxFaults> | undefined): TxResolver {
+  if (faults === undefined || Object.keys(faults).length === 0) resolvers.push(r);
+  return r;
+}
+
+t.test('table D: every input matches exactly one row; every row matches some input', async (t) => {
+  const used = new Set<string>();
+  for (const input of allTxResolutionInputs()) {
+    const rows = matchingTxResolutionRows(input);
+    t.equal(rows.length, 1, `${JSON.stringify(input)}: ${rows.map((r) => r.id).join(', ') || 'no row'}`);
+    for (const r of rows) used.add(r.id);
+  }
+  t.same([...used].sort(), TX_RESOLVER_TABLE.map((r) => r.id).sort());
+  for (const r of TX_RESOLVER_TABLE) t.ok(r.why.length > 40, `${r.id} says why`);
+});
 
 async function resolveIn(world: World, r: TxResolver, participants?: bigint, txid = T): Promise<string> {
   let out: string | undefined;
@@ -385,4 +406,11 @@ t.test('R5: H COMMITTED / ABORTED / FENCED / empty — final: nothing repaired',
     t.equal(srv.lastRecovery!.locksReleased, 0);
     t.equal(srv.record(0).h, st === undefined ? 0n : hWord(T, st));
   }
+});
+
+t.test('every row of TX_RESOLVER_TABLE decided a resolution in the D tests above (the correct protocol)', async (t) => {
+  const seen: Record<string, number> = {};
+  for (const r of resolvers) for (const [id, n] of Object.entries(r.rows)) seen[id] = (seen[id] ?? 0) + n;
+  for (const r of TX_RESOLVER_TABLE) t.ok((seen[r.id] ?? 0) > 0, `row ${r.id} (${r.action}) decided ${seen[r.id] ?? 0} rounds`);
+  t.same(Object.keys(seen).filter((id) => !TX_RESOLVER_TABLE.some((r) => r.id === id)), []);
 });

@@ -51,6 +51,8 @@ export interface RoleTimes {
   hostUs: number;
   /** The timer's bookkeeping at role changes, between its clock reads: charged to no role. */
   accountingUs: number;
+  /** Host passes timed (outermost ones: a pass nested in a NIC call inside a pass counts too). */
+  hostPasses: number;
 }
 
 /** The clocks a RoleTimer reads, in µs (injected in tests). */
@@ -89,6 +91,7 @@ export class RoleTimer {
   #nicUs = 0;
   #hostUs = 0;
   #accountingUs = 0;
+  #hostPasses = 0;
   #frames: Frame[] = [];
   #since = 0;
   readonly #clocks: RoleClocks;
@@ -110,7 +113,10 @@ export class RoleTimer {
     // The bookkeeping of a NIC call made inside a pass is in the pass's CPU time: excluded from it.
     this.#start(t0, top?.role === 'host' ? top : undefined);
     // A pass's CPU clock starts last (after the bookkeeping) and stops first.
-    if (role === 'host') frame.cpuStart = this.#clocks.cpu();
+    if (role === 'host') {
+      this.#hostPasses++;
+      frame.cpuStart = this.#clocks.cpu();
+    }
   }
 
   exit(): void {
@@ -153,7 +159,7 @@ export class RoleTimer {
   }
 
   times(): RoleTimes {
-    return { nicUs: this.#nicUs, hostUs: this.#hostUs, accountingUs: this.#accountingUs };
+    return { nicUs: this.#nicUs, hostUs: this.#hostUs, accountingUs: this.#accountingUs, hostPasses: this.#hostPasses };
   }
 
   /** Times this NIC's entry points as role `nic` (own properties shadowing the class's methods). */

@@ -342,6 +342,17 @@ export class Rnic {
     return this.#freeLists.get(`${mr.rkey}/${sizeBytes}`)?.members.size ?? 0;
   }
 
+  /** Whether the buffer at `offset` is on the free list of `sizeBytes` buffers of `mr` now (O(1)). */
+  isFreeBuffer(mr: MemoryRegion, sizeBytes: number, offset: number): boolean {
+    return this.#freeLists.get(`${mr.rkey}/${sizeBytes}`)?.members.has(offset) === true;
+  }
+
+  /** The free list of `sizeBytes` buffers of `mr`, in the order ALLOCATE takes them (a copy). */
+  freeBuffers(mr: MemoryRegion, sizeBytes: number): number[] {
+    const list = this.#freeLists.get(`${mr.rkey}/${sizeBytes}`);
+    return list === undefined ? [] : list.queue.slice(list.head);
+  }
+
   /** Empties every free list (they are NIC-volatile: a crash loses them). */
   clearFreeLists(): void {
     this.#freeLists.clear();

@@ -107,6 +107,7 @@ interface MemoryWatch {
   qpn: number | undefined;
   fn: (e: HostWriteEvent) => void;
   filter: ((e: HostWriteEvent) => boolean) | undefined;
+  defer: (() => boolean) | undefined;
 }
 
 type PollEvent = { kind: 'mem'; fn: (e: HostWriteEvent) => void; e: HostWriteEvent } | { kind: 'recv'; qp: ServerQp; fn: (c: RecvCompletion) => void };
@@ -130,9 +131,12 @@ export class CpuPoller {
    * fn runs (on a CPU pass) for every drained NIC write overlapping [offset, offset+len), from QP
    * `qpn` if given — and, with `filter`, only for the writes it accepts: the words the CPU polls
    * (filter runs as the write drains, on what is then visible; a write it refuses costs no pass).
+   * With `defer`, an event it accepts is queued without a pass of its own while defer() says so
+   * (asked as the event is queued): it waits for the next pass, which another event schedules —
+   * work that is off every client's path polled in batches, not once per write.
    */
-  watchMemory(range: { offset: number; len: number; qpn?: number; filter?: (e: HostWriteEvent) => boolean }, fn: (e: HostWriteEvent) => void): () => void {
-    const w: MemoryWatch = { offset: range.offset, len: range.len, qpn: range.qpn, fn, filter: range.filter };
+  watchMemory(range: { offset: number; len: number; qpn?: number; filter?: (e: HostWriteEvent) => boolean; defer?: () => boolean }, fn: (e: HostWriteEvent) => void): () => void {
+    const w: MemoryWatch = { offset: range.offset, len: range.len, qpn: range.qpn, fn, filter: range.filter, defer: range.defer };
     this.#watches.push(w);
     return () => {
       const i = this.#watches.indexOf(w);
@@ -145,6 +149,21 @@ export class CpuPoller {
     qp.onRecvNotify(() => this.#enqueue({ kind: 'recv', qp, fn }));
     return () => qp.onRecvNotify(undefined);
   }
+
+  /**
+   * fn runs at the end of every pass that handled at least one event, in the same pass (after the
+   * pass's events, before the next pass is scheduled): work a pass's events make due (a sweep)
+   * costs no pass of its own. Returns the unsubscribe.
+   */
+  onPassEnd(fn: () => void): () => void {
+    this.#passEnd.push(fn);
+    return () => {
+      const i = this.#passEnd.indexOf(fn);
+      if (i >= 0) this.#passEnd.splice(i, 1);
+    };
+  }
+
+  #passEnd: Array<() => void> = [];
 
   /** Events waiting for a CPU pass. */
   get pending(): number {
@@ -170,6 +189,7 @@ export class CpuPoller {
       if (ev.kind === 'mem') ev.fn(ev.e);
       else for (const c of ev.qp.pollRecv(1)) ev.fn(c);
     }
+    if (batch.length > 0) for (const fn of this.#passEnd) fn();
     if (this.#queue.length > 0) this.#schedulePass();
     return batch.length;
   }
@@ -178,19 +198,20 @@ export class CpuPoller {
     this.#unsubscribe();
     this.#watches = [];
     this.#queue = [];
+    this.#passEnd = [];
   }
 
   #onHostWrite(e: HostWriteEvent): void {
     for (const w of this.#watches) {
       if (w.qpn !== undefined && w.qpn !== e.qpn) continue;
-      if (e.offset < w.offset + w.len && e.offset + e.len > w.offset && (w.filter === undefined || w.filter(e))) this.#enqueue({ kind: 'mem', fn: w.fn, e });
+      if (e.offset < w.offset + w.len && e.offset + e.len > w.offset && (w.filter === undefined || w.filter(e))) this.#enqueue({ kind: 'mem', fn: w.fn, e }, w.defer !== undefined && w.defer());
     }
   }
 
-  #enqueue(ev: PollEvent): void {
+  #enqueue(ev: PollEvent, defer = false): void {
     invariant(this.#queue.length < this.options.queueMax, () => `CpuPoller: ${this.#queue.length} events queued; the CPU pass never ran`);
     this.#queue.push(ev);
-    this.#schedulePass();
+    if (!defer) this.#schedulePass();
   }
 
   #schedulePass(): void {

@@ -173,7 +173,7 @@ t.test("the explorer reports a client a broken invariant stopped as a violation 
   // The replay docs/tx.md names for this mutant: a resolver fenced T while it held read-time locks,
   // T's client re-learnt that fence as its H and (mutant) prepares over it. The H edge FENCED(T) →
   // PREPARED(T) stops the client before the CAS is posted; the workload does not swallow it.
-  const plan = { pins: { ddio: true, drain: 'eager' as const }, schedule: { mode: 'random' as const, horizon: 800, stalls: 20, stallSteps: 400, stallUnit: 'qp' as const, stallOn: 'atomic' as const }, imagesPerPoint: 4, engine: 'random' as const, crashPlan: 'p217:c2;p338:n1@0/r54', violationsMax: 1 };
+  const plan = { pins: { ddio: true, drain: 'eager' as const }, schedule: { mode: 'random' as const, horizon: 800, stalls: 20, stallSteps: 400, stallUnit: 'qp' as const, stallOn: 'atomic' as const }, imagesPerPoint: 4, engine: 'random' as const, crashPlan: 'p39:c2;p67:n0@0/r8', violationsMax: 1 };
   const r = await exploreSeed(txCrashSpec({ mutant: 'prepare-over-own-fence' }, plan), 1);
   t.equal(r.violations[0]?.kind, 'invariant', r.violations[0]?.detail ?? 'no violation');
   t.match(r.violations[0]?.detail ?? '', /client \d+ stopped: PMRPC_ERR_INVARIANT.*FENCED\(T[\d.]+\) to PREPARED/);

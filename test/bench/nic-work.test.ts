@@ -52,6 +52,10 @@ t.test("a host pass with a NIC call inside: the NIC time is the NIC's, the rest 
   c.work(400); // client again
   t.same(rt.times(), { nicUs: 7, hostUs: 13, accountingUs: 0 });
   t.same(c.reads().cpu, 2, 'the CPU clock is read where the pass starts and ends, not at its NIC calls');
+  t.equal(rt.hostPasses, 1, 'one host pass counted');
+  rt.enter('host');
+  rt.exit();
+  t.equal(rt.hostPasses, 2, 'each pass counted once');
 });
 
 t.test('the same role nested reads no clock and is charged once', async (t) => {

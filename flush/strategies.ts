@@ -107,7 +107,6 @@ interface MemoryWatch {
   qpn: number | undefined;
   fn: (e: HostWriteEvent) => void;
   filter: ((e: HostWriteEvent) => boolean) | undefined;
-  defer: (() => boolean) | undefined;
 }
 
 type PollEvent = { kind: 'mem'; fn: (e: HostWriteEvent) => void; e: HostWriteEvent } | { kind: 'recv'; qp: ServerQp; fn: (c: RecvCompletion) => void };
@@ -131,12 +130,9 @@ export class CpuPoller {
    * fn runs (on a CPU pass) for every drained NIC write overlapping [offset, offset+len), from QP
    * `qpn` if given — and, with `filter`, only for the writes it accepts: the words the CPU polls
    * (filter runs as the write drains, on what is then visible; a write it refuses costs no pass).
-   * With `defer`, an event it accepts is queued without a pass of its own while defer() says so
-   * (asked as the event is queued): it waits for the next pass, which another event schedules —
-   * work that is off every client's path polled in batches, not once per write.
    */
-  watchMemory(range: { offset: number; len: number; qpn?: number; filter?: (e: HostWriteEvent) => boolean; defer?: () => boolean }, fn: (e: HostWriteEvent) => void): () => void {
-    const w: MemoryWatch = { offset: range.offset, len: range.len, qpn: range.qpn, fn, filter: range.filter, defer: range.defer };
+  watchMemory(range: { offset: number; len: number; qpn?: number; filter?: (e: HostWriteEvent) => boolean }, fn: (e: HostWriteEvent) => void): () => void {
+    const w: MemoryWatch = { offset: range.offset, len: range.len, qpn: range.qpn, fn, filter: range.filter };
     this.#watches.push(w);
     return () => {
       const i = this.#watches.indexOf(w);
@@ -204,14 +200,14 @@ export class CpuPoller {
   #onHostWrite(e: HostWriteEvent): void {
     for (const w of this.#watches) {
       if (w.qpn !== undefined && w.qpn !== e.qpn) continue;
-      if (e.offset < w.offset + w.len && e.offset + e.len > w.offset && (w.filter === undefined || w.filter(e))) this.#enqueue({ kind: 'mem', fn: w.fn, e }, w.defer !== undefined && w.defer());
+      if (e.offset < w.offset + w.len && e.offset + e.len > w.offset && (w.filter === undefined || w.filter(e))) this.#enqueue({ kind: 'mem', fn: w.fn, e });
     }
   }
 
-  #enqueue(ev: PollEvent, defer = false): void {
+  #enqueue(ev: PollEvent): void {
     invariant(this.#queue.length < this.options.queueMax, () => `CpuPoller: ${this.#queue.length} events queued; the CPU pass never ran`);
     this.#queue.push(ev);
-    if (!defer) this.#schedulePass();
+    this.#schedulePass();
   }
 
   #schedulePass(): void {

@@ -49,12 +49,6 @@ import {
 
 /** Items returned to the free list per return pass at most apart (smaller arenas: items / 16; at once while the free list is short). */
 export const RETURN_BATCH = 32;
-/**
- * From this many items on, the sweep also notices and retires in batches: a pass end looks at the
- * slots and items its writes touched only once RETURN_BATCH of them are waiting (or the free list
- * is short, or items are in their grace period, or sweep() is called by hand).
- */
-export const SWEEP_BATCH_ITEMS = 512;
 
 export interface TxRecoveryReport {
   prepared: string[];
@@ -178,12 +172,11 @@ export class TxAppServer implements AppServer {
       }
       return false;
     };
-    // On a large arena (SWEEP_BATCH_ITEMS) the reclamation is polled in batches: an event waits,
-    // without a pass of its own, until a batch of them is queued or the free list runs short.
-    const batch = Math.min(RETURN_BATCH, Math.max(1, Math.floor(g.items / 16)));
-    const defer = g.items >= SWEEP_BATCH_ITEMS ? (): boolean => this.#poller.pending + 1 < batch && this.#nic.freeBufferCount(this.mr, ITEM_BYTES) >= 2 * batch : undefined;
-    this.#poller.watchMemory({ offset: g.slotsOffset, len: g.keys * SLOT_BYTES, filter: overPtr, ...(defer !== undefined ? { defer } : {}) }, (e) => this.#onWrite(e));
-    this.#poller.watchMemory({ offset: g.arenaOffset, len: g.items * ITEM_BYTES, filter: deadMark, ...(defer !== undefined ? { defer } : {}) }, (e) => this.#onWrite(e));
+    // No event waits for a later pass (no batching of the notice): the sweep reads a moved slot's
+    // pointer when it runs, so a second install on the slot before it looked would hide the first
+    // one's item from it for ever (a leak until recovery).
+    this.#poller.watchMemory({ offset: g.slotsOffset, len: g.keys * SLOT_BYTES, filter: overPtr }, (e) => this.#onWrite(e));
+    this.#poller.watchMemory({ offset: g.arenaOffset, len: g.items * ITEM_BYTES, filter: deadMark }, (e) => this.#onWrite(e));
   }
 
   /** The arena: one size class. */
@@ -270,8 +263,6 @@ export class TxAppServer implements AppServer {
    * Returns how many items went back.
    */
   sweep(): number {
-    // By hand: events still waiting for a pass (deferred on a large arena) are looked at first.
-    if (!this.#inPass && this.#poller.pending > 0) this.#poller.runPending();
     this.#byHand = this.#inPass ? false : true;
     return this.#sweep();
   }
@@ -288,9 +279,6 @@ export class TxAppServer implements AppServer {
     const batch = Math.min(RETURN_BATCH, Math.max(1, Math.floor(g.items / 16)));
     let short: boolean | undefined;
     const freeShort = (): boolean => (short ??= this.#nic.freeBufferCount(this.mr, ITEM_BYTES) < 2 * batch);
-    // A large arena waits for a batch of candidates (the persist of moved slots is one fence per
-    // batch), unless items are in their grace period (looked at by every pass) or the free list is short.
-    if (g.items >= SWEEP_BATCH_ITEMS && !this.#byHand && waiting < batch && this.#grace.length === 0 && !(this.#ready.length > 0 && freeShort()) && !(waiting > 0 && freeShort())) return 0;
     this.sweepStats.sweeps++;
     // The QPs with queued work, read once for the pass (nothing the pass does queues NIC work).
     let busyNow: Set<number> | undefined;

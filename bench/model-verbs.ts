@@ -17,7 +17,7 @@ export function addMemoryNode(world: World, seed: number, bytes = VERBS_REGION_B
   world.addNode(modelRegion(bytes, seed), (host): AppServer => {
     const pd = host.nic.allocPd();
     rkey = host.nic.registerMr(pd, 0, bytes, Access.ALL).rkey;
-    return { app: 'memory', recover: () => ({}), accept: () => ({ qp: host.nic.createQp(pd), welcome: new Uint8Array(0) }), inspect: () => ({}), audit: () => [], close: () => undefined };
+    return { app: 'memory', recover: () => ({ app: 'memory' }), accept: () => ({ qp: host.nic.createQp(pd), welcome: new Uint8Array(0) }), inspect: () => ({}), audit: () => [], close: () => undefined };
   });
   return rkey;
 }

@@ -8,10 +8,9 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { randomSeed } from '../pmem/index.js';
 import type { RpcStrategy } from '../src/rpc/index.js';
-import { runKvRealCrash, runRealCrash, type KvRealCrashReport, type RealCrashReport } from '../src/server/index.js';
+import { KV_REAL_CRASH, RPC_REAL_CRASH, runKvRealCrash, runRealCrash, type KvRealCrashReport, type RealCrashEntry, type RealCrashReport } from '../src/server/index.js';
+import { crashApp, DEMO_APP_NAMES } from '../src/testing/crash/index.js';
 import { runPmemWriter } from '../src/demo/index.js';
-import { rpcApp } from '../src/apps/rpc/index.js';
-import { kvApp } from '../src/apps/kv/index.js';
 import { badOption, intOption, log, printJson, progressBar } from './output.js';
 import { onOffOption, strategyOption } from './serve.js';
 
@@ -19,14 +18,28 @@ const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
 
 export const DEMO_SECONDS_DEFAULT = 6;
 
-/** The demos of --app, by the name of the app they run (its NODE_APPS name): what --app says of it, and the run. */
-const DEMOS: Readonly<Record<string, { help: string; run: (opts: DemoOpts, seed: number, quiet: boolean) => Promise<void> }>> = Object.freeze({
-  [rpcApp.name]: { help: 'durable RPC, one node', run: runRpcDemo },
-  [kvApp.name]: { help: 'a PRISM-KV cluster', run: runKvDemo },
-});
+type DemoRun = (opts: DemoOpts, seed: number, quiet: boolean) => Promise<void>;
 
-/** The apps of --app. */
-export const DEMO_APPS: readonly string[] = Object.freeze(Object.keys(DEMOS));
+/**
+ * How the CLI presents a real-crash run (its flags → the entry's options, its report → the text),
+ * by the run's entry: which apps have a demo, and what --app says of each, is the registry's
+ * (src/testing/crash/apps.ts: a crash part's `demo` beside its `realCrash`).
+ */
+const DEMO_RUNS: ReadonlyMap<RealCrashEntry<never, unknown>, DemoRun> = new Map<RealCrashEntry<never, unknown>, DemoRun>([
+  [RPC_REAL_CRASH as RealCrashEntry<never, unknown>, runRpcDemo],
+  [KV_REAL_CRASH as RealCrashEntry<never, unknown>, runKvDemo],
+]);
+
+/** The apps of --app (the registry's, in its order). */
+export const DEMO_APPS: readonly string[] = DEMO_APP_NAMES;
+
+/** The demo of app `name`: what --app says of it and its run (a demo app whose run the CLI cannot present is a pmrpc bug). */
+function demoOf(name: string): { help: string; run: DemoRun } {
+  const part = crashApp(name);
+  const run = part.realCrash === undefined ? undefined : DEMO_RUNS.get(part.realCrash as RealCrashEntry<never, unknown>);
+  if (part.demo === undefined || run === undefined) throw new TypeError(`app ${name} has no demo the CLI can present`);
+  return { help: part.demo.help, run };
+}
 
 interface DemoOpts {
   app: string;
@@ -98,7 +111,7 @@ export function registerDemo(program: Command): void {
   program
     .command('demo')
     .description('durable RPC between processes over TCP, a real SIGKILL of the server mid-load, restart and recovery on the same PM file, then a verification')
-    .option('--app <name>', DEMO_APPS.map((a) => `${a} (${DEMOS[a]!.help})`).join(' or '), (v: string) => {
+    .option('--app <name>', DEMO_APPS.map((a) => `${a} (${demoOf(a).help})`).join(' or '), (v: string) => {
       if (!DEMO_APPS.includes(v)) throw badOption(`--app must be ${DEMO_APPS.join(' or ')}, got ${v}`);
       return v;
     }, DEMO_APPS[0])
@@ -122,7 +135,7 @@ export function registerDemo(program: Command): void {
     .action(async (opts: DemoOpts) => {
       // Non-negative, so the printed replay command parses (a leading '-' would read as an option).
       const seed = (opts.seed ?? randomSeed()) >>> 0;
-      await DEMOS[opts.app]!.run(opts, seed, opts.json === true);
+      await demoOf(opts.app).run(opts, seed, opts.json === true);
     });
 
   // The layer-1 PM writer of test/pmem/sigkill.test.ts: a child that persists records until killed.

@@ -11,7 +11,7 @@
  * - 'exhaustive': every image, refused past `maxImages` (PMRPC_ERR_TOO_MANY_IMAGES).
  */
 import { writeFileSync } from 'node:fs';
-import { ErrorCodes, PmrpcError, PmrpcIoError } from './errors.js';
+import { ErrorCodes, invariant, PmrpcError, PmrpcIoError } from './errors.js';
 import { HEADER_BYTES } from './header.js';
 import { intIn, must, onlyIf, positiveInt, resolveOptions, type OptionChecks } from './options.js';
 import { createPrng } from './prng.js';
@@ -127,6 +127,12 @@ export function materialize(state: CrashState, image: CrashImage | ImageChoice[]
   const choices = Array.isArray(image) ? image : image.choices;
   if (choices.length !== state.components.length) {
     throw new RangeError(`image has ${choices.length} choices for ${state.components.length} components`);
+  }
+  // Every piece an image may apply lies in the data area, past the header (a piece out of it would
+  // write the image's header or fall off its end): checked before the image is built.
+  const dataBytes = state.media.length - HEADER_BYTES;
+  for (const c of state.components) {
+    for (const p of c.pieces) invariant(Number.isSafeInteger(p.offset) && p.offset >= 0 && p.offset + p.bytes.length <= dataBytes, () => `crash piece [${p.offset}, ${p.offset + p.bytes.length}) of ${c.source} is outside the region's ${dataBytes} bytes`);
   }
   const out = state.media.slice();
   state.components.forEach((c: CrashComponent, k) => {

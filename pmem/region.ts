@@ -715,6 +715,7 @@ export class PmemRegion {
       this.#groupDepth--;
       // A throw from fn leaves its ranges waiting: the next sync point covers them.
       if (this.#groupDepth === 0 && ok) this.sync();
+      if (this.#groupDepth === 0) this.#releaseNested();
     }
   }
 
@@ -731,12 +732,30 @@ export class PmemRegion {
     let out: T;
     try {
       out = fn();
-    } finally {
-      this.#groupDepth--;
+    } catch (e) {
+      if (--this.#groupDepth === 0) this.#releaseNested();
+      throw e;
     }
-    if (this.#groupDepth === 0) this.syncAsync(then);
-    else this.whenSynced(this.#waitMark, then);
+    if (--this.#groupDepth > 0) {
+      // Inside another group: the msync at the end of the outermost scope covers these drains
+      // (a server CPU pass run inside a NIC pass's group shares its msync), not one of their own now.
+      this.#nestedThens.push({ mark: this.#waitMark, then });
+      return out;
+    }
+    this.syncAsync(then);
+    this.#releaseNested();
     return out;
+  }
+
+  /** The `then`s of groupCommitAsync scopes nested in another group, with their marks: they wait for the outermost scope's msync. */
+  #nestedThens: AsyncWaiter[] = [];
+
+  /** At the end of the outermost group: the nested scopes' `then`s wait for what it synced (queued behind its msync). */
+  #releaseNested(): void {
+    const nested = this.#nestedThens;
+    if (nested.length === 0) return;
+    this.#nestedThens = [];
+    for (const w of nested) this.whenSynced(w.mark, w.then);
   }
 
   /**
@@ -1060,6 +1079,9 @@ export class PmemRegion {
 
   /** A flushed line's snapshot to media; the snapshot goes back to the pool (the caller forgets it). */
   #writeSnapshot(line: number, snap: Uint32Array): void {
+    // A typed-array store past its end is dropped without a word: a line out of the region would be
+    // a write-back lost in silence.
+    invariant(line >= 0 && line < this.lineCount, () => `write-back of line ${line}; the region has ${this.lineCount}`);
     const d = this.#data32;
     const w = line * LINE_WORDS;
     for (let k = 0; k < LINE_WORDS; k++) d[w + k] = snap[k]!;
@@ -1106,6 +1128,9 @@ export class PmemRegion {
   }
 
   #markClean(line: number): void {
+    // The dirty count decides what close() writes back (#writeBackAll stops at zero): a clean line
+    // counted again would leave another dirty one unwritten.
+    invariant(this.#dirty[line] === 1, () => `line ${line} marked clean twice (${this.#dirtyCount} dirty)`);
     this.#dirty[line] = 0;
     this.#dirtyCount--;
     this.#pieces.delete(line);

@@ -440,7 +440,10 @@ export class RedoLog {
    */
   applyInOrder(recs: readonly RecordInfo[]): void {
     if (recs.length === 0) return;
-    for (const rec of recs) invariant(rec.state === 'complete-unapplied' || rec.state === 'applied', () => `apply of a ${rec.state} record`);
+    for (const rec of recs) {
+      invariant(rec.state === 'complete-unapplied' || rec.state === 'applied', () => `apply of a ${rec.state} record`);
+      this.#checkSlotHolds(rec);
+    }
     const r = this.layout.region;
     const app = this.layout.geometry.appOffset;
     r.sync(); // the records reach the disk before any of their images can
@@ -469,6 +472,7 @@ export class RedoLog {
   /** Steps 2–4 for a complete record: idempotent (recovery replays with it). */
   apply(rec: RecordInfo): void {
     invariant(rec.state === 'complete-unapplied' || rec.state === 'applied', () => `apply of a ${rec.state} record`);
+    this.#checkSlotHolds(rec);
     const r = this.layout.region;
     const app = this.layout.geometry.appOffset;
     for (const im of rec.images) r.store(app + im.offset, im.bytes);
@@ -481,6 +485,18 @@ export class RedoLog {
     if (!this.#faults.skipPersistAppliedFlag) r.persist(off, 8);
     if (this.conn.has(rec.clientId)) this.conn.setApplied(rec.clientId, Math.max(rec.seq, this.conn.appliedSeq(rec.clientId)));
     if (rec.lsn >= this.#nextLsn) this.#nextLsn = rec.lsn + 1;
+  }
+
+  /**
+   * Record positions: a record is applied only while its slot still holds it — the slot's LSN word
+   * is the record's (read in place, O(1)). Its applied flag (the LSN) stored over a slot a later
+   * record took would say nothing of that record, and its images would land after the newer
+   * record's: a request's effects replayed over a later one's.
+   */
+  #checkSlotHolds(rec: RecordInfo): void {
+    const r = this.layout.region;
+    const off = this.layout.recordOffset(rec.index);
+    invariant(r.loadU32(off + 8) === rec.lsn >>> 0 && r.loadU32(off + 12) === Math.floor(rec.lsn / TWO_32), () => `record ${rec.lsn} applied, but its slot ${rec.index} holds record ${r.loadU32(off + 12) * TWO_32 + r.loadU32(off + 8)}`);
   }
 
   /**

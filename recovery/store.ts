@@ -3,7 +3,7 @@
  * redo log, recovery), the object the durable RPC server holds. format() makes a fresh store that
  * is ready; open() validates an existing one, which then needs recover() before it serves.
  */
-import { PmrpcError, positiveInt, resolveOptions, type PmemRegion } from '../pmem/index.js';
+import { invariant, PmrpcError, positiveInt, resolveOptions, type PmemRegion } from '../pmem/index.js';
 import { ConnTable, secretHash, SECRET_BYTES_MAX, type ConnEntry } from './conn-table.js';
 import { checkFaults, type RecoveryFaults } from './faults.js';
 import { computeGeometry, Layout, RecoveryErrorCodes, type Geometry, type LayoutOptions } from './layout.js';
@@ -211,7 +211,11 @@ export class RecoveryStore {
     let ring = this.#rings.get(clientId);
     if (ring === undefined) {
       const e = this.conn.lookup(clientId);
-      ring = new Ring(this.layout, e.connSlot, clientId, this.resumeSeq(clientId), { partialPollsMax: this.partialPollsMax, faults: this.faults });
+      const resume = this.resumeSeq(clientId);
+      // Ring positions: polling starts past the client's applied sequence (an applied entry polled
+      // again would be executed, and its effects committed, twice).
+      invariant(resume > e.appliedSeq, () => `client ${clientId}: the ring would poll from ${resume}, but ${e.appliedSeq} is applied`);
+      ring = new Ring(this.layout, e.connSlot, clientId, resume, { partialPollsMax: this.partialPollsMax, faults: this.faults });
       this.#rings.set(clientId, ring);
     }
     return ring;

@@ -59,14 +59,24 @@ export interface AppProblem {
   detail: string;
 }
 
+/**
+ * What recover() returns: each app's own named report type (RpcRecoverySummary, KvAppRecoveryReport,
+ * PilafRecoveryReport, RsRecoverySummary, RsLockRecoveryReport, RegisterRecoveryReport,
+ * TxShardRecoveryReport, TxLockRecoveryReport), JSON-able (the node's start line, `pmrpc inspect`),
+ * naming its app — so a bare `Record<string, unknown>` is not a report.
+ */
+export interface AppRecoveryReport {
+  readonly app: string;
+}
+
 /** An app opened on a region. */
 export interface AppServer {
   readonly app: string;
   /**
    * Recovers the durable state (replay, repair, rebuild free lists) and starts serving. Idempotent,
-   * and a crash in the middle of it is survivable. Returns a JSON-able summary.
+   * and a crash in the middle of it is survivable. Returns the app's JSON-able report.
    */
-  recover(): Record<string, unknown>;
+  recover(): AppRecoveryReport;
   /** Accepts a client (throws a coded PmrpcError to refuse it). Only after recover(). */
   accept(hello: Uint8Array): AcceptedClient;
   /**
@@ -88,6 +98,12 @@ export interface AppServer {
 export interface App<O extends object = object> {
   readonly name: string;
   readonly defaults: Readonly<O>;
+  /**
+   * On a strict PM file, the CPU passes a NIC run schedules may run at the end of that run, inside
+   * its group commit, so that their records share the run's msync (src/node/host.ts). Only an app
+   * whose passes never wait on anything but the region may say so (the rpc app).
+   */
+  readonly passesAtRunEnd?: boolean;
   /** Defaults + validation: a TypeError / RangeError with an exact message for a bad option. */
   resolveOptions(options: Partial<O>): O;
   /** The smallest region (data bytes) a node of this app needs with these options. */

@@ -1,5 +1,5 @@
 /** The App contract every application implements (the apps themselves are under src/apps/<name>). */
-export { guardedMicrotask, jsonBytes, parseJsonBytes, type App, type AppHost, type AppServer, type AcceptedClient, type AppProblem } from './app.js';
+export { guardedMicrotask, jsonBytes, parseJsonBytes, type App, type AppHost, type AppServer, type AcceptedClient, type AppProblem, type AppRecoveryReport } from './app.js';
 export type { MutantExplore } from './app.js';
 /** The clients' reconnect loop (PRISM-RS, PRISM-KV). */
 export { untilReachable } from './reconnect.js';

@@ -106,7 +106,7 @@ const NODE_HOST_CHECKS: OptionChecks<NodeHostOptions> = {
 };
 
 /** The TCP server's options of a node: `tcp`, then what the node's own options say. */
-function tcpOptionsOf(o: NodeHostOptions, accept: TcpNicServerOptions['accept'], release?: (qpn: number) => void): Partial<TcpNicServerOptions> {
+function tcpOptionsOf(o: NodeHostOptions, accept: TcpNicServerOptions['accept'], release?: (qpn: number) => void, onRunEnd?: () => void): Partial<TcpNicServerOptions> {
   const onDisconnect =
     release === undefined
       ? o.onDisconnect
@@ -115,7 +115,41 @@ function tcpOptionsOf(o: NodeHostOptions, accept: TcpNicServerOptions['accept'],
           if (info.qpn !== undefined) release(info.qpn);
           o.onDisconnect?.(info);
         };
-  return { ...o.tcp, host: o.host, port: o.port, authToken: o.authToken, clock: o.clock, onDisconnect, accept };
+  return { ...o.tcp, host: o.host, port: o.port, authToken: o.authToken, clock: o.clock, onDisconnect, accept, ...(onRunEnd === undefined ? {} : { onRunEnd }) };
+}
+
+/**
+ * A strict PM file served by an app whose passes may run at a NIC run's end (App.passesAtRunEnd: the rpc app): the server CPU's passes that a NIC run schedules (its
+ * drained entries woke the CPU poller) run at the end of that run, inside its group commit
+ * (TcpNicServer's onRunEnd, flush/driver.ts) — their records share the run's msync with the
+ * entries instead of waiting for the next one (issue 29). What is durable when acknowledged does
+ * not change: every Response and reply still waits for its msync. Passes scheduled anywhere else
+ * run on `schedule` as before.
+ */
+function runEndScheduler(schedule: (fn: () => void) => void): { schedule: (fn: () => void) => void; runAll: () => void } {
+  const pending: Array<() => void> = [];
+  let armed = false;
+  const runAll = (): void => {
+    armed = false;
+    for (let fn = pending.shift(); fn !== undefined; fn = pending.shift()) {
+      try {
+        fn();
+      } catch (e) {
+        queueMicrotask(() => {
+          throw e; // as it would have left its own microtask
+        });
+      }
+    }
+  };
+  return {
+    schedule: (fn) => {
+      pending.push(fn);
+      if (armed) return;
+      armed = true;
+      schedule(runAll);
+    },
+    runAll,
+  };
 }
 
 function resolveNodeOptions(options: Partial<NodeHostOptions>): NodeHostOptions {
@@ -187,14 +221,14 @@ export class NodeHost<S extends AppServer = AppServer> {
   #address: { host: string; port: number } | undefined;
   #closed = false;
 
-  private constructor(o: NodeHostOptions, app: AnyApp, region: PmemRegion, nic: Rnic, server: S, recovery: NodeRecovery) {
+  private constructor(o: NodeHostOptions, app: AnyApp, region: PmemRegion, nic: Rnic, server: S, recovery: NodeRecovery, onRunEnd: (() => void) | undefined) {
     this.options = Object.freeze(o);
     this.app = app;
     this.region = region;
     this.nic = nic;
     this.server = server;
     this.recovery = recovery;
-    this.tcp = new TcpNicServer(nic, tcpOptionsOf(o, (hello) => server.accept(hello.payload), server.release === undefined ? undefined : (qpn) => server.release!(qpn)));
+    this.tcp = new TcpNicServer(nic, tcpOptionsOf(o, (hello) => server.accept(hello.payload), server.release === undefined ? undefined : (qpn) => server.release!(qpn), onRunEnd));
   }
 
   /**
@@ -238,12 +272,13 @@ export class NodeHost<S extends AppServer = AppServer> {
     }
     let nic: Rnic | undefined;
     let server: S | undefined;
+    const runEnd = o.strict && o.pmPath !== undefined && app.passesAtRunEnd === true ? runEndScheduler(o.schedule) : undefined;
     try {
       if (o.onCrashPoint !== undefined) region.setCrashPointHook(o.onCrashPoint);
       if (o.pmPath === undefined) app.format(region, appOptions);
       nic = new Rnic(region, { entropy: o.entropy, ...o.nic, ddio: o.ddio });
       try {
-        server = app.open({ region, nic, clock: o.clock, schedule: o.schedule, entropy: o.entropy }, appOptions) as S;
+        server = app.open({ region, nic, clock: o.clock, schedule: runEnd?.schedule ?? o.schedule, entropy: o.entropy }, appOptions) as S;
       } catch (e) {
         throw withFormatRemedy(e, o.pmPath, app.name);
       }
@@ -254,7 +289,7 @@ export class NodeHost<S extends AppServer = AppServer> {
         throw withFormatRemedy(e, o.pmPath, app.name);
       }
       const recovery: NodeRecovery = { created, ...summary, recoveryMs: o.clock.nowMs() - t0 };
-      const node = new NodeHost<S>(o, app, region, nic, server, recovery);
+      const node = new NodeHost<S>(o, app, region, nic, server, recovery, runEnd?.runAll);
       node.#address = await node.tcp.listen();
       return node;
     } catch (e) {

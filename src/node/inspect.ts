@@ -134,7 +134,7 @@ function problemOf(step: FileProblem['step'], e: unknown): FileProblem {
 }
 
 /** JSON-able (bigints as decimal strings, no functions). */
-function plain(v: Record<string, unknown>): Record<string, unknown> {
+function plain(v: object): Record<string, unknown> {
   return JSON.parse(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))) as Record<string, unknown>;
 }
 

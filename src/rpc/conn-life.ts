@@ -6,6 +6,8 @@
  * instead of polling or answering a connection it must not).
  */
 import { PmrpcError } from '../../pmem/index.js';
+import type { MemoryRegion, ServerQp } from '../../flush/index.js';
+import type { Ring } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
 
 export const CONNST = Object.freeze({
@@ -39,4 +41,33 @@ export const CONN_TRANSITIONS: Readonly<Record<ConnState, readonly ConnState[]>>
 export function connTransition(from: ConnState, to: ConnState, clientId: number): ConnState {
   if (!CONN_TRANSITIONS[from].includes(to)) throw new PmrpcError(RpcErrorCodes.CONN_STATE, `client ${clientId}: its connection cannot go from ${from} to ${to}`);
   return to;
+}
+
+/** A client's connection on the server: its QP, the MR over its ring, the ring, and where its pass stands. */
+export interface Conn {
+  clientId: number;
+  sqp: ServerQp;
+  mr: MemoryRegion;
+  ring: Ring;
+  stops: Array<() => void>;
+  ackedUpTo: number;
+  /** SEND strategies: the highest sequence whose receive buffer this connection has posted. */
+  recvUpTo: number;
+  /**
+   * The CpuPoller pass (passId) in which a CPU pass of this connection polled its ring until it
+   * found it empty: the pass's further doorbells of this connection (writes drained before the
+   * pass began, one per request) would find it empty again, and are let go.
+   */
+  polledEmptyIn: number;
+  /**
+   * strict: a CPU pass of this connection waits for the msync its redo-log step depends on
+   * (StrictBatch.defer); the callers' beforeProcess steps wait with it. undefined: none waits.
+   */
+  deferred: Array<() => void> | undefined;
+}
+
+/** A client's connection life (one state, above) and its current connection (none while dormant, after a drop, or closing). */
+export interface Session {
+  state: ConnState;
+  conn: Conn | undefined;
 }

@@ -11,245 +11,40 @@
  * Coupled baselines (farm, darpc) only ever answer with that RESULT.
  *
  * Each client's connection life is one named state (conn-life.ts: none, dormant, open, error,
- * closing), changed in one place (#enter). Pool mode (pooled methods on worker threads) is pool.ts.
+ * closing), changed in one place (#enter); a connection and a session are typed there too. The rest,
+ * one job a file: options, fault switches and the handshake's shapes (server-options.ts); the
+ * Hello's checks, a new secret, the known results (handshake.ts); method ids, the registered
+ * handlers and an entry's effects (methods.ts); the strict batch — replies held until their msync,
+ * passes waiting for one (strict-batch.ts); leases (leases.ts); pool mode (pool.ts).
  */
-import { bool, callable, cryptoEntropy, invariant, isInvariantError, isPmrpcError, must, nextTurn, optional, PmrpcError, crc32c, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type Entropy, type OptionChecks, type PmemRegion } from '../../pmem/index.js';
-import { Access, CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../flush/index.js';
-import {
-  checkEffects,
-  RECORD_HEADER_BYTES,
-  RecoveryStore,
-  type AppView,
-  type Effects,
-  type RecoveryReport,
-  type Ring,
-  type RingEntry,
-} from '../../recovery/index.js';
+import { invariant, isInvariantError, isPmrpcError, nextTurn, PmrpcError, resolveOptions, type PmemRegion } from '../../pmem/index.js';
+import { Access, CpuPoller, type RecvCompletion, type Rnic, type ServerQp } from '../../flush/index.js';
+import { RecoveryStore, type RecoveryReport, type RingEntry } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
-import { checkStrategy, rpcStrategy, type RpcStrategy, type RpcStrategyRecord } from './strategies.js';
-import type { RpcEffects, RpcHandler, RpcPool, RpcRequest } from './handler.js';
-import { CONNST, connTransition, type ConnState } from './conn-life.js';
+import { rpcStrategy, type RpcStrategy, type RpcStrategyRecord } from './strategies.js';
+import type { RpcHandler } from './handler.js';
+import { CONNST, connTransition, type Conn, type ConnState, type Session } from './conn-life.js';
 import { PoolDispatch, type ComputedEffects } from './pool.js';
-import { decodeKept, encodeAck, encodeError, encodeKept, encodeResultOf, RPC_ACK_IMM, RPC_RESULT_IMM, STATUS_ERROR, STATUS_OK } from './wire.js';
+import { GOODBYE_ID, MethodTable, type MethodOptions } from './methods.js';
+import { checkRpcFaults, RPC_SERVER_CHECKS, RPC_SERVER_DEFAULTS, type AcceptRequest, type ConnectionInfo, type RpcFaults, type RpcServerOptions } from './server-options.js';
+import { StrictBatch, type PassPart } from './strict-batch.js';
+import { Leases } from './leases.js';
+import { checkAccept, decodeSecret, knownResults, newSecret } from './handshake.js';
+import { encodeAck, encodeResultOf, RPC_ACK_IMM, RPC_RESULT_IMM } from './wire.js';
 
-/** Test-only fault switches of the RPC layer (the crash-test mutants); never set in production. */
-export interface RpcFaults {
-  /** Client: send the request without its FLUSH and treat the message's completion as durable (wflush, sflush). */
-  skipFlush?: boolean;
-  /** Client: FLUSH(global) instead of FLUSH(persistent) (wflush, sflush). */
-  flushGlobal?: boolean;
-  /** Server: ACK without persisting the entry (wrflush, srflush, gpspm). */
-  skipReceiverPersist?: boolean;
-  /** Server: ACK first, persist after (wrflush, srflush, gpspm). */
-  ackBeforePersist?: boolean;
-  /** Server: the coupled reply goes out before the request's effects are committed (farm, darpc). */
-  replyBeforeApply?: boolean;
-  /** Server: return the ring credit one slot early (the client may overwrite an entry not yet applied). */
-  earlyCredit?: boolean;
-  /** Server: a live reconnect hands out the resume point without persisting the consumed entries not yet applied (pool mode). */
-  skipReconnectPersist?: boolean;
-}
-
-export const RPC_FAULT_NAMES = Object.freeze(['skipFlush', 'flushGlobal', 'skipReceiverPersist', 'ackBeforePersist', 'replyBeforeApply', 'earlyCredit', 'skipReconnectPersist'] as const) satisfies readonly (keyof RpcFaults)[];
-
-export function checkRpcFaults(f: unknown): Readonly<RpcFaults> {
-  if (f === undefined) return Object.freeze({});
-  if (f === null || typeof f !== 'object') throw new TypeError(`faults must be an object, got ${String(f)}`);
-  for (const [k, v] of Object.entries(f)) {
-    if (!(RPC_FAULT_NAMES as readonly string[]).includes(k)) throw new TypeError(`unknown fault switch ${k}`);
-    if (typeof v !== 'boolean' && v !== undefined) throw new TypeError(`fault switch ${k} must be a boolean, got ${String(v)}`);
-  }
-  return Object.freeze({ ...(f as RpcFaults) });
-}
-
-/** strict: one batch's replies (RESULTs, ACKs), held until its msync (syncAsync) calls back. */
-interface HeldReplies {
-  c: Conn;
-  replies: Array<() => void>;
-  synced: boolean;
-  failure: unknown;
-  /**
-   * The client's applied sequence when the batch was settled: the credit its RESULTs carry. Read
-   * then, not when they leave — a later batch of the same client, settled while this one's msync
-   * ran, is not synced yet (its msync is queued) and must not be credited by these RESULTs. -1:
-   * read it when sending.
-   */
-  applied: number;
-}
-
-export interface RpcServerOptions {
-  strategy: RpcStrategy;
-  /** Keep each request's result in its effect record, so it survives a server crash (while the record is in the log). */
-  keepResults: boolean;
-  /** How a CPU pass is scheduled (the CpuPoller's; default queueMicrotask). */
-  schedule: (fn: () => void) => void;
-  /** Most entries one connection processes in one CPU pass (the rest in the next pass). */
-  batchMax: number;
-  /** Test-only fault switches. */
-  faults: RpcFaults | undefined;
-  /**
-   * A worker pool (a Piscina instance whose worker module exports rpcWorker(...)) for the methods
-   * registered with `{ pooled: true }`; undefined: every handler runs inline on the owner thread.
-   */
-  pool: RpcPool | undefined;
-  /** Most pooled requests computing at once. */
-  poolInFlightMax: number;
-  /** Client secrets (32 bytes per registration) come from here (DESIGN §7). */
-  entropy: Entropy;
-  /** Lease time is read from here. */
-  clock: Clock;
-  /**
-   * A client silent this long (no connect, no request processed; restarts count as a sign of life
-   * for every client) may lose its slot to a new client when the table is full, or to
-   * releaseExpired(). Infinity: slots are given back only by goodbye.
-   */
-  leaseMs: number;
-  /**
-   * Asked before any release (goodbye or lease): false keeps the client's slot (e.g. PRISM-TX while
-   * the client has undecided transactions); a goodbye is then finished later, when it says true.
-   */
-  canRelease: ((clientId: number) => boolean) | undefined;
-  /**
-   * After a restart every pre-crash client gets a full lease to come back (releaseExpired() waits
-   * leaseMs), but one that has not come back within this many ms of the restart counts as expired
-   * when a new client needs its slot in a full table — so a restarted full table does not refuse
-   * new clients for leaseMs. A slot with unresolved state stays (canRelease, unapplied entries).
-   */
-  restartGraceMs: number;
-  /**
-   * A broken invariant of pmrpc's own state (PMRPC_ERR_INVARIANT, pmem/errors.ts) is never answered
-   * as a request error: the server stops serving (no connection is polled again) and calls this
-   * once. The default rethrows it out of the event loop, so the process stops (`pmrpc serve` exits
-   * 70) before it writes anything else; restart recovers from the file.
-   */
-  onInvariant: (error: PmrpcError) => void;
-}
-
-/** The default onInvariant: the error leaves the event loop as an uncaught exception (the process stops). */
-export function rethrowInvariant(error: PmrpcError): void {
-  queueMicrotask(() => {
-    throw error;
-  });
-}
-
-export const RPC_SERVER_DEFAULTS: Readonly<RpcServerOptions> = Object.freeze({
-  strategy: 'wflush',
-  keepResults: false,
-  schedule: queueMicrotask,
-  batchMax: 64,
-  faults: undefined,
-  pool: undefined,
-  poolInFlightMax: 64,
-  entropy: cryptoEntropy,
-  clock: systemClock,
-  leaseMs: 60_000,
-  canRelease: undefined,
-  restartGraceMs: 2_000,
-  onInvariant: rethrowInvariant,
-});
-
-const RPC_SERVER_CHECKS: OptionChecks<RpcServerOptions> = {
-  strategy: (_name, v) => void checkStrategy(v),
-  keepResults: bool,
-  schedule: callable(),
-  onInvariant: callable(),
-  batchMax: positiveInt,
-  pool: must((v) => v === undefined || (v !== null && typeof (v as RpcPool).run === 'function'), 'must have a run(task) method (a Piscina instance)'),
-  poolInFlightMax: positiveInt,
-  entropy: must((v) => v !== null && typeof v === 'object' && typeof (v as Entropy).bytes === 'function', 'must be an Entropy (bytes(n))'),
-  clock: must((v) => v !== null && typeof v === 'object' && typeof (v as Clock).nowMs === 'function', 'must be a Clock'),
-  leaseMs: (name, v) => (v === Number.POSITIVE_INFINITY ? undefined : positiveMs(name, v, {})),
-  canRelease: optional(callable()),
-  restartGraceMs: (name, v) => (v === 0 ? undefined : positiveMs(name, v, {})),
-};
-
-/** The method a client's goodbye is sent as (reserved: a handler cannot be registered under it). */
-export const GOODBYE_METHOD = 'pmrpc.goodbye';
-/** Bytes of the secret a new client is issued. */
-export const CLIENT_SECRET_BYTES = 32;
-
-export interface MethodOptions {
-  /** Compute this method's effects in the pool (the worker module must export the same handler under the same name). */
-  pooled: boolean;
-  /**
-   * The keys a request touches (reads or writes). Requests run in parallel only when their keys are
-   * disjoint; without keys a pooled request runs alone. The after-images of requests computed in
-   * parallel are checked for overlap before they are applied; an overlap (keys that lied) makes the
-   * later request compute again, serially, inline.
-   */
-  keys: ((request: RpcRequest) => readonly string[]) | undefined;
-}
-
-const METHOD_DEFAULTS: Readonly<MethodOptions> = Object.freeze({ pooled: false, keys: undefined });
-
-/** A result the server still knows for a reconnecting client. */
-export interface KnownResult {
-  seq: number;
-  status: 'ok' | 'error' | 'lost';
-  bytes?: Uint8Array;
-}
-
-/** What a client needs to (re)connect: handed over by the connection handshake (accept). */
-export interface ConnectionInfo {
-  clientId: number;
-  strategy: RpcStrategy;
-  /** Region offset of the client's ring, its slots and their size. */
-  ringOffset: number;
-  ringSlots: number;
-  slotBytes: number;
-  /** rkey of the MR over the client's ring (WRITE target; FLUSH target of sflush). */
-  rkey: number;
-  /** First sequence to (re)send: past the durable prefix. */
-  resumeSeq: number;
-  /** Applied sequence: the credit (sequence s may be placed when s <= appliedSeq + ringSlots). */
-  appliedSeq: number;
-  /** The server's epoch (bumped by every recovery). */
-  epoch: number;
-  /** For each awaited sequence at or below appliedSeq: its kept result, or 'lost'. */
-  results: KnownResult[];
-  /**
-   * A new client's secret (base64url, issued once, at registration; the server keeps only its
-   * SHA-256): reconnect and resume present it. Absent in the answer to a reconnect.
-   */
-  secret?: string;
-}
-
-export interface AcceptRequest {
-  /** Reconnect as this client (omit for a new client). */
-  clientId?: number;
-  /** The client's secret (ConnectionInfo.secret of its registration): required with clientId. */
-  secret?: string;
-  /** Sequences whose result the client still waits for. */
-  awaiting?: readonly number[];
-}
-
-interface Conn {
-  clientId: number;
-  sqp: ServerQp;
-  mr: MemoryRegion;
-  ring: Ring;
-  stops: Array<() => void>;
-  ackedUpTo: number;
-  /** SEND strategies: the highest sequence whose receive buffer this connection has posted. */
-  recvUpTo: number;
-  /**
-   * The CpuPoller pass (passId) in which a CPU pass of this connection polled its ring until it
-   * found it empty: the pass's further doorbells of this connection (writes drained before the
-   * pass began, one per request) would find it empty again, and are let go.
-   */
-  polledEmptyIn: number;
-  /**
-   * strict: a CPU pass of this connection waits for the msync its redo-log step depends on
-   * (#deferPass); the callers' beforeProcess steps wait with it. undefined: none waits.
-   */
-  deferred: Array<() => void> | undefined;
-}
-
-/** A connection's part of a CPU pass, and the step that goes first in its batch (its ACKs, a flush request's). */
-interface PassPart {
-  c: Conn;
-  before: (() => void) | undefined;
-}
+export {
+  checkRpcFaults,
+  CLIENT_SECRET_BYTES,
+  RPC_FAULT_NAMES,
+  RPC_SERVER_DEFAULTS,
+  rethrowInvariant,
+  type AcceptRequest,
+  type ConnectionInfo,
+  type KnownResult,
+  type RpcFaults,
+  type RpcServerOptions,
+} from './server-options.js';
+export { GOODBYE_METHOD, methodId, type MethodOptions } from './methods.js';
 
 /** A connection's part of a redo-log batch (#processBatch): its polled entries, what goes first, its replies. */
 interface BatchPart {
@@ -261,43 +56,10 @@ interface BatchPart {
   failed?: boolean;
 }
 
-/** A client's connection life (one state, conn-life.ts) and its current connection (none while dormant, after a drop, or closing). */
-interface Session {
-  state: ConnState;
-  conn: Conn | undefined;
-}
-
-/** A method name's id on the wire (CRC-32C of its UTF-8 bytes): client and server agree without a handshake. */
-export function methodId(method: string): number {
-  let id = METHOD_IDS.get(method);
-  if (id === undefined) {
-    id = crc32c(new TextEncoder().encode(method));
-    // Bounded: a caller naming ever new methods pays the encoding, not memory.
-    if (METHOD_IDS.size >= 1024) METHOD_IDS.clear();
-    METHOD_IDS.set(method, id);
-  }
-  return id;
-}
-
-/** Ids of the method names seen (the client computes one per call). */
-const METHOD_IDS = new Map<string, number>();
-
-const GOODBYE_ID = methodId(GOODBYE_METHOD);
-
-/** A Hello's secret (base64url) as bytes; none or a malformed one is PMRPC_ERR_CLIENT_AUTH. */
-function decodeSecret(secret: unknown): Uint8Array {
-  if (typeof secret !== 'string' || !/^[A-Za-z0-9_-]{1,1400}$/.test(secret)) {
-    throw new PmrpcError('PMRPC_ERR_CLIENT_AUTH', 'a reconnect must present the client\'s secret (ConnectionInfo.secret of its registration)');
-  }
-  return new Uint8Array(Buffer.from(secret, 'base64url'));
-}
-
 /** notify() options of an ACK: its bytes are encoded for the message alone (handed over, not copied). */
 const TRANSFER = Object.freeze({ transfer: true });
 /** notify() options of a reply followed at once by another of the same settled batch (gathered: one socket write). */
 const MORE = Object.freeze({ more: true, transfer: true });
-
-const METHOD_RE = /^[A-Za-z_][A-Za-z0-9_.:/-]{0,127}$/;
 
 export class DurableRpcServer {
   readonly nic: Rnic;
@@ -308,7 +70,10 @@ export class DurableRpcServer {
   /** The strategy's record, looked up once (the hot path branches on its fields, never on the name). */
   readonly #rec: RpcStrategyRecord;
   #faults: Readonly<RpcFaults>;
-  #methods = new Map<number, { name: string; handler: RpcHandler; pooled: boolean; keys: MethodOptions['keys'] }>();
+  /** The registered methods and the effects of an entry under them (methods.ts). */
+  readonly #methods: MethodTable;
+  /** strict, file-backed, inline handlers: the strict batch (strict-batch.ts); undefined otherwise. */
+  readonly #strict: StrictBatch<Conn> | undefined;
   /** Pool mode (pool.ts); undefined: every handler runs inline. */
   #pool: PoolDispatch<Conn> | undefined;
   /**
@@ -318,10 +83,8 @@ export class DurableRpcServer {
   #sessions = new Map<number, Session>();
   #poller: CpuPoller;
   #state: 'new' | 'serving' | 'closed' = 'new';
-  /** Lease: when each client in the table last showed a sign of life (clock ms). */
-  #lastSeen = new Map<number, number>();
-  /** When the recovered store's clients became dormant (start() after a restart). */
-  #restartedAt = 0;
+  /** When each client in the table last showed a sign of life, and who is expired (leases.ts). */
+  readonly #leases: Leases;
   /** Slots released so far (goodbye and lease). */
   releases = { goodbye: 0, lease: 0 };
   /** Errors of connections that were cut (a misbehaving client); the server keeps serving the others. */
@@ -347,6 +110,19 @@ export class DurableRpcServer {
     this.store = store;
     this.region = nic.region;
     this.#poller = new CpuPoller(nic, { schedule: o.schedule });
+    this.#methods = new MethodTable(store, o.keepResults);
+    this.#leases = new Leases(o.clock, o.leaseMs, o.restartGraceMs);
+    this.#strict =
+      strictFile && o.pool === undefined
+        ? new StrictBatch<Conn>({
+            region: this.region,
+            store,
+            runnable: (c) => this.#live(c) && this.#state === 'serving',
+            pass: (parts) => this.#runPass(parts),
+            fail: (c, e) => this.#fail(c, e),
+            send: (_c, replies, applied) => this.#send(replies, applied),
+          })
+        : undefined;
     const pool = o.pool;
     this.#pool =
       pool === undefined
@@ -358,7 +134,7 @@ export class DurableRpcServer {
             method: (id) => this.#methods.get(id),
             failed: (c) => this.#stateOf(c.clientId) === CONNST.ERROR && this.#sessions.get(c.clientId)!.conn === c,
             taskBase: () => ({ shared: this.region.shared(), appOffset: this.store.geometry.appOffset, appBytes: this.store.geometry.appBytes }),
-            effects: (entry, compute) => this.#effects(entry, this.store.appView, compute),
+            effects: (entry, compute) => this.#methods.effects(entry, this.store.appView, compute),
             process: (c, entry, computed) => this.#process(c, entry, computed),
             guarded: (c, fn) => this.#guarded(c, fn),
           });
@@ -409,16 +185,7 @@ export class DurableRpcServer {
   }
 
   register(method: string, handler: RpcHandler, options: Partial<MethodOptions> = {}): this {
-    if (typeof method !== 'string' || !METHOD_RE.test(method)) throw new TypeError(`method must be a name matching ${METHOD_RE}, got ${String(method)}`);
-    if (typeof handler !== 'function') throw new TypeError('handler must be a function');
-    const { pooled, keys } = resolveOptions(METHOD_DEFAULTS, options, { pooled: bool, keys: optional(callable()) });
-    if (pooled && this.options.pool === undefined) throw new TypeError(`method ${method} is pooled but the server has no pool`);
-    if (this.#state === 'closed') throw new PmrpcError(RpcErrorCodes.NOT_SERVING, 'the server is closed');
-    const id = methodId(method);
-    if (id === GOODBYE_ID) throw new PmrpcError(RpcErrorCodes.METHOD_EXISTS, `method ${method} ${method === GOODBYE_METHOD ? 'is' : 'has the same id as'} the reserved ${GOODBYE_METHOD}`);
-    const had = this.#methods.get(id);
-    if (had !== undefined) throw new PmrpcError(RpcErrorCodes.METHOD_EXISTS, had.name === method ? `method ${method} is already registered` : `method ${method} has the same id as ${had.name}`);
-    this.#methods.set(id, { name: method, handler, pooled, keys });
+    this.#methods.register(method, handler, options, this.options.pool !== undefined, this.#state === 'closed');
     return this;
   }
 
@@ -430,13 +197,11 @@ export class DurableRpcServer {
   start(): RecoveryReport | undefined {
     if (this.#state !== 'new') throw new PmrpcError(RpcErrorCodes.NOT_SERVING, `start() on a server that is ${this.#state}`);
     let report: RecoveryReport | undefined;
-    if (!this.store.ready) report = this.store.recover((e, view) => this.#effects(e, view).record);
+    if (!this.store.ready) report = this.store.recover((e, view) => this.#methods.effects(e, view).record);
     this.#state = 'serving';
     // A restart is a sign of life for every client: each gets a full lease to reconnect.
-    const now = this.options.clock.nowMs();
-    for (const e of this.store.conn.entries()) this.#lastSeen.set(e.clientId, now);
+    this.#leases.started(this.store.conn.entries().map((e) => e.clientId), report !== undefined);
     if (report !== undefined) {
-      this.#restartedAt = now;
       for (const e of this.store.conn.entries()) this.#enter(e.clientId, CONNST.DORMANT);
     }
     // A goodbye that recovery re-executed (its client was not told): finish it as the live path would.
@@ -457,16 +222,13 @@ export class DurableRpcServer {
    */
   accept(request: AcceptRequest = {}): { sqp: ServerQp; info: ConnectionInfo } {
     if (this.#state !== 'serving') throw new PmrpcError(RpcErrorCodes.NOT_SERVING, 'the server is not serving: call start() first');
-    if (request === null || typeof request !== 'object') throw new TypeError(`request must be an object, got ${String(request)}`);
-    const awaiting = request.awaiting ?? [];
-    if (!Array.isArray(awaiting) || awaiting.some((s) => !Number.isSafeInteger(s) || s < 1)) throw new TypeError('awaiting must be an array of positive integers');
+    const awaiting = checkAccept(request);
     const store = this.store;
     let clientId: number;
     let resumeSeq: number;
     let secret: string | undefined;
     if (request.clientId === undefined) {
-      const bytes = this.options.entropy.bytes(CLIENT_SECRET_BYTES);
-      if (!(bytes instanceof Uint8Array) || bytes.length !== CLIENT_SECRET_BYTES) throw new TypeError(`entropy.bytes(${CLIENT_SECRET_BYTES}) must return ${CLIENT_SECRET_BYTES} bytes`);
+      const bytes = newSecret(this.options.entropy);
       try {
         clientId = store.register(bytes).clientId;
       } catch (e) {
@@ -512,7 +274,7 @@ export class DurableRpcServer {
     invariant(ring.nextSeq === resumeSeq, () => `the ring polls from ${ring.nextSeq}, not the resume point ${resumeSeq}`);
     const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, recvUpTo: resumeSeq - 1, polledEmptyIn: -1, deferred: undefined };
     this.#enter(clientId, CONNST.OPEN, conn);
-    this.#lastSeen.set(clientId, this.options.clock.nowMs());
+    this.#leases.seen(clientId);
     const applied = store.conn.appliedSeq(clientId);
     if (this.#rec.arrives === 'recv') {
       for (let s = resumeSeq; s <= applied + g.ringSlots; s++) sqp.postRecv({ id: s, addr: ring.slotOffset(s), len: g.slotBytes });
@@ -529,17 +291,7 @@ export class DurableRpcServer {
       // gpspm's doorbell is its flush request; the other WRITE strategies watch the ring for drained writes.
       else conn.stops.push(this.#poller.watchMemory({ offset: info.ringOffset, len: ringBytes, qpn: sqp.qpn }, () => this.#doorbell(conn)));
     }
-    const results: KnownResult[] = [];
-    for (const s of awaiting) {
-      if (s > applied) continue;
-      const kept = store.resultOf(clientId, s);
-      // A record without a kept result (keepResults off) reads back as an empty result.
-      if (kept === undefined || kept.length === 0) results.push({ seq: s, status: 'lost' });
-      else {
-        const k = decodeKept(kept);
-        results.push({ seq: s, status: k.status === STATUS_OK ? 'ok' : 'error', bytes: k.bytes });
-      }
-    }
+    const results = knownResults(store, clientId, awaiting, applied);
     return {
       sqp,
       info: Object.freeze({
@@ -554,7 +306,7 @@ export class DurableRpcServer {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
     for (const s of [...this.#sessions.values()]) if (s.conn !== undefined) this.#drop(s.conn);
-    this.#held = []; // their connections are gone: nothing to answer
+    this.#strict?.clear(); // the held replies' connections are gone: nothing to answer
     this.#poller.close();
     try {
       this.store.completeAll(); // the lazy flags of group commit (recovery would replay them anyway)
@@ -572,20 +324,8 @@ export class DurableRpcServer {
     if (this.#state !== 'serving') return [];
     const out: number[] = [];
     for (const id of this.#inState(CONNST.CLOSING)) if (this.#tryRelease(id, 'goodbye')) out.push(id);
-    for (const id of this.#expired()) if (this.#tryRelease(id, 'lease')) out.push(id);
+    for (const id of this.#leases.expired(this.store.conn.entries().map((e) => e.clientId))) if (this.#tryRelease(id, 'lease')) out.push(id);
     return out;
-  }
-
-  /** Clients in the table whose lease has expired, the longest silent first. */
-  #expired(): number[] {
-    const now = this.options.clock.nowMs();
-    const lease = this.options.leaseMs;
-    return this.store.conn
-      .entries()
-      .map((e) => ({ id: e.clientId, seen: this.#lastSeen.get(e.clientId) ?? Number.NEGATIVE_INFINITY }))
-      .filter((x) => now - x.seen >= lease)
-      .sort((a, b) => a.seen - b.seen)
-      .map((x) => x.id);
   }
 
   /**
@@ -594,8 +334,8 @@ export class DurableRpcServer {
    */
   #reclaim(): number | undefined {
     for (const id of this.#inState(CONNST.CLOSING)) if (this.#tryRelease(id, 'goodbye')) return id;
-    for (const id of this.#expired()) if (this.#tryRelease(id, 'lease')) return id;
-    if (this.options.clock.nowMs() - this.#restartedAt >= this.options.restartGraceMs) {
+    for (const id of this.#leases.expired(this.store.conn.entries().map((e) => e.clientId))) if (this.#tryRelease(id, 'lease')) return id;
+    if (this.#leases.graceOver()) {
       for (const id of this.#inState(CONNST.DORMANT).sort((a, b) => a - b)) if (this.#tryRelease(id, 'lease')) return id;
     }
     return undefined;
@@ -625,7 +365,7 @@ export class DurableRpcServer {
         const p = ring.poll();
         if (p.kind !== 'entry') break;
         if (p.entry.methodId === GOODBYE_ID) this.#enter(clientId, CONNST.CLOSING);
-        this.store.commit(clientId, p.entry.seq, this.#effects(p.entry, this.store.appView).record);
+        this.store.commit(clientId, p.entry.seq, this.#methods.effects(p.entry, this.store.appView).record);
       }
       // After its goodbye a client sends nothing: whatever it placed past it is void.
       if (this.#stateOf(clientId) === CONNST.CLOSING) this.store.discardUnapplied(clientId);
@@ -634,7 +374,7 @@ export class DurableRpcServer {
       return false; // PMRPC_ERR_CLIENT_BUSY, a torn entry, a full log: the slot stays; tried again later
     }
     if (this.#sessions.has(clientId)) this.#enter(clientId, CONNST.NONE);
-    this.#lastSeen.delete(clientId);
+    this.#leases.forget(clientId);
     this.releases[why]++;
     return true;
   }
@@ -726,10 +466,14 @@ export class DurableRpcServer {
   /** One CPU pass for a connection: poll FIFO, ACK what needs the CPU's persist, process. */
   #service(c: Conn, beforeProcess?: () => void, mayDefer = false): void {
     if (!this.#live(c) || this.#state !== 'serving') return;
-    if (mayDefer && this.#deferPass(c, beforeProcess)) return;
+    if (mayDefer && this.#strict?.defer(c, beforeProcess) === true) return;
+    this.#runPass([{ c, before: beforeProcess }]);
+  }
+
+  #runPass(parts: readonly PassPart<Conn>[]): void {
     this.#passes++;
     try {
-      this.#pass([{ c, before: beforeProcess }]);
+      this.#pass(parts);
     } finally {
       this.#passes--;
     }
@@ -741,69 +485,8 @@ export class DurableRpcServer {
     this.#service(c, undefined, true);
   }
 
-  /**
-   * strict: the CPU passes waiting for one msync (#deferPass), by the mark they wait for; they run
-   * as ONE batch from its call back (#runDeferred). undefined: none waits.
-   */
-  #deferredGroup: { mark: number; conns: Conn[] } | undefined;
-
-  /**
-   * strict (inline handlers): a CPU pass whose redo-log step (the lazy images and flags of the
-   * previous batch, written at this batch's first commit) depends on a batch whose msync still
-   * runs off the thread would sync it on the thread first (RedoLog.advanceMark). Instead the pass
-   * waits for that msync's call back (PmemRegion.whenSynced) — the socket reads and NIC passes go on
-   * meanwhile, their msyncs queued — and runs then, with whatever arrived in the ring by then. The
-   * passes of every connection waiting for the same msync run together, as one redo-log batch with
-   * one msync (#runDeferred): two connections whose requests came while one msync ran share the
-   * next instead of taking one each. true: deferred (or joined a deferred pass of this connection).
-   */
-  #deferPass(c: Conn, beforeProcess: (() => void) | undefined): boolean {
-    if (c.deferred !== undefined) {
-      if (beforeProcess !== undefined) c.deferred.push(beforeProcess);
-      return true;
-    }
-    if (!this.#strictFile || this.#pool !== undefined || !this.region.syncing) return false;
-    const mark = this.store.log.advanceMark;
-    if (mark < 0 || this.region.isSynced(mark)) return false;
-    c.deferred = beforeProcess === undefined ? [] : [beforeProcess];
-    const g = this.#deferredGroup;
-    if (g !== undefined && g.mark === mark) {
-      g.conns.push(c);
-      return true;
-    }
-    const group = { mark, conns: [c] };
-    this.#deferredGroup = group;
-    // (A failed msync: the pass's own sync reports it, as it would have without the wait.)
-    this.region.whenSynced(mark, () => this.#runDeferred(group));
-    return true;
-  }
-
-  /** The passes of a deferred group, from its msync's call back: one batch for all of them (or deferred again, if another batch's msync now runs ahead of them). */
-  #runDeferred(group: { mark: number; conns: Conn[] }): void {
-    if (this.#deferredGroup === group) this.#deferredGroup = undefined;
-    const parts: PassPart[] = [];
-    for (const c of group.conns) {
-      const waiting = c.deferred ?? [];
-      c.deferred = undefined;
-      const before = waiting.length === 0 ? undefined : waiting.length === 1 ? waiting[0] : () => {
-        for (const f of waiting) f();
-      };
-      if (!this.#live(c) || this.#state !== 'serving') continue;
-      // A batch committed since (a reconnect's or a release's pass) whose msync runs now: wait for it.
-      if (this.#deferPass(c, before)) continue;
-      parts.push({ c, before });
-    }
-    if (parts.length === 0) return;
-    this.#passes++;
-    try {
-      this.#pass(parts);
-    } finally {
-      this.#passes--;
-    }
-  }
-
   /** One CPU pass over one or more connections (strict: several that waited for the same msync), one redo-log batch for all of them. */
-  #pass(parts: readonly PassPart[]): void {
+  #pass(parts: readonly PassPart<Conn>[]): void {
     // The ACK of an entry that arrives by its flush request goes out on that request (#onFlushRequest).
     const acks = this.#rec.serverAcks && this.#rec.arrives !== 'flush-request';
     const batch: BatchPart[] = [];
@@ -823,7 +506,7 @@ export class DurableRpcServer {
         // Entries before the failure are still acknowledged and processed; the connection is cut.
         this.#fail(c, e);
       }
-      if (this.#pool === undefined && this.#strictFile) {
+      if (this.#strict !== undefined) {
         batch.push({ c, polled, first: () => {
           if (acks) this.#persistAndAck(c, polled.map((e) => e.seq));
           before?.();
@@ -869,8 +552,9 @@ export class DurableRpcServer {
     let failure: unknown;
     let at = 0;
     // strict (inline handlers): the batch's msync runs off the JS thread (PmemRegion.syncAsync)
-    // while the next requests are received; its replies wait in #held until it calls back.
-    let held: HeldReplies[] | undefined;
+    // while the next requests are received; its replies are held (strict-batch.ts) until it calls
+    // back. true: synced already, released below (outside the batch).
+    let held: boolean | undefined;
     try {
       const run = (): void => this.store.batch(() => {
         for (at = 0; at < parts.length; at++) {
@@ -882,52 +566,26 @@ export class DurableRpcServer {
           if (parts.length > 1) this.store.settle();
         }
       });
-      if (this.#strictFile && this.#pool === undefined) {
-        const hs: HeldReplies[] = parts.map((p) => ({ c: p.c, replies: p.replies!, synced: false, failure: undefined, applied: -1 }));
-        held = hs;
-        this.#held.push(...hs);
-        let later = false; // a call back inside groupCommitAsync is released below, outside the batch
-        this.region.groupCommitAsync(() => {
-          run();
-          for (const h of hs) if (this.store.conn.has(h.c.clientId)) h.applied = this.store.conn.appliedSeq(h.c.clientId);
-        }, (err) => {
-          for (const h of hs) {
-            h.synced = true;
-            h.failure = err;
-          }
-          if (later) this.#releaseHeld();
-        });
-        later = true;
-      } else this.region.groupCommit(run);
+      if (this.#strict !== undefined) held = this.#strict.commit(parts as Array<{ c: Conn; replies: Array<() => void> }>, run);
+      else this.region.groupCommit(run);
     } catch (e) {
       failure = e;
-      if (held !== undefined) this.#held = this.#held.filter((h) => !held!.includes(h));
       held = undefined;
     } finally {
       this.#replies = undefined;
     }
     if (held !== undefined) {
-      // Synced at once (nothing new to sync and nothing running, or a sync point on the way): go now.
-      if (held[0]!.synced) this.#releaseHeld();
+      if (held) this.#strict!.releaseHeld();
       return;
     }
-    // What was settled before a failure is still answered (each RESULT through the ack gate). The
-    // batch is settled: its replies follow one another with no processing between, so all but the
-    // last of a connection's are sent `more` (a coupled strategy's replies, its durable signals, leave in one write).
+    // What was settled before a failure is still answered (each RESULT through the ack gate).
     const done = failure === undefined ? parts.length : Math.min(at + 1, parts.length);
     for (let k = 0; k < done; k++) {
-      const replies = parts[k]!.replies!;
-      const last = replies.length - 1;
       try {
-        for (let i = 0; i <= last; i++) {
-          this.#more = i < last;
-          replies[i]!();
-        }
+        this.#send(parts[k]!.replies!, -1);
       } catch (e) {
         parts[k]!.failed = true;
         this.#fail(parts[k]!.c, e);
-      } finally {
-        this.#more = false;
       }
     }
     if (failure === undefined) return;
@@ -939,35 +597,22 @@ export class DurableRpcServer {
   }
 
   /**
-   * strict: batches whose replies wait for their msync (syncAsync), oldest first. They leave in this
-   * order, a batch once its msync called back or a later sync covered it — every reply still
-   * through the region's ack gate; after a failed msync, none (the connection is cut).
+   * A settled batch's replies of one connection, in order. They follow one another with no
+   * processing between, so all but the last are sent `more` (a coupled strategy's replies, its
+   * durable signals, leave in one write). `applied`: the credit the RESULTs carry (the strict
+   * batch's, read when it was settled); -1: read it when sending.
    */
-  #held: HeldReplies[] = [];
-
-  #releaseHeld(): void {
-    const held = this.#held;
-    while (held.length > 0) {
-      const h = held[0]!;
-      if (!h.synced) return;
-      held.shift();
-      if (h.failure !== undefined) {
-        this.#fail(h.c, h.failure);
-        continue;
+  #send(replies: Array<() => void>, applied: number): void {
+    const last = replies.length - 1;
+    this.#replyApplied = applied;
+    try {
+      for (let i = 0; i <= last; i++) {
+        this.#more = i < last;
+        replies[i]!();
       }
-      const last = h.replies.length - 1;
-      this.#replyApplied = h.applied;
-      try {
-        for (let i = 0; i <= last; i++) {
-          this.#more = i < last;
-          h.replies[i]!();
-        }
-      } catch (e) {
-        this.#fail(h.c, e);
-      } finally {
-        this.#more = false;
-        this.#replyApplied = -1;
-      }
+    } finally {
+      this.#more = false;
+      this.#replyApplied = -1;
     }
   }
 
@@ -977,10 +622,10 @@ export class DurableRpcServer {
   /** The region msyncs (strict, file-backed): a pass's ACKs join its RESULTs behind the batch's syncs. */
   #strictFile: boolean;
 
-  /** Inside #releaseHeld: the credit the batch's RESULTs carry (HeldReplies.applied); -1 elsewhere (read it when sending). */
+  /** Inside #send: the credit the batch's RESULTs carry (the strict batch's, read when settled); -1: read it when sending. */
   #replyApplied = -1;
 
-  /** Inside #processBatch's replies: another reply follows this one at once (notify's `more`). */
+  /** Inside #send: another reply follows this one at once (notify's `more`). */
   #more = false;
 
   /** Inside #processBatch: RESULTs held until the batch is settled. */
@@ -998,8 +643,8 @@ export class DurableRpcServer {
     const session = this.#sessions.get(from.clientId);
     const c = session?.conn;
     if (c === undefined || session!.state === CONNST.CLOSING || !this.store.conn.has(c.clientId)) return; // dropped, or after its goodbye: nothing more
-    this.#lastSeen.set(c.clientId, this.options.clock.nowMs());
-    const { record, status, bytes } = computed ?? this.#effects(entry, this.store.appView);
+    this.#leases.seen(c.clientId);
+    const { record, status, bytes } = computed ?? this.#methods.effects(entry, this.store.appView);
     const coupled = this.#rec.coupled;
     if (coupled && this.#faults.replyBeforeApply) this.#reply(c, entry.seq, status, bytes, this.store.conn.appliedSeq(c.clientId));
     this.store.commit(entry.clientId, entry.seq, record);
@@ -1055,38 +700,4 @@ export class DurableRpcServer {
     // pass's other RESULTs (one socket write). A coupled reply is the durable signal: never lazy.
     c.sqp.notify(encodeResultOf(seq, appliedSeq, status, bytes), RPC_RESULT_IMM, this.#more ? MORE : this.#lazyResults);
   }
-
-  /** The effects of an entry, as committed (record) and as answered (status, bytes). Never throws for a request's fault. */
-  #effects(entry: RingEntry, view: AppView, compute?: () => RpcEffects): ComputedEffects {
-    const keep = this.options.keepResults;
-    if (entry.methodId === GOODBYE_ID) return { record: keep ? { images: [], result: encodeKept(STATUS_OK, new Uint8Array(0)) } : { images: [] }, status: STATUS_OK, bytes: new Uint8Array(0) };
-    const m = this.#methods.get(entry.methodId);
-    if (m === undefined) return this.#failed(RpcErrorCodes.UNKNOWN_METHOD, `no method with id ${entry.methodId}`);
-    let eff: RpcEffects;
-    try {
-      eff = compute !== undefined ? compute() : m.handler({ clientId: entry.clientId, seq: entry.seq, method: m.name, payload: entry.payload }, view);
-    } catch (e) {
-      if (isInvariantError(e)) throw e; // pmrpc's own state is wrong: not the request's fault (#fail halts)
-      const err = e as { code?: unknown; message?: unknown };
-      return this.#failed(typeof err?.code === 'string' && err.code.startsWith('PMRPC_ERR_') ? err.code : RpcErrorCodes.HANDLER_FAILED, String(err?.message ?? e));
-    }
-    const result = eff?.result ?? new Uint8Array(0);
-    // (No spread: one object of one shape per request.)
-    const record: Effects = keep ? { images: eff?.images, result: encodeKept(STATUS_OK, result instanceof Uint8Array ? result : new Uint8Array(0)) } : { images: eff?.images };
-    try {
-      if (!(result instanceof Uint8Array)) throw new TypeError('effects.result must be a Uint8Array');
-      checkEffects(record, this.store.layout);
-    } catch (e) {
-      return this.#failed(RpcErrorCodes.HANDLER_FAILED, `invalid effects: ${(e as Error).message}`);
-    }
-    return { record, status: STATUS_OK, bytes: result };
-  }
-
-  /** The effects of a request that failed: no images, the coded error as its result. */
-  #failed(code: string, message: string): ComputedEffects {
-    const roomBytes = this.store.geometry.recordBytes - RECORD_HEADER_BYTES - 8;
-    const bytes = encodeError(code, message, Math.min(256, roomBytes - 1));
-    return { record: this.options.keepResults ? { images: [], result: encodeKept(STATUS_ERROR, bytes) } : { images: [] }, status: STATUS_ERROR, bytes };
-  }
-
 }

@@ -385,11 +385,15 @@ export interface RealCrashNode {
 /**
  * A kill an app chose: SIGKILL these processes (indices into `run.sups`) at once; each restarts
  * on its file at once (`restart` true, the default), never (false), or when the plan calls its
- * Supervisor's start() ('later').
+ * Supervisor's start() ('later'). A step may kill nothing (`nodes` empty) and name instead the
+ * processes that killed themselves (`selfKilled`: a planned self-kill the plan waited for, which
+ * its Supervisor restarts at once): the loop then only runs afterKill on it.
  */
 export interface KillStep {
   nodes: readonly number[];
   restart?: boolean | 'later';
+  /** Processes (indices into `run.sups`) that killed themselves at this point (none by default). */
+  selfKilled?: readonly number[];
 }
 
 /** What a plan's parts see of the run. */

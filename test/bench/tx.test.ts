@@ -61,7 +61,10 @@ t.test('a tiny run: every system commits and passes the checks; ratios, history 
   const rowOf = (system: string, cell: string): Record<string, unknown> => report.rows.find((r) => r.system === system && r.cell === cell)!;
   for (const r of report.rows) {
     const name = `${String(r.system)} ${String(r.cell)}`;
-    for (const k of ['roundTripsPerCommit', 'workRequestsPerCommit', 'cpuUsPerCommit', 'clientCpuUsPerCommit', 'nicCpuUsPerCommit']) t.ok(Number.isFinite(r[k]) && Number(r[k]) > 0, `${name}: ${k} = ${String(r[k])}`);
+    for (const k of ['roundTripsPerCommit', 'workRequestsPerCommit', 'cpuUsPerCommit', 'nicCpuUsPerCommit']) t.ok(Number.isFinite(r[k]) && Number(r[k]) > 0, `${name}: ${k} = ${String(r[k])}`);
+    // The client's share is the remainder of the process's CPU after the NIC's and the host's wall-timed
+    // sections, clamped at 0 (bench/tx.ts): on a loaded machine a preempted section can cover it all.
+    t.ok(Number.isFinite(r.clientCpuUsPerCommit) && Number(r.clientCpuUsPerCommit) >= 0, `${name}: clientCpuUsPerCommit = ${String(r.clientCpuUsPerCommit)}`);
     t.ok(Number.isFinite(r.hostCpuUsPerCommit) && Number(r.hostCpuUsPerCommit) >= 0, `${name}: hostCpuUsPerCommit = ${String(r.hostCpuUsPerCommit)}`);
     t.ok(Number.isFinite(r.hostPassesPerCommit) && (r.system === 'ford' ? Number(r.hostPassesPerCommit) === 0 : Number(r.hostPassesPerCommit) >= 0), `${name}: hostPassesPerCommit = ${String(r.hostPassesPerCommit)}`);
     t.equal(r.roundTripsPerCommit, r.commitRoundTrips, `${name}: roundTripsPerCommit is the commit round trips`);

@@ -27,7 +27,7 @@ function cellApp(): ExplorerApp<{ acked: boolean }> {
       const mr = host.nic.registerMr(pd, 0, 64, Access.ALL);
       return {
         app: 'cell',
-        recover: () => ({}),
+        recover: () => ({ app: 'cell' }),
         accept: () => ({ qp: host.nic.createQp(pd), welcome: jsonBytes({ rkey: mr.rkey }) }),
         inspect: () => ({ cell: host.region.load(0, 1)[0] }),
         audit: () => [],

@@ -18,11 +18,14 @@
 //   the index has no slot pointing at garbage;
 // - a return batch sent before a crash is refused as stale after it (epoch).
 // Seeds are printed; PMRPC_SEED=<n> replays the seeded choices (the interleaving over real TCP is
-// the OS's). Loopback only. The server processes run on the real-crash Supervisor
-// (src/server/supervisor.ts): it spawns each incarnation on the same file, SIGKILLs it (an external
-// kill: restarted when the next cycle starts; a self-kill: restarted at once with the next planned
-// kill), stops the last with SIGTERM, and no child survives the teardown.
+// the OS's). Loopback only. A run is a plan (sigkillPlan) of the one real-crash loop of every app,
+// runRealCrashApp (src/server/supervisor.ts): it starts the server on its Supervisor, runs the
+// load, SIGKILLs it at each point the plan yields (an external kill: restarted when the next cycle
+// starts; a self-kill the plan waited for: restarted at once with the next planned kill), calls
+// the plan's afterKill, finish and teardown, stops the last incarnation with SIGTERM (no child
+// survives), then the plan's checkers.
 import t from 'tap';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,7 +33,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { QueuePair, Wr, type NotifyMessage } from '../../flush/index.js';
 import { createPrng, systemClock, type Prng } from '../../pmem/index.js';
-import { Supervisor, Wakeup, type KillPlan } from '../../src/server/index.js';
+import { runRealCrashApp, Supervisor, Wakeup, type KillPlan, type RealCrashEntry, type RealCrashPlan, type RealCrashRun, type RealCrashRunOptions } from '../../src/server/index.js';
 import { TcpLink } from '../../src/transport/index.js';
 import { checkLinearizable, kvModel, type KvInput, type KvOutput, type Operation } from '../../src/check/linearizability.js';
 import {
@@ -174,6 +177,10 @@ interface RunResult {
   staleReturns: { sent: number; refusedAsStale: number };
   killedBySelf: number;
   seconds: number;
+  /** Problems of the run itself (an exception of a plan part, the Supervisor's failures). */
+  runErrors: string[];
+  /** How the last incarnation ended, the Supervisor's failures, and how many incarnations ran. */
+  lastStop: { end: string; failures: string[]; incarnations: number } | undefined;
 }
 
 const LINK_GONE = new Set(['PMRPC_ERR_LINK_CLOSED', 'PMRPC_ERR_SERVER_CLOSED']);
@@ -184,31 +191,82 @@ async function connect(system: System, port: number, address: ServerInfo['addres
   return system === 'prism' ? PrismKvClient.connect(qp, address, { returnBatch: 2, faults, onReturnBatch }) : PilafClient.connect(qp, address);
 }
 
+/** A run's options: the loop's own (RealCrashRunOptions; mainScript is the fixture) and the test's. */
+interface SigkillOptions extends RealCrashRunOptions, RunOptions {}
+
+/** The test's part of a real-crash run: what the one loop (runRealCrashApp) calls, with the checkers. */
+function sigkillEntry(t: Tap.Test): RealCrashEntry<SigkillOptions, RunResult> {
+  return {
+    dirPrefix: 'pmrpc-kv-sigkill-',
+    resolveOptions: (o) => ({ dir: undefined, keep: false, clock: systemClock, log: undefined, ...o }) as SigkillOptions,
+    plan: (o) => sigkillPlan(t, o),
+  };
+}
+
 async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
+  return runRealCrashApp(sigkillEntry(t), { ...o, mainScript: FIXTURE });
+}
+
+/**
+ * One kv server (the fixture) on its file; per cycle: clients connect (after a restart: a stale
+ * return batch is replayed, every key read back), load until the kill (kills: a seeded moment, a
+ * seeded count of acknowledged operations, or the server's own self-kill the plan waits for), the
+ * operations in flight settle (afterKill), the next incarnation starts; then the final restart's
+ * reads, operations and live audit (finish), the loop's orderly stop, and the checkers (check).
+ */
+function sigkillPlan(t: Tap.Test, o: SigkillOptions): RealCrashPlan<RunResult> {
   const t0 = performance.now();
-  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-kv-sigkill-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const path = join(dir, 'kv.pm');
   const prng: Prng = createPrng(o.seed);
   const { keys, collisions } = pickKeys(12);
   t.ok(collisions > 0, `the ${keys.length} keys share probe windows (${collisions} overlapping pairs)`);
   const ops: Op[] = [];
   const readsAfter: Array<Map<string, string | null>> = []; // reads after restart k (k = 1..cycles)
   const readOps: Op[][] = [];
+  let finalReads = new Map<string, string | null>();
   const r: RunResult = {
     seed: o.seed, cycles: 0, operations: 0, acknowledged: 0, cut: 0, lost: [], unexpectedErrors: [], hung: 0, segmentViolations: [],
     wholeHistory: { ok: true, explored: 0, partitions: 0, keys: [] }, epochs: [], auditsAfterRecovery: [], problemsAfterRecovery: 0, finalLiveAudit: undefined,
-    staleReturns: { sent: 0, refusedAsStale: 0 }, killedBySelf: 0, seconds: 0,
+    staleReturns: { sent: 0, refusedAsStale: 0 }, killedBySelf: 0, seconds: 0, runErrors: [], lastStop: undefined,
   };
   let lastReturnBatch: Uint8Array | undefined;
   const now = (): number => performance.now();
+  const answers: string[] = [];
+  // Self-kills: one per cycle, planned up front (the Supervisor restarts a self-killed server at once, with the next).
+  const kills = o.kill === 'events' ? Array.from({ length: o.cycles }, () => prng.int(300, 3000)) : [];
+  let sup!: Supervisor;
+  // The current cycle's state.
+  let cycle = 0;
+  let clients: KvLike[] = [];
+  let loops: Array<Promise<void>> = [];
+  let pending = new Set<Op>();
+  let dead = false;
+  let acked = 0;
+  let killAtOps: number | undefined;
+  let killAtMs: number | undefined;
+  let cycleChild: ChildProcess | undefined;
+  /** The kill of this cycle came from the 20 s safety net, not from the plan. */
+  let safetyKill = false;
+
+  /** Sends a stdin command; resolves with the next JSON line. */
+  const ask = async (run: RealCrashRun, cmd: string): Promise<ServerInfo> => {
+    answers.length = 0;
+    sup.child!.stdin!.write(`${cmd}\n`);
+    if (!(await run.wakeup.until(() => answers.length > 0, 15_000))) throw new Error(`no answer to ${cmd} from the server in 15 s`);
+    return JSON.parse(answers.shift()!) as ServerInfo;
+  };
+
+  /** The current incarnation, once listening: what its start line says. */
+  const info = async (): Promise<ServerInfo> => {
+    await sup.up();
+    return sup.incarnations.at(-1)!.startLine as unknown as ServerInfo;
+  };
 
   /** One client reads every key (client -1: the checkers' "after recovery" reads). */
-  const readAll = async (c: KvLike, cycle: number): Promise<Map<string, string | null>> => {
+  const readAll = async (c: KvLike, at: number): Promise<Map<string, string | null>> => {
     const finals = new Map<string, string | null>();
     const mine: Op[] = [];
     for (const key of keys) {
-      const op: Op = { client: -1, input: { kind: 'get', key }, output: undefined, call: now(), ret: undefined, cycle };
+      const op: Op = { client: -1, input: { kind: 'get', key }, output: undefined, call: now(), ret: undefined, cycle: at };
       const v = await c.get(key);
       op.output = v === undefined ? null : td.decode(v);
       op.ret = now();
@@ -220,9 +278,9 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
   };
 
   /** A return batch sent before the crash, delivered now: the epoch moved on, it must be refused. */
-  const replayStaleReturn = async (info: ServerInfo): Promise<void> => {
+  const replayStaleReturn = async (i: ServerInfo): Promise<void> => {
     if (o.system !== 'prism' || lastReturnBatch === undefined) return;
-    const { link } = await TcpLink.connect({ port: info.port, name: 'stale' });
+    const { link } = await TcpLink.connect({ port: i.port, name: 'stale' });
     const qp = new QueuePair(link);
     const reply = new Promise<NotifyMessage>((res) => qp.onNotify(res));
     await qp.postChain([Wr.send(lastReturnBatch, RETURN_IMM)]);
@@ -232,41 +290,39 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
     lastReturnBatch = undefined;
   };
 
-  const afterRecovery = (info: ServerInfo): void => {
+  const afterRecovery = (i: ServerInfo): void => {
     if (o.system !== 'prism') return;
-    r.epochs.push(info.epoch!);
-    r.auditsAfterRecovery.push(info.audit!);
-    r.problemsAfterRecovery += info.problems!.length;
+    r.epochs.push(i.epoch!);
+    r.auditsAfterRecovery.push(i.audit!);
+    r.problemsAfterRecovery += i.problems!.length;
   };
 
-  // Self-kills: one per cycle, planned up front (the Supervisor restarts a self-killed server at once, with the next).
-  const kills = o.kill === 'events' ? Array.from({ length: o.cycles }, () => prng.int(300, 3000)) : [];
-  const servers = new KvServers(t, { path, system: o.system }, kills);
-  for (let cycle = 0; cycle < o.cycles; cycle++) {
-    // The first incarnation, or the next after an external kill (a self-killed one was restarted already).
-    if (cycle === 0 || o.kill !== 'events') void servers.sup.start();
-    const info = await servers.info();
-    t.equal(info.formatted, cycle === 0, cycle === 0 ? 'the first start formats the file' : `restart ${cycle} opens the same file`);
-    afterRecovery(info);
-    const clients: KvLike[] = [];
-    for (let c = 0; c < CLIENTS; c++) clients.push(await connect(o.system, info.port, info.address, `c${c}`, o.faults, (p) => (lastReturnBatch = p.slice())));
+  /** Cycle `cycle` on the incarnation that just started: clients, the restart checks, then the load until the server dies. */
+  const startCycle = async (run: RealCrashRun): Promise<void> => {
+    const i = await info();
+    cycleChild = sup.child;
+    t.equal(i.formatted, cycle === 0, cycle === 0 ? 'the first start formats the file' : `restart ${cycle} opens the same file`);
+    afterRecovery(i);
+    clients = [];
+    for (let c = 0; c < CLIENTS; c++) clients.push(await connect(o.system, i.port, i.address, `c${c}`, o.faults, (p) => (lastReturnBatch = p.slice())));
     if (cycle > 0) {
-      await replayStaleReturn(info);
+      await replayStaleReturn(i);
       readsAfter.push(await readAll(clients[0]!, cycle));
     }
-    // The load, until the server dies.
-    let dead = false;
-    let acked = 0;
-    const killAtOps = o.kill === 'ops' ? prng.int(30, 400) : undefined;
-    const killAtMs = o.kill === 'time' ? prng.int(100, 700) : undefined;
-    const pending = new Set<Op>();
-    const loops = clients.map(async (c, ci) => {
+    dead = false;
+    acked = 0;
+    safetyKill = false;
+    killAtOps = o.kill === 'ops' ? prng.int(30, 400) : undefined;
+    killAtMs = o.kill === 'time' ? prng.int(100, 700) : undefined;
+    pending = new Set<Op>();
+    const at = cycle;
+    loops = clients.map(async (c, ci) => {
       const rr = prng.fork();
       for (let n = 0; !dead; n++) {
         const key = keys[rr.int(0, keys.length - 1)]!;
         const roll = rr.int(0, 99);
-        const input: KvInput = roll < 50 ? { kind: 'put', key, value: `c${ci}y${cycle}n${n}`.padEnd(rr.int(4, 80), '.') } : roll < 85 ? { kind: 'get', key } : { kind: 'delete', key };
-        const op: Op = { client: ci, input, output: undefined, call: now(), ret: undefined, cycle };
+        const input: KvInput = roll < 50 ? { kind: 'put', key, value: `c${ci}y${at}n${n}`.padEnd(rr.int(4, 80), '.') } : roll < 85 ? { kind: 'get', key } : { kind: 'delete', key };
+        const op: Op = { client: ci, input, output: undefined, call: now(), ret: undefined, cycle: at };
         ops.push(op);
         pending.add(op);
         try {
@@ -280,98 +336,136 @@ async function runSigkill(t: Tap.Test, o: RunOptions): Promise<RunResult> {
           op.ret = now();
           pending.delete(op);
           acked++;
-          if (killAtOps !== undefined && acked === killAtOps) void servers.sup.kill('later');
+          // Wakes the kill waiting for this count (it strikes at the acknowledgement, no polling).
+          if (acked === killAtOps) run.wakeup.notify();
         } catch (e) {
           pending.delete(op);
           const code = (e as { code?: string }).code ?? String(e);
           op.error = code;
           if (LINK_GONE.has(code)) return;
-          r.unexpectedErrors.push(`cycle ${cycle} client ${ci} ${input.kind}(${key}): ${String(e)}`);
+          r.unexpectedErrors.push(`cycle ${at} client ${ci} ${input.kind}(${key}): ${String(e)}`);
         }
       }
     });
-    const child = servers.sup.child!;
-    let timer: NodeJS.Timeout | undefined;
-    if (killAtMs !== undefined) timer = setTimeout(() => void servers.sup.kill('later'), killAtMs);
-    // The safety net: a kill the plan never made comes after 20 s.
-    const safetyKill = !(await servers.exited(20_000));
-    if (safetyKill) await servers.sup.kill('later');
-    clearTimeout(timer);
-    dead = true;
-    const end = servers.sup.incarnations[cycle]!.end;
-    t.same({ signal: child.signalCode, end }, { signal: 'SIGKILL', end: o.kill === 'events' && !safetyKill ? 'self' : 'external' }, `cycle ${cycle}: the server died by SIGKILL`);
-    t.notOk(safetyKill, `cycle ${cycle}: the kill came from the test's plan, not from the 20 s safety net`);
-    if (end === 'self') r.killedBySelf++;
-    // Every client learns the connection is gone; an operation that never settles is a bug.
-    const settled = await Promise.race([Promise.all(loops).then(() => true), new Promise<boolean>((res) => setTimeout(() => res(false), 5000))]);
-    if (!settled) r.hung += pending.size;
-    for (const c of clients) c.qp.close();
-    r.cycles++;
-  }
-  // The final restart: recovery once more, reads of every key, a few more operations, the live audit.
-  if (o.kill !== 'events') void servers.sup.start();
-  const info = await servers.info();
-  afterRecovery(info);
-  const clients: KvLike[] = [];
-  for (let c = 0; c < 2; c++) clients.push(await connect(o.system, info.port, info.address, `final${c}`, o.faults, () => {}));
-  await replayStaleReturn(info);
-  readsAfter.push(await readAll(clients[0]!, o.cycles));
-  const finalCycle = o.cycles;
-  const rr = prng.fork();
-  await Promise.all(
-    clients.map(async (c, ci) => {
-      for (let n = 0; n < 20; n++) {
-        const key = keys[rr.int(0, keys.length - 1)]!;
-        const input: KvInput = n % 2 === 0 ? { kind: 'put', key, value: `f${ci}n${n}` } : { kind: 'get', key };
-        const op: Op = { client: ci, input, output: undefined, call: now(), ret: undefined, cycle: finalCycle };
-        ops.push(op);
-        try {
-          if (input.kind === 'put') await c.put(key, te.encode(input.value));
-          else {
-            const v = await c.get(key);
-            op.output = v === undefined ? null : td.decode(v);
-          }
-          if (input.kind !== 'get') op.output = null;
-          op.ret = now();
-        } catch (e) {
-          op.error = String(e);
-          r.unexpectedErrors.push(`final client ${ci}: ${String(e)}`);
-        }
-      }
-    }),
-  );
-  const finalReads = await readAll(clients[0]!, finalCycle + 1);
-  if (o.system === 'prism') {
-    for (const c of clients) await (c as PrismKvClient).flushReturns();
-    r.finalLiveAudit = await servers.ask('audit');
-  }
-  for (const c of clients) c.qp.close();
-  await servers.sup.stop();
-  t.same({ end: servers.sup.incarnations.at(-1)!.end, failures: servers.sup.failures, incarnations: servers.sup.incarnations.length }, { end: 'stop', failures: [], incarnations: o.cycles + 1 }, 'the last server shuts down cleanly (SIGTERM, exit 0), after one incarnation per cycle');
+  };
 
-  // ---- the checkers
-  const asOp = (op: Op): Operation<KvInput, KvOutput> =>
-    op.ret !== undefined && op.error === undefined ? { client: op.client, input: op.input, output: op.output, call: op.call, ret: op.ret } : { client: op.client, input: op.input, output: undefined, call: op.call, ret: undefined };
-  for (let k = 0; k < o.cycles; k++) {
-    const start = k === 0 ? undefined : readsAfter[k - 1]!;
-    const segStart = Math.min(...ops.filter((x) => x.cycle === k).map((x) => x.call), ...(readOps[k - 1] ?? []).map((x) => x.call));
-    const init: Array<Operation<KvInput, KvOutput>> = [];
-    if (start !== undefined) {
-      for (const [key, v] of start) init.push({ client: -2, input: v === null ? { kind: 'delete', key } : { kind: 'put', key, value: v }, output: null, call: segStart - 2, ret: segStart - 1 });
-    }
-    const history = [...init, ...(readOps[k - 1] ?? []).map(asOp), ...ops.filter((x) => x.cycle === k).map(asOp), ...readOps[k]!.map(asOp)];
-    for (const d of lostWrites(history, readsAfter[k]!)) r.lost.push(`cycle ${k}: ${d}`);
-    const lin = checkLinearizable(kvModel, history);
-    if (lin.ok !== true) r.segmentViolations.push(`cycle ${k}: ${lin.ok === false ? `${lin.reason}: ${lin.operations.map((x) => kvModel.describe!(x)).join('; ')}` : lin.reason}`);
-  }
-  const whole = [...ops.map(asOp), ...readOps.flat().map(asOp)];
-  for (const d of lostWrites(whole, finalReads)) r.lost.push(`whole history: ${d}`);
-  r.wholeHistory = checkLinearizable(kvModel, whole);
-  r.operations = ops.length + readOps.flat().length;
-  r.acknowledged = ops.filter((x) => x.ret !== undefined && x.error === undefined).length + readOps.flat().length;
-  r.cut = ops.filter((x) => x.ret === undefined || x.error !== undefined).length;
-  r.seconds = Math.round((performance.now() - t0) / 100) / 10;
-  return r;
+  const exited = (c: ChildProcess | undefined): boolean => c === undefined || c.exitCode !== null || c.signalCode !== null;
+
+  return {
+    nodes: (run) => [[{
+      name: 'kv',
+      pmFile: join(run.dir, 'kv.pm'),
+      args: (plan: KillPlan | undefined) => [FIXTURE, JSON.stringify({ path: join(run.dir, 'kv.pm'), system: o.system, regionBytes: REGION_BYTES, layout: LAYOUT, ...(plan?.events !== undefined ? { killAfterEvents: plan.events } : {}) })],
+      killPlan: kills.map((events) => ({ events })),
+      restartsMax: kills.length + 8,
+      onLine: (line: string) => answers.push(line),
+    }]],
+    load: async (run) => {
+      sup = run.sups[0]!;
+      await startCycle(run);
+    },
+    kills: async function* (run) {
+      for (; cycle < o.cycles; ) {
+        if (o.kill === 'time') await run.sleep(killAtMs!);
+        else if (o.kill === 'ops') safetyKill = !(await run.wakeup.until(() => acked >= killAtOps!, 20_000));
+        else {
+          // The server kills itself at its planned persistence event; the safety net: a kill the plan never made comes after 20 s.
+          const c = cycleChild;
+          safetyKill = !(await run.wakeup.until(() => exited(c), 20_000));
+          if (!safetyKill) {
+            yield { nodes: [], selfKilled: [0] };
+            continue;
+          }
+        }
+        yield { nodes: [0], restart: 'later' };
+      }
+    },
+    afterKill: async (_step, run) => {
+      dead = true;
+      const end = sup.incarnations[cycle]!.end;
+      t.same({ signal: cycleChild?.signalCode, end }, { signal: 'SIGKILL', end: o.kill === 'events' && !safetyKill ? 'self' : 'external' }, `cycle ${cycle}: the server died by SIGKILL`);
+      t.notOk(safetyKill, `cycle ${cycle}: the kill came from the test's plan, not from the 20 s safety net`);
+      if (end === 'self') r.killedBySelf++;
+      // Every client learns the connection is gone; an operation that never settles is a bug.
+      const settled = await Promise.race([Promise.all(loops).then(() => true), new Promise<boolean>((res) => setTimeout(() => res(false), 5000))]);
+      if (!settled) r.hung += pending.size;
+      for (const c of clients) c.qp.close();
+      r.cycles++;
+      cycle++;
+      // The next incarnation: after an external kill it starts now (a self-killed one was restarted already).
+      if (o.kill !== 'events' || safetyKill) void sup.start();
+      if (cycle < o.cycles) await startCycle(run);
+    },
+    finish: async (run) => {
+      // The final restart: recovery once more, reads of every key, a few more operations, the live audit.
+      const i = await info();
+      afterRecovery(i);
+      clients = [];
+      for (let c = 0; c < 2; c++) clients.push(await connect(o.system, i.port, i.address, `final${c}`, o.faults, () => {}));
+      await replayStaleReturn(i);
+      readsAfter.push(await readAll(clients[0]!, o.cycles));
+      const finalCycle = o.cycles;
+      const rr = prng.fork();
+      await Promise.all(
+        clients.map(async (c, ci) => {
+          for (let n = 0; n < 20; n++) {
+            const key = keys[rr.int(0, keys.length - 1)]!;
+            const input: KvInput = n % 2 === 0 ? { kind: 'put', key, value: `f${ci}n${n}` } : { kind: 'get', key };
+            const op: Op = { client: ci, input, output: undefined, call: now(), ret: undefined, cycle: finalCycle };
+            ops.push(op);
+            try {
+              if (input.kind === 'put') await c.put(key, te.encode(input.value));
+              else {
+                const v = await c.get(key);
+                op.output = v === undefined ? null : td.decode(v);
+              }
+              if (input.kind !== 'get') op.output = null;
+              op.ret = now();
+            } catch (e) {
+              op.error = String(e);
+              r.unexpectedErrors.push(`final client ${ci}: ${String(e)}`);
+            }
+          }
+        }),
+      );
+      finalReads = await readAll(clients[0]!, finalCycle + 1);
+      if (o.system === 'prism') {
+        for (const c of clients) await (c as PrismKvClient).flushReturns();
+        r.finalLiveAudit = await ask(run, 'audit');
+      }
+    },
+    teardown: () => {
+      dead = true;
+      for (const c of clients) c.qp.close();
+    },
+    check: (run) => {
+      r.runErrors = [...run.errors];
+      r.lastStop = { end: sup.incarnations.at(-1)!.end, failures: [...sup.failures], incarnations: sup.incarnations.length };
+      // ---- the checkers
+      const asOp = (op: Op): Operation<KvInput, KvOutput> =>
+        op.ret !== undefined && op.error === undefined ? { client: op.client, input: op.input, output: op.output, call: op.call, ret: op.ret } : { client: op.client, input: op.input, output: undefined, call: op.call, ret: undefined };
+      for (let k = 0; k < r.cycles; k++) {
+        const start = k === 0 ? undefined : readsAfter[k - 1]!;
+        const segStart = Math.min(...ops.filter((x) => x.cycle === k).map((x) => x.call), ...(readOps[k - 1] ?? []).map((x) => x.call));
+        const init: Array<Operation<KvInput, KvOutput>> = [];
+        if (start !== undefined) {
+          for (const [key, v] of start) init.push({ client: -2, input: v === null ? { kind: 'delete', key } : { kind: 'put', key, value: v }, output: null, call: segStart - 2, ret: segStart - 1 });
+        }
+        const history = [...init, ...(readOps[k - 1] ?? []).map(asOp), ...ops.filter((x) => x.cycle === k).map(asOp), ...(readOps[k] ?? []).map(asOp)];
+        for (const d of lostWrites(history, readsAfter[k] ?? new Map())) r.lost.push(`cycle ${k}: ${d}`);
+        const lin = checkLinearizable(kvModel, history);
+        if (lin.ok !== true) r.segmentViolations.push(`cycle ${k}: ${lin.ok === false ? `${lin.reason}: ${lin.operations.map((x) => kvModel.describe!(x)).join('; ')}` : lin.reason}`);
+      }
+      const whole = [...ops.map(asOp), ...readOps.flat().map(asOp)];
+      for (const d of lostWrites(whole, finalReads)) r.lost.push(`whole history: ${d}`);
+      r.wholeHistory = checkLinearizable(kvModel, whole);
+      r.operations = ops.length + readOps.flat().length;
+      r.acknowledged = ops.filter((x) => x.ret !== undefined && x.error === undefined).length + readOps.flat().length;
+      r.cut = ops.filter((x) => x.ret === undefined || x.error !== undefined).length;
+      r.seconds = Math.round((performance.now() - t0) / 100) / 10;
+      return r;
+    },
+  };
 }
 
 function report(t: Tap.Test, name: string, r: RunResult): void {
@@ -383,6 +477,8 @@ function report(t: Tap.Test, name: string, r: RunResult): void {
 }
 
 function checkClean(t: Tap.Test, r: RunResult, o: RunOptions): void {
+  t.same(r.runErrors, [], 'the run itself went through (no exception of the plan, no Supervisor failure)');
+  t.same(r.lastStop, { end: 'stop', failures: [], incarnations: o.cycles + 1 }, 'the last server shuts down cleanly (SIGTERM, exit 0), after one incarnation per cycle');
   t.ok(r.cycles >= 3, `${r.cycles} kill/restart cycles`);
   t.same(r.lost, [], 'no acknowledged put / delete lost');
   t.same(r.segmentViolations, [], 'every cycle is linearizable (cut operations before the crash or never)');
@@ -435,6 +531,7 @@ t.test(`the checkers have teeth: without the index FLUSH of the PUT chain, a SIG
   const o: RunOptions = { system: 'prism', kill: 'ops', seed: BASE_SEED + 4, cycles: 1, faults: { dropIndexFlush: true } };
   const r = await runSigkill(t, o);
   report(t, 'mutant dropIndexFlush', r);
+  t.same(r.runErrors, [], 'the run itself went through');
   t.ok(r.lost.length > 0 || r.segmentViolations.length > 0, `the mutant is caught: ${r.lost.length} lost, ${r.segmentViolations.length} non-linearizable cycles${r.lost.length > 0 ? ` (${r.lost[0]})` : ''}`);
 });
 

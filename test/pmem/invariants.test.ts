@@ -30,3 +30,20 @@ t.test('encodeHeader writes only a header decodeHeader accepts', async (t) => {
   encodeHeader(out, 4096, uuid);
   t.equal(decodeHeader(out, HEADER_BYTES + 4096, 'test').sizeBytes, 4096, 'a valid header reads back');
 });
+
+t.test('a crash image applies only pieces inside the region\'s data (never over its header or past its end)', async (t) => {
+  const { PmemRegion, crashImages, materialize } = await import('../../pmem/index.js');
+  const r = PmemRegion.createInMemory(4096, { tracing: true });
+  r.store(64, new Uint8Array(16).fill(5));
+  const state = r.crashState();
+  const image = crashImages(state).next().value!;
+  t.equal(codeOf(() => materialize(state, image)), undefined, 'the region\'s own pieces');
+  const media = state.media.slice();
+  const c = state.components[0]!;
+  for (const [what, offset] of [['over the header', -8], ['past the end', 4096 - 4], ['a fractional offset', 64.5]] as const) {
+    const bad = { ...state, components: [{ ...c, pieces: [...c.pieces, { offset, bytes: new Uint8Array(8).fill(9) }] }, ...state.components.slice(1)] };
+    t.equal(codeOf(() => materialize(bad, image)), 'PMRPC_ERR_INVARIANT', what);
+  }
+  t.same(state.media, media, 'the media the images start from is unchanged');
+  r.close();
+});

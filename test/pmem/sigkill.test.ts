@@ -37,11 +37,16 @@ function crashWriter(pm: string, records: number, seed: number, reportEvery: num
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   return new Promise<Crash>((resolve, reject) => {
-    const deadline = setTimeout(() => {
+    // A watchdog on progress, not on speed: it fires only after 60 s without a line from the writer
+    // (a loaded 2-core machine can take many seconds to start a node process).
+    const stalled = (): void => {
       child.kill('SIGKILL');
-      reject(new Error(`writer made no progress in 20 s (acked ${acked}); stderr: ${stderr}`));
-    }, 20_000);
+      reject(new Error(`writer made no progress in 60 s (acked ${acked}); stderr: ${stderr}`));
+    };
+    let deadline = setTimeout(stalled, 60_000);
     child.stdout.on('data', (chunk: Buffer) => {
+      clearTimeout(deadline);
+      deadline = setTimeout(stalled, 60_000);
       buf += chunk.toString('utf8');
       let nl: number;
       while ((nl = buf.indexOf('\n')) >= 0) {

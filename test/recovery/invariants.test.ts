@@ -197,3 +197,47 @@ t.test('with the default onInvariant the process stops (the error leaves the eve
   t.match(r.stderr, /PMRPC_ERR_INVARIANT/, 'with the coded error');
   t.notMatch(r.stdout, /still running/, 'before its next turn of work');
 });
+
+t.test('record positions: a record is applied only while its slot still holds it', async (t) => {
+  const region = newRegion();
+  const store = RecoveryStore.format(region, SMALL);
+  const { clientId } = store.register();
+  store.commit(clientId, 1, { images: [] });
+  // Record 2 is committed (its images are what apply would store), read back as recovery reads it.
+  const rec = encodeRecord(2, clientId, 2, { images: [{ offset: 0, bytes: new Uint8Array([7, 7, 7, 7]) }] });
+  region.store(store.layout.recordOffset(1), rec);
+  const info = readRecord(store.layout, 1);
+  t.equal(info.state, 'complete-unapplied');
+  // A stray store: the slot now holds another record (LSN 9) before record 2 is applied.
+  region.store(store.layout.recordOffset(1), encodeRecord(9, clientId, 3, { images: [] }));
+  const app = store.layout.geometry.appOffset;
+  const before = { app: region.load(app, 64), slot: region.load(store.layout.recordOffset(1), SMALL.recordBytes!) };
+  for (const [what, fn] of [['apply', () => store.log.apply(info)], ['applyInOrder', () => store.log.applyInOrder([info])]] as const) {
+    let err: Error | undefined;
+    try {
+      fn();
+    } catch (e) {
+      err = e as Error;
+    }
+    t.ok(isInvariantError(err), `${what}: PMRPC_ERR_INVARIANT`);
+    t.match(err?.message, /record 2 applied, but its slot 1 holds record 9/);
+    t.same(region.load(app, 64), before.app, `${what}: no image stored`);
+    t.same(region.load(store.layout.recordOffset(1), SMALL.recordBytes!), before.slot, `${what}: no applied flag over record 9`);
+  }
+  // The same record over its own slot applies.
+  region.store(store.layout.recordOffset(1), rec);
+  store.log.apply(info);
+  t.same(region.load(app, 4), new Uint8Array([7, 7, 7, 7]));
+  t.equal(readRecord(store.layout, 1).state, 'applied');
+});
+
+t.test('ring positions: a ring polls from past its client\'s applied sequence', async (t) => {
+  const region = newRegion();
+  const store = RecoveryStore.format(region, SMALL);
+  const { clientId } = store.register();
+  // The applied sequence moved past the resume point (1) with no ring polling it: a stray change.
+  store.conn.setApplied(clientId, 3);
+  t.equal(codeOf(() => store.ring(clientId)), 'PMRPC_ERR_INVARIANT', 'no ring polls entry 1 again');
+  store.discardUnapplied(clientId); // the resume point goes past the applied sequence
+  t.equal(store.ring(clientId).nextSeq, 4, 'a ring from past the applied sequence');
+});

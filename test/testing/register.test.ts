@@ -131,7 +131,7 @@ t.test('recovery marks a cell whose record does not carry its word as lost, and 
   const s = registerApp.open(host(), o) as RegisterAppServer;
   t.equal(s.audit().length, 1, 'audit sees the cell before recovery');
   const rep = s.recover();
-  t.same(rep, { app: 'register', registers: 2, lostCopies: 1 }, 'one copy lost, register 0 untouched');
+  t.same(rep, { app: 'register', registers: 2, lostCopies: 1, rows: { sound: 1, orphan: 1 } }, 'one copy lost, register 0 untouched');
   t.equal(s.cell(1), undefined, 'register 1 is lost on this node');
   t.same(s.audit(), [], 'a lost word is sound');
   t.equal(s.recover(), rep, "recover() is idempotent: a second call returns the first's report");

@@ -8,7 +8,7 @@ import { guardedMicrotask, type AppHost, type AppServer } from '../../src/apps/i
 import { nicConfigFor, World } from '../../src/testing/crash/index.js';
 
 function stubServer(): AppServer {
-  return { app: 'stub', recover: () => ({}), accept: () => { throw new Error('no clients'); }, inspect: () => ({}), audit: () => [], close: () => {} };
+  return { app: 'stub', recover: () => ({ app: 'stub' }), accept: () => { throw new Error('no clients'); }, inspect: () => ({}), audit: () => [], close: () => {} };
 }
 
 async function runWith(pass: (host: AppHost) => void): Promise<{ world: World; status: string }> {

@@ -32,7 +32,7 @@ async function startServer(t: Tap.Test): Promise<{ child: ChildProcess; port: nu
   const exited = new Promise<{ code: number | null; signal: string | null }>((res) => child.on('exit', (code, signal) => res({ code, signal })));
   const first = await new Promise<string>((res, rej) => {
     let buf = '';
-    const timer = setTimeout(() => rej(new Error(`the server printed nothing in 15 s; stderr: ${stderr}`)), 15_000);
+    const timer = setTimeout(() => rej(new Error(`the server printed nothing in 60 s; stderr: ${stderr}`)), 60_000);
     child.stdout!.on('data', (c: Buffer) => {
       buf += c.toString();
       const nl = buf.indexOf('\n');

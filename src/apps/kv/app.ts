@@ -7,7 +7,7 @@
 import { oneOf, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
 import type { QueuePair } from '../../../flush/index.js';
 import { guardedMicrotask, jsonBytes, parseJsonBytes, refuseOtherApp, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
-import { PILAF_KV_SYSTEM, type PilafAppServer, type PilafClient, type PilafFaults } from '../pilaf/index.js';
+import { PILAF_KV_SYSTEM, type PilafAppServer, type PilafClient, type PilafFaults, type PilafRecoveryReport } from '../pilaf/index.js';
 import { kvBase } from './checks.js';
 import { PrismKvClient, type KvClientOptions } from './client.js';
 import type { KvFaults } from './faults.js';
@@ -30,23 +30,39 @@ export interface KvAppOptions {
 
 export const KV_APP_DEFAULTS: Readonly<KvAppOptions> = Object.freeze({ system: 'prism', layout: KV_LAYOUT_DEFAULTS, base: 0, faults: Object.freeze({}), pilafFaults: Object.freeze({}) });
 
+/**
+ * What recover() reports for the kv app's system 'prism' (the node's start line, `pmrpc inspect`):
+ * PrismKvServer's KvRecoveryReport as JSON (the epoch as a string, the rejected pointers counted).
+ * A type, not an interface, so that it is an AppServer's JSON report. A second recover() returns it again.
+ */
+export type PrismKvAppRecoveryReport = {
+  app: 'kv';
+  system: 'prism';
+  epoch: string;
+  slotsScanned: number;
+  slotsRepaired: number;
+  pointersRejected: number;
+  reachable: number;
+  reclaimed: number;
+};
+
 /** PRISM-KV opened on a region: `kv` is the PRISM-KV server, for tests and checkers. */
 export class PrismKvAppServer implements AppServer {
   readonly app = 'kv';
   readonly system = 'prism';
   readonly kv: PrismKvServer;
-  #recovered = false;
+  #report: PrismKvAppRecoveryReport | undefined;
 
   constructor(host: AppHost, o: KvAppOptions) {
     // PRISM-KV refuses ALLOCATE until recover() rebuilt its free lists.
     this.kv = PrismKvServer.open(host.region, host.nic, { base: o.base, faults: o.faults, deferRecovery: true, poller: { schedule: guardedMicrotask(host) } });
   }
 
-  recover(): Record<string, unknown> {
-    if (this.#recovered) return {};
-    this.#recovered = true;
+  recover(): PrismKvAppRecoveryReport {
+    if (this.#report !== undefined) return this.#report;
     const r = this.kv.recover();
-    return { system: 'prism', epoch: r.epoch.toString(), slotsScanned: r.slotsScanned, slotsRepaired: r.slotsRepaired, pointersRejected: r.pointersRejected.length, reachable: r.reachable, reclaimed: r.reclaimed };
+    this.#report = { app: 'kv', system: 'prism', epoch: r.epoch.toString(), slotsScanned: r.slotsScanned, slotsRepaired: r.slotsRepaired, pointersRejected: r.pointersRejected.length, reachable: r.reachable, reclaimed: r.reclaimed };
+    return this.#report;
   }
 
   accept(_hello: Uint8Array): AcceptedClient {
@@ -76,6 +92,9 @@ export class PrismKvAppServer implements AppServer {
     this.kv.close();
   }
 }
+
+/** What the kv app's recover() reports: PRISM-KV's or Pilaf's (`system` tells which). */
+export type KvAppRecoveryReport = PrismKvAppRecoveryReport | PilafRecoveryReport;
 
 /** The kv app opened on a region: PRISM-KV's adapter or Pilaf's (`system` tells which; `kv` is the server). */
 export type KvAppServer = PrismKvAppServer | PilafAppServer;

@@ -5,7 +5,7 @@ export { PrismKvServer, KV_SERVER_DEFAULTS, RETURN_IMM, RETURN_ACK_IMM, RETURN_S
 export { PrismKvClient, KV_CLIENT_DEFAULTS, type KvClientOptions, type KvClientStats } from './client.js';
 /** The Pilaf-style baseline lives in src/apps/pilaf (the kv app's system 'pilaf'); re-exported here for `pmrpc/apps/kv` users. */
 export { PILAF_MUTANTS, findPilafMutant, type PilafFaults, type PilafMutant, PilafServer, PilafClient, PilafAppServer, PILAF_MAGIC, PILAF_SERVER_DEFAULTS, PILAF_REQUEST_IMM, PILAF_REPLY_IMM, encodePilafEntry, decodePilafEntry, type PilafServerOptions, type PilafClientStats } from '../pilaf/index.js';
-export { kvApp, kvSystemReconnects, PrismKvAppServer, type KvAppServer, KV_APP_DEFAULTS, connectKvClient, type KvAppOptions, type KvSystem } from './app.js';
+export { kvApp, kvSystemReconnects, PrismKvAppServer, type KvAppServer, type KvAppRecoveryReport, type PrismKvAppRecoveryReport, KV_APP_DEFAULTS, connectKvClient, type KvAppOptions, type KvSystem } from './app.js';
 /** The return-RPC mailbox and the buffer-return desk live in the shared apps module (src/apps/shared); re-exported here for `pmrpc/apps/kv` users. */
 export { Mailbox, type MailboxBuffer, type MailboxStats } from '../shared/index.js';
 export { encodeReturnBatch, encodeReceiptBatch, ReturnDesk, ReturnSender, type ReturnSenderConfig, type ReturnRound, RETURN_FLAG_IDEMPOTENT, RETURN_FLAG_RECEIPTS, returnHeaderBytes, type ReturnDeskConfig, type ReturnStats } from '../shared/index.js';

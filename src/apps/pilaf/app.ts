@@ -11,24 +11,28 @@ import type { KvLayoutOptions } from '../shared/index.js';
 import { PilafClient } from './client.js';
 import type { PilafFaults } from './faults.js';
 import { computePilafGeometry } from './layout.js';
-import { PilafServer } from './server.js';
+import { PilafServer, type PilafRecovery } from './server.js';
+
+/**
+ * What recover() reports for the kv app's system 'pilaf' (the node's start line, `pmrpc inspect`):
+ * what opening the area recovered (PilafServer rebuilds its entries and CPU free lists as it
+ * opens). A type, not an interface, so that it is an AppServer's JSON report.
+ */
+export type PilafRecoveryReport = { app: 'kv'; system: 'pilaf' } & PilafRecovery;
 
 /** The Pilaf area opened on a region: `kv` is the Pilaf server, for tests and checkers. */
 export class PilafAppServer implements AppServer {
   readonly app = 'kv';
   readonly system = 'pilaf';
   readonly kv: PilafServer;
-  #recovered = false;
 
   constructor(host: AppHost, o: { base: number; pilafFaults?: Partial<PilafFaults> }) {
     // Pilaf rebuilds its CPU free lists as it opens: recover() has nothing left to do.
     this.kv = PilafServer.open(host.region, host.nic, { base: o.base, faults: o.pilafFaults ?? {} });
   }
 
-  recover(): Record<string, unknown> {
-    if (this.#recovered) return {};
-    this.#recovered = true;
-    return { system: 'pilaf' };
+  recover(): PilafRecoveryReport {
+    return { app: 'kv', system: 'pilaf', ...this.kv.lastRecovery };
   }
 
   accept(_hello: Uint8Array): AcceptedClient {

@@ -10,7 +10,7 @@
  */
 import { CpuPoller, type MemoryRegion, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { Access } from '../../../flush/index.js';
-import { PmemRegion, PmrpcError, resolveOptions } from '../../../pmem/index.js';
+import { invariant, PmemRegion, PmrpcError, resolveOptions } from '../../../pmem/index.js';
 import {
   KvErrorCodes,
   Mailbox,
@@ -35,6 +35,7 @@ import {
 } from '../shared/index.js';
 import { checkPilafFaults, NO_PILAF_FAULTS, type PilafFaults } from './faults.js';
 import { decodePilafEntry, encodePilafEntry, OP_DELETE, OP_PUT, PILAF_MAGIC, PILAF_REPLY_IMM, PILAF_REQUEST_IMM, STATUS_BAD, STATUS_FULL, STATUS_INDEX_FULL, STATUS_OK, type PilafEntry } from './layout.js';
+import { decidePilafSlot, type PilafSlotInput } from './recovery.js';
 
 export interface PilafServerOptions {
   base: number;
@@ -44,6 +45,21 @@ export interface PilafServerOptions {
 }
 
 export const PILAF_SERVER_DEFAULTS: Readonly<PilafServerOptions> = Object.freeze({ base: 0, poller: undefined, faults: Object.freeze({}) });
+
+/** What opening the area recovered (PilafServer.lastRecovery; the kv app's report of system 'pilaf' is built from it). */
+export interface PilafRecovery {
+  slotsScanned: number;
+  /** Entries rewritten from the item their ptr word names (a torn entry update). */
+  entriesRebuilt: number;
+  /** Entries cleared to a tombstone (a torn DELETE, or a ptr word that names no item of the arena). */
+  entriesCleared: number;
+  /** Buffers the entries reach (kept). */
+  reachable: number;
+  /** Buffers put on the CPU free lists. */
+  reclaimed: number;
+  /** How many entries each row of PILAF_SLOT_TABLE (recovery.ts) decided. */
+  rows: Record<string, number>;
+}
 
 export class PilafServer {
   readonly region: PmemRegion;
@@ -56,6 +72,11 @@ export class PilafServer {
   /** CPU free lists per class size. */
   #free = new Map<number, number[]>();
   /**
+   * Free-list membership per class size, one flag per buffer (1: on the free list), kept beside
+   * the lists so that a pop, a release and an entry's pointer are checked in O(1) (DESIGN §10.1).
+   */
+  #onFree = new Map<number, Uint8Array>();
+  /**
    * The next entry version: one counter for the whole index, above every version on media, so a
    * version is never given twice in a server's life. A GET checks that the item it read carries
    * its entry's version; with per-slot versions, a buffer freed and reused for another key could
@@ -64,6 +85,7 @@ export class PilafServer {
    */
   #nextVersion = 1;
   requests = 0;
+  #last: PilafRecovery | undefined;
 
   static format(region: PmemRegion, layout: Partial<KvLayoutOptions> = {}, options: { base?: number } = {}): KvGeometry {
     if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
@@ -97,6 +119,11 @@ export class PilafServer {
     this.#recover();
   }
 
+  /** What opening the area recovered. */
+  get lastRecovery(): PilafRecovery {
+    return this.#last!;
+  }
+
   get address(): { rkey: number; base: number } {
     return { rkey: this.mr.rkey, base: this.geometry.base };
   }
@@ -121,42 +148,61 @@ export class PilafServer {
   #recover(): void {
     const g = this.geometry;
     const reachable = new Set<number>();
+    let rebuilt = 0;
+    let cleared = 0;
     const put = (i: number, b: Uint8Array): void => {
       this.region.store(slotOffset(g, i), b);
       this.region.persist(slotOffset(g, i), SLOT_BYTES);
     };
+    const rows: Record<string, number> = {};
+    const tombstone = encodePilafEntry({ ptr: 0, len: 0, version: 1 });
     for (let i = 0; i < g.slotCount; i++) {
       const raw = this.region.load(slotOffset(g, i), SLOT_BYTES);
       const e = decodePilafEntry(raw);
       if (e !== 'empty' && e !== undefined) this.#nextVersion = Math.max(this.#nextVersion, e.version + 1);
-      if (e === 'empty' || (e !== undefined && e.ptr === 0)) continue;
-      if (e === undefined && this.faults.clearTornEntry) {
-        put(i, encodePilafEntry({ ptr: 0, len: 0, version: 1 })); // mutant: a torn entry is dropped, its ptr word ignored
-        continue;
-      }
-      // The ptr word (the first 8 bytes, persisted first within the line) is the truth: a crash
-      // in the middle of an entry update leaves a new ptr with an old length, version and CRC.
-      const ptr = Number(new DataView(raw.buffer).getBigUint64(0, true));
-      if (ptr === 0) {
-        put(i, encodePilafEntry({ ptr: 0, len: 0, version: 1 })); // a torn DELETE: the tombstone
-        continue;
-      }
-      const c = classOf(g, ptr);
+      // The inputs of PILAF_SLOT_TABLE (recovery.ts). The ptr word (the first 8 bytes, persisted
+      // first within the line) is the truth: a crash in the middle of an entry update leaves a new
+      // ptr with an old length, version and CRC.
+      const ptr = Number(new DataView(raw.buffer, raw.byteOffset).getBigUint64(0, true));
+      const c = e === 'empty' || ptr === 0 ? undefined : classOf(g, ptr);
       const item = c !== undefined && !reachable.has(ptr) ? decodeItem(this.region.load(ptr, c.sizeBytes)) : undefined;
-      if (item === undefined) {
-        put(i, encodePilafEntry({ ptr: 0, len: 0, version: 1 })); // keeps probing going past it
-        continue;
+      const want = item === undefined ? undefined : { ptr, len: itemBytes(item.key.length, item.value.length), version: Number(BigInt.asUintN(32, item.version)) };
+      const input: PilafSlotInput =
+        e === 'empty'
+          ? { entry: 'empty', pointer: 'zero', words: 'match' }
+          : {
+              entry: e === undefined ? 'torn' : 'valid',
+              // Mutant clear-torn-entry: a torn entry's ptr word is ignored (as though it named no item).
+              pointer: ptr === 0 ? 'zero' : want === undefined || (e === undefined && this.faults.clearTornEntry) ? 'no-item' : 'item',
+              words: e !== undefined && want !== undefined && e.len === want.len && e.version === want.version ? 'match' : 'differ',
+            };
+      const row = decidePilafSlot(input);
+      rows[row.id] = (rows[row.id] ?? 0) + 1;
+      if (row.action === 'write-tombstone') {
+        put(i, tombstone);
+        cleared++;
+      } else if (row.action === 'rewrite-from-item') {
+        put(i, encodePilafEntry(want!));
+        rebuilt++;
       }
-      this.#nextVersion = Math.max(this.#nextVersion, Number(BigInt.asUintN(32, item.version)) + 1);
-      const want = encodePilafEntry({ ptr, len: itemBytes(item.key.length, item.value.length), version: Number(BigInt.asUintN(32, item.version)) });
-      if (e === undefined || e.len !== itemBytes(item.key.length, item.value.length) || e.version !== Number(BigInt.asUintN(32, item.version))) put(i, want);
-      reachable.add(ptr);
+      if (row.reaches) {
+        this.#nextVersion = Math.max(this.#nextVersion, want!.version + 1);
+        reachable.add(ptr);
+      }
     }
     for (const c of g.classes) {
       const list: number[] = [];
-      for (let i = c.count - 1; i >= 0; i--) if (!reachable.has(c.offset + i * c.sizeBytes)) list.push(c.offset + i * c.sizeBytes);
+      const flags = new Uint8Array(c.count);
+      for (let i = c.count - 1; i >= 0; i--) {
+        if (reachable.has(c.offset + i * c.sizeBytes)) continue;
+        list.push(c.offset + i * c.sizeBytes);
+        flags[i] = 1;
+      }
       this.#free.set(c.sizeBytes, list);
+      this.#onFree.set(c.sizeBytes, flags);
     }
+    const reclaimed = [...this.#free.values()].reduce((a, l) => a + l.length, 0);
+    this.#last = { slotsScanned: g.slotCount, entriesRebuilt: rebuilt, entriesCleared: cleared, reachable: reachable.size, reclaimed, rows };
   }
 
   #onRecv(qp: ServerQp, bufs: Array<{ addr: number; len: number }>, c: RecvCompletion): void {
@@ -210,9 +256,15 @@ export class PilafServer {
       }
     }
     const slot = found >= 0 ? found : free;
+    // The entry found names a buffer this server handed out: an item boundary of the arena that is
+    // not on a free list (else the write below would publish, or the release free, a buffer
+    // another key may be given).
+    if (old !== undefined) this.#checkInUse(slot, old);
     if (op === OP_DELETE) {
       if (found < 0) return STATUS_OK;
-      this.region.store(slotOffset(g, slot), encodePilafEntry({ ptr: 0, len: 0, version: this.#takeVersion() }));
+      const version = this.#takeVersion();
+      this.#checkVersion(slot, old!, version);
+      this.region.store(slotOffset(g, slot), encodePilafEntry({ ptr: 0, len: 0, version }));
       if (!this.faults.skipEntryPersist) this.region.persist(slotOffset(g, slot), SLOT_BYTES);
       this.#release(old!.ptr);
       return STATUS_OK;
@@ -223,7 +275,14 @@ export class PilafServer {
     if (cls === undefined) return STATUS_BAD;
     const buf = this.#free.get(cls.sizeBytes)!.pop();
     if (buf === undefined) return STATUS_FULL;
+    // The buffer taken is one of the class, on its free list (taken off it now), and not the one
+    // the entry names now.
+    const flags = this.#onFree.get(cls.sizeBytes)!;
+    const bi = (buf - cls.offset) / cls.sizeBytes;
+    invariant(Number.isInteger(bi) && bi >= 0 && bi < cls.count && flags[bi] === 1 && buf !== old?.ptr, () => `buffer ${buf} taken from the free list of class ${cls.sizeBytes} is ${Number.isInteger(bi) && bi >= 0 && bi < cls.count ? 'not on it' : 'not a buffer of the class'}`);
+    flags[bi] = 0;
     const version = this.#takeVersion();
+    if (old !== undefined) this.#checkVersion(slot, old, version);
     this.region.store(buf, encodeItem({ key, value, version: BigInt(version), tombstone: false }));
     if (!this.faults.publishBeforeItemPersist) this.region.persist(buf, n);
     this.region.store(slotOffset(g, slot), encodePilafEntry({ ptr: buf, len: n, version }));
@@ -239,8 +298,26 @@ export class PilafServer {
     return this.#nextVersion++;
   }
 
+  /** Frees a buffer an entry no longer names: a buffer of a class, not on its free list already (freed once). */
   #release(ptr: number): void {
     const c = classOf(this.geometry, ptr);
-    if (c !== undefined) this.#free.get(c.sizeBytes)!.push(ptr);
+    invariant(c !== undefined, () => `buffer ${ptr} released is not a buffer boundary of the arena`);
+    const flags = this.#onFree.get(c.sizeBytes)!;
+    const i = (ptr - c.offset) / c.sizeBytes;
+    invariant(flags[i] === 0, () => `buffer ${ptr} (class ${c.sizeBytes}) would be freed twice`);
+    flags[i] = 1;
+    this.#free.get(c.sizeBytes)!.push(ptr);
+  }
+
+  /** The entry a PUT or DELETE replaces names a buffer of the arena, its item fits it, and the buffer is not on a free list. */
+  #checkInUse(slot: number, e: PilafEntry): void {
+    const c = classOf(this.geometry, e.ptr);
+    invariant(c !== undefined && e.len <= c.sizeBytes, () => `entry ${slot} names ${e.len} bytes at ${e.ptr}, not an item of a buffer of the arena`);
+    invariant(this.#onFree.get(c.sizeBytes)![(e.ptr - c.offset) / c.sizeBytes] === 0, () => `entry ${slot} names buffer ${e.ptr}, which is on the free list of class ${c.sizeBytes}`);
+  }
+
+  /** Entry versions only grow: the one written is above the one it replaces (a GET holding the old entry must not match the new item). */
+  #checkVersion(slot: number, old: PilafEntry, version: number): void {
+    invariant(version > old.version, () => `entry ${slot} would go from version ${old.version} to ${version}`);
   }
 }

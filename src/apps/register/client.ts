@@ -20,11 +20,14 @@
  * A node that does not answer (link closed, QP in error, lost copy) is skipped for that operation;
  * fewer than a majority → PMRPC_ERR_REGISTER_NO_MAJORITY.
  */
-import { PmrpcError } from '../../../pmem/index.js';
+import { invariant, PmrpcError } from '../../../pmem/index.js';
 import { parseJsonBytes } from '../index.js';
 import { Wr, type Completion, type QueuePair, type WorkRequest } from '../../../flush/index.js';
 import { blockBytes, CELL_BYTES, compareTags, decodeBlock, decodeWord, encodeRecord, encodeWord, isLostWord, recordIndex, recordOffset, RECORD_BYTES, RegisterErrorCodes, tagCompareMask, wordBytes, type Cell } from './layout.js';
 import type { RegisterFaults } from './faults.js';
+
+/** The largest timestamp a cell word holds (32 bits, layout.ts). */
+const TS_MAX = 0xffff_ffffn;
 
 /** One node as the client sees it. */
 export interface RegisterNode {
@@ -132,7 +135,13 @@ export class RegisterClient {
     this.#check(register);
     await this.#round(
       register,
-      (seen) => ({ ts: seen.reduce((m, c) => (c.ts > m ? c.ts : m), 0n) + 1n, writer: this.writerId, value }),
+      (seen) => {
+        const mine = { ts: seen.reduce((m, c) => (c.ts > m ? c.ts : m), 0n) + 1n, writer: this.writerId, value };
+        // Tags only grow (DESIGN §10.1): the tag this write installs is above every tag of its
+        // majority and fits the cell word's 32-bit timestamp (past it the word cannot carry it).
+        invariant(mine.ts <= TS_MAX, () => `register ${register}: a write would take timestamp ${mine.ts}, past the cell word's ${TS_MAX}`);
+        return mine;
+      },
       (n, a, mine) => this.#install(n, register, mine, a.word),
     );
   }
@@ -210,6 +219,9 @@ export class RegisterClient {
     const block = n.cells + register * blockBytes(n.writers);
     const me = Number(this.writerId);
     const index = recordIndex(me, decodeWord(current).record === recordIndex(me, 0) ? 1 : 0);
+    // Out of place: the record written is never the one the cell word names now (a crash in the
+    // WRITE would tear the value a durable cell points at).
+    invariant(index !== decodeWord(current).record, () => `register ${register}: the install would write record ${index}, which the cell word names`);
     const word = encodeWord({ ts: cell.ts, writer: cell.writer, record: index });
     const record = { rkey: n.rkey, addr: block + recordOffset(index) };
     const at = { rkey: n.rkey, addr: block };

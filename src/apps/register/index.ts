@@ -8,3 +8,4 @@ export { RegisterAppServer, type RegisterRecoveryReport } from './server.js';
 export { registerApp, REGISTER_APP_DEFAULTS, type RegisterAppOptions } from './app.js';
 export { RegisterClient, parseRegisterWelcome, type RegisterNode } from './client.js';
 export { REGISTER_MUTANTS, findRegisterMutant, type RegisterFaults, type RegisterMutant } from './faults.js';
+export { REGISTER_CELL_TABLE, REGISTER_WORD_VALUES, decideRegisterCell, matchingRegisterCellRows, allRegisterCellInputs, type RegisterCellInput, type RegisterCellRow } from './recovery.js';

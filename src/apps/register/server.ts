@@ -7,6 +7,7 @@ import { PmrpcError, type PmemRegion } from '../../../pmem/index.js';
 import { Access, type MemoryRegion, type ProtectionDomain, type Rnic, type ServerQp } from '../../../flush/index.js';
 import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
 import { blockBytes, CELL_BYTES, decodeBlock, decodeRegisterHeader, isLostWord, LOST_WORD, REGISTER_HEADER_BYTES, RegisterErrorCodes, wordBytes, type Cell } from './layout.js';
+import { decideRegisterCell } from './recovery.js';
 
 /**
  * What recover() did: nothing is rebuilt (no free lists, no log); cells whose record does not
@@ -19,6 +20,8 @@ export type RegisterRecoveryReport = {
   readonly registers: number;
   /** Cells marked LOST_WORD by this recovery. */
   readonly lostCopies: number;
+  /** How many registers each row of REGISTER_CELL_TABLE (recovery.ts) decided. */
+  readonly rows: Readonly<Record<string, number>>;
 };
 
 /** The register app on one node's region. */
@@ -64,14 +67,19 @@ export class RegisterAppServer implements AppServer {
   recover(): RegisterRecoveryReport {
     if (this.#report !== undefined) return this.#report;
     let lost = 0;
+    const rows: Record<string, number> = {};
     for (let i = 0; i < this.registers; i++) {
       const at = this.#blockAt(i);
-      if (this.cell(i) !== undefined || isLostWord(new DataView(this.#region.load(at, 8).buffer).getBigUint64(0, true))) continue;
+      // The input of REGISTER_CELL_TABLE (recovery.ts).
+      const word = this.cell(i) !== undefined ? 'carried' : isLostWord(new DataView(this.#region.load(at, 8).buffer).getBigUint64(0, true)) ? 'lost' : 'orphan';
+      const row = decideRegisterCell({ word });
+      rows[row.id] = (rows[row.id] ?? 0) + 1;
+      if (row.action !== 'mark-lost') continue;
       this.#region.store(at, wordBytes(LOST_WORD));
       this.#region.persist(at, CELL_BYTES);
       lost++;
     }
-    this.#report = Object.freeze({ app: 'register', registers: this.registers, lostCopies: lost });
+    this.#report = Object.freeze({ app: 'register', registers: this.registers, lostCopies: lost, rows: Object.freeze(rows) });
     return this.#report;
   }
 

@@ -96,6 +96,7 @@ export function rpcAppBytes(layout: RpcAppLayout, sizeBytes: number): number {
 
 /** What recovery did, JSON-able. */
 export interface RpcRecoverySummary {
+  app: 'rpc';
   epoch: number;
   /** Redo-log records replayed (complete, not marked applied). */
   replayed: number;
@@ -107,8 +108,9 @@ export interface RpcRecoverySummary {
 }
 
 export function summarizeRecovery(report: RecoveryReport | undefined, epoch: number): RpcRecoverySummary {
-  if (report === undefined) return { epoch, replayed: 0, reexecuted: 0, invalidated: 0, clients: [] };
+  if (report === undefined) return { app: 'rpc', epoch, replayed: 0, reexecuted: 0, invalidated: 0, clients: [] };
   return {
+    app: 'rpc',
     epoch: report.epoch,
     replayed: report.replayedLsns.length,
     reexecuted: report.clients.reduce((a, c) => a + c.reexecute.length, 0),
@@ -158,7 +160,7 @@ export class RpcAppServer implements AppServer {
     for (const [name, h] of Object.entries(o.handlers)) this.rpc.register(name, h, o.methods[name] ?? {});
   }
 
-  recover(): RpcRecoverySummary & Record<string, unknown> {
+  recover(): RpcRecoverySummary {
     return { ...summarizeRecovery(this.rpc.start(), this.store.epoch) };
   }
 
@@ -230,6 +232,7 @@ export class RpcAppServer implements AppServer {
 export const rpcApp: App<RpcAppOptions> = Object.freeze({
   name: 'rpc',
   defaults: RPC_APP_DEFAULTS,
+  passesAtRunEnd: true,
   resolveOptions: resolveRpcAppOptions,
   minRegionBytes(o: RpcAppOptions): number {
     return fixedBytes(o.layout) + o.appBytesMin;

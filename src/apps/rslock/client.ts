@@ -46,7 +46,7 @@
  * lock-based replication without leases (FORD has no recovery either): its blocks then fail with
  * PMRPC_ERR_RSLOCK_CONTENDED after the retry bound. PRISM-RS has no locks to leave.
  */
-import { callable, createPrng, intIn, oneOf, optional, PmrpcError, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type Prng } from '../../../pmem/index.js';
+import { callable, createPrng, intIn, invariant, oneOf, optional, PmrpcError, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type Prng } from '../../../pmem/index.js';
 import { NicErrorCodes, QueuePair, Wr, type Completion, type WorkRequest } from '../../../flush/index.js';
 import { parseJsonBytes } from '../index.js';
 import type { RsLockFaults } from './faults.js';
@@ -141,6 +141,19 @@ export function parseRsLockWelcome(welcome: Uint8Array): RsLockAddress {
 }
 
 type Answer = Completion[] | undefined;
+
+/** The largest version a publish word holds (63 bits: the word is version << 1 | slot). */
+const PUBLISH_VERSION_MAX = (1n << 63n) - 1n;
+
+/**
+ * A replica's block goes only to a later version (DESIGN §10.1): the version installed is above
+ * the one its publish word holds under this client's lock, and fits the word (past 2^63 - 1 it
+ * would wrap to a small version that readers take for an old one). Checked before the WRITE of the
+ * record is posted, so a violated one writes nothing.
+ */
+function checkInstallVersion(n: number, block: number, held: bigint, version: bigint): void {
+  invariant(version > held && version <= PUBLISH_VERSION_MAX, () => `replica ${n}, block ${block}: the install would go from version ${held} to ${version}`);
+}
 
 /** Reads of blocks whose two slots together are at most this many bytes fetch both in one READ. */
 export const BOTH_SLOTS_BYTES_MAX = 2048;
@@ -311,6 +324,7 @@ export class RsLockClient {
         words.set(n, pw);
         continue;
       }
+      checkInstallVersion(n, block, cur.version, record.version);
       const slot = (this.options.faults.inPlace === true ? cur.slot : 1 - cur.slot) as 0 | 1;
       const at = this.#slotAddr(n, block, slot);
       const next = publishWord(record.version, slot);
@@ -350,6 +364,7 @@ export class RsLockClient {
     for (const [n, pw] of held) {
       const cur = decodePublish(pw);
       if (onlyBehind === true && cur.version >= record.version) continue;
+      checkInstallVersion(n, block, cur.version, record.version);
       const slot = (this.options.faults.inPlace === true ? cur.slot : 1 - cur.slot) as 0 | 1;
       const at = this.#slotAddr(n, block, slot);
       const rkey = this.#nodes[n]!.address.rkey;

@@ -21,6 +21,7 @@ import {
   type BlockRecord,
   type RsLockGeometry,
 } from './layout.js';
+import { decideRsLockBlock } from './recovery.js';
 
 /** What recover() did (the node's start line, `pmrpc inspect`); a type, not an interface, so that it is an AppServer's JSON report. */
 export type RsLockRecoveryReport = {
@@ -31,6 +32,8 @@ export type RsLockRecoveryReport = {
   readonly lockLinesRederived: number;
   /** Blocks whose both slots were invalid, reset to an empty version-0 record (readers repair them from a majority). */
   readonly lostCopies: number;
+  /** How many blocks each row of RSLOCK_BLOCK_TABLE (recovery.ts) decided. */
+  readonly rows: Readonly<Record<string, number>>;
 };
 
 /** What a client needs to reach one replica's area (the welcome). */
@@ -95,28 +98,31 @@ export class RsLockAppServer implements AppServer {
     const region = this.#region;
     let changed = 0;
     let lost = 0;
+    const rows: Record<string, number> = {};
     for (let b = 0; b < g.blocks; b++) {
+      // The inputs of RSLOCK_BLOCK_TABLE (recovery.ts): the valid record of the highest version, and the lock line derived from it.
       let best: { slot: 0 | 1; version: bigint } | undefined;
       for (const slot of [0, 1] as const) {
         const r = decodeRecord(region.load(slotOffset(g, b, slot), g.slotBytes), g.blockBytes);
         if (r !== undefined && (best === undefined || r.version > best.version)) best = { slot, version: r.version };
       }
-      if (best === undefined) {
+      const line = encodeLockLine({ version: best?.version ?? 0n, slot: best?.slot ?? 0, locked: false });
+      const now = region.load(lockOffset(g, b), LOCK_LINE_BYTES);
+      const row = decideRsLockBlock({ records: best === undefined ? 'none' : 'some', lock: now.some((x, i) => x !== line[i]) ? 'differs' : 'matches' });
+      rows[row.id] = (rows[row.id] ?? 0) + 1;
+      if (row.resetRecord) {
         lost++;
         const empty = encodeRecord({ version: 0n, data: new Uint8Array(0) });
         region.store(slotOffset(g, b, 0), empty);
         region.persist(slotOffset(g, b, 0), empty.length);
-        best = { slot: 0, version: 0n };
       }
-      const line = encodeLockLine({ version: best.version, slot: best.slot, locked: false });
-      const now = region.load(lockOffset(g, b), LOCK_LINE_BYTES);
-      if (now.some((x, i) => x !== line[i])) {
+      if (row.rewriteLock) {
         region.store(lockOffset(g, b), line);
         region.persist(lockOffset(g, b), LOCK_LINE_BYTES);
         changed++;
       }
     }
-    this.#report = Object.freeze({ app: 'rslock', blocks: g.blocks, lockLinesRederived: changed, lostCopies: lost });
+    this.#report = Object.freeze({ app: 'rslock', blocks: g.blocks, lockLinesRederived: changed, lostCopies: lost, rows: Object.freeze(rows) });
     return this.#report;
   }
 

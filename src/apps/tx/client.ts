@@ -9,14 +9,16 @@
  *              writes are buffered.
  *   round 1    per participant one chain, every op conditional on the previous: per write key
  *              ALLOCATE the new item (its address redirected into the QP's scratch) and FLUSH
- *              exactly that item (redirected FLUSH); per write key CAS L 0 → T, CAS lt [W CT] <
- *              [ts seen] (W := ts); per read-only key CAS lt [W CT L] < [ts seen 0] (W := ts);
+ *              exactly that item (redirected FLUSH); per write key its read did not lock on this
+ *              connection CAS L 0 → T, CAS lt [W CT] < [ts seen] (W := ts) — nothing for one it
+ *              did (docs/tx.md "Locks taken at read time"); per read-only key CAS lt [W CT L] <
+ *              [ts seen 0] (W := ts);
  *              WRITE the record body, WRITE the new items' addresses from the scratch after it;
  *              FLUSH the slots the chain CASed and the body; CAS H: the value this client left →
  *              PREPARED(T) (fails if a resolver fenced T); FLUSH H; READ the scratch (where the
  *              client's items are, for an abort's marks). Commit point: every participant's chain
  *              swapped its H (durable: FLUSHed), and each record names durable items.
- *   round 2    per participant: install (CAS eq L = T: CT := ts, ptr := new); FLUSH the installed
+ *   round 2    per participant: install (CAS eq L = T: W := ts, CT := ts, ptr := new); FLUSH the installed
  *              slots; CAS H PREPARED(T) → COMMITTED(T); FLUSH; CAS L T → 0 (the decision is
  *              durable before any lock is released). Abort: H → ABORTED(T) where a record exists,
  *              FLUSH, release; T's items marked dead (live reclamation).
@@ -582,20 +584,20 @@ export class TxClient {
           const r = this.#reads.get(k)!;
           const at = slotAt(conn, k);
           if (this.#writes.has(k) && (this.faults.readLockAnyConnection ? execLocks.has(k) : execLocks.get(k) === conn)) {
-            // Locked at its read on this very connection: only the check — PRISM eq over
-            // [W CT L], comparing [CT L] with [seen T], swapping W := ts. While L = T nothing but
-            // T moves W or CT (every other check compares its own lock, every validation L = 0),
-            // and the read chain READ them after its lock CAS: W = the W seen < ts. (L ≠ T only if
-            // a resolver released T's lock after fencing T, D6: the check fails, and so would T's
-            // H CAS.) The mutant check-lock-by-order compares by order (gt over [W CT L] with
-            // [ts seen T]), which also swaps when L < T — a lock released, or a smaller txid's —
-            // and lowers W below CT (found by the swarm, seed 325).
-            wrs.push(
-              this.faults.checkLockByOrder
-                ? Wr.prismCas('gt', at, words(ts, r.ts, txid), { conditional: cond && wrs.length > 0, swapMask: words(ONES, 0n, 0n) })
-                : Wr.prismCas('eq', at, words(ts, r.ts, txid), { conditional: cond && wrs.length > 0, compareMask: words(0n, ONES, ONES), swapMask: words(ONES, 0n, 0n) }),
-            );
-            roles.push({ key: k, kind: 'check' });
+            // Locked at its read on this very connection: nothing to do in round 1 (docs/tx.md
+            // "Locks taken at read time"). While L = T nothing but T moves W or CT (every other
+            // check compares its own lock, every validation L = 0), and the read chain's lock CAS
+            // returned them as T locked the slot: CT = seen and W seen < ts still hold. L stops
+            // being T on this connection only where a resolver fenced T first (D6, row D9): T's H
+            // CAS there fails. W := ts comes with the install (round 2), with CT := ts; a crash
+            // in between re-raises it from the record (R1). The mutant check-lock-by-order keeps a
+            // check that compares by order (gt over [W CT L] with [ts seen T]), which also swaps
+            // when L < T — a lock released, or a smaller txid's — and lowers W below CT (found by
+            // the swarm, seed 325).
+            if (this.faults.checkLockByOrder) {
+              wrs.push(Wr.prismCas('gt', at, words(ts, r.ts, txid), { conditional: cond && wrs.length > 0, swapMask: words(ONES, 0n, 0n) }));
+              roles.push({ key: k, kind: 'check' });
+            }
             entries.push({ key: k, kind: ENTRY_WRITE, newPtr: 0, oldCt: r.ts });
           } else if (this.#writes.has(k)) {
             wrs.push(Wr.cas({ rkey: conn.rkey, addr: at.addr + 16 }, 0n, txid, { conditional: cond && wrs.length > 0 }));
@@ -848,9 +850,11 @@ export class TxClient {
 async function commitOn(conn: ShardConn, client: number, txid: bigint, ts: bigint, keys: readonly number[], writes: ReadonlyArray<{ key: number; ptr: number }>, faults: Readonly<TxFaults>): Promise<boolean> {
   const rec = recAt(conn, client);
   const wrs: WorkRequest[] = [];
-  for (const w of writes) wrs.push(Wr.prismCas('eq', slotAt(conn, w.key), words(0n, ts, txid, BigInt(w.ptr)), { compareMask: words(0n, 0n, ONES, 0n), swapMask: words(0n, ONES, 0n, ONES) }));
-  // Every slot of T here, durable before COMMITTED makes recovery drop T's record (R5): the installs,
-  // and the W that T's checks and validations raised in round 1 (only the record restores those, R1').
+  for (const w of writes) wrs.push(Wr.prismCas('eq', slotAt(conn, w.key), words(ts, ts, txid, BigInt(w.ptr)), { compareMask: words(0n, 0n, ONES, 0n), swapMask: words(faults.installKeepsW ? 0n : ONES, ONES, 0n, ONES) }));
+  // The install raises W with CT (W := ts): round 1 does not touch a key T's read locked (docs/tx.md
+  // "Locks taken at read time"; mutant install-keeps-w). Every slot of T here, durable before
+  // COMMITTED makes recovery drop T's record (R5): the installs, and the W that T's checks and
+  // validations raised in round 1 (only the record restores those, R1').
   if (keys.length > 0 && !faults.skipInstallFlush) wrs.push(Wr.flush('persistent', conn.rkey, slotSpan(conn, keys)));
   wrs.push(Wr.cas(rec, hWord(txid, H_PREPARED), hWord(txid, H_COMMITTED)));
   wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }));
@@ -979,7 +983,19 @@ export class TxResolver {
       }
       let decision: 'commit' | 'abort' | undefined;
       if (hs.some((h) => h === hWord(txid, H_COMMITTED))) decision = 'commit'; // D2
-      else if (hs.some((h) => h === hWord(txid, H_ABORTED) || h === hWord(txid, H_FENCED))) decision = 'abort'; // D3
+      else if (hs.some((h) => h === hWord(txid, H_ABORTED) || h === hWord(txid, H_FENCED))) {
+        decision = 'abort'; // D3
+        // D9: round 1 trusts a lock its read took on the same connection without checking it
+        // (docs/tx.md "Locks taken at read time"), so a lock of T is released only where T can no
+        // longer prepare: where H names T (its prepare landed there, or it is fenced there) or a
+        // later transaction of the slot. D3 may find T's locks on a shard whose H is neither (T
+        // aborted by another shard's fence while it may still be executing, and prepare here
+        // later): T is fenced there first; a fence that does not swap proves nothing: read again.
+        if (!this.faults.releaseWithoutFence) {
+          const open = [...views.values()].filter((v) => v.slots.some((sl) => sl.lock === txid) && (v.h === 0n || hTxid(v.h) < txid));
+          if (open.length > 0 && !(await this.#fence(open, txid))) continue;
+        }
+      }
       else if (body !== undefined) {
         const parts = [...Array(shards).keys()].filter((s) => (body.participants >> BigInt(s)) & 1n);
         const recorded = parts.filter((s) => views.get(s)?.h === hWord(txid, H_PREPARED));

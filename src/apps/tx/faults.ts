@@ -32,18 +32,29 @@ export interface TxFaults {
   resolverNoFence: boolean;
   /** Resolver: fences T over an earlier transaction's PREPARED record of the same client slot without resolving that transaction first (row D8) — the record of a transaction already reported committed, whose round 2 has not landed, is replaced. */
   fenceOverPrepared: boolean;
-  /** Read for update and round 1: the read chain's lock CAS comes after its READs, and round 1's check of a key locked at read time compares by order (PRISM gt over [W CT L] with [ts seen T]) — it also swaps when L is below T (the lock released, or a smaller txid's), lowering W. */
+  /** Read for update and round 1: the read chain's lock CAS comes after its READs, and round 1 checks a key locked at read time by order (PRISM gt over [W CT L] with [ts seen T], as this protocol once did; the correct round 1 has no check for it) — it also swaps when L is below T (the lock released, or a smaller txid's), lowering W. */
   checkLockByOrder: boolean;
   /**
    * Prepare: a lock a read for update took is trusted on any connection to the shard — one a
-   * restart released (recovery R3) included — so round 1 takes no lock for the key, only checks it.
-   * Not in TX_MUTANTS: since round 1's check compares `L = T` exactly (check-lock-by-order), a lock
-   * a restart released fails the check and T aborts — the connection rule is now a liveness rule
-   * (test/apps/tx/read-locks.test.ts shows the switch costs an abort, never a loss).
+   * restart released (recovery R3) included — so round 1 neither locks nor checks the key. Since
+   * round 1 no longer checks a read-time lock, T then prepares over a key it no longer holds and
+   * its install finds another's lock or none (test/apps/tx/read-locks.test.ts: the client stops
+   * with PMRPC_ERR_INVARIANT).
    */
   readLockAnyConnection: boolean;
   /** Prepare: a transaction whose read-time locks a resolver released after fencing it (D6) prepares over the fence when the client re-learnt that fence as its slot's H (it is not aborted). */
   prepareOverOwnFence: boolean;
+  /** Round 2: the install swaps CT and the pointer but leaves W (round 1 no longer raises W of a key locked at read time: the install must, W ≥ CT). */
+  installKeepsW: boolean;
+  /**
+   * Resolver: an abort decided by another shard's fence or ABORTED (D3) releases T's locks on a
+   * shard whose H does not name T without fencing T there first (row D9): T, still executing, may
+   * prepare there later over a lock it no longer holds (round 1 does not check a read-time lock).
+   * Not in TX_MUTANTS: the plain sweep did not reach it in 13 minutes (its harm needs T's late
+   * prepare there, another transaction's PREPARED record on the key and a crash of that shard
+   * before T's roll-back); caught by test/apps/tx/decision-table.test.ts (D9).
+   */
+  releaseWithoutFence: boolean;
   /** Recovery: PREPARED records are ignored — their locks are released and H set ABORTED locally. */
   recoveryIgnoresRecords: boolean;
   /** Recovery: a PREPARED H is kept as a record without checking that its body is T's and that its item addresses name T's own items (row R2: a prepare whose one FLUSH of H and body did not complete is not fenced; a torn address array is installed by a roll forward). */
@@ -82,6 +93,8 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   checkLockByOrder: false,
   readLockAnyConnection: false,
   prepareOverOwnFence: false,
+  installKeepsW: false,
+  releaseWithoutFence: false,
   recoveryIgnoresRecords: false,
   recoveryTrustsRecord: false,
   reuseSlotUnsettled: false,
@@ -137,8 +150,10 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
   { name: 'skip-record-ptrs', fault: 'skipRecordPtrs', step: "WRITE of the new items' addresses from the QP's scratch into the prepare record (what roll-forward installs)" },
   { name: 'late-item-flush', fault: 'lateItemFlush', step: 'the new items are FLUSHed before the H CAS that publishes the record naming them (not after)' },
   { name: 'skip-install-flush', fault: 'skipInstallFlush', step: "FLUSH(persistent) of T's slots (installs, and the W its checks and validations raised) before H := COMMITTED" },
-  { name: 'check-lock-by-order', fault: 'checkLockByOrder', step: "round 1's check of a key locked at read time compares [CT L] for equality with [seen T] (the read chain READs after its lock CAS), never by order: a released or smaller lock must not pass" },
+  { name: 'check-lock-by-order', fault: 'checkLockByOrder', step: "round 1 never checks a key locked at read time by order (the read chain's lock CAS returns the W and CT it locked; a check by order passes a released or smaller lock and lowers W)" },
+  { name: 'read-lock-any-connection', fault: 'readLockAnyConnection', step: 'round 1 trusts a lock taken at read time only on the connection it was taken on (a restart released it)' },
   { name: 'prepare-over-own-fence', fault: 'prepareOverOwnFence', step: "a transaction fenced by a resolver while it held read-time locks (D6) aborts when the H its client re-learnt is that fence (never prepares over it)" },
+  { name: 'install-keeps-w', fault: 'installKeepsW', step: "round 2's install raises W with CT (W := ts: round 1 does not touch a key its read locked)" },
   { name: 'resolver-without-commit-point', fault: 'resolverWithoutCommitPoint', step: 'the resolver commits only when every participant holds a durable record' },
   {
     name: 'resolver-trusts-visible',

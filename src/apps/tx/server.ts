@@ -60,6 +60,9 @@ export interface TxRecoveryReport {
   reclaimed: number;
 }
 
+/** What recover() returns (the node's start line, `pmrpc inspect`): the shard's TxRecoveryReport with its app and shard. */
+export type TxShardRecoveryReport = { app: 'tx'; shard: number } & TxRecoveryReport;
+
 /** The live reclamation of one shard (docs/tx.md "Live reclamation"). */
 export interface TxSweepStats {
   /** CPU passes that looked at candidate items, slots or retired items. */
@@ -469,8 +472,8 @@ export class TxAppServer implements AppServer {
    * image that recovers the same way (every repair is a durable store of a value derived from
    * durable state that the repair does not change).
    */
-  recover(): Record<string, unknown> {
-    if (this.#recovered) return {};
+  recover(): TxShardRecoveryReport {
+    if (this.#last !== undefined) return { app: 'tx', shard: this.geometry.shard, ...this.#last };
     const g = this.geometry;
     this.#nic.refuseAllocate();
     let repaired = 0;

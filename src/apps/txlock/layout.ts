@@ -23,7 +23,7 @@
  */
 import { crc32c, PmrpcError } from '../../../pmem/index.js';
 import { AREA_MAGIC } from '../index.js';
-import { decodeItem, encodeItem, ITEM_HEADER_BYTES, TxErrorCodes, VALUE_BYTES_MAX } from '../tx/index.js';
+import { decodeItem, encodeItem, ITEM_HEADER_BYTES, TxErrorCodes, VALUE_BYTES_MAX, type TxValueKind } from '../tx/index.js';
 
 export const TXLOCK_MAGIC = AREA_MAGIC.txlock; // 'RTXLOC01'
 export const TXLOCK_LAYOUT_VERSION = 1;
@@ -171,3 +171,17 @@ export function decodeLogBody(b: Uint8Array): LogBody | undefined {
 export const objAt = (g: Pick<TxLockGeometry, 'objects' | 'shards'>, key: number): number => g.objects + Math.floor(key / g.shards) * OBJ_BYTES;
 export const logAt = (g: Pick<TxLockGeometry, 'logs'>, client: number): number => g.logs + client * LOG_BYTES;
 export const lWord = (txid: bigint, state: bigint): bigint => txid * 4n + state;
+
+/** The options of one shard of a baseline (app.ts resolves them: defaults and checks). */
+export interface TxLockAppOptions {
+  base: number;
+  shard: number;
+  shards: number;
+  keysPerShard: number;
+  /** Client log slots (one transaction in flight per client slot). */
+  clients: number;
+  /** FaRM: receive buffers for LOCK requests, one per connection (default: two per client slot). */
+  mailboxes: number;
+  value: TxValueKind;
+  initialBalance: number;
+}

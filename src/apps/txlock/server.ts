@@ -8,15 +8,13 @@
  * moves on). docs/tx.md "Baselines" has both protocols and what a full recovery would need.
  */
 import { Access, CpuPoller, type HostWriteEvent, type MemoryRegion, type ProtectionDomain, type RecvCompletion, type Rnic, type ServerQp } from '../../../flush/index.js';
-import { intIn, oneOf, PmemRegion, PmrpcError, resolveOptions, type OptionChecks } from '../../../pmem/index.js';
-import { jsonBytes, refuseOtherApp, type AcceptedClient, type App, type AppHost, type AppProblem, type AppServer } from '../index.js';
-import { initialValue, TxErrorCodes, txName, type TxValueKind } from '../tx/index.js';
+import { PmrpcError, type PmemRegion } from '../../../pmem/index.js';
+import { jsonBytes, type AcceptedClient, type AppHost, type AppProblem, type AppServer } from '../index.js';
+import { TxErrorCodes, txName } from '../tx/index.js';
 import {
-  computeGeometry,
   decodeHeader,
   decodeLockItem,
   decodeLogBody,
-  encodeHeader,
   encodeLockItem,
   encodeLogBody,
   HEADER_BYTES,
@@ -33,42 +31,25 @@ import {
   OBJ_ITEM,
   objAt,
   type LogBody,
+  type TxLockAppOptions,
   type TxLockGeometry,
   type TxLockProtocol,
 } from './layout.js';
 
-export interface TxLockAppOptions {
-  base: number;
+/**
+ * What recover() did (the node's start line, `pmrpc inspect`); a type, not an interface, so that it
+ * is an AppServer's JSON report. A second recover() returns the first one's report.
+ */
+export type TxLockRecoveryReport = {
+  app: string;
   shard: number;
-  shards: number;
-  keysPerShard: number;
-  /** Client log slots (one transaction in flight per client slot). */
-  clients: number;
-  /** FaRM: receive buffers for LOCK requests, one per connection (default: two per client slot). */
-  mailboxes: number;
-  value: TxValueKind;
-  initialBalance: number;
-}
-
-export const TXLOCK_APP_DEFAULTS: Readonly<TxLockAppOptions> = Object.freeze({ base: 0, shard: 0, shards: 1, keysPerShard: 16, clients: 8, mailboxes: 0, value: 'list', initialBalance: 100 });
-
-const CHECKS: OptionChecks<TxLockAppOptions> = {
-  base: (name, v) => {
-    if (!Number.isSafeInteger(v) || (v as number) < 0 || (v as number) % 64 !== 0) throw new RangeError(`${name} must be a non-negative multiple of 64, got ${String(v)}`);
-  },
-  shards: intIn(1, 32),
-  shard: (name, v, all) => intIn(0, (all.shards as number) - 1)(name, v, all),
-  keysPerShard: intIn(1, 1 << 20),
-  clients: intIn(1, 255),
-  mailboxes: intIn(0, 4096),
-  value: oneOf(['list', 'balance']),
-  initialBalance: intIn(-(2 ** 31), 2 ** 31),
+  /** FaRM: redo entries of COMMITTED records applied again. */
+  redone: number;
+  /** Locks no LOGGED record of their client slot backs, released. */
+  locksReleased: number;
+  /** The transactions whose LOGGED record stays locked (deciding them needs the other participants). */
+  inDoubt: string[];
 };
-
-export function resolveTxLockAppOptions(options: Partial<TxLockAppOptions>): TxLockAppOptions {
-  const o = resolveOptions(TXLOCK_APP_DEFAULTS, options, CHECKS);
-  return o.mailboxes === 0 ? { ...o, mailboxes: o.clients * 2 } : o;
-}
 
 /** LOCK request (FaRM): op u32 (1) | client u32 | a log body (layout.ts) with the new values and the versions expected. */
 export const FARM_OP_LOCK = 1;
@@ -92,7 +73,7 @@ export class TxLockAppServer implements AppServer {
   #closed = false;
   /** Requests the CPU served (FaRM: LOCKs, applies, releases). */
   readonly cpu = { locks: 0, lockConflicts: 0, applies: 0, releases: 0 };
-  #last: Record<string, unknown> | undefined;
+  #last: TxLockRecoveryReport | undefined;
 
   constructor(host: AppHost, o: TxLockAppOptions, protocol: TxLockProtocol) {
     this.app = `tx${protocol}`;
@@ -111,7 +92,7 @@ export class TxLockAppServer implements AppServer {
     }
   }
 
-  get lastRecovery(): Record<string, unknown> | undefined {
+  get lastRecovery(): TxLockRecoveryReport | undefined {
     return this.#last;
   }
 
@@ -146,8 +127,8 @@ export class TxLockAppServer implements AppServer {
    * backs is released. A LOGGED record stays locked: deciding it needs the other participants
    * (not built: the baselines are not crash-explored).
    */
-  recover(): Record<string, unknown> {
-    if (this.#recovered) return {};
+  recover(): TxLockRecoveryReport {
+    if (this.#last !== undefined) return this.#last;
     const g = this.geometry;
     let redone = 0;
     let released = 0;
@@ -181,8 +162,8 @@ export class TxLockAppServer implements AppServer {
       }
     }
     this.#recovered = true;
-    this.#last = { redone, locksReleased: released, inDoubt };
-    return { app: this.app, shard: g.shard, ...this.#last };
+    this.#last = { app: this.app, shard: g.shard, redone, locksReleased: released, inDoubt };
+    return this.#last;
   }
 
   accept(_hello: Uint8Array): AcceptedClient {
@@ -304,48 +285,3 @@ export class TxLockAppServer implements AppServer {
     this.#qps = [];
   }
 }
-
-function format(region: PmemRegion, o: TxLockAppOptions, protocol: TxLockProtocol): void {
-  if (!(region instanceof PmemRegion)) throw new TypeError('region must be a PmemRegion');
-  const g = computeGeometry(o.base, protocol, o.shard, o.shards, o.keysPerShard, o.clients, o.mailboxes);
-  if (o.base + g.totalBytes > region.sizeBytes) throw new PmrpcError(TxErrorCodes.LAYOUT_TOO_LARGE, `the ${protocol} TX area needs ${g.totalBytes} bytes at ${o.base}; the region has ${region.sizeBytes}`);
-  try {
-    decodeHeader(region.load(o.base, HEADER_BYTES), o.base, protocol);
-    throw new PmrpcError(TxErrorCodes.ALREADY_FORMATTED, `offset ${o.base} already holds a ${protocol} TX area; it is never overwritten`);
-  } catch (e) {
-    if (!(e instanceof PmrpcError) || e.code !== TxErrorCodes.NOT_FORMATTED) throw e;
-  }
-  const v = initialValue(o);
-  region.fill(g.objects, g.mailbox - g.objects, 0);
-  for (let i = 0; i < g.keys; i++) region.store(g.objects + i * OBJ_BYTES + OBJ_ITEM, encodeLockItem({ version: 0n, key: i * g.shards + g.shard, value: v }));
-  region.persist(g.objects, g.mailbox - g.objects);
-  region.store(o.base, encodeHeader(g));
-  region.persist(o.base, HEADER_BYTES);
-}
-
-function makeApp(protocol: TxLockProtocol): App<TxLockAppOptions> {
-  return Object.freeze({
-    name: `tx${protocol}`,
-    defaults: TXLOCK_APP_DEFAULTS,
-    resolveOptions: resolveTxLockAppOptions,
-    minRegionBytes(o: TxLockAppOptions): number {
-      const r = resolveTxLockAppOptions(o);
-      return r.base + computeGeometry(r.base, protocol, r.shard, r.shards, r.keysPerShard, r.clients, r.mailboxes).totalBytes;
-    },
-    format(region: PmemRegion, o: TxLockAppOptions): void {
-      const r = resolveTxLockAppOptions(o);
-      refuseOtherApp(region, r.base, `tx${protocol}`);
-      format(region, r, protocol);
-    },
-    open(host: AppHost, o: TxLockAppOptions): TxLockAppServer {
-      const r = resolveTxLockAppOptions(o);
-      refuseOtherApp(host.region, r.base, `tx${protocol}`);
-      return new TxLockAppServer(host, r, protocol);
-    },
-  });
-}
-
-/** FaRM-style commit baseline: LOCK via the shard's CPU, VALIDATE by one-sided READ, COMMIT record by WRITE + FLUSH, applied by the CPU. */
-export const txfarmApp: App<TxLockAppOptions> = makeApp('farm');
-/** FORD-style one-sided commit baseline: lock + speculative read by CAS + READ, undo log by WRITE, selective FLUSH, write-unlatch. */
-export const txfordApp: App<TxLockAppOptions> = makeApp('ford');

@@ -136,6 +136,8 @@ export interface CrashApp {
   /** Its part of a real-crash (SIGKILL) run — workload, kill points, inspection after a restart, checks — on the one loop, src/server/supervisor.ts runRealCrashApp (undefined: no real-crash run). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   readonly realCrash?: RealCrashEntry<any, unknown>;
+  /** `pmrpc demo --app`: what --app says of the demo, its realCrash run (undefined: no demo; cli/demo.ts presents the run by its entry). */
+  readonly demo?: { readonly help: string };
 }
 
 /** Images per crash point of rs in `crash-test` and in its plain mutant sweep: one seed checks >= 10,000 images (issue 12). */
@@ -207,6 +209,7 @@ const RPC: CrashApp & { readonly name: 'rpc' } = {
     workload: (ops, variant, mutant) => ({ strategy: variant as RpcStrategy, nodes: 2, clients: 2, requests: ops * 4, mutant }),
   },
   realCrash: RPC_REAL_CRASH,
+  demo: { help: 'durable RPC, one node' },
 };
 
 /** The kv workload of the CLI's flags (the tiny exhaustive one with `tiny`). */
@@ -239,6 +242,7 @@ const KV: CrashApp & { readonly name: 'kv' } = {
   swarm: { baseOps: 156, drops: true, workload: (ops, _variant, mutant) => ({ clients: 3, opsPerClient: ops, ...(mutant !== undefined ? { mutant } : {}) }) },
   soak: KV_SOAK,
   realCrash: KV_REAL_CRASH,
+  demo: { help: 'a PRISM-KV cluster' },
 };
 
 const REGISTER: CrashApp & { readonly name: 'register' } = {
@@ -336,6 +340,9 @@ export const CRASH_APPS: readonly CrashApp[] = Object.freeze(APP_RECORDS.filter(
 
 /** The names of `crash-test --app`. */
 export const CRASH_APP_NAMES: readonly string[] = Object.freeze(CRASH_APPS.map((a) => a.name));
+
+/** The apps of `pmrpc demo --app` (a demo and a real-crash run), in registry order. */
+export const DEMO_APP_NAMES: readonly string[] = Object.freeze(CRASH_APPS.filter((a) => a.demo !== undefined && a.realCrash !== undefined).map((a) => a.name));
 
 /** The apps the swarm runs (those with a SwarmEntry), in registry order. */
 export const SWARM_APP_NAMES: readonly string[] = Object.freeze(CRASH_APPS.filter((a) => a.swarm !== undefined).map((a) => a.name));

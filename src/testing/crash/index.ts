@@ -9,7 +9,7 @@ export { MUTANTS, findMutant, type Mutant } from './rpc-mutants.js';
 export { lostWrites, cutHistory, cutRecords } from '../../check/index.js';
 export { kvExplorerApp, kvDropShape, resolveKvWorkload, KV_WORKLOAD_DEFAULTS, KV_CRASH_LAYOUT, type KvWorkloadOptions, type KvOp } from './kv.js';
 export { sweep, exploreSeed, runPooled, type SweepOptions, type CountedReport } from './sweep.js';
-export { appOf, txCrashSpec, plainTxShape, crashApp, swarmEntry, findMutantEntry, mutantName, crashAppHelp, listApps, CRASH_APPS, CRASH_APP_NAMES, SWARM_APP_NAMES, RS_IMAGES_PER_POINT, type CrashApp, type CrashTestFlags, type MutantEntry, type SwarmEntry, type SpecExplore, type SweepSpec } from './apps.js';
+export { appOf, txCrashSpec, plainTxShape, crashApp, swarmEntry, findMutantEntry, mutantName, crashAppHelp, listApps, CRASH_APPS, CRASH_APP_NAMES, DEMO_APP_NAMES, SWARM_APP_NAMES, RS_IMAGES_PER_POINT, type CrashApp, type CrashTestFlags, type MutantEntry, type SwarmEntry, type SpecExplore, type SweepSpec } from './apps.js';
 export { registerExplorerApp, resolveRegisterWorkload, lostRegisterWrites, registerModel, REGISTER_WORKLOAD_DEFAULTS, type RegisterWorkloadOptions, type RegisterOp, type RegisterSystem, type RegisterInput, type RegisterOutput } from './register.js';
 export { runCrashPlan, planFor, parsePlan, formatPlan, atGeometricGaps, MAJORITY_STORM, DROP_STORM, type CrashPlan, type CrashEvent, type CrashRunResult, type CrashRunHooks } from './multi.js';
 export type { CrashShapes } from './types.js';

@@ -16,7 +16,7 @@ import { NicErrorCodes, QueuePair, Wr } from '../../../flush/index.js';
 import type { PmemRegion, Prng } from '../../../pmem/index.js';
 import { checkLinearizable, cutHistory, describeKvInput, kvModel, lostWrites, type KvInput, type KvOutput, type Operation } from '../../check/index.js';
 import type { AppHost, AppProblem } from '../../apps/index.js';
-import { connectKvClient, kvApp, KvAppServer, kvSystemReconnects, type KvSystem } from '../../apps/kv/index.js';
+import { connectKvClient, kvApp, KvAppServer, kvSystemReconnects, type KvAppRecoveryReport, type KvSystem } from '../../apps/kv/index.js';
 import { KV_SYSTEM_MUTANTS, NO_KV_FAULTS, type KvFaults } from '../../apps/kv/index.js';
 import { classOf, computeKvGeometry, decodeItem, decodeSlot, homeSlot, KvErrorCodes, probeSequence, slotOffset, validateLayoutOptions, type KvGeometry, type KvLayoutOptions } from '../../apps/kv/index.js';
 import type { PrismKvClient } from '../../apps/kv/index.js';
@@ -275,8 +275,8 @@ export function kvExplorerApp(options: Partial<KvWorkloadOptions> = {}): Explore
     open(host: AppHost) {
       const server = kvApp.open(host, appOptions) as KvAppServer;
       // Tally what every recovery repaired (checked images, nested ones, crash-run restarts).
-      const recover = server.recover.bind(server);
-      server.recover = () => {
+      const recover = server.recover.bind(server) as () => KvAppRecoveryReport;
+      (server as { recover: () => KvAppRecoveryReport }).recover = () => {
         const r = recover();
         if (server.kv instanceof PrismKvServer && server.kv.lastRecovery !== undefined) {
           app.slotsRepaired += server.kv.lastRecovery.slotsRepaired;

@@ -146,6 +146,9 @@ export function plainRecoveryShape(seed: number | undefined): Partial<RecoveryWo
 }
 
 /** recovery/ behind the App contract (no NIC: the workload stores into the rings itself). */
+/** What the recovery explorer app's recover() reports: how many ring entries each row of the decision table decided. */
+export type RecoveryAppReport = { app: RecoveryAppServer['app']; rows: Record<string, number> };
+
 export class RecoveryAppServer implements AppServer {
   readonly app = 'recovery';
   store: RecoveryStore;
@@ -159,10 +162,10 @@ export class RecoveryAppServer implements AppServer {
     this.store = RecoveryStore.open(region, { faults, partialPollsMax: 1_000_000 });
   }
 
-  recover(): Record<string, unknown> {
+  recover(): RecoveryAppReport {
     this.report = this.store.recover(recoveryDigestHandler);
     this.#tally(this.report);
-    return { rows: this.report.rows };
+    return { app: this.app, rows: this.report.rows };
   }
 
   /** The node restarts in place (its volatile objects are gone; the region keeps every store) and recovers. */

@@ -175,7 +175,7 @@ t.test('recovery re-derives lock words: a lock held at a crash is released, a ha
   const image = PmemRegion.openImage(materialize(media, [...crashImages(media, { engine: 'none' })][0]!));
   const s2 = rslockApp.open(host(image), o) as RsLockAppServer;
   const rep = s2.recover();
-  t.same(rep, { app: 'rslock', blocks: o.blocks, lockLinesRederived: 1, lostCopies: 0 }, 'the typed recovery report: one lock line re-derived, no copy lost');
+  t.same(rep, { app: 'rslock', blocks: o.blocks, lockLinesRederived: 1, lostCopies: 0, rows: { 'lock-rederived': 1, sound: 1 } }, 'the typed recovery report: one lock line re-derived, no copy lost');
   t.same(decodeLockLine(image.load(lockOffset(g, 0), LOCK_LINE_BYTES)), { version: 0n, slot: 0, locked: false });
   t.same(s2.audit(), [], 'sound after recovery');
   t.equal(s2.recover(), rep, "recover() is idempotent: a second call returns the first's report");

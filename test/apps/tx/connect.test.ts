@@ -100,9 +100,9 @@ t.test('a client\'s transactions settle with a coded error when the shards stop 
   );
   await Promise.all(nodes.map((n) => n.close()));
   let timer: NodeJS.Timeout | undefined;
-  const outcomes = await Promise.race([Promise.all(running), new Promise<'timeout'>((res) => (timer = setTimeout(() => res('timeout'), 10_000)))]);
+  const outcomes = await Promise.race([Promise.all(running), new Promise<'timeout'>((res) => (timer = setTimeout(() => res('timeout'), 60_000)))]);
   clearTimeout(timer);
-  t.not(outcomes, 'timeout', 'every transaction settled within 10 s');
+  t.not(outcomes, 'timeout', 'every transaction settled within 60 s (a bound on liveness, not on speed)');
   if (outcomes === 'timeout') return;
   for (const o of outcomes) t.ok(o.settled === 'committed' || (typeof o.code === 'string' && o.code.startsWith('PMRPC_ERR_')), `${o.settled} ${o.code ?? ''}`);
 });

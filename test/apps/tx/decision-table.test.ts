@@ -32,13 +32,14 @@ function setH(srv: TxAppServer, h: bigint): void {
   put(srv, recordOffset(srv.geometry, 0), b);
 }
 /** T's prepared write of `key` on its shard: a new item, the slot locked by T with W = ts; returns the record entry. */
-function prepareWrite(srv: TxAppServer, key: number, value: string, opt: { installed?: boolean; ctTorn?: boolean } = {}): RecordEntry {
+function prepareWrite(srv: TxAppServer, key: number, value: string, opt: { installed?: boolean; ctTorn?: boolean; wBelow?: boolean } = {}): RecordEntry {
   const g = srv.geometry;
   const newPtr = g.arenaOffset + (g.items - 1) * ITEM_BYTES;
   put(srv, newPtr, encodeItem({ ts: TS, key, value: te.encode(value) }));
   const s = srv.slot(0);
   const installed = opt.installed === true;
-  put(srv, slotOffset(g, 0), encodeSlot({ w: TS, ct: installed && opt.ctTorn !== true ? TS : s.ct, lock: T, ptr: installed ? newPtr : s.ptr, bound: ITEM_BYTES }).subarray(0, 40));
+  // wBelow: a key T's read locked — round 1 does not touch it, so W is still the W T's lock saw (below ts).
+  put(srv, slotOffset(g, 0), encodeSlot({ w: opt.wBelow === true ? s.w : TS, ct: installed && opt.ctTorn !== true ? TS : s.ct, lock: T, ptr: installed ? newPtr : s.ptr, bound: ITEM_BYTES }).subarray(0, 40));
   return { key, kind: ENTRY_WRITE, newPtr, oldCt: s.ct };
 }
 function record(srv: TxAppServer, state: bigint, entries: RecordEntry[], torn = false): void {
@@ -158,6 +159,46 @@ t.test('D7: a participant down and nothing decides — wait (bounded): unknown, 
   t.equal(srv(0).slot(0).lock, T);
 });
 
+t.test('D4 over keys locked at read time (round 1 did not raise W): the roll forward installs W := ts with CT — mutant install-keeps-w leaves W below CT', async (t) => {
+  for (const keepW of [false, true]) {
+    const { world, srv, resolver } = cluster();
+    for (const s of [0, 1]) record(srv(s), H_PREPARED, [prepareWrite(srv(s), s, `new${s}`, { wBelow: true })]);
+    t.ok(srv(0).slot(0).w < TS, 'set up: W below ts');
+    t.equal(await resolveIn(world, keepW ? resolver({ installKeepsW: true }) : resolver()), 'committed');
+    for (const s of [0, 1]) {
+      t.equal(valueOf(srv(s)), `new${s}`);
+      t.equal(srv(s).slot(0).ct, TS);
+      if (!keepW) {
+        t.equal(srv(s).slot(0).w, TS, 'W := ts with the install');
+        // (slots only: the hand-made item was not taken from the free list this world's recovery built)
+        t.same(srv(s).audit().filter((p) => p.kind === 'slot'), []);
+      } else t.match(srv(s).audit().filter((p) => p.kind === 'slot'), [{ kind: 'slot', detail: /W \d+ below CT/ }], 'mutant: W below CT');
+    }
+  }
+});
+
+/**
+ * Row D9. T (still executing) holds a read-time lock of key 0 on shard 0, whose H is the client's
+ * earlier value; shard 1 holds FENCED(T) (a resolver fenced it there, D6). A resolver decides abort
+ * (D3) and releases T's lock on shard 0 — only after fencing T there: round 1 trusts a lock its read
+ * took on the same connection without checking it, so T's prepare on shard 0 must fail once that
+ * lock is gone. The mutant release-without-fence releases it and leaves shard 0's H as it was: T's
+ * late prepare there would write a PREPARED record over a key it no longer holds.
+ */
+t.test('D9: D3 releases a lock of T where H does not name T only after fencing T there (mutant release-without-fence)', async (t) => {
+  for (const mutant of [false, true]) {
+    const { world, srv, resolver } = cluster();
+    const EARLIER = hWord(makeTxid(0, 1, 6), H_COMMITTED);
+    setH(srv(0), EARLIER);
+    const g = srv(0).geometry;
+    put(srv(0), slotOffset(g, 0), encodeSlot({ ...srv(0).slot(0), lock: T }).subarray(0, 40));
+    setH(srv(1), hWord(T, H_FENCED));
+    t.equal(await resolveIn(world, mutant ? resolver({ releaseWithoutFence: true }) : resolver(), BOTH), 'aborted');
+    t.equal(srv(0).slot(0).lock, 0n, "T's lock released");
+    t.equal(h(srv(0)), mutant ? EARLIER : hWord(T, H_FENCED), mutant ? 'mutant: not fenced — a late prepare of T would land here' : 'fenced first: a late prepare of T fails here');
+  }
+});
+
 /** T committed at its commit point (PREPARED on both shards, round 2 not landed); LATER, the slot's next transaction, holds a read-time lock of key 2 (shard 0, slot 1) and no record. */
 function laterOverPrepared(srv: (s: number) => TxAppServer): void {
   const e0 = prepareWrite(srv(0), 0, 'new0');
@@ -255,6 +296,14 @@ t.test('R1: PREPARED(T) with a write entry — locked by T; a torn install is se
     t.equal(srv.slot(0).ptr === e.newPtr, installed);
     t.same(srv.audit(), []);
   }
+});
+
+t.test('R1 over a key locked at read time (round 1 did not raise W) — T keeps its lock, W := max(W, ts)', async (t) => {
+  const srv = recovered((s) => record(s, H_PREPARED, [prepareWrite(s, 0, 'new0', { wBelow: true })]));
+  t.equal(srv.slot(0).lock, T);
+  t.equal(srv.slot(0).w, TS, 'W raised from the record');
+  t.equal(srv.slot(0).ct, 0n, 'nothing installed');
+  t.same(srv.audit(), []);
 });
 
 t.test("R1': PREPARED(T) with a read entry — W := max(W, ts)", async (t) => {

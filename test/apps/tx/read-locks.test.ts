@@ -1,9 +1,9 @@
 // Locks taken at read time (docs/tx.md "Locks taken at read time"): a read for update takes the
-// key's lock in its read chain, round 1 only checks it — on the connection it was taken on. A
-// shard that restarted in between released it (recovery R3): round 1 locks the key again, and a
-// transaction that took the lock since wins (round 1's check compares L = T exactly, so trusting a
-// lock on any connection costs an abort, not a loss; mutant check-lock-by-order: the check compares
-// by order and lowers W below CT).
+// key's lock in its read chain, round 1 trusts it without a check — on the connection it was taken
+// on (the install raises W with CT). A shard that restarted in between released it (recovery R3):
+// round 1 locks the key again, and a transaction that took the lock since wins (trusting a lock on
+// any connection prepares T over a key it no longer holds: its install finds another's lock,
+// PMRPC_ERR_INVARIANT; mutant check-lock-by-order: a check by order lowers W below CT).
 import t from 'tap';
 import { crashImages, materialize, PmemRegion } from '../../../pmem/index.js';
 import { nicConfigFor, World } from '../../../src/testing/crash/index.js';
@@ -53,7 +53,7 @@ async function drive<T>(world: World, fn: () => Promise<T>): Promise<T> {
   return out as T;
 }
 
-t.test('a read for update takes the lock; round 1 only checks it; round 2 releases it', async (t) => {
+t.test('a read for update takes the lock; round 1 trusts it; round 2 installs W = CT = ts and releases it', async (t) => {
   const { world, server, client } = cluster();
   const c = client(0);
   await drive(world, async () => {
@@ -74,6 +74,7 @@ t.test('a read for update takes the lock; round 1 only checks it; round 2 releas
   world.nodes[0]!.nic.drainAll();
   t.equal(server().slot(0).lock, 0n, 'released by round 2');
   t.equal(td.decode(server().value(0)!.value), 'a');
+  t.equal(server().slot(0).w, server().slot(0).ct, 'W raised with CT by the install (round 1 did not touch the key)');
   // A second reader for update of a locked key: no lock for it; its round 1 finds the lock held.
   const b = client(1);
   await drive(world, async () => {
@@ -97,7 +98,7 @@ t.test('a read for update takes the lock; round 1 only checks it; round 2 releas
 });
 
 /** Client 1 reads key 0 for update; the shard restarts; client 0 takes the key's lock; client 1 commits. */
-async function restartBetween(faults: Partial<TxFaults>): Promise<{ released: boolean; first: string; second: string; value: string }> {
+async function restartBetween(faults: Partial<TxFaults>): Promise<{ released: boolean; first: string; second: string; value: string; broken?: string }> {
   const { world, server, client, restart } = cluster(faults);
   const a = client(1); // the higher client slot: its txid is above b's, so a gt check with L = b's txid swaps
   const b = client(0);
@@ -113,9 +114,10 @@ async function restartBetween(faults: Partial<TxFaults>): Promise<{ released: bo
     await b.begin();
     await b.write(0, te.encode('b'));
   });
+  let broken: string | undefined;
   const first = await drive(world, async () => {
     const o = await a.commit();
-    await a.settled();
+    await a.settled().catch((e: unknown) => (broken = (e as { code?: string }).code ?? String(e)));
     return o;
   });
   const second = await drive(world, async () => {
@@ -124,17 +126,19 @@ async function restartBetween(faults: Partial<TxFaults>): Promise<{ released: bo
     return o;
   });
   world.nodes[0]!.nic.drainAll();
-  return { released, first: `${first.status}${first.code !== undefined ? ` ${first.code}` : ''}`, second: second.status, value: td.decode(server().value(0)!.value) };
+  return { released, first: `${first.status}${first.code !== undefined ? ` ${first.code}` : ''}`, second: second.status, value: td.decode(server().value(0)!.value), ...(broken !== undefined ? { broken } : {}) };
 }
 
 t.test('a lock taken before a restart of the shard is taken again by round 1 (mutant read-lock-any-connection)', async (t) => {
   const ok = await restartBetween({});
   t.same(ok, { released: true, first: `aborted ${TxErrorCodes.CONFLICT}`, second: 'committed', value: 'b' }, 'recovery released the read-time lock (R3); the lock is the later reader\'s: the first aborts, the second commits');
   // With the switch readLockAnyConnection the first transaction trusts the lock the restart
-  // released and only checks it; the check compares L = T exactly, finds the second's lock, and
-  // fails: the same outcome — the connection rule saves an abort where nobody took the lock since,
-  // safety does not rest on it (it was a mutant while the check compared by order).
-  t.same(await restartBetween({ readLockAnyConnection: true }), ok, 'switch readLockAnyConnection: the first aborts all the same (its check compares L = T)');
+  // released; round 1 no longer checks a read-time lock, so it prepares over the second's lock and
+  // reports committed, and its install finds the second's lock: committed but absent — round 2's
+  // invariant stops the client (PMRPC_ERR_INVARIANT). The connection rule is a safety rule.
+  const bad = await restartBetween({ readLockAnyConnection: true });
+  t.equal(bad.first, 'committed', 'switch readLockAnyConnection: the first prepares over a lock it no longer holds…');
+  t.equal(bad.broken, 'PMRPC_ERR_INVARIANT', '…and its install finds another lock: the client stops');
 });
 
 /** A resolver finds T (read-time locks, no record: D6) in doubt, fences T and decides abort; then T's client commits it. */

@@ -7,13 +7,13 @@
 // Checks: nothing in doubt and nothing PREPARED or locked in any PM file; bank conservation in
 // every committed audit and in the final state; every committed transfer on both of its accounts'
 // version chains, no aborted one, each undecided one on both or neither; the shards' audits.
-// PMRPC_KILLS sets the number of kills (default 16 in npm test; npm run test:deep runs 52: test/deep/tx-sigkill.test.ts); PMRPC_SEED the seeded choices.
+// PMRPC_KILLS sets the number of kills (default 10 in npm test; npm run test:deep runs 52: test/deep/tx-sigkill.test.ts); PMRPC_SEED the seeded choices.
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const seed = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
-const KILLS = process.env.PMRPC_KILLS !== undefined ? Number(process.env.PMRPC_KILLS) : 16;
+const KILLS = process.env.PMRPC_KILLS !== undefined ? Number(process.env.PMRPC_KILLS) : 10;
 t.comment(`seed ${seed}, ${KILLS} kills (PMRPC_SEED / PMRPC_KILLS to change)`);
 t.setTimeout(900_000);
 

@@ -47,6 +47,9 @@ import {
   type TxGeometry,
 } from './layout.js';
 
+/** No QP busy (the sweep's grace set when the NIC is idle). */
+const NO_QPS: number[] = [];
+
 /** Items returned to the free list per return pass at most apart (smaller arenas: items / 16; at once while the free list is short). */
 export const RETURN_BATCH = 32;
 
@@ -283,25 +286,29 @@ export class TxAppServer implements AppServer {
     let short: boolean | undefined;
     const freeShort = (): boolean => (short ??= this.#nic.freeBufferCount(this.mr, ITEM_BYTES) < 2 * batch);
     this.sweepStats.sweeps++;
-    // The QPs with queued work, read once for the pass (nothing the pass does queues NIC work).
-    let busyNow: Set<number> | undefined;
-    const busy = (): Set<number> => (busyNow ??= new Set(this.#nic.busyQps()));
-    // The items this pass retires share one grace set (a copy of the busy QPs: it shrinks as they drain).
+    // The QPs with queued work, read once for the pass (nothing the pass does queues NIC work);
+    // mostly none (a pass runs after the NIC calls that queued its events returned).
+    let busyNow: number[] | undefined;
+    const busy = (): number[] => (busyNow ??= this.#nic.idle ? NO_QPS : this.#nic.busyQps());
+    // The items this pass retires share one grace set (a copy of the busy QPs: it shrinks as they
+    // drain); with no QP busy (or the freeWithoutGrace mutant) they are ready at once.
     let retiring: { items: number[]; waiting: Set<number> } | undefined;
     const retire = (ptr: number): boolean => {
       if (ptr < g.arenaOffset || ptr >= g.arenaOffset + g.items * ITEM_BYTES || this.#retired.has(ptr)) return false;
       this.#retired.add(ptr);
-      (retiring ??= { items: [], waiting: this.faults.freeWithoutGrace ? new Set() : new Set(busy()) }).items.push(ptr);
+      if (this.faults.freeWithoutGrace || busy().length === 0) this.#ready.push(ptr);
+      else (retiring ??= { items: [], waiting: new Set(busy()) }).items.push(ptr);
       return true;
     };
     if (this.faults.skipReturns) this.#slotCandidates.clear(); // live reclamation switched off (aborted items are never marked either)
     if (this.#slotCandidates.size > 0) {
-      const slots = [...this.#slotCandidates].sort((a, b) => a - b);
+      const slots = this.#slotCandidates.size === 1 ? this.#slotCandidates.values().next().value! : [...this.#slotCandidates].sort((a, b) => a - b);
       this.#slotCandidates.clear();
       const moved: Array<{ i: number; ptr: number; was: number }> = [];
-      for (const i of slots) {
-        // The pointer word alone (the slot's other words are not the sweep's).
-        const ptr = Number(this.region.loadU64(slotOffset(g, i) + 24));
+      for (const i of typeof slots === 'number' ? [slots] : slots) {
+        // The pointer word alone (the slot's other words are not the sweep's): two 32-bit halves.
+        const at = slotOffset(g, i) + 24;
+        const ptr = this.region.loadU32(at) + this.region.loadU32(at + 4) * 2 ** 32;
         const was = this.#installed[i]!;
         if (ptr === was || ptr === 0) continue;
         moved.push({ i, ptr, was });
@@ -336,7 +343,7 @@ export class TxAppServer implements AppServer {
     if (retiring !== undefined) this.#grace.push(retiring);
     // Grace periods: a group is ready once none of its QPs has a chain queued.
     if (this.#grace.length > 0) {
-      const now = busy();
+      const now = new Set(busy());
       let kept = 0;
       for (const grp of this.#grace) {
         for (const q of grp.waiting) if (!now.has(q)) grp.waiting.delete(q);
@@ -403,11 +410,22 @@ export class TxAppServer implements AppServer {
     return out;
   }
 
-  /** The new items of this shard's PREPARED records (visible memory). */
+  /**
+   * The new items this shard's PREPARED records name (visible memory): every PREPARED H over a
+   * body of its txid, without prepared()'s check that each address names T's own whole item (a
+   * crc per item; a record that fails it names no item a sweep retired, and refusing more is safe).
+   */
   #preparedItems(): Set<number> {
     const g = this.geometry;
     const out = new Set<number>();
-    for (const body of this.prepared().values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) out.add(e.newPtr);
+    for (let c = 0; c < g.clients; c++) {
+      const at = recordOffset(g, c);
+      const h = this.region.loadU64(at);
+      if (h === 0n || hState(h) !== H_PREPARED) continue;
+      const body = decodeBody(this.region.load(at + RECORD_BODY, RECORD_BYTES - RECORD_BODY));
+      if (body === undefined || body.txid !== hTxid(h)) continue;
+      for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) out.add(e.newPtr);
+    }
     return out;
   }
 

@@ -33,7 +33,7 @@
  *   - client: the rest of the process's CPU (the clients' protocol code, promise continuations,
  *     timers, GC), clamped at 0 (a NIC section preempted on a loaded machine is charged more than
  *     its CPU).
- *   CPU that V8's helper threads (concurrent GC, compilation) spend during a host pass is charged
+ *   CPU that V8's helper threads (concurrent GC, compilation) spend during a descheduled host pass is charged
  *   to the pass (the process's clock has no per-thread view in Node 20). Every system of a suite
  *   is timed by the same instrumentation (`RoleTimer.instrumentApp` on its shards' hosts), so
  *   their figures are comparable. The clocks are read only where the role changes (a NIC call

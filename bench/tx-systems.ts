@@ -43,7 +43,8 @@ export interface TxDeployment {
   /** Work done by the shards' NICs and PM so far (summed over the shards). */
   work(): { wrs: number; messages: number; linesWrittenBack: number };
   /** Time spent so far in the shards' emulated NICs and in their server CPUs' passes (bench/nic-work.ts). */
-  roleTimes(): RoleTimes;
+  /** CPU by role so far, and the server-CPU passes timed so far. */
+  roleTimes(): RoleTimes & { hostPasses: number };
   close(): void;
 }
 
@@ -119,7 +120,7 @@ function factory(system: TxSystemName, description: string): TxSystemFactory {
       return {
         servers: shards.servers,
         work: workOf(shards),
-        roleTimes: () => timer.times(),
+        roleTimes: () => ({ ...timer.times(), hostPasses: timer.hostPasses }),
         client: (i) => txClientApi(system, (s) => shards.connect(s), i, { clock: systemClock, ...(o.skipValidation === true ? { skipValidation: true } : {}) }),
         close: () => shards.close(),
       };

@@ -110,6 +110,8 @@ export interface TxCellResult {
   hostCpuUsPerCommit: number;
   /** The role timer's own bookkeeping per commit (charged to no role). */
   accountingCpuUsPerCommit: number;
+  /** Server-CPU passes per committed transaction (each one timed: its CPU clock read at both ends). */
+  hostPassesPerCommit: number;
 }
 
 const histogram = (): hdr.Histogram => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: 3 });
@@ -191,6 +193,7 @@ async function measureTxWindow(cell: DeployedTxCell, w: TxWorkload, ms: number, 
   const nicUs = t1.nicUs - t0.nicUs;
   const hostUs = t1.hostUs - t0.hostUs;
   const accountingUs = t1.accountingUs - t0.accountingUs;
+  const hostPasses = t1.hostPasses - t0.hostPasses;
   // The roles are wall time inside synchronous sections (bench/nic-work.ts): a section preempted on a
   // loaded machine is charged more than its CPU, so the remainder is clamped at 0.
   const clientUs = Math.max(0, cpuUs - nicUs - hostUs - accountingUs);
@@ -217,6 +220,7 @@ async function measureTxWindow(cell: DeployedTxCell, w: TxWorkload, ms: number, 
     nicCpuUsPerCommit: perCommit(nicUs),
     hostCpuUsPerCommit: perCommit(hostUs),
     accountingCpuUsPerCommit: perCommit(accountingUs),
+    hostPassesPerCommit: perCommit(hostPasses),
   };
   h.destroy();
   return r;
@@ -246,6 +250,7 @@ function combine(rs: TxCellResult[]): TxCellResult {
     nicCpuUsPerCommit: med((r) => r.nicCpuUsPerCommit),
     hostCpuUsPerCommit: med((r) => r.hostCpuUsPerCommit),
     accountingCpuUsPerCommit: med((r) => r.accountingCpuUsPerCommit),
+    hostPassesPerCommit: med((r) => r.hostPassesPerCommit),
   };
 }
 
@@ -294,7 +299,7 @@ export async function runTxBench(o: BenchOptions, plan: TxPlan = o.quick ? TX_QU
       factories.forEach((f, i) => {
         const r = combine(windows[i]!);
         results.set(`${f.name}|${txCellName(c)}`, r);
-        rows.push({ system: f.name, cell: txCellName(c), ...c, windows: plan.windows, ...r, commitsPerSecond: Math.round(r.commitsPerSecond), commitsPerCpuSecond: Math.round(r.commitsPerCpuSecond), abortRate: round(r.abortRate), commitRoundTrips: round(r.commitRoundTrips), wrsPerCommit: round(r.wrsPerCommit), messagesPerCommit: round(r.messagesPerCommit), linesPerCommit: round(r.linesPerCommit), roundTripsPerCommit: round(r.roundTripsPerCommit), workRequestsPerCommit: round(r.workRequestsPerCommit), cpuUsPerCommit: round(r.cpuUsPerCommit), clientCpuUsPerCommit: round(r.clientCpuUsPerCommit), nicCpuUsPerCommit: round(r.nicCpuUsPerCommit), hostCpuUsPerCommit: round(r.hostCpuUsPerCommit), accountingCpuUsPerCommit: round(r.accountingCpuUsPerCommit) });
+        rows.push({ system: f.name, cell: txCellName(c), ...c, windows: plan.windows, ...r, commitsPerSecond: Math.round(r.commitsPerSecond), commitsPerCpuSecond: Math.round(r.commitsPerCpuSecond), abortRate: round(r.abortRate), commitRoundTrips: round(r.commitRoundTrips), wrsPerCommit: round(r.wrsPerCommit), messagesPerCommit: round(r.messagesPerCommit), linesPerCommit: round(r.linesPerCommit), roundTripsPerCommit: round(r.roundTripsPerCommit), workRequestsPerCommit: round(r.workRequestsPerCommit), cpuUsPerCommit: round(r.cpuUsPerCommit), clientCpuUsPerCommit: round(r.clientCpuUsPerCommit), nicCpuUsPerCommit: round(r.nicCpuUsPerCommit), hostCpuUsPerCommit: round(r.hostCpuUsPerCommit), accountingCpuUsPerCommit: round(r.accountingCpuUsPerCommit), hostPassesPerCommit: round(r.hostPassesPerCommit) });
       });
     } finally {
       for (const x of cells) x.d.close();

@@ -343,7 +343,32 @@ export class Rnic {
   }
 
   freeBufferCount(mr: MemoryRegion, sizeBytes: number): number {
-    return this.#freeLists.get(`${mr.rkey}/${sizeBytes}`)?.members.size ?? 0;
+    return this.#freeLists.get(this.#listKey(mr.rkey, sizeBytes))?.members.size ?? 0;
+  }
+
+  /** Whether the buffer at `offset` is on the free list of `sizeBytes` buffers of `mr` now (O(1)). */
+  isFreeBuffer(mr: MemoryRegion, sizeBytes: number, offset: number): boolean {
+    return this.#freeLists.get(this.#listKey(mr.rkey, sizeBytes))?.members.has(offset) === true;
+  }
+
+  /** The free lists' key of (rkey, size), the last one remembered (a server CPU asks per item: no string built each time). */
+  #listKey(rkey: number, sizeBytes: number): string {
+    if (rkey !== this.#keyRkey || sizeBytes !== this.#keySize) {
+      this.#keyRkey = rkey;
+      this.#keySize = sizeBytes;
+      this.#key = `${rkey}/${sizeBytes}`;
+    }
+    return this.#key;
+  }
+
+  #keyRkey = -1;
+  #keySize = -1;
+  #key = '';
+
+  /** The free list of `sizeBytes` buffers of `mr`, in the order ALLOCATE takes them (a copy). */
+  freeBuffers(mr: MemoryRegion, sizeBytes: number): number[] {
+    const list = this.#freeLists.get(`${mr.rkey}/${sizeBytes}`);
+    return list === undefined ? [] : list.queue.slice(list.head);
   }
 
   /** Empties every free list (they are NIC-volatile: a crash loses them). */

@@ -146,6 +146,21 @@ export class CpuPoller {
     return () => qp.onRecvNotify(undefined);
   }
 
+  /**
+   * fn runs at the end of every pass that handled at least one event, in the same pass (after the
+   * pass's events, before the next pass is scheduled): work a pass's events make due (a sweep)
+   * costs no pass of its own. Returns the unsubscribe.
+   */
+  onPassEnd(fn: () => void): () => void {
+    this.#passEnd.push(fn);
+    return () => {
+      const i = this.#passEnd.indexOf(fn);
+      if (i >= 0) this.#passEnd.splice(i, 1);
+    };
+  }
+
+  #passEnd: Array<() => void> = [];
+
   /** Events waiting for a CPU pass. */
   get pending(): number {
     return this.#queue.length;
@@ -170,6 +185,7 @@ export class CpuPoller {
       if (ev.kind === 'mem') ev.fn(ev.e);
       else for (const c of ev.qp.pollRecv(1)) ev.fn(c);
     }
+    if (batch.length > 0) for (const fn of this.#passEnd) fn();
     if (this.#queue.length > 0) this.#schedulePass();
     return batch.length;
   }
@@ -178,6 +194,7 @@ export class CpuPoller {
     this.#unsubscribe();
     this.#watches = [];
     this.#queue = [];
+    this.#passEnd = [];
   }
 
   #onHostWrite(e: HostWriteEvent): void {

@@ -52,6 +52,10 @@ t.test("a host pass with a NIC call inside: the NIC time is the NIC's, the rest 
   c.work(400); // client again
   t.same(rt.times(), { nicUs: 7, hostUs: 13, accountingUs: 0 });
   t.same(c.reads().cpu, 2, 'the CPU clock is read where the pass starts and ends, not at its NIC calls');
+  t.equal(rt.hostPasses, 1, 'one host pass counted');
+  rt.enter('host');
+  rt.exit();
+  t.equal(rt.hostPasses, 2, 'each pass counted once');
 });
 
 t.test('the same role nested reads no clock and is charged once', async (t) => {
@@ -135,10 +139,10 @@ t.test("the timer's own cost goes to accounting, not to a role", async (t) => {
   // A section is charged its work plus the wall read that starts it (the fake charges a read's cost
   // after the stamp it returns): the NIC 20 + 1, the pass 10 + 30 + 1 for its resumption after the
   // NIC call (its CPU clock starts after its entry's bookkeeping and stops before its exit's; the
-  // NIC section and the two role changes inside it are subtracted); each of the 4 role changes
-  // costs 1 µs of accounting.
-  t.same(rt.times(), { nicUs: 21, hostUs: 10 + 30 + 1, accountingUs: 4 });
-  t.same(c.reads(), { wall: 8, cpu: 2 }, 'two wall reads per role change, the CPU clock at the pass boundaries');
+  // NIC section and the two role changes inside it are subtracted) and 1 for the wall read that
+  // starts its wall span; each of the 4 role changes costs 1 µs of accounting.
+  t.same(rt.times(), { nicUs: 21, hostUs: 10 + 30 + 1 + 1, accountingUs: 4 });
+  t.same(c.reads(), { wall: 10, cpu: 2 }, 'two wall reads per role change and two for the pass span, the CPU clock at the pass boundaries');
 });
 
 t.test('an unmatched exit charges nothing', async (t) => {
@@ -184,4 +188,67 @@ t.test('instrumentNic and timedSchedule charge the wrapped calls', async (t) => 
   t.throws(() => passes[1]!(), /boom/);
   c.work(100);
   t.same(rt.times(), { nicUs: 18, hostUs: 7, accountingUs: 0 });
+});
+
+t.test("a pass is charged neither its CPU clock's own reads nor other threads' CPU (the smaller of its two spans)", async (t) => {
+  // The process's CPU clock: each read costs 30 µs of CPU (a getrusage on a loaded machine), half
+  // of it before the value it returns; V8's helper threads may add CPU without the JS thread's wall.
+  let wall = 0;
+  let cpu = 0;
+  const clocks = {
+    wall: () => wall,
+    cpu: () => {
+      wall += 15;
+      cpu += 15;
+      const v = cpu;
+      wall += 15;
+      cpu += 15;
+      return v;
+    },
+  };
+  const rt = new RoleTimer(clocks);
+  rt.enter('host');
+  wall += 8;
+  cpu += 8;
+  rt.exit();
+  t.same(rt.times().hostUs, 8, 'the pass is charged its 8 µs, not the 30 µs of the reads that bound it');
+  rt.enter('host');
+  wall += 5;
+  cpu += 5 + 400; // a concurrent GC thread ran meanwhile
+  rt.exit();
+  t.same(rt.times().hostUs, 8 + 5, 'nor the helper threads\' CPU');
+  rt.enter('host');
+  wall += 6 + 5000; // descheduled
+  cpu += 6;
+  rt.exit();
+  t.same(rt.times().hostUs, 8 + 5 + 6 + 30, 'a descheduled pass: its CPU span (with the reads it cannot tell apart)');
+});
+
+t.test("instrumentNotify: a server's SEND to a client is a NIC section, not the pass's", async (t) => {
+  const c = fakeClocks(0);
+  const rt = new RoleTimer(c.clocks);
+  const delivered: number[] = [];
+  const nic = {
+    createQp() {
+      return {
+        qpn: 7,
+        notify(data: Uint8Array): void {
+          c.work(9); // the link delivers it to the client's handler synchronously
+          delivered.push(data.length);
+        },
+      };
+    },
+  };
+  rt.instrumentNotify(nic as never);
+  const qp = (nic as unknown as { createQp: () => { qpn: number; notify: (d: Uint8Array) => void } }).createQp();
+  t.equal(qp.qpn, 7, 'createQp still returns the NIC\'s QP');
+  const passes: Array<() => void> = [];
+  rt.timedSchedule((fn) => passes.push(fn))(() => {
+    c.work(3);
+    qp.notify(new Uint8Array(4));
+    c.work(2);
+  });
+  passes[0]!();
+  t.same(delivered, [4]);
+  t.same(rt.times(), { nicUs: 9, hostUs: 5, accountingUs: 0 });
 });

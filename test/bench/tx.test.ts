@@ -66,6 +66,7 @@ t.test('a tiny run: every system commits and passes the checks; ratios, history 
     // sections, clamped at 0 (bench/tx.ts): on a loaded machine a preempted section can cover it all.
     t.ok(Number.isFinite(r.clientCpuUsPerCommit) && Number(r.clientCpuUsPerCommit) >= 0, `${name}: clientCpuUsPerCommit = ${String(r.clientCpuUsPerCommit)}`);
     t.ok(Number.isFinite(r.hostCpuUsPerCommit) && Number(r.hostCpuUsPerCommit) >= 0, `${name}: hostCpuUsPerCommit = ${String(r.hostCpuUsPerCommit)}`);
+    t.ok(Number.isFinite(r.hostPassesPerCommit) && (r.system === 'ford' ? Number(r.hostPassesPerCommit) === 0 : Number(r.hostPassesPerCommit) >= 0), `${name}: hostPassesPerCommit = ${String(r.hostPassesPerCommit)}`);
     t.equal(r.roundTripsPerCommit, r.commitRoundTrips, `${name}: roundTripsPerCommit is the commit round trips`);
     t.equal(r.workRequestsPerCommit, r.wrsPerCommit, `${name}: workRequestsPerCommit is the work requests per commit`);
     t.ok(Number.isFinite(r.accountingCpuUsPerCommit) && Number(r.accountingCpuUsPerCommit) >= 0, `${name}: accountingCpuUsPerCommit = ${String(r.accountingCpuUsPerCommit)}`);

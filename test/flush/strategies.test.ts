@@ -125,6 +125,28 @@ t.test('CpuPoller: a watch with a filter queues only the writes it accepts (judg
   poller.close();
 });
 
+t.test('CpuPoller: onPassEnd runs once at the end of each pass that handled events, in that pass', async (t) => {
+  const s = setup({ nic: { drain: 'eager' } });
+  const tasks: Array<() => void> = [];
+  const poller = new CpuPoller(s.nic, { schedule: (fn) => tasks.push(fn), batchMax: 2 });
+  const log: string[] = [];
+  poller.watchMemory({ offset: 1024, len: 1024 }, (e) => log.push(`event ${e.offset}`));
+  const stop = poller.onPassEnd(() => log.push(`end of pass ${poller.passId}`));
+  await s.qp.postChain([0, 1, 2].map((i) => Wr.write({ rkey: s.mr.rkey, addr: 1024 + 64 * i }, u64le(i))));
+  t.equal(tasks.length, 1, 'one pass scheduled, none for the hook');
+  tasks.shift()!();
+  t.same(log, ['event 1024', 'event 1088', 'end of pass 1'], 'the hook runs after the pass\'s events, in the same pass');
+  tasks.shift()!();
+  t.same(log.slice(3), ['event 1152', 'end of pass 2']);
+  t.equal(poller.runPending(), 0);
+  t.equal(log.length, 5, 'a pass with no event runs no hook');
+  stop();
+  await s.qp.write({ rkey: s.mr.rkey, addr: 1024 }, u64le(9));
+  tasks.shift()!();
+  t.same(log.slice(5), ['event 1024'], 'unsubscribed');
+  poller.close();
+});
+
 t.test('CpuPoller: receive completions reach the watcher in order', async (t) => {
   const s = setup();
   const poller = new CpuPoller(s.nic);

@@ -1,6 +1,7 @@
 /**
- * The buffer-return RPC's server side, shared by PRISM-KV and PRISM-RS: a mirror of the NIC's free
- * lists (what the CPU posted, less what ALLOCATE popped from the front) and the handler of an
+ * The buffer-return RPC's server side, shared by PRISM-KV and PRISM-RS: the CPU's door to the NIC's
+ * free lists (it posts them after recovery and asks the NIC what is on them: `Rnic.isFreeBuffer`,
+ * O(1); accepted returns are posted a batch at a time, one post per size class) and the handler of an
  * epoch-stamped return batch (a SEND into the mailbox: epoch u64 | count u32 | pad | ptr u64 × count).
  * Each pointer is checked (recovery/allocator.ts checkReturn: epoch, arena, alignment, not free,
  * not reachable) before it goes back on its free list; the reply is an 8-byte notify
@@ -101,7 +102,8 @@ export interface ReturnStats {
 export class ReturnDesk {
   readonly stats: ReturnStats = { returnBatches: 0, returnDuplicates: 0, returnsAccepted: 0, returnsRefused: {}, receiptsResolved: 0, receiptBuffers: 0 };
   readonly #c: ReturnDeskConfig;
-  #posted = new Map<number, { list: number[]; head: number; members: Set<number> }>();
+  /** The size classes whose free lists the desk posted (the NIC holds the lists: membership and order are its own). */
+  #sizes: number[] = [];
   /** The server's epoch; undefined until recovery posted the lists (every return is refused before). */
   #epoch: bigint | undefined;
   /** Idempotent batches: the highest batch number taken from each sender in this epoch. */
@@ -118,9 +120,9 @@ export class ReturnDesk {
     this.#c = config;
   }
 
-  /** After recovery: posts the rebuilt free lists to the NIC (accepting ALLOCATE), mirrors them, and takes returns of `epoch`. */
+  /** After recovery: posts the rebuilt free lists to the NIC (accepting ALLOCATE) and takes returns of `epoch`. */
   open(free: ReadonlyMap<number, readonly number[]>, epoch: bigint): void {
-    this.#posted = new Map([...free].map(([k, v]) => [k, { list: [...v], head: 0, members: new Set(v) }]));
+    this.#sizes = [...free.keys()];
     postFreeLists(this.#c.nic, this.#c.mr, free);
     this.#epoch = epoch;
     this.#taken.clear();
@@ -129,7 +131,7 @@ export class ReturnDesk {
   /** The NIC's current free lists. */
   freeLists(): Map<number, number[]> {
     const out = new Map<number, number[]>();
-    for (const [size, m] of this.#sync()) out.set(size, m.list.slice(m.head));
+    for (const size of this.#sizes) out.set(size, this.#c.nic.freeBuffers(this.#c.mr, size));
     return out;
   }
 
@@ -179,23 +181,12 @@ export class ReturnDesk {
 
   /**
    * The server CPU's own returns (PRISM-TX's sweep of dead items): the same checks as a batch
-   * stamped with the current epoch (arena, alignment, not free, not reachable). Refused before open().
+   * stamped with the current epoch (arena, alignment, not free, not reachable), the accepted ones
+   * posted in one batch; `onAccepted` runs for each of them right after the post (same synchronous
+   * step: no ALLOCATE in between). Refused before open().
    */
-  giveBack(ptrs: readonly number[]): { accepted: number; refused: number } {
-    return this.#accept(this.#epoch ?? -1n, ptrs, false);
-  }
-
-  /** Catches the mirror up with what ALLOCATE popped since. */
-  #sync(): Map<number, { list: number[]; head: number; members: Set<number> }> {
-    for (const [size, m] of this.#posted) {
-      const n = this.#c.nic.freeBufferCount(this.#c.mr, size);
-      while (m.list.length - m.head > n) m.members.delete(m.list[m.head++]!);
-      if (m.head > 1024 && m.head * 2 > m.list.length) {
-        m.list.splice(0, m.head);
-        m.head = 0;
-      }
-    }
-    return this.#posted;
+  giveBack(ptrs: readonly number[], onAccepted?: (ptr: number) => void): { accepted: number; refused: number } {
+    return this.#accept(this.#epoch ?? -1n, ptrs, false, onAccepted);
   }
 
   /**
@@ -223,21 +214,28 @@ export class ReturnDesk {
     return take();
   }
 
-  #accept(epoch: bigint, ptrs: readonly number[], unchecked: boolean): { accepted: number; refused: number } {
+  /**
+   * Checks each pointer of a batch and posts the accepted ones to their free lists, one post per
+   * size class for the whole batch (a pointer twice in a batch: the second is already free).
+   * `onAccepted` runs for each accepted pointer after the post, in the same synchronous step.
+   */
+  #accept(epoch: bigint, ptrs: readonly number[], unchecked: boolean, onAccepted?: (ptr: number) => void): { accepted: number; refused: number } {
     this.stats.returnBatches++;
     let accepted = 0;
     let refused = 0;
-    const mirror = this.#sync();
+    const { nic, mr } = this.#c;
+    /** Accepted in this batch, by size class: posted at the end. */
+    const posts = new Map<number, number[]>();
+    const inBatch = new Set<number>();
+    const isFree = (p: number): boolean => {
+      const size = this.#c.classOf(p);
+      return size !== undefined && (inBatch.has(p) || nic.isFreeBuffer(mr, size, p));
+    };
+    const isReachable = (p: number): boolean => !unchecked && this.#isReachable(p);
     for (const ptr of ptrs) {
       this.#unreached = -1;
       const v: ReturnVerdict =
-        this.#epoch !== undefined
-          ? checkReturn(
-              { epoch, ptr },
-              { epoch: this.#epoch, classes: this.#c.classes, isFree: (p) => mirror.get(this.#c.classOf(p) ?? -1)?.members.has(p) === true, isReachable: (p) => !unchecked && this.#isReachable(p) },
-              { acceptStaleEpoch: this.#c.acceptStaleEpoch },
-            )
-          : 'stale-epoch';
+        this.#epoch !== undefined ? checkReturn({ epoch, ptr }, { epoch: this.#epoch, classes: this.#c.classes, isFree, isReachable }, { acceptStaleEpoch: this.#c.acceptStaleEpoch }) : 'stale-epoch';
       if (v !== 'ok') {
         refused++;
         this.stats.returnsRefused[v] = (this.stats.returnsRefused[v] ?? 0) + 1;
@@ -247,13 +245,15 @@ export class ReturnDesk {
       // checks above asked the index already; only a path that skipped them (a mutant's) asks again.
       invariant(this.#unreached === ptr || !this.#c.isReachable(ptr), () => `returned buffer ${ptr} would go back on a free list while a slot reaches it`);
       const size = this.#c.classOf(ptr)!;
-      this.#c.nic.postFreeBuffers(this.#c.mr, size, [ptr]);
-      const m = mirror.get(size)!;
-      m.list.push(ptr);
-      m.members.add(ptr);
+      let list = posts.get(size);
+      if (list === undefined) posts.set(size, (list = []));
+      list.push(ptr);
+      inBatch.add(ptr);
       accepted++;
       this.stats.returnsAccepted++;
     }
+    for (const [size, list] of posts) nic.postFreeBuffers(mr, size, list);
+    if (onAccepted !== undefined) for (const list of posts.values()) for (const p of list) onAccepted(p);
     return { accepted, refused };
   }
 }

@@ -1,6 +1,6 @@
 /** PRISM-TX (DESIGN §5, docs/tx.md): serializable, crash-safe distributed transactions on PRISM chains. */
 export { txApp, resolveTxAppOptions, initialValue, TX_APP_DEFAULTS } from './app.js';
-export { TxAppServer, type TxRecoveryReport, type TxShardRecoveryReport } from './server.js';
+export { RETURN_BATCH, TxAppServer, type TxRecoveryReport, type TxShardRecoveryReport } from './server.js';
 export type { TxAppOptions, TxValueKind } from './layout.js';
 export { TxClient, TxResolver, parseTxWelcome, SHARD_WAITS_MAX, RESOLVE_ROUNDS_MAX, type ShardConn, type ShardSource, type TxOutcome, type TxStatus, type TxClientOptions, type Resolution } from './client.js';
 export { TX_MUTANTS, NO_TX_FAULTS, txFaultsFor, type TxFaults, type TxFaultName, type TxMutant } from './faults.js';

@@ -42,6 +42,9 @@ import {
   type TxGeometry,
 } from './layout.js';
 
+/** No QP busy (the sweep's grace set when the NIC is idle). */
+const NO_QPS: number[] = [];
+
 /** Items returned to the free list per return pass at most apart (smaller arenas: items / 16; at once while the free list is short). */
 export const RETURN_BATCH = 32;
 
@@ -91,7 +94,6 @@ export class TxAppServer implements AppServer {
   #last: TxRecoveryReport | undefined;
   readonly #desk: ReturnDesk;
   readonly #poller: CpuPoller;
-  readonly #schedule: (fn: () => void) => void;
   /** Items whose mark word a drained NIC write touched since the last sweep. */
   #candidates = new Set<number>();
   /** Slot indexes a drained NIC write touched since the last sweep. */
@@ -99,13 +101,25 @@ export class TxAppServer implements AppServer {
   /** Per slot index: the item the CPU last saw installed there (visible memory). */
   #installed: number[] = [];
   /**
-   * Items retired (dead: an aborted transaction's marked item, or a superseded value whose slot
-   * moved on durably), in their grace period: item → the QPs that had a chain queued or running on
-   * the NIC when it was retired. It goes back once each of them has been seen with no chain queued
-   * (every chain that could still reach the item finished).
+   * Per item of the arena (by index): how many slots #installed says point at it. Once every
+   * drained write over a pointer word has been looked at (no poller event pending, no slot
+   * candidate left), this is what the slot table reaches in visible memory: the ReturnDesk's
+   * check reads it instead of a snapshot of the whole table.
    */
-  #retired = new Map<number, Set<number>>();
-  #sweepQueued = false;
+  #slotRefs = new Int32Array(0);
+  /**
+   * Items retired (dead: an aborted transaction's marked item, or a superseded value whose slot
+   * moved on durably), in their grace period, by the pass that retired them: its items and the QPs
+   * that had a chain queued or running on the NIC then. They are ready once each of those QPs has
+   * been seen with no chain queued (every chain that could still reach them finished).
+   */
+  #grace: Array<{ items: number[]; waiting: Set<number> }> = [];
+  /** Items whose grace period ended, waiting for a return batch. */
+  #ready: number[] = [];
+  /** Every item retired and not yet given back (in #grace or #ready). */
+  #retired = new Set<number>();
+  /** A drained write over a pointer word or a dead mark since the last pass end (the sweep runs at the pass's end). */
+  #touched = false;
   readonly sweepStats: TxSweepStats = { sweeps: 0, dead: 0, superseded: 0, returned: 0, refused: 0, inGrace: 0 };
 
   constructor(host: AppHost, o: TxAppOptions) {
@@ -134,9 +148,10 @@ export class TxAppServer implements AppServer {
       acceptStaleEpoch: false,
     });
     // The sweep is driven by the NIC's notifications (a drained write touching an item's mark
-    // word), never by a timer or a spin loop.
-    this.#schedule = host.schedule;
+    // word or a slot's pointer word), never by a timer or a spin loop; it runs at the end of the
+    // CPU poller's pass that handled them (one pass per event batch, not a pass of its own).
     this.#poller = new CpuPoller(host.nic, { schedule: host.schedule });
+    this.#poller.onPassEnd(() => this.#passEnd());
     // The CPU polls two kinds of words: the slots' pointer words (an install moves one on) and the
     // items' mark words holding a dead mark (an aborted transaction's item). Only a drained write
     // over one of them is an event (a CPU pass); locks, checks, validations, records and ALLOCATEs
@@ -160,6 +175,9 @@ export class TxAppServer implements AppServer {
       }
       return false;
     };
+    // No event waits for a later pass (no batching of the notice): the sweep reads a moved slot's
+    // pointer when it runs, so a second install on the slot before it looked would hide the first
+    // one's item from it for ever (a leak until recovery).
     this.#poller.watchMemory({ offset: g.slotsOffset, len: g.keys * SLOT_BYTES, filter: overPtr }, (e) => this.#onWrite(e));
     this.#poller.watchMemory({ offset: g.arenaOffset, len: g.items * ITEM_BYTES, filter: deadMark }, (e) => this.#onWrite(e));
   }
@@ -216,18 +234,19 @@ export class TxAppServer implements AppServer {
     }
     // Items in their grace period are looked at again by the next sweep a candidate brings (every
     // commit's install is one), not at every drained write: the shard CPU does one pass per
-    // install or dead mark, nothing per lock, check, validation or record write.
-    if (touched && !this.#sweepQueued) {
-      this.#sweepQueued = true;
-      this.#schedule(() => {
-        this.#sweepQueued = false;
-        this.#inPass = true;
-        try {
-          this.sweep();
-        } finally {
-          this.#inPass = false;
-        }
-      });
+    // install or dead mark (its sweep at the pass's end), nothing per lock, check, validation or record write.
+    if (touched) this.#touched = true;
+  }
+
+  /** The end of a CPU poller pass: the sweep, if the pass's events touched a pointer word or a dead mark. */
+  #passEnd(): void {
+    if (!this.#touched) return;
+    this.#touched = false;
+    this.#inPass = true;
+    try {
+      this.sweep();
+    } finally {
+      this.#inPass = false;
     }
   }
 
@@ -257,21 +276,36 @@ export class TxAppServer implements AppServer {
 
   #sweep(): number {
     if (!this.#recovered || this.#closed) return 0;
-    if (this.#candidates.size === 0 && this.#slotCandidates.size === 0 && this.#retired.size === 0) return 0;
-    this.sweepStats.sweeps++;
+    const waiting = this.#candidates.size + this.#slotCandidates.size;
+    if (waiting === 0 && this.#retired.size === 0) return 0;
     const g = this.geometry;
+    const batch = Math.min(RETURN_BATCH, Math.max(1, Math.floor(g.items / 16)));
+    let short: boolean | undefined;
+    const freeShort = (): boolean => (short ??= this.#nic.freeBufferCount(this.mr, ITEM_BYTES) < 2 * batch);
+    this.sweepStats.sweeps++;
     // The QPs with queued work, read once for the pass (nothing the pass does queues NIC work);
-    // each retired item gets its own copy (its grace set shrinks as they drain).
+    // mostly none (a pass runs after the NIC calls that queued its events returned).
     let busyNow: number[] | undefined;
-    const busy = (): Set<number> => (this.faults.freeWithoutGrace ? new Set() : new Set((busyNow ??= this.#nic.busyQps())));
+    const busy = (): number[] => (busyNow ??= this.#nic.idle ? NO_QPS : this.#nic.busyQps());
+    // The items this pass retires share one grace set (a copy of the busy QPs: it shrinks as they
+    // drain); with no QP busy (or the freeWithoutGrace mutant) they are ready at once.
+    let retiring: { items: number[]; waiting: Set<number> } | undefined;
+    const retire = (ptr: number): boolean => {
+      if (ptr < g.arenaOffset || ptr >= g.arenaOffset + g.items * ITEM_BYTES || this.#retired.has(ptr)) return false;
+      this.#retired.add(ptr);
+      if (this.faults.freeWithoutGrace || busy().length === 0) this.#ready.push(ptr);
+      else (retiring ??= { items: [], waiting: new Set(busy()) }).items.push(ptr);
+      return true;
+    };
     if (this.faults.skipReturns) this.#slotCandidates.clear(); // live reclamation switched off (aborted items are never marked either)
     if (this.#slotCandidates.size > 0) {
-      const slots = [...this.#slotCandidates].sort((a, b) => a - b);
+      const slots = this.#slotCandidates.size === 1 ? this.#slotCandidates.values().next().value! : [...this.#slotCandidates].sort((a, b) => a - b);
       this.#slotCandidates.clear();
       const moved: Array<{ i: number; ptr: number; was: number }> = [];
-      for (const i of slots) {
-        // The pointer word alone (the slot's other words are not the sweep's).
-        const ptr = Number(this.region.loadU64(slotOffset(g, i) + 24));
+      for (const i of typeof slots === 'number' ? [slots] : slots) {
+        // The pointer word alone (the slot's other words are not the sweep's): two 32-bit halves.
+        const at = slotOffset(g, i) + 24;
+        const ptr = this.region.loadU32(at) + this.region.loadU32(at + 4) * 2 ** 32;
         const was = this.#installed[i]!;
         if (ptr === was || ptr === 0) continue;
         moved.push({ i, ptr, was });
@@ -282,7 +316,9 @@ export class TxAppServer implements AppServer {
       if (moved.length > 0 && !this.faults.freeWithoutPersist) this.region.drain();
       for (const m of moved) {
         this.#installed[m.i] = m.ptr;
-        this.#retire(m.was, busy());
+        this.#slotRef(m.was, -1);
+        this.#slotRef(m.ptr, 1);
+        retire(m.was);
         this.sweepStats.superseded++;
       }
     }
@@ -298,70 +334,96 @@ export class TxAppServer implements AppServer {
         new DataView(bytes.buffer, bytes.byteOffset).setUint32(ITEM_MARK_WORD + 4, 0, true);
         if (decodeItem(bytes) === undefined) continue;
         this.sweepStats.dead++;
-        this.#retire(ptr, busy());
+        retire(ptr);
       }
     }
+    if (retiring !== undefined) this.#grace.push(retiring);
+    // Grace periods: a group is ready once none of its QPs has a chain queued.
+    if (this.#grace.length > 0) {
+      const now = new Set(busy());
+      let kept = 0;
+      for (const grp of this.#grace) {
+        for (const q of grp.waiting) if (!now.has(q)) grp.waiting.delete(q);
+        if (grp.waiting.size === 0) for (const p of grp.items) this.#ready.push(p);
+        else this.#grace[kept++] = grp;
+      }
+      this.#grace.length = kept;
+    }
     let returned = 0;
-    if (this.#retired.size > 0) {
-      const now = new Set((busyNow ??= this.#nic.busyQps()));
-      const ready: number[] = [];
-      for (const [ptr, waiting] of this.#retired) {
-        for (const q of waiting) if (!now.has(q)) waiting.delete(q);
-        if (waiting.size === 0) ready.push(ptr);
+    // Returns go in batches (one check of what PREPARED records reach per batch): a pass returns
+    // once RETURN_BATCH items are ready, or at once while the NIC's free list is short, or when
+    // sweep() is called by hand (a last look once the shard is idle).
+    if (this.#ready.length > 0 && (this.#ready.length >= batch || this.#byHand || freeShort())) {
+      const ready = this.#ready.sort((a, b) => a - b);
+      this.#ready = [];
+      for (const p of ready) this.#retired.delete(p);
+      // What slots and PREPARED records reach now (visible memory), for the batch: the slots by
+      // #slotRefs when every drained pointer write has been looked at, else by a snapshot of the table.
+      this.#reach = { prepared: this.#preparedItems(), slots: this.#poller.pending === 0 ? undefined : this.#slotSnapshot() };
+      try {
+        returned = this.#desk.giveBack(ready, (ptr) => {
+          // Same synchronous step as the return: no ALLOCATE runs in between.
+          const word = this.region.loadU64(ptr + ITEM_MARK_WORD);
+          if (word >> 32n !== 0n) this.region.storeU64(ptr + ITEM_MARK_WORD, word & 0xffffffffn);
+        }).accepted;
+      } finally {
+        this.#reach = undefined;
       }
-      // Returns go in batches (one reachability snapshot, O(keys), per batch): a pass returns once
-      // RETURN_BATCH items are ready, or at once while the NIC's free list is short, or when
-      // sweep() is called by hand (a last look once the shard is idle).
-      const batch = Math.min(RETURN_BATCH, Math.max(1, Math.floor(g.items / 16)));
-      const due = ready.length >= batch || this.#nic.freeBufferCount(this.mr, ITEM_BYTES) < 2 * batch || this.#byHand;
-      if (ready.length > 0 && due) {
-        // One reachability snapshot for the pass (slots and PREPARED records, visible memory).
-        this.#reach = this.#reachSnapshot();
-        try {
-          for (const ptr of ready.sort((a, b) => a - b)) {
-            this.#retired.delete(ptr);
-            const { accepted } = this.#desk.giveBack([ptr]);
-            if (accepted === 0) {
-              this.sweepStats.refused++;
-              continue;
-            }
-            // Same synchronous step as the return: no ALLOCATE runs in between.
-            const word = this.region.loadU64(ptr + ITEM_MARK_WORD);
-            if (word >> 32n !== 0n) this.region.storeU64(ptr + ITEM_MARK_WORD, word & 0xffffffffn);
-            returned++;
-          }
-        } finally {
-          this.#reach = undefined;
-        }
-      }
+      this.sweepStats.refused += ready.length - returned;
     }
     this.sweepStats.returned += returned;
     this.sweepStats.inGrace = this.#retired.size;
     return returned;
   }
 
-  /** The sweep's snapshot of one return pass (visible memory): every item a slot or a PREPARED record's new items name. */
-  #reach: Set<number> | undefined;
+  /** One more (+1) or one fewer (-1) slot points at item `p` (items of the arena only, aligned). */
+  #slotRef(p: number, d: number): void {
+    const g = this.geometry;
+    const off = p - g.arenaOffset;
+    if (off < 0 || off % ITEM_BYTES !== 0 || off >= g.items * ITEM_BYTES) return;
+    this.#slotRefs[off / ITEM_BYTES]! += d;
+  }
+
+  /** The sweep's view for one return batch: the new items of PREPARED records, and a slot-table snapshot when #slotRefs may lag. */
+  #reach: { prepared: Set<number>; slots: Set<number> | undefined } | undefined;
 
   /** Whether a slot or a PREPARED record of this shard reaches item `p` now (the ReturnDesk's check). */
   #reaches(p: number): boolean {
-    return (this.#reach ?? this.#reachSnapshot()).has(p);
+    const r = this.#reach;
+    if (r === undefined) return this.#slotSnapshot().has(p) || this.#preparedItems().has(p);
+    if (r.prepared.has(p)) return true;
+    if (r.slots !== undefined) return r.slots.has(p);
+    const off = p - this.geometry.arenaOffset;
+    return off >= 0 && off % ITEM_BYTES === 0 && off < this.geometry.items * ITEM_BYTES && this.#slotRefs[off / ITEM_BYTES]! > 0;
   }
 
-  #reachSnapshot(): Set<number> {
+  /** Every item a slot points at now (visible memory: one load of the table, the pointer words read in place). */
+  #slotSnapshot(): Set<number> {
     const g = this.geometry;
     const t = this.region.load(g.slotsOffset, g.keys * SLOT_BYTES);
     const dv = new DataView(t.buffer, t.byteOffset, t.byteLength);
     const out = new Set<number>();
     for (let i = 0; i < g.keys; i++) out.add(dv.getUint32(i * SLOT_BYTES + 24, true) + dv.getUint32(i * SLOT_BYTES + 28, true) * 2 ** 32);
-    for (const body of this.prepared().values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) out.add(e.newPtr);
     return out;
   }
 
-  #retire(ptr: number, waiting: Set<number>): void {
+  /**
+   * The new items this shard's PREPARED records name (visible memory): every PREPARED H over a
+   * body of its txid, without prepared()'s check that each address names T's own whole item (a
+   * crc per item; a record that fails it names no item a sweep retired, and refusing more is safe).
+   */
+  #preparedItems(): Set<number> {
     const g = this.geometry;
-    if (ptr < g.arenaOffset || ptr >= g.arenaOffset + g.items * ITEM_BYTES || this.#retired.has(ptr)) return;
-    this.#retired.set(ptr, waiting);
+    const out = new Set<number>();
+    for (let c = 0; c < g.clients; c++) {
+      const at = recordOffset(g, c);
+      const h = this.region.loadU64(at);
+      if (h === 0n || hState(h) !== H_PREPARED) continue;
+      const body = decodeBody(this.region.load(at + RECORD_BODY, RECORD_BYTES - RECORD_BODY));
+      if (body === undefined || body.txid !== hTxid(h)) continue;
+      for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) out.add(e.newPtr);
+    }
+    return out;
   }
 
   /** Items in use now: installed, in a PREPARED record, in flight (ALLOCATEd, not yet installed or returned), or in their grace period. */
@@ -434,7 +496,12 @@ export class TxAppServer implements AppServer {
     this.#candidates.clear();
     this.#slotCandidates.clear();
     this.#retired.clear();
+    this.#grace = [];
+    this.#ready = [];
+    this.#touched = false;
     this.#installed = Array.from({ length: g.keys }, (_, i) => this.slot(i).ptr);
+    this.#slotRefs = new Int32Array(g.items);
+    for (const p of this.#installed) this.#slotRef(p, 1);
     this.#desk.open(free, 1n);
     this.#recovered = true;
     this.#last = report;

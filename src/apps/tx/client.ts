@@ -700,12 +700,16 @@ export class TxClient {
           // that dropped since fails round 2 there: T is left to the resolver, #settle).
           const conn = this.#installOwn ? this.#installSource(p.s) : conns.get(p.s);
           if (conn === undefined) return false;
-          const ok = await commitOn(conn, this.client, txid, ts, byShard.get(p.s)!, writesOn(p.s), this.faults);
+          // T's installs here, taken now: writesOn reads this.#writes, which the next begin()
+          // clears while this chain runs (the hints below were then learnt from an empty list).
+          const installs = writesOn(p.s);
+          const ok = await commitOn(conn, this.client, txid, ts, byShard.get(p.s)!, installs, this.faults);
           if (ok) {
             this.#hPrev.set(p.s, hWord(txid, H_COMMITTED));
-            // T's new items are installed: where this client reads those keys next.
+            // T's new items are installed: where this client reads those keys next (each a
+            // hint: a read still checks the item against its slot, docs/tx.md "Execution reads").
             const rc = this.#source(p.s);
-            if (rc !== undefined) for (const w of writesOn(p.s)) this.#learn(rc, this.#hintsOf(rc), w.key, w.ptr);
+            if (rc !== undefined) for (const w of installs) this.#learn(rc, this.#hintsOf(rc), w.key, w.ptr);
           }
           return ok;
         }),

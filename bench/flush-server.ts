@@ -39,10 +39,12 @@ const node = await NodeHost.start<RpcAppServer>({
   region: { seed, entropy: seededEntropy(createPrng(seed)) },
   entropy: seededEntropy(createPrng(seed + 1)),
 });
-process.stdout.write(`${JSON.stringify({ port: node.address().port })}\n`);
+// The handler before the ready line: a SIGTERM sent on reading it must find it (until a listener
+// exists the kernel's default action kills the process).
 process.on('SIGTERM', () => {
   void node.close().then(async () => {
     await pool?.destroy();
     process.exit(0);
   });
 });
+process.stdout.write(`${JSON.stringify({ port: node.address().port })}\n`);

@@ -157,7 +157,8 @@ const stats: AttackStats = { rounds: 0, goodbyes: {} };
 let over = false;
 const stop = (): boolean => over;
 const running = attack === 'stranger' ? strangers(port, stop, stats) : attack === 'trusted' ? trusted(port, token, stop, stats) : idlers(port, idleConnections, stop, stats);
-process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
+// The handler before the ready line: a SIGTERM sent on reading it must find it (until a listener
+// exists the kernel's default action kills the process).
 process.on('SIGTERM', () => {
   over = true;
   void running.then(() => {
@@ -165,3 +166,4 @@ process.on('SIGTERM', () => {
     process.exit(0);
   });
 });
+process.stdout.write(`${JSON.stringify({ ready: true })}\n`);

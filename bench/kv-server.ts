@@ -28,7 +28,9 @@ const node = await NodeHost.start<KvAppServer>({
   entropy: seededEntropy(createPrng(seed + 1)),
 });
 const { port } = node.address();
-process.stdout.write(`${JSON.stringify({ port, address: node.server.kv.address })}\n`);
+// The handler before the ready line: a SIGTERM sent on reading it must find it (until a listener
+// exists the kernel's default action kills the process).
 process.on('SIGTERM', () => {
   void node.close().then(() => process.exit(0));
 });
+process.stdout.write(`${JSON.stringify({ port, address: node.server.kv.address })}\n`);

@@ -31,7 +31,9 @@ for (let i = 0; i < nodes; i++) {
     }),
   );
 }
-process.stdout.write(`${JSON.stringify({ ports: hosts.map((h) => h.address().port) })}\n`);
+// The handler before the ready line: a SIGTERM sent on reading it must find it (until a listener
+// exists the kernel's default action kills the process).
 process.on('SIGTERM', () => {
   void Promise.all(hosts.map((h) => h.close())).then(() => process.exit(0));
 });
+process.stdout.write(`${JSON.stringify({ ports: hosts.map((h) => h.address().port) })}\n`);

@@ -208,15 +208,10 @@ export function registerServe(program: Command): void {
       metrics?.attach(node);
       const line = { ...node.startLine(), ...(metrics === undefined ? {} : { metricsPort: metrics.port }) };
       const extra = nodeAppFlags(app.name).startLine({ ...opts, keepResults: opts.keepResults === true });
-      process.stdout.write(`${JSON.stringify({ ...line, pid: process.pid, pmFile: opts.pm, ddio: opts.ddio, ...extra })}\n`);
-      // A tx shard of a cluster resolves what it participates in: at start (a restart), then per lease.
-      const agent: TxShardAgent | undefined = txCluster === undefined ? undefined : startTxShardAgent(txCluster, opts.node, { authToken: resolveAuthToken(opts), leaseMs: opts.leaseMs ?? 300, log: opts.json ? undefined : log });
-      if (!opts.json) {
-        const r = node.recovery;
-        log(`pmrpc serve: ${opts.pm} ${r.created ? 'created' : `recovered (${JSON.stringify({ ...r, clients: undefined })})`}`);
-        log(`pmrpc serve: node ${opts.node}, app ${app.name} on ${line.host}:${line.port} (pid ${process.pid}); SIGTERM to stop`);
-      }
-      await new Promise<void>((resolve) => {
+      // The handlers before the start line: a SIGTERM sent on reading it must find them (until a
+      // listener exists, the kernel's default action kills the process: a crash, not a shutdown).
+      let agent: TxShardAgent | undefined;
+      const stopped = new Promise<void>((resolve) => {
         const stop = (): void => {
           process.off('SIGTERM', stop);
           process.off('SIGINT', stop);
@@ -230,6 +225,15 @@ export function registerServe(program: Command): void {
         process.on('SIGTERM', stop);
         process.on('SIGINT', stop);
       });
+      process.stdout.write(`${JSON.stringify({ ...line, pid: process.pid, pmFile: opts.pm, ddio: opts.ddio, ...extra })}\n`);
+      // A tx shard of a cluster resolves what it participates in: at start (a restart), then per lease.
+      agent = txCluster === undefined ? undefined : startTxShardAgent(txCluster, opts.node, { authToken: resolveAuthToken(opts), leaseMs: opts.leaseMs ?? 300, log: opts.json ? undefined : log });
+      if (!opts.json) {
+        const r = node.recovery;
+        log(`pmrpc serve: ${opts.pm} ${r.created ? 'created' : `recovered (${JSON.stringify({ ...r, clients: undefined })})`}`);
+        log(`pmrpc serve: node ${opts.node}, app ${app.name} on ${line.host}:${line.port} (pid ${process.pid}); SIGTERM to stop`);
+      }
+      await stopped;
       if (!opts.json) log('pmrpc serve: stopped');
     });
 }

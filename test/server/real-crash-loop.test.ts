@@ -12,7 +12,7 @@ import { runRealCrashApp, type RealCrashEntry, type RealCrashRunOptions } from '
 import { CRASH_APPS } from '../../src/testing/crash/index.js';
 
 // A child that prints the start line and then a numbered line every 10 ms until SIGTERM.
-const CHILD = "let i=0;console.log(JSON.stringify({port:0,recovered:{}}));const h=setInterval(()=>console.log(JSON.stringify({t:'tick',i:i++})),10);process.on('SIGTERM',()=>{clearInterval(h);process.exit(0)})";
+const CHILD = "let i=0,h;process.on('SIGTERM',()=>{clearInterval(h);process.exit(0)});console.log(JSON.stringify({port:0,recovered:{}}));h=setInterval(()=>console.log(JSON.stringify({t:'tick',i:i++})),10)";
 
 interface ToyOptions extends RealCrashRunOptions {
   /** Processes per group (two groups). */

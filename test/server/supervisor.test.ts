@@ -26,7 +26,7 @@ t.test('Wakeup: true at the notify that makes the condition hold, false at the b
 });
 
 // A child that prints the start line and then a numbered line every 10 ms until SIGTERM.
-const CHILD = "let i=0;console.log(JSON.stringify({port:0,recovered:{}}));const h=setInterval(()=>console.log(JSON.stringify({t:'tick',i:i++})),10);process.on('SIGTERM',()=>{clearInterval(h);process.exit(0)})";
+const CHILD = "let i=0,h;process.on('SIGTERM',()=>{clearInterval(h);process.exit(0)});console.log(JSON.stringify({port:0,recovered:{}}));h=setInterval(()=>console.log(JSON.stringify({t:'tick',i:i++})),10)";
 
 t.test('Supervisor: lines as they arrive, kill() restarts at once, kill(\'later\') when asked, an orderly stop', async (t) => {
   const events = new Wakeup(systemClock);

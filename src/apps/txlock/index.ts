@@ -10,6 +10,7 @@ export {
   TXLOCK_ENTRY_VERSION_VALUES,
   TXLOCK_OBJECT_LOCK_VALUES,
   allTxLockRecoveryInputs,
+  checkTxLockRedoRecords,
   decideTxLockRecovery,
   matchingTxLockRecoveryRows,
   txLockRecoveryRows,

@@ -25,8 +25,10 @@
  * crash-explored (faults.ts): the rows are the local ones; deciding a LOGGED record needs the
  * other participants (docs/tx.md says what a full recovery would need).
  */
+import { invariant } from '../../../pmem/index.js';
 import { allCombinations, decideRow, matchRows, type When } from '../../../recovery/index.js';
-import type { TxLockProtocol } from './layout.js';
+import { txName } from '../tx/index.js';
+import type { LogBody, TxLockGeometry, TxLockProtocol } from './layout.js';
 
 export type TxLockLogHInput = 'none' | 'logged' | 'committed' | 'aborted';
 export type TxLockLogBodyInput = 'whole' | 'not-whole';
@@ -187,5 +189,20 @@ export function allTxLockRecoveryInputs<S extends TxLockRecoveryScope>(scope: S)
       return allCombinations<TxLockEntryInput>({ lock: TXLOCK_ENTRY_LOCK_VALUES, version: TXLOCK_ENTRY_VERSION_VALUES }) as InputOf<S>[];
     default:
       return allCombinations<TxLockObjectInput>({ lock: TXLOCK_OBJECT_LOCK_VALUES }) as InputOf<S>[];
+  }
+}
+
+/**
+ * PMRPC_ERR_INVARIANT unless the redo records the farm-committed row walks can be applied from
+ * (checked before recovery stores anything): every entry on this shard names a key of its object
+ * table. The LOCK handler refuses any other key, so only a bug writes one — and applying it would
+ * store past the object table, over the logs.
+ */
+export function checkTxLockRedoRecords(g: Pick<TxLockGeometry, 'shard' | 'shards' | 'keys'>, records: readonly LogBody[]): void {
+  for (const body of records) {
+    for (const e of body.entries) {
+      if (e.key % g.shards !== g.shard) continue;
+      invariant(Math.floor(e.key / g.shards) < g.keys, () => `${txName(body.txid)}'s COMMITTED redo record names key ${e.key}, outside shard ${g.shard}'s object table (${g.keys} objects)`);
+    }
   }
 }

@@ -35,7 +35,7 @@ import {
   type TxLockGeometry,
   type TxLockProtocol,
 } from './layout.js';
-import { decideTxLockRecovery, type TxLockLogHInput } from './recovery.js';
+import { checkTxLockRedoRecords, decideTxLockRecovery, type TxLockLogHInput } from './recovery.js';
 
 /**
  * What recover() did (the node's start line, `pmrpc inspect`); a type, not an interface, so that it
@@ -143,6 +143,8 @@ export class TxLockAppServer implements AppServer {
     let released = 0;
     const inDoubt: string[] = [];
     const held = new Map<bigint, LogBody>();
+    // Logs first, reading only: the records the redo rows walk are checked before anything is stored.
+    const redo: LogBody[] = [];
     for (let c = 0; c < g.clients; c++) {
       const { h, body } = this.log(c);
       const state = h % 4n;
@@ -153,16 +155,18 @@ export class TxLockAppServer implements AppServer {
       if (row.action === 'hold') {
         held.set(body.txid, body);
         inDoubt.push(txName(body.txid));
-      } else if (row.action === 'redo') {
-        for (const e of body.entries) {
-          if (e.key % g.shards !== g.shard) continue;
-          const o = this.obj(Math.floor(e.key / g.shards));
-          const entry = decideTxLockRecovery('entry', { lock: o.lock === body.txid ? 'own' : 'other', version: o.version === e.version ? 'expected' : 'other' });
-          count(entry.id);
-          if (entry.action !== 'apply') continue;
-          this.#storeObj(e.key, e.version + 1n, e.value, 0n);
-          redone++;
-        }
+      } else if (row.action === 'redo') redo.push(body);
+    }
+    checkTxLockRedoRecords(g, redo);
+    for (const body of redo) {
+      for (const e of body.entries) {
+        if (e.key % g.shards !== g.shard) continue;
+        const o = this.obj(Math.floor(e.key / g.shards));
+        const entry = decideTxLockRecovery('entry', { lock: o.lock === body.txid ? 'own' : 'other', version: o.version === e.version ? 'expected' : 'other' });
+        count(entry.id);
+        if (entry.action !== 'apply') continue;
+        this.#storeObj(e.key, e.version + 1n, e.value, 0n);
+        redone++;
       }
     }
     for (let i = 0; i < g.keys; i++) {

@@ -12,6 +12,7 @@ import { Rnic } from '../../../flush/index.js';
 import { makeTxid, txName } from '../../../src/apps/tx/index.js';
 import {
   allTxLockRecoveryInputs,
+  checkTxLockRedoRecords,
   decideTxLockRecovery,
   matchingTxLockRecoveryRows,
   TXLOCK_RECOVERY_TABLE,
@@ -222,6 +223,28 @@ for (const protocol of ['farm', 'ford'] as const) {
     t.same(region.load(0, region.sizeBytes), after, 'the region is unchanged');
   });
 }
+
+t.test('a COMMITTED redo record naming a key outside the object table stops recovery (PMRPC_ERR_INVARIANT), nothing written', async (t) => {
+  const app = txfarmApp;
+  const o = app.resolveOptions(OPTS);
+  const region = PmemRegion.createInMemory(app.minRegionBytes(o) + 4096);
+  app.format(region, o);
+  const probe = open(region, 'farm');
+  const g = probe.geometry;
+  probe.close();
+  // Client slot 0: a whole COMMITTED record applying key 2 (in the table) first; slot 1: one naming
+  // key 8 (shard 0's object index 4 of 4: past the table, over the logs).
+  put(region, logAt(g, 0) + LOG_BODY, encodeLogBody({ txid: T1, participants: 1n, entries: [{ key: 2, version: 0n, value: val('ok') }] }));
+  putU64(region, logAt(g, 0), lWord(T1, L_COMMITTED));
+  putU64(region, objAt(g, 2), T1);
+  put(region, logAt(g, 1) + LOG_BODY, encodeLogBody({ txid: T2, participants: 1n, entries: [{ key: 8, version: 0n, value: val('bad') }] }));
+  putU64(region, logAt(g, 1), lWord(T2, L_COMMITTED));
+  const before = region.load(0, region.sizeBytes);
+  t.throws(() => open(region, 'farm').recover(), { ...INVARIANT, message: /T2\.1\.1's COMMITTED redo record names key 8, outside shard 0's object table \(4 objects\)/ });
+  t.same(region.load(0, region.sizeBytes), before, 'every byte unchanged: not even the sound record was applied');
+  t.throws(() => checkTxLockRedoRecords({ shard: 1, shards: 2, keys: 4 }, [{ txid: T1, participants: 1n, entries: [{ key: 9, version: 0n, value: val('x') }] }]), INVARIANT, 'shard 1: key 9 is index 4');
+  t.doesNotThrow(() => checkTxLockRedoRecords({ shard: 1, shards: 2, keys: 4 }, [{ txid: T1, participants: 1n, entries: [{ key: 7, version: 0n, value: val('x') }, { key: 8, version: 0n, value: val('x') }] }]), "index 3, and another shard's key");
+});
 
 t.test('coverage: every row of TXLOCK_RECOVERY_TABLE was decided by a state built in PM', async (t) => {
   for (const r of TXLOCK_RECOVERY_TABLE) t.ok((seen.get(`${r.scope}:${r.id}`) ?? 0) > 0, `${r.scope} row ${r.id} exercised`);

@@ -80,10 +80,16 @@ export interface RpcRecoverySummary {
   /** Slots durably invalidated past a client's durable prefix. */
   invalidated: number;
   clients: Array<{ clientId: number; appliedSeq: number; resumeSeq: number; reexecuted: number }>;
+  /**
+   * How many times each row decided (row id → count): RPC_CONN_SLOT_TABLE's per connection slot,
+   * RPC_RECOVERY_TABLE's per ring position, and replay-behind-word (recovery.ts). Empty when the
+   * store needed no recovery.
+   */
+  rows: Record<string, number>;
 }
 
 export function summarizeRecovery(report: RecoveryReport | undefined, epoch: number): RpcRecoverySummary {
-  if (report === undefined) return { app: 'rpc', epoch, replayed: 0, reexecuted: 0, invalidated: 0, clients: [] };
+  if (report === undefined) return { app: 'rpc', epoch, replayed: 0, reexecuted: 0, invalidated: 0, clients: [], rows: {} };
   return {
     app: 'rpc',
     epoch: report.epoch,
@@ -91,6 +97,7 @@ export function summarizeRecovery(report: RecoveryReport | undefined, epoch: num
     reexecuted: report.clients.reduce((a, c) => a + c.reexecute.length, 0),
     invalidated: report.invalidated,
     clients: report.clients.map((c) => ({ clientId: c.clientId, appliedSeq: c.appliedSeq, resumeSeq: c.resumeSeq, reexecuted: c.reexecute.length })),
+    rows: { ...report.rows },
   };
 }
 
@@ -137,6 +144,7 @@ export class RpcAppServer implements AppServer {
     for (const [name, h] of Object.entries(o.handlers)) this.rpc.register(name, h, o.methods[name] ?? {});
   }
 
+  /** Recovery of the store (RecoveryStore.recover through DurableRpcServer.start), deciding by RPC_CONN_SLOT_TABLE and RPC_RECOVERY_TABLE (recovery.ts). */
   recover(): RpcRecoverySummary {
     return { ...summarizeRecovery(this.rpc.start(), this.store.epoch) };
   }

@@ -35,6 +35,7 @@ import {
   type TxLockGeometry,
   type TxLockProtocol,
 } from './layout.js';
+import { checkTxLockRedoRecords, decideTxLockRecovery, type TxLockLogHInput } from './recovery.js';
 
 /**
  * What recover() did (the node's start line, `pmrpc inspect`); a type, not an interface, so that it
@@ -49,6 +50,8 @@ export type TxLockRecoveryReport = {
   locksReleased: number;
   /** The transactions whose LOGGED record stays locked (deciding them needs the other participants). */
   inDoubt: string[];
+  /** How many times each row of TXLOCK_RECOVERY_TABLE (recovery.ts) decided (row id → count). */
+  rows: Record<string, number>;
 };
 
 /** LOCK request (FaRM): op u32 (1) | client u32 | a log body (layout.ts) with the new values and the versions expected. */
@@ -120,49 +123,64 @@ export class TxLockAppServer implements AppServer {
   }
 
   /**
-   * Recovery of one shard, the local rows only (docs/tx.md "Baselines"): FaRM — a COMMITTED redo
+   * Recovery of one shard, the local rows only, deciding by TXLOCK_RECOVERY_TABLE (recovery.ts;
+   * docs/tx.md "Baselines"): one log row per client slot, one entry row per entry on this shard of
+   * a record the farm-committed row redoes, one object row per object. FaRM — a COMMITTED redo
    * record whose locks are still held is applied again (idempotent: only where the object still
    * carries the version the record expects); FORD — a COMMITTED undo log's data is durable (it was
-   * FLUSHed before the mark), so its locks are released. A lock no LOGGED record of its client slot
+   * FLUSHed before the mark), so its locks are released. A lock no LOGGED record of this shard
    * backs is released. A LOGGED record stays locked: deciding it needs the other participants
    * (not built: the baselines are not crash-explored).
    */
   recover(): TxLockRecoveryReport {
     if (this.#last !== undefined) return this.#last;
     const g = this.geometry;
+    const rows: Record<string, number> = {};
+    const count = (id: string): void => {
+      rows[id] = (rows[id] ?? 0) + 1;
+    };
     let redone = 0;
     let released = 0;
     const inDoubt: string[] = [];
     const held = new Map<bigint, LogBody>();
+    // Logs first, reading only: the records the redo rows walk are checked before anything is stored.
+    const redo: LogBody[] = [];
     for (let c = 0; c < g.clients; c++) {
       const { h, body } = this.log(c);
-      if (body === undefined) continue;
       const state = h % 4n;
-      if (state === L_LOGGED) {
+      const hIn: TxLockLogHInput = state === L_LOGGED ? 'logged' : state === L_COMMITTED ? 'committed' : state === L_ABORTED ? 'aborted' : 'none';
+      const row = decideTxLockRecovery('log', { h: hIn, body: body === undefined ? 'not-whole' : 'whole', protocol: g.protocol });
+      count(row.id);
+      if (body === undefined) continue;
+      if (row.action === 'hold') {
         held.set(body.txid, body);
         inDoubt.push(txName(body.txid));
-      } else if (state === L_COMMITTED && g.protocol === 'farm') {
-        for (const e of body.entries) {
-          if (e.key % g.shards !== g.shard) continue;
-          const o = this.obj(Math.floor(e.key / g.shards));
-          if (o.lock === body.txid && o.version === e.version) {
-            this.#storeObj(e.key, e.version + 1n, e.value, 0n);
-            redone++;
-          }
-        }
+      } else if (row.action === 'redo') redo.push(body);
+    }
+    checkTxLockRedoRecords(g, redo);
+    for (const body of redo) {
+      for (const e of body.entries) {
+        if (e.key % g.shards !== g.shard) continue;
+        const o = this.obj(Math.floor(e.key / g.shards));
+        const entry = decideTxLockRecovery('entry', { lock: o.lock === body.txid ? 'own' : 'other', version: o.version === e.version ? 'expected' : 'other' });
+        count(entry.id);
+        if (entry.action !== 'apply') continue;
+        this.#storeObj(e.key, e.version + 1n, e.value, 0n);
+        redone++;
       }
     }
     for (let i = 0; i < g.keys; i++) {
       const at = g.objects + i * OBJ_BYTES;
       const lock = this.region.loadU64(at);
-      if (lock !== 0n && !held.has(lock)) {
-        this.region.storeU64(at, 0n);
-        this.region.persist(at, 8);
-        released++;
-      }
+      const row = decideTxLockRecovery('object', { lock: lock === 0n ? 'free' : held.has(lock) ? 'backed' : 'unbacked' });
+      count(row.id);
+      if (row.action !== 'release') continue;
+      this.region.storeU64(at, 0n);
+      this.region.persist(at, 8);
+      released++;
     }
     this.#recovered = true;
-    this.#last = { app: this.app, shard: g.shard, redone, locksReleased: released, inDoubt };
+    this.#last = { app: this.app, shard: g.shard, redone, locksReleased: released, inDoubt, rows };
     return this.#last;
   }
 

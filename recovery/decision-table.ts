@@ -157,3 +157,57 @@ export function decide(input: DecisionInput): DecisionRow {
 export function allInputs(): DecisionInput[] {
   return allCombinations<DecisionInput>({ checksum: CHECKSUM_VALUES, lap: LAP_VALUES, seq: SEQ_VALUES, record: RECORD_VALUES });
 }
+
+/**
+ * Records at or behind a live client's applied word (the word recovery starts its ring walk past).
+ * The ring walk above never sees them; this table decides each one (docs/recovery.md "Group
+ * commit", case c). Input: the record's state after the torn-tail rule ('none' records are not
+ * records of the client: they are never walked).
+ */
+export type BehindWordInput = { record: Exclude<RecordInput, 'none'> };
+
+export interface BehindWordRow {
+  /** Stable name, for coverage records, the report's row counts and the docs. */
+  id: string;
+  when: When<BehindWordInput>;
+  action: 'replay' | 'skip';
+  why: string;
+}
+
+export const BEHIND_WORD_RECORD_VALUES: readonly BehindWordInput['record'][] = Object.freeze(['incomplete', 'complete-unapplied', 'applied']);
+
+export const BEHIND_WORD_TABLE: readonly BehindWordRow[] = Object.freeze([
+  {
+    id: 'replay-behind-word',
+    when: { record: ['complete-unapplied'] },
+    action: 'replay',
+    why: "group commit's lazy flags: a batch's applied words are persisted with its images, one msync before its flags, so a torn msync can keep the word and lose the images; the record was synced complete before its RESULT left, so it is replayed (redo is idempotent, in LSN order with the other replays)",
+  },
+  {
+    id: 'applied-behind-word',
+    when: { record: ['applied'] },
+    action: 'skip',
+    why: 'its after-images and its flag are durable, and the word already counts it: nothing to do',
+  },
+  {
+    id: 'torn-behind-word',
+    when: { record: ['incomplete'] },
+    action: 'skip',
+    why: "no request at or behind the word has only a torn record (a batch's words are persisted after its records were synced complete): a torn record here is a reused slot's other lap, or a torn tail past a missing LSN whose requests are ahead of the word; nothing to replay",
+  },
+] satisfies BehindWordRow[]);
+
+/** Every row matching `input` (the coverage test asserts there is exactly one for every input). */
+export function matchingBehindWordRows(input: BehindWordInput, table: readonly BehindWordRow[] = BEHIND_WORD_TABLE): BehindWordRow[] {
+  return matchRows(table, input);
+}
+
+/** The row for a record at or behind the applied word. Broken coverage is a pmrpc bug: an assertion. */
+export function decideBehindWord(input: BehindWordInput): BehindWordRow {
+  return decideRow('behind-word table', BEHIND_WORD_TABLE, input);
+}
+
+/** Every input (3). */
+export function allBehindWordInputs(): BehindWordInput[] {
+  return allCombinations<BehindWordInput>({ record: BEHIND_WORD_RECORD_VALUES });
+}

@@ -45,6 +45,13 @@ export {
   type Action,
   type DecisionInput,
   type DecisionRow,
+  BEHIND_WORD_TABLE,
+  BEHIND_WORD_RECORD_VALUES,
+  allBehindWordInputs,
+  decideBehindWord,
+  matchingBehindWordRows,
+  type BehindWordInput,
+  type BehindWordRow,
 } from './decision-table.js';
 export { recover, executeEntry, RecoveryRefusedError, type AppView, type Handler, type ClientRecovery, type RecoveryReport } from './recover.js';
 export { FAULT_NAMES, NO_FAULTS, type RecoveryFaults } from './faults.js';

@@ -15,7 +15,7 @@
  */
 import { PmrpcError } from '../pmem/index.js';
 import type { ConnTable } from './conn-table.js';
-import { decide, type DecisionRow, type RecordInput } from './decision-table.js';
+import { decide, decideBehindWord, type DecisionRow, type RecordInput } from './decision-table.js';
 import type { RecoveryFaults } from './faults.js';
 import { RecoveryErrorCodes, type Layout } from './layout.js';
 import type { Effects, RecordInfo, RedoLog } from './redo-log.js';
@@ -170,12 +170,14 @@ export function recover(parts: RecoverParts, handler?: Handler): RecoveryReport 
   // Lazy flags of group commit (docs/recovery.md, "Group commit"): a batch's applied words are
   // persisted with the images of the batch before, before its own images and flags; a complete
   // unapplied record at or behind the table's word is such a request (answered: its record was
-  // synced): replay it too (row 'replay-behind-word': redo is idempotent, in LSN order).
+  // synced): replay it too. Every record at or behind the word is decided by BEHIND_WORD_TABLE
+  // (row 'replay-behind-word': redo is idempotent, in LSN order).
   for (const c of conn.entries()) {
     for (const [seq, rec] of byClient.get(c.clientId) ?? []) {
-      if (seq > c.appliedSeq || rec.state !== 'complete-unapplied') continue;
-      replays.push(rec);
-      rows['replay-behind-word'] = (rows['replay-behind-word'] ?? 0) + 1;
+      if (seq > c.appliedSeq || rec.state === 'none') continue;
+      const row = decideBehindWord({ record: rec.state });
+      rows[row.id] = (rows[row.id] ?? 0) + 1;
+      if (row.action === 'replay') replays.push(rec);
     }
   }
   // A batch's flags may become durable in any order (one drain, one msync for all): a record applied

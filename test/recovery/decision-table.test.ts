@@ -1,6 +1,6 @@
 // The decision table covers every input combination with exactly one row.
 import t from 'tap';
-import { allInputs, decide, DECISION_TABLE, matchingRows } from '../../recovery/index.js';
+import { allBehindWordInputs, allInputs, BEHIND_WORD_TABLE, decide, decideBehindWord, DECISION_TABLE, matchingBehindWordRows, matchingRows } from '../../recovery/index.js';
 
 t.test('every input matches exactly one row', async (t) => {
   const inputs = allInputs();
@@ -35,4 +35,14 @@ t.test('spot checks', async (t) => {
   t.equal(decide({ checksum: 'valid', lap: 'expected', seq: 'pastGap', record: 'none' }).action, 'invalidate');
   t.equal(decide({ checksum: 'valid', lap: 'expected', seq: 'inPrefix', record: 'incomplete' }).action, 'reexecute');
   t.equal(decide({ checksum: 'valid', lap: 'expected', seq: 'inPrefix', record: 'applied' }).action, 'refuse');
+});
+
+t.test('records behind the applied word: every input matches exactly one row, every row is used', async (t) => {
+  const inputs = allBehindWordInputs();
+  t.equal(inputs.length, 3);
+  for (const i of inputs) t.equal(matchingBehindWordRows(i).length, 1, `record ${i.record}`);
+  for (const row of BEHIND_WORD_TABLE) t.ok(inputs.some((i) => decideBehindWord(i) === row), `row ${row.id} matches some input`);
+  t.ok(Object.isFrozen(BEHIND_WORD_TABLE));
+  t.same(BEHIND_WORD_TABLE.filter((r) => r.action === 'replay').map((r) => r.id), ['replay-behind-word'], 'only a complete unapplied record is replayed');
+  t.throws(() => decideBehindWord({ record: 'none' as never }), /0 rows match/);
 });

@@ -13,13 +13,15 @@
  * - RPC_RECOVERY_TABLE (recovery/decision-table.ts DECISION_TABLE): one row per ring position
  *   walked of every live client (replay, re-execute, skip, invalidate, or refused).
  *
- * The report's `rows` (RpcRecoverySummary) counts the rows of both, plus `replay-behind-word` —
- * not a row of either table: a complete unapplied record at or behind the table's applied word
- * (the lazy flags of group commit) is replayed by recover.ts' code, counted like a row
- * (docs/recovery.md "Decision table"). test/apps/rpc/recovery-table.test.ts builds a state in an rpc app's
+ * - RPC_BEHIND_WORD_TABLE (recovery/decision-table.ts BEHIND_WORD_TABLE): one row per log record
+ *   of a live client at or behind its applied word, which the ring walk never reaches (a complete
+ *   unapplied one is replayed: the lazy flags of group commit).
+ *
+ * The report's `rows` (RpcRecoverySummary) counts the rows of all three (docs/recovery.md
+ * "Decision table"). test/apps/rpc/recovery-table.test.ts builds a state in an rpc app's
  * region by hand and checks that recover() took, position by position, the rows these tables give.
  */
-import { DECISION_TABLE, SLOT_TABLE, type DecisionRow, type SlotRow } from '../../../recovery/index.js';
+import { BEHIND_WORD_TABLE, DECISION_TABLE, SLOT_TABLE, type BehindWordRow, type DecisionRow, type SlotRow } from '../../../recovery/index.js';
 
 /** Per ring position of a live client: recovery/decision-table.ts' table, the one recover.ts decides by. */
 export const RPC_RECOVERY_TABLE: readonly DecisionRow[] = DECISION_TABLE;
@@ -27,5 +29,8 @@ export const RPC_RECOVERY_TABLE: readonly DecisionRow[] = DECISION_TABLE;
 /** Per connection slot: recovery/conn-table.ts' table, the one ConnTable reads every slot by. */
 export const RPC_CONN_SLOT_TABLE: readonly SlotRow[] = SLOT_TABLE;
 
-/** The one count in the report's `rows` that is not a row of either table (recover.ts replays it by code; docs/recovery.md). */
+/** Per log record at or behind a live client's applied word: recovery/decision-table.ts' BEHIND_WORD_TABLE. */
+export const RPC_BEHIND_WORD_TABLE: readonly BehindWordRow[] = BEHIND_WORD_TABLE;
+
+/** The row of RPC_BEHIND_WORD_TABLE that replays (the report counts it as `rows['replay-behind-word']`). */
 export const RPC_REPLAY_BEHIND_WORD = 'replay-behind-word';

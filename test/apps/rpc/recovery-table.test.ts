@@ -9,7 +9,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { createPrng, PmemRegion, seededEntropy, VirtualClock } from '../../../pmem/index.js';
 import { Rnic } from '../../../flush/index.js';
-import { DECISION_TABLE, decideRow, ENTRY_HEADER_BYTES, RecoveryStore, SLOT_TABLE, type DecisionInput, type Effects, type RingEntry } from '../../../recovery/index.js';
+import { BEHIND_WORD_TABLE, DECISION_TABLE, decideRow, ENTRY_HEADER_BYTES, RecoveryStore, SLOT_TABLE, type DecisionInput, type Effects, type RingEntry } from '../../../recovery/index.js';
 import { methodId } from '../../../src/rpc/index.js';
 import {
   digestHandler,
@@ -18,6 +18,7 @@ import {
   RPC_CONN_SLOT_TABLE,
   RPC_RECOVERY_TABLE,
   RPC_REPLAY_BEHIND_WORD,
+  RPC_BEHIND_WORD_TABLE,
   rpcApp,
   type RpcAppServer,
 } from '../../../src/apps/rpc/index.js';
@@ -29,7 +30,12 @@ t.test('the exported tables are the ones recovery/ decides by; every row has a w
   for (const r of [...RPC_RECOVERY_TABLE, ...RPC_CONN_SLOT_TABLE]) t.ok(r.why.length > 20, `${r.id} says why`);
   const ids = [...RPC_RECOVERY_TABLE, ...RPC_CONN_SLOT_TABLE].map((r) => r.id);
   t.equal(new Set(ids).size, ids.length, 'row ids unique across both tables (the report counts them in one record)');
-  t.notOk(ids.includes(RPC_REPLAY_BEHIND_WORD), 'replay-behind-word is no row of either table');
+  t.equal(RPC_BEHIND_WORD_TABLE, BEHIND_WORD_TABLE, 'per record behind the applied word: recovery/decision-table.ts');
+  t.ok(Object.isFrozen(RPC_BEHIND_WORD_TABLE));
+  for (const r of RPC_BEHIND_WORD_TABLE) t.ok(r.why.length > 20, `${r.id} says why`);
+  const all = [...ids, ...RPC_BEHIND_WORD_TABLE.map((r) => r.id)];
+  t.equal(new Set(all).size, all.length, 'row ids unique across the three tables (the report counts them in one record)');
+  t.equal(RPC_BEHIND_WORD_TABLE.find((r) => r.action === 'replay')?.id, RPC_REPLAY_BEHIND_WORD, 'the replaying row');
 });
 
 t.test('docs/rpc.md names the exports; docs/recovery.md lists both tables in their order', async (t) => {
@@ -44,6 +50,7 @@ t.test('docs/rpc.md names the exports; docs/recovery.md lists both tables in the
   const rowIds = (md: string): string[] => [...md.matchAll(/^\| ([a-z][a-z-]+) \|/gm)].map((m) => m[1]!).filter((id) => id !== 'row');
   t.same(rowIds(section('Decision table')), RPC_RECOVERY_TABLE.map((r) => r.id), 'the ring table, in order');
   t.same(rowIds(section('Slot decision table')), RPC_CONN_SLOT_TABLE.map((r) => r.id), 'the slot table, in order');
+  t.same(rowIds(section('Records behind the applied word')), RPC_BEHIND_WORD_TABLE.map((r) => r.id), 'the behind-word table, in order');
 });
 
 // ---- A state built by hand in an rpc app's region ----------------------------------------------

@@ -74,7 +74,10 @@ export class NicDriver {
   /** runUntilIdle's body: everything queued, then the idle drain. */
   readonly #runAll = (): void => {
     this.nic.runAll();
-    if (this.idleDrain) this.nic.drainAll();
+    if (this.idleDrain) {
+      this.nic.drainAll();
+      this.nic.runEnded();
+    }
   };
 
   /** Whether a loop is running (a submit now only queues). */
@@ -117,12 +120,19 @@ export class NicDriver {
       if (this.groupCommit) {
         this.#pass(() => {
           while (n < stepsMax && step()) n++;
-          if (this.idleDrain && this.nic.idle) this.nic.drainAll();
+          if (this.idleDrain && this.nic.idle) {
+            this.nic.drainAll();
+            this.nic.runEnded();
+          }
         });
       } else {
         // The same body without its closure (one per run otherwise).
         while (n < stepsMax && step()) n++;
-        if (this.idleDrain && this.nic.idle) this.nic.drainAll();
+        if (this.idleDrain && this.nic.idle) {
+          this.nic.drainAll();
+          // The run's end, inside it (its responses not yet sent): the server CPU's listeners (Rnic.onRunEnd).
+          this.nic.runEnded();
+        }
       }
     } finally {
       this.#running = false;

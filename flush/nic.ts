@@ -533,6 +533,29 @@ export class Rnic {
     this.#drainWhere(() => true);
   }
 
+  /**
+   * The end of a NIC run: whoever drives this NIC ran every queued request and drained its cache
+   * (the idle drain) — on a transport's server end, before the run's responses leave (NicDriver;
+   * the crash explorer's idle drains). The onRunEnd listeners run now, synchronously: the server
+   * CPU may take in what arrived, so that what it sends leaves with those responses (src/rpc's
+   * receiver-persist ACKs, issue 29).
+   */
+  runEnded(): void {
+    const ls = this.#runEndListeners;
+    for (let i = 0; i < ls.length; i++) ls[i]!();
+  }
+
+  /** fn runs at every runEnded(). Returns the unsubscribe. */
+  onRunEnd(fn: () => void): () => void {
+    this.#runEndListeners.push(fn);
+    return () => {
+      const i = this.#runEndListeners.indexOf(fn);
+      if (i >= 0) this.#runEndListeners.splice(i, 1);
+    };
+  }
+
+  #runEndListeners: Array<() => void> = [];
+
   /** Orderly shutdown: the NIC cache drains into host memory, then the NIC leaves the region's crash states. */
   close(): void {
     this.#closed = true;

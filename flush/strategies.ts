@@ -140,9 +140,19 @@ export class CpuPoller {
     };
   }
 
-  /** fn runs (on a CPU pass) for every receive completion of `qp`, in order. */
-  watchRecv(qp: ServerQp, fn: (c: RecvCompletion) => void): () => void {
-    qp.onRecvNotify(() => this.#enqueue({ kind: 'recv', qp, fn }));
+  /**
+   * fn runs (on a CPU pass) for every receive completion of `qp`, in order. `arrived`, if given,
+   * runs at once (inside the NIC) when a completion is queued, before its pass is scheduled.
+   */
+  watchRecv(qp: ServerQp, fn: (c: RecvCompletion) => void, arrived?: () => void): () => void {
+    qp.onRecvNotify(
+      arrived === undefined
+        ? () => this.#enqueue({ kind: 'recv', qp, fn })
+        : () => {
+            arrived();
+            this.#enqueue({ kind: 'recv', qp, fn });
+          },
+    );
     return () => qp.onRecvNotify(undefined);
   }
 

@@ -17,6 +17,8 @@ export interface RpcFaults {
   skipReceiverPersist?: boolean;
   /** Server: ACK first, persist after (wrflush, srflush, gpspm). */
   ackBeforePersist?: boolean;
+  /** Server: in the ACK taken at a NIC run's end (the pump's drain, before processing), ACK first, persist after (wrflush, srflush). */
+  ackBeforePersistInPump?: boolean;
   /** Server: the coupled reply goes out before the request's effects are committed (farm, darpc). */
   replyBeforeApply?: boolean;
   /** Server: return the ring credit one slot early (the client may overwrite an entry not yet applied). */
@@ -25,7 +27,7 @@ export interface RpcFaults {
   skipReconnectPersist?: boolean;
 }
 
-export const RPC_FAULT_NAMES = Object.freeze(['skipFlush', 'flushGlobal', 'skipReceiverPersist', 'ackBeforePersist', 'replyBeforeApply', 'earlyCredit', 'skipReconnectPersist'] as const) satisfies readonly (keyof RpcFaults)[];
+export const RPC_FAULT_NAMES = Object.freeze(['skipFlush', 'flushGlobal', 'skipReceiverPersist', 'ackBeforePersist', 'ackBeforePersistInPump', 'replyBeforeApply', 'earlyCredit', 'skipReconnectPersist'] as const) satisfies readonly (keyof RpcFaults)[];
 
 export function checkRpcFaults(f: unknown): Readonly<RpcFaults> {
   if (f === undefined) return Object.freeze({});

@@ -56,6 +56,13 @@ interface BatchPart {
   failed?: boolean;
 }
 
+/** The sequences of entries[from..]. */
+function seqsFrom(entries: readonly RingEntry[], from: number): number[] {
+  const out: number[] = [];
+  for (let i = from; i < entries.length; i++) out.push(entries[i]!.seq);
+  return out;
+}
+
 /** notify() options of an ACK: its bytes are encoded for the message alone (handed over, not copied). */
 const TRANSFER = Object.freeze({ transfer: true });
 /** notify() options of a reply followed at once by another of the same settled batch (gathered: one socket write). */
@@ -85,6 +92,15 @@ export class DurableRpcServer {
   #state: 'new' | 'serving' | 'closed' = 'new';
   /** When each client in the table last showed a sign of life, and who is expired (leases.ts). */
   readonly #leases: Leases;
+  /**
+   * Entries polled, persisted and ACKed at a NIC run's end (#ackArrived), by client id, in sequence
+   * order: the next CPU pass of the client processes them first (or a release commits them).
+   * undefined: this server ACKs in its CPU passes only.
+   */
+  readonly #held: Map<number, RingEntry[]> | undefined;
+  /** Connections whose ring something arrived in since the last #ackArrived. */
+  readonly #arrived = new Set<Conn>();
+  #stopRunEnd: (() => void) | undefined;
   /** Slots released so far (goodbye and lease). */
   releases = { goodbye: 0, lease: 0 };
   /** Errors of connections that were cut (a misbehaving client); the server keeps serving the others. */
@@ -112,6 +128,14 @@ export class DurableRpcServer {
     this.#poller = new CpuPoller(nic, { schedule: o.schedule });
     this.#methods = new MethodTable(store, o.keepResults);
     this.#leases = new Leases(o.clock, o.leaseMs, o.restartGraceMs);
+    // Receiver-persist strategies whose entries arrive in the ring (wrflush, srflush), inline
+    // handlers, a region that does not msync: what arrived is polled, persisted and ACKed at the
+    // end of the NIC run that brought it (Rnic.runEnded: over TCP, inside the socket read's pump),
+    // so the ACK leaves in the same socket write as the run's Responses; the CPU pass processes it.
+    if (this.#rec.serverAcks && this.#rec.arrives !== 'flush-request' && !strictFile && o.pool === undefined) {
+      this.#held = new Map();
+      this.#stopRunEnd = nic.onRunEnd(() => this.#ackArrived());
+    }
     this.#strict =
       strictFile && o.pool === undefined
         ? new StrictBatch<Conn>({
@@ -279,7 +303,7 @@ export class DurableRpcServer {
     if (this.#rec.arrives === 'recv') {
       for (let s = resumeSeq; s <= applied + g.ringSlots; s++) sqp.postRecv({ id: s, addr: ring.slotOffset(s), len: g.slotBytes });
       conn.recvUpTo = Math.max(conn.recvUpTo, applied + g.ringSlots);
-      conn.stops.push(this.#poller.watchRecv(sqp, () => this.#doorbell(conn)));
+      conn.stops.push(this.#poller.watchRecv(sqp, () => this.#doorbell(conn), this.#held === undefined ? undefined : () => this.#arrived.add(conn)));
     } else {
       if (this.#rec.arrives === 'flush-request') {
         // Flush requests carry the sequence in imm and no payload: zero-length receive buffers.
@@ -289,8 +313,14 @@ export class DurableRpcServer {
         conn.stops.push(this.#poller.watchRecv(sqp, (c) => this.#onFlushRequest(conn, c)));
       }
       // gpspm's doorbell is its flush request; the other WRITE strategies watch the ring for drained writes.
-      else conn.stops.push(this.#poller.watchMemory({ offset: info.ringOffset, len: ringBytes, qpn: sqp.qpn }, () => this.#doorbell(conn)));
+      else {
+        const filter = this.#held === undefined ? undefined : (): boolean => (this.#arrived.add(conn), true);
+        conn.stops.push(this.#poller.watchMemory({ offset: info.ringOffset, len: ringBytes, qpn: sqp.qpn, filter }, () => this.#doorbell(conn)));
+      }
     }
+    // Entries ACKed at a run's end and not yet processed (a reconnect in the middle of a pass, or
+    // after the old connection was cut): the client resumes past them, so a pass processes them now.
+    if (this.#held?.has(clientId) === true) this.options.schedule(() => this.#service(conn, undefined, true));
     const results = knownResults(store, clientId, awaiting, applied);
     return {
       sqp,
@@ -307,6 +337,9 @@ export class DurableRpcServer {
     this.#state = 'closed';
     for (const s of [...this.#sessions.values()]) if (s.conn !== undefined) this.#drop(s.conn);
     this.#strict?.clear(); // the held replies' connections are gone: nothing to answer
+    this.#stopRunEnd?.();
+    this.#arrived.clear();
+    this.#held?.clear(); // durable in their ring and not applied: recovery re-executes them
     this.#poller.close();
     try {
       this.store.completeAll(); // the lazy flags of group commit (recovery would replay them anyway)
@@ -361,15 +394,25 @@ export class DurableRpcServer {
     try {
       // What drained into the ring when the QP went: processed (nobody to answer).
       const ring = this.store.ring(clientId);
-      for (let i = 0; i <= this.store.geometry.ringSlots && this.#stateOf(clientId) !== CONNST.CLOSING; i++) {
-        const p = ring.poll();
-        if (p.kind !== 'entry') break;
-        if (p.entry.methodId === GOODBYE_ID) this.#enter(clientId, CONNST.CLOSING);
-        this.store.commit(clientId, p.entry.seq, this.#methods.effects(p.entry, this.store.appView).record);
+      // Entries ACKed at a run's end and not processed come first (they were polled before the rest).
+      const held = this.#held?.get(clientId);
+      for (let i = 0; i <= this.store.geometry.ringSlots + (held?.length ?? 0) && this.#stateOf(clientId) !== CONNST.CLOSING; i++) {
+        let entry: RingEntry;
+        if (held !== undefined && held.length > 0) entry = held[0]!;
+        else {
+          const p = ring.poll();
+          if (p.kind !== 'entry') break;
+          entry = p.entry;
+        }
+        if (entry.methodId === GOODBYE_ID) this.#enter(clientId, CONNST.CLOSING);
+        this.store.commit(clientId, entry.seq, this.#methods.effects(entry, this.store.appView).record);
+        if (held !== undefined && held[0] === entry) held.shift();
       }
+      if (held?.length === 0) this.#held!.delete(clientId);
       // After its goodbye a client sends nothing: whatever it placed past it is void.
       if (this.#stateOf(clientId) === CONNST.CLOSING) this.store.discardUnapplied(clientId);
       this.store.release(clientId);
+      this.#held?.delete(clientId); // after its goodbye: void, as what it placed in the ring
     } catch {
       return false; // PMRPC_ERR_CLIENT_BUSY, a torn entry, a full log: the slot stays; tried again later
     }
@@ -439,8 +482,9 @@ export class DurableRpcServer {
     this.#service(c, () => this.#persistAndAck(c, seqs), true);
   }
 
-  #persistAndAck(c: Conn, seqs: number[]): void {
+  #persistAndAck(c: Conn, seqs: number[], atRunEnd = false): void {
     if (seqs.length === 0) return;
+    const ackFirst = this.#faults.ackBeforePersist === true || (atRunEnd && this.#faults.ackBeforePersistInPump === true);
     const upTo = Math.max(c.ackedUpTo, seqs[seqs.length - 1]!);
     const ack = (): void => {
       if (upTo > c.ackedUpTo) {
@@ -448,16 +492,68 @@ export class DurableRpcServer {
         c.sqp.notify(encodeAck(upTo), RPC_ACK_IMM, TRANSFER);
       }
     };
-    if (this.#faults.ackBeforePersist) ack();
+    if (ackFirst) ack();
     if (!this.#faults.skipReceiverPersist) {
       for (const s of seqs) this.region.flush(c.ring.slotOffset(s), this.store.geometry.slotBytes);
       this.region.drain();
     }
     // strict group commit: the ACK waits with the batch's RESULTs, so the entries share the records' msync.
-    if (!this.#faults.ackBeforePersist) {
+    if (!ackFirst) {
       if (this.#replies !== undefined) this.#replies.push(ack);
       else ack();
     }
+  }
+
+  /**
+   * The end of a NIC run (Rnic.runEnded, after its idle drain): every connection whose ring something
+   * arrived in is polled, what it holds persisted and ACKed — before any of it is processed — and
+   * kept (#held) for the CPU pass the same arrivals scheduled. Over TCP this runs inside the
+   * socket read's pump, so the ACK leaves in the pump's one write with the run's Responses instead
+   * of a write of its own (issue 29); the pass's RESULTs follow as before. Not inside a pass (that
+   * pass polls and ACKs itself).
+   */
+  #ackArrived(): void {
+    const arrived = this.#arrived;
+    if (arrived.size === 0 || this.#passes > 0) return;
+    const held = this.#held!;
+    this.#passes++;
+    try {
+      for (const c of arrived) {
+        arrived.delete(c);
+        if (!this.#live(c) || this.#state !== 'serving') continue;
+        let h = held.get(c.clientId);
+        const room = this.options.batchMax - (h?.length ?? 0);
+        const seqs: number[] = [];
+        try {
+          for (let i = 0; i < room; i++) {
+            const p = c.ring.poll();
+            if (p.kind !== 'entry') break;
+            if (h === undefined) held.set(c.clientId, (h = []));
+            h.push(p.entry);
+            seqs.push(p.entry.seq);
+          }
+        } catch (e) {
+          // A broken ring (an overrun, a torn entry): the pass polls it again and cuts the
+          // connection; what was polled here is ACKed now and processed first.
+          if (isInvariantError(e)) this.#fail(c, e);
+        }
+        try {
+          this.#persistAndAck(c, seqs, true);
+        } catch (e) {
+          this.#fail(c, e);
+        }
+      }
+    } finally {
+      this.#passes--;
+    }
+  }
+
+  /** The client's entries ACKed at a run's end and not processed yet (taken: the caller processes them), in order; a new array if none. */
+  #takeHeld(clientId: number): RingEntry[] {
+    const h = this.#held?.get(clientId);
+    if (h === undefined) return [];
+    this.#held!.delete(clientId);
+    return h;
   }
 
   /** CPU passes running now (a reconnect accepted in the middle of one does not start another). */
@@ -491,9 +587,11 @@ export class DurableRpcServer {
     const acks = this.#rec.serverAcks && this.#rec.arrives !== 'flush-request';
     const batch: BatchPart[] = [];
     for (const { c, before } of parts) {
-      const polled: RingEntry[] = [];
+      // Entries ACKed at a NIC run's end come first; only those polled here are persisted and ACKed here.
+      const polled = this.#takeHeld(c.clientId);
+      const fresh = polled.length;
       try {
-        for (let i = 0; i < this.options.batchMax; i++) {
+        for (let i = polled.length; i < this.options.batchMax; i++) {
           const p = c.ring.poll();
           if (p.kind !== 'entry') {
             // Empty (not a partial entry, whose polls are counted): nothing drained before this poller pass is left.
@@ -508,14 +606,14 @@ export class DurableRpcServer {
       }
       if (this.#strict !== undefined) {
         batch.push({ c, polled, first: () => {
-          if (acks) this.#persistAndAck(c, polled.map((e) => e.seq));
+          if (acks) this.#persistAndAck(c, seqsFrom(polled, fresh));
           before?.();
         } });
         continue;
       }
       const part: BatchPart = { c, polled };
       try {
-        if (acks) this.#persistAndAck(c, polled.map((e) => e.seq));
+        if (acks) this.#persistAndAck(c, seqsFrom(polled, fresh));
         before?.();
         if (this.#pool === undefined) this.#processBatch([part]);
         else this.#pool.enqueue(c, polled);

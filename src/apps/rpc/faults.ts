@@ -45,6 +45,7 @@ export const RPC_MUTANTS: readonly RpcMutant[] = Object.freeze([
   },
   { name: 'skip-credit-persist', step: 'redo log: make the applied sequence durable before a record slot is reused', strategies: DURABLE, recoveryFaults: { skipPersistCreditBeforeReuse: true } },
   { name: 'skip-checksum-recovery', step: 'recovery: verify entry and record checksums (torn entries and records)', strategies: DURABLE, recoveryFaults: { skipChecksumAtRecovery: true } },
+  { name: 'ack-before-persist-in-pump', step: 'the order ACK after persist of the ACK sent at a NIC run\'s end (before processing, with the run\'s responses): the server ACKs, then persists the entry', strategies: ['wrflush', 'srflush'], rpcFaults: { ackBeforePersistInPump: true } },
 ] satisfies RpcMutant[]);
 
 /** The mutant called `name` (TypeError naming the list otherwise). */

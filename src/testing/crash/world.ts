@@ -446,12 +446,16 @@ export class World {
       if (c.qpn >= 0) node.nic.step(c.qpn);
       else this.#cpuPass(node);
       if (this.config.idleDrain) for (const node of this.nodes) if (!node.crashed && node.nic.busyQps().length === 0 && node.cpu.length === 0) node.nic.drainAll();
+      // A NIC step that left its NIC idle ended a NIC run: the server CPU's run-end listeners run
+      // (Rnic.runEnded), as at the end of a transport server's NIC run (flush/driver.ts).
+      if (c.qpn >= 0 && !node.crashed && node.nic.busyQps().length === 0) node.nic.runEnded();
       return true;
     }
     // Nothing runnable: the DMA engine catches up (a NIC drains eventually), then the clock moves.
     for (const node of this.nodes) {
       if (!node.crashed && node.nic.cacheEntries > 0) {
         node.nic.drainAll();
+        node.nic.runEnded();
         return true;
       }
     }

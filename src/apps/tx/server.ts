@@ -389,9 +389,9 @@ export class TxAppServer implements AppServer {
       this.#reach = { prepared: this.#preparedItems(), slots: this.#moves.length === 0 ? undefined : this.#slotSnapshot() };
       try {
         returned = this.#desk.giveBack(ready, (ptr) => {
-          // Same synchronous step as the return: no ALLOCATE runs in between.
-          const word = this.region.loadU64(ptr + ITEM_MARK_WORD);
-          if (word >> 32n !== 0n) this.region.storeU64(ptr + ITEM_MARK_WORD, word & 0xffffffffn);
+          // Same synchronous step as the return: no ALLOCATE runs in between. (The mark is the
+          // word's high half: read as 32 bits, no BigInt unless there is one to clear.)
+          if (this.region.loadU32(ptr + ITEM_MARK_WORD + 4) !== 0) this.region.storeU64(ptr + ITEM_MARK_WORD, BigInt(this.region.loadU32(ptr + ITEM_MARK_WORD)));
         }).accepted;
       } finally {
         this.#reach = undefined;

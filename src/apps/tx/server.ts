@@ -93,6 +93,41 @@ export interface TxSweepStats {
   wakes: number;
 }
 
+/** Items retired and not yet given back: a flag per item of the arena (no Set of offsets for them). */
+class RetiredSet {
+  readonly #flags: Uint8Array;
+  readonly #base: number;
+  /** Anything else the sweep retired (a pointer into the arena that is no item's start: the ReturnDesk refuses it). */
+  readonly #other = new Set<number>();
+  size = 0;
+  constructor(items: number, base = 0) {
+    this.#flags = new Uint8Array(items);
+    this.#base = base;
+  }
+  #index(p: number): number {
+    const i = (p - this.#base) / ITEM_BYTES;
+    return Number.isInteger(i) && i >= 0 && i < this.#flags.length ? i : -1;
+  }
+  has(p: number): boolean {
+    const i = this.#index(p);
+    return i >= 0 ? this.#flags[i] === 1 : this.#other.has(p);
+  }
+  add(p: number): void {
+    if (this.has(p)) return;
+    const i = this.#index(p);
+    if (i >= 0) this.#flags[i] = 1;
+    else this.#other.add(p);
+    this.size++;
+  }
+  delete(p: number): void {
+    if (!this.has(p)) return;
+    const i = this.#index(p);
+    if (i >= 0) this.#flags[i] = 0;
+    else this.#other.delete(p);
+    this.size--;
+  }
+}
+
 /** One shard opened on a region. */
 export class TxAppServer implements AppServer {
   readonly app = 'tx';
@@ -138,7 +173,7 @@ export class TxAppServer implements AppServer {
   /** Items whose grace period ended, waiting for a return batch. */
   #ready: number[] = [];
   /** Every item retired and not yet given back (in #grace or #ready). */
-  #retired = new Set<number>();
+  #retired = new RetiredSet(0);
   /** A drained write over a pointer word or a dead mark since the last pass end (the sweep runs at the pass's end). */
   #touched = false;
   readonly sweepStats: TxSweepStats = { sweeps: 0, dead: 0, superseded: 0, returned: 0, refused: 0, inGrace: 0, logged: 0, wakes: 0 };
@@ -319,7 +354,8 @@ export class TxAppServer implements AppServer {
       this.#moves = [];
       // The moves in drain order: each retires the item its slot held before it (the CPU's view,
       // #installed, follows the log), so every install's superseded item is retired once.
-      const moved: Array<{ i: number; ptr: number; was: number }> = [];
+      // The moves that moved a pointer on, in place in the log: (new pointer, the one it replaced).
+      let moved = 0;
       let slots: number[] | undefined;
       let one = -1;
       for (let k = 0; k < log.length; k += 2) {
@@ -327,7 +363,8 @@ export class TxAppServer implements AppServer {
         const ptr = log[k + 1]!;
         const was = this.#installed[i]!;
         if (ptr === was || ptr === 0) continue;
-        moved.push({ i, ptr, was });
+        log[moved++] = ptr;
+        log[moved++] = was;
         this.#installed[i] = ptr;
         if (one === -1) one = i;
         else if (one !== i) {
@@ -338,14 +375,14 @@ export class TxAppServer implements AppServer {
       // The pointer that makes an old item dead is durable before the item is retired: every moved
       // slot is written back once (clwb; its pointer now is the last one logged), in slot order,
       // then one fence (sfence) for all of them.
-      if (moved.length > 0 && !this.faults.freeWithoutPersist) {
+      if (moved > 0 && !this.faults.freeWithoutPersist) {
         for (const i of slots === undefined ? [one] : slots.sort((x, y) => x - y)) this.region.flush(slotOffset(g, i), 40);
         this.region.drain();
       }
-      for (const m of moved) {
-        this.#slotRef(m.was, -1);
-        this.#slotRef(m.ptr, 1);
-        retire(m.was);
+      for (let k = 0; k < moved; k += 2) {
+        this.#slotRef(log[k + 1]!, -1);
+        this.#slotRef(log[k]!, 1);
+        retire(log[k + 1]!);
         this.sweepStats.superseded++;
       }
     }
@@ -523,7 +560,7 @@ export class TxAppServer implements AppServer {
     this.#candidates.clear();
     this.#moves = [];
     this.#unpolled = 0;
-    this.#retired.clear();
+    this.#retired = new RetiredSet(g.items, g.arenaOffset);
     this.#grace = [];
     this.#ready = [];
     this.#touched = false;

@@ -174,7 +174,7 @@ export class TxAppServer implements AppServer {
   #ready: number[] = [];
   /** Every item retired and not yet given back (in #grace or #ready). */
   #retired = new RetiredSet(0);
-  /** A drained write over a pointer word or a dead mark since the last pass end (the sweep runs at the pass's end). */
+  /** A logged write (a pointer word or a dead mark) woke the CPU since the last pass end (the sweep runs at the pass's end). */
   #touched = false;
   readonly sweepStats: TxSweepStats = { sweeps: 0, dead: 0, superseded: 0, returned: 0, refused: 0, inGrace: 0, logged: 0, wakes: 0 };
 
@@ -205,7 +205,7 @@ export class TxAppServer implements AppServer {
     });
     // The sweep is driven by the NIC's notifications (a drained write touching an item's mark
     // word or a slot's pointer word), never by a timer or a spin loop; it runs at the end of the
-    // CPU poller's pass that handled them (one pass per event batch, not a pass of its own).
+    // CPU poller's pass that handled them (no pass of its own; on a large arena one pass per POLL_BATCH logged writes).
     this.#poller = new CpuPoller(host.nic, { schedule: host.schedule });
     this.#poller.onPassEnd(() => this.#passEnd());
     // The CPU polls two kinds of words: the slots' pointer words (an install moves one on) and the

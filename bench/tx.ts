@@ -112,6 +112,29 @@ export interface TxCellResult {
   accountingCpuUsPerCommit: number;
   /** Server-CPU passes per committed transaction (each one timed: its CPU clock read at both ends). */
   hostPassesPerCommit: number;
+  /**
+   * PRISM-TX's reclamation per committed transaction (0 for the baselines), counted, not timed:
+   * drained writes its CPU polls (pointer moves and dead marks, logged as they drain), the ones of
+   * them that woke the CPU poller, sweeps that found work, and items retired (superseded or dead).
+   */
+  pollEventsPerCommit: number;
+  pollWakesPerCommit: number;
+  sweepsPerCommit: number;
+  retiredPerCommit: number;
+}
+
+/** The summed reclamation counters of a deployment's PRISM-TX shards (zeros for the baselines). */
+function sweepCounts(d: TxDeployment): { logged: number; wakes: number; sweeps: number; retired: number } {
+  const out = { logged: 0, wakes: 0, sweeps: 0, retired: 0 };
+  for (const sv of d.servers) {
+    const st = (sv as { sweepStats?: { logged?: number; wakes?: number; sweeps: number; superseded: number; dead: number } }).sweepStats;
+    if (st === undefined) continue;
+    out.logged += st.logged ?? 0;
+    out.wakes += st.wakes ?? 0;
+    out.sweeps += st.sweeps;
+    out.retired += st.superseded + st.dead;
+  }
+  return out;
 }
 
 const histogram = (): hdr.Histogram => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: 3 });
@@ -144,6 +167,7 @@ async function measureTxWindow(cell: DeployedTxCell, w: TxWorkload, ms: number, 
   let allCommits = 0;
   const cpu0 = process.cpuUsage();
   const t0 = cell.d.roleTimes();
+  const s0 = sweepCounts(cell.d);
   let w0 = cell.d.work();
   let started = false;
   await Promise.all(
@@ -186,6 +210,7 @@ async function measureTxWindow(cell: DeployedTxCell, w: TxWorkload, ms: number, 
   const elapsed = Math.max(performance.now() - start, 1e-3);
   const cpu = process.cpuUsage(cpu0);
   const t1 = cell.d.roleTimes();
+  const s1 = sweepCounts(cell.d);
   const w1 = cell.d.work();
   // Let asynchronous unlocks and CPU applies of this system finish before the next window (maybe another system's).
   await new Promise((r) => setImmediate(r));
@@ -221,6 +246,10 @@ async function measureTxWindow(cell: DeployedTxCell, w: TxWorkload, ms: number, 
     hostCpuUsPerCommit: perCommit(hostUs),
     accountingCpuUsPerCommit: perCommit(accountingUs),
     hostPassesPerCommit: perCommit(hostPasses),
+    pollEventsPerCommit: perCommit(s1.logged - s0.logged),
+    pollWakesPerCommit: perCommit(s1.wakes - s0.wakes),
+    sweepsPerCommit: perCommit(s1.sweeps - s0.sweeps),
+    retiredPerCommit: perCommit(s1.retired - s0.retired),
   };
   h.destroy();
   return r;
@@ -251,6 +280,10 @@ function combine(rs: TxCellResult[]): TxCellResult {
     hostCpuUsPerCommit: med((r) => r.hostCpuUsPerCommit),
     accountingCpuUsPerCommit: med((r) => r.accountingCpuUsPerCommit),
     hostPassesPerCommit: med((r) => r.hostPassesPerCommit),
+    pollEventsPerCommit: med((r) => r.pollEventsPerCommit),
+    pollWakesPerCommit: med((r) => r.pollWakesPerCommit),
+    sweepsPerCommit: med((r) => r.sweepsPerCommit),
+    retiredPerCommit: med((r) => r.retiredPerCommit),
   };
 }
 
@@ -299,7 +332,7 @@ export async function runTxBench(o: BenchOptions, plan: TxPlan = o.quick ? TX_QU
       factories.forEach((f, i) => {
         const r = combine(windows[i]!);
         results.set(`${f.name}|${txCellName(c)}`, r);
-        rows.push({ system: f.name, cell: txCellName(c), ...c, windows: plan.windows, ...r, commitsPerSecond: Math.round(r.commitsPerSecond), commitsPerCpuSecond: Math.round(r.commitsPerCpuSecond), abortRate: round(r.abortRate), commitRoundTrips: round(r.commitRoundTrips), wrsPerCommit: round(r.wrsPerCommit), messagesPerCommit: round(r.messagesPerCommit), linesPerCommit: round(r.linesPerCommit), roundTripsPerCommit: round(r.roundTripsPerCommit), workRequestsPerCommit: round(r.workRequestsPerCommit), cpuUsPerCommit: round(r.cpuUsPerCommit), clientCpuUsPerCommit: round(r.clientCpuUsPerCommit), nicCpuUsPerCommit: round(r.nicCpuUsPerCommit), hostCpuUsPerCommit: round(r.hostCpuUsPerCommit), accountingCpuUsPerCommit: round(r.accountingCpuUsPerCommit), hostPassesPerCommit: round(r.hostPassesPerCommit) });
+        rows.push({ system: f.name, cell: txCellName(c), ...c, windows: plan.windows, ...r, commitsPerSecond: Math.round(r.commitsPerSecond), commitsPerCpuSecond: Math.round(r.commitsPerCpuSecond), abortRate: round(r.abortRate), commitRoundTrips: round(r.commitRoundTrips), wrsPerCommit: round(r.wrsPerCommit), messagesPerCommit: round(r.messagesPerCommit), linesPerCommit: round(r.linesPerCommit), roundTripsPerCommit: round(r.roundTripsPerCommit), workRequestsPerCommit: round(r.workRequestsPerCommit), cpuUsPerCommit: round(r.cpuUsPerCommit), clientCpuUsPerCommit: round(r.clientCpuUsPerCommit), nicCpuUsPerCommit: round(r.nicCpuUsPerCommit), hostCpuUsPerCommit: round(r.hostCpuUsPerCommit), accountingCpuUsPerCommit: round(r.accountingCpuUsPerCommit), hostPassesPerCommit: round(r.hostPassesPerCommit), pollEventsPerCommit: round(r.pollEventsPerCommit), pollWakesPerCommit: round(r.pollWakesPerCommit), sweepsPerCommit: round(r.sweepsPerCommit), retiredPerCommit: round(r.retiredPerCommit) });
       });
     } finally {
       for (const x of cells) x.d.close();

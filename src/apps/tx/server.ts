@@ -48,6 +48,16 @@ const NO_QPS: number[] = [];
 /** Items returned to the free list per return pass at most apart (smaller arenas: items / 16; at once while the free list is short). */
 export const RETURN_BATCH = 32;
 
+/**
+ * On an arena of at least POLL_BATCH_MIN_ITEMS items, the drained writes the CPU polls (a slot's
+ * pointer word moved on, an item's dead mark) wake the CPU once POLL_BATCH of them are waiting (or
+ * at once while the NIC's free list is short), not one pass per write: each is logged as it drains
+ * with what it wrote (the slot's new pointer), so a second install on a slot before the sweep
+ * looked still retires the first install's item (no leak). Smaller arenas wake at every such write.
+ */
+export const POLL_BATCH = 32;
+export const POLL_BATCH_MIN_ITEMS = 64 * POLL_BATCH;
+
 export interface TxRecoveryReport {
   prepared: string[];
   /** PREPARED records whose prepare never completed (body or item addresses not T's: row R2), fenced. */
@@ -77,6 +87,45 @@ export interface TxSweepStats {
   refused: number;
   /** Items retired and still in their grace period now (a NIC chain in flight at retirement has not finished). */
   inGrace: number;
+  /** Drained writes the CPU polls, logged as they drained: a slot's pointer word (an install) or an item's dead mark. */
+  logged: number;
+  /** Of those, the ones that woke the CPU poller (an event for a pass; the rest waited for a batch). */
+  wakes: number;
+}
+
+/** Items retired and not yet given back: a flag per item of the arena (no Set of offsets for them). */
+class RetiredSet {
+  readonly #flags: Uint8Array;
+  readonly #base: number;
+  /** Anything else the sweep retired (a pointer into the arena that is no item's start: the ReturnDesk refuses it). */
+  readonly #other = new Set<number>();
+  size = 0;
+  constructor(items: number, base = 0) {
+    this.#flags = new Uint8Array(items);
+    this.#base = base;
+  }
+  #index(p: number): number {
+    const i = (p - this.#base) / ITEM_BYTES;
+    return Number.isInteger(i) && i >= 0 && i < this.#flags.length ? i : -1;
+  }
+  has(p: number): boolean {
+    const i = this.#index(p);
+    return i >= 0 ? this.#flags[i] === 1 : this.#other.has(p);
+  }
+  add(p: number): void {
+    if (this.has(p)) return;
+    const i = this.#index(p);
+    if (i >= 0) this.#flags[i] = 1;
+    else this.#other.add(p);
+    this.size++;
+  }
+  delete(p: number): void {
+    if (!this.has(p)) return;
+    const i = this.#index(p);
+    if (i >= 0) this.#flags[i] = 0;
+    else this.#other.delete(p);
+    this.size--;
+  }
 }
 
 /** One shard opened on a region. */
@@ -94,10 +143,17 @@ export class TxAppServer implements AppServer {
   #last: TxRecoveryReport | undefined;
   readonly #desk: ReturnDesk;
   readonly #poller: CpuPoller;
-  /** Items whose mark word a drained NIC write touched since the last sweep. */
+  /** Items whose mark word a drained NIC write marked dead since the last sweep (logged as the write drained). */
   #candidates = new Set<number>();
-  /** Slot indexes a drained NIC write touched since the last sweep. */
-  #slotCandidates = new Set<number>();
+  /**
+   * The pointer words drained NIC writes moved since the last sweep, in drain order: slot index,
+   * then the pointer the write left (read as it drained). The sweep retires the item each move
+   * replaced, so two moves of one slot before it looks retire both items.
+   */
+  #moves: number[] = [];
+  /** Logged writes (#moves, #candidates) since the last sweep, and how many wake the CPU (1: every one). */
+  #unpolled = 0;
+  readonly #pollBatch: number;
   /** Per slot index: the item the CPU last saw installed there (visible memory). */
   #installed: number[] = [];
   /**
@@ -117,10 +173,10 @@ export class TxAppServer implements AppServer {
   /** Items whose grace period ended, waiting for a return batch. */
   #ready: number[] = [];
   /** Every item retired and not yet given back (in #grace or #ready). */
-  #retired = new Set<number>();
-  /** A drained write over a pointer word or a dead mark since the last pass end (the sweep runs at the pass's end). */
+  #retired = new RetiredSet(0);
+  /** A logged write (a pointer word or a dead mark) woke the CPU since the last pass end (the sweep runs at the pass's end). */
   #touched = false;
-  readonly sweepStats: TxSweepStats = { sweeps: 0, dead: 0, superseded: 0, returned: 0, refused: 0, inGrace: 0 };
+  readonly sweepStats: TxSweepStats = { sweeps: 0, dead: 0, superseded: 0, returned: 0, refused: 0, inGrace: 0, logged: 0, wakes: 0 };
 
   constructor(host: AppHost, o: TxAppOptions) {
     this.region = host.region;
@@ -149,37 +205,55 @@ export class TxAppServer implements AppServer {
     });
     // The sweep is driven by the NIC's notifications (a drained write touching an item's mark
     // word or a slot's pointer word), never by a timer or a spin loop; it runs at the end of the
-    // CPU poller's pass that handled them (one pass per event batch, not a pass of its own).
+    // CPU poller's pass that handled them (no pass of its own; on a large arena one pass per POLL_BATCH logged writes).
     this.#poller = new CpuPoller(host.nic, { schedule: host.schedule });
     this.#poller.onPassEnd(() => this.#passEnd());
     // The CPU polls two kinds of words: the slots' pointer words (an install moves one on) and the
     // items' mark words holding a dead mark (an aborted transaction's item). Only a drained write
-    // over one of them is an event (a CPU pass); locks, checks, validations, records and ALLOCATEs
-    // of live items cost the CPU nothing. Items in their grace period are looked at again by the
-    // next pass (every commit's install is one).
+    // over one of them is logged (its slot and the pointer it left, or the dead item) and may wake
+    // the CPU (an event: a pass, its sweep at the pass's end); locks, checks, validations, records
+    // and ALLOCATEs of live items cost the CPU nothing. Items in their grace period are looked at
+    // again by the next sweep.
+    this.#pollBatch = g.items >= POLL_BATCH_MIN_ITEMS ? POLL_BATCH : 1;
+    const returnBatch = Math.min(RETURN_BATCH, Math.max(1, Math.floor(g.items / 16)));
+    // Whether this logged write wakes the CPU: once a batch is waiting, or while the free list is short.
+    const wake = (): boolean => {
+      this.sweepStats.logged++;
+      const w = ++this.#unpolled >= this.#pollBatch || this.#nic.freeBufferCount(this.mr, ITEM_BYTES) < 2 * returnBatch;
+      if (w) this.sweepStats.wakes++;
+      return w;
+    };
     const overPtr = (e: HostWriteEvent): boolean => {
       const first = Math.max(0, Math.floor((e.offset - g.slotsOffset) / SLOT_BYTES));
       const last = Math.min(g.keys - 1, Math.floor((e.offset + e.len - 1 - g.slotsOffset) / SLOT_BYTES));
+      let logged = false;
       for (let i = first; i <= last; i++) {
         const p = slotOffset(g, i) + 24;
-        if (e.offset < p + 8 && e.offset + e.len > p) return true;
+        if (e.offset < p + 8 && e.offset + e.len > p) {
+          // The pointer the write left (visible now; two 32-bit halves, no BigInt).
+          this.#moves.push(i, this.region.loadU32(p) + this.region.loadU32(p + 4) * 2 ** 32);
+          logged = true;
+        }
       }
-      return false;
+      return logged && wake();
     };
     const deadMark = (e: HostWriteEvent): boolean => {
       const first = Math.max(0, Math.floor((e.offset - g.arenaOffset) / ITEM_BYTES));
       const last = Math.min(g.items - 1, Math.floor((e.offset + e.len - 1 - g.arenaOffset) / ITEM_BYTES));
+      let logged = false;
       for (let i = first; i <= last; i++) {
         const m = g.arenaOffset + i * ITEM_BYTES + ITEM_MARK_WORD;
-        if (e.offset < m + 8 && e.offset + e.len > m && this.region.loadU64(m) >> 32n === ITEM_DEAD) return true;
+        if (e.offset < m + 8 && e.offset + e.len > m && this.region.loadU64(m) >> 32n === ITEM_DEAD) {
+          this.#candidates.add(g.arenaOffset + i * ITEM_BYTES);
+          logged = true;
+        }
       }
-      return false;
+      return logged && wake();
     };
-    // No event waits for a later pass (no batching of the notice): the sweep reads a moved slot's
-    // pointer when it runs, so a second install on the slot before it looked would hide the first
-    // one's item from it for ever (a leak until recovery).
-    this.#poller.watchMemory({ offset: g.slotsOffset, len: g.keys * SLOT_BYTES, filter: overPtr }, (e) => this.#onWrite(e));
-    this.#poller.watchMemory({ offset: g.arenaOffset, len: g.items * ITEM_BYTES, filter: deadMark }, (e) => this.#onWrite(e));
+    // The sweep reads the log, not the slots: an event waiting for a later pass (a batch) loses no
+    // move (the second install on a slot before the sweep looked retires the first one's item too).
+    this.#poller.watchMemory({ offset: g.slotsOffset, len: g.keys * SLOT_BYTES, filter: overPtr }, () => this.#onWrite());
+    this.#poller.watchMemory({ offset: g.arenaOffset, len: g.items * ITEM_BYTES, filter: deadMark }, () => this.#onWrite());
   }
 
   /** The arena: one size class. */
@@ -209,33 +283,9 @@ export class TxAppServer implements AppServer {
     return out;
   }
 
-  #onWrite(e: HostWriteEvent): void {
-    const g = this.geometry;
-    const end = e.offset + e.len;
-    if (end > g.arenaOffset) {
-      const first = Math.max(0, Math.floor((e.offset - g.arenaOffset) / ITEM_BYTES));
-      const last = Math.min(g.items - 1, Math.floor((end - 1 - g.arenaOffset) / ITEM_BYTES));
-      for (let i = first; i <= last; i++) {
-        const mark = g.arenaOffset + i * ITEM_BYTES + ITEM_MARK_WORD;
-        if (e.offset < mark + 8 && end > mark) this.#candidates.add(g.arenaOffset + i * ITEM_BYTES);
-      }
-    }
-    let touched = this.#candidates.size > 0;
-    if (e.offset < g.recordsOffset) {
-      const first = Math.max(0, Math.floor((e.offset - g.slotsOffset) / SLOT_BYTES));
-      const last = Math.min(g.keys - 1, Math.floor((end - 1 - g.slotsOffset) / SLOT_BYTES));
-      // Only a write over a slot's pointer word can move it on (an install, a recovery repair):
-      // locks, releases, checks and validations write W, CT or L only, and are no candidates.
-      for (let i = first; i <= last; i++) {
-        const ptr = slotOffset(g, i) + 24;
-        if (e.offset < ptr + 8 && end > ptr) this.#slotCandidates.add(i);
-      }
-      touched ||= this.#slotCandidates.size > 0;
-    }
-    // Items in their grace period are looked at again by the next sweep a candidate brings (every
-    // commit's install is one), not at every drained write: the shard CPU does one pass per
-    // install or dead mark (its sweep at the pass's end), nothing per lock, check, validation or record write.
-    if (touched) this.#touched = true;
+  /** A logged write woke the CPU (the filters above logged what it wrote as it drained): the sweep runs at this pass's end. */
+  #onWrite(): void {
+    this.#touched = true;
   }
 
   /** The end of a CPU poller pass: the sweep, if the pass's events touched a pointer word or a dead mark. */
@@ -276,7 +326,7 @@ export class TxAppServer implements AppServer {
 
   #sweep(): number {
     if (!this.#recovered || this.#closed) return 0;
-    const waiting = this.#candidates.size + this.#slotCandidates.size;
+    const waiting = this.#candidates.size + this.#moves.length;
     if (waiting === 0 && this.#retired.size === 0) return 0;
     const g = this.geometry;
     const batch = Math.min(RETURN_BATCH, Math.max(1, Math.floor(g.items / 16)));
@@ -297,28 +347,42 @@ export class TxAppServer implements AppServer {
       else (retiring ??= { items: [], waiting: new Set(busy()) }).items.push(ptr);
       return true;
     };
-    if (this.faults.skipReturns) this.#slotCandidates.clear(); // live reclamation switched off (aborted items are never marked either)
-    if (this.#slotCandidates.size > 0) {
-      const slots = this.#slotCandidates.size === 1 ? this.#slotCandidates.values().next().value! : [...this.#slotCandidates].sort((a, b) => a - b);
-      this.#slotCandidates.clear();
-      const moved: Array<{ i: number; ptr: number; was: number }> = [];
-      for (const i of typeof slots === 'number' ? [slots] : slots) {
-        // The pointer word alone (the slot's other words are not the sweep's): two 32-bit halves.
-        const at = slotOffset(g, i) + 24;
-        const ptr = this.region.loadU32(at) + this.region.loadU32(at + 4) * 2 ** 32;
+    if (this.faults.skipReturns) this.#moves.length = 0; // live reclamation switched off (aborted items are never marked either)
+    this.#unpolled = 0;
+    if (this.#moves.length > 0) {
+      const log = this.#moves;
+      this.#moves = [];
+      // The moves in drain order: each retires the item its slot held before it (the CPU's view,
+      // #installed, follows the log), so every install's superseded item is retired once.
+      // The moves that moved a pointer on, in place in the log: (new pointer, the one it replaced).
+      let moved = 0;
+      let slots: number[] | undefined;
+      let one = -1;
+      for (let k = 0; k < log.length; k += 2) {
+        const i = log[k]!;
+        const ptr = log[k + 1]!;
         const was = this.#installed[i]!;
         if (ptr === was || ptr === 0) continue;
-        moved.push({ i, ptr, was });
-        // The pointer that makes the old item dead is durable before the item is retired: every
-        // moved slot is written back (clwb), then one fence (sfence) for all of them.
-        if (!this.faults.freeWithoutPersist) this.region.flush(slotOffset(g, i), 40);
+        log[moved++] = ptr;
+        log[moved++] = was;
+        this.#installed[i] = ptr;
+        if (one === -1) one = i;
+        else if (one !== i) {
+          slots ??= [one];
+          if (!slots.includes(i)) slots.push(i);
+        }
       }
-      if (moved.length > 0 && !this.faults.freeWithoutPersist) this.region.drain();
-      for (const m of moved) {
-        this.#installed[m.i] = m.ptr;
-        this.#slotRef(m.was, -1);
-        this.#slotRef(m.ptr, 1);
-        retire(m.was);
+      // The pointer that makes an old item dead is durable before the item is retired: every moved
+      // slot is written back once (clwb; its pointer now is the last one logged), in slot order,
+      // then one fence (sfence) for all of them.
+      if (moved > 0 && !this.faults.freeWithoutPersist) {
+        for (const i of slots === undefined ? [one] : slots.sort((x, y) => x - y)) this.region.flush(slotOffset(g, i), 40);
+        this.region.drain();
+      }
+      for (let k = 0; k < moved; k += 2) {
+        this.#slotRef(log[k + 1]!, -1);
+        this.#slotRef(log[k]!, 1);
+        retire(log[k + 1]!);
         this.sweepStats.superseded++;
       }
     }
@@ -359,12 +423,12 @@ export class TxAppServer implements AppServer {
       for (const p of ready) this.#retired.delete(p);
       // What slots and PREPARED records reach now (visible memory), for the batch: the slots by
       // #slotRefs when every drained pointer write has been looked at, else by a snapshot of the table.
-      this.#reach = { prepared: this.#preparedItems(), slots: this.#poller.pending === 0 ? undefined : this.#slotSnapshot() };
+      this.#reach = { prepared: this.#preparedItems(), slots: this.#moves.length === 0 ? undefined : this.#slotSnapshot() };
       try {
         returned = this.#desk.giveBack(ready, (ptr) => {
-          // Same synchronous step as the return: no ALLOCATE runs in between.
-          const word = this.region.loadU64(ptr + ITEM_MARK_WORD);
-          if (word >> 32n !== 0n) this.region.storeU64(ptr + ITEM_MARK_WORD, word & 0xffffffffn);
+          // Same synchronous step as the return: no ALLOCATE runs in between. (The mark is the
+          // word's high half: read as 32 bits, no BigInt unless there is one to clear.)
+          if (this.region.loadU32(ptr + ITEM_MARK_WORD + 4) !== 0) this.region.storeU64(ptr + ITEM_MARK_WORD, BigInt(this.region.loadU32(ptr + ITEM_MARK_WORD)));
         }).accepted;
       } finally {
         this.#reach = undefined;
@@ -494,8 +558,9 @@ export class TxAppServer implements AppServer {
       badItem: (body) => this.#badItem(body),
     });
     this.#candidates.clear();
-    this.#slotCandidates.clear();
-    this.#retired.clear();
+    this.#moves = [];
+    this.#unpolled = 0;
+    this.#retired = new RetiredSet(g.items, g.arenaOffset);
     this.#grace = [];
     this.#ready = [];
     this.#touched = false;

@@ -11,6 +11,7 @@ import t from 'tap';
 import { isInvariantError, PmemRegion } from '../../../pmem/index.js';
 import { Wr } from '../../../flush/index.js';
 import { nicConfigFor, World } from '../../../src/testing/crash/index.js';
+import { POLL_BATCH_MIN_ITEMS } from '../../../src/apps/tx/server.js';
 import { decodeItem, ITEM_BYTES, parseTxWelcome, type ShardConn, TxClient, TxErrorCodes, txApp, type TxAppServer, type TxFaults, type TxOutcome } from '../../../src/apps/tx/index.js';
 
 const SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
@@ -155,4 +156,64 @@ t.test('the mutant freeWithoutPersist: the old pointer comes back over a reused 
   const r = await crashAfterReuse({ freeWithoutGrace: true, freeWithoutPersist: true });
   t.equal(r.second.status, 'committed', 'the other client committed on the reused item');
   t.ok(r.audit.length > 0, `the recovered shard's audit (or recovery's invariant): ${r.audit.join('; ')}`);
+});
+
+// The same persist step on an arena where the poll is batched (POLL_BATCH_MIN_ITEMS items: the
+// install's drained pointer is logged and wakes no pass). The installer is held right after its
+// install CAS, before its chain's FLUSH; a sweep by hand works from the log: it persists the slot,
+// retires the old item and — no grace period (freeWithoutGrace) — gives it back at once. Then a
+// crash that keeps only what is durable: the recovered slot must not name an item the live shard
+// had put on its free list (with freeWithoutPersist it names the old one).
+async function crashAfterBatchedReturn(faults: Partial<TxFaults>): Promise<{ wakes: number; superseded: number; slotPtr: number; oldPtr: number; freedOld: boolean }> {
+  const world = new World(nicConfigFor(SEED, { eviction: 0, ddio: true, drain: 'eager' }), SEED);
+  const o = txApp.resolveOptions({ shard: 0, shards: 1, keysPerShard: 2, clients: 1, items: POLL_BATCH_MIN_ITEMS, value: 'balance', faults });
+  const region = PmemRegion.createInMemory(txApp.minRegionBytes(o) + 64, { tracing: true });
+  txApp.format(region, o);
+  const node = world.addNode(region, (host) => txApp.open(host, o));
+  const server = node.server as TxAppServer;
+  server.recover();
+  const oldPtr = server.slot(0).ptr;
+  const w = world.connect(0, new Uint8Array(0), 0);
+  const conn: ShardConn = parseTxWelcome(w.qp, w.welcome);
+  const qpn = (w.qp.link as unknown as { qpn: number }).qpn;
+  const tx = new TxClient(() => conn, { client: 0, incarnation: 1, clock: world.clock, faults });
+  let installed = false;
+  world.chooser = (cs) => {
+    const i = cs.findIndex((c) => !(installed && c.qpn === qpn));
+    const c = cs[Math.max(0, i)]!;
+    const next = c.qpn === qpn ? node.nic.peekWr(qpn)?.wr : undefined;
+    if (next?.op === 'prismCas' && next.mode === 'eq') installed = true; // the install runs now; the client is held after it
+    return Math.max(0, i);
+  };
+  void (async () => {
+    await tx.begin();
+    await tx.read(0);
+    const buf = new Uint8Array(8);
+    new DataView(buf.buffer).setBigInt64(0, 7n, true);
+    await tx.write(0, buf);
+    return tx.commit();
+  })().catch(() => undefined);
+  await world.run(() => installed && server.slot(0).ptr !== oldPtr && node.cpu.length === 0, 200_000);
+  const wakes = server.sweepStats.wakes;
+  server.sweep();
+  const freedOld = server.freeItems().includes(oldPtr);
+  const image = PmemRegion.openImage(region.crashState().media, { tracing: false });
+  const w2 = new World(nicConfigFor(SEED, { eviction: 0, ddio: true }), SEED);
+  const recovered = w2.addNode(image, (host) => txApp.open(host, o)).server as TxAppServer;
+  return { wakes, superseded: server.sweepStats.superseded, slotPtr: recovered.slot(0).ptr, oldPtr, freedOld };
+}
+
+t.test('a batched poll: the sweep persists the logged pointer before the old item goes back (a crash then keeps the new pointer)', async (t) => {
+  const r = await crashAfterBatchedReturn({ freeWithoutGrace: true });
+  t.equal(r.wakes, 0, 'the install woke no pass (the poll is batched on this arena)');
+  t.equal(r.superseded, 1, 'the sweep by hand retired the old value from the log');
+  t.ok(r.freedOld, 'the old item went back to the free list');
+  t.not(r.slotPtr, r.oldPtr, `the recovered slot names the new item (${r.slotPtr}), not the one given back (${r.oldPtr})`);
+});
+
+t.test('a batched poll, the mutant freeWithoutPersist: the crash brings back the pointer to the item given back', async (t) => {
+  const r = await crashAfterBatchedReturn({ freeWithoutGrace: true, freeWithoutPersist: true });
+  t.equal(r.wakes, 0, 'the install woke no pass');
+  t.ok(r.freedOld, 'the old item went back to the free list');
+  t.equal(r.slotPtr, r.oldPtr, 'the recovered slot names the item the live shard had given back');
 });

@@ -800,36 +800,40 @@ export class Rnic {
 
   #flush(e: QpEngine, wr: FlushWr, id: number): Completion {
     const need = wr.placement === 'persistent' ? Access.FLUSH_PERSISTENT : Access.FLUSH_GLOBAL;
-    let offset: number;
-    let len: number;
+    // The ranges to flush: one, or (a redirected FLUSH with `count`) one per pointer read.
+    const ranges: Array<{ offset: number; len: number }> = [];
     if (wr.selectivity === 'mr') {
       const mr = this.#mrs.lookup(e.pd, wr.rkey);
       this.#mrs.check(e.pd, wr.rkey, mr.offset, 0, need);
-      offset = mr.offset;
-      len = mr.len;
+      ranges.push({ offset: mr.offset, len: mr.len });
     } else if (wr.addrScratch !== undefined) {
-      // Redirected FLUSH (pmrpc's extension): the range start is the pointer an earlier op of this chain left in scratch.
+      // Redirected FLUSH (pmrpc's extension): each range start is a pointer an earlier op of this
+      // chain left in scratch — `count` of them, 8 bytes apart. Every pointer is checked (produced
+      // by this chain, range inside the MR) before any line is flushed: all or nothing.
       const s = wr.addrScratch;
-      if (s + 8 > e.scratch.length) throw new WrError(NicErrorCodes.OUT_OF_BOUNDS, `scratch access [${s}, ${s + 8}) is outside the ${e.scratch.length}-byte scratch buffer`);
-      for (let k = s; k < s + 8; k++) {
+      const n = wr.count ?? 1;
+      const end = s + 8 * n;
+      if (end > e.scratch.length) throw new WrError(NicErrorCodes.OUT_OF_BOUNDS, `scratch access [${s}, ${end}) is outside the ${e.scratch.length}-byte scratch buffer`);
+      for (let k = s; k < end; k++) {
         if (e.produced[k] !== e.chain) {
-          return { id, op: 'flush', status: 'failed', code: NicErrorCodes.REDIRECT_MISSING, message: `scratch [${s}, ${s + 8}) holds no pointer produced by an earlier op of this chain: nothing flushed` };
+          const w = k - ((k - s) % 8);
+          return { id, op: 'flush', status: 'failed', code: NicErrorCodes.REDIRECT_MISSING, message: `scratch [${w}, ${w + 8}) holds no pointer produced by an earlier op of this chain: nothing flushed` };
         }
       }
-      const ptr = readPtr(e.scratch, s);
-      if (!Number.isFinite(ptr)) throw new WrError(NicErrorCodes.OUT_OF_BOUNDS, `redirected flush pointer ${ptr} is outside every MR`);
-      this.#mrs.check(e.pd, wr.rkey, ptr, wr.len!, need);
-      offset = ptr;
-      len = wr.len!;
+      for (let j = 0; j < n; j++) {
+        const ptr = readPtr(e.scratch, s + 8 * j);
+        if (!Number.isFinite(ptr)) throw new WrError(NicErrorCodes.OUT_OF_BOUNDS, `redirected flush pointer ${ptr} is outside every MR`);
+        this.#mrs.check(e.pd, wr.rkey, ptr, wr.len!, need);
+        ranges.push({ offset: ptr, len: wr.len! });
+      }
     } else {
       this.#mrs.check(e.pd, wr.rkey, wr.addr!, wr.len!, need);
-      offset = wr.addr!;
-      len = wr.len!;
+      ranges.push({ offset: wr.addr!, len: wr.len! });
     }
     this.#stats.flushes++;
     // Global: the QP's earlier updates reach host memory (visible). Persistent: the covered lines also reach media.
     this.#drainQp(e);
-    if (wr.placement === 'persistent' && len > 0) this.region.persist(offset, len);
+    if (wr.placement === 'persistent') for (const r of ranges) if (r.len > 0) this.region.persist(r.offset, r.len);
     return { id, op: 'flush', status: 'ok' };
   }
 

@@ -110,6 +110,13 @@ export interface FlushWr extends ChainFlags {
    * from another chain) completes 'failed' with PMRPC_ERR_REDIRECT_MISSING: nothing is flushed.
    */
   addrScratch?: number;
+  /**
+   * Redirected FLUSH only (pmrpc's extension, docs/verbs.md): how many pointers to read — at scratch
+   * offsets `addrScratch + 8·j`, j < count — each flushing `len` bytes from it, all in MR `rkey`, as
+   * one work request (one completion, one PCIe round trip). Every pointer must have been produced
+   * by an earlier op of the same chain, or none is flushed (PMRPC_ERR_REDIRECT_MISSING). Absent: 1.
+   */
+  count?: number;
   len?: number;
 }
 

@@ -10,6 +10,8 @@ export const MAX_WR_BYTES = 16 * 1024 * 1024;
 export const MAX_WRS_PER_MESSAGE = 4096;
 /** Widest PRISM CAS operand. */
 export const MAX_CAS_BYTES = 32;
+/** Most pointers one redirected FLUSH reads (`count`); the scratch buffer bounds it further, at the NIC. */
+export const MAX_FLUSH_POINTERS = 4096;
 
 const isU32 = (x: unknown): boolean => Number.isInteger(x) && (x as number) >= 0 && (x as number) <= 0xffffffff;
 const isLen = (x: unknown): boolean => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) <= MAX_WR_BYTES;
@@ -75,8 +77,10 @@ export function wrError(wr: unknown): string | undefined {
         if (w.addr !== undefined) return 'a range flush takes addr or addrScratch, not both';
         if (!isOff(w.addrScratch)) return 'addrScratch must be a scratch offset (non-negative integer)';
         if (!isLen(w.len)) return `a redirected flush needs len, an integer in [0, ${MAX_WR_BYTES}]`;
+        if (w.count !== undefined && (!Number.isInteger(w.count) || (w.count as number) < 1 || (w.count as number) > MAX_FLUSH_POINTERS)) return `count must be an integer in [1, ${MAX_FLUSH_POINTERS}]`;
         return undefined;
       }
+      if (w.count !== undefined) return 'count is only for a redirected flush (addrScratch)';
       if (w.selectivity === 'range' && (!isOff(w.addr) || !isOff(w.len))) return 'a range flush needs addr and len (non-negative integers)';
       return undefined;
     case 'prismCas': {

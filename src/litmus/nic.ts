@@ -245,6 +245,127 @@ const redirectedFlushLitmus: Litmus[] = [
   },
 ];
 
+/** Items scattered on the free list (a line between each), for the multi-pointer redirected FLUSH. */
+const ITEMS = [1024, 1152, 1280];
+const GAP = 1088; // a line between two items: the chain writes it, the FLUSH does not cover it
+/** A rig with `buffers` 64-byte buffers on its MR's free list (default ITEMS). */
+function itemsRig(seed: number, nic: Partial<RnicOptions> = {}, buffers: number[] = ITEMS): Rig {
+  const r = rig(seed, { drain: 'onFlush', ...nic }, { idleDrain: false });
+  r.nic.postFreeBuffers(r.mr, 64, buffers);
+  return r;
+}
+/** ALLOCATE j pops a 64-byte buffer, writes its first word (8 bytes of `0xa0 + j`: few crash images) and redirects its pointer to scratch 8·j (j < n). */
+const allocs = (rkey: number, n: number, first = 0): ReturnType<typeof Wr.allocate>[] => Array.from({ length: n }, (_, j) => Wr.allocate(rkey, 64, new Uint8Array(8).fill(0xa0 + first + j), { redirect: 8 * j }));
+/** The items' first words in an image, in `at` order: each '0', 'torn' or the byte it holds. */
+const itemsIn = (r: PmemRegion, at: number[] = ITEMS): string => at.map((a) => {
+  const b = r.load(a, 8);
+  return b.every((x) => x === b[0]) ? b[0]!.toString(16) : 'torn';
+}).join(',');
+
+/** The multi-pointer redirected FLUSH (`count`, pmrpc's extension, docs/verbs.md "Redirected FLUSH"). */
+const multiRedirectedFlushLitmus: Litmus[] = [
+  {
+    name: 'nic-multi-redirected-flush-persists-exactly-the-allocated-items',
+    layer: 'nic',
+    rule: "one FLUSH(persistent) with count n reads the n pointers the chain's ALLOCATEs redirected to scratch 0, 8, 16 and persists exactly those n items, as one work request and one completion (DDIO on and off); a line the chain wrote between the items is not promised",
+    mustBePossible: 'every item in every image at the completion; with DDIO, the line between the items (written in the chain, not covered) absent in some image',
+    mustBeImpossible: 'an item missing or torn at the FLUSH completion',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (const ddio of [true, false]) {
+        const r = itemsRig(seed, { ddio });
+        const states = captureCompletions(r.region);
+        const cs = await r.qp.postChain([
+          Wr.write({ rkey: r.mr.rkey, addr: GAP }, u64(5)),
+          ...allocs(r.mr.rkey, 3),
+          Wr.flushFrom('persistent', r.mr.rkey, { scratch: 0, count: 3 }, 64, { conditional: true }),
+        ]);
+        const head = `ddio=${ddio} ${cs.map((c) => c.status).join(',')}`;
+        // ALLOCATE j may pop any buffer: the items hold {a0, a1, a2} in some order.
+        outcomes(states.slice(-1), (i) => `${head} items=${itemsIn(i).split(',').sort().join(',')} gap=${word(i, GAP)}`, seen);
+      }
+      const ok = 'ok,ok,ok,ok,ok';
+      const want = [`ddio=true ${ok} items=a0,a1,a2 gap=0`, `ddio=true ${ok} items=a0,a1,a2 gap=5`, `ddio=false ${ok} items=a0,a1,a2 gap=5`];
+      return check(seen, want, onlyIn(want));
+    },
+  },
+  {
+    name: 'nic-multi-redirected-flush-all-or-nothing-when-an-allocate-failed',
+    layer: 'nic',
+    rule: "a FLUSH with count 3 after three ALLOCATEs of which the last failed (the free list held two buffers) flushes nothing — not even the two items whose pointers the chain produced — completes 'failed' (PMRPC_ERR_REDIRECT_MISSING) and the chain's conditional tail is skipped",
+    mustBePossible: 'flush failed PMRPC_ERR_REDIRECT_MISSING, tail skipped, and an image at its completion with neither produced item',
+    mustBeImpossible: 'the FLUSH ok, the tail run, or the tail\'s WRITE in memory',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      const r = itemsRig(seed, {}, ITEMS.slice(0, 2));
+      const states = captureCompletions(r.region);
+      const cs = await r.qp.postChain([
+        ...allocs(r.mr.rkey, 3),
+        Wr.flushFrom('persistent', r.mr.rkey, { scratch: 0, count: 3 }, 64),
+        Wr.write({ rkey: r.mr.rkey, addr: B }, u64(7), { conditional: true }),
+      ]);
+      const head = `${cs.map((c) => c.status).join(',')} ${cs[3]!.code ?? ''} B=${r.region.loadU64(B)}`;
+      outcomes(states.slice(-1), (i) => `${head} items=${itemsIn(i, ITEMS.slice(0, 2)).split(',').sort().join(',')}`, seen);
+      const pre = 'ok,ok,failed,failed,skipped PMRPC_ERR_REDIRECT_MISSING B=0 items=';
+      return check(seen, [`${pre}0,0`], (o) => !o.startsWith(pre));
+    },
+  },
+  {
+    name: 'nic-multi-redirected-flush-refuses-a-stale-pointer-slot',
+    layer: 'nic',
+    rule: "a FLUSH with count 3 whose third pointer slot holds a pointer an earlier chain left (this chain did not produce it) is refused ('failed', PMRPC_ERR_REDIRECT_MISSING): none of the three items is flushed and the conditional tail is skipped; count 2 over the two slots this chain produced persists both",
+    mustBePossible: 'count 3 refused with every item absent in some image at its completion; count 2 in a later chain that produced both slots persists them',
+    mustBeImpossible: 'count 3 ok or its tail run; an item of the count-2 chain missing at its completion',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      const r = itemsRig(seed, {}, [...ITEMS, 1408, 1536]);
+      const all = [...ITEMS, 1408, 1536];
+      // An earlier chain: ALLOCATE → scratch 16, its item left unflushed.
+      await r.qp.post(Wr.allocate(r.mr.rkey, 64, new Uint8Array(8).fill(0xcd), { redirect: 16 }));
+      const states = captureCompletions(r.region);
+      const cs = await r.qp.postChain([
+        ...allocs(r.mr.rkey, 2),
+        Wr.flushFrom('persistent', r.mr.rkey, { scratch: 0, count: 3 }, 64),
+        Wr.write({ rkey: r.mr.rkey, addr: B }, u64(7), { conditional: true }),
+      ]);
+      const head = `count3 ${cs.map((c) => c.status).join(',')} ${cs[2]!.code ?? ''} B=${r.region.loadU64(B)}`;
+      // Every image at the refusal: how many of the three items (two new, the stale one) are on media.
+      outcomes(states.splice(0).slice(-1), (i) => `${head} present=${all.filter((a) => i.loadU64(a) !== 0n).length}`, seen);
+      const cs2 = await r.qp.postChain([...allocs(r.mr.rkey, 2, 4), Wr.flushFrom('persistent', r.mr.rkey, { scratch: 0, count: 2 }, 64)]);
+      const ptrs = (await r.qp.postChain([Wr.read({ scratch: 0 }, 16)]))[0]!.data!;
+      const at = [0, 8].map((o) => Number(new DataView(ptrs.buffer, ptrs.byteOffset + o).getBigUint64(0, true)));
+      outcomes(states.splice(0).slice(0, 1), (i) => `count2 ${cs2.map((c) => c.status).join(',')} items=${itemsIn(i, at)}`, seen);
+      const pre = 'count3 ok,ok,failed,skipped PMRPC_ERR_REDIRECT_MISSING B=0 present=';
+      const want = [`${pre}0`, 'count2 ok,ok,ok items=a4,a5'];
+      return check(seen, want, (o) => (o.startsWith('count3') && !o.startsWith(pre)) || (o.startsWith('count2') && o !== 'count2 ok,ok,ok items=a4,a5'));
+    },
+  },
+  {
+    name: 'nic-crash-images-around-multi-redirected-flush',
+    layer: 'nic',
+    rule: 'crash images at every step of ALLOCATE ×3 (redirected to scratch 0, 8, 16) → FLUSH(persistent, count 3): before the FLUSH the items may be lost; after its completion all three are in every image',
+    mustBePossible: 'an item absent after each ALLOCATE; all three present after the FLUSH',
+    mustBeImpossible: 'an item missing or torn after the FLUSH',
+    async run(seed) {
+      const seen = new Map<string, number>();
+      for (const ddio of [true, false]) {
+        const r = itemsRig(seed, { ddio });
+        const sqp = r.nic.createQp(r.sqp.pd);
+        r.nic.submit({ type: 'request', qpn: sqp.qpn, seq: 1, wrs: [...allocs(r.mr.rkey, 3), Wr.flushFrom('persistent', r.mr.rkey, { scratch: 0, count: 3 }, 64, { conditional: true })] });
+        const names = ['allocate 0', 'allocate 1', 'allocate 2', 'flush'];
+        for (let k = 0; r.nic.step(sqp.qpn); k++) {
+          outcomes([r.region.crashState()], (i) => {
+            const got = itemsIn(i).split(',');
+            return `ddio=${ddio} after ${names[k]}: ${got.every((x) => x.startsWith('a')) ? 'all present' : got.includes('torn') ? 'torn' : 'some absent'}`;
+          }, seen);
+        }
+      }
+      const want = [true, false].flatMap((d) => [`ddio=${d} after allocate 0: some absent`, `ddio=${d} after allocate 2: some absent`, `ddio=${d} after flush: all present`]);
+      return check(seen, want, (o) => o.includes('after flush') && !o.endsWith('all present'));
+    },
+  },
+];
+
 export const nicLitmus: Litmus[] = [
   {
     name: 'nic-completed-write-without-flush-may-be-lost',
@@ -592,4 +713,5 @@ export const nicLitmus: Litmus[] = [
     },
   },
   ...redirectedFlushLitmus,
+  ...multiRedirectedFlushLitmus,
 ];

@@ -151,6 +151,7 @@ function wrOut(wr: WorkRequest): Obj {
       const f: Obj = { placement: wr.placement === 'persistent' ? 1 : 0, selectivity: wr.selectivity === 'mr' ? 1 : 0, rkey: wr.rkey };
       opt(f, 'addr', wr.addr);
       opt(f, 'addrScratch', wr.addrScratch);
+      opt(f, 'count', wr.count);
       opt(f, 'len', wr.len);
       o.flush = f;
       break;
@@ -352,6 +353,7 @@ export function wrIn(o: Obj, i: number): WorkRequest {
         addr: maybeNum(x.addr, `${w} addr`),
         len: maybeNum(x.len, `${w} len`),
         addrScratch: maybeNum(x.addrScratch, `${w} addrScratch`),
+        count: maybeNum(x.count, `${w} count`),
       }) as WorkRequest;
     }
     case 'prismCas': {

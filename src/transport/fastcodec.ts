@@ -196,6 +196,7 @@ function sizeOp(wr: WorkRequest): number {
       }
       n += optU32(wr.len);
       n += optU32(wr.addrScratch);
+      n += optU32(wr.count);
       break;
     default:
       decline(); // prismCas, allocate: the reference codec
@@ -304,6 +305,7 @@ function writeWr(wr: WorkRequest): void {
       if (wr.addr !== undefined && wr.addr !== null) writeU32(0x20, wr.addr);
       if (wr.len !== undefined && wr.len !== null) writeU32(0x28, wr.len);
       if (wr.addrScratch !== undefined && wr.addrScratch !== null) writeU32(0x30, wr.addrScratch);
+      if (wr.count !== undefined && wr.count !== null) writeU32(0x38, wr.count);
       break;
     default:
       break;
@@ -698,6 +700,7 @@ function readOp(opTag: number, end: number, o: Record<string, unknown>): void {
       let addr: number | undefined;
       let len: number | undefined;
       let addrScratch: number | undefined;
+      let count: number | undefined;
       while (rp < end && !off) {
         const t = rtag(end);
         if (t === 0x08 && once(1)) placement = rvar(end, 1);
@@ -706,6 +709,7 @@ function readOp(opTag: number, end: number, o: Record<string, unknown>): void {
         else if (t === 0x20 && once(8)) addr = rvar(end, 8);
         else if (t === 0x28 && once(16)) len = ru32(end);
         else if (t === 0x30 && once(32)) addrScratch = ru32(end);
+        else if (t === 0x38 && once(64)) count = ru32(end);
         else off = true;
       }
       if (placement > 1 || selectivity > 1) off = true;
@@ -716,6 +720,7 @@ function readOp(opTag: number, end: number, o: Record<string, unknown>): void {
       if (addr !== undefined) o.addr = addr;
       if (len !== undefined) o.len = len;
       if (addrScratch !== undefined) o.addrScratch = addrScratch;
+      if (count !== undefined) o.count = count;
       return;
     }
     default:

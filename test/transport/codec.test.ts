@@ -22,7 +22,7 @@ const wr: fc.Arbitrary<WorkRequest> = fc.oneof(
   fc.record({ ...flags, op: fc.constant('cas' as const), at: loc, compare: bytes(8), swap: bytes(8) }),
   fc.record({ ...flags, op: fc.constant('faa' as const), at: loc, add: bytes(8) }),
   fc.record({ ...flags, op: fc.constant('atomicWrite' as const), at: loc, value: bytes(8) }),
-  fc.record({ ...flags, op: fc.constant('flush' as const), placement: fc.constantFrom('global' as const, 'persistent' as const), selectivity: fc.constantFrom('range' as const, 'mr' as const), rkey: u32, addr: opt(addr), len: opt(u32), addrScratch: opt(u32) }),
+  fc.record({ ...flags, op: fc.constant('flush' as const), placement: fc.constantFrom('global' as const, 'persistent' as const), selectivity: fc.constantFrom('range' as const, 'mr' as const), rkey: u32, addr: opt(addr), len: opt(u32), addrScratch: opt(u32), count: opt(u32) }),
   fc.record({ ...flags, op: fc.constant('prismCas' as const), mode: fc.constantFrom('eq' as const, 'ne' as const, 'lt' as const, 'le' as const, 'gt' as const, 'ge' as const), at: loc, indirect: tru, targetRkey: opt(u32), data: opt(bytes(32)), from: opt(loc), len: fc.integer({ min: 1, max: 32 }), compareMask: opt(bytes(32)), swapMask: opt(bytes(32)) }),
   fc.record({ ...flags, op: fc.constant('allocate' as const), rkey: u32, sizeBytes: u32, data: opt(bytes()), from: opt(loc), len: opt(u32) }),
 ) as fc.Arbitrary<WorkRequest>;
@@ -171,4 +171,26 @@ t.test('redirected FLUSH: addrScratch is Flush field 6; a frame without it (an o
   const req2 = [0x08, 0x03, 0x10, 0x09, 0x1a, wr2.length, ...wr2];
   const got = (decodeMessage(new Uint8Array([0x0a, req2.length, ...req2])) as ClientMessage).wrs[0] as { addrScratch?: number };
   t.equal(got.addrScratch, 16);
+});
+
+t.test('multi-pointer redirected FLUSH: count is Flush field 7; absent (an older peer) means 1', async (t) => {
+  const multi: ClientMessage = { type: 'request', qpn: 3, seq: 9, wrs: [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: 7, addrScratch: 16, count: 5, len: 64, conditional: true }] };
+  const back = decodeMessage(encodeMessage(multi)) as ClientMessage;
+  t.same(clean(back), clean(multi), 'round trip');
+  t.equal((back.wrs[0] as { count?: number }).count, 5);
+  // A single redirected FLUSH (no count) stays without it on the wire and after decoding.
+  const single = decodeMessage(encodeMessage({ ...multi, wrs: [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: 7, addrScratch: 16, len: 64 }] })) as ClientMessage;
+  t.notOk('count' in single.wrs[0]!, 'no count when none was given');
+  // Hand-built: Flush{placement 1, rkey 7, len 64, addr_scratch 16} then field 7 (varint) = 5.
+  const flush = [0x08, 0x01, 0x18, 0x07, 0x28, 0x40, 0x30, 0x10];
+  const frameOf = (f: number[]): Uint8Array => {
+    const wr = [0x82, 0x01, f.length, ...f];
+    const req = [0x08, 0x03, 0x10, 0x09, 0x1a, wr.length, ...wr];
+    return new Uint8Array([0x0a, req.length, ...req]);
+  };
+  const old = (decodeMessage(frameOf(flush)) as ClientMessage).wrs[0] as { count?: number; addrScratch?: number };
+  t.equal(old.addrScratch, 16);
+  t.notOk('count' in old, 'an older peer sends no count: the NIC reads 1 pointer');
+  const got = (decodeMessage(frameOf([...flush, 0x38, 0x05])) as ClientMessage).wrs[0] as { count?: number };
+  t.equal(got.count, 5, 'count is field 7');
 });

@@ -357,16 +357,18 @@ export const Wr = Object.freeze({
   /**
    * Redirected FLUSH (pmrpc's extension of IBTA FLUSH): `len` bytes from the 8-byte pointer at scratch
    * offset `from.scratch`, which an earlier op of the same chain redirected there, inside MR `rkey`.
-   * With `from.count` (default 1): `count` pointers at `from.scratch + 8·j`, each flushing `len`
-   * bytes, in one work request — all of them produced by this chain, or nothing is flushed.
+   * With `from.count` (default 1): `count` pointers at `from.scratch + stride·j` (`from.stride`,
+   * default 8), each flushing `len` bytes, in one work request — all of them produced by this chain,
+   * or nothing is flushed.
    */
-  flushFrom: (placement: FlushPlacement, rkey: number, from: { scratch: number; count?: number }, len: number, flags: ChainFlags = {}): WorkRequest => ({
+  flushFrom: (placement: FlushPlacement, rkey: number, from: { scratch: number; count?: number; stride?: number }, len: number, flags: ChainFlags = {}): WorkRequest => ({
     op: 'flush',
     placement,
     selectivity: 'range',
     rkey,
     addrScratch: from.scratch,
     ...(from.count === undefined ? {} : { count: from.count }),
+    ...(from.stride === undefined ? {} : { stride: from.stride }),
     len,
     ...flags,
   }),

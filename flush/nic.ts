@@ -808,20 +808,23 @@ export class Rnic {
       ranges.push({ offset: mr.offset, len: mr.len });
     } else if (wr.addrScratch !== undefined) {
       // Redirected FLUSH (pmrpc's extension): each range start is a pointer an earlier op of this
-      // chain left in scratch — `count` of them, 8 bytes apart. Every pointer is checked (produced
+      // chain left in scratch — `count` of them, `stride` (8) bytes apart. Every pointer is checked (produced
       // by this chain, range inside the MR) before any line is flushed: all or nothing.
       const s = wr.addrScratch;
       const n = wr.count ?? 1;
-      const end = s + 8 * n;
+      const stride = wr.stride ?? 8;
+      const end = s + stride * (n - 1) + 8;
       if (end > e.scratch.length) throw new WrError(NicErrorCodes.OUT_OF_BOUNDS, `scratch access [${s}, ${end}) is outside the ${e.scratch.length}-byte scratch buffer`);
-      for (let k = s; k < end; k++) {
-        if (e.produced[k] !== e.chain) {
-          const w = k - ((k - s) % 8);
-          return { id, op: 'flush', status: 'failed', code: NicErrorCodes.REDIRECT_MISSING, message: `scratch [${w}, ${w + 8}) holds no pointer produced by an earlier op of this chain: nothing flushed` };
+      for (let j = 0; j < n; j++) {
+        const w = s + stride * j;
+        for (let k = w; k < w + 8; k++) {
+          if (e.produced[k] !== e.chain) {
+            return { id, op: 'flush', status: 'failed', code: NicErrorCodes.REDIRECT_MISSING, message: `scratch [${w}, ${w + 8}) holds no pointer produced by an earlier op of this chain: nothing flushed` };
+          }
         }
       }
       for (let j = 0; j < n; j++) {
-        const ptr = readPtr(e.scratch, s + 8 * j);
+        const ptr = readPtr(e.scratch, s + stride * j);
         if (!Number.isFinite(ptr)) throw new WrError(NicErrorCodes.OUT_OF_BOUNDS, `redirected flush pointer ${ptr} is outside every MR`);
         this.#mrs.check(e.pd, wr.rkey, ptr, wr.len!, need);
         ranges.push({ offset: ptr, len: wr.len! });

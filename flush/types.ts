@@ -117,6 +117,11 @@ export interface FlushWr extends ChainFlags {
    * by an earlier op of the same chain, or none is flushed (PMRPC_ERR_REDIRECT_MISSING). Absent: 1.
    */
   count?: number;
+  /**
+   * With `count`: the distance in bytes between the pointers (a multiple of 8, at least 8; absent:
+   * 8), so that pointers redirected into the 4th word of 32-byte operands can be read in place.
+   */
+  stride?: number;
   len?: number;
 }
 

@@ -12,6 +12,8 @@ export const MAX_WRS_PER_MESSAGE = 4096;
 export const MAX_CAS_BYTES = 32;
 /** Most pointers one redirected FLUSH reads (`count`); the scratch buffer bounds it further, at the NIC. */
 export const MAX_FLUSH_POINTERS = 4096;
+/** Widest distance between two pointers of one redirected FLUSH (`stride`). */
+export const MAX_FLUSH_STRIDE = 4096;
 
 const isU32 = (x: unknown): boolean => Number.isInteger(x) && (x as number) >= 0 && (x as number) <= 0xffffffff;
 const isLen = (x: unknown): boolean => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) <= MAX_WR_BYTES;
@@ -78,9 +80,11 @@ export function wrError(wr: unknown): string | undefined {
         if (!isOff(w.addrScratch)) return 'addrScratch must be a scratch offset (non-negative integer)';
         if (!isLen(w.len)) return `a redirected flush needs len, an integer in [0, ${MAX_WR_BYTES}]`;
         if (w.count !== undefined && (!Number.isInteger(w.count) || (w.count as number) < 1 || (w.count as number) > MAX_FLUSH_POINTERS)) return `count must be an integer in [1, ${MAX_FLUSH_POINTERS}]`;
+        if (w.stride !== undefined && (!Number.isInteger(w.stride) || (w.stride as number) < 8 || (w.stride as number) % 8 !== 0 || (w.stride as number) > MAX_FLUSH_STRIDE)) return `stride must be a multiple of 8 in [8, ${MAX_FLUSH_STRIDE}]`;
         return undefined;
       }
       if (w.count !== undefined) return 'count is only for a redirected flush (addrScratch)';
+      if (w.stride !== undefined) return 'stride is only for a redirected flush (addrScratch)';
       if (w.selectivity === 'range' && (!isOff(w.addr) || !isOff(w.len))) return 'a range flush needs addr and len (non-negative integers)';
       return undefined;
     case 'prismCas': {

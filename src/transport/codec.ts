@@ -152,6 +152,7 @@ function wrOut(wr: WorkRequest): Obj {
       opt(f, 'addr', wr.addr);
       opt(f, 'addrScratch', wr.addrScratch);
       opt(f, 'count', wr.count);
+      opt(f, 'stride', wr.stride);
       opt(f, 'len', wr.len);
       o.flush = f;
       break;
@@ -354,6 +355,7 @@ export function wrIn(o: Obj, i: number): WorkRequest {
         len: maybeNum(x.len, `${w} len`),
         addrScratch: maybeNum(x.addrScratch, `${w} addrScratch`),
         count: maybeNum(x.count, `${w} count`),
+        stride: maybeNum(x.stride, `${w} stride`),
       }) as WorkRequest;
     }
     case 'prismCas': {

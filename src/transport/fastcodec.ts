@@ -197,6 +197,7 @@ function sizeOp(wr: WorkRequest): number {
       n += optU32(wr.len);
       n += optU32(wr.addrScratch);
       n += optU32(wr.count);
+      n += optU32(wr.stride);
       break;
     default:
       decline(); // prismCas, allocate: the reference codec
@@ -306,6 +307,7 @@ function writeWr(wr: WorkRequest): void {
       if (wr.len !== undefined && wr.len !== null) writeU32(0x28, wr.len);
       if (wr.addrScratch !== undefined && wr.addrScratch !== null) writeU32(0x30, wr.addrScratch);
       if (wr.count !== undefined && wr.count !== null) writeU32(0x38, wr.count);
+      if (wr.stride !== undefined && wr.stride !== null) writeU32(0x40, wr.stride);
       break;
     default:
       break;
@@ -701,6 +703,7 @@ function readOp(opTag: number, end: number, o: Record<string, unknown>): void {
       let len: number | undefined;
       let addrScratch: number | undefined;
       let count: number | undefined;
+      let stride: number | undefined;
       while (rp < end && !off) {
         const t = rtag(end);
         if (t === 0x08 && once(1)) placement = rvar(end, 1);
@@ -710,6 +713,7 @@ function readOp(opTag: number, end: number, o: Record<string, unknown>): void {
         else if (t === 0x28 && once(16)) len = ru32(end);
         else if (t === 0x30 && once(32)) addrScratch = ru32(end);
         else if (t === 0x38 && once(64)) count = ru32(end);
+        else if (t === 0x40 && once(128)) stride = ru32(end);
         else off = true;
       }
       if (placement > 1 || selectivity > 1) off = true;
@@ -721,6 +725,7 @@ function readOp(opTag: number, end: number, o: Record<string, unknown>): void {
       if (len !== undefined) o.len = len;
       if (addrScratch !== undefined) o.addrScratch = addrScratch;
       if (count !== undefined) o.count = count;
+      if (stride !== undefined) o.stride = stride;
       return;
     }
     default:

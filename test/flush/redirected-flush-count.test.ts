@@ -20,6 +20,9 @@ t.test('count: shape checks are exact TypeErrors on the client, PMRPC_ERR_BAD_WR
     [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: rk, addrScratch: 0, count: 1.5, len: 8 }, 'count must be an integer in [1, 4096]'],
     [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: rk, addrScratch: 0, count: 4097, len: 8 }, 'count must be an integer in [1, 4096]'],
     [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: rk, addr: 0, count: 2, len: 8 }, 'count is only for a redirected flush (addrScratch)'],
+    [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: rk, addrScratch: 0, count: 2, stride: 12, len: 8 }, 'stride must be a multiple of 8 in [8, 4096]'],
+    [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: rk, addrScratch: 0, count: 2, stride: 0, len: 8 }, 'stride must be a multiple of 8 in [8, 4096]'],
+    [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: rk, addr: 0, stride: 16, len: 8 }, 'stride is only for a redirected flush (addrScratch)'],
     [{ op: 'flush', placement: 'persistent', selectivity: 'mr', rkey: rk, count: 2 }, 'count is only for a redirected flush (addrScratch)'],
   ];
   for (const [wr, msg] of cases) {
@@ -106,4 +109,33 @@ t.test('modelled time: an n-item gather costs one FLUSH round trip — exactly a
   // Deterministic: the same seed, the same modelled time.
   const again = async (): Promise<number> => (await modelChains(m, SEED, true, (rkey) => [[Wr.write({ scratch: 0 }, u64le(4096)), Wr.flushFrom('persistent', rkey, { scratch: 0, count: 1 }, 64)]])).us[0]![0]!;
   t.equal(await again(), await again());
+});
+
+t.test('stride: pointers stride bytes apart (in place in 32-byte operands); only those 8 bytes of each must be this chain\'s', async (t) => {
+  const s = setup({ seed: SEED, nic: { drain: 'onFlush' }, fabric: { idleDrain: false } });
+  const rk = s.mr.rkey;
+  const at = [4096, 4608, 5120];
+  // Three 32-byte operands [a b c ptr]: the chain writes each operand's ptr word only.
+  const items = at.map((a, j) => Wr.write({ rkey: rk, addr: a }, u64le(0x20 + j)));
+  const ptrs = at.map((a, j) => Wr.write({ scratch: 32 * j + 24 }, u64le(a)));
+  const ok = await s.qp.postChain([...items, ...ptrs, Wr.flushFrom('persistent', rk, { scratch: 24, count: 3, stride: 32 }, 8)]);
+  t.same(ok.map((c) => c.status), ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok'], 'one FLUSH work request over three strided pointers');
+  for (const [j, a] of at.entries()) t.notOk(canLose(s.region, a, BigInt(0x20 + j)), `item ${j} at ${a} persisted`);
+  // The middle operand's ptr word not written by this chain: refused, nothing flushed.
+  const s2 = setup({ seed: SEED, nic: { drain: 'onFlush' }, fabric: { idleDrain: false } });
+  const items2 = at.map((a, j) => Wr.write({ rkey: s2.mr.rkey, addr: a }, u64le(0x30 + j)));
+  const f = await s2.qp.postChain([...items2, Wr.write({ scratch: 24 }, u64le(at[0]!)), Wr.write({ scratch: 88 }, u64le(at[2]!)), Wr.flushFrom('persistent', s2.mr.rkey, { scratch: 24, count: 3, stride: 32 }, 8), Wr.read({ scratch: 0 }, 8, { conditional: true })]);
+  t.equal(f[5]!.status, 'failed');
+  t.equal(f[5]!.code, 'PMRPC_ERR_REDIRECT_MISSING');
+  t.match(f[5]!.message, /scratch \[56, 64\)/, 'names the missing slot');
+  t.ok(canLose(s2.region, at[0]!, 0x30n), 'the first item was not flushed (all or nothing)');
+  t.equal(f[6]!.status, 'skipped', 'the conditional tail does not run');
+  // The pointers must fit the scratch: the last one's 8 bytes, not a whole stride past it.
+  const s3 = setup({ seed: SEED, nic: { drain: 'onFlush' }, fabric: { idleDrain: false } });
+  const fits = await s3.qp.postChain([Wr.write({ rkey: s3.mr.rkey, addr: 4096 }, u64le(1)), ...[184, 216, 248].map((o) => Wr.write({ scratch: o }, u64le(4096))), Wr.flushFrom('persistent', s3.mr.rkey, { scratch: 184, count: 3, stride: 32 }, 8)]);
+  t.equal(fits[4]!.status, 'ok', 'pointers at 184, 216, 248: the last ends at the 256-byte buffer\'s end');
+  const s4 = setup({ seed: SEED, nic: { drain: 'onFlush' }, fabric: { idleDrain: false } });
+  const e = await s4.qp.postChain([...[192, 224].map((o) => Wr.write({ scratch: o }, u64le(4096))), Wr.flushFrom('persistent', s4.mr.rkey, { scratch: 192, count: 3, stride: 32 }, 8)]);
+  t.equal(e[2]!.status, 'error', 'a third pointer at 256 is past the 256-byte buffer');
+  t.equal(e[2]!.code, 'PMRPC_ERR_OUT_OF_BOUNDS');
 });

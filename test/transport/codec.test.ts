@@ -22,7 +22,7 @@ const wr: fc.Arbitrary<WorkRequest> = fc.oneof(
   fc.record({ ...flags, op: fc.constant('cas' as const), at: loc, compare: bytes(8), swap: bytes(8) }),
   fc.record({ ...flags, op: fc.constant('faa' as const), at: loc, add: bytes(8) }),
   fc.record({ ...flags, op: fc.constant('atomicWrite' as const), at: loc, value: bytes(8) }),
-  fc.record({ ...flags, op: fc.constant('flush' as const), placement: fc.constantFrom('global' as const, 'persistent' as const), selectivity: fc.constantFrom('range' as const, 'mr' as const), rkey: u32, addr: opt(addr), len: opt(u32), addrScratch: opt(u32), count: opt(u32) }),
+  fc.record({ ...flags, op: fc.constant('flush' as const), placement: fc.constantFrom('global' as const, 'persistent' as const), selectivity: fc.constantFrom('range' as const, 'mr' as const), rkey: u32, addr: opt(addr), len: opt(u32), addrScratch: opt(u32), count: opt(u32), stride: opt(u32) }),
   fc.record({ ...flags, op: fc.constant('prismCas' as const), mode: fc.constantFrom('eq' as const, 'ne' as const, 'lt' as const, 'le' as const, 'gt' as const, 'ge' as const), at: loc, indirect: tru, targetRkey: opt(u32), data: opt(bytes(32)), from: opt(loc), len: fc.integer({ min: 1, max: 32 }), compareMask: opt(bytes(32)), swapMask: opt(bytes(32)) }),
   fc.record({ ...flags, op: fc.constant('allocate' as const), rkey: u32, sizeBytes: u32, data: opt(bytes()), from: opt(loc), len: opt(u32) }),
 ) as fc.Arbitrary<WorkRequest>;
@@ -193,4 +193,9 @@ t.test('multi-pointer redirected FLUSH: count is Flush field 7; absent (an older
   t.notOk('count' in old, 'an older peer sends no count: the NIC reads 1 pointer');
   const got = (decodeMessage(frameOf([...flush, 0x38, 0x05])) as ClientMessage).wrs[0] as { count?: number };
   t.equal(got.count, 5, 'count is field 7');
+  const strided = (decodeMessage(frameOf([...flush, 0x38, 0x05, 0x40, 0x20])) as ClientMessage).wrs[0] as { count?: number; stride?: number };
+  t.equal(strided.stride, 32, 'stride is field 8');
+  t.notOk('stride' in got, 'absent stride: 8');
+  const withStride: ClientMessage = { ...multi, wrs: [{ op: 'flush', placement: 'persistent', selectivity: 'range', rkey: 7, addrScratch: 24, count: 3, stride: 32, len: 64 }] };
+  t.same(clean(decodeMessage(encodeMessage(withStride))), clean(withStride), 'stride round trip');
 });

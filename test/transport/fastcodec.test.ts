@@ -30,7 +30,7 @@ const wr: fc.Arbitrary<WorkRequest> = fc.oneof(
   fc.record({ ...flags, op: fc.constant('cas' as const), at: loc, compare: bytes, swap: bytes }),
   fc.record({ ...flags, op: fc.constant('faa' as const), at: loc, add: bytes }),
   fc.record({ ...flags, op: fc.constant('atomicWrite' as const), at: loc, value: bytes }),
-  fc.record({ ...flags, op: fc.constant('flush' as const), placement: fc.constantFrom('global' as const, 'persistent' as const), selectivity: fc.constantFrom('range' as const, 'mr' as const), rkey: u32, addr: opt(fc.integer({ min: 0, max: 2 ** 53 - 1 })), len: opt(u32), addrScratch: opt(u32), count: opt(u32) }),
+  fc.record({ ...flags, op: fc.constant('flush' as const), placement: fc.constantFrom('global' as const, 'persistent' as const), selectivity: fc.constantFrom('range' as const, 'mr' as const), rkey: u32, addr: opt(fc.integer({ min: 0, max: 2 ** 53 - 1 })), len: opt(u32), addrScratch: opt(u32), count: opt(u32), stride: opt(u32) }),
   fc.record({ ...flags, op: fc.constant('prismCas' as const), mode: fc.constantFrom('eq' as const, 'ge' as const), at: loc, data: opt(bytes), len: u32 }),
   fc.record({ ...flags, op: fc.constant('allocate' as const), rkey: u32, sizeBytes: u32, data: opt(bytes) }),
 ) as fc.Arbitrary<WorkRequest>;

@@ -288,6 +288,15 @@ export function checkTxPreparedRecords(g: TxGeometry, prepared: ReadonlyMap<bigi
   }
 }
 
+/** Whether `ptr` is an item of the arena, whole, of `key` and timestamp `ts`: T's own value (a record carrying values names no address). */
+function isTxItem(host: Pick<TxRecoveryHost, 'region' | 'geometry'>, ptr: number, key: number, ts: bigint): boolean {
+  const g = host.geometry;
+  const off = ptr - g.arenaOffset;
+  if (!Number.isSafeInteger(ptr) || off < 0 || off >= g.items * ITEM_BYTES || off % ITEM_BYTES !== 0) return false;
+  const it = decodeItem(host.region.load(ptr, ITEM_BYTES));
+  return it !== undefined && it.key === key && it.ts === ts;
+}
+
 /** The slot an entry row stores (undefined: `keep`). */
 function entryTarget(action: TxRecoveryAction, s: Slot, txid: bigint, ts: bigint, e: RecordEntry): Slot | undefined {
   const w = s.w > ts ? s.w : ts;
@@ -373,7 +382,9 @@ export function recoverTxShard(host: TxRecoveryHost): TxRecoveryResult {
         if (e.key % g.shards !== g.shard || kind !== pass) continue;
         const index = Math.floor(e.key / g.shards);
         const s = host.slot(index);
-        const ptr = kind === 'write' && s.ptr === e.newPtr ? 'new' : 'old';
+        // 'new': the slot's ptr word is T's item — the record's address, or (a record carrying values)
+        // an item of the arena, whole, of the entry's key and T's ts (one (key, ts) names one value).
+        const ptr = kind === 'write' && (body.values === true ? isTxItem(host, s.ptr, e.key, body.ts) : s.ptr === e.newPtr) ? 'new' : 'old';
         if (kind === 'write') held.set(index, txid);
         // What the entry calls for, compared with the slot (settled: nothing to write).
         const want = entryTarget(kind === 'read' ? 'raise-w' : ptr === 'new' ? 'hold-installed' : 'hold-not-installed', s, txid, body.ts, e)!;
@@ -401,7 +412,7 @@ export function recoverTxShard(host: TxRecoveryHost): TxRecoveryResult {
     classes: host.arenaClasses,
     reach: (visit) => {
       for (let i = 0; i < g.keys; i++) visit(host.slot(i).ptr);
-      for (const body of prepared.values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) visit(e.newPtr);
+      for (const body of prepared.values()) if (body.values !== true) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) visit(e.newPtr);
     },
     checkObject: (ptr) => decodeItem(region.load(ptr, ITEM_BYTES)) !== undefined,
   });

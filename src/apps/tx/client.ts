@@ -913,50 +913,59 @@ const INSTALL_SCRATCH = 32;
 
 /**
  * Round 2 on one participant whose record carries T's new values (docs/tx.md "New values in the
- * record"). One chain, every op conditional on the one before: per write key WRITE [ts ts T] into
- * the scratch at 32·i, ALLOCATE the value (its address redirected to 32·i + 24), FLUSH exactly that
- * item (redirected FLUSH), install by PRISM CAS eq L = T from the scratch (W := ts, CT := ts,
- * ptr := the item); FLUSH T's slots; CAS H PREPARED(T) → COMMITTED(T); FLUSH; release. Then, not
- * conditional: a PRISM CAS `ne` on H swapping nothing (H as the atomics see it) and a READ of the
- * scratch (where the items are).
+ * record"). One chain, every op conditional on the one before: one WRITE of the installs' operands
+ * [ts ts T ·] into the scratch (32 B each); per write key ALLOCATE the value, its address
+ * redirected into the fourth word of its operand; one FLUSH of the MR (every new item durable);
+ * per write key install by PRISM CAS eq L = T from the scratch (W := ts, CT := ts, ptr := the
+ * item); FLUSH T's slots; CAS H PREPARED(T) → COMMITTED(T); FLUSH; release; then a READ of the
+ * scratch (where the items are: the client's hints, and the items to mark when an install failed).
  *
  * Two round 2s of T may run (the client's and a resolver's, or two resolvers'): each ALLOCATEs its
- * own copy. While L = T the later install replaces the earlier (the same bytes; the sweep retires
- * the replaced item as a superseded value: S). Once T released its locks (COMMITTED is durable by
- * then) an install no longer swaps: the item it ALLOCATEd was never reachable and is marked dead
- * here (the sweep returns it: no leak), and the rest of the chain is skipped — H says COMMITTED(T)
- * or a later transaction (checked: anything else is a committed T whose value is absent).
+ * own copies. While L = T a later install replaces an earlier one (the same bytes; the sweep retires
+ * the replaced item as a superseded value, table S). Once T released its locks (COMMITTED is durable
+ * by then) an install no longer swaps and the rest of the chain is skipped: the items it ALLOCATEd
+ * and did not install were never reachable and are marked dead (the sweep returns them: no leak), and
+ * H must say COMMITTED(T) or a later transaction (read by a CAS that swaps nothing; anything else is
+ * a committed T whose value is absent: PMRPC_ERR_INVARIANT). An ALLOCATE that finds the list empty
+ * skips the rest too (its items marked likewise): T stays PREPARED for the resolver.
  */
 async function commitValuesOn(conn: ShardConn, client: number, txid: bigint, ts: bigint, keys: readonly number[], writes: ReadonlyArray<Install>, faults: Readonly<TxFaults>): Promise<{ ok: boolean; installed: Array<{ key: number; ptr: number }> }> {
   invariant(writes.length * INSTALL_SCRATCH <= 256 && writes.every((w) => w.item !== undefined), () => `${txName(txid)}: ${writes.length} carried values do not fit round 2's scratch`);
   const rec = recAt(conn, client);
   const wrs: WorkRequest[] = [];
   const at: Array<{ alloc: number; cas: number }> = [];
+  // The installs' operands [ts ts T ·] in one WRITE of the scratch; each ALLOCATE redirects its
+  // item's address into the fourth word of its own.
+  wrs.push(Wr.write({ scratch: 0 }, words(...writes.flatMap(() => [ts, ts, txid, 0n]))));
   writes.forEach((w, i) => {
-    const off = i * INSTALL_SCRATCH;
-    wrs.push(Wr.write({ scratch: off }, words(ts, ts, txid), { conditional: wrs.length > 0 }));
-    const alloc = wrs.length;
-    wrs.push(Wr.allocate(conn.rkey, ITEM_BYTES, w.item!, { redirect: off + 24, conditional: true }));
-    // Mutant install-without-item-flush: the install publishes an item that may not be durable.
-    if (!faults.installWithoutItemFlush) wrs.push(Wr.flushFrom('persistent', conn.rkey, { scratch: off + 24 }, w.item!.length, { conditional: true }));
-    at.push({ alloc, cas: wrs.length });
-    wrs.push(Wr.prismCasFrom('eq', slotAt(conn, w.key), { scratch: off }, 32, { compareMask: words(0n, 0n, ONES, 0n), swapMask: words(faults.installKeepsW ? 0n : ONES, ONES, 0n, ONES), conditional: true }));
+    at.push({ alloc: wrs.length, cas: -1 });
+    wrs.push(Wr.allocate(conn.rkey, ITEM_BYTES, w.item!, { redirect: i * INSTALL_SCRATCH + 24, conditional: true }));
+  });
+  // Every new item durable before any install publishes one: one FLUSH of the MR (a FLUSH holds
+  // the chain's next op until it completes, so n redirected FLUSHes of exactly each item cost n
+  // of those waits; one whole-MR FLUSH costs one, and the write-back of whatever else is dirty).
+  // Mutant install-without-item-flush: none.
+  if (!faults.installWithoutItemFlush) wrs.push(Wr.flush('persistent', conn.rkey, undefined, { conditional: true }));
+  writes.forEach((w, i) => {
+    at[i]!.cas = wrs.length;
+    wrs.push(Wr.prismCasFrom('eq', slotAt(conn, w.key), { scratch: i * INSTALL_SCRATCH }, 32, { compareMask: words(0n, 0n, ONES, 0n), swapMask: words(faults.installKeepsW ? 0n : ONES, ONES, 0n, ONES), conditional: true }));
   });
   if (keys.length > 0 && !faults.skipInstallFlush) wrs.push(Wr.flush('persistent', conn.rkey, slotSpan(conn, keys), { conditional: wrs.length > 0 }));
   wrs.push(Wr.cas(rec, hWord(txid, H_PREPARED), hWord(txid, H_COMMITTED), { conditional: wrs.length > 0 }));
   wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }, { conditional: true }));
   for (const w of writes) wrs.push(Wr.cas({ rkey: conn.rkey, addr: slotAt(conn, w.key).addr + 16 }, txid, 0n, { conditional: true }));
-  const hAt = wrs.length;
-  wrs.push(Wr.prismCas('ne', rec, u64(hWord(txid, H_PREPARED)), { swapMask: u64(0n) }));
   const readAt = wrs.length;
   wrs.push(Wr.read({ scratch: 0 }, writes.length * INSTALL_SCRATCH));
   const cs = await post(conn, wrs);
   if (cs === undefined) return { ok: false, installed: [] };
-  const hc = cs[hAt]!;
-  const hNow = hc.data !== undefined && hc.data.length >= 8 ? new DataView(hc.data.buffer, hc.data.byteOffset).getBigUint64(0, true) : undefined;
+  if (cs.every((c) => c.status === 'ok')) return { ok: true, installed: writes.map((w, i) => ({ key: w.key, ptr: ptrAtOf(cs[readAt]!.data!, i) })) };
+  // Some op did not succeed (an install that did not swap, an ALLOCATE that found the list empty):
+  // H as the NIC's atomics see it (a PRISM CAS `ne` swapping nothing), for the check below.
+  const hcs = await post(conn, [Wr.prismCas('ne', rec, u64(hWord(txid, H_PREPARED)), { swapMask: u64(0n) })]);
+  const hc = hcs?.[0];
+  const hNow = hc?.data !== undefined && hc.data.length >= 8 ? new DataView(hc.data.buffer, hc.data.byteOffset).getBigUint64(0, true) : undefined;
   const over = hNow !== undefined && (hNow === hWord(txid, H_COMMITTED) || hTxid(hNow) > txid);
-  const sc = cs[readAt]!.data!;
-  const ptrAt = (i: number): number => Number(new DataView(sc.buffer, sc.byteOffset + i * INSTALL_SCRATCH + 24, 8).getBigUint64(0, true));
+  const ptrAt = (i: number): number => ptrAtOf(cs[readAt]!.data!, i);
   const installed: Array<{ key: number; ptr: number }> = [];
   const orphans: number[] = [];
   let complete = true;
@@ -979,7 +988,12 @@ async function commitValuesOn(conn: ShardConn, client: number, txid: bigint, ts:
   });
   // Items ALLOCATEd but never installed (nothing ever reached them): marked dead, the sweep returns them.
   if (orphans.length > 0) await markOrphans(conn, ts, orphans);
-  return { ok: complete ? cs.every((c) => c.status === 'ok') : over, installed };
+  return { ok: complete ? hcs !== undefined && hNow !== undefined && over : over, installed };
+}
+
+/** The item address ALLOCATE redirected into install i's scratch operand (from the chain's READ of the scratch). */
+function ptrAtOf(sc: Uint8Array, i: number): number {
+  return Number(new DataView(sc.buffer, sc.byteOffset + i * INSTALL_SCRATCH + 24, 8).getBigUint64(0, true));
 }
 
 /** Marks dead the items a round 2 ALLOCATEd and did not install (each T's own: the CAS compares its ts word). */

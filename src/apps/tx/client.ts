@@ -925,7 +925,7 @@ const INSTALL_SCRATCH = 32;
  * the replaced item as a superseded value, table S). Once T released its locks (COMMITTED is durable
  * by then) an install no longer swaps and the rest of the chain is skipped: the items it ALLOCATEd
  * and did not install were never reachable and are marked dead (the sweep returns them: no leak), and
- * H must say COMMITTED(T) or a later transaction (read by a CAS that swaps nothing; anything else is
+ * H must say COMMITTED(T) or a later transaction (read by a CAS 0 → 0, which changes nothing; anything else is
  * a committed T whose value is absent: PMRPC_ERR_INVARIANT). An ALLOCATE that finds the list empty
  * skips the rest too (its items marked likewise): T stays PREPARED for the resolver.
  */
@@ -960,8 +960,8 @@ async function commitValuesOn(conn: ShardConn, client: number, txid: bigint, ts:
   if (cs === undefined) return { ok: false, installed: [] };
   if (cs.every((c) => c.status === 'ok')) return { ok: true, installed: writes.map((w, i) => ({ key: w.key, ptr: ptrAtOf(cs[readAt]!.data!, i) })) };
   // Some op did not succeed (an install that did not swap, an ALLOCATE that found the list empty):
-  // H as the NIC's atomics see it (a PRISM CAS `ne` swapping nothing), for the check below.
-  const hcs = await post(conn, [Wr.prismCas('ne', rec, u64(hWord(txid, H_PREPARED)), { swapMask: u64(0n) })]);
+  // H as the NIC's atomics see it (a CAS 0 → 0: it changes nothing and returns H), for the check below.
+  const hcs = await post(conn, [Wr.cas(rec, 0n, 0n)]);
   const hc = hcs?.[0];
   const hNow = hc?.data !== undefined && hc.data.length >= 8 ? new DataView(hc.data.buffer, hc.data.byteOffset).getBigUint64(0, true) : undefined;
   const over = hNow !== undefined && (hNow === hWord(txid, H_COMMITTED) || hTxid(hNow) > txid);
@@ -984,11 +984,12 @@ async function commitValuesOn(conn: ShardConn, client: number, txid: bigint, ts:
     const lock = old?.getBigUint64(16, true);
     // T is committed: an install that does not swap finds T released — its value installed (CT = ts)
     // and H past PREPARED(T). Anything else is a committed transaction whose value is absent.
+    if (hNow === undefined) return; // H not read (the shard did not answer): nothing to conclude; T is left to the resolver
     invariant(over || ct === ts, () => `${txName(txid)} is committed, but its install of key ${w.key} on shard ${conn.shard} found ${lock === undefined ? 'no slot' : lock === 0n ? 'no lock' : `the lock of ${txName(lock)}`} (CT ${String(ct)}), not T's lock nor T's value, while H was ${hNow === undefined ? 'unknown' : describeH(hNow)}`);
   });
   // Items ALLOCATEd but never installed (nothing ever reached them): marked dead, the sweep returns them.
   if (orphans.length > 0) await markOrphans(conn, ts, orphans);
-  return { ok: complete ? hcs !== undefined && hNow !== undefined && over : over, installed };
+  return { ok: hNow !== undefined && over, installed };
 }
 
 /** The item address ALLOCATE redirected into install i's scratch operand (from the chain's READ of the scratch). */

@@ -22,6 +22,10 @@
  *              slots; CAS H PREPARED(T) → COMMITTED(T); FLUSH; CAS L T → 0 (the decision is
  *              durable before any lock is released). Abort: H → ABORTED(T) where a record exists,
  *              FLUSH, release; T's items marked dead (live reclamation).
+ * By default (option recordValues) the record carries the new values instead: round 1 drops the
+ * ALLOCATEs, the items' FLUSHes, the pointer WRITE and the scratch READ, and round 2 ALLOCATEs each
+ * value, FLUSHes the MR once and installs from the scratch (commitValuesOn; docs/tx.md "New values
+ * in the record"); a write set that does not fit the record keeps the chain above.
  * A CAS that did not swap proves nothing durable about what it lost to (DESIGN §2.2): the
  * transaction aborts. A participant that did not answer leaves T to the resolver (resolve()).
  *

@@ -22,6 +22,10 @@
  *              slots; CAS H PREPARED(T) → COMMITTED(T); FLUSH; CAS L T → 0 (the decision is
  *              durable before any lock is released). Abort: H → ABORTED(T) where a record exists,
  *              FLUSH, release; T's items marked dead (live reclamation).
+ * By default (option recordValues) the record carries the new values instead: round 1 drops the
+ * ALLOCATEs, the items' FLUSHes, the pointer WRITE and the scratch READ, and round 2 ALLOCATEs each
+ * value, FLUSHes the MR once and installs from the scratch (commitValuesOn; docs/tx.md "New values
+ * in the record"); a write set that does not fit the record keeps the chain above.
  * A CAS that did not swap proves nothing durable about what it lost to (DESIGN §2.2): the
  * transaction aborts. A participant that did not answer leaves T to the resolver (resolve()).
  *
@@ -41,6 +45,7 @@ import {
   describeH,
   decodeSlot,
   bodyPtrsOffset,
+  bodyValuesFit,
   encodeBody,
   encodeItem,
   ENTRY_READ,
@@ -169,6 +174,16 @@ export interface TxClientOptions {
    * round 2 installs waits for it: read your writes).
    */
   installSource?: ShardSource | undefined;
+  /**
+   * Carry the new values in the prepare record (default true; docs/tx.md "New values in the
+   * record"): round 1 WRITEs them in the body (no ALLOCATE, no item FLUSH, no pointer WRITE, no
+   * scratch READ), round 2 ALLOCATEs each into the scratch, FLUSHes exactly it and installs it by
+   * PRISM CAS from the scratch. A shard's write set that does not fit (bodyValuesFit) keeps the
+   * pointer path (items ALLOCATEd in round 1, their addresses in the record). false: always the
+   * pointer path. The mutants of the pointer path's steps (skip-allocate-flush, skip-record-ptrs,
+   * late-item-flush, recovery-trusts-record) run it.
+   */
+  recordValues?: boolean | undefined;
   /** Test hook: awaited once the commit point is reached, before round 2 (a real-crash run holds a client here and SIGKILLs it: T left prepared). */
   afterPrepare?: ((txid: bigint) => Promise<void>) | undefined;
 }
@@ -225,7 +240,11 @@ export class TxClient {
     this.faults = Object.freeze({ ...NO_TX_FAULTS, ...options.faults });
     this.resolver = new TxResolver(source, { clock: options.clock, faults: options.faults });
     this.#afterPrepare = options.afterPrepare;
+    const f = this.faults;
+    this.#recordValues = (options.recordValues ?? true) && !(f.skipAllocateFlush || f.skipRecordPtrs || f.lateItemFlush || f.recoveryTrustsRecord);
   }
+
+  readonly #recordValues: boolean;
 
   readonly #afterPrepare: ((txid: bigint) => Promise<void>) | undefined;
 
@@ -558,6 +577,8 @@ export class TxClient {
     }
     /** The new items, once their ALLOCATE completed (from the scratch READ at the end of round 1). */
     const newPtr = new Map<number, number>();
+    /** The new values a record carries (keys of the shards whose write set fit): round 2 ALLOCATEs them. */
+    const carried = new Map<number, Uint8Array>();
     // Round 1: per participant one chain — ALLOCATE the new values and FLUSH exactly each item
     // (redirected FLUSH, from the pointer ALLOCATE left in the QP's scratch), lock + check +
     // validate by enhanced CAS, the record body and the new items' addresses (WRITE from scratch),
@@ -574,6 +595,9 @@ export class TxClient {
         const wk = ks.filter((k) => this.#writes.has(k));
         const allocAt: number[] = [];
         const items = wk.map((k) => encodeItem({ ts, key: k, value: this.#writes.get(k)! }));
+        // The new values ride in the record when they fit (else the pointer path: ALLOCATEd here).
+        const carry = this.#recordValues && bodyValuesFit(ks.length, items);
+        if (carry) wk.forEach((k, i) => carried.set(k, items[i]!));
         const flushItems = (): void => {
           // Exactly what each ALLOCATE wrote: the pointer it left at scratch 8·i, the item's length.
           items.forEach((item, i) => {
@@ -616,7 +640,7 @@ export class TxClient {
         // The new values are ALLOCATEd only once every lock, check and validation swapped (a
         // transaction that loses a conflict takes no item); each redirects its address into the
         // QP's scratch at 8·i, where the body's pointer WRITE and the items' FLUSHes find it.
-        items.forEach((item, i) => {
+        if (!carry) items.forEach((item, i) => {
           allocAt.push(wrs.length);
           wrs.push(Wr.allocate(conn.rkey, ITEM_BYTES, item, { redirect: i * 8, ...(wrs.length > 0 ? { conditional: cond || i > 0 } : {}) }));
           roles.push(undefined);
@@ -624,17 +648,19 @@ export class TxClient {
         const rec = recAt(conn, this.client);
         const hPrev = this.#hPrev.get(s) ?? 0n;
         const prepared = hWord(txid, H_PREPARED);
-        const body = encodeBody({ txid, ts, participants, entries });
+        if (carry) for (const e of entries) if (e.kind === ENTRY_WRITE) e.item = carried.get(e.key)!;
+        const body = encodeBody({ txid, ts, participants, entries, ...(carry ? { values: true } : {}) });
         const ptrsAt = bodyPtrsOffset(entries.length);
-        // The crc-covered part from the client, the new items' addresses from the scratch (the NIC's).
-        wrs.push(Wr.write({ rkey: conn.rkey, addr: rec.addr + RECORD_BODY }, body.subarray(0, ptrsAt), { conditional: cond && wrs.length > 0 }));
+        // The crc-covered part from the client, the new items' addresses from the scratch (the NIC's);
+        // a body carrying values is the client's whole (the crc covers the values).
+        wrs.push(Wr.write({ rkey: conn.rkey, addr: rec.addr + RECORD_BODY }, carry ? body : body.subarray(0, ptrsAt), { conditional: cond && wrs.length > 0 }));
         roles.push(undefined);
-        if (wk.length > 0 && !this.faults.skipRecordPtrs) {
+        if (!carry && wk.length > 0 && !this.faults.skipRecordPtrs) {
           wrs.push(Wr.writeFrom({ rkey: conn.rkey, addr: rec.addr + RECORD_BODY + ptrsAt }, { scratch: 0 }, wk.length * 8, { conditional: cond }));
           roles.push(undefined);
         }
         // Exactly what each ALLOCATE wrote (redirected FLUSH: the pointer it left at scratch 8·i).
-        if (!this.faults.skipAllocateFlush && !this.faults.lateItemFlush) flushItems();
+        if (!carry && !this.faults.skipAllocateFlush && !this.faults.lateItemFlush) flushItems();
         const hAt = wrs.length;
         checkHEdge(hPrev, prepared, `${txName(txid)}'s prepare on shard ${s}`);
         wrs.push(this.faults.noFenceCheck ? Wr.write(rec, u64(prepared), { conditional: cond }) : Wr.cas(rec, hPrev, prepared, { conditional: cond }));
@@ -647,17 +673,19 @@ export class TxClient {
           // nobody counted and recovery fences (row R2). The slots this chain CASed need not be
           // durable either: while H says PREPARED(T), recovery re-locks and re-raises them from
           // the record (R1, R1'); round 2 FLUSHes them before COMMITTED.
-          wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: this.faults.skipBodyFlush ? 8 : RECORD_BODY + body.length }));
+          // Mutant record-values-not-flushed: the values' bytes left out of it (header and entries only).
+          const len = this.faults.skipBodyFlush ? 8 : RECORD_BODY + (carry && this.faults.recordValuesNotFlushed ? ptrsAt : body.length);
+          wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len }));
           roles.push(undefined);
         }
         // Mutant late-item-flush: the items are FLUSHed only after H published the record.
-        if (this.faults.lateItemFlush) flushItems();
+        if (!carry && this.faults.lateItemFlush) flushItems();
         const readAt = wrs.length;
-        if (wk.length > 0) wrs.push(Wr.read({ scratch: 0 }, wk.length * 8));
+        if (!carry && wk.length > 0) wrs.push(Wr.read({ scratch: 0 }, wk.length * 8));
         const cs = await post(conn, wrs);
         if (cs === undefined) return { s, state: 'lost', locked: [] };
         let code: string | undefined;
-        if (wk.length > 0) {
+        if (!carry && wk.length > 0) {
           const ptrs = cs[readAt]!.data!;
           wk.forEach((k, i) => {
             const c = cs[allocAt[i]!]!;
@@ -678,6 +706,8 @@ export class TxClient {
       }),
     );
     const writesOn = (s: number): Array<{ key: number; ptr: number }> => byShard.get(s)!.filter((k) => this.#writes.has(k) && newPtr.has(k)).map((k) => ({ key: k, ptr: newPtr.get(k)! }));
+    /** Round 2's installs on shard s: the ALLOCATEd items (pointer path) or the values its record carries. */
+    const installsOn = (s: number): Install[] => byShard.get(s)!.filter((k) => this.#writes.has(k) && (newPtr.has(k) || carried.has(k))).map((k) => (carried.has(k) ? { key: k, item: carried.get(k)! } : { key: k, ptr: newPtr.get(k)! }));
     const notPrepared = !prep.every((p) => p.state === 'prepared');
     // Mutant return-before-decided: T's items are marked dead before T's abort is decided (a
     // participant that did not answer may hold a durable record: the resolver may commit T).
@@ -702,16 +732,16 @@ export class TxClient {
           if (conn === undefined) return false;
           // T's installs here, taken now: writesOn reads this.#writes, which the next begin()
           // clears while this chain runs (the hints below were then learnt from an empty list).
-          const installs = writesOn(p.s);
-          const ok = await commitOn(conn, this.client, txid, ts, byShard.get(p.s)!, installs, this.faults);
-          if (ok) {
+          const installs = installsOn(p.s);
+          const r = await commitOn(conn, this.client, txid, ts, byShard.get(p.s)!, installs, this.faults);
+          if (r.ok) {
             this.#hPrev.set(p.s, hWord(txid, H_COMMITTED));
             // T's new items are installed: where this client reads those keys next (each a
             // hint: a read still checks the item against its slot, docs/tx.md "Execution reads").
             const rc = this.#source(p.s);
-            if (rc !== undefined) for (const w of installs) this.#learn(rc, this.#hintsOf(rc), w.key, w.ptr);
+            if (rc !== undefined) for (const w of r.installed) this.#learn(rc, this.#hintsOf(rc), w.key, w.ptr);
           }
-          return ok;
+          return r.ok;
         }),
       ).then(
         (oks) => {
@@ -851,11 +881,23 @@ export class TxClient {
   }
 }
 
-/** Round 2 of a commit on one participant (idempotent). True when its chain completed. */
-async function commitOn(conn: ShardConn, client: number, txid: bigint, ts: bigint, keys: readonly number[], writes: ReadonlyArray<{ key: number; ptr: number }>, faults: Readonly<TxFaults>): Promise<boolean> {
+/** One install of round 2: the item ALLOCATEd in round 1 (pointer path), or the value the record carries (ALLOCATEd by round 2). */
+export interface Install {
+  key: number;
+  ptr?: number;
+  item?: Uint8Array;
+}
+
+/**
+ * Round 2 of a commit on one participant (idempotent). `ok` when its chain completed; `installed`:
+ * the items this chain installed (or found installed), for the client's location hints.
+ */
+async function commitOn(conn: ShardConn, client: number, txid: bigint, ts: bigint, keys: readonly number[], writes: ReadonlyArray<Install>, faults: Readonly<TxFaults>): Promise<{ ok: boolean; installed: Array<{ key: number; ptr: number }> }> {
+  if (writes.some((w) => w.item !== undefined)) return commitValuesOn(conn, client, txid, ts, keys, writes, faults);
+  const ptrs = writes.map((w) => ({ key: w.key, ptr: w.ptr! }));
   const rec = recAt(conn, client);
   const wrs: WorkRequest[] = [];
-  for (const w of writes) wrs.push(Wr.prismCas('eq', slotAt(conn, w.key), words(ts, ts, txid, BigInt(w.ptr)), { compareMask: words(0n, 0n, ONES, 0n), swapMask: words(faults.installKeepsW ? 0n : ONES, ONES, 0n, ONES) }));
+  for (const w of ptrs) wrs.push(Wr.prismCas('eq', slotAt(conn, w.key), words(ts, ts, txid, BigInt(w.ptr)), { compareMask: words(0n, 0n, ONES, 0n), swapMask: words(faults.installKeepsW ? 0n : ONES, ONES, 0n, ONES) }));
   // The install raises W with CT (W := ts): round 1 does not touch a key T's read locked (docs/tx.md
   // "Locks taken at read time"; mutant install-keeps-w). Every slot of T here, durable before
   // COMMITTED makes recovery drop T's record (R5): the installs, and the W that T's checks and
@@ -863,11 +905,108 @@ async function commitOn(conn: ShardConn, client: number, txid: bigint, ts: bigin
   if (keys.length > 0 && !faults.skipInstallFlush) wrs.push(Wr.flush('persistent', conn.rkey, slotSpan(conn, keys)));
   wrs.push(Wr.cas(rec, hWord(txid, H_PREPARED), hWord(txid, H_COMMITTED)));
   wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }));
-  for (const w of writes) wrs.push(Wr.cas({ rkey: conn.rkey, addr: slotAt(conn, w.key).addr + 16 }, txid, 0n));
+  for (const w of ptrs) wrs.push(Wr.cas({ rkey: conn.rkey, addr: slotAt(conn, w.key).addr + 16 }, txid, 0n));
   const cs = await post(conn, wrs);
-  if (cs === undefined) return false;
-  checkInstalls(conn, txid, ts, writes, cs, writes.length + (keys.length > 0 && !faults.skipInstallFlush ? 1 : 0));
-  return true;
+  if (cs === undefined) return { ok: false, installed: [] };
+  checkInstalls(conn, txid, ts, ptrs, cs, ptrs.length + (keys.length > 0 && !faults.skipInstallFlush ? 1 : 0));
+  return { ok: true, installed: ptrs };
+}
+
+/** Scratch bytes round 2 keeps per install of a carried value: [ts ts T ptr], the install CAS's operand (ALLOCATE redirects ptr into it). */
+const INSTALL_SCRATCH = 32;
+
+/**
+ * Round 2 on one participant whose record carries T's new values (docs/tx.md "New values in the
+ * record"). One chain, every op conditional on the one before: one WRITE of the installs' operands
+ * [ts ts T ·] into the scratch (32 B each); per write key ALLOCATE the value, its address
+ * redirected into the fourth word of its operand; one FLUSH of the MR (every new item durable);
+ * per write key install by PRISM CAS eq L = T from the scratch (W := ts, CT := ts, ptr := the
+ * item); FLUSH T's slots; CAS H PREPARED(T) → COMMITTED(T); FLUSH; release; then a READ of the
+ * scratch (where the items are: the client's hints, and the items to mark when an install failed).
+ *
+ * Two round 2s of T may run (the client's and a resolver's, or two resolvers'): each ALLOCATEs its
+ * own copies. While L = T a later install replaces an earlier one (the same bytes; the sweep retires
+ * the replaced item as a superseded value, table S). Once T released its locks (COMMITTED is durable
+ * by then) an install no longer swaps and the rest of the chain is skipped: the items it ALLOCATEd
+ * and did not install were never reachable and are marked dead (the sweep returns them: no leak), and
+ * H must say COMMITTED(T) or a later transaction (read by a CAS 0 → 0, which changes nothing; anything else is
+ * a committed T whose value is absent: PMRPC_ERR_INVARIANT). An ALLOCATE that finds the list empty
+ * skips the rest too (its items marked likewise): T stays PREPARED for the resolver.
+ */
+async function commitValuesOn(conn: ShardConn, client: number, txid: bigint, ts: bigint, keys: readonly number[], writes: ReadonlyArray<Install>, faults: Readonly<TxFaults>): Promise<{ ok: boolean; installed: Array<{ key: number; ptr: number }> }> {
+  invariant(writes.length * INSTALL_SCRATCH <= 256 && writes.every((w) => w.item !== undefined), () => `${txName(txid)}: ${writes.length} carried values do not fit round 2's scratch`);
+  const rec = recAt(conn, client);
+  const wrs: WorkRequest[] = [];
+  const at: Array<{ alloc: number; cas: number }> = [];
+  // The installs' operands [ts ts T ·] in one WRITE of the scratch; each ALLOCATE redirects its
+  // item's address into the fourth word of its own.
+  wrs.push(Wr.write({ scratch: 0 }, words(...writes.flatMap(() => [ts, ts, txid, 0n]))));
+  writes.forEach((w, i) => {
+    at.push({ alloc: wrs.length, cas: -1 });
+    wrs.push(Wr.allocate(conn.rkey, ITEM_BYTES, w.item!, { redirect: i * INSTALL_SCRATCH + 24, conditional: true }));
+  });
+  // Every new item durable before any install publishes one: one FLUSH of the MR (a FLUSH holds
+  // the chain's next op until it completes, so n redirected FLUSHes of exactly each item cost n
+  // of those waits; one whole-MR FLUSH costs one, and the write-back of whatever else is dirty).
+  // Mutant install-without-item-flush: none.
+  if (!faults.installWithoutItemFlush) wrs.push(Wr.flush('persistent', conn.rkey, undefined, { conditional: true }));
+  writes.forEach((w, i) => {
+    at[i]!.cas = wrs.length;
+    wrs.push(Wr.prismCasFrom('eq', slotAt(conn, w.key), { scratch: i * INSTALL_SCRATCH }, 32, { compareMask: words(0n, 0n, ONES, 0n), swapMask: words(faults.installKeepsW ? 0n : ONES, ONES, 0n, ONES), conditional: true }));
+  });
+  if (keys.length > 0 && !faults.skipInstallFlush) wrs.push(Wr.flush('persistent', conn.rkey, slotSpan(conn, keys), { conditional: wrs.length > 0 }));
+  wrs.push(Wr.cas(rec, hWord(txid, H_PREPARED), hWord(txid, H_COMMITTED), { conditional: wrs.length > 0 }));
+  wrs.push(Wr.flush('persistent', conn.rkey, { addr: rec.addr, len: 8 }, { conditional: true }));
+  for (const w of writes) wrs.push(Wr.cas({ rkey: conn.rkey, addr: slotAt(conn, w.key).addr + 16 }, txid, 0n, { conditional: true }));
+  const readAt = wrs.length;
+  wrs.push(Wr.read({ scratch: 0 }, writes.length * INSTALL_SCRATCH));
+  const cs = await post(conn, wrs);
+  if (cs === undefined) return { ok: false, installed: [] };
+  if (cs.every((c) => c.status === 'ok')) return { ok: true, installed: writes.map((w, i) => ({ key: w.key, ptr: ptrAtOf(cs[readAt]!.data!, i) })) };
+  // Some op did not succeed (an install that did not swap, an ALLOCATE that found the list empty):
+  // H as the NIC's atomics see it (a CAS 0 → 0: it changes nothing and returns H), for the check below.
+  const hcs = await post(conn, [Wr.cas(rec, 0n, 0n)]);
+  const hc = hcs?.[0];
+  const hNow = hc?.data !== undefined && hc.data.length >= 8 ? new DataView(hc.data.buffer, hc.data.byteOffset).getBigUint64(0, true) : undefined;
+  const over = hNow !== undefined && (hNow === hWord(txid, H_COMMITTED) || hTxid(hNow) > txid);
+  const ptrAt = (i: number): number => ptrAtOf(cs[readAt]!.data!, i);
+  const installed: Array<{ key: number; ptr: number }> = [];
+  const orphans: number[] = [];
+  let complete = true;
+  writes.forEach((w, i) => {
+    const a = cs[at[i]!.alloc]!;
+    const c = cs[at[i]!.cas]!;
+    if (c.swapped === true) {
+      installed.push({ key: w.key, ptr: ptrAt(i) });
+      return;
+    }
+    complete = false;
+    if (a.status === 'ok') orphans.push(ptrAt(i));
+    if (c.status !== 'ok') return; // skipped (an earlier op did not succeed: ALLOCATE found the list empty, or an earlier install did not swap)
+    const old = c.data !== undefined && c.data.length >= 32 ? new DataView(c.data.buffer, c.data.byteOffset) : undefined;
+    const ct = old?.getBigUint64(8, true);
+    const lock = old?.getBigUint64(16, true);
+    // T is committed: an install that does not swap finds T released — its value installed (CT = ts)
+    // and H past PREPARED(T). Anything else is a committed transaction whose value is absent.
+    if (hNow === undefined) return; // H not read (the shard did not answer): nothing to conclude; T is left to the resolver
+    invariant(over || ct === ts, () => `${txName(txid)} is committed, but its install of key ${w.key} on shard ${conn.shard} found ${lock === undefined ? 'no slot' : lock === 0n ? 'no lock' : `the lock of ${txName(lock)}`} (CT ${String(ct)}), not T's lock nor T's value, while H was ${hNow === undefined ? 'unknown' : describeH(hNow)}`);
+  });
+  // Items ALLOCATEd but never installed (nothing ever reached them): marked dead, the sweep returns them.
+  if (orphans.length > 0) await markOrphans(conn, ts, orphans);
+  return { ok: hNow !== undefined && over, installed };
+}
+
+/** The item address ALLOCATE redirected into install i's scratch operand (from the chain's READ of the scratch). */
+function ptrAtOf(sc: Uint8Array, i: number): number {
+  return Number(new DataView(sc.buffer, sc.byteOffset + i * INSTALL_SCRATCH + 24, 8).getBigUint64(0, true));
+}
+
+/** Marks dead the items a round 2 ALLOCATEd and did not install (each T's own: the CAS compares its ts word). */
+async function markOrphans(conn: ShardConn, ts: bigint, ptrs: readonly number[]): Promise<void> {
+  const wrs: WorkRequest[] = [];
+  for (const p of ptrs) wrs.push(Wr.prismCas('eq', { rkey: conn.rkey, addr: p + 8 }, words(ts, ITEM_DEAD << 32n), { compareMask: words(ONES, 0n), swapMask: words(0n, 0xffffffff00000000n) }));
+  for (const p of ptrs) wrs.push(Wr.flush('persistent', conn.rkey, { addr: p + ITEM_MARK_WORD, len: 8 }));
+  await post(conn, wrs);
 }
 
 /**
@@ -1081,8 +1220,10 @@ export class TxResolver {
             throw new PmrpcError(TxErrorCodes.UNRESOLVED, `${txName(txid)}: commit decided but shard ${s} holds ${v.h === 0n ? 'no record' : `H ${hTxid(v.h) === txid ? hState(v.h) : 'of another transaction'}`}`);
           }
           const here = b.entries.filter((e) => e.key % shards === s);
-          const writes = here.filter((e) => e.kind === ENTRY_WRITE).map((e) => ({ key: e.key, ptr: e.newPtr }));
-          ok = (await commitOn(v.conn, client, txid, b.ts, here.map((e) => e.key), writes, this.faults)) && ok;
+          // A record carrying values: round 2 ALLOCATEs them from the record's bytes (mutant
+          // roll-forward-ignores-record-values: installs nothing, as if they were installed).
+          const writes: Install[] = here.filter((e) => e.kind === ENTRY_WRITE).flatMap((e): Install[] => (b.values === true ? (this.faults.rollForwardIgnoresValues ? [] : [{ key: e.key, item: e.item! }]) : [{ key: e.key, ptr: e.newPtr }]));
+          ok = (await commitOn(v.conn, client, txid, b.ts, here.map((e) => e.key), writes, this.faults)).ok && ok;
         }
         if (!ok) continue;
         this.stats.committed++;

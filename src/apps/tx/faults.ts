@@ -22,6 +22,12 @@ export interface TxFaults {
   skipRecordPtrs: boolean;
   /** Prepare chain: the redirected FLUSH of each new item comes after the H CAS and its FLUSH (a durable record may name an item that is not durable). */
   lateItemFlush: boolean;
+  /** Prepare chain of a record carrying values: the FLUSH after the H CAS covers H, the header and the entries, not the values (a durable PREPARED(T) over torn values, counted). */
+  recordValuesNotFlushed: boolean;
+  /** Round 2 of a record carrying values: no redirected FLUSH of the ALLOCATEd item before the install CAS publishes it (a durable slot may point at an item that is not). */
+  installWithoutItemFlush: boolean;
+  /** Resolver: rolls forward a record carrying values without installing them (as if round 2 had installed them): H := COMMITTED over the old values. */
+  rollForwardIgnoresValues: boolean;
   /** Commit (round 2): no FLUSH of T's slots (the installs, and the W its checks and validations raised in round 1) before H := COMMITTED. */
   skipInstallFlush: boolean;
   /** Resolver: commits when any participant holds a record (not every one: the commit point is not reached). */
@@ -85,6 +91,9 @@ export const NO_TX_FAULTS: Readonly<TxFaults> = Object.freeze({
   skipAllocateFlush: false,
   skipRecordPtrs: false,
   lateItemFlush: false,
+  recordValuesNotFlushed: false,
+  installWithoutItemFlush: false,
+  rollForwardIgnoresValues: false,
   skipInstallFlush: false,
   resolverWithoutCommitPoint: false,
   resolverTrustsVisible: false,
@@ -149,6 +158,9 @@ export const TX_MUTANTS: readonly TxMutant[] = Object.freeze([
   { name: 'skip-allocate-flush', fault: 'skipAllocateFlush', step: 'redirected FLUSH(persistent) of each ALLOCATEd new item in the prepare chain, before the H CAS' },
   { name: 'skip-record-ptrs', fault: 'skipRecordPtrs', step: "WRITE of the new items' addresses from the QP's scratch into the prepare record (what roll-forward installs)" },
   { name: 'late-item-flush', fault: 'lateItemFlush', step: 'the new items are FLUSHed before the H CAS that publishes the record naming them (not after)' },
+  { name: 'record-values-not-flushed', fault: 'recordValuesNotFlushed', step: "the prepare's FLUSH after the H CAS covers the new values a record carries (the crc covers them: a torn value is a torn record)" },
+  { name: 'install-without-item-flush', fault: 'installWithoutItemFlush', step: 'round 2 FLUSHes exactly the item it ALLOCATEd from a carried value (redirected FLUSH) before the install CAS publishes it' },
+  { name: 'roll-forward-ignores-record-values', fault: 'rollForwardIgnoresValues', step: "the resolver's roll forward of a record carrying values ALLOCATEs and installs them from the record's bytes before H := COMMITTED" },
   { name: 'skip-install-flush', fault: 'skipInstallFlush', step: "FLUSH(persistent) of T's slots (installs, and the W its checks and validations raised) before H := COMMITTED" },
   { name: 'check-lock-by-order', fault: 'checkLockByOrder', step: "round 1 never checks a key locked at read time by order (the read chain's lock CAS returns the W and CT it locked; a check by order passes a released or smaller lock and lowers W)" },
   { name: 'read-lock-any-connection', fault: 'readLockAnyConnection', step: 'round 1 trusts a lock taken at read time only on the connection it was taken on (a restart released it)' },

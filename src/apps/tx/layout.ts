@@ -22,7 +22,11 @@
  * +88 participants u64 (bit mask of shards) | +96 n entries of 16 B: key u32, kind u32 (1 write,
  * 2 read), oldCT u64 | then one newPtr u64 per write entry, in entry order (the new items'
  * addresses: the NIC writes them from its scratch, where the prepare chain's ALLOCATEs put them,
- * so the crc does not cover them; the chain FLUSHes them with the body, before H).
+ * so the crc does not cover them; the chain FLUSHes them with the body, before H). Or, with the
+ * flag BODY_VALUES in the n word (bit 31: "values carried"), the new values themselves: after the
+ * entries, each write entry's item (its encodeItem bytes: crc u32, len u32, ts, key, mark, value),
+ * in entry order, and the crc covers them too — the whole body comes from the client (docs/tx.md
+ * "New values in the record"); round 2 ALLOCATEs them.
  *
  * Item (ITEM_BYTES): +0 crc32c u32 over [4, 24 + len) | +4 len u32 | +8 ts u64 | +16 key u32 |
  * +20 mark u32 (0; ITEM_DEAD once its transaction's abort is decided and durable: the shard CPU's
@@ -287,8 +291,11 @@ export const ENTRY_READ = 2;
 export interface RecordEntry {
   key: number;
   kind: number;
+  /** The new item's address (a record of pointers; 0 in a record carrying values). */
   newPtr: number;
   oldCt: bigint;
+  /** The new item's bytes (encodeItem), in a record carrying values (BODY_VALUES). */
+  item?: Uint8Array;
 }
 
 export interface RecordBody {
@@ -296,7 +303,24 @@ export interface RecordBody {
   ts: bigint;
   participants: bigint;
   entries: RecordEntry[];
+  /** The body carries the new values (BODY_VALUES), not the new items' addresses. */
+  values?: boolean;
 }
+
+/** Bit of the body's n word: the body carries its write entries' new values, not their addresses. */
+export const BODY_VALUES = 0x8000_0000;
+
+/**
+ * Whether a body of `entries` entries carrying `items` (the write entries' encodeItem bytes) fits
+ * the record: header, entries and the items in RECORD_BYTES − RECORD_BODY, and at most
+ * VALUES_WRITES_MAX writes (round 2's chain keeps 32 scratch bytes per write).
+ */
+export function bodyValuesFit(entries: number, items: readonly Uint8Array[]): boolean {
+  return items.length <= VALUES_WRITES_MAX && bodyPtrsOffset(entries) + items.reduce((a, b) => a + b.length, 0) <= RECORD_BYTES - RECORD_BODY;
+}
+
+/** Writes on one shard a record carrying values may hold (round 2's chain: 32 scratch bytes each, 256 B of scratch). */
+export const VALUES_WRITES_MAX = 8;
 
 /** Offset, in the body, of the new-item pointer array of a body with `n` entries (what the crc covers ends here). */
 export function bodyPtrsOffset(n: number): number {
@@ -312,6 +336,29 @@ export function encodeBody(r: RecordBody): Uint8Array {
   if (r.entries.length > ENTRIES_MAX) throw new PmrpcError(TxErrorCodes.TOO_LARGE, `a transaction touches at most ${ENTRIES_MAX} keys per shard, got ${r.entries.length}`);
   const n = r.entries.length;
   const writes = r.entries.filter((e) => e.kind === ENTRY_WRITE);
+  if (r.values === true) {
+    const items = writes.map((e) => e.item!);
+    invariant(bodyValuesFit(n, items), () => `a body of ${n} entries carrying ${items.length} values does not fit the record`);
+    const b = new Uint8Array(bodyPtrsOffset(n) + items.reduce((a, x) => a + x.length, 0));
+    const dv = new DataView(b.buffer);
+    dv.setUint32(4, (n | BODY_VALUES) >>> 0, true);
+    dv.setBigUint64(8, r.txid, true);
+    dv.setBigUint64(16, r.ts, true);
+    dv.setBigUint64(24, r.participants, true);
+    r.entries.forEach((e, i) => {
+      const o = 32 + i * ENTRY_BYTES;
+      dv.setUint32(o, e.key, true);
+      dv.setUint32(o + 4, e.kind, true);
+      dv.setBigUint64(o + 8, e.oldCt, true);
+    });
+    let o = bodyPtrsOffset(n);
+    for (const it of items) {
+      b.set(it, o);
+      o += it.length;
+    }
+    dv.setUint32(0, crc32c(b.subarray(4)), true);
+    return b;
+  }
   const b = new Uint8Array(bodyPtrsOffset(n) + writes.length * ENTRY_PTR_BYTES);
   const dv = new DataView(b.buffer);
   dv.setUint32(4, n, true);
@@ -332,6 +379,7 @@ export function encodeBody(r: RecordBody): Uint8Array {
 /** The body in `b` (RECORD_BYTES - RECORD_BODY bytes), or undefined when torn (the pointer array is not crc-covered: see encodeBody). */
 export function decodeBody(b: Uint8Array): RecordBody | undefined {
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  if ((dv.getUint32(4, true) & BODY_VALUES) !== 0) return decodeValuesBody(b);
   const n = dv.getUint32(4, true);
   if (n > ENTRIES_MAX || bodyPtrsOffset(n) > b.length) return undefined;
   if (dv.getUint32(0, true) !== crc32c(b.subarray(4, bodyPtrsOffset(n)))) return undefined;
@@ -349,6 +397,40 @@ export function decodeBody(b: Uint8Array): RecordBody | undefined {
     entries.push({ key: dv.getUint32(o, true), kind, newPtr, oldCt: dv.getBigUint64(o + 8, true) });
   }
   return { txid: dv.getBigUint64(8, true), ts: dv.getBigUint64(16, true), participants: dv.getBigUint64(24, true), entries };
+}
+
+/**
+ * A body carrying values (BODY_VALUES): undefined when torn (the crc covers everything), or when an
+ * item is not whole or not of its entry's key and the body's ts.
+ */
+function decodeValuesBody(b: Uint8Array): RecordBody | undefined {
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const n = dv.getUint32(4, true) & ~BODY_VALUES;
+  if (n > ENTRIES_MAX || bodyPtrsOffset(n) > b.length) return undefined;
+  const ts = dv.getBigUint64(16, true);
+  const entries: RecordEntry[] = [];
+  let o = bodyPtrsOffset(n);
+  for (let i = 0; i < n; i++) {
+    const e = 32 + i * ENTRY_BYTES;
+    const key = dv.getUint32(e, true);
+    const kind = dv.getUint32(e + 4, true);
+    const entry: RecordEntry = { key, kind, newPtr: 0, oldCt: dv.getBigUint64(e + 8, true) };
+    if (kind === ENTRY_WRITE) {
+      if (o + ITEM_HEADER_BYTES > b.length) return undefined;
+      const len = ITEM_HEADER_BYTES + dv.getUint32(o + 4, true);
+      if (len > ITEM_BYTES || o + len > b.length) return undefined;
+      entry.item = b.slice(o, o + len);
+      o += len;
+    }
+    entries.push(entry);
+  }
+  if (dv.getUint32(0, true) !== crc32c(b.subarray(4, o))) return undefined;
+  for (const e of entries) {
+    if (e.item === undefined) continue;
+    const it = decodeItem(e.item);
+    if (it === undefined || it.key !== e.key || it.ts !== ts) return undefined;
+  }
+  return { txid: dv.getBigUint64(8, true), ts, participants: dv.getBigUint64(24, true), entries, values: true };
 }
 
 export function u64(v: bigint): Uint8Array {

@@ -7,10 +7,12 @@
  * - record (per client slot c, its `H_c` and body): `h` — 'empty' (0), 'final' (COMMITTED,
  *   ABORTED or FENCED) or 'prepared'; `body` — 'ts' (a body of H's txid, crc good, whose write
  *   entries' addresses name T's own items: an item of the arena, whole, of that key and T's ts) or
- *   'not-ts' (anything else). Rows R2 (fence), R5, R6.
+ *   'ts-values' (a body of H's txid carrying its new values, crc good over them, each value an item
+ *   of its entry's key and T's ts) or 'not-ts' (anything else). Rows R2 (fence), R5, R6, R6.values.
  * - entry (per entry on this shard of a PREPARED record kept by R6; write entries first, then read
  *   entries): `kind` — 'write' or 'read'; `ptr` — 'new' (the slot's ptr word is the entry's new
- *   item: T's install landed) or 'old'; `slot` — 'settled' (the slot already holds what the entry
+ *   item: T's install landed — for a record carrying values, the slot's item is whole and of the
+ *   entry's key and T's ts) or 'old'; `slot` — 'settled' (the slot already holds what the entry
  *   calls for) or 'unsettled'. Rows R1.*, R1'.*.
  * - slot (per slot, after the entries): `lock` — 'none', 'backed' (the txid of the PREPARED record
  *   whose write entry holds it) or 'unbacked'. Rows R3.*.
@@ -51,7 +53,7 @@ import {
 } from './layout.js';
 
 export type TxRecordHInput = 'empty' | 'final' | 'prepared';
-export type TxRecordBodyInput = 'ts' | 'not-ts';
+export type TxRecordBodyInput = 'ts' | 'ts-values' | 'not-ts';
 export type TxEntryKindInput = 'write' | 'read';
 export type TxEntryPtrInput = 'new' | 'old';
 export type TxEntrySlotInput = 'settled' | 'unsettled';
@@ -98,7 +100,7 @@ export type TxRecoveryRow = TxRecordRow | TxEntryRow | TxSlotRow | TxItemRow;
 export type TxRecoveryScope = TxRecoveryRow['scope'];
 
 export const TX_RECORD_H_VALUES: readonly TxRecordHInput[] = Object.freeze(['empty', 'final', 'prepared']);
-export const TX_RECORD_BODY_VALUES: readonly TxRecordBodyInput[] = Object.freeze(['ts', 'not-ts']);
+export const TX_RECORD_BODY_VALUES: readonly TxRecordBodyInput[] = Object.freeze(['ts', 'ts-values', 'not-ts']);
 export const TX_ENTRY_KIND_VALUES: readonly TxEntryKindInput[] = Object.freeze(['write', 'read']);
 export const TX_ENTRY_PTR_VALUES: readonly TxEntryPtrInput[] = Object.freeze(['new', 'old']);
 export const TX_ENTRY_SLOT_VALUES: readonly TxEntrySlotInput[] = Object.freeze(['settled', 'unsettled']);
@@ -128,6 +130,13 @@ export const TX_RECOVERY_TABLE: readonly TxRecoveryRow[] = Object.freeze([
     when: { h: ['prepared'], body: ['ts'] },
     action: 'keep',
     why: "a whole PREPARED record of T (body of T's txid, crc good, every address naming T's own item): counted, maybe T's commit point; kept for the resolver (D) — its entries go by R1 / R1', its new items are reached (R4)",
+  },
+  {
+    scope: 'record',
+    id: 'R6.values',
+    when: { h: ['prepared'], body: ['ts-values'] },
+    action: 'keep',
+    why: "a whole PREPARED record of T carrying its new values (crc good over them, each an item of its key and T's ts): counted, maybe T's commit point; kept for the resolver, which rolls T forward by ALLOCATEing the values from the record's bytes (D10). Its entries go by R1 / R1' (an install landed iff the slot's item is T's: its key and T's ts); it names no item, so an item round 2 ALLOCATEd and never installed is unreached (R4 frees it)",
   },
   // Per entry on this shard of a record R6 kept: write entries first, then read entries.
   {
@@ -186,7 +195,7 @@ export const TX_RECOVERY_TABLE: readonly TxRecoveryRow[] = Object.freeze([
     id: 'R4',
     when: { reach: ['unreached'], mark: ['clear'] },
     action: 'free',
-    why: 'neither a slot nor a PREPARED record names it (whole): nothing can read it, so it goes on the free list — an aborted or superseded value, or an ALLOCATEd item never recorded',
+    why: 'neither a slot nor a PREPARED record names it (whole): nothing can read it, so it goes on the free list — an aborted or superseded value, an ALLOCATEd item never recorded, or one a round 2 ALLOCATEd from a carried value and never installed',
   },
   {
     scope: 'item',
@@ -223,7 +232,7 @@ export function decideTxRecovery<S extends TxRecoveryScope>(scope: S, input: Inp
   return decideRow<InputOf<S>, Matchable<S>>(`tx recovery table (${scope})`, txRecoveryRows(scope) as Matchable<S>[], input);
 }
 
-/** Every input combination of `scope` (record 3 × 2, entry 2 × 2 × 2, slot 3, item 2 × 2). */
+/** Every input combination of `scope` (record 3 × 3, entry 2 × 2 × 2, slot 3, item 2 × 2). */
 export function allTxRecoveryInputs<S extends TxRecoveryScope>(scope: S): InputOf<S>[] {
   switch (scope) {
     case 'record':
@@ -288,6 +297,15 @@ export function checkTxPreparedRecords(g: TxGeometry, prepared: ReadonlyMap<bigi
   }
 }
 
+/** Whether `ptr` is an item of the arena, whole, of `key` and timestamp `ts`: T's own value (a record carrying values names no address). */
+function isTxItem(host: Pick<TxRecoveryHost, 'region' | 'geometry'>, ptr: number, key: number, ts: bigint): boolean {
+  const g = host.geometry;
+  const off = ptr - g.arenaOffset;
+  if (!Number.isSafeInteger(ptr) || off < 0 || off >= g.items * ITEM_BYTES || off % ITEM_BYTES !== 0) return false;
+  const it = decodeItem(host.region.load(ptr, ITEM_BYTES));
+  return it !== undefined && it.key === key && it.ts === ts;
+}
+
 /** The slot an entry row stores (undefined: `keep`). */
 function entryTarget(action: TxRecoveryAction, s: Slot, txid: bigint, ts: bigint, e: RecordEntry): Slot | undefined {
   const w = s.w > ts ? s.w : ts;
@@ -350,7 +368,7 @@ export function recoverTxShard(host: TxRecoveryHost): TxRecoveryResult {
     const h: TxRecordHInput = r.h === 0n ? 'empty' : hState(r.h) === H_PREPARED ? 'prepared' : 'final';
     // Mutant recovery-trusts-record: a PREPARED H over a body of its txid is taken as whole (its addresses unchecked), a torn one is left PREPARED.
     const whole = r.body !== undefined && (host.faults.recoveryTrustsRecord || host.badItem(r.body) === undefined);
-    const row = decideTxRecovery('record', { h, body: h === 'prepared' && whole ? 'ts' : 'not-ts' });
+    const row = decideTxRecovery('record', { h, body: h === 'prepared' && whole ? (r.body!.values === true ? 'ts-values' : 'ts') : 'not-ts' });
     count(row.id);
     if (row.action !== 'fence' || host.faults.recoveryTrustsRecord) continue;
     const at = recordOffset(g, c);
@@ -373,7 +391,9 @@ export function recoverTxShard(host: TxRecoveryHost): TxRecoveryResult {
         if (e.key % g.shards !== g.shard || kind !== pass) continue;
         const index = Math.floor(e.key / g.shards);
         const s = host.slot(index);
-        const ptr = kind === 'write' && s.ptr === e.newPtr ? 'new' : 'old';
+        // 'new': the slot's ptr word is T's item — the record's address, or (a record carrying values)
+        // an item of the arena, whole, of the entry's key and T's ts (one (key, ts) names one value).
+        const ptr = kind === 'write' && (body.values === true ? isTxItem(host, s.ptr, e.key, body.ts) : s.ptr === e.newPtr) ? 'new' : 'old';
         if (kind === 'write') held.set(index, txid);
         // What the entry calls for, compared with the slot (settled: nothing to write).
         const want = entryTarget(kind === 'read' ? 'raise-w' : ptr === 'new' ? 'hold-installed' : 'hold-not-installed', s, txid, body.ts, e)!;
@@ -401,7 +421,7 @@ export function recoverTxShard(host: TxRecoveryHost): TxRecoveryResult {
     classes: host.arenaClasses,
     reach: (visit) => {
       for (let i = 0; i < g.keys; i++) visit(host.slot(i).ptr);
-      for (const body of prepared.values()) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) visit(e.newPtr);
+      for (const body of prepared.values()) if (body.values !== true) for (const e of body.entries) if (e.kind === ENTRY_WRITE && e.key % g.shards === g.shard) visit(e.newPtr);
     },
     checkObject: (ptr) => decodeItem(region.load(ptr, ITEM_BYTES)) !== undefined,
   });

@@ -17,6 +17,12 @@
  * shard read and U resolved first, recursively, before the fence is posted; D9 (T's lock on a shard
  * whose `H_c` names neither T nor a later transaction) orders a fence before each release of D3's
  * roll back. Both are in client.ts (`#fence`, and the 'abort' action), described in docs/tx.md.
+ * D10 guards the 'commit' action's roll forward of a record carrying its new values (docs/tx.md
+ * "New values in the record"): it ALLOCATEs each value from the record's bytes and installs it by
+ * a PRISM CAS that compares L = T; two roll forwards (a resolver's and the client's round 2, or two
+ * resolvers') each ALLOCATE, the later install while L = T replaces the earlier (the sweep retires
+ * it: a superseded value), and an install that finds T released swaps nothing — the rest of that
+ * chain is skipped and the item it ALLOCATEd, never reachable, is marked dead (commitValuesOn).
  */
 import { allCombinations, decideRow, matchRows, type When } from '../../../recovery/index.js';
 

@@ -529,6 +529,7 @@ export class TxAppServer implements AppServer {
    */
   #badItem(body: RecordBody): { key: number; ptr: number; found: string } | undefined {
     const g = this.geometry;
+    if (body.values === true) return undefined; // carries its values: decodeBody checked each (crc, key, ts)
     for (const e of body.entries) {
       if (e.kind !== ENTRY_WRITE || e.key % g.shards !== g.shard) continue;
       const inArena = e.newPtr >= g.arenaOffset && e.newPtr < g.arenaOffset + g.items * ITEM_BYTES && (e.newPtr - g.arenaOffset) % ITEM_BYTES === 0;

@@ -206,6 +206,53 @@ t.test('D4 over keys locked at read time (round 1 did not raise W): the roll for
  * lock is gone. The mutant release-without-fence releases it and leaves shard 0's H as it was: T's
  * late prepare there would write a PREPARED record over a key it no longer holds.
  */
+/** T's prepared write of `key` carrying its value in the record (docs/tx.md "New values in the record"): the slot locked by T, W = ts; nothing ALLOCATEd. */
+function prepareCarried(srv: TxAppServer, key: number, value: string): void {
+  const g = srv.geometry;
+  const s = srv.slot(0);
+  put(srv, slotOffset(g, 0), encodeSlot({ w: TS, ct: s.ct, lock: T, ptr: s.ptr, bound: ITEM_BYTES }).subarray(0, 40));
+  const item = encodeItem({ ts: TS, key, value: te.encode(value) });
+  put(srv, recordOffset(g, 0) + RECORD_BODY, encodeBody({ txid: T, ts: TS, participants: BOTH, values: true, entries: [{ key, kind: ENTRY_WRITE, newPtr: 0, oldCt: s.ct, item }] }));
+  setH(srv, hWord(T, H_PREPARED));
+}
+
+t.test('D4 over records carrying values (D10): the roll forward ALLOCATEs each value from the record, two resolvers at once install one value per key and leak no item — mutant roll-forward-ignores-record-values commits without them', async (t) => {
+  {
+    const { world, srv, resolver } = cluster();
+    const free0 = [0, 1].map((s) => srv(s).freeItems().length);
+    for (const s of [0, 1]) prepareCarried(srv(s), s, `new${s}`);
+    // Two resolvers at once (each its own connections): both roll T forward.
+    const a = resolver();
+    const b = resolver();
+    const outs: string[] = [];
+    void a.resolve(T, BOTH).then((v) => outs.push(v));
+    void b.resolve(T, BOTH).then((v) => outs.push(v));
+    const run = await world.run(() => outs.length === 2, 400_000);
+    t.equal(run.status, 'done');
+    t.same(outs.sort(), ['committed', 'committed'], 'both decide commit');
+    for (const n of world.nodes) n.nic.drainAll();
+    await world.run(() => world.nodes.every((n) => n.cpu.length === 0), 10_000);
+    for (const s of [0, 1]) {
+      t.equal(valueOf(srv(s)), `new${s}`, `shard ${s}: T's value installed from the record`);
+      t.equal(h(srv(s)), hWord(T, H_COMMITTED));
+      t.equal(srv(s).slot(0).lock, 0n);
+      srv(s).sweep();
+      // One item more in use than before (T's value; the old value retired and back once swept): no duplicate kept.
+      t.equal(srv(s).freeItems().length, free0[s]!, `shard ${s}: every item not installed is back on the free list (${srv(s).freeItems().length} of ${free0[s]} free)`);
+      t.same(srv(s).audit(), [], `shard ${s} audits clean`);
+    }
+  }
+  {
+    const { world, srv, resolver } = cluster();
+    for (const s of [0, 1]) prepareCarried(srv(s), s, `new${s}`);
+    t.equal(await resolveIn(world, resolver({ rollForwardIgnoresValues: true }), BOTH), 'committed');
+    for (const s of [0, 1]) {
+      t.equal(h(srv(s)), hWord(T, H_COMMITTED), 'mutant: COMMITTED');
+      t.equal(valueOf(srv(s)), '', 'mutant: the committed value is absent');
+    }
+  }
+});
+
 t.test('D9: D3 releases a lock of T where H does not name T only after fencing T there (mutant release-without-fence)', async (t) => {
   for (const mutant of [false, true]) {
     const { world, srv, resolver } = cluster();

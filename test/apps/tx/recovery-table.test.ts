@@ -44,7 +44,7 @@ t.test('every input of every scope matches exactly one row; every row matches so
     }
     t.same([...used].sort(), txRecoveryRows(scope).map((r) => r.id).sort(), `${scope}: no row unreachable by its inputs`);
   }
-  t.equal(TX_RECOVERY_TABLE.length, 13);
+  t.equal(TX_RECOVERY_TABLE.length, 14);
 });
 
 t.test('a hole in the table is an assertion, not a silent choice', async (t) => {
@@ -194,6 +194,56 @@ t.test('R4 / R4.marked / R4.kept: unreached items are freed, a dead mark cleared
   t.equal(rows(srv).R4, 32 - 2 - 1);
   t.ok(srv.freeItems().includes(marked), 'on the free list');
   t.notOk(srv.freeItems().includes(itemAt(srv, 0)), "a slot's item is not");
+});
+
+// ---- Records carrying their new values (docs/tx.md "New values in the record") ------------------
+
+/** A PREPARED record of T carrying the value of key 0 (and reading key 2): its item bytes in the body. */
+function valuesRecord(srv: TxAppServer, c: number, txid: bigint, ts: bigint, value = 'v'): Uint8Array {
+  const item = encodeItem({ ts, key: 0, value: te.encode(value) });
+  put(srv, recordOffset(srv.geometry, c) + RECORD_BODY, encodeBody({ txid, ts, participants: BOTH, values: true, entries: [{ key: 0, kind: ENTRY_WRITE, newPtr: 0, oldCt: 0n, item }, { key: 2, kind: ENTRY_READ, newPtr: 0, oldCt: 0n }] }));
+  setH(srv, c, hWord(txid, H_PREPARED));
+  return item;
+}
+
+t.test('R6.values, R1.not-installed: a PREPARED record carrying its values, no install landed — kept, slot held by T, and an item round 2 ALLOCATEd but never installed freed (R4)', async (t) => {
+  let orphan = 0;
+  const srv = recovered((s) => {
+    valuesRecord(s, 0, T, TS);
+    setSlot(s, 0, { w: TS, lock: 0n }); // the lock not durable
+    orphan = newItem(s, 31, 0, TS); // round 2 ALLOCATEd (and FLUSHed) T's value; its install never landed
+  });
+  t.equal(srv.record(0).h, hWord(T, H_PREPARED), 'kept for the resolver');
+  t.equal(srv.record(0).body?.values, true);
+  t.same(srv.slot(0), { w: TS, ct: 0n, lock: T, ptr: itemAt(srv, 0), bound: ITEM_BYTES });
+  t.equal(rows(srv)['R6.values'], 1);
+  t.equal(rows(srv).R6, undefined);
+  t.equal(rows(srv)['R1.not-installed'], 1);
+  t.ok(srv.freeItems().includes(orphan), 'the never-installed item is on the free list');
+  t.same([...srv.prepared().keys()], [T]);
+});
+
+t.test("R6.values, R1.installed: the slot's item is T's (its key and ts), CT torn — CT := ts, L := T in PM", async (t) => {
+  const srv = recovered((s) => {
+    valuesRecord(s, 0, T, TS);
+    const p = newItem(s, 30, 0, TS);
+    setSlot(s, 0, { w: TS, ptr: p, lock: 0n });
+  });
+  t.same(srv.slot(0), { w: TS, ct: TS, lock: T, ptr: itemAt(srv, 30), bound: ITEM_BYTES });
+  t.equal(rows(srv)['R6.values'], 1);
+  t.equal(rows(srv)['R1.installed'], 1);
+  t.notOk(srv.freeItems().includes(itemAt(srv, 30)), 'the installed item is reached');
+});
+
+t.test("R2: a PREPARED record whose carried values are torn (the crc covers them) — H := FENCED(T) in PM", async (t) => {
+  const srv = recovered((s) => {
+    valuesRecord(s, 0, T, TS, 'value-to-tear');
+    const at = recordOffset(s.geometry, 0) + RECORD_BODY + 32 + 2 * 16 + 24; // the value's first byte
+    put(s, at, te.encode('X'));
+  });
+  t.equal(srv.record(0).h, hWord(T, H_FENCED));
+  t.equal(rows(srv).R2, 1);
+  t.equal(rows(srv)['R6.values'], undefined);
 });
 
 // ---- Invariants before recovery writes ---------------------------------------------------------

@@ -303,3 +303,37 @@ t.test('the explorer\'s history adapter: a fractured read is a G-single cycle, a
   const lost = checkAppendHistory([writer], new Map([[0, [1]], [1, []]]));
   t.match(lost, [{ kind: 'atomicity', detail: /committed but its append to key 1 is absent/ }]);
 });
+
+t.test('values carried in the record when the write set fits; the pointer path (items ALLOCATEd in round 1) when it does not — both commit, the record flag says which', async (t) => {
+  // One shard: two 100-byte values make a body of 32 + 2·16 + 2·124 = 312 B (fits the 448 of a
+  // record); four make 32 + 4·16 + 4·124 = 592 B (do not).
+  const world = new World(nicConfigFor(SEED, { eviction: 0, ddio: true }), SEED);
+  const o = txApp.resolveOptions({ shard: 0, shards: 1, keysPerShard: 4, clients: 2, items: 32 });
+  const region = PmemRegion.createInMemory(txApp.minRegionBytes(o) + 64, { tracing: true });
+  txApp.format(region, o);
+  const srv = world.addNode(region, (host) => txApp.open(host, o)).server! as TxAppServer;
+  srv.recover();
+  const { qp, welcome } = world.connect(0, new Uint8Array(0), 0);
+  const conn = parseTxWelcome(qp, welcome);
+  const c = new TxClient(() => conn, { client: 0, incarnation: 1, clock: world.clock, faults: {} });
+  const flag = (): boolean => (region.loadU32(recordOffset(srv.geometry, 0) + 64 + 4) & 0x8000_0000) !== 0;
+  const write = async (keys: number[], len: number): Promise<TxOutcome> => {
+    await c.begin();
+    for (const k of keys) {
+      await c.read(k);
+      await c.write(k, te.encode(String(k).repeat(len).slice(0, len)));
+    }
+    const out = await c.commit();
+    await c.settled();
+    return out;
+  };
+  t.equal((await drive(world, () => write([0, 1], 100))).status, 'committed');
+  t.ok(flag(), 'two 100-byte values: carried in the record');
+  t.equal((await drive(world, () => write([0, 1, 2, 3], 100))).status, 'committed');
+  t.notOk(flag(), 'four 100-byte values do not fit: the pointer path');
+  for (const k of [0, 1, 2, 3]) t.equal(td.decode(srv.value(k)!.value), String(k).repeat(100), `key ${k} installed`);
+  world.nodes[0]!.nic.drainAll();
+  srv.sweep();
+  t.equal(srv.freeItems().length, 32 - 4, 'every item but the four values back on the free list');
+  t.same(srv.audit(), []);
+});

@@ -92,7 +92,7 @@ export function txClientApi(system: TxSystemName, connect: TxConnect, i: number,
       write: (k, v) => c.write(k, v),
       commit: () => c.commit(),
       rollback: () => c.rollback(),
-      // ALLOCATE + FLUSH of the new values ride in the prepare chain: the commit's two round trips are all.
+      // The new values ride in the prepare record and are ALLOCATEd + FLUSHed in round 2's chain: the commit's two round trips are all.
       lastCommitRoundTrips: () => c.lastRoundTrips,
     };
   }

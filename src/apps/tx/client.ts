@@ -919,7 +919,7 @@ const INSTALL_SCRATCH = 32;
  * Round 2 on one participant whose record carries T's new values (docs/tx.md "New values in the
  * record"). One chain, every op conditional on the one before: one WRITE of the installs' operands
  * [ts ts T ·] into the scratch (32 B each); per write key ALLOCATE the value, its address
- * redirected into the fourth word of its operand; one FLUSH of the MR (every new item durable);
+ * redirected into the fourth word of its operand; one redirected FLUSH of exactly those items;
  * per write key install by PRISM CAS eq L = T from the scratch (W := ts, CT := ts, ptr := the
  * item); FLUSH T's slots; CAS H PREPARED(T) → COMMITTED(T); FLUSH; release; then a READ of the
  * scratch (where the items are: the client's hints, and the items to mark when an install failed).
@@ -945,11 +945,13 @@ async function commitValuesOn(conn: ShardConn, client: number, txid: bigint, ts:
     at.push({ alloc: wrs.length, cas: -1 });
     wrs.push(Wr.allocate(conn.rkey, ITEM_BYTES, w.item!, { redirect: i * INSTALL_SCRATCH + 24, conditional: true }));
   });
-  // Every new item durable before any install publishes one: one FLUSH of the MR (a FLUSH holds
-  // the chain's next op until it completes, so n redirected FLUSHes of exactly each item cost n
-  // of those waits; one whole-MR FLUSH costs one, and the write-back of whatever else is dirty).
-  // Mutant install-without-item-flush: none.
-  if (!faults.installWithoutItemFlush) wrs.push(Wr.flush('persistent', conn.rkey, undefined, { conditional: true }));
+  // Every new item durable before any install publishes one: one redirected FLUSH of exactly the
+  // items the ALLOCATEs placed (its count form reads their pointers in place, in the operands'
+  // fourth words, INSTALL_SCRATCH apart; docs/verbs.md): one FLUSH's wait for the chain's next op,
+  // not n, and nothing else flushed. Mutant install-without-item-flush: none.
+  if (!faults.installWithoutItemFlush && writes.length > 0) {
+    wrs.push(Wr.flushFrom('persistent', conn.rkey, { scratch: 24, count: writes.length, stride: INSTALL_SCRATCH }, ITEM_BYTES, { conditional: true }));
+  }
   writes.forEach((w, i) => {
     at[i]!.cas = wrs.length;
     wrs.push(Wr.prismCasFrom('eq', slotAt(conn, w.key), { scratch: i * INSTALL_SCRATCH }, 32, { compareMask: words(0n, 0n, ONES, 0n), swapMask: words(faults.installKeepsW ? 0n : ONES, ONES, 0n, ONES), conditional: true }));

@@ -151,6 +151,8 @@ export class TxAppServer implements AppServer {
    * replaced, so two moves of one slot before it looks retire both items.
    */
   #moves: number[] = [];
+  /** Slots a drained NIC write left with W below CT (audit() reports them; at most 16 kept). */
+  #drainProblems: AppProblem[] = [];
   /** Logged writes (#moves, #candidates) since the last sweep, and how many wake the CPU (1: every one). */
   #unpolled = 0;
   readonly #pollBatch: number;
@@ -228,7 +230,18 @@ export class TxAppServer implements AppServer {
       const last = Math.min(g.keys - 1, Math.floor((e.offset + e.len - 1 - g.slotsOffset) / SLOT_BYTES));
       let logged = false;
       for (let i = first; i <= last; i++) {
-        const p = slotOffset(g, i) + 24;
+        const at = slotOffset(g, i);
+        // W ≥ CT after every write a NIC op leaves on a slot (a lock, check, validation or install
+        // CAS writes [W CT L ptr] in one op): a write that leaves W below CT is a protocol bug, seen
+        // here as it drains — a later install's W := ts would hide it from an audit at the end.
+        if (e.offset < at + 16 && e.offset + e.len > at && this.#drainProblems.length < 16) {
+          const wHi = this.region.loadU32(at + 4);
+          const ctHi = this.region.loadU32(at + 12);
+          if (wHi < ctHi || (wHi === ctHi && this.region.loadU32(at) < this.region.loadU32(at + 8))) {
+            this.#drainProblems.push({ kind: 'slot', detail: `key ${i * g.shards + g.shard}: a drained NIC write left W ${this.region.loadU64(at)} below CT ${this.region.loadU64(at + 8)}` });
+          }
+        }
+        const p = at + 24;
         if (e.offset < p + 8 && e.offset + e.len > p) {
           // The pointer the write left (visible now; two 32-bit halves, no BigInt).
           this.#moves.push(i, this.region.loadU32(p) + this.region.loadU32(p + 4) * 2 ** 32);
@@ -618,6 +631,7 @@ export class TxAppServer implements AppServer {
       const bad = r.h !== 0n && hState(r.h) === H_PREPARED && r.body !== undefined ? this.#badItem(r.body) : undefined;
       if (bad !== undefined) out.push({ kind: 'record', detail: `client ${c}: ${describeH(r.h)} names item ${bad.ptr} for key ${bad.key}, which is not its new value (${bad.found})` });
     }
+    out.push(...this.#drainProblems);
     const seen = new Set<number>();
     for (let i = 0; i < g.keys; i++) {
       const key = i * g.shards + g.shard;

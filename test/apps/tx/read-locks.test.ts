@@ -176,10 +176,18 @@ t.test('a transaction a resolver fenced while it held read-time locks (D6) abort
  * A (client 0) locks key 0 at read time; a resolver fences A and releases the lock (D6); B (client
  * 1) then locks, writes and commits key 0 (CT = W = B's ts, L = 0); A then commits its write. A's
  * check must fail (L is not A's), leaving W ≥ CT; the mutant check-lock-by-order compares by order,
- * so L = 0 below A's txid passes it and W drops to A's ts, below CT (found by the swarm, seed 325).
+ * so L = 0 below A's txid passes it and W drops to A's ts, below CT (found by the swarm, seed 325; the shard's drain check reports it in audit(): the next test).
  */
-async function checkAfterRelease(faults: Partial<TxFaults>): Promise<{ outcome: string; w: bigint; ct: bigint }> {
-  const { world, server, client, resolver } = cluster(faults);
+async function checkAfterRelease(faults: Partial<TxFaults>, after?: (c: ReturnType<typeof cluster>) => Promise<void>): Promise<{ outcome: string; w: bigint; ct: bigint; end: { w: bigint; ct: bigint }; audit: string[] }> {
+  const cl = cluster(faults);
+  const r = await checkAfterReleaseOn(cl);
+  if (after !== undefined) await after(cl);
+  const s = cl.server().slot(0);
+  return { ...r, end: { w: s.w, ct: s.ct }, audit: cl.server().audit().map((p) => `${p.kind}: ${p.detail}`) };
+}
+
+async function checkAfterReleaseOn(cl: ReturnType<typeof cluster>): Promise<{ outcome: string; w: bigint; ct: bigint }> {
+  const { world, server, client, resolver } = cl;
   const a = client(0);
   const b = client(1);
   await drive(world, async () => {
@@ -211,6 +219,21 @@ t.test("round 1's check of a read-time lock compares L = T: a lock released and 
   const bad = await checkAfterRelease({ checkLockByOrder: true });
   t.match(bad.outcome, /^aborted/, 'the mutant aborts A too (its H CAS meets the fence)…');
   t.ok(bad.w < bad.ct, `…but its check swapped with L = 0 below A's txid: W ${bad.w} dropped below CT ${bad.ct}`);
+});
+
+t.test('a drained NIC write that leaves W below CT is reported by the audit even after W was raised again', async (t) => {
+  // After A's bad check the slot's W is raised back to CT (as a later install's W := ts would do),
+  // so the slot looks sound at the end; the shard's CPU saw the bad write as it drained.
+  const raise = async ({ server }: ReturnType<typeof cluster>): Promise<void> => {
+    const s = server();
+    const at = s.geometry.slotsOffset; // key 0 is the shard's slot 0
+    s.region.store(at, s.region.load(at + 8, 8));
+  };
+  const ok = await checkAfterRelease({}, raise);
+  t.same(ok.audit, [], 'the protocol: nothing to report');
+  const bad = await checkAfterRelease({ checkLockByOrder: true }, raise);
+  t.ok(bad.w < bad.ct && bad.end.w >= bad.end.ct, `W ${bad.w} below CT ${bad.ct} after the check, W ${bad.end.w} ≥ CT ${bad.end.ct} at the end`);
+  t.match(bad.audit.join('\n'), /slot: key 0: a drained NIC write left W \d+ below CT \d+/, 'the audit reports the write as it drained');
 });
 
 t.test("the read chain's lock is placed before the chain answers: a resolver's scan (READs) sees it with the NIC's cache undrained", async (t) => {

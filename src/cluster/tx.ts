@@ -66,7 +66,7 @@ export function txShardSource(fileOrSpec: string | ClusterSpec | Record<string, 
   nodes.forEach((_, s) => dial(s));
   return {
     source: (s: number) => {
-      if (closed || s < 0 || s >= nodes.length) return undefined;
+      if (closed || !Number.isInteger(s) || s < 0 || s >= nodes.length) return undefined;
       const c = conns[s];
       if (c !== undefined && c.qp.link.closed !== true) return c;
       conns[s] = undefined;

@@ -34,7 +34,7 @@
  * in real time.
  */
 import { NicErrorCodes, Wr, type Completion, type QueuePair, type WorkRequest } from '../../../flush/index.js';
-import { invariant, isInvariantError, PmrpcError, type Clock } from '../../../pmem/index.js';
+import { invariant, isInvariantError, PmrpcError, systemClock, type Clock } from '../../../pmem/index.js';
 import { parseJsonBytes } from '../index.js';
 import { NO_TX_FAULTS, type TxFaults } from './faults.js';
 import { decideTxResolution } from './resolution.js';
@@ -165,8 +165,10 @@ export interface TxClientOptions {
   client: number;
   /** Incarnation of the client slot: txids of a reused slot never repeat. */
   incarnation: number;
-  clock: Clock;
-  faults: Partial<TxFaults>;
+  /** Time source for txids' timestamps and bounded waits (default: the system clock; tests inject a modelled one, DESIGN §7). */
+  clock?: Clock | undefined;
+  /** Fault injection for the mutant suites (default: none). */
+  faults?: Partial<TxFaults> | undefined;
   /**
    * Where round 2 of this client's commits runs (install, COMMITTED, release): connections of
    * their own, one per shard (default: `source`'s). Round 2 runs after commit() reported; on a QP
@@ -236,9 +238,9 @@ export class TxClient {
     this.#installOwn = options.installSource !== undefined;
     this.client = options.client;
     this.incarnation = options.incarnation;
-    this.#clock = options.clock;
+    this.#clock = options.clock ?? systemClock;
     this.faults = Object.freeze({ ...NO_TX_FAULTS, ...options.faults });
-    this.resolver = new TxResolver(source, { clock: options.clock, faults: options.faults });
+    this.resolver = new TxResolver(source, { clock: this.#clock, faults: options.faults });
     this.#afterPrepare = options.afterPrepare;
     const f = this.faults;
     this.#recordValues = (options.recordValues ?? true) && !(f.skipAllocateFlush || f.skipRecordPtrs || f.lateItemFlush || f.recoveryTrustsRecord);
@@ -345,7 +347,9 @@ export class TxClient {
     if (this.#round2 !== undefined && this.#round2Keys.has(key)) await this.settled();
     const probe = this.#source(0);
     const shards = probe?.shards ?? (await this.#conn(0)).shards;
+    if (!Number.isSafeInteger(key) || key < 0) throw new PmrpcError(TxErrorCodes.BAD_KEY, `key must be a non-negative integer, got ${String(key)}`);
     const conn = await this.#conn(key % shards);
+    if (Math.floor(key / shards) >= conn.keys) throw new PmrpcError(TxErrorCodes.BAD_KEY, `key ${key} is not in [0, ${shards * conn.keys}): ${shards} shards of ${conn.keys} keys`);
     const at = slotAt(conn, key);
     // The item must describe itself as the slot's (its key, and the CT the slot showed): a reader
     // that meets another item — one installed after its slot READ, or a reused item under a
@@ -1072,9 +1076,9 @@ export class TxResolver {
   /** How many times each row of TX_RESOLVER_TABLE decided a round (row id → count). */
   readonly rows: Record<string, number> = {};
 
-  constructor(source: ShardSource, options: { clock: Clock; faults?: Partial<TxFaults> }) {
+  constructor(source: ShardSource, options: { clock?: Clock | undefined; faults?: Partial<TxFaults> | undefined } = {}) {
     this.#source = source;
-    this.#clock = options.clock;
+    this.#clock = options.clock ?? systemClock;
     this.faults = Object.freeze({ ...NO_TX_FAULTS, ...options.faults });
   }
 

@@ -79,6 +79,8 @@ export const TxErrorCodes = defineErrorCodes('tx', {
    * values and aborted transactions' items come back; retry, or give the shard more items (txItems).
    */
   ARENA_FULL: 'PMRPC_ERR_TX_ARENA_FULL',
+  /** A key that is not an integer in [0, shards × keysPerShard): no shard holds it (TxClient.read / write). */
+  BAD_KEY: 'PMRPC_ERR_TX_BAD_KEY',
   /** A value longer than the item holds, or a transaction touching more keys on one shard than a record lists. */
   TOO_LARGE: 'PMRPC_ERR_TX_TOO_LARGE',
   /** An item failed its checksum (or names another key) where an installed value should be. */

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { parseTxWelcome, TxClient, txApp, TX_APP_DEFAULTS, type ShardConn, type TxAppServer } from '../../../src/apps/tx/index.js';
 import { startLocalShards } from '../../../src/apps/txlock/index.js';
-import { createPrng, systemClock } from '../../../pmem/index.js';
+import { createPrng } from '../../../pmem/index.js';
 
 const SEED = process.env.PMRPC_SEED !== undefined ? Number(process.env.PMRPC_SEED) : 1;
 t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/apps/tx/runs-for-ever.test.ts)`);
@@ -20,7 +20,8 @@ t.test('one client, default-option shards: every transfer of 5 × the arena comm
     const { qp, welcome } = local.connect(s);
     conns[s] = parseTxWelcome(qp, welcome);
   }
-  const tx = new TxClient(source, { client: 0, incarnation: 1, clock: systemClock, faults: {} });
+  // As a user writes it: no clock (the system clock by default), no faults.
+  const tx = new TxClient(source, { client: 0, incarnation: 1 });
   const keys = SHARDS * TX_APP_DEFAULTS.keysPerShard;
   const transfers = 5 * TX_APP_DEFAULTS.items;
   const prng = createPrng(SEED);

@@ -220,7 +220,7 @@ t.test('a shard crashes after the commit point: recovery keeps T prepared, the r
 });
 
 t.test('bad input: coded errors and exact messages', async (t) => {
-  const { world, client } = cluster(1);
+  const { world, client, server } = cluster(1);
   const c = client(0);
   await t.rejects(drive(world, () => c.read(0)), { code: TxErrorCodes.BAD_STATE });
   await t.rejects(drive(world, () => c.commit()), { code: TxErrorCodes.BAD_STATE });
@@ -228,6 +228,11 @@ t.test('bad input: coded errors and exact messages', async (t) => {
   await t.rejects(drive(world, () => c.begin()), { code: TxErrorCodes.BAD_STATE });
   await t.rejects(drive(world, () => c.write(0, new Uint8Array(200))), { code: TxErrorCodes.TOO_LARGE });
   await t.rejects(drive(world, () => c.write(0, 'x' as never)), new TypeError('value must be a Uint8Array'));
+  const keys = server(0).geometry.keys;
+  await t.rejects(drive(world, () => c.read(Number.NaN)), { code: TxErrorCodes.BAD_KEY, message: 'key must be a non-negative integer, got NaN' });
+  await t.rejects(drive(world, () => c.read(-1)), { code: TxErrorCodes.BAD_KEY });
+  await t.rejects(drive(world, () => c.write(keys, new Uint8Array(1))), { code: TxErrorCodes.BAD_KEY, message: `key ${keys} is not in [0, ${keys}): 1 shards of ${keys} keys` });
+  t.equal((await drive(world, () => c.read(keys - 1))).length, 0, 'the last key still reads (the transaction stays usable)');
   t.throws(() => txApp.resolveOptions({ shards: 0 }), RangeError);
   t.throws(() => txApp.resolveOptions({ value: 'x' as never }), TypeError);
   t.throws(() => new TxClient(() => undefined, { client: 300, incarnation: 1, clock: world.clock, faults: {} }), new RangeError('client must be an integer in [0, 255], got 300'));

@@ -468,7 +468,7 @@ function rpcCheck(o: RealCrashOptions, run: RealCrashRun, r: { sup: Supervisor; 
   if (unanswered > 0) errors.push(`${unanswered} calls never answered within ${o.drainSeconds} s after the load`);
 
   // Verify from the file alone, read-only: a copy of its bytes, opened as an image.
-  let verdict: DigestVerdict = { applied: 0, lost: 0, duplicates: 0, outOfOrder: 0, corrupt: 0, unapplied: 0, abandoned: 0, losses: [], messages: [] };
+  let verdict: DigestVerdict = { applied: 0, evicted: 0, lost: 0, duplicates: 0, outOfOrder: 0, corrupt: 0, unapplied: 0, abandoned: 0, losses: [], messages: [] };
   try {
     const region = PmemRegion.openImage(new Uint8Array(readFileSync(pmFile)));
     const store = RecoveryStore.open(region);

@@ -52,8 +52,10 @@ export interface ClientLedger {
 }
 
 export interface DigestVerdict {
-  /** Digests in the log (the counter). */
+  /** Requests applied (the log's counter). */
   applied: number;
+  /** Digests overwritten since (the log is a ring): their requests are counted applied without being checked. */
+  evicted: number;
   /** Acknowledged (durable) requests absent from the log. */
   lost: number;
   /** Requests applied more than once. */
@@ -76,34 +78,32 @@ const MESSAGES_MAX = 20;
 
 /** Reads the digest log and judges it against the clients' ledgers. Reads only. */
 export function verifyDigestLog(view: AppView, seed: number, ledgers: readonly ClientLedger[]): DigestVerdict {
-  const v: DigestVerdict = { applied: 0, lost: 0, duplicates: 0, outOfOrder: 0, corrupt: 0, unapplied: 0, abandoned: 0, losses: [], messages: [] };
+  const v: DigestVerdict = { applied: 0, evicted: 0, lost: 0, duplicates: 0, outOfOrder: 0, corrupt: 0, unapplied: 0, abandoned: 0, losses: [], messages: [] };
   const say = (m: string): void => {
     if (v.messages.length < MESSAGES_MAX) v.messages.push(m);
   };
   const log = readDigestLog(view);
-  if (log.overflow) {
-    v.corrupt++;
-    say(`counter ${log.overflow.counter} exceeds the digest log's ${log.overflow.capacity} entries`);
-    return v;
-  }
-  v.applied = log.entries.length;
+  v.applied = log.counter;
+  v.evicted = log.first;
   const byId = new Map(ledgers.map((l) => [l.clientId, l]));
   const seen = new Map<number, Set<number>>();
   const last = new Map<number, number>();
+  /** Once the ring wrapped, a client's requests before its first digest in the ring were applied earlier (overwritten since): its seqs ≤ this count as applied. */
+  const evictedUpTo = new Map<number, number>();
   for (const [i, { clientId: c, seq: s, payloadCrc: crc, position: idx }] of log.entries.entries()) {
-    if (idx !== i) {
+    if (idx !== (log.first + i) % 0x1_0000_0000) {
       v.corrupt++;
-      say(`digest ${i} records position ${idx} (effects of two requests mixed)`);
+      say(`digest ${log.first + i} records position ${idx} (effects of two requests mixed)`);
     }
     const l = byId.get(c);
     if (l === undefined || s < 1 || s > l.sentUpTo) {
       v.corrupt++;
-      say(`digest ${i}: client ${c} seq ${s} was never sent`);
+      say(`digest ${log.first + i}: client ${c} seq ${s} was never sent`);
       continue;
     }
     if (crc32c(workloadPayload(seed, c, s)) !== crc) {
       v.corrupt++;
-      say(`digest ${i}: client ${c} seq ${s} applied with a payload that is not the one sent (torn or stale)`);
+      say(`digest ${log.first + i}: client ${c} seq ${s} applied with a payload that is not the one sent (torn or stale)`);
     }
     let set = seen.get(c);
     if (set === undefined) seen.set(c, (set = new Set()));
@@ -113,6 +113,10 @@ export function verifyDigestLog(view: AppView, seed: number, ledgers: readonly C
       continue;
     }
     set.add(s);
+    if (log.first > 0 && !last.has(c)) {
+      evictedUpTo.set(c, s - 1);
+      last.set(c, s - 1);
+    }
     const prev = last.get(c) ?? 0;
     if (s !== prev + 1) {
       v.outOfOrder++;
@@ -120,7 +124,9 @@ export function verifyDigestLog(view: AppView, seed: number, ledgers: readonly C
     }
     last.set(c, Math.max(prev, s));
   }
-  v.losses = lostAcknowledged(ledgers, (c, s) => seen.get(c)?.has(s) === true);
+  // A client with no digest left in a wrapped ring: all it sent was applied before the ring's window (unverifiable, counted in `evicted`).
+  const applied = (c: number, s: number): boolean => seen.get(c)?.has(s) === true || s <= (evictedUpTo.get(c) ?? (log.first > 0 && !seen.has(c) ? Infinity : 0));
+  v.losses = lostAcknowledged(ledgers, applied);
   for (const l of v.losses) {
     v.lost += l.seqs.length;
     say(describeAckedLoss(l, 'the digest log in PM'));
@@ -128,7 +134,7 @@ export function verifyDigestLog(view: AppView, seed: number, ledgers: readonly C
   for (const l of ledgers) {
     const set = seen.get(l.clientId) ?? new Set<number>();
     for (let s = l.ackedUpTo + 1; s <= l.sentUpTo; s++) {
-      if (set.has(s)) continue;
+      if (set.has(s) || applied(l.clientId, s)) continue;
       if (l.diedWithServer === true) v.abandoned++;
       else v.unapplied++;
     }

@@ -12,21 +12,32 @@ export const DIGEST_BYTES = 16;
 export const LOG_BASE = 64;
 export const METHOD = 'append-digest';
 
-/** The workload's handler: not idempotent (appends at the counter's position, bumps the counter on another line). */
+/** Digest entries the log holds in an application area of `sizeBytes` (a ring: entry n goes to slot n mod capacity). */
+export function digestLogCapacity(sizeBytes: number): number {
+  return Math.max(0, Math.floor((sizeBytes - LOG_BASE) / DIGEST_BYTES));
+}
+
+/**
+ * The workload's handler: not idempotent (appends at the counter's position, bumps the counter on
+ * another line). The log is a ring of digestLogCapacity entries — request n's digest goes to slot
+ * n mod capacity and records n (mod 2^32) as its position — so a node serves the workload for ever;
+ * a reader sees the last `capacity` digests (readDigestLog).
+ */
 export const digestHandler: RpcHandler = (req, view) => {
   const n = Number(view.loadU64(0));
-  if (LOG_BASE + (n + 1) * DIGEST_BYTES > view.sizeBytes) throw new Error('digest log full');
+  const capacity = digestLogCapacity(view.sizeBytes);
+  if (capacity === 0) throw new Error(`the application area (${view.sizeBytes} bytes) holds no digest entry`);
   // One buffer for the digest and the counter (little-endian words written by hand: no DataView,
   // no BigInt per request — the same bytes as before, issue 29's per-request objects).
   const b = new Uint8Array(DIGEST_BYTES + 8);
   putU32(b, 0, req.clientId);
   putU32(b, 4, req.seq);
   putU32(b, 8, crc32c(req.payload));
-  putU32(b, 12, n);
-  const next = n + 1; // < 2^53: the log's capacity bounds it
+  putU32(b, 12, n % 0x1_0000_0000);
+  const next = n + 1; // < 2^53 (285 years at a million requests a second)
   putU32(b, 16, next % 0x1_0000_0000);
   putU32(b, 20, Math.floor(next / 0x1_0000_0000));
-  return { images: [{ offset: LOG_BASE + n * DIGEST_BYTES, bytes: b.subarray(0, DIGEST_BYTES) }, { offset: 0, bytes: b.subarray(DIGEST_BYTES) }], result: b.slice(8, 16) };
+  return { images: [{ offset: LOG_BASE + (n % capacity) * DIGEST_BYTES, bytes: b.subarray(0, DIGEST_BYTES) }, { offset: 0, bytes: b.subarray(DIGEST_BYTES) }], result: b.slice(8, 16) };
 };
 
 /** `v` (an unsigned 32-bit integer) at `at`, little-endian. */
@@ -42,25 +53,26 @@ export interface DigestEntry {
   clientId: number;
   seq: number;
   payloadCrc: number;
-  /** The log position the handler recorded (equals the entry's index unless effects were mixed). */
+  /** The log position the handler recorded, mod 2^32 (equals the entry's index unless effects were mixed). */
   position: number;
 }
 
 /**
- * Reads the digest log (the one place that decodes what digestHandler encodes): its entries, or
- * `overflow` when the counter points past the log's capacity (a corrupt counter).
+ * Reads the digest log (the one place that decodes what digestHandler encodes): the digests still
+ * in the ring, oldest first — `entries[i]` is request `first + i` of `counter` applied; `first` > 0
+ * once the ring wrapped (the digests before it were overwritten: `evicted`).
  */
-export function readDigestLog(view: AppView): { entries: DigestEntry[]; overflow?: { counter: number; capacity: number } } {
-  const n = Number(view.loadU64(0));
-  const capacity = Math.floor((view.sizeBytes - LOG_BASE) / DIGEST_BYTES);
-  if (n > capacity) return { entries: [], overflow: { counter: n, capacity } };
+export function readDigestLog(view: AppView): { entries: DigestEntry[]; first: number; counter: number } {
+  const counter = Number(view.loadU64(0));
+  const capacity = digestLogCapacity(view.sizeBytes);
+  const first = Math.max(0, counter - capacity);
   const entries: DigestEntry[] = [];
-  for (let i = 0; i < n; i++) {
-    const d = view.load(LOG_BASE + i * DIGEST_BYTES, DIGEST_BYTES);
+  for (let i = first; i < counter; i++) {
+    const d = view.load(LOG_BASE + (i % capacity) * DIGEST_BYTES, DIGEST_BYTES);
     const dv = new DataView(d.buffer, d.byteOffset, DIGEST_BYTES);
     entries.push({ clientId: dv.getUint32(0, true), seq: dv.getUint32(4, true), payloadCrc: dv.getUint32(8, true), position: dv.getUint32(12, true) });
   }
-  return { entries };
+  return { entries, first, counter };
 }
 
 /** The handlers a node serving the digest workload registers. */

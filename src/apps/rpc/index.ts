@@ -5,4 +5,4 @@ export { RpcAppServer, summarizeRecovery, decodeHelloPayload, encodeWelcomePaylo
 export { encodeHelloPayload, decodeWelcomePayload, rpcAppClient } from './client.js';
 export { RPC_RECOVERY_TABLE, RPC_CONN_SLOT_TABLE, RPC_BEHIND_WORD_TABLE, RPC_REPLAY_BEHIND_WORD } from './recovery.js';
 export { RPC_MUTANTS, findRpcMutant, type RpcMutant } from './faults.js';
-export { DIGEST_BYTES, LOG_BASE, METHOD, DIGEST_HANDLERS, digestHandler, readDigestLog, type DigestEntry } from './digest.js';
+export { DIGEST_BYTES, LOG_BASE, METHOD, DIGEST_HANDLERS, digestHandler, digestLogCapacity, readDigestLog, type DigestEntry } from './digest.js';

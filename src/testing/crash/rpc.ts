@@ -37,11 +37,16 @@ export interface RpcWorkloadOptions {
   pool: boolean;
   /** Each client reconnects live a few times at seeded scheduler steps, with requests in flight (accept({clientId, awaiting})). */
   liveReconnect: boolean;
+  /**
+   * Digest-log entries per node (the log is a ring): undefined sizes the log to hold every request
+   * (a wrap is then a violation); a smaller value makes it wrap, and the checks cover the ring's window.
+   */
+  digestEntries: number | undefined;
   /** Fault switches of the RPC layer besides the mutant's (test only: a step's fault switch alone). */
   rpcFaults: RpcFaults | undefined;
 }
 
-export const RPC_WORKLOAD_DEFAULTS: Readonly<RpcWorkloadOptions> = Object.freeze({ strategy: 'wflush', requests: 64, clients: 3, mutant: undefined, resumeEvery: 1, nodes: 1, pool: false, liveReconnect: false, rpcFaults: undefined });
+export const RPC_WORKLOAD_DEFAULTS: Readonly<RpcWorkloadOptions> = Object.freeze({ strategy: 'wflush', requests: 64, clients: 3, mutant: undefined, resumeEvery: 1, nodes: 1, pool: false, liveReconnect: false, rpcFaults: undefined, digestEntries: undefined });
 
 export interface RpcSnapshot {
   /** "node/clientId" -> highest sequence issued / told durable. */
@@ -64,6 +69,7 @@ export function resolveRpcWorkload(options: Partial<RpcWorkloadOptions>): RpcWor
   int('clients', 1, 64);
   int('resumeEvery', 0, 1_000_000);
   int('nodes', 1, 16);
+  if (o.digestEntries !== undefined) int('digestEntries', 1, 1_000_000);
   if (o.mutant !== undefined) findRpcMutant(o.mutant);
   if (typeof o.pool !== 'boolean') throw new TypeError(`pool must be a boolean, got ${String(o.pool)}`);
   if (typeof o.liveReconnect !== 'boolean') throw new TypeError(`liveReconnect must be a boolean, got ${String(o.liveReconnect)}`);
@@ -90,7 +96,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
   const m = w.mutant === undefined ? undefined : findRpcMutant(w.mutant);
   const perNodeRequests = Math.ceil(w.requests / w.nodes);
   const layout = rpcCrashLayout(w.clients + 1);
-  const appBytes = Math.ceil((LOG_BASE + DIGEST_BYTES * (perNodeRequests + 8)) / 64) * 64 + 64;
+  const appBytes = w.digestEntries !== undefined ? Math.ceil((LOG_BASE + DIGEST_BYTES * w.digestEntries) / 64) * 64 : Math.ceil((LOG_BASE + DIGEST_BYTES * (perNodeRequests + 8)) / 64) * 64 + 64;
   const rpcFaults = m?.rpcFaults !== undefined || w.rpcFaults !== undefined ? { ...m?.rpcFaults, ...w.rpcFaults } : undefined;
   const appOptions = rpcApp.resolveOptions({
     strategy: w.strategy, keepResults: true, layout, appBytesMin: appBytes, partialPollsMax: 1_000_000, rpcFaults, recoveryFaults: m?.recoveryFaults,
@@ -249,7 +255,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
         const s = node.server as RpcAppServer;
         for (const p of s.audit()) out.push(p);
         const msgs: string[] = [];
-        app.applied += checkDigests(s.store.appView, node.index, end, payloads, msgs, true);
+        app.applied += checkDigests(s.store.appView, node.index, end, payloads, msgs, true, w.digestEntries !== undefined);
         for (const d of msgs) out.push({ kind: 'digest', detail: `node ${node.index}: end of run: ${d}` });
       }
       return out;
@@ -260,7 +266,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
         const s = node.server as RpcAppServer;
         const pre = `node ${node.index}: `;
         const out: string[] = [];
-        checkDigests(s.store.appView, node.index, snap, payloads, out, false);
+        checkDigests(s.store.appView, node.index, snap, payloads, out, false, w.digestEntries !== undefined);
         for (const c of s.store.conn.entries()) {
           const resume = s.store.resumeSeq(c.clientId);
           if (s.store.conn.appliedSeq(c.clientId) !== resume - 1) out.push(`client ${c.clientId} resumes at ${resume} but is applied up to ${s.store.conn.appliedSeq(c.clientId)}`);
@@ -345,7 +351,7 @@ export function rpcExplorerApp(options: Partial<RpcWorkloadOptions> = {}): Explo
       const s = node.server as RpcAppServer;
       for (const p of s.audit()) out.push(`node ${node.index}: after resume: ${p.detail}`);
       const msgs: string[] = [];
-      checkDigests(s.store.appView, node.index, snap, payloads, msgs, true);
+      checkDigests(s.store.appView, node.index, snap, payloads, msgs, true, w.digestEntries !== undefined);
       out.push(...msgs.map((x) => `node ${node.index}: ${x}`));
     }
     return out;
@@ -387,36 +393,41 @@ function digestState(view: AppView): string {
  * Checks node `node`'s digest log against what was sent and acknowledged; returns how many requests it holds.
  * `complete`: every request sent must be applied (after the clients resent from their resume points).
  */
-export function checkDigests(view: AppView, node: number, snap: RpcSnapshot, payloads: Map<string, Map<number, Uint8Array>>, out: string[], complete: boolean): number {
+export function checkDigests(view: AppView, node: number, snap: RpcSnapshot, payloads: Map<string, Map<number, Uint8Array>>, out: string[], complete: boolean, wraps = false): number {
   const log = readDigestLog(view);
-  if (log.overflow) {
-    out.push(`counter ${log.overflow.counter} exceeds the digest log`);
-    return log.overflow.counter;
+  if (log.first > 0 && !wraps) {
+    out.push(`counter ${log.counter} exceeds the digest log's ${log.entries.length} entries (sized to hold every request)`);
+    return log.counter;
   }
   const lastSeq = new Map<number, number>();
   log.entries.forEach(({ clientId: c, seq: s, payloadCrc: crc, position: idx }, i) => {
-    if (idx !== i) out.push(`digest ${i} records position ${idx} (effects of two requests mixed)`);
+    const at = log.first + i;
+    if (idx !== at % 0x1_0000_0000) out.push(`digest ${at} records position ${idx} (effects of two requests mixed)`);
     const sent = snap.sentUpTo.get(key(node, c)) ?? 0;
     const payload = s <= sent ? payloads.get(key(node, c))?.get(s) : undefined;
     if (payload === undefined) out.push(`applied client ${c} seq ${s}, never sent`);
     else if (crc32c(payload) !== crc) out.push(`applied client ${c} seq ${s} with a payload that was not the one sent (torn or stale)`);
-    const prev = lastSeq.get(c) ?? 0;
+    // A wrapped ring: a client's requests before its first digest still in the ring were overwritten, not lost.
+    const prev = lastSeq.get(c) ?? (log.first > 0 ? s - 1 : 0);
     if (s <= prev) out.push(`client ${c} seq ${s} applied again or out of order (after ${prev})`);
     else if (s !== prev + 1) out.push(`client ${c} seq ${s} applied after ${prev}: FIFO hole`);
     lastSeq.set(c, Math.max(prev, s));
   });
+  /** Applied up to (a client with no digest left in a wrapped ring: everything it sent, overwritten since). */
+  const upTo = (c: number, sent: number): number => lastSeq.get(c) ?? (log.first > 0 ? sent : 0);
   const prefix = `${node}/`;
   for (const [k, a] of snap.acked) {
     if (!k.startsWith(prefix)) continue;
     const c = Number(k.slice(prefix.length));
-    if ((lastSeq.get(c) ?? 0) < a) out.push(`client ${c} was told durable up to ${a}, applied up to ${lastSeq.get(c) ?? 0}: acknowledged request lost`);
+    const applied = upTo(c, snap.sentUpTo.get(k) ?? 0);
+    if (applied < a) out.push(`client ${c} was told durable up to ${a}, applied up to ${applied}: acknowledged request lost`);
   }
   if (complete) {
     for (const [k, s] of snap.sentUpTo) {
       if (!k.startsWith(prefix)) continue;
       const c = Number(k.slice(prefix.length));
-      if ((lastSeq.get(c) ?? 0) !== s) out.push(`after resume: client ${c} sent up to ${s}, applied up to ${lastSeq.get(c) ?? 0}`);
+      if (upTo(c, s) !== s) out.push(`after resume: client ${c} sent up to ${s}, applied up to ${upTo(c, s)}`);
     }
   }
-  return log.entries.length;
+  return log.counter;
 }

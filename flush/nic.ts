@@ -103,23 +103,26 @@ interface CacheEntry {
  * Iterating `list` while entries drain is safe: a drained entry only turns `live` false, and
  * compaction builds a new array (a walk keeps the one it started on); when the cache empties the
  * array is truncated in place, which only ends a walk early (nothing older is left to visit).
+ * Exported for test/flush/nic-cache.test.ts.
  */
-class NicCache {
-  list: CacheEntry[] = [];
+export class NicCache<E extends { live: boolean }> {
+  list: E[] = [];
   head = 0;
   size = 0;
 
-  add(c: CacheEntry): void {
+  add(c: E): void {
     this.list.push(c);
     this.size++;
   }
 
   /** The oldest undrained entry (size > 0). */
-  first(): CacheEntry {
+  first(): E {
     return this.list[this.head]!;
   }
 
-  remove(c: CacheEntry): void {
+  /** c drained (a no-op when it is no longer in the cache: detach() may have dropped it meanwhile, from a crash point of its store). */
+  remove(c: E): void {
+    if (!c.live) return;
     c.live = false;
     if (--this.size === 0) {
       this.list.length = 0;
@@ -145,8 +148,8 @@ class NicCache {
   }
 
   /** The undrained entries, oldest first (a copy). */
-  values(): CacheEntry[] {
-    const out: CacheEntry[] = [];
+  values(): E[] {
+    const out: E[] = [];
     const list = this.list;
     for (let i = this.head; i < list.length; i++) if (list[i]!.live) out.push(list[i]!);
     return out;
@@ -305,7 +308,7 @@ export class Rnic {
   /** #qps' engines in QP number order (its insertion order), walked per work request without an iterator. */
   #qpList: QpEngine[] = [];
   #nextQpn = 1;
-  #cache = new NicCache();
+  #cache = new NicCache<CacheEntry>();
   #seq = 0;
   #hostWriteListeners: Array<(e: HostWriteEvent) => void> = [];
   #freeLists = new Map<string, FreeList>();

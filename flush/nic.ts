@@ -89,6 +89,71 @@ interface CacheEntry {
   qpn: number;
   offset: number;
   bytes: Uint8Array;
+  /** Its QP's engine (the one it was put by). */
+  qp: QpEngine;
+  /** Still in the NIC cache (undrained). */
+  live: boolean;
+}
+
+/**
+ * The NIC cache: its undrained entries in seq (= insertion) order, as an array walked from `head`
+ * (drained entries are marked, not removed, until the head passes them; the array is replaced, not
+ * shifted, when compacted). A Map keyed by seq cost a shrink of its table per drain (it empties
+ * after almost every request), the most expensive line of the server's NIC on the TCP path.
+ * Iterating `list` while entries drain is safe: a drained entry only turns `live` false, and
+ * compaction builds a new array (a walk keeps the one it started on); when the cache empties the
+ * array is truncated in place, which only ends a walk early (nothing older is left to visit).
+ * Exported for test/flush/nic-cache.test.ts.
+ */
+export class NicCache<E extends { live: boolean }> {
+  list: E[] = [];
+  head = 0;
+  size = 0;
+
+  add(c: E): void {
+    this.list.push(c);
+    this.size++;
+  }
+
+  /** The oldest undrained entry (size > 0). */
+  first(): E {
+    return this.list[this.head]!;
+  }
+
+  /** c drained (a no-op when it is no longer in the cache: detach() may have dropped it meanwhile, from a crash point of its store). */
+  remove(c: E): void {
+    if (!c.live) return;
+    c.live = false;
+    if (--this.size === 0) {
+      this.list.length = 0;
+      this.head = 0;
+      return;
+    }
+    const list = this.list;
+    let h = this.head;
+    while (!list[h]!.live) h++;
+    this.head = h;
+    // Drained entries behind undrained older ones (another QP's) stay until the head passes them: compact when they outweigh the live ones.
+    if (h >= 1024 || list.length - h > 4 * this.size + 1024) {
+      this.list = list.filter((x) => x.live);
+      this.head = 0;
+    }
+  }
+
+  clear(): void {
+    for (let i = this.head; i < this.list.length; i++) this.list[i]!.live = false;
+    this.list = [];
+    this.head = 0;
+    this.size = 0;
+  }
+
+  /** The undrained entries, oldest first (a copy). */
+  values(): E[] {
+    const out: E[] = [];
+    const list = this.list;
+    for (let i = this.head; i < list.length; i++) if (list[i]!.live) out.push(list[i]!);
+    return out;
+  }
 }
 
 interface PostedRecv {
@@ -243,7 +308,7 @@ export class Rnic {
   /** #qps' engines in QP number order (its insertion order), walked per work request without an iterator. */
   #qpList: QpEngine[] = [];
   #nextQpn = 1;
-  #cache = new Map<number, CacheEntry>(); // insertion (= seq) order
+  #cache = new NicCache<CacheEntry>();
   #seq = 0;
   #hostWriteListeners: Array<(e: HostWriteEvent) => void> = [];
   #freeLists = new Map<string, FreeList>();
@@ -721,7 +786,7 @@ export class Rnic {
     const o = this.options;
     if (o.drain === 'eager') this.#drainQp(e);
     const bound = o.drain === 'lazy' ? Math.min(o.lazyBound, o.cacheEntriesMax) : o.cacheEntriesMax;
-    while (this.#cache.size > bound) this.#drainEntry(this.#cache.values().next().value as CacheEntry);
+    while (this.#cache.size > bound) this.#drainEntry(this.#cache.first());
   }
 
   #run(e: QpEngine, wr: WorkRequest, id: number): Completion {
@@ -922,7 +987,10 @@ export class Rnic {
     if (t.kind === 'scratch') return e.scratch.slice(t.off, t.off + len);
     const out = this.region.load(t.addr, len);
     const end = t.addr + len;
-    for (const c of this.#cache.values()) {
+    const list = this.#cache.list;
+    for (let i = this.#cache.head; i < list.length; i++) {
+      const c = list[i]!;
+      if (!c.live) continue;
       const cEnd = c.offset + c.bytes.length;
       if (c.offset >= end || cEnd <= t.addr) continue;
       const lo = Math.max(c.offset, t.addr);
@@ -975,8 +1043,8 @@ export class Rnic {
       return;
     }
     if (bytes.length === 0) return;
-    const entry: CacheEntry = { seq: this.#seq++, qpn: e.qpn, offset: t.addr, bytes: bytes.slice() };
-    this.#cache.set(entry.seq, entry);
+    const entry: CacheEntry = { seq: this.#seq++, qpn: e.qpn, offset: t.addr, bytes: bytes.slice(), qp: e, live: true };
+    this.#cache.add(entry);
     e.entries.push(entry);
   }
 
@@ -985,29 +1053,32 @@ export class Rnic {
   }
 
   #drainWhere(pred: (c: CacheEntry) => boolean): void {
-    for (const c of [...this.#cache.values()]) if (pred(c) && this.#cache.has(c.seq)) this.#drainEntry(c);
+    for (const c of this.#cache.values()) if (pred(c) && c.live) this.#drainEntry(c);
   }
 
   /** One entry to host memory. It stays in the cache until stored, so a crash point during the store still sees it undrained. */
   #drainEntry(c: CacheEntry): void {
-    const e = this.#qps.get(c.qpn);
+    // (A QP destroyed is no longer live: as one no longer in the QP table.)
+    const e = c.qp.live ? c.qp : undefined;
     // Per-QP order: an entry never drains before its QP's earlier entries.
     if (e !== undefined) while (e.entries[0] !== c && e.entries.length > 0) this.#drainEntry(e.entries[0]!);
     // Coherence across QPs: an older entry of another QP on overlapping bytes lands first, or it
     // would land later and revert this newer one (e.g. an atomic that read it through the overlay).
-    // (The Map is iterated in place, not copied: deleting entries while iterating is defined, and
-    // the drains below delete only entries older than c, which the loop never revisits.)
+    // (The cache is walked in place, not copied: the drains below only mark entries older than c,
+    // which the walk never revisits; see NicCache.)
     const end = c.offset + c.bytes.length;
-    for (const o of this.#cache.values()) {
-      if (o.seq >= c.seq) break; // the cache iterates in seq order
-      if (o.qpn !== c.qpn && o.offset < end && c.offset < o.offset + o.bytes.length && this.#cache.has(o.seq)) this.#drainEntry(o);
+    const list = this.#cache.list;
+    for (let i = this.#cache.head; i < list.length; i++) {
+      const o = list[i]!;
+      if (o.seq >= c.seq) break; // the cache is in seq order
+      if (o.live && o.qpn !== c.qpn && o.offset < end && c.offset < o.offset + o.bytes.length) this.#drainEntry(o);
     }
     // The recursion above may have drained c itself (an older entry it drained first pulled c's
     // QP up to and past c): then c is already in host memory, in order.
-    if (!this.#cache.has(c.seq)) return;
+    if (!c.live) return;
     if (this.options.ddio) this.region.store(c.offset, c.bytes);
     else this.region.storeNonTemporal(c.offset, c.bytes, 'nic-drain', { qpn: c.qpn, offset: c.offset, len: c.bytes.length });
-    this.#cache.delete(c.seq);
+    this.#cache.remove(c);
     if (e !== undefined && e.entries[0] === c) e.entries.shift();
     this.#stats.cacheEntriesDrained++;
     this.#stats.bytesDrained += c.bytes.length;

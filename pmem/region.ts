@@ -10,7 +10,10 @@
  *
  * With `tracing`, each dirty line keeps the ordered list of 8-byte pieces stored since its last
  * write-back, so crash images (any subset of lines, an in-order prefix of each) can be generated
- * (pmem/crash.ts). Without it, the fast path keeps only a dirty-line bitmap and flush snapshots.
+ * (pmem/crash.ts). Without it, the fast path keeps only a dirty-line bitmap and the flushed lines.
+ * A flushed line's snapshot is taken lazily (copy on write): until a store reaches it, the line's
+ * visible bytes ARE what the flush saw, and drain copies them straight to media (runs of lines in
+ * one copy); a store to a flushed, undrained line first copies its flush-time content aside.
  */
 import assert from 'node:assert/strict';
 import { closeSync, fstatSync, fsyncSync, openSync, readFileSync, readSync, renameSync, statSync, unlinkSync } from 'node:fs';
@@ -151,6 +154,9 @@ const FORMAT_PAGE = 4096;
 const MAX_PIECES_PER_LINE_HINT = 1 << 16;
 const LINE_WORDS = LINE_BYTES / 4;
 const SNAP_POOL_MAX = 4096;
+/** #pend states of a line (the fast path): flushed, its flush-time content visible memory's / copied aside in #cow. */
+const PEND_VISIBLE = 1;
+const PEND_COPY = 2;
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 export class PmemRegion {
@@ -167,7 +173,17 @@ export class PmemRegion {
   #u64: BigUint64Array;
   #dirty: Uint8Array; // per line: 1 = dirty (has stores not written back)
   #dirtyCount = 0;
-  #snapshots = new Map<number, Uint32Array>(); // fast path: line -> content at flush time (16 words)
+  /**
+   * Fast path, per line: 0 = no flush pending; PEND_VISIBLE = flushed and not stored to since (its
+   * flush-time content is visible memory's); PEND_COPY = flushed, then stored to: its flush-time
+   * content is in #cow. #pendCount lines have a flush pending; #pendLines lists them (in flush
+   * order; a line written back since stays listed, with state 0, until the drain).
+   */
+  #pend: Uint8Array;
+  #pendCount = 0;
+  #pendLines: number[] = [];
+  /** Fast path: line -> content at flush time (16 words), for a flushed line stored to before the drain (PEND_COPY). */
+  #cow = new Map<number, Uint32Array>();
   /** Snapshots written back, kept for the next flushes (no allocation per flushed line). */
   #snapPool: Uint32Array[] = [];
   /** Word views of visible memory and of media's data area: a line is copied as 16 words (no view, no slice per line). */
@@ -240,6 +256,7 @@ export class PmemRegion {
     this.#data32 = new Uint32Array(media.buffer, HEADER_BYTES, header.sizeBytes / 4);
     this.#u64 = new BigUint64Array(vis, at, header.sizeBytes / 8);
     this.#dirty = new Uint8Array(this.lineCount);
+    this.#pend = new Uint8Array(this.lineCount);
     this.#prng = options.prng ?? createPrng(options.seed);
   }
 
@@ -540,6 +557,7 @@ export class PmemRegion {
   storeU64Atomic(offset: number, value: bigint): void {
     this.#checkAligned(offset);
     this.#assertOwner();
+    if (this.#pendCount > 0) this.#copyOnWrite(offset, 8);
     Atomics.store(this.#u64, offset / 8, BigInt.asUintN(64, value));
     this.#afterStore(offset, 8);
   }
@@ -548,6 +566,8 @@ export class PmemRegion {
   cas64(offset: number, expected: bigint, desired: bigint): bigint {
     this.#checkAligned(offset);
     this.#assertOwner();
+    // (A snapshot taken for a CAS that fails holds what visible memory still holds: the same drain.)
+    if (this.#pendCount > 0) this.#copyOnWrite(offset, 8);
     const old = Atomics.compareExchange(this.#u64, offset / 8, BigInt.asUintN(64, expected), BigInt.asUintN(64, desired));
     if (old === BigInt.asUintN(64, expected)) this.#afterStore(offset, 8);
     return old;
@@ -565,9 +585,9 @@ export class PmemRegion {
     this.#syncBeforeUnorderedWrite();
     const first = (offset / LINE_BYTES) | 0;
     const last = ((offset + bytes.length - 1) / LINE_BYTES) | 0;
-    // A line flushed on the fast path is clean but holds an undrained snapshot: write it back too,
+    // A line flushed on the fast path is clean but holds an undrained flush: write it back too,
     // or a later drain would put the older snapshot over the non-temporal bytes on media.
-    for (let line = first; line <= last; line++) if (this.#dirty[line] === 1 || this.#snapshots.has(line)) this.#writeBackLine(line);
+    for (let line = first; line <= last; line++) if (this.#dirty[line] === 1 || this.#pend[line] !== 0) this.#writeBackLine(line);
     this.#visible.set(bytes, offset);
     this.#data.set(bytes, offset);
     this.#stats.ntStores++;
@@ -589,15 +609,14 @@ export class PmemRegion {
       if (this.options.tracing) {
         this.#flushed.set(line, this.#pieces.get(line)!.length);
       } else {
-        // A line flushed again before a drain: its snapshot is taken again, in place.
-        let snap = this.#snapshots.get(line);
-        if (snap === undefined) {
-          snap = this.#snapPool.pop() ?? new Uint32Array(LINE_WORDS);
-          this.#snapshots.set(line, snap);
-        }
-        const v = this.#visible32;
-        const w = line * LINE_WORDS;
-        for (let k = 0; k < LINE_WORDS; k++) snap[k] = v[w + k]!;
+        // The snapshot is visible memory from now until a store copies it aside (#copyOnWrite). A
+        // line flushed again before a drain: its snapshot is taken again (visible memory, now).
+        const p = this.#pend[line];
+        if (p === 0) {
+          this.#pendLines.push(line);
+          this.#pendCount++;
+        } else if (p === PEND_COPY) this.#dropCopy(line);
+        this.#pend[line] = PEND_VISIBLE;
         this.#dirty[line] = 0;
         this.#dirtyCount--;
       }
@@ -608,12 +627,11 @@ export class PmemRegion {
   drain(): void {
     this.#assertOpen();
     this.#stats.drains++;
-    const pending = this.options.tracing ? this.#flushed.size : this.#snapshots.size;
-    if (pending === 0) return;
-    this.#crashPoint('drain');
-    let lo = Infinity;
-    let hi = -1;
     if (this.options.tracing) {
+      if (this.#flushed.size === 0) return;
+      this.#crashPoint('drain');
+      let lo = Infinity;
+      let hi = -1;
       for (const [line, count] of this.#flushed) {
         const pieces = this.#pieces.get(line)!;
         for (let i = 0; i < count; i++) this.#data.set(pieces[i]!.bytes, pieces[i]!.offset);
@@ -624,16 +642,15 @@ export class PmemRegion {
         if (line > hi) hi = line;
       }
       this.#flushed.clear();
-    } else {
-      for (const [line, snap] of this.#snapshots) {
-        this.#writeSnapshot(line, snap);
-        this.#stats.linesWrittenBack++;
-        if (line < lo) lo = line;
-        if (line > hi) hi = line;
-      }
-      this.#snapshots.clear();
+      this.#syncIfStrict(lo * LINE_BYTES, (hi - lo + 1) * LINE_BYTES);
+      return;
     }
-    this.#syncIfStrict(lo * LINE_BYTES, (hi - lo + 1) * LINE_BYTES);
+    if (this.#pendCount === 0) return;
+    this.#crashPoint('drain');
+    this.#wbLo = Infinity;
+    this.#wbHi = -1;
+    this.#writePending(0, -1);
+    this.#syncIfStrict(this.#wbLo * LINE_BYTES, (this.#wbHi - this.#wbLo + 1) * LINE_BYTES);
   }
 
   /** flush(range) + drain(). */
@@ -644,53 +661,132 @@ export class PmemRegion {
       if (this.options.domain === 'eadr') this.#syncIfStrict(offset, len);
       return;
     }
-    // Fast path, same effect as flush + drain: earlier snapshots and the range's dirty lines go
-    // to media in one drain, the range's lines copied straight from visible memory in runs of
+    // Fast path, same effect as flush + drain: earlier flushes and the range's dirty lines go to
+    // media in one drain, the range's lines copied straight from visible memory in runs of
     // consecutive dirty lines (no per-line snapshot is taken only to be written back at once).
     this.#check(offset, len);
     this.#stats.flushes++;
     this.#stats.drains++;
-    if (len === 0 && this.#snapshots.size === 0) return;
+    const pending = this.#pendCount;
+    if (len === 0 && pending === 0) return;
     const first = (offset / LINE_BYTES) | 0;
     const last = len === 0 ? first - 1 : ((offset + len - 1) / LINE_BYTES) | 0;
+    const dirty = this.#dirty;
     let anyDirty = false;
-    for (let line = first; line <= last && !anyDirty; line++) anyDirty = this.#dirty[line] === 1;
-    if (!anyDirty && this.#snapshots.size === 0) return;
+    for (let line = first; line <= last && !anyDirty; line++) anyDirty = dirty[line] === 1;
+    if (!anyDirty && pending === 0) return;
     this.#crashPoint('drain');
-    let lo = Infinity;
-    let hi = -1;
-    if (this.#snapshots.size > 0) {
-      for (const [line, snap] of this.#snapshots) {
-        // A line re-dirtied since its snapshot and inside the range is written from visible memory
-        // below (what flush would have snapshotted): write and count it once, as flush + drain does.
-        if (line >= first && line <= last && this.#dirty[line] === 1) {
-          this.#recycle(snap);
-          continue;
-        }
-        this.#writeSnapshot(line, snap);
-        this.#stats.linesWrittenBack++;
-        if (line < lo) lo = line;
-        if (line > hi) hi = line;
-      }
-      this.#snapshots.clear();
-    }
+    this.#wbLo = Infinity;
+    this.#wbHi = -1;
+    // A line flushed earlier, re-dirtied since and inside the range is written from visible memory
+    // below (what flush would have snapshotted): written and counted once, as flush + drain does.
+    if (pending > 0) this.#writePending(first, last);
+    let lo = this.#wbLo;
+    let hi = this.#wbHi;
+    let written = 0;
     for (let line = first; line <= last; ) {
-      if (this.#dirty[line] !== 1) {
+      if (dirty[line] !== 1) {
         line++;
         continue;
       }
       const runStart = line;
-      while (line <= last && this.#dirty[line] === 1) {
-        this.#dirty[line] = 0;
-        this.#dirtyCount--;
+      while (line <= last && dirty[line] === 1) {
+        dirty[line] = 0;
         line++;
       }
+      written += line - runStart;
       this.#copyLines(runStart, line);
-      this.#stats.linesWrittenBack += line - runStart;
       if (runStart < lo) lo = runStart;
       if (line - 1 > hi) hi = line - 1;
     }
+    this.#dirtyCount -= written;
+    this.#stats.linesWrittenBack += written;
     this.#syncIfStrict(lo * LINE_BYTES, (hi - lo + 1) * LINE_BYTES);
+  }
+
+  /** The span [#wbLo, #wbHi] of lines written by #writePending (Infinity, -1: none). */
+  #wbLo = Infinity;
+  #wbHi = -1;
+
+  /**
+   * The fast path's drain: every line with a flush pending to media — from visible memory
+   * (PEND_VISIBLE: runs of consecutive lines in one copy) or from its copy (PEND_COPY) — except a
+   * line in [skipFirst, skipLast] that is dirty (persist writes it from visible memory itself).
+   * Clears the pending state, counts the lines written, widens [#wbLo, #wbHi].
+   */
+  #writePending(skipFirst: number, skipLast: number): void {
+    const lines = this.#pendLines;
+    const pend = this.#pend;
+    const n = lines.length;
+    let lo = this.#wbLo;
+    let hi = this.#wbHi;
+    let written = 0;
+    for (let i = 0; i < n; ) {
+      const line = lines[i]!;
+      const p = pend[line]!;
+      i++;
+      if (p === 0) continue; // written back since its flush
+      pend[line] = 0;
+      if (line >= skipFirst && line <= skipLast && this.#dirty[line] === 1) {
+        if (p === PEND_COPY) this.#recycle(this.#takeCopy(line));
+        continue;
+      }
+      if (line < lo) lo = line;
+      if (p === PEND_COPY) {
+        this.#writeSnapshot(line, this.#takeCopy(line));
+        written++;
+        if (line > hi) hi = line;
+        continue;
+      }
+      // A run of consecutive lines flushed in ascending order, none stored to since: one copy.
+      let end = line + 1;
+      while (i < n && lines[i] === end && pend[end] === PEND_VISIBLE && !(end >= skipFirst && end <= skipLast && this.#dirty[end] === 1)) {
+        pend[end] = 0;
+        end++;
+        i++;
+      }
+      invariant(end <= this.lineCount, () => `write-back of lines [${line}, ${end}); the region has ${this.lineCount}`);
+      this.#copyLines(line, end);
+      written += end - line;
+      if (end - 1 > hi) hi = end - 1;
+    }
+    lines.length = 0;
+    this.#pendCount = 0;
+    this.#stats.linesWrittenBack += written;
+    this.#wbLo = lo;
+    this.#wbHi = hi;
+  }
+
+  /** Takes the PEND_COPY line's flush-time copy out of #cow. */
+  #takeCopy(line: number): Uint32Array {
+    const snap = this.#cow.get(line);
+    invariant(snap !== undefined, () => `line ${line} is flushed with a copy, but has none`);
+    this.#cow.delete(line);
+    return snap;
+  }
+
+  /** A PEND_COPY line flushed again (or written back): its older copy is dropped. */
+  #dropCopy(line: number): void {
+    this.#recycle(this.#takeCopy(line));
+  }
+
+  /**
+   * Before a store to [offset, offset + len) reaches visible memory: each of its lines flushed and
+   * not stored to since (PEND_VISIBLE) gets its flush-time content copied aside (PEND_COPY), which
+   * the drain writes instead of what the store leaves.
+   */
+  #copyOnWrite(offset: number, len: number): void {
+    const pend = this.#pend;
+    const last = ((offset + len - 1) / LINE_BYTES) | 0;
+    for (let line = (offset / LINE_BYTES) | 0; line <= last; line++) {
+      if (pend[line] !== PEND_VISIBLE) continue;
+      const snap = this.#snapPool.pop() ?? new Uint32Array(LINE_WORDS);
+      const v = this.#visible32;
+      const w = line * LINE_WORDS;
+      for (let k = 0; k < LINE_WORDS; k++) snap[k] = v[w + k]!;
+      this.#cow.set(line, snap);
+      pend[line] = PEND_COPY;
+    }
   }
 
   // ---------------------------------------------------------------- strict group commit
@@ -1020,7 +1116,7 @@ export class PmemRegion {
     if (this.options.domain === 'eadr') {
       copy.set(this.#visible, HEADER_BYTES);
     } else {
-      if (!this.options.tracing && this.#dirtyCount + this.#snapshots.size > 0) {
+      if (!this.options.tracing && this.#dirtyCount + this.#pendCount > 0) {
         throw new PmrpcError(ErrorCodes.NOT_TRACING, 'crash images need a region opened with { tracing: true }');
       }
       for (const [line, pieces] of [...this.#pieces].sort((a, b) => a[0] - b[0])) {
@@ -1109,10 +1205,12 @@ export class PmemRegion {
   #writeBackLine(line: number): void {
     const start = line * LINE_BYTES;
     this.#data.set(this.#visible.subarray(start, start + LINE_BYTES), start);
-    const snap = this.#snapshots.get(line);
-    if (snap !== undefined) {
-      this.#snapshots.delete(line);
-      this.#recycle(snap);
+    const p = this.#pend[line];
+    if (p !== 0) {
+      // Its flush is written over by this write-back: no longer pending.
+      if (p === PEND_COPY) this.#dropCopy(line);
+      this.#pend[line] = 0;
+      this.#pendCount--;
     }
     this.#flushed.delete(line);
     this.#pieces.delete(line);
@@ -1212,6 +1310,7 @@ export class PmemRegion {
   #checkStore(offset: number, len: number): void {
     this.#check(offset, len);
     this.#assertOwner();
+    if (this.#pendCount > 0 && len > 0) this.#copyOnWrite(offset, len);
     const t = this.#touched;
     if (t !== undefined && len > 0) t.fill(1, Math.floor(offset / FORMAT_PAGE), Math.floor((offset + len - 1) / FORMAT_PAGE) + 1);
   }

@@ -76,6 +76,10 @@ export interface ConnectionStats {
   readPaused: boolean;
   /** How many times back-pressure paused reading. */
   backpressurePauses: number;
+  /** Socket reads ('data' events) taken from this connection. */
+  reads: number;
+  /** Socket writes to this connection (each one buffer: every frame gathered since the last). */
+  writes: number;
 }
 
 export interface TcpServerStats {
@@ -138,6 +142,16 @@ export interface TcpNicServerOptions {
    * socket read instead of two in a row). undefined: nothing.
    */
   onRunEnd: (() => void) | undefined;
+  /**
+   * A socket read that carried at least this many requests (a pipelined burst) holds every frame
+   * it produces — the NIC's Responses, the server CPU's ACKs — until the end of the read's
+   * microtasks, where the CPU passes its NIC run scheduled have run and written their RESULTs:
+   * one socket write per read instead of two (issue 29). A durable signal is only delayed (by the
+   * processing of its own burst), never sent earlier. A read with fewer requests (one outstanding
+   * call: its client waits for exactly that signal) sends its durable signals at the end of its
+   * pump, before any processing (test/node/latency-order).
+   */
+  gatherReadRequestsMin: number;
 }
 
 export const TCP_SERVER_DEFAULTS: Readonly<TcpNicServerOptions> = Object.freeze({
@@ -162,6 +176,7 @@ export const TCP_SERVER_DEFAULTS: Readonly<TcpNicServerOptions> = Object.freeze(
   clock: systemClock,
   faults: undefined,
   onRunEnd: undefined,
+  gatherReadRequestsMin: 2,
 });
 
 const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
@@ -186,6 +201,7 @@ const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
   clock: clockCheck,
   faults: checkDriverFaults,
   onRunEnd: optional(callable()),
+  gatherReadRequestsMin: positiveInt,
 };
 
 /**
@@ -240,6 +256,14 @@ class ServerConn {
   gatherGen = 0;
   /** Corked by a NIC run outside #pump (#runNic): uncorked when the run ends. */
   runCorked = false;
+  /** Requests decoded by the outermost #pump in progress. */
+  pumpRequests = 0;
+  /** A pipelined read's cork, held until the end of its microtasks (#releaseRead; gatherReadRequestsMin). */
+  readHeld = false;
+  /** #releaseRead of this connection, as one closure (not one per read). */
+  release: (() => void) | undefined;
+  reads = 0;
+  writes = 0;
   readPaused = false;
   handshakeTimer: TimerHandle | undefined;
   lingerTimer: TimerHandle | undefined;
@@ -360,6 +384,8 @@ export class TcpNicServer {
       outgoingBytes: c.socket.writableLength + c.outPos - c.outStart,
       readPaused: c.readPaused,
       backpressurePauses: c.backpressurePauses,
+      reads: c.reads,
+      writes: c.writes,
     }));
   }
 
@@ -426,6 +452,7 @@ export class TcpNicServer {
       return;
     }
     c.bytesIn += chunk.length;
+    c.reads++;
     c.reader.append(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
     this.#pump(c);
     // Untrusted until bound: before its Welcome a peer may cost only handshakeBytesMax bytes (a
@@ -503,10 +530,28 @@ export class TcpNicServer {
       // its Responses into the cork, before the pump's frames leave.
       if (!nested && this.#runPending) this.#runNic();
       c.pumping = nested;
-      this.#uncork(c);
-      // The pump's frames (durable Responses) leave now, with anything gathered before them.
-      if (!nested) this.#flushGathered(c);
+      if (!nested && c.pumpRequests >= this.options.gatherReadRequestsMin && !c.readHeld && c.state === 'open') {
+        // A pipelined burst: its NIC run scheduled the server CPU's passes (microtasks); the
+        // pump's cork stays until they have run, so the burst's Responses, ACKs and RESULTs leave
+        // in one write. Delayed by the burst's processing, never advanced: every frame was handed
+        // over as before (an ACK after the persist it reports), only the write comes later.
+        c.readHeld = true;
+        queueMicrotask((c.release ??= () => this.#releaseRead(c)));
+      } else {
+        this.#uncork(c);
+        // The pump's frames (durable Responses) leave now, with anything gathered before them.
+        if (!nested) this.#flushGathered(c);
+      }
+      if (!nested) c.pumpRequests = 0;
     }
+  }
+
+  /** The end of a pipelined read's microtasks: its frames and its passes' leave in one write. */
+  #releaseRead(c: ServerConn): void {
+    if (!c.readHeld) return;
+    c.readHeld = false;
+    this.#uncork(c);
+    this.#flushGathered(c);
   }
 
   #pause(c: ServerConn): void {
@@ -611,6 +656,7 @@ export class TcpNicServer {
     // that submits while the loop runs: the running loop serves the request.
     this.#runPending = true;
     this.#unrunBytes += bound;
+    c.pumpRequests++;
     if (!c.pumping) this.#runNic();
   }
 
@@ -811,7 +857,7 @@ export class TcpNicServer {
     if (c.outPos + framedLength > c.out.length) this.#growOut(c, framedLength);
     writeSizedFrame(m, c.out, c.outPos);
     c.outPos += framedLength;
-    if (lazy && !c.pumping && !c.gathering) {
+    if (lazy && !c.pumping && !c.gathering && !c.readHeld) {
       c.gathering = true;
       const gen = ++c.gatherGen;
       c.corks++;
@@ -858,6 +904,7 @@ export class TcpNicServer {
     c.outStart = c.outPos;
     if (s.destroyed) return;
     s.write(chunk);
+    c.writes++;
     // Written through to the kernel (the usual case on an uncongested socket): the buffer is free again.
     if (s.writableLength === 0) c.outStart = c.outPos = 0;
     else if (c.outPos > c.out.length >>> 1) c.out = NO_OUT; // the socket holds a view of it: the next frame starts a new one

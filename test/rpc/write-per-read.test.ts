@@ -10,7 +10,7 @@ import { Socket } from 'node:net';
 import { createPrng, seededEntropy } from '../../pmem/index.js';
 import type { RpcAppServer } from '../../src/apps/rpc/index.js';
 import { NodeHost } from '../../src/node/index.js';
-import type { RpcStrategy } from '../../src/rpc/index.js';
+import type { RpcHandler, RpcStrategy } from '../../src/rpc/index.js';
 import { RemoteRpcClient } from '../../src/server/index.js';
 
 const seed = Number(process.env.PMRPC_SEED ?? 29);
@@ -25,7 +25,7 @@ async function run(strategy: RpcStrategy, ddio: boolean): Promise<{ reads: Array
     pmPath: undefined,
     sizeBytes: 2 << 20,
     ddio,
-    appOptions: { strategy, handlers: { m: (req) => ({ images: [], result: req.payload.slice(0, 1) }) } },
+    appOptions: { strategy, handlers: { m: ((req) => ({ images: [], result: req.payload.slice(0, 1) })) satisfies RpcHandler } },
     entropy: seededEntropy(createPrng(seed)),
     region: { seed, entropy: seededEntropy(createPrng(seed + 1)) },
   });

@@ -18,7 +18,7 @@ import net from 'node:net';
 import { bool, callable, intIn, nextTurn, nonEmptyString, optional, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
 import { checkDriverFaults, NicDriver, Rnic, ServerQp, type NicDriverFaults, type RequestMessage, type ServerMessage } from '../../flush/index.js';
 import { BAD_FRAME, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, sizeFrame, writeSizedFrame, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
-import { FrameDecoder } from './decoder.js';
+import { FrameDecoder, type DecodeStep } from './decoder.js';
 import { isLoopbackHost, tokenEquals } from './auth.js';
 import { bareMessage, codeOf, messageOf, TransportErrorCodes } from './errors.js';
 import { authTokenCheck, clockCheck, execUnits, frameBound, HANDSHAKE_BYTES_MAX_DEFAULT, MIN_FRAME_BYTES, positiveIntAtLeast, responseBoundBytes, TICK_UNITS_DEFAULT } from './limits.js';
@@ -501,10 +501,12 @@ export class TcpNicServer {
           c.framesIn++;
           this.#stats.framesIn++;
           // A canonical Request within the budget: decoded in one call, as the decoder's one step would.
-          const whole = c.state === 'open' ? FrameDecoder.decodeRequest(frame, this.#budget) : undefined;
+          const whole = c.state === 'open' ? FrameDecoder.decodeRequest(frame, this.#budget, this.#whole) : undefined;
           if (whole !== undefined) {
+            const m = whole.message!;
+            whole.message = undefined;
             this.#spend(whole.units);
-            this.#onMessage(c, whole.message!);
+            this.#onMessage(c, m);
             continue;
           }
           c.decoding = new FrameDecoder(frame, { firstFrame: c.state === 'handshake' });
@@ -663,6 +665,9 @@ export class TcpNicServer {
   #nicBusy(): boolean {
     return this.nic.busyQpsInto(this.#busyScratch, this.#failedQps) > 0;
   }
+
+  /** #pump's decoded step of a whole Request frame, reused (one object per request otherwise). */
+  readonly #whole: DecodeStep = { units: 0, message: undefined };
 
   /** #stepOne's list of busy QPs, reused (one per work request otherwise). */
   readonly #busyScratch: number[] = [];

@@ -587,8 +587,11 @@ export class TcpNicServer {
   #armTick(): void {
     if (this.#tickArmed) return;
     this.#tickArmed = true;
-    this.options.defer(() => this.#onTick());
+    this.options.defer(this.#tick);
   }
+
+  /** #onTick, as one closure (not one per turn). */
+  readonly #tick = (): void => this.#onTick();
 
   /** A new turn of the event loop: a fresh budget, the NIC's pending work, then waiting connections in order. */
   #onTick(): void {

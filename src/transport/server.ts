@@ -838,7 +838,9 @@ export class TcpNicServer {
    * in one write per connection. Any other frame (a durable signal: a Response, an ACK, a
    * coupled reply) leaves at once (at the end of its pump or run), with what was gathered before
    * it — a durable signal never waits behind processing, nor behind its RESULT
-   * (test/node/latency-order).
+   * (test/node/latency-order) — except after a read of a pipelined burst (gatherReadRequestsMin):
+   * its pump's cork is held to the end of the read's microtasks, so the burst's durable signals
+   * leave with the RESULTs of its passes in one write (#pump, #releaseRead).
    */
   #write(c: ServerConn, m: WireMessage, lazy = false): void {
     let framedLength: number;

@@ -19,12 +19,13 @@ t.comment(`seed ${seed} (replay: PMRPC_SEED=${seed} npx tap test/rpc/write-per-r
 const BURST = 16;
 const BURSTS = 4;
 
-async function run(strategy: RpcStrategy, ddio: boolean): Promise<{ reads: Array<{ requests: number; writes: number }>; results: number[][]; stats: { reads: number; writes: number } }> {
+async function run(strategy: RpcStrategy, ddio: boolean, gatherReadRequestsMin?: number): Promise<{ reads: Array<{ requests: number; writes: number }>; results: number[][]; stats: { reads: number; writes: number } }> {
   const node = await NodeHost.start<RpcAppServer>({
     app: 'rpc',
     pmPath: undefined,
     sizeBytes: 2 << 20,
     ddio,
+    ...(gatherReadRequestsMin === undefined ? {} : { tcp: { gatherReadRequestsMin } }),
     appOptions: { strategy, handlers: { m: ((req) => ({ images: [], result: req.payload.slice(0, 1) })) satisfies RpcHandler } },
     entropy: seededEntropy(createPrng(seed)),
     region: { seed, entropy: seededEntropy(createPrng(seed + 1)) },
@@ -85,3 +86,10 @@ for (const [strategy, ddio] of [['wflush', false], ['srflush', true], ['wrflush'
     t.equal(r.stats.writes, r.reads.reduce((a, x) => a + x.writes, 0), `connectionStats: ${r.stats.writes} writes`);
   });
 }
+
+t.test('wflush: with gatherReadRequestsMin above the burst, a read costs two writes (its Responses, then its RESULTs)', async (t) => {
+  const r = await run('wflush', false, 1000);
+  const bursts = r.reads.filter((x) => x.requests >= 2);
+  t.ok(bursts.length >= 1, `${bursts.length} reads carried a pipelined burst`);
+  for (const x of bursts) t.equal(x.writes, 2, `a read of ${x.requests} requests: ${x.writes} socket writes`);
+});

@@ -125,14 +125,18 @@ export class FrameDecoder {
    * unit per field read, nested ones included, plus WR_DECODE_UNITS per work request), without a
    * decoder, a protobuf reader or range arrays per frame. Otherwise undefined: use a FrameDecoder
    * (the sliced, bounded path; a non-canonical frame gets its coded error there). Not for a
-   * connection's first frame (a Hello).
+   * connection's first frame (a Hello). `into`: the step is written there and returned (a caller
+   * decoding many frames keeps one, not an object per frame).
    */
-  static decodeRequest(frame: Uint8Array, unitsMax: number): DecodeStep | undefined {
+  static decodeRequest(frame: Uint8Array, unitsMax: number, into?: DecodeStep): DecodeStep | undefined {
     const m = fastDecode(frame);
     if (m === undefined || m.type !== 'request' || m.wrs.length > MAX_WRS_PER_MESSAGE) return undefined;
     const units = fastDecodedFields() + WR_DECODE_UNITS * m.wrs.length;
     if (units > Math.max(1, unitsMax)) return undefined;
-    return { units, message: m };
+    if (into === undefined) return { units, message: m };
+    into.units = units;
+    into.message = m;
+    return into;
   }
 
   get done(): boolean {

@@ -22,7 +22,13 @@ export const FAST_CODEC = { enabled: true };
 // ------------------------------------------------------------------ encode
 
 /** Sizes of the nested messages, in pre-order, from the sizing pass to the writing pass. */
-let sizes: number[] = [];
+/**
+ * The sizing pass's nested sizes, sizes[0, sizesLen): kept between frames and refilled from 0
+ * (an array's `length = 0` drops its backing store, which the next push allocates again: garbage
+ * per frame encoded).
+ */
+const sizes: number[] = [];
+let sizesLen = 0;
 let sizeAt = 0;
 let buf: Uint8Array = new Uint8Array(0);
 let pos = 0;
@@ -89,7 +95,7 @@ function sizeLoc(l: Loc): number {
   }
   if (!u32(l.rkey) || !u64(l.addr)) decline();
   const r = (l.rkey !== 0 ? 1 + vlen(l.rkey) : 0) + (l.addr !== 0 ? 1 + vlen(l.addr) : 0);
-  sizes.push(r);
+  sizes[sizesLen++] = r;
   return ldLen(r);
 }
 
@@ -148,8 +154,8 @@ function writeU32(tag: number, v: number): void {
 
 /** Size of one op message body (Write, Read, …) of a work request; pushes nested sizes. */
 function sizeOp(wr: WorkRequest): number {
-  const mark = sizes.length;
-  sizes.push(0);
+  const mark = sizesLen++;
+  sizes[mark] = 0;
   let n = 0;
   switch (wr.op) {
     case 'write':
@@ -216,8 +222,8 @@ const OP_TAGS: Partial<Record<WrOp, number>> = { write: 10, writeImm: 10, read: 
 
 function sizeWr(wr: WorkRequest): number {
   if (wr === null || typeof wr !== 'object') decline();
-  const mark = sizes.length;
-  sizes.push(0);
+  const mark = sizesLen++;
+  sizes[mark] = 0;
   let n = optU32(wr.id);
   if (wr.conditional === true) n += 2;
   n += optU32(wr.redirect);
@@ -339,7 +345,7 @@ function sizeCompletion(c: Completion): number {
     if (typeof c.swapped !== 'boolean') decline();
     n += 2;
   }
-  sizes.push(n);
+  sizes[sizesLen++] = n;
   return n;
 }
 
@@ -394,7 +400,7 @@ let sizedBody = 0;
 export function fastFrameSize(msg: Encodable): number {
   sizedMsg = undefined;
   if (!FAST_CODEC.enabled || msg === null || typeof msg !== 'object') return -1;
-  sizes.length = 0;
+  sizesLen = 0;
   sizeAt = 0;
   let body: number;
   try {

@@ -18,7 +18,7 @@ import net from 'node:net';
 import { bool, callable, intIn, nextTurn, nonEmptyString, optional, PmrpcError, positiveInt, positiveMs, resolveOptions, systemClock, type Clock, type OptionChecks, type TimerHandle } from '../../pmem/index.js';
 import { checkDriverFaults, NicDriver, Rnic, ServerQp, type NicDriverFaults, type RequestMessage, type ServerMessage } from '../../flush/index.js';
 import { BAD_FRAME, encodeMessage, FRAME_TOO_LARGE, FrameReader, frameBytes, MAX_FRAME_BYTES_DEFAULT, PROTOCOL_VERSION, sizeFrame, writeSizedFrame, type HelloMessage, type WelcomeMessage, type WireMessage } from './codec.js';
-import { FrameDecoder } from './decoder.js';
+import { FrameDecoder, type DecodeStep } from './decoder.js';
 import { isLoopbackHost, tokenEquals } from './auth.js';
 import { bareMessage, codeOf, messageOf, TransportErrorCodes } from './errors.js';
 import { authTokenCheck, clockCheck, execUnits, frameBound, HANDSHAKE_BYTES_MAX_DEFAULT, MIN_FRAME_BYTES, positiveIntAtLeast, responseBoundBytes, TICK_UNITS_DEFAULT } from './limits.js';
@@ -76,6 +76,10 @@ export interface ConnectionStats {
   readPaused: boolean;
   /** How many times back-pressure paused reading. */
   backpressurePauses: number;
+  /** Socket reads ('data' events) taken from this connection. */
+  reads: number;
+  /** Socket writes to this connection (each one buffer: every frame gathered since the last). */
+  writes: number;
 }
 
 export interface TcpServerStats {
@@ -138,6 +142,21 @@ export interface TcpNicServerOptions {
    * socket read instead of two in a row). undefined: nothing.
    */
   onRunEnd: (() => void) | undefined;
+  /**
+   * A socket read that carried at least this many requests (a pipelined burst) holds every frame
+   * it produces — the NIC's Responses, the server CPU's ACKs — until the end of the read's
+   * microtasks, where the CPU passes its NIC run scheduled have run and written their RESULTs:
+   * one socket write per read instead of two (issue 29). A durable signal is only delayed (by the
+   * processing of its own burst), never sent earlier. A read with fewer requests (one outstanding
+   * call: its client waits for exactly that signal) sends its durable signals at the end of its
+   * pump, before any processing (test/node/latency-order).
+   *
+   * Off by default (Number.MAX_SAFE_INTEGER: no read holds): the hold makes a pipelined client's
+   * durable signals wait for its burst's processing (wflush's durable p50 at 2 × 32 in flight
+   * ≈ 0.6 → 1.0 ms, docs/benchmarks.md), which erases what a decoupled strategy exists to show.
+   * 2 turns it on for every burst.
+   */
+  gatherReadRequestsMin: number;
 }
 
 export const TCP_SERVER_DEFAULTS: Readonly<TcpNicServerOptions> = Object.freeze({
@@ -162,6 +181,7 @@ export const TCP_SERVER_DEFAULTS: Readonly<TcpNicServerOptions> = Object.freeze(
   clock: systemClock,
   faults: undefined,
   onRunEnd: undefined,
+  gatherReadRequestsMin: Number.MAX_SAFE_INTEGER,
 });
 
 const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
@@ -186,6 +206,7 @@ const TCP_SERVER_CHECKS: OptionChecks<TcpNicServerOptions> = {
   clock: clockCheck,
   faults: checkDriverFaults,
   onRunEnd: optional(callable()),
+  gatherReadRequestsMin: positiveInt,
 };
 
 /**
@@ -240,6 +261,14 @@ class ServerConn {
   gatherGen = 0;
   /** Corked by a NIC run outside #pump (#runNic): uncorked when the run ends. */
   runCorked = false;
+  /** Requests decoded by the outermost #pump in progress. */
+  pumpRequests = 0;
+  /** A pipelined read's cork, held until the end of its microtasks (#releaseRead; gatherReadRequestsMin). */
+  readHeld = false;
+  /** #releaseRead of this connection, as one closure (not one per read). */
+  release: (() => void) | undefined;
+  reads = 0;
+  writes = 0;
   readPaused = false;
   handshakeTimer: TimerHandle | undefined;
   lingerTimer: TimerHandle | undefined;
@@ -360,6 +389,8 @@ export class TcpNicServer {
       outgoingBytes: c.socket.writableLength + c.outPos - c.outStart,
       readPaused: c.readPaused,
       backpressurePauses: c.backpressurePauses,
+      reads: c.reads,
+      writes: c.writes,
     }));
   }
 
@@ -426,6 +457,7 @@ export class TcpNicServer {
       return;
     }
     c.bytesIn += chunk.length;
+    c.reads++;
     c.reader.append(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
     this.#pump(c);
     // Untrusted until bound: before its Welcome a peer may cost only handshakeBytesMax bytes (a
@@ -474,10 +506,12 @@ export class TcpNicServer {
           c.framesIn++;
           this.#stats.framesIn++;
           // A canonical Request within the budget: decoded in one call, as the decoder's one step would.
-          const whole = c.state === 'open' ? FrameDecoder.decodeRequest(frame, this.#budget) : undefined;
+          const whole = c.state === 'open' ? FrameDecoder.decodeRequest(frame, this.#budget, this.#whole) : undefined;
           if (whole !== undefined) {
+            const m = whole.message!;
+            whole.message = undefined;
             this.#spend(whole.units);
-            this.#onMessage(c, whole.message!);
+            this.#onMessage(c, m);
             continue;
           }
           c.decoding = new FrameDecoder(frame, { firstFrame: c.state === 'handshake' });
@@ -503,10 +537,28 @@ export class TcpNicServer {
       // its Responses into the cork, before the pump's frames leave.
       if (!nested && this.#runPending) this.#runNic();
       c.pumping = nested;
-      this.#uncork(c);
-      // The pump's frames (durable Responses) leave now, with anything gathered before them.
-      if (!nested) this.#flushGathered(c);
+      if (!nested && c.pumpRequests >= this.options.gatherReadRequestsMin && !c.readHeld && c.state === 'open') {
+        // A pipelined burst: its NIC run scheduled the server CPU's passes (microtasks); the
+        // pump's cork stays until they have run, so the burst's Responses, ACKs and RESULTs leave
+        // in one write. Delayed by the burst's processing, never advanced: every frame was handed
+        // over as before (an ACK after the persist it reports), only the write comes later.
+        c.readHeld = true;
+        queueMicrotask((c.release ??= () => this.#releaseRead(c)));
+      } else {
+        this.#uncork(c);
+        // The pump's frames (durable Responses) leave now, with anything gathered before them.
+        if (!nested) this.#flushGathered(c);
+      }
+      if (!nested) c.pumpRequests = 0;
     }
+  }
+
+  /** The end of a pipelined read's microtasks: its frames and its passes' leave in one write. */
+  #releaseRead(c: ServerConn): void {
+    if (!c.readHeld) return;
+    c.readHeld = false;
+    this.#uncork(c);
+    this.#flushGathered(c);
   }
 
   #pause(c: ServerConn): void {
@@ -540,8 +592,11 @@ export class TcpNicServer {
   #armTick(): void {
     if (this.#tickArmed) return;
     this.#tickArmed = true;
-    this.options.defer(() => this.#onTick());
+    this.options.defer(this.#tick);
   }
+
+  /** #onTick, as one closure (not one per turn). */
+  readonly #tick = (): void => this.#onTick();
 
   /** A new turn of the event loop: a fresh budget, the NIC's pending work, then waiting connections in order. */
   #onTick(): void {
@@ -611,12 +666,16 @@ export class TcpNicServer {
     // that submits while the loop runs: the running loop serves the request.
     this.#runPending = true;
     this.#unrunBytes += bound;
+    c.pumpRequests++;
     if (!c.pumping) this.#runNic();
   }
 
   #nicBusy(): boolean {
     return this.nic.busyQpsInto(this.#busyScratch, this.#failedQps) > 0;
   }
+
+  /** #pump's decoded step of a whole Request frame, reused (one object per request otherwise). */
+  readonly #whole: DecodeStep = { units: 0, message: undefined };
 
   /** #stepOne's list of busy QPs, reused (one per work request otherwise). */
   readonly #busyScratch: number[] = [];
@@ -784,7 +843,9 @@ export class TcpNicServer {
    * in one write per connection. Any other frame (a durable signal: a Response, an ACK, a
    * coupled reply) leaves at once (at the end of its pump or run), with what was gathered before
    * it — a durable signal never waits behind processing, nor behind its RESULT
-   * (test/node/latency-order).
+   * (test/node/latency-order) — except after a read of a pipelined burst (gatherReadRequestsMin):
+   * its pump's cork is held to the end of the read's microtasks, so the burst's durable signals
+   * leave with the RESULTs of its passes in one write (#pump, #releaseRead).
    */
   #write(c: ServerConn, m: WireMessage, lazy = false): void {
     let framedLength: number;
@@ -811,7 +872,7 @@ export class TcpNicServer {
     if (c.outPos + framedLength > c.out.length) this.#growOut(c, framedLength);
     writeSizedFrame(m, c.out, c.outPos);
     c.outPos += framedLength;
-    if (lazy && !c.pumping && !c.gathering) {
+    if (lazy && !c.pumping && !c.gathering && !c.readHeld) {
       c.gathering = true;
       const gen = ++c.gatherGen;
       c.corks++;
@@ -858,6 +919,7 @@ export class TcpNicServer {
     c.outStart = c.outPos;
     if (s.destroyed) return;
     s.write(chunk);
+    c.writes++;
     // Written through to the kernel (the usual case on an uncongested socket): the buffer is free again.
     if (s.writableLength === 0) c.outStart = c.outPos = 0;
     else if (c.outPos > c.out.length >>> 1) c.out = NO_OUT; // the socket holds a view of it: the next frame starts a new one

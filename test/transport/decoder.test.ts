@@ -97,9 +97,11 @@ t.test('every valid frame decodes as decodeMessage decodes it, in any slice size
         if (JSON.stringify(plain(one.message)) !== JSON.stringify(whole)) throw new Error('decodeRequest differs from decodeMessage');
       }
     }),
-    { seed, numRuns: 300 },
+    // 1,000 frames: about 8% of them are Requests decodeRequest takes whole, so > 20 holds for every
+    // seed (at 300 frames, ≈ 3% of seeds fell to 19–20: a flaky bound).
+    { seed, numRuns: 1000 },
   );
-  t.equal(n, 300, 'frames compared');
+  t.equal(n, 1000, 'frames compared');
   t.ok(wholeRequests > 20, `${wholeRequests} requests decoded in one call, compared with the decoder's one step`);
 });
 

@@ -111,7 +111,6 @@ function getU64(dv: DataView, at: number): number {
 function encodeRecordInto(b: Uint8Array, dv: DataView, lsn: number, clientId: number, seq: number, effects: Effects): number {
   const body = bodyBytes(effects);
   const length = RECORD_HEADER_BYTES + body;
-  b.fill(0, 8, length);
   setU64(dv, 8, lsn);
   dv.setUint32(16, clientId, true);
   dv.setUint32(20, effects.images.length, true);
@@ -119,19 +118,32 @@ function encodeRecordInto(b: Uint8Array, dv: DataView, lsn: number, clientId: nu
   const result = effects.result;
   dv.setUint32(32, result?.length ?? 0, true);
   dv.setUint32(36, body, true);
+  dv.setUint32(44, 0, true);
   let p = RECORD_HEADER_BYTES;
-  if (result !== undefined) {
-    b.set(result, p);
-    p += pad8(result.length);
-  }
-  for (const im of effects.images) {
+  if (result !== undefined) p = putPadded(b, p, result);
+  const images = effects.images;
+  for (let i = 0; i < images.length; i++) {
+    const im = images[i]!;
     dv.setUint32(p, im.offset, true);
     dv.setUint32(p + 4, im.bytes.length, true);
-    b.set(im.bytes, p + 8);
-    p += 8 + pad8(im.bytes.length);
+    p = putPadded(b, p + 8, im.bytes);
   }
   dv.setUint32(40, recordChecksum(b, body), true);
   return length;
+}
+
+/**
+ * `bytes` at `p`, then zeros to the next multiple of 8 (every byte of a record is written: the
+ * scratch is not cleared first); returns the end. Short arrays byte by byte (a typed-array set
+ * costs more than the copy below ~64 bytes).
+ */
+function putPadded(b: Uint8Array, p: number, bytes: Uint8Array): number {
+  const n = bytes.length;
+  if (n > 64) b.set(bytes, p);
+  else for (let i = 0; i < n; i++) b[p + i] = bytes[i]!;
+  const end = p + pad8(n);
+  for (let i = p + n; i < end; i++) b[i] = 0;
+  return end;
 }
 
 function recordChecksum(b: Uint8Array, body: number): number {

@@ -3,8 +3,11 @@
 // its header words. Each check they keep is shown to catch what it is there for, and poll's
 // verdict is compared with inspectSlot's (the full classification) on seeded slot states.
 import t from 'tap';
-import { crashImages, createPrng, materialize, PmemRegion } from '../../pmem/index.js';
-import { encodeRecord, inspectSlot, readRecord, RecoveryStore } from '../../recovery/index.js';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { crashImages, createPrng, materialize, PmemRegion, seededEntropy } from '../../pmem/index.js';
+import { encodeRecord, inspectSlot, layoutBytes, readRecord, RecoveryStore } from '../../recovery/index.js';
 import { codeOf, newRegion, SMALL } from './fixtures/util.js';
 
 const u64 = (v: number): Uint8Array => {
@@ -137,4 +140,96 @@ t.test('group commit flushes the images a record was committed with, even if the
   const off = store.layout.recordOffset(0);
   t.equal(crashed.loadU32(off), 1, 'record 1 is flagged applied on media');
   t.equal(crashed.loadU32(store.geometry.appOffset + 8), 41, 'so its image is on media');
+});
+
+// Issue 29: the lazy pipeline names its records by slot, notes the lines their images dirtied at
+// commit (each line once) and persists a run of consecutive slots' flags in one persist. At each
+// step the media (what a crash keeps, engine 'none') must hold every flag of the records two
+// batches back and every image of the records one batch back — across log wraps, batches of
+// 1..logRecords records, images sharing a line, spanning two, and a line shared by every record (a
+// counter), as the digest workload writes them. Seeded: the batch sizes and image offsets vary.
+t.test('group commit: each step makes durable every flag and every image line of its records (wraps, shared and spanning lines)', async (t) => {
+  const seed = Number(process.env.PMRPC_SEED ?? 29);
+  t.comment(`seed ${seed} (replay: PMRPC_SEED=${seed} npx tap test/recovery/hot-path.test.ts)`);
+  const prng = createPrng(seed);
+  const geo = { ...SMALL, logRecords: 16, appBytes: 4096 };
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-hot-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  for (const tracing of [false, true]) {
+    // Untraced (the fast paths of flush and persist): a file region, its media read from the file.
+    const path = join(dir, `r${tracing ? 't' : ''}.pm`);
+    const region = tracing ? newRegion(geo, 0, true) : PmemRegion.create(path, layoutBytes(geo), { entropy: seededEntropy(createPrng(7)) });
+    t.teardown(() => region.close({ writeBack: false }));
+    const store = RecoveryStore.format(region, geo);
+    const { clientId } = store.register();
+    const app = store.geometry.appOffset;
+    let seq = 0;
+    /** Per batch: its records (LSN, slot) and the images they wrote (offset, value). */
+    const batches: Array<{ recs: Array<{ lsn: number; index: number }>; images: Array<{ offset: number; value: number }> }> = [];
+    const onMedia = (): PmemRegion => {
+      if (!tracing) return PmemRegion.openImage(readFileSync(path));
+      const st = region.crashState();
+      const [media] = [...crashImages(st, { engine: 'none' })];
+      return PmemRegion.openImage(materialize(st, media!));
+    };
+    for (let b = 0; b < 40; b++) {
+      const n = prng.int(1, 8); // two batches in the pipeline plus this one stay within 16 slots... mostly: the rest is completeAll's
+      const batch: (typeof batches)[number] = { recs: [], images: [] };
+      store.batch(() => {
+        for (let k = 0; k < n; k++) {
+          seq++;
+          // A digest-like entry (16 B, 4 to a line, some spanning two lines: offsets of 12 mod 16) and a counter on line 0.
+          const at = 64 + ((seq * 16 + (prng.chance(0.25) ? 12 : 0)) % 3900);
+          const images = [{ offset: at, bytes: u64(seq * 3) }, { offset: 0, bytes: u64(seq) }];
+          const { lsn } = store.commit(clientId, seq, { images });
+          batch.recs.push({ lsn, index: (lsn - 1) % 16 });
+          batch.images.push({ offset: at, value: seq * 3 }, { offset: 0, value: seq });
+        }
+      });
+      batches.push(batch);
+      // The media after this batch's first commit ran the step: checked at the next batch (below), here after completeAll at the end.
+      if (b >= 2) {
+        const media = onMedia();
+        const flagged = batches[b - 2]!;
+        const imaged = batches[b - 1]!;
+        for (const r of flagged.recs) {
+          // A record two batches back is flagged unless a later record took its slot (then that one's LSN, or its own: never less).
+          const lo = media.loadU32(store.layout.recordOffset(r.index));
+          if (lo < r.lsn) t.fail(`tracing ${tracing}, batch ${b}: record ${r.lsn}'s flag is ${lo} on media`);
+        }
+        for (const im of [...flagged.images, ...imaged.images]) {
+          // An image is on media (or a later record's image overwrote that word: the counter, or a wrapped log position).
+          const v = media.loadU32(app + im.offset);
+          if (v < im.value && im.offset !== 0) t.fail(`tracing ${tracing}, batch ${b}: image at ${im.offset} is ${v} on media, ${im.value} expected`);
+        }
+        const counter = media.loadU32(app);
+        const last = imaged.images[imaged.images.length - 1]!.value;
+        if (counter < last) t.fail(`tracing ${tracing}, batch ${b}: the counter is ${counter} on media, ${last} expected`);
+      }
+    }
+    store.log.completeAll();
+    const media = onMedia();
+    for (const r of batches.flatMap((x) => x.recs).slice(-16)) t.equal(media.loadU32(store.layout.recordOffset(r.index)), r.lsn, `tracing ${tracing}: record ${r.lsn} flagged after completeAll`);
+    t.equal(media.loadU32(app), seq, `tracing ${tracing}: the counter is durable after completeAll`);
+  }
+});
+
+// Issue 29: commit encodes into a scratch it does not clear (every byte of a record is written,
+// padding too): a record after a longer one must be byte for byte encodeRecord's (fresh, zeroed).
+t.test('commit encodes into its scratch byte for byte what encodeRecord encodes (after longer records, odd lengths)', async (t) => {
+  const region = newRegion(SMALL);
+  const store = RecoveryStore.format(region, SMALL);
+  const { clientId } = store.register();
+  const prng = createPrng(29);
+  for (let seq = 1; seq <= 40; seq++) {
+    const bytes = (n: number): Uint8Array => Uint8Array.from({ length: n }, () => prng.int(1, 255));
+    const images = Array.from({ length: prng.int(0, 3) }, () => ({ offset: prng.int(0, 900), bytes: bytes(prng.int(0, 21)) }));
+    const effects = prng.chance(0.5) ? { images, result: bytes(prng.int(0, 13)) } : { images };
+    const { lsn } = store.commit(clientId, seq, effects);
+    const want = encodeRecord(lsn, clientId, seq, effects);
+    const off = store.layout.recordOffset((lsn - 1) % SMALL.logRecords!);
+    const got = region.load(off + 8, want.length - 8);
+    if (!Buffer.from(got).equals(Buffer.from(want.subarray(8)))) t.fail(`record ${lsn} differs from encodeRecord's`);
+  }
+  t.pass('40 records of random sizes, as encodeRecord');
 });

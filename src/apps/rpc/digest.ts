@@ -24,20 +24,29 @@ export function digestLogCapacity(sizeBytes: number): number {
  * a reader sees the last `capacity` digests (readDigestLog).
  */
 export const digestHandler: RpcHandler = (req, view) => {
-  const n = Number(view.loadU64(0));
+  // The counter as two 32-bit words (no BigInt per request): < 2^53 (285 years at a million requests a second).
+  const n = view.loadU32(4) * 0x1_0000_0000 + view.loadU32(0);
   const capacity = digestLogCapacity(view.sizeBytes);
   if (capacity === 0) throw new Error(`the application area (${view.sizeBytes} bytes) holds no digest entry`);
-  // One buffer for the digest and the counter (little-endian words written by hand: no DataView,
-  // no BigInt per request — the same bytes as before, issue 29's per-request objects).
-  const b = new Uint8Array(DIGEST_BYTES + 8);
-  putU32(b, 0, req.clientId);
-  putU32(b, 4, req.seq);
-  putU32(b, 8, crc32c(req.payload));
-  putU32(b, 12, n % 0x1_0000_0000);
-  const next = n + 1; // < 2^53 (285 years at a million requests a second)
-  putU32(b, 16, next % 0x1_0000_0000);
-  putU32(b, 20, Math.floor(next / 0x1_0000_0000));
-  return { images: [{ offset: LOG_BASE + (n % capacity) * DIGEST_BYTES, bytes: b.subarray(0, DIGEST_BYTES) }, { offset: 0, bytes: b.subarray(DIGEST_BYTES) }], result: b.slice(8, 16) };
+  // Three small fresh arrays, little-endian words written by hand: no DataView, no BigInt, no
+  // subarray or slice per request (each costs several times a small allocation) — the same bytes
+  // as before (issue 29's per-request objects).
+  const digest = new Uint8Array(DIGEST_BYTES);
+  const crc = crc32c(req.payload);
+  const position = n % 0x1_0000_0000;
+  putU32(digest, 0, req.clientId);
+  putU32(digest, 4, req.seq);
+  putU32(digest, 8, crc);
+  putU32(digest, 12, position);
+  const counter = new Uint8Array(8);
+  const next = n + 1;
+  putU32(counter, 0, next % 0x1_0000_0000);
+  putU32(counter, 4, Math.floor(next / 0x1_0000_0000));
+  // The result: the digest's bytes [8, 16) (payload checksum, position).
+  const result = new Uint8Array(8);
+  putU32(result, 0, crc);
+  putU32(result, 4, position);
+  return { images: [{ offset: LOG_BASE + (n % capacity) * DIGEST_BYTES, bytes: digest }, { offset: 0, bytes: counter }], result };
 };
 
 /** `v` (an unsigned 32-bit integer) at `at`, little-endian. */

@@ -19,9 +19,10 @@ function area(entries: number): { view: AppView; bytes: Uint8Array; apply: (clie
   const dv = new DataView(bytes.buffer);
   const view = {
     sizeBytes: bytes.length,
+    loadU32: (off: number) => dv.getUint32(off, true),
     loadU64: (off: number) => dv.getBigUint64(off, true),
     load: (off: number, len: number) => bytes.slice(off, off + len),
-  } as unknown as AppView;
+  } satisfies AppView;
   const apply = (clientId: number, seq: number): void => {
     const out = digestHandler({ clientId, seq, payload: workloadPayload(SEED, clientId, seq) } as never, view) as { images: Array<{ offset: number; bytes: Uint8Array }> };
     for (const im of out.images) bytes.set(im.bytes, im.offset);

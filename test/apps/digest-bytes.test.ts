@@ -32,7 +32,7 @@ t.test('digestHandler writes the bytes the DataView form wrote', (t) => {
     for (let k = 0; k < payload.length; k++) payload[k] = rnd() & 0xff;
     const clientId = rnd() % 4096;
     const seq = rnd();
-    const view = { sizeBytes: Number.MAX_SAFE_INTEGER, loadU64: () => BigInt(n) } as unknown as AppView;
+    const view = { sizeBytes: Number.MAX_SAFE_INTEGER, loadU64: () => BigInt(n), loadU32: (off: number) => (off === 0 ? n % 2 ** 32 : Math.floor(n / 2 ** 32)) } as unknown as AppView;
     const eff = digestHandler({ clientId, seq, method: 'append-digest', payload }, view) as { images: Array<{ offset: number; bytes: Uint8Array }>; result: Uint8Array };
     const ref = reference(clientId, seq, payload, n);
     t.same([...eff.images[0]!.bytes], [...ref.log], `digest bytes, n=${n}`);

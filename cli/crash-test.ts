@@ -198,7 +198,7 @@ export function registerCrashTest(program: Command): void {
       checkOptions(() => app.explorerApp(spec.workload)); // the app's own checks (counts in range), before any work
       const seeds = opts.seeds !== undefined ? checkOptions(() => parseSeedRange(opts.seeds!)) : [opts.seed];
       const bar = opts.json ? { update() {}, stop() {} } : progressBar('crash-test');
-      if (!opts.json) report(`pmrpc crash-test --app ${opts.app}: seeds ${seeds.length === 1 ? seeds[0] : `${seeds[0]}..${seeds[seeds.length - 1]}`}${app.header?.(opts) ?? ''}, engine ${opts.engine}${opts.mutant ? `, mutant ${opts.mutant}` : ''}`);
+      const header = opts.json ? undefined : `pmrpc crash-test --app ${opts.app}: seeds ${seeds.length === 1 ? seeds[0] : `${seeds[0]}..${seeds[seeds.length - 1]}`}${app.header?.(opts) ?? ''}, engine ${opts.engine}${opts.mutant ? `, mutant ${opts.mutant}` : ''}`;
       // What SIGINT prints: the seeds done, where the current one is, and the replay line.
       const done: CountedReport[] = [];
       let current: { seed: number; pointsDone: number; points: number; imagesChecked: number } | undefined;
@@ -235,7 +235,7 @@ export function registerCrashTest(program: Command): void {
         } finally {
           bar.stop();
         }
-      });
+      }, header);
       const paths = opts.timeline !== undefined ? writeViolationTimelines(r.violations, opts.timeline, TIMELINES_MAX, (v) => (v.timeline?.seed as number | undefined) ?? r.seed) : new Map<number, string>();
       const violations = (r.violations as PicturedViolation[]).slice(0, 20).map(({ timeline: _t, ...v }, i) => (paths.has(i) ? { ...v, timeline: paths.get(i)! } : v));
       const caught = r.violations.length > 0;

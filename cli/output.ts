@@ -52,14 +52,17 @@ export function report(line: string): void {
 
 /**
  * While `run` runs, SIGINT prints `partial()` (the report so far and the replay line, on stdout)
- * and exits with EXIT_INTERRUPTED. The handler is removed when `run` settles.
+ * and exits with EXIT_INTERRUPTED. The handler is removed when `run` settles. `header` (the report's
+ * first line) is printed once the handler is in place: a caller that interrupts on seeing it never
+ * meets the default SIGINT action.
  */
-export async function onInterrupt<T>(partial: () => string[], run: () => Promise<T>): Promise<T> {
+export async function onInterrupt<T>(partial: () => string[], run: () => Promise<T>, header?: string): Promise<T> {
   const handler = (): void => {
     for (const line of partial()) report(line);
     process.exit(EXIT_INTERRUPTED);
   };
   process.once('SIGINT', handler);
+  if (header !== undefined) report(header);
   try {
     return await run();
   } finally {

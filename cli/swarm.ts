@@ -55,7 +55,7 @@ export function registerSwarm(program: Command): void {
       const startedAt = new Date(wallClockMs()).toISOString();
       const t0 = systemClock.nowMs();
       const bar = opts.json ? { update() {}, stop() {} } : progressBar('swarm');
-      if (!opts.json) report(`pmrpc swarm: seeds ${opts.seeds}, apps ${apps.join(', ')}, ${seconds} virtual s per seed and app${opts.mutant !== undefined ? `, mutant ${opts.mutant}` : ''}${opts.jobs !== undefined ? `, ${opts.jobs} jobs` : ''}`);
+      const header = opts.json ? undefined : `pmrpc swarm: seeds ${opts.seeds}, apps ${apps.join(', ')}, ${seconds} virtual s per seed and app${opts.mutant !== undefined ? `, mutant ${opts.mutant}` : ''}${opts.jobs !== undefined ? `, ${opts.jobs} jobs` : ''}`;
       // SIGINT: the seeds done, their failures and the replay line.
       const done: Array<{ seed: number; failures: Array<{ app: string; replay: string; violation: string }> }> = [];
       const partial = (): string[] => {
@@ -79,7 +79,7 @@ export function registerSwarm(program: Command): void {
         } finally {
           bar.stop();
         }
-      });
+      }, header);
       const wallSeconds = (systemClock.nowMs() - t0) / 1000;
       const failures = r.failures.map(({ seed, app, replay, violation }) => ({ seed, app, replay, violation }));
       let runId: number | undefined;

@@ -1026,6 +1026,27 @@ export class PmemRegion {
     then(undefined);
   }
 
+  /**
+   * Runs `fn`, whose acknowledgements were computed when `mark` (a syncMark()) was taken and
+   * depend on nothing drained after it, as the release of that mark: inside `fn` they pass the ack
+   * gate if `mark` is synced and `fn` itself drains nothing — as the acknowledgements released
+   * from an async msync's call back do — even though later drains (a later group's, its msync
+   * queued or running) wait. Otherwise the gate syncs first, as always. A caller that holds
+   * replies past the call back (to start the next msync before writing them) releases them so.
+   */
+  ackFor(mark: number, fn: () => void): void {
+    const outerMark = this.#releasingMark;
+    const outerWait = this.#releasingWaitMark;
+    this.#releasingMark = mark;
+    this.#releasingWaitMark = this.#waitMark;
+    try {
+      fn();
+    } finally {
+      this.#releasingMark = outerMark;
+      this.#releasingWaitMark = outerWait;
+    }
+  }
+
   /** Whether an async msync (syncAsync) has not called back yet. */
   get syncing(): boolean {
     return this.#asyncRunning;

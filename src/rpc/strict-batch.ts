@@ -58,6 +58,8 @@ interface HeldReplies<C> {
    * read it when sending.
    */
   applied: number;
+  /** region.syncMark() when the batch was settled: its replies depend on nothing drained after it (region.ackFor). */
+  mark: number;
 }
 
 export class StrictBatch<C extends StrictConn> {
@@ -76,6 +78,9 @@ export class StrictBatch<C extends StrictConn> {
    */
   #group: { mark: number; conns: C[] } | undefined;
 
+  /** A releaseHeld is queued (a microtask after an msync's call back). */
+  #releaseQueued = false;
+
   constructor(host: StrictHost<C>) {
     this.#host = host;
   }
@@ -88,19 +93,32 @@ export class StrictBatch<C extends StrictConn> {
    */
   commit(parts: ReadonlyArray<{ c: C; replies: Array<() => void> }>, run: () => void): boolean {
     const { region, store } = this.#host;
-    const hs: HeldReplies<C>[] = parts.map((p) => ({ c: p.c, replies: p.replies, synced: false, failure: undefined, applied: -1 }));
+    const hs: HeldReplies<C>[] = parts.map((p) => ({ c: p.c, replies: p.replies, synced: false, failure: undefined, applied: -1, mark: -1 }));
     this.#held.push(...hs);
     let later = false; // a call back inside groupCommitAsync is released by the caller, outside the batch
     try {
       region.groupCommitAsync(() => {
         run();
-        for (const h of hs) if (store.conn.has(h.c.clientId)) h.applied = store.conn.appliedSeq(h.c.clientId);
+        const mark = region.syncMark();
+        for (const h of hs) {
+          if (store.conn.has(h.c.clientId)) h.applied = store.conn.appliedSeq(h.c.clientId);
+          h.mark = mark;
+        }
       }, (err) => {
         for (const h of hs) {
           h.synced = true;
           h.failure = err;
         }
-        if (later) this.releaseHeld();
+        // Written after the call back, not in it: the passes that waited for this msync (defer)
+        // run in it and start the next msync first, so the socket writes of these replies overlap
+        // that msync instead of delaying its start. They still leave only for a synced mark (ackFor).
+        if (later && !this.#releaseQueued) {
+          this.#releaseQueued = true;
+          queueMicrotask(() => {
+            this.#releaseQueued = false;
+            this.releaseHeld();
+          });
+        }
       });
     } catch (e) {
       this.#held = this.#held.filter((h) => !hs.includes(h));
@@ -122,7 +140,8 @@ export class StrictBatch<C extends StrictConn> {
         continue;
       }
       try {
-        this.#host.send(h.c, h.replies, h.applied);
+        if (h.mark >= 0) this.#host.region.ackFor(h.mark, () => this.#host.send(h.c, h.replies, h.applied));
+        else this.#host.send(h.c, h.replies, h.applied);
       } catch (e) {
         this.#host.fail(h.c, e);
       }

@@ -251,6 +251,13 @@ export class RedoLog {
   #scratchViews: Array<Uint8Array | undefined> = [];
   /** region.syncMark() after the pipeline's last drains (settled records, advanced images and words): synced before the next step. */
   #lazyMark = 0;
+  /** region.syncMark() at the last settle: the records settled so far are drained by then (their words and images wait for its sync). */
+  #settleMark = 0;
+  /**
+   * Per slot: 1 when its record was flagged by the pipeline's step (#setFlags): its client's applied
+   * word, at least its sequence, was persisted and synced before (the step before, or completeAll).
+   */
+  #flaggedByStep: Uint8Array;
   /** Inside batch(): the pipeline advanced at its first commit. */
   #advanced = false;
   /** Scratch of one record (commits run one at a time, on the region's owner thread). */
@@ -279,6 +286,7 @@ export class RedoLog {
     this.#lazyImages = new Int32Array(g.logRecords);
     this.#lazyFlags = new Int32Array(g.logRecords);
     this.#lazySlot = new Uint8Array(g.logRecords);
+    this.#flaggedByStep = new Uint8Array(g.logRecords);
     let max = 0;
     for (const rec of this.scan()) if (rec.state === 'applied' || rec.state === 'complete-unapplied') max = Math.max(max, rec.lsn);
     this.#nextLsn = max + 1;
@@ -427,7 +435,12 @@ export class RedoLog {
       this.#lazySlot[index] = 1;
       this.#lazyCount++;
     }
-    this.#lazyMark = this.layout.region.syncMark();
+    this.#lazyMark = this.#settleMark = this.layout.region.syncMark();
+  }
+
+  /** region.syncMark() at the last settle: until it is synced, no applied word, image or flag of the pipeline may be drained. */
+  get settledMark(): number {
+    return this.#settleMark;
   }
 
   /** Records settled whose applied flag is not set yet (lazy group commit). */
@@ -546,6 +559,7 @@ export class RedoLog {
       r.storeU64Atomic(layout.recordOffset(index), BigInt(this.#slotLsn[index]!));
       this.#lazySlot[index] = 0;
       this.#lazyCount--;
+      this.#flaggedByStep[index] = 1;
     }
     if (this.#faults.skipPersistAppliedFlag || n === 0) return;
     if (consecutive && !this.#faults.skipPersistRecordBeforeApply) {
@@ -642,9 +656,11 @@ export class RedoLog {
     // LSNs only grow: the record a commit overwrites is an older one (a newer one there means the
     // log's position went back, and a later recovery would replay the old request over the new).
     if (!(known < lsn)) invariant(false, () => `log record slot ${index} holds record ${known}; the next is ${lsn}`);
+    const byStep = this.#flaggedByStep[index] === 1;
+    this.#flaggedByStep[index] = 0;
     if (known > 0 && this.#lazySlot[index] === 0 && this.#holdsApplied(index, known)) {
       // Fast path: the applied record this log wrote and read back here (its flag set since).
-      this.#reuseApplied(this.#slotClient[index]!, this.#slotSeq[index]!, known);
+      this.#reuseApplied(this.#slotClient[index]!, this.#slotSeq[index]!, known, byStep);
       return;
     }
     let old = readRecord(this.layout, index);
@@ -676,10 +692,24 @@ export class RedoLog {
     );
   }
 
-  #reuseApplied(clientId: number, seq: number, lsn: number): void {
+  /**
+   * Before record `lsn`'s slot is reused: its client's applied word durable at `seq` or later. The
+   * word in visible memory may carry a settle whose records are not synced yet (an earlier part of
+   * this batch, strict group commit of several connections): draining it then could put it on the
+   * disk before them (a machine crash before the group's msync may keep any subset of its pages).
+   * A record the pipeline flagged (`byStep`) had its word persisted and synced before its flag:
+   * nothing to do. Any other waits for that settle's sync first.
+   */
+  #reuseApplied(clientId: number, seq: number, lsn: number, byStep = false): void {
     if (this.conn.has(clientId)) {
       invariant(this.conn.appliedSeq(clientId) >= seq, () => `client ${clientId}: record ${lsn} (seq ${seq}) applied but the table says ${this.conn.appliedSeq(clientId)}`);
-      if (!this.#faults.skipPersistCreditBeforeReuse) this.conn.persistApplied(clientId);
+      if (this.#faults.skipPersistCreditBeforeReuse) return;
+      const r = this.layout.region;
+      if (!r.isSynced(this.#settleMark)) {
+        if (byStep) return;
+        r.sync();
+      }
+      this.conn.persistApplied(clientId);
     }
   }
 }

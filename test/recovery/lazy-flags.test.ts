@@ -150,3 +150,36 @@ t.test('batches over logRecords / 2: a slot still in the pipeline is reused only
   for (let q = 1; q <= w.seq; q++) t.same(s2.appView.load(IMAGE_BASE + q * 8, 8), u64(1000 + q), `seq ${q}'s effect on the disk`);
   r2.close({ writeBack: false });
 });
+
+t.test('a batch of two parts (strict group commit of two connections): a slot reused after the first part settled does not drain its applied word before its records are synced', async (t) => {
+  const w = world(t);
+  // Wrap the log with the first client's records, flagged by the pipeline (their words persisted and synced first).
+  for (let b = 0; b < 6; b++) w.region.groupCommit(() => w.batch());
+  const other = w.store.register().clientId;
+  const wordOff = HEADER_BYTES + w.store.conn.creditOffset(w.clientId);
+  const from = w.syncs.length;
+  let settledSeq = 0;
+  w.region.groupCommit(() => {
+    w.store.batch(() => {
+      // Part 1: the first client's request, settled (its applied word set, its record drained, not synced).
+      settledSeq = w.seq + 1;
+      w.batch(1);
+      w.store.settle();
+      // Part 2: the other client's request takes the slot of one of the first client's old records.
+      w.store.commit(other, 1, { images: [{ offset: IMAGE_BASE + 4000, bytes: u64(7) }], result: u64(1) });
+    });
+  });
+  const violations: string[] = [];
+  for (const [i, s] of w.syncs.entries()) {
+    if (i < from) continue;
+    const word = (img: Uint8Array): number => Number(new DataView(img.buffer, img.byteOffset).getBigUint64(wordOff, true));
+    // A torn msync may keep any subset of its pages: a word that becomes durable in the msync that
+    // carries its record could be on the disk without it, and the table would call a lost request applied.
+    if (word(s.after) >= settledSeq && word(s.before) < settledSeq && !w.recordAt(s.before, settledSeq)) violations.push(`msync ${i}: the applied word ${word(s.after)} became durable with (or before) the record of seq ${settledSeq}`);
+  }
+  t.same(violations, [], 'no applied word durable before the records it covers');
+  t.same(orderViolations(w, from), []);
+  // Nothing lost: once everything is complete, the settled request's record, image and word are on the disk.
+  w.store.completeAll();
+  t.ok(w.recordAt(w.disk, settledSeq) && w.imageAt(w.disk, settledSeq), `seq ${settledSeq} durable after completeAll`);
+});

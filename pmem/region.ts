@@ -16,7 +16,7 @@
  * one copy); a store to a flushed, undrained line first copies its flush-time content aside.
  */
 import assert from 'node:assert/strict';
-import { closeSync, fstatSync, fsyncSync, openSync, readFileSync, readSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, openSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { threadId } from 'node:worker_threads';
 import type { Clock } from './clock.js';
@@ -167,7 +167,24 @@ export class PmemRegion {
   readonly options: Readonly<PmemOptions>;
 
   #media: Media | undefined;
-  #data: Uint8Array; // media data area (view into the mapping)
+  #data: Uint8Array; // media data area (view into the mapping; a strict file region's: its shadow, see #mediaFd)
+  /**
+   * A strict region backed by a file writes its media through a descriptor (pwrite), not by stores
+   * into the shared mapping: #data is a copy of the data area in process memory, the lines written
+   * to it are noted (#unwritten) and written to the file, in runs, just before the msync that
+   * syncs them (#writeMedia: at every sync, at the start of an async msync, at close). A store
+   * into a mapped page after its msync cleaned it takes a write fault (the kernel's dirty tracking
+   * of shared mappings, and the filesystem's journal with it), and an msync of pages written that
+   * way costs several times an fdatasync of the same pages written by pwrite (docs/benchmarks.md,
+   * issue 29). What is durable when is unchanged: the drains of a group reach the file at its end
+   * instead of one by one, and a strict region promises nothing of a group before its msync (a
+   * machine crash may keep any subset of its pages; a process crash in the group, any subset of
+   * its lines). -1: media is the mapping (not strict, in memory, or direct).
+   */
+  #mediaFd = -1;
+  /** Lines of #data written since the last #writeMedia (1 per line), and the list of them. */
+  #unwritten: Uint8Array | undefined;
+  #unwrittenLines: number[] = [];
   #visible: Uint8Array;
   #dv: DataView;
   #u64: BigUint64Array;
@@ -245,6 +262,20 @@ export class PmemRegion {
     this.#touched = direct ? new Uint8Array(Math.ceil(header.sizeBytes / FORMAT_PAGE)) : undefined;
     this.options = Object.freeze(direct ? { ...options, domain: 'eadr' as const, tracing: false, eviction: 0 } : { ...options });
     this.#data = media.bytes.subarray(HEADER_BYTES, HEADER_BYTES + header.sizeBytes);
+    let data32 = new Uint32Array(media.buffer, HEADER_BYTES, header.sizeBytes / 4);
+    if (options.strict && media.path !== undefined && !direct && options.domain !== 'eadr') {
+      const shadow = new ArrayBuffer(header.sizeBytes);
+      const mapped = this.#data;
+      this.#data = new Uint8Array(shadow);
+      copyMedia(this.#data, mapped, media.path);
+      data32 = new Uint32Array(shadow);
+      this.#unwritten = new Uint8Array(this.lineCount);
+      try {
+        this.#mediaFd = openSync(media.path, 'r+');
+      } catch (e) {
+        throw new PmrpcIoError(`open ${media.path} for writing: ${(e as Error).message}`, (e as NodeJS.ErrnoException).code ?? 'EUNKNOWN', 'open', e);
+      }
+    }
     const vis: ArrayBufferLike = direct ? media.buffer : new SharedArrayBuffer(header.sizeBytes);
     const at = direct ? HEADER_BYTES : 0;
     this.#visible = new Uint8Array(vis, at, header.sizeBytes);
@@ -253,7 +284,7 @@ export class PmemRegion {
     if (!direct) copyMedia(this.#visible, this.#data, media.path);
     this.#dv = new DataView(vis, at, header.sizeBytes);
     this.#visible32 = new Uint32Array(vis, at, header.sizeBytes / 4);
-    this.#data32 = new Uint32Array(media.buffer, HEADER_BYTES, header.sizeBytes / 4);
+    this.#data32 = data32;
     this.#u64 = new BigUint64Array(vis, at, header.sizeBytes / 8);
     this.#dirty = new Uint8Array(this.lineCount);
     this.#pend = new Uint8Array(this.lineCount);
@@ -418,9 +449,15 @@ export class PmemRegion {
     // After a failed msync nothing more is written: what the disk holds is what recovery gets.
     if (options.writeBack !== false && this.#syncFailed === undefined) {
       this.#writeBackAll();
+      this.#writeMedia();
       if (media.path !== undefined) syncMapping(media.buffer, 0, media.bytes.length);
     }
     this.#media = undefined;
+    if (this.#mediaFd >= 0) {
+      // A crash's close (writeBack: false) drops what was not written yet, as a killed process would.
+      closeSync(this.#mediaFd);
+      this.#mediaFd = -1;
+    }
     if (media.path !== undefined) unmapFile(media.buffer);
   }
 
@@ -590,6 +627,7 @@ export class PmemRegion {
     for (let line = first; line <= last; line++) if (this.#dirty[line] === 1 || this.#pend[line] !== 0) this.#writeBackLine(line);
     this.#visible.set(bytes, offset);
     this.#data.set(bytes, offset);
+    if (this.#unwritten !== undefined) this.#noteWritten(first, last + 1);
     this.#stats.ntStores++;
     this.#stats.bytesStored += bytes.length;
     this.#syncIfStrict(offset, bytes.length);
@@ -635,6 +673,7 @@ export class PmemRegion {
       for (const [line, count] of this.#flushed) {
         const pieces = this.#pieces.get(line)!;
         for (let i = 0; i < count; i++) this.#data.set(pieces[i]!.bytes, pieces[i]!.offset);
+        if (this.#unwritten !== undefined) this.#noteWritten(line, line + 1);
         pieces.splice(0, count);
         if (pieces.length === 0) this.#markClean(line);
         this.#stats.linesWrittenBack++;
@@ -931,6 +970,7 @@ export class PmemRegion {
       this.#releaseAsync(this.#syncFailed);
     };
     try {
+      this.#writeMedia();
       fn(media.buffer, HEADER_BYTES + lo, hi - lo, done);
     } catch {
       // It could not start: sync on the thread instead (covering it all), release the waiters that covers.
@@ -1132,6 +1172,7 @@ export class PmemRegion {
    */
   crashState(): CrashState {
     const media = this.#assertOpen();
+    this.#writeMedia();
     const copy = media.bytes.slice();
     const components: CrashComponent[] = [];
     if (this.options.domain === 'eadr') {
@@ -1202,6 +1243,7 @@ export class PmemRegion {
     const d = this.#data32;
     const w = line * LINE_WORDS;
     for (let k = 0; k < LINE_WORDS; k++) d[w + k] = snap[k]!;
+    if (this.#unwritten !== undefined) this.#noteWritten(line, line + 1);
     this.#recycle(snap);
   }
 
@@ -1212,6 +1254,7 @@ export class PmemRegion {
 
   /** Lines [from, to) from visible memory to media: word by word for a few lines, else one copy. */
   #copyLines(from: number, to: number): void {
+    if (this.#unwritten !== undefined) this.#noteWritten(from, to);
     if (to - from > 4) {
       this.#data.set(this.#visible.subarray(from * LINE_BYTES, to * LINE_BYTES), from * LINE_BYTES);
       return;
@@ -1226,6 +1269,7 @@ export class PmemRegion {
   #writeBackLine(line: number): void {
     const start = line * LINE_BYTES;
     this.#data.set(this.#visible.subarray(start, start + LINE_BYTES), start);
+    if (this.#unwritten !== undefined) this.#noteWritten(line, line + 1);
     const p = this.#pend[line];
     if (p !== 0) {
       // Its flush is written over by this write-back: no longer pending.
@@ -1302,8 +1346,57 @@ export class PmemRegion {
     if (this.#unsyncedHi >= 0 || this.#asyncHi >= 0) this.sync();
   }
 
+  /** Lines [from, to) of #data were written: they go to the file at the next #writeMedia. */
+  #noteWritten(from: number, to: number): void {
+    const u = this.#unwritten!;
+    const list = this.#unwrittenLines;
+    for (let line = from; line < to; line++) {
+      if (u[line] === 1) continue;
+      u[line] = 1;
+      list.push(line);
+    }
+  }
+
+  /**
+   * Writes the lines of #data written since the last call to the file (pwrite, runs of consecutive
+   * lines), before the msync that syncs them. A failed write is a failed msync: nothing waiting is
+   * acknowledged and the region refuses further persists (PMRPC_ERR_SYNC_FAILED).
+   */
+  #writeMedia(): void {
+    const list = this.#unwrittenLines;
+    if (list.length === 0 || this.#mediaFd < 0) return;
+    const u = this.#unwritten!;
+    if (list.length > 1) list.sort((a, b) => a - b);
+    const data = this.#data;
+    try {
+      for (let i = 0; i < list.length; ) {
+        const first = list[i]!;
+        let end = first + 1;
+        i++;
+        // A run goes on over a gap whose lines are in pages it writes anyway (the page of its last
+        // line, or the page of the next line): the gap's lines in #data are the file's (nothing
+        // unwritten there), so one write covers both at no extra page — a batch's records, flags
+        // and ring entries, a few lines apart, go in a few writes instead of one each.
+        while (i < list.length && (list[i] === end || filePage(list[i]!) <= filePage(end - 1) + 1)) {
+          end = list[i]! + 1;
+          i++;
+        }
+        const at = first * LINE_BYTES;
+        const len = (end - first) * LINE_BYTES;
+        for (let done = 0; done < len; ) done += writeSync(this.#mediaFd, data, at + done, len - done, HEADER_BYTES + at + done);
+      }
+    } catch (e) {
+      this.#syncFailed ??= new PmrpcError(ErrorCodes.SYNC_FAILED, `write of the region's lines to ${this.path ?? 'its file'} failed (${(e as Error)?.message ?? String(e)}): what reached the disk is unknown; nothing waiting on it is acknowledged and this region refuses further persists — restart to recover from the file`, { cause: e });
+      throw this.#syncFailed;
+    } finally {
+      for (const line of list) u[line] = 0;
+      list.length = 0;
+    }
+  }
+
   #msync(offset: number, len: number): void {
     const media = this.#media!;
+    this.#writeMedia();
     this.#stats.msyncs++;
     try {
       this.options.msync(media.buffer, HEADER_BYTES + offset, len);
@@ -1469,6 +1562,9 @@ export function lockHolder(path: string): number | undefined {
 }
 
 /** Media's data area into visible memory: only the file's data extents when it is sparse. */
+/** The 4 KiB page of the file that holds line `line` of the data area. */
+const filePage = (line: number): number => Math.floor((HEADER_BYTES + line * LINE_BYTES) / 4096);
+
 function copyMedia(visible: Uint8Array, data: Uint8Array, path: string | undefined): void {
   let extents: Array<[number, number]> | undefined;
   if (path !== undefined) {

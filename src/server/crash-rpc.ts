@@ -58,6 +58,8 @@ export interface RealCrashOptions extends RealCrashRunOptions {
   window: number;
   ddio: boolean;
   keepResults: boolean;
+  /** `serve --strict`: an msync before every durable acknowledgement (the PM file written through its descriptor, group by group). */
+  strict: boolean;
   sizeBytes: number;
   /** Most seconds to wait for every call to be answered after the load stops. */
   drainSeconds: number;
@@ -79,6 +81,7 @@ export const REAL_CRASH_DEFAULTS: Readonly<Omit<RealCrashOptions, 'mainScript'>>
   window: 96,
   ddio: true,
   keepResults: true,
+  strict: false,
   sizeBytes: 32 << 20,
   dir: undefined,
   keep: false,
@@ -379,6 +382,7 @@ function rpcPlan(o: RealCrashOptions): RealCrashPlan<RealCrashReport> {
       const args = (plan: KillPlan | undefined): string[] => {
         const a = [o.mainScript, 'serve', '--app', rpcApp.name, '--create', '--pm', pmFile, '--size', String(o.sizeBytes), '--port', '0', '--strategy', o.strategy, '--ddio', o.ddio ? 'on' : 'off', '--json'];
         if (o.keepResults) a.push('--keep-results');
+        if (o.strict) a.push('--strict');
         if (plan?.events !== undefined) a.push('--kill-after-events', String(plan.events));
         if (plan?.completions !== undefined) a.push('--kill-after-completions', String(plan.completions));
         return a;

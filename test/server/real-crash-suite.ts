@@ -5,20 +5,20 @@ import t from 'tap';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 // The compiled harness (as the CLI runs it): tap's TypeScript loader would slow the clients' hot path.
-import { runRealCrash } from '../../dist/src/server/crash-rpc.js';
+import { runRealCrash, type RealCrashOptions } from '../../dist/src/server/crash-rpc.js';
 import type { RpcStrategy } from '../../dist/src/rpc/index.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
 /** One short cycle per strategy: an acknowledgement kill, an external kill (and an event-count self-kill if it strikes first). */
-export function realCrashSuite(file: string, strategies: readonly RpcStrategy[]): void {
+export function realCrashSuite(file: string, strategies: readonly RpcStrategy[], extra: Partial<RealCrashOptions> = {}): void {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npx tsc -p tsconfig.json\` (npm test does) first`);
   const SEED = Number(process.env.PMRPC_SEED ?? Date.now() % 2 ** 31);
   t.comment(`real-crash seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap ${file})`);
   for (const [i, strategy] of strategies.entries()) {
-    t.test(`${strategy}: a kill right after an acknowledgement and an external SIGKILL; every restart recovered what was acknowledged, nothing lost, nothing applied twice`, async (t) => {
+    t.test(`${strategy}${extra.strict === true ? ' --strict' : ''}: a kill right after an acknowledgement and an external SIGKILL; every restart recovered what was acknowledged, nothing lost, nothing applied twice`, async (t) => {
       const seed = SEED + i;
-      const r = await runRealCrash({ mainScript: MAIN, strategy, seed, clients: 2, mortalClients: 1, seconds: 1.5, externalKills: 1, selfKills: 1, selfKillEvents: [500, 4000], ackKills: 1, window: 64, sizeBytes: 4 << 20, drainSeconds: 20 });
+      const r = await runRealCrash({ mainScript: MAIN, strategy, seed, clients: 2, mortalClients: 1, seconds: 1.5, externalKills: 1, selfKills: 1, selfKillEvents: [500, 4000], ackKills: 1, window: 64, sizeBytes: 4 << 20, drainSeconds: 20, ...extra });
       t.comment(`${strategy} seed ${seed}: acked ${r.acked}, applied ${r.applied}, crashes ${r.crashes} (${r.externalKills} external, ${r.selfKills} self, ${r.ackKills} of them right after an acknowledgement), ${r.restartChecks} restart checks, ${r.mortalClients} clients died with the server, re-executed ${r.replayed}, recovery ${r.recoveryMs.toFixed(1)} ms, ${Math.round(r.opsPerSecond)}/s`);
       t.equal(r.verdict, 'ok', 'the coded verdict');
       t.same(r.errors, [], 'the run itself went through (servers started, every call answered)');

@@ -6,7 +6,7 @@
  * reply), never earlier — and `result` — the handler's result once the request is applied.
  */
 import { callable, invariant, nonNegativeInt, optional, PmrpcError, resolveOptions, type ErrorCode } from '../../pmem/index.js';
-import { Wr, type ChainListener, type Completion, type FlushWr, type NotifyMessage, type QueuePair, type WorkRequest, type WriteWr } from '../../flush/index.js';
+import { ByteSlab, Wr, type ChainListener, type Completion, type FlushWr, type NotifyMessage, type QueuePair, type WorkRequest, type WriteWr } from '../../flush/index.js';
 import { encodeEntry } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
 import { checkRpcFaults, GOODBYE_METHOD, methodId, type ConnectionInfo, type RpcFaults } from './server.js';
@@ -125,6 +125,9 @@ export class DurableRpcClient {
   #durableUpTo: number;
   /** Requests whose durability or result is still open, by sequence (bounded: ringSlots + pendingCallsMax). */
   #pending = new Map<number, Pending>();
+  /** Ring entries' bytes (ByteSlab: an entry over 64 bytes would otherwise be an off-heap ArrayBuffer per call). */
+  #slab = new ByteSlab();
+  #entryBytes = (n: number): Uint8Array => this.#slab.alloc(n);
   #unsubscribe: () => void = () => undefined;
   #closed = false;
   #connected = true;
@@ -219,7 +222,7 @@ export class DurableRpcClient {
       throw new PmrpcError(RpcErrorCodes.CALLS_PENDING_FULL, `${this.options.pendingCallsMax} calls already wait for ring credit (pendingCallsMax)`);
     }
     const seq = this.#nextSeq++;
-    const bytes = encodeEntry({ clientId: this.#info.clientId, seq, methodId: methodId(method), payload }, this.#info);
+    const bytes = encodeEntry({ clientId: this.#info.clientId, seq, methodId: methodId(method), payload }, this.#info, this.#entryBytes);
     const p = new Pending(seq, bytes, this.#rec.durableAt === 'never' ? this.#neverDurable() : undefined);
     this.#pending.set(seq, p);
     this.#pump();

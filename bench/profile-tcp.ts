@@ -6,6 +6,7 @@
  *
  *   node --cpu-prof --cpu-prof-dir /tmp/prof dist/bench/profile-tcp.js wflush 4 /tmp/prof
  *   node --cpu-prof --cpu-prof-dir /tmp/prof dist/bench/profile-tcp.js wflush 4 /tmp/prof strict   # serve --strict
+ *   node --cpu-prof --cpu-prof-dir /tmp/prof dist/bench/profile-tcp.js wflush 4 /tmp/prof bytes=48  # 48-B payloads (bench redis)
  *   node dist/bench/profile-tcp.js --analyse /tmp/prof     # top self time of every profile there
  *
  * The window (CLOCK_MONOTONIC µs, the clock of V8's profiles on Linux) and the request count are
@@ -16,8 +17,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { RpcStrategy } from '../src/rpc/index.js';
-import { RemoteRpcClient, WORKLOAD_METHOD, workloadPayload } from '../src/server/index.js';
-import { MAIN, startChild, stopChild } from './tcp.js';
+import { PAYLOAD_BYTES, RemoteRpcClient, WORKLOAD_METHOD } from '../src/server/index.js';
+import { BENCH_PAYLOADS, benchPayloads, MAIN, startChild, stopChild } from './tcp.js';
 
 interface Node {
   id: number;
@@ -61,7 +62,10 @@ async function main(): Promise<void> {
   const seconds = Number(process.argv[3] ?? 4);
   const profDir = process.argv[4] ?? mkdtempSync(join(tmpdir(), 'pmrpc-prof-'));
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-prof-pm-'));
-  const strict = process.argv[5] === 'strict';
+  const extra = process.argv.slice(5);
+  const strict = extra.includes('strict');
+  // `bytes=N`: request payload bytes (bench redis drives 48; default the workload's 32).
+  const payloadBytes = Number(extra.find((a) => a.startsWith('bytes='))?.slice(6) ?? PAYLOAD_BYTES);
   const { child, port } = await startChild(['--cpu-prof', '--cpu-prof-dir', profDir, MAIN, 'serve', '--create', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json', ...(strict ? ['--strict'] : [])]);
   const clients: RemoteRpcClient[] = [];
   for (let k = 0; k < 2; k++) clients.push(await RemoteRpcClient.connect({ port, name: `prof-${k}` }));
@@ -72,9 +76,10 @@ async function main(): Promise<void> {
       new Promise<void>((resolve) => {
         let inflight = 0;
         let seq = 0;
+        const payloads = benchPayloads(1, c.clientId, payloadBytes);
         const issue = (): void => {
           while (!stop && inflight < 32) {
-            const call = c.rpc.call(WORKLOAD_METHOD, workloadPayload(1, c.clientId, ++seq));
+            const call = c.rpc.call(WORKLOAD_METHOD, payloads[seq++ % BENCH_PAYLOADS]!);
             inflight++;
             call.result.then(
               () => {
@@ -106,7 +111,7 @@ async function main(): Promise<void> {
   for (const c of clients) await c.close();
   await stopChild(child);
   writeFileSync(join(profDir, 'window.json'), JSON.stringify({ strategy, from, to, requests, serverPid: child.pid, clientPid: process.pid }));
-  console.log(`${strategy}: ${requests} requests in ${seconds} s (${Math.round(requests / seconds)} /s); profiles in ${profDir}`);
+  console.log(`${strategy}${strict ? ' strict' : ''} ${payloadBytes} B: ${requests} requests in ${seconds} s (${Math.round(requests / seconds)} /s); profiles in ${profDir}`);
 }
 
 function analyse(profDir: string): void {

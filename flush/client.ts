@@ -119,7 +119,7 @@ export class QueuePair {
 
   /**
    * postChain without a promise: the chain's outcome goes to `listener` with `arg` (one object per
-   * chain, no closures: the RPC client posts one chain per call). Throws as postChain does. `wrs`
+   * chain, no closures: the RPC client posts a chain per call, or per run of calls under wflush). Throws as postChain does. `wrs`
    * is taken as it is (not copied): the caller must not change it afterwards.
    */
   postChainWith<T>(wrs: WorkRequest[], listener: ChainListener<T>, arg: T): void {

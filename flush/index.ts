@@ -33,7 +33,7 @@ export {
   type WrOp,
 } from './types.js';
 export { NicErrorCodes, ProtectionDomain, type MemoryRegion } from './mr.js';
-export { Rnic, ServerQp, RNIC_DEFAULTS, type HeldResponses, type RnicOptions, type RnicStats, type DrainPolicy, type PlacementOrder, type HostWriteEvent } from './nic.js';
+export { ByteSlab, Rnic, ServerQp, RNIC_DEFAULTS, type HeldResponses, type RnicOptions, type RnicStats, type DrainPolicy, type PlacementOrder, type HostWriteEvent } from './nic.js';
 export { InProcessFabric, InProcessLink, FABRIC_DEFAULTS, type FabricOptions, type DeliveryMode } from './link.js';
 export { checkDriverFaults, NicDriver, type NicDriverFaults } from './driver.js';
 export { QueuePair, QUEUE_PAIR_DEFAULTS, Wr, ok, type ChainListener, type QueuePairOptions } from './client.js';

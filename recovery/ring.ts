@@ -87,8 +87,10 @@ function entryChecksum(lap: number, bytes: Uint8Array, payloadLength: number): n
 /**
  * The bytes a client WRITEs for a request (header, payload and commit word; padded to 8 bytes),
  * to be placed at entryOffset(). The producer must hold a credit (checkCredit) for `seq`.
+ * `alloc(n)` supplies the n zeroed bytes written (default a fresh Uint8Array; the RPC client
+ * carves them from a slab, as a fresh array over 64 bytes lives off the V8 heap).
  */
-export function encodeEntry(req: RingEntry, geometry: Pick<Geometry, 'slotBytes' | 'ringSlots'>): Uint8Array {
+export function encodeEntry(req: RingEntry, geometry: Pick<Geometry, 'slotBytes' | 'ringSlots'>, alloc: (n: number) => Uint8Array = newBytes): Uint8Array {
   if (req === null || typeof req !== 'object') throw new TypeError(`request must be an object, got ${String(req)}`);
   const clientId = checkU32('clientId', req.clientId, 1);
   const methodId = checkU32('methodId', req.methodId);
@@ -99,7 +101,7 @@ export function encodeEntry(req: RingEntry, geometry: Pick<Geometry, 'slotBytes'
     throw new PmrpcError(RecoveryErrorCodes.TOO_LARGE, `payload of ${req.payload.length} bytes exceeds the ring slot's ${max} bytes`);
   }
   const len = (ENTRY_HEADER_BYTES + req.payload.length + 7) & ~7;
-  const b = new Uint8Array(len);
+  const b = alloc(len);
   const plen = req.payload.length;
   const lap = lapOf(seq, geometry.ringSlots);
   putU32(b, 4, lap);
@@ -113,6 +115,10 @@ export function encodeEntry(req: RingEntry, geometry: Pick<Geometry, 'slotBytes'
   // as entryChecksum(lap, b, plen) (the lap's 4 bytes, then [8, end)), without a second pass.
   putU32(b, 0, crc32c(b, 4, ENTRY_HEADER_BYTES + plen));
   return b;
+}
+
+function newBytes(n: number): Uint8Array {
+  return new Uint8Array(n);
 }
 
 /** Little-endian u32 store into a fresh buffer (no DataView per entry). */

@@ -6,7 +6,7 @@
  * reply), never earlier — and `result` — the handler's result once the request is applied.
  */
 import { callable, invariant, nonNegativeInt, optional, PmrpcError, resolveOptions, type ErrorCode } from '../../pmem/index.js';
-import { Wr, type ChainListener, type Completion, type FlushWr, type NotifyMessage, type QueuePair, type WorkRequest, type WriteWr } from '../../flush/index.js';
+import { ByteSlab, Wr, type ChainListener, type Completion, type FlushWr, type NotifyMessage, type QueuePair, type WorkRequest, type WriteWr } from '../../flush/index.js';
 import { encodeEntry } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
 import { checkRpcFaults, GOODBYE_METHOD, methodId, type ConnectionInfo, type RpcFaults } from './server.js';
@@ -34,6 +34,10 @@ export interface RpcClientOptions {
 export const RPC_CLIENT_DEFAULTS: Readonly<RpcClientOptions> = Object.freeze({ pendingCallsMax: 1024, onDurable: undefined, faults: undefined });
 
 const ignore = (): undefined => undefined;
+
+/** Most calls, and most entry bytes, of one gathered chain (#gatheredWrs; wflush). */
+const GATHER_MAX = 64;
+const GATHER_BYTES = 16 * 1024;
 
 /**
  * The settle functions of the promise being built: `new Promise(capture)` stores them here, and the
@@ -125,6 +129,9 @@ export class DurableRpcClient {
   #durableUpTo: number;
   /** Requests whose durability or result is still open, by sequence (bounded: ringSlots + pendingCallsMax). */
   #pending = new Map<number, Pending>();
+  /** Ring entries' bytes (ByteSlab: an entry over 64 bytes would otherwise be an off-heap ArrayBuffer per call). */
+  #slab = new ByteSlab();
+  #entryBytes = (n: number): Uint8Array => this.#slab.alloc(n);
   #unsubscribe: () => void = () => undefined;
   #closed = false;
   #connected = true;
@@ -219,10 +226,16 @@ export class DurableRpcClient {
       throw new PmrpcError(RpcErrorCodes.CALLS_PENDING_FULL, `${this.options.pendingCallsMax} calls already wait for ring credit (pendingCallsMax)`);
     }
     const seq = this.#nextSeq++;
-    const bytes = encodeEntry({ clientId: this.#info.clientId, seq, methodId: methodId(method), payload }, this.#info);
+    const bytes = encodeEntry({ clientId: this.#info.clientId, seq, methodId: methodId(method), payload }, this.#info, this.#entryBytes);
     const p = new Pending(seq, bytes, this.#rec.durableAt === 'never' ? this.#neverDurable() : undefined);
     this.#pending.set(seq, p);
-    this.#pump();
+    if (this.#gathers()) {
+      // One chain for the calls of this synchronous run (#pump): posted at its end, a microtask later.
+      if (!this.#pumpQueued) {
+        this.#pumpQueued = true;
+        queueMicrotask(this.#queuedPump);
+      }
+    } else this.#pump();
     return { seq, durable: p.durable, result: p.result };
   }
 
@@ -301,10 +314,29 @@ export class DurableRpcClient {
     return this.#never;
   }
 
+  /** A call's post waits for the end of its synchronous run (#pumpQueued). */
+  #pumpQueued = false;
+  readonly #queuedPump = (): void => {
+    this.#pumpQueued = false;
+    this.#pump();
+  };
+
+  /**
+   * Whether the calls #pump posts at once go as one chain: WRITEs of consecutive ring slots, then
+   * ONE range FLUSH over them (wflush). The FLUSH's completion says every entry of the chain is
+   * durable — as each call's own FLUSH did, over its own entry — with one FLUSH, one completion and
+   * one Response for the run instead of one per call (issue 29).
+   */
+  #gathers(): boolean {
+    const r = this.#rec;
+    return r.request === 'write' && r.follow === 'flush';
+  }
+
   #pump(): void {
     if (!this.#connected || this.#closed) return;
     // In sequence order from the first call not yet posted (no scan or sort of every pending call).
     const last = Math.min(this.#nextSeq - 1, this.#credit + this.#info.ringSlots);
+    const gather = this.#gathers();
     for (let seq = this.#nextUnsent; seq <= last; seq++) {
       // A chain's outcome may arrive before postChainWith returns (an 'immediate' in-process link).
       if (!this.#connected || this.#closed) return;
@@ -312,17 +344,56 @@ export class DurableRpcClient {
       const p = this.#pending.get(seq);
       if (p === undefined || p.sent) continue;
       // Built before the post, outside its catch: a broken invariant stops the client, not a disconnect.
-      const wrs = this.#wrs(p);
-      p.sent = true;
+      let wrs: WorkRequest[];
+      let tail = p;
+      if (gather) {
+        wrs = this.#gatheredWrs(p, last);
+        tail = this.#pending.get(p.seq + wrs.length - (this.#faults.skipFlush ? 1 : 2))!;
+        for (let s = p.seq; s <= tail.seq; s++) this.#pending.get(s)!.sent = true;
+        this.#nextUnsent = tail.seq + 1;
+      } else {
+        wrs = this.#wrs(p);
+        p.sent = true;
+      }
       try {
-        this.#qp.postChainWith(wrs, this.#chains, p);
+        // The chain's outcome names its last call: its completion makes every call up to it durable (#markDurable).
+        this.#qp.postChainWith(wrs, this.#chains, tail);
       } catch (e) {
-        p.sent = false;
+        for (let s = p.seq; s <= tail.seq; s++) this.#pending.get(s)!.sent = false;
         this.#nextUnsent = seq;
         this.#disconnected(e);
         return;
       }
+      seq = tail.seq;
     }
+  }
+
+  /**
+   * The chain of the calls from `first` on (wflush): the WRITE of each pending, unsent call in
+   * consecutive ring slots (no wrap), up to `last`, GATHER_MAX calls or GATHER_BYTES of entries,
+   * then one persistent range FLUSH from the first entry's start to the last entry's end.
+   */
+  #gatheredWrs(first: Pending, last: number): WorkRequest[] {
+    const info = this.#info;
+    const f = this.#faults;
+    const placement = f.flushGlobal ? 'global' : 'persistent';
+    const start = info.ringOffset + ((first.seq - 1) % info.ringSlots) * info.slotBytes;
+    const wrs: WorkRequest[] = [];
+    let bytes = 0;
+    let end = start;
+    for (let seq = first.seq; seq <= last && wrs.length < GATHER_MAX; seq++) {
+      const p = this.#pending.get(seq);
+      if (p === undefined || p.sent) break;
+      invariant(p.bytes.length <= info.slotBytes, () => `client ${info.clientId}: entry ${p.seq} is ${p.bytes.length} bytes, the ring slot ${info.slotBytes}`);
+      const slot = (seq - 1) % info.ringSlots;
+      if (seq > first.seq && (slot === 0 || bytes + p.bytes.length > GATHER_BYTES)) break; // the ring wraps, or the chain is long enough
+      const addr = info.ringOffset + slot * info.slotBytes;
+      wrs.push({ op: 'write', to: { rkey: info.rkey, addr }, data: p.bytes } satisfies WriteWr);
+      bytes += p.bytes.length;
+      end = addr + p.bytes.length;
+    }
+    if (!f.skipFlush) wrs.push({ op: 'flush', placement, selectivity: 'range', rkey: info.rkey, addr: start, len: end - start } satisfies FlushWr);
+    return wrs;
   }
 
   #wrs(p: Pending): WorkRequest[] {

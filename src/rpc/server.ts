@@ -729,6 +729,10 @@ export class DurableRpcServer {
   /** Inside #processBatch: RESULTs held until the batch is settled. */
   #replies: Array<() => void> | undefined;
 
+  /** The batch part (its replies array) and client #process last reported to the leases (Leases.seen). */
+  #seenFor: Array<() => void> | undefined;
+  #seenClient = -1;
+
   #flushReplies(): void {
     const rs = this.#replies;
     if (rs === undefined || rs.length === 0) return;
@@ -741,7 +745,13 @@ export class DurableRpcServer {
     const session = this.#sessions.get(from.clientId);
     const c = session?.conn;
     if (c === undefined || session!.state === CONNST.CLOSING || !this.store.conn.has(c.clientId)) return; // dropped, or after its goodbye: nothing more
-    this.#leases.seen(c.clientId);
+    // A sign of life once per client per batch part (a clock read and a map store; not per request).
+    const rs = this.#replies;
+    if (rs === undefined || rs !== this.#seenFor || this.#seenClient !== c.clientId) {
+      this.#leases.seen(c.clientId);
+      this.#seenFor = rs;
+      this.#seenClient = c.clientId;
+    }
     const { record, status, bytes } = computed ?? this.#methods.effects(entry, this.store.appView);
     const coupled = this.#rec.coupled;
     if (coupled && this.#faults.replyBeforeApply) this.#reply(c, entry.seq, status, bytes, this.store.conn.appliedSeq(c.clientId));

@@ -372,7 +372,8 @@ for (const delivery of ['immediate', 'seeded'] as const) {
   t.test(`wflush (${delivery} delivery): every FLUSH completion leaves after its range is synced, fewer msyncs than requests`, async (t) => {
     const r = await runWflush(t, delivery, undefined);
     t.equal(r.durable, r.n, 'every request durable');
-    t.ok(r.acks >= r.n, `${r.acks} FLUSH completions`);
+    // The client gathers each run of calls into one chain with one FLUSH (DurableRpcClient #gatheredWrs): one completion per chain, at least one.
+    t.ok(r.acks >= 1 && r.acks <= r.n, `${r.acks} FLUSH completions for ${r.n} requests`);
     t.same(r.violations, [], 'no FLUSH acknowledged before its bytes were on the disk');
     // Before group commit in the NIC loop, every FLUSH msynced on its own: ≥ 12 msyncs for 12 requests.
     t.ok(r.syncs < r.n, `${r.syncs} msyncs for ${r.n} requests (FLUSHes and the server's batches)`);
@@ -397,7 +398,8 @@ for (const delivery of ['immediate', 'seeded'] as const) {
     const r = await runWflush(t, delivery, undefined, false, true);
     t.equal(r.durable, r.n, 'every request durable');
     t.ok(r.asyncSyncs > 0, `${r.asyncSyncs} msyncs off the thread`);
-    t.ok(r.acks >= r.n, `${r.acks} FLUSH completions`);
+    // The client gathers each run of calls into one chain with one FLUSH (DurableRpcClient #gatheredWrs): one completion per chain, at least one.
+    t.ok(r.acks >= 1 && r.acks <= r.n, `${r.acks} FLUSH completions for ${r.n} requests`);
     t.same(r.violations, [], 'no FLUSH acknowledged before its bytes were on the disk');
   });
 

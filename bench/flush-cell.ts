@@ -352,12 +352,16 @@ async function drive(w: World, c: CellConfig, plan: CellPlan, iterations: number
   const slot = async (ci: number): Promise<void> => {
     const client = w.clients[ci]!;
     const calls = new Map<number, RpcCall>();
+    // Each slot issues at least one request: a process descheduled past the whole window before
+    // its first turn (a loaded machine) still measures something instead of an empty cell.
+    let mine = 0;
     for (;;) {
       const t0 = clock.nowNs();
-      if (t0 >= tEnd) {
+      if (t0 >= tEnd && mine > 0) {
         markEnd();
         return;
       }
+      mine++;
       if (t0 >= tStart) markStart();
       const inWindow = t0 >= tStart;
       const call = client.call(METHOD, payload);

@@ -471,7 +471,7 @@ export class RedoLog {
     const r = this.layout.region;
     // The settled records, and the images and words drained at the previous step, are on the disk
     // (the previous batch's group ended in their msync: then this costs nothing).
-    if (!r.isSynced(this.#lazyMark)) r.sync();
+    if (!r.isOrdered(this.#lazyMark)) r.sync();
     if (this.#lazyFlagsN > 0) this.#setFlags(this.#lazyFlags, this.#lazyFlagsN, this.#lazyImages, 0);
     this.#persistImages(this.#lazyImagesN);
     this.#persistWords(this.#lazyImages, this.#lazyImagesN, this.#lazyFlags, 0);
@@ -705,7 +705,7 @@ export class RedoLog {
       invariant(this.conn.appliedSeq(clientId) >= seq, () => `client ${clientId}: record ${lsn} (seq ${seq}) applied but the table says ${this.conn.appliedSeq(clientId)}`);
       if (this.#faults.skipPersistCreditBeforeReuse) return;
       const r = this.layout.region;
-      if (!r.isSynced(this.#settleMark)) {
+      if (!r.isOrdered(this.#settleMark)) {
         if (byStep) return;
         r.sync();
       }

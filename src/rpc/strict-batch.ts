@@ -173,7 +173,7 @@ export class StrictBatch<C extends StrictConn> {
     const { region, store } = this.#host;
     if (!region.syncing) return false;
     const mark = store.log.advanceMark;
-    if (mark < 0 || region.isOrdered(mark)) return false;
+    if (mark < 0 || region.isOrdered(mark) || store.log.canLag) return false;
     c.deferred = beforeProcess === undefined ? [] : [beforeProcess];
     const g = this.#group;
     if (g !== undefined && g.mark === mark) {

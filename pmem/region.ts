@@ -991,17 +991,23 @@ export class PmemRegion {
 
   /**
    * From an async msync's call back (nothing runs now): the waiters whose mark is synced go, in
-   * order; after a failure (or a close) every waiter left goes with it. Then, if waiters are left,
-   * the next async msync starts for what waits by then (their marks are all in it) — after the
-   * released `then`s, not before: what they drain (a CPU pass that waited for this msync commits
-   * its batch's records) joins that msync instead of waiting for one more. (A `then` that starts
-   * an msync itself — syncAsync with none running — covers the waiters left, as would this one.)
+   * order; after a failure (or a close) every waiter left goes with it. If waiters are left, the
+   * next async msync starts for what waits by then (their marks are all in it) BEFORE the released
+   * `then`s run: the batches that ran while this one synced are in it, and a CPU pass a `then`
+   * runs finds their mark covered by a running msync (isOrdered) instead of syncing it on the
+   * thread; what the `then`s drain waits for the msync after. Otherwise (nothing left when this
+   * one called back) a `then` that drains starts the next msync itself (syncAsync), or the
+   * release ends by starting it (#continueAsync).
    */
   #releaseAsync(failure: PmrpcError | undefined): void {
     const waiters = this.#asyncWaiters;
     let n = 0;
     while (n < waiters.length && this.isSynced(waiters[n]!.mark)) n++;
     const ready = waiters.splice(0, failure === undefined ? n : waiters.length);
+    // The next msync starts before the released `then`s run: the batches that ran while this one
+    // synced (their drains ordered after it, isOrdered) wait in it, and a pass a `then` runs now
+    // finds their mark covered by a running msync instead of syncing it on the thread.
+    if (failure === undefined && waiters.length > 0 && this.#media !== undefined && this.#unsyncedHi >= 0 && !this.isSynced(waiters[0]!.mark)) this.#startAsync(this.#media);
     try {
       for (let i = 0; i < ready.length; i++) {
         const w = ready[i]!;
@@ -1100,6 +1106,7 @@ export class PmemRegion {
   sync(): void {
     if (this.#syncFailed !== undefined) throw this.#syncFailed;
     if (this.#unsyncedHi < 0 && this.#asyncHi < 0) return;
+    if (this.#asyncHi >= 0 && this.#unwrittenLines.length > 0) this.#finishAsyncRange();
     const lo = Math.min(this.#unsyncedLo, this.#asyncLo);
     const hi = Math.max(this.#unsyncedHi, this.#asyncHi);
     this.#msync(lo, hi - lo);
@@ -1121,6 +1128,38 @@ export class PmemRegion {
 
   isSynced(mark: number): boolean {
     return mark <= this.#syncedMark;
+  }
+
+  /**
+   * Whether everything drained up to `mark` reaches the disk before anything drained from now on
+   * can: it is synced, or — a strict region whose media goes through the descriptor — it was
+   * written to the file before the async msync now running started: what drains now waits in
+   * process memory until that msync called back (the next one writes it), and a sync() on the
+   * thread meanwhile finishes that msync's range before it writes anything (#finishAsyncRange).
+   * A layer that must not write B before A is on the disk (the redo log's lazy steps) writes B
+   * when isOrdered(A), without waiting for A's msync (docs/recovery.md, "Group commit").
+   */
+  isOrdered(mark: number): boolean {
+    return mark <= this.#syncedMark || (this.#asyncRunning && this.#unwritten !== undefined && mark <= this.#asyncMark && this.#asyncHi >= 0);
+  }
+
+  /**
+   * sync() while an async msync runs, with lines drained since it started: msync that msync's
+   * range first (the pages it is writing back, waited for), and only then write the new lines —
+   * one msync over both could leave the new lines on the disk without the older ones (isOrdered).
+   */
+  #finishAsyncRange(): void {
+    const media = this.#media!;
+    this.#stats.msyncs++;
+    try {
+      this.options.msync(media.buffer, HEADER_BYTES + this.#asyncLo, this.#asyncHi - this.#asyncLo);
+    } catch (e) {
+      this.#syncFailed = new PmrpcError(ErrorCodes.SYNC_FAILED, `msync of [${this.#asyncLo}, ${this.#asyncHi}) failed (${(e as Error)?.message ?? String(e)}): what reached the disk is unknown; nothing waiting on it is acknowledged and this region refuses further persists — restart to recover from the file`, { cause: e });
+      throw this.#syncFailed;
+    }
+    if (this.#asyncMark > this.#syncedMark) this.#syncedMark = this.#asyncMark;
+    this.#asyncLo = Infinity;
+    this.#asyncHi = -1;
   }
 
   /** Bytes waiting for a group commit's msync (0 when every drained range is synced). */

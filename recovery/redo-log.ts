@@ -458,6 +458,16 @@ export class RedoLog {
     return this.#lazyCount === 0 ? -1 : this.#lazyMark;
   }
 
+  /**
+   * Whether a batch may start without the lazy step its pipeline owes (docs/recovery.md, "Group
+   * commit"): the step depends on a batch waiting for a queued async msync (not yet in the file),
+   * and the pipeline holds under a quarter of the log. The step is then skipped, not synced on the
+   * thread: the next batch's step does both batches' work once the msync holding them runs.
+   */
+  get canLag(): boolean {
+    return this.layout.region.syncing && this.#lazyCount < this.layout.geometry.logRecords / 4;
+  }
+
   /** Whether record `lsn` is settled (its request answered) but its flag lazily not set yet: as good as applied. */
   isSettled(lsn: number): boolean {
     if (!Number.isSafeInteger(lsn) || lsn < 1) return false;
@@ -471,7 +481,11 @@ export class RedoLog {
     const r = this.layout.region;
     // The settled records, and the images and words drained at the previous step, are on the disk
     // (the previous batch's group ended in their msync: then this costs nothing).
-    if (!r.isSynced(this.#lazyMark)) r.sync();
+    if (!r.isOrdered(this.#lazyMark)) {
+      // What the step depends on waits for a queued msync: skip the step (its lists carry over to the next batch's).
+      if (this.canLag) return;
+      r.sync();
+    }
     if (this.#lazyFlagsN > 0) this.#setFlags(this.#lazyFlags, this.#lazyFlagsN, this.#lazyImages, 0);
     this.#persistImages(this.#lazyImagesN);
     this.#persistWords(this.#lazyImages, this.#lazyImagesN, this.#lazyFlags, 0);
@@ -705,7 +719,7 @@ export class RedoLog {
       invariant(this.conn.appliedSeq(clientId) >= seq, () => `client ${clientId}: record ${lsn} (seq ${seq}) applied but the table says ${this.conn.appliedSeq(clientId)}`);
       if (this.#faults.skipPersistCreditBeforeReuse) return;
       const r = this.layout.region;
-      if (!r.isSynced(this.#settleMark)) {
+      if (!r.isOrdered(this.#settleMark)) {
         if (byStep) return;
         r.sync();
       }

@@ -10,7 +10,7 @@ import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPrng, HEADER_BYTES, PmemRegion, seededEntropy, type MsyncFn } from '../../pmem/index.js';
+import { createPrng, HEADER_BYTES, PmemRegion, seededEntropy, type MsyncAsyncFn, type MsyncFn } from '../../pmem/index.js';
 import { layoutBytes, RECORD_HEADER_BYTES, RecoveryStore, type LayoutOptions } from '../../recovery/index.js';
 
 const SEED = Number(process.env.PMRPC_SEED ?? 1);
@@ -33,21 +33,58 @@ interface Sync {
   after: Uint8Array;
 }
 
-function world(t: Tap.Test) {
+/** An async msync the test lands by hand: the range as the file held it when the msync was called, and its call back. */
+interface PendingSync {
+  off: number;
+  bytes: Uint8Array;
+  done: (err: Error | null) => void;
+  /** A blocking msync since waited for its writeback: on the disk already. */
+  landed: boolean;
+}
+
+/**
+ * `async`: the region's async msync (syncAsync, groupCommitAsync) is a shim whose msyncs wait in
+ * `pending` until the test lands them (land()): until then their pages are written to the file
+ * but not on the disk — a machine crash may keep any subset of them, and of whatever the file got
+ * since. `atMsync` runs at every msync call (blocking or async), with the file as it is then.
+ */
+function world(t: Tap.Test, opts: { async?: boolean; atMsync?: (file: Uint8Array) => void; geometry?: Partial<LayoutOptions> } = {}) {
+  const geometry = opts.geometry ?? GEOMETRY;
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-lazy-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   let disk: Uint8Array | undefined;
   const syncs: Sync[] = [];
+  const pending: PendingSync[] = [];
   const msync: MsyncFn = (mapping, off, len) => {
     const m = new Uint8Array(mapping);
     if (disk === undefined) disk = m.slice(); // the header was synced at create (not through the shim); the rest is zero
+    opts.atMsync?.(m);
     const before = disk.slice();
+    // A blocking msync waits for the writeback of the async ones running (their pages as they were sent), then syncs its range.
+    for (const p of pending) if (!p.landed) {
+      disk.set(p.bytes, p.off);
+      p.landed = true;
+    }
     disk.set(m.subarray(off, off + len), off);
     syncs.push({ before, after: disk.slice() });
   };
-  const region = PmemRegion.create(join(dir, 'r.pm'), layoutBytes(GEOMETRY), { strict: true, msync, entropy: seededEntropy(createPrng(SEED)) });
+  const msyncAsync: MsyncAsyncFn = (mapping, off, len, done) => {
+    const m = new Uint8Array(mapping);
+    if (disk === undefined) disk = m.slice();
+    opts.atMsync?.(m);
+    pending.push({ off, bytes: m.slice(off, off + len), done, landed: false });
+  };
+  /** Lands the oldest pending async msync (its range reaches the disk) and calls it back. */
+  const land = (): void => {
+    const p = pending.shift()!;
+    const before = disk!.slice();
+    if (!p.landed) disk!.set(p.bytes, p.off);
+    syncs.push({ before, after: disk!.slice() });
+    p.done(null);
+  };
+  const region = PmemRegion.create(join(dir, 'r.pm'), layoutBytes(geometry), { strict: true, msync, ...(opts.async ? { msyncAsync } : {}), entropy: seededEntropy(createPrng(SEED)) });
   t.teardown(() => region.close({ writeBack: false }));
-  const store = RecoveryStore.format(region, GEOMETRY);
+  const store = RecoveryStore.format(region, geometry);
   const { clientId } = store.register();
   let seq = 0;
   /** One poll batch of PER_BATCH requests, as the RPC server runs it; returns their sequences. */
@@ -64,18 +101,18 @@ function world(t: Tap.Test) {
   };
   const recordAt = (img: Uint8Array, s: number): boolean => {
     // Records are written in LSN order, one per request: LSN = seq here. The LSN word on the disk says the record is there.
-    const off = HEADER_BYTES + store.layout.recordOffset((s - 1) % GEOMETRY.logRecords!);
+    const off = HEADER_BYTES + store.layout.recordOffset((s - 1) % geometry.logRecords!);
     return new DataView(img.buffer, img.byteOffset).getBigUint64(off + 8, true) === BigInt(s);
   };
   const flagAt = (img: Uint8Array, s: number): boolean => {
-    const off = HEADER_BYTES + store.layout.recordOffset((s - 1) % GEOMETRY.logRecords!);
+    const off = HEADER_BYTES + store.layout.recordOffset((s - 1) % geometry.logRecords!);
     return new DataView(img.buffer, img.byteOffset).getBigUint64(off, true) === BigInt(s);
   };
   const imageAt = (img: Uint8Array, s: number): boolean => {
     const off = HEADER_BYTES + store.geometry.appOffset + IMAGE_BASE + s * 8;
     return new DataView(img.buffer, img.byteOffset).getBigUint64(off, true) === BigInt(1000 + s);
   };
-  return { region, store, clientId, syncs, batch, recordAt, flagAt, imageAt, get seq() { return seq; }, get disk() { return disk!; } };
+  return { region, store, clientId, syncs, pending, land, batch, recordAt, flagAt, imageAt, get seq() { return seq; }, get disk() { return disk!; } };
 }
 
 /** At every msync, what becomes durable depends only on what an earlier msync made durable. */
@@ -182,4 +219,71 @@ t.test('a batch of two parts (strict group commit of two connections): a slot re
   // Nothing lost: once everything is complete, the settled request's record, image and word are on the disk.
   w.store.completeAll();
   t.ok(w.recordAt(w.disk, settledSeq) && w.imageAt(w.disk, settledSeq), `seq ${settledSeq} durable after completeAll`);
+});
+
+for (const lag of [false, true]) t.test(`overlapped group commit${lag ? ' (a log of 64 records: a batch behind a queued one skips its step)' : ''}: the next batch runs while the previous batch's msync does, and nothing it writes reaches the file before that msync called back`, async (t) => {
+  // What a machine crash can keep: the disk, plus any subset of the pages the file holds beyond it.
+  // At every msync call (when the region has just written its lines to the file) and after every
+  // batch, no image may be in the file while its record is not on the disk, no flag while its image is not.
+  const hazards: string[] = [];
+  let w: ReturnType<typeof world> | undefined;
+  const check = (file: Uint8Array): void => {
+    if (w === undefined) return; // (the store's format)
+    const where = `msync ${w.syncs.length + w.pending.length}`;
+    for (let q = 1; q <= w.seq; q++) {
+      if (w.imageAt(file, q) && !w.imageAt(w.disk, q) && !w.recordAt(w.disk, q)) hazards.push(`${where}: the image of seq ${q} is in the file, its record not on the disk`);
+      if (w.flagAt(file, q) && !w.flagAt(w.disk, q) && !w.imageAt(w.disk, q)) hazards.push(`${where}: the flag of seq ${q} is in the file, its image not on the disk`);
+    }
+  };
+  w = world(t, { async: true, atMsync: check, ...(lag ? { geometry: { ...GEOMETRY, logRecords: 64 } } : {}) });
+  const acked: number[] = [];
+  const commit = (): void => {
+    const seqs: number[] = [];
+    w.region.groupCommitAsync(() => seqs.push(...w.batch()), (err) => {
+      if (err === undefined) acked.push(...seqs);
+    });
+  };
+  const msyncsBefore = w.region.stats.msyncs;
+  commit(); // batch 1: its msync starts (pending)
+  t.equal(w.pending.length, 1, 'batch 1\'s msync runs');
+  for (let b = 0; b < 3; b++) {
+    // The next batch runs at once (its lazy step writes the previous batch's images), its msync queued.
+    const before = w.region.stats.msyncs;
+    commit();
+    t.equal(w.region.stats.msyncs, before, `batch ${b + 2} ran without an msync on the thread (the pipeline's step is ordered after the running msync)`);
+    t.equal(w.pending.length, 1, 'one async msync at a time');
+    t.same(acked.length, b * PER_BATCH, 'nothing answered before its msync called back');
+    w.land(); // the running msync calls back: its batch is answered, the queued one starts (writing what waited)
+    t.equal(acked.length, (b + 1) * PER_BATCH, `batch ${b + 1} answered after its msync`);
+  }
+  // Two batches while one msync runs: the second's step depends on the first, which waits for a
+  // queued msync (not yet in the file). With room in the log (a quarter of it) the step is skipped
+  // (RedoLog.canLag) — the next batch's step does both — else the first is synced on the thread;
+  // either way nothing is written with what it depends on.
+  const beforeTwo = w.region.stats.msyncs;
+  commit();
+  commit();
+  if (lag) t.equal(w.region.stats.msyncs, beforeTwo, 'the second batch skipped its step: no msync on the thread');
+  else t.ok(w.region.stats.msyncs > beforeTwo, 'the second batch\'s step synced the queued first batch on the thread (the log too small to lag)');
+  t.equal(w.store.log.lazyRecords, (lag ? 3 : 2) * PER_BATCH, `${w.store.log.lazyRecords} records in the pipeline`);
+  // A third while the same msync runs, then the msyncs land one by one, a batch committed at each.
+  commit();
+  w.land();
+  commit();
+  while (w.pending.length > 0) w.land();
+  commit();
+  // An ordering point on the thread (a blocking sync: here a batch in a blocking group) while an async msync runs with lines
+  // drained after it started: that msync's range is synced first, then the new lines are written.
+  w.region.groupCommit(() => w.batch());
+  t.ok(w.region.stats.msyncs - msyncsBefore >= 6, `${w.region.stats.msyncs - msyncsBefore} msyncs`);
+  while (w.pending.length > 0) w.land();
+  t.same(hazards, [], 'no crash between the msyncs could keep a step ahead of what it depends on');
+  t.same(orderViolations(w, 0), []);
+  t.equal(acked.length, 9 * PER_BATCH, 'every batch answered');
+  w.store.completeAll();
+  const r2 = PmemRegion.openImage(w.disk);
+  const s2 = RecoveryStore.open(r2);
+  s2.recover();
+  for (let q = 1; q <= w.seq; q++) t.same(s2.appView.load(IMAGE_BASE + q * 8, 8), u64(1000 + q), `seq ${q}'s effect on the disk`);
+  r2.close({ writeBack: false });
 });

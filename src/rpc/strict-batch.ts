@@ -6,9 +6,10 @@
  *
  * - the batch's replies (RESULTs, ACKs) are held until that msync calls back, and leave in batch
  *   order (#held, releaseHeld) — never an answer before its msync;
- * - a CPU pass whose redo-log step depends on a batch not yet in a running msync waits for that
- *   msync instead of syncing on the thread (defer), and the waiting passes of every connection run from its call
- *   back as one batch (#runDeferred), sharing the next msync.
+ * - a CPU pass whose redo-log step depends on a batch not yet in a running msync, with no room in
+ *   the log to skip the step, waits for that msync instead of syncing on the thread (defer), and
+ *   the waiting passes of every connection run from its call back as one batch (#runDeferred),
+ *   sharing the next msync.
  *
  * DurableRpcServer (server.ts) owns the connections and runs the passes; it hands this its batches.
  */
@@ -157,7 +158,8 @@ export class StrictBatch<C extends StrictConn> {
    * A CPU pass whose redo-log step (the lazy images and flags of the previous batch, written at this
    * batch's first commit) depends on a batch whose msync still runs off the thread runs at once if
    * that msync already holds the batch (PmemRegion.isOrdered: what the step writes reaches the file
-   * only after it called back), and would otherwise — the batch still waiting for a queued msync —
+   * only after it called back), or skips that step while the log has room (RedoLog.canLag), and would
+   * otherwise — the batch still waiting for a queued msync, the pipeline at a quarter of the log —
    * sync it on the thread first (RedoLog.advanceMark). Instead the pass waits for that msync's call back
    * (PmemRegion.whenSynced) — the socket reads and NIC passes go on meanwhile, their msyncs queued —
    * and runs then, with whatever arrived in the ring by then. The passes of every connection waiting

@@ -151,7 +151,7 @@ export class NicDriver {
     }
     const nic = this.nic;
     nic.holdResponses(this.faults.skipChainSync !== true);
-    const p: WaitingPass = { responses: undefined, synced: false, failure: undefined };
+    const p: WaitingPass = { responses: undefined, synced: false, failure: undefined, mark: -1 };
     this.#waiting.push(p);
     let later = false; // a call back inside groupCommitAsync is released below, with the pass
     let failure: unknown;
@@ -161,14 +161,20 @@ export class NicDriver {
           body();
           if (this.faults.respondBeforeSync === true) nic.releaseResponses(true);
           p.responses = nic.takeResponses();
+          p.mark = nic.region.syncMark();
         },
         (err) => {
           p.synced = true;
           p.failure = err;
           if (!later) return;
           if (err !== undefined) nic.failQueued(err);
-          if (this.#around !== undefined) this.#around(this.#release);
-          else this.#releaseWaiting();
+          // After the microtasks this call back's release queues (a strict RPC batch's RESULTs,
+          // held for the same msync): the RESULTs are gathered by then and leave in the same
+          // socket write as these responses.
+          queueMicrotask(() => queueMicrotask(() => {
+            if (this.#around !== undefined) this.#around(this.#release);
+            else this.#releaseWaiting();
+          }));
         },
       ); // the pass's one msync, at the end of the scope (off the thread where the region can)
     } catch (e) {
@@ -196,7 +202,11 @@ export class NicDriver {
       const p = waiting[0]!;
       if (!p.synced) return;
       waiting.shift();
-      this.nic.releaseTaken(p.responses, false, p.failure);
+      // Its msync called back (p.synced): released for the pass's own mark (PmemRegion.ackFor) —
+      // its responses depend on nothing drained after it, so the ack gate need not sync a later
+      // pass's drains first (the release now runs a few microtasks after the call back).
+      if (p.mark >= 0 && p.failure === undefined) this.nic.region.ackFor(p.mark, () => this.nic.releaseTaken(p.responses, false, undefined));
+      else this.nic.releaseTaken(p.responses, false, p.failure);
     }
   }
 }
@@ -206,4 +216,6 @@ interface WaitingPass {
   responses: HeldResponses | undefined;
   synced: boolean;
   failure: unknown;
+  /** region.syncMark() when the pass ended (its responses were computed by then); -1: not taken. */
+  mark: number;
 }

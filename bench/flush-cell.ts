@@ -67,6 +67,12 @@ export interface CellConfig {
   ddio: boolean;
   /** File-backed region with msync on every drain (the better-sqlite3 comparison). */
   strict?: boolean;
+  /**
+   * strict: where a group commit's msync runs — 'inline' on the JS thread (PmemOptions.msyncInline:
+   * the embedded configuration, one client in lockstep, as SQLite's inline fsync) or 'pool' (the
+   * default: off the thread, as `serve --strict`).
+   */
+  msync?: 'inline' | 'pool';
 }
 
 export interface CellPlan {
@@ -179,7 +185,7 @@ async function inProcessWorld(c: CellConfig, seed: number): Promise<World> {
   let region: PmemRegion;
   if (c.strict) {
     dir = mkdtempSync(join(tmpdir(), 'pmrpc-bench-flush-'));
-    region = PmemRegion.create(join(dir, 'strict.pm'), bytes, { strict: true, seed, entropy: seededEntropy(createPrng(seed)) });
+    region = PmemRegion.create(join(dir, 'strict.pm'), bytes, { strict: true, msyncInline: c.msync === 'inline', seed, entropy: seededEntropy(createPrng(seed)) });
   } else region = PmemRegion.createInMemory(bytes, { seed, entropy: seededEntropy(createPrng(seed)) });
   const store = RecoveryStore.format(region, g);
   const nic = new Rnic(region, { ddio: c.ddio, entropy: seededEntropy(createPrng(seed + 1)) });

@@ -5,7 +5,8 @@
  * interleaved passes (alternate runs: a loaded machine hits both systems alike).
  *
  * pmrpc side: one in-process client keeping `outstanding` requests in flight on a file-backed
- * `strict` region (msync, durable across a machine crash), inline no-op handler (one 8-byte effect
+ * `strict` region (msync, durable across a machine crash; the msync on the JS thread —
+ * `msyncInline`, as SQLite's fsync: with one client in lockstep nothing could overlap it), inline no-op handler (one 8-byte effect
  * per request, like the SQLite side's digest row), wrflush (the server persists each poll batch
  * with one drain; its redo-log persists are group-committed per batch, docs/recovery.md), wflush
  * and sflush (the NIC persists each FLUSH; its driver loop group-commits a pass of them,
@@ -26,10 +27,12 @@ export interface StrictPlan {
   /** Requests in flight (pmrpc: one client's outstanding requests; SQLite: requests per transaction). */
   outstanding: number;
   strategies: RpcStrategy[];
+  /** Where pmrpc's msync runs (CellConfig.msync): 'inline', on the JS thread, as SQLite's fsync. */
+  msync: 'inline' | 'pool';
 }
 
-export const STRICT_QUICK: StrictPlan = { cell: { warmupMs: 150, measureMs: 800, drainMsMax: 20_000 }, passes: 3, payloadBytes: 1024, outstanding: 16, strategies: ['wrflush', 'wflush', 'sflush', 'gpspm'] };
-export const STRICT_FULL: StrictPlan = { cell: { warmupMs: 300, measureMs: 2000, drainMsMax: 30_000 }, passes: 5, payloadBytes: 1024, outstanding: 16, strategies: ['wrflush', 'wflush', 'sflush', 'gpspm'] };
+export const STRICT_QUICK: StrictPlan = { cell: { warmupMs: 150, measureMs: 800, drainMsMax: 20_000 }, passes: 3, payloadBytes: 1024, outstanding: 16, strategies: ['wrflush', 'wflush', 'sflush', 'gpspm'], msync: 'inline' };
+export const STRICT_FULL: StrictPlan = { cell: { warmupMs: 300, measureMs: 2000, drainMsMax: 30_000 }, passes: 5, payloadBytes: 1024, outstanding: 16, strategies: ['wrflush', 'wflush', 'sflush', 'gpspm'], msync: 'inline' };
 
 const us = (ns: number): number => Math.round(ns / 100) / 10;
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;
@@ -44,7 +47,7 @@ export async function runStrictBench(o: BenchOptions, plan: StrictPlan, clock: B
     for (let pass = 0; pass < plan.passes; pass++) {
       for (const strategy of plan.strategies) {
         o.progress(done++, total, `pmrpc strict ${strategy} (pass ${pass + 1})`);
-        pm.get(strategy)!.push(await runCell({ ...HEADLINE, strategy, payloadBytes: plan.payloadBytes, clients: 1, outstanding: plan.outstanding, placement: 'inline', handlerUs: 0, ddio: true, strict: true }, plan.cell, o.seed + pass, clock));
+        pm.get(strategy)!.push(await runCell({ ...HEADLINE, strategy, payloadBytes: plan.payloadBytes, clients: 1, outstanding: plan.outstanding, placement: 'inline', handlerUs: 0, ddio: true, strict: true, msync: plan.msync }, plan.cell, o.seed + pass, clock));
       }
       o.progress(done++, total, `better-sqlite3 group ×${plan.outstanding} (pass ${pass + 1})`);
       sq.push(runSqlite('group', plan.payloadBytes, plan.outstanding, plan.cell, clock));
@@ -77,7 +80,7 @@ export async function runStrictBench(o: BenchOptions, plan: StrictPlan, clock: B
   }
   return {
     suite: 'sqlite',
-    config: { machine: machineDescription(), plan, pmrpc: 'in-process link, file-backed strict region in the OS temp dir, inline handler, DDIO on', sqlite: 'better-sqlite3, journal_mode WAL, synchronous FULL, same directory' },
+    config: { machine: machineDescription(), plan, pmrpc: `in-process link, file-backed strict region in the OS temp dir (msync ${plan.msync === 'inline' ? 'on the JS thread' : 'on a pool thread'}), inline handler, DDIO on`, sqlite: 'better-sqlite3, journal_mode WAL, synchronous FULL, same directory' },
     rows,
     ratios,
     summary,

@@ -87,7 +87,7 @@ export function kindOf(s: RpcStrategy): 'decoupled' | 'coupled' | 'none' {
 }
 
 function keyOf(c: CellConfig): string {
-  return `${c.link}/${c.strategy}/${c.payloadBytes}B/${c.clients}c/${c.outstanding}o/${c.handlerUs}us/${c.placement}/ddio-${c.ddio ? 'on' : 'off'}${c.strict ? '/strict' : ''}`;
+  return `${c.link}/${c.strategy}/${c.payloadBytes}B/${c.clients}c/${c.outstanding}o/${c.handlerUs}us/${c.placement}/ddio-${c.ddio ? 'on' : 'off'}${c.strict ? `/strict${c.msync === 'inline' ? '-inline' : ''}` : ''}`;
 }
 
 /** The cells of a plan, in run order (one pass per repeat; a cell with fewer repeats drops out). */
@@ -111,7 +111,7 @@ export function planCells(p: FlushPlan): PlannedCell[] {
     for (const clients of p.tcp.clients) for (const strategy of RPC_STRATEGIES) add('tcp', { ...base, link: 'tcp', strategy, payloadBytes: size, clients });
   for (const size of p.sqliteSizes) {
     for (const outstanding of [1, p.sqliteGroup])
-      add('strict', { ...base, strategy: 'wflush', payloadBytes: size, clients: 1, outstanding, placement: 'inline', handlerUs: 0, ddio: true, strict: true });
+      add('strict', { ...base, strategy: 'wflush', payloadBytes: size, clients: 1, outstanding, placement: 'inline', handlerUs: 0, ddio: true, strict: true, msync: 'inline' });
     // Without strict: durable against a process crash only (as better-sqlite3 with synchronous = OFF).
     add('strict', { ...base, strategy: 'wflush', payloadBytes: size, clients: 1, outstanding: 1, placement: 'inline', handlerUs: 0, ddio: true, strict: false });
   }
@@ -148,6 +148,7 @@ function summarise(cell: PlannedCell): Record<string, unknown> & Summary {
     ringSlots: c.ringSlots,
     ddio: c.ddio,
     strict: c.strict === true,
+    ...(c.strict === true ? { msync: c.msync ?? 'pool' } : {}),
     repeats: rs.length,
     throughputPerSecond: Math.round(m((r) => r.throughputPerSecond)),
     throughputSamples: rs.map((r) => Math.round(r.throughputPerSecond)),
@@ -438,7 +439,7 @@ function report(o: BenchOptions, plan: FlushPlan, cells: PlannedCell[], sqlite: 
       headline: { ...HEADLINE, description: cfg, bestDecoupled: cmp?.bestDecoupled.strategy, bestCoupled: cmp?.bestCoupled.strategy },
       sc21: SC21,
       handlerIterationsPerUs: Math.round(itersPerUs),
-      nic: { drain: 'lazy (default)', fabric: 'immediate', strictCells: 'ddio on, file-backed region in the OS temp dir, msync on every drain' },
+      nic: { drain: 'lazy (default)', fabric: 'immediate', strictCells: 'ddio on, file-backed region in the OS temp dir, msync on every drain, on the JS thread (msyncInline: one client in lockstep, as SQLite)' },
       pool: 'piscina, 1 thread, atomics disabled, 16 concurrent tasks per worker',
       throughput: 'requests acknowledged and processed in the window ÷ window',
       ...(rtt === undefined ? {} : { tcpEchoRoundTripUs: rtt, tcpWarmUp: `${plan.tcpWarm === undefined ? '' : `≥ ${plan.tcpWarm.requests} requests (≤ ${plan.tcpWarm.msMax} ms), then `}${plan.cell.warmupMs + TCP_EXTRA_WARMUP_MS} ms` }),

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
@@ -43,6 +44,14 @@ export function median(xs: number[]): number {
 export function machineDescription(): Record<string, unknown> {
   const c = cpus();
   return { node: process.version, platform: process.platform, arch: process.arch, cpus: c.length, cpuModel: c[0]?.model ?? 'unknown', memoryBytes: totalmem() };
+}
+
+/** The filesystem holding `dir` (the disk a benchmark's files are on): device, type and mount point, from `df -PT` ('unknown' fields when df is absent). */
+export function filesystemOf(dir: string): { device: string; type: string; mountedOn: string } {
+  const r = spawnSync('df', ['-PT', dir], { encoding: 'utf8' });
+  const line = r.status === 0 ? r.stdout.trim().split('\n')[1] : undefined;
+  const f = line?.split(/\s+/) ?? [];
+  return { device: f[0] ?? 'unknown', type: f[1] ?? 'unknown', mountedOn: f[6] ?? 'unknown' };
 }
 
 export function fmtRate(x: number): string {

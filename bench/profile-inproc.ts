@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   const strict = process.argv[5] === 'strict';
   const r = await runCell(
     strict
-      ? { ...HEADLINE, strategy, payloadBytes: 1024, clients: 1, outstanding: 16, handlerUs: 0, placement: 'inline', ddio: true, strict: true }
+      ? { ...HEADLINE, strategy, payloadBytes: 1024, clients: 1, outstanding: 16, handlerUs: 0, placement: 'inline', ddio: true, strict: true, msync: 'inline' }
       : { link: 'in-process', strategy, payloadBytes: 64, clients: 1, outstanding: 32, handlerUs: 0, placement: 'inline', ringSlots: 64, ddio: true },
     { warmupMs: 300, measureMs: seconds * 1000, drainMsMax: 10000 },
     1,

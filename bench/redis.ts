@@ -26,7 +26,7 @@ import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
 import { defineErrorCodes, PmrpcError, type ErrorCodesOf } from '../pmem/index.js';
 import type { RpcStrategy } from '../src/rpc/index.js';
-import { fmtRate, machineDescription, median } from './measure.js';
+import { filesystemOf, fmtRate, machineDescription, median } from './measure.js';
 import { rpcCell, type Plan } from './tcp.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
@@ -120,14 +120,6 @@ export function findOnPath(name: string, pathEnv: string | undefined): string | 
     }
   }
   return undefined;
-}
-
-/** The filesystem holding `dir`: device, type and mount point, from `df -PT` (undefined fields when df is absent). */
-export function filesystemOf(dir: string): { device: string; type: string; mountedOn: string } {
-  const r = spawnSync('df', ['-PT', dir], { encoding: 'utf8' });
-  const line = r.status === 0 ? r.stdout.trim().split('\n')[1] : undefined;
-  const f = line?.split(/\s+/) ?? [];
-  return { device: f[0] ?? 'unknown', type: f[1] ?? 'unknown', mountedOn: f[6] ?? 'unknown' };
 }
 
 const run = promisify(execFile);

@@ -112,16 +112,20 @@ export function wrError(wr: unknown): string | undefined {
 
 /**
  * Chains whose every work request was checked by this process's verbs layer (QueuePair.postChain /
- * postChainWith) when posted: a NIC in the same process (the in-process fabric, the explorer's
- * World) does not check them a second time. Keyed by the chain's array, which the QueuePair owns
- * from then on (postChain copies it; postChainWith's caller gives it up). A chain that crossed a
- * wire is a new array (decoded), never in here: the NIC checks it once, when it arrives.
+ * postChainWith) when posted carry this brand: a NIC in the same process (the in-process fabric,
+ * the explorer's World) does not check them a second time. On the chain's array, which the
+ * QueuePair owns from then on (postChain copies it; postChainWith's caller gives it up). A chain
+ * that crossed a wire is a new array (decoded), never branded: the NIC checks it once, when it
+ * arrives. (A brand, not a WeakSet of arrays: the set's add — an identity hash and an ephemeron
+ * entry per chain — cost ≈ 0.5 µs a request in-process, docs/benchmarks.md.)
  */
-const checkedChains = new WeakSet<readonly WorkRequest[]>();
+const CHECKED: unique symbol = Symbol('pmrpc.chainChecked');
+
+type Branded = { [CHECKED]?: true };
 
 /** The verbs layer checked every work request of `wrs` (and gives the array up). */
 export function markChecked(wrs: readonly WorkRequest[]): void {
-  checkedChains.add(wrs);
+  (wrs as Branded)[CHECKED] = true;
 }
 
 /**
@@ -129,7 +133,7 @@ export function markChecked(wrs: readonly WorkRequest[]): void {
  * one pass over the chain, skipped for a chain the verbs layer already checked (markChecked).
  */
 export function chainError(wrs: readonly unknown[]): { index: number; why: string } | undefined {
-  if (checkedChains.has(wrs as readonly WorkRequest[])) return undefined;
+  if ((wrs as Branded)[CHECKED] === true) return undefined;
   for (let i = 0; i < wrs.length; i++) {
     const why = wrError(wrs[i]);
     if (why !== undefined) return { index: i, why };

@@ -65,6 +65,16 @@ export interface PmemOptions {
    * `msync` at once. Tests inject one that lands the bytes later.
    */
   msyncAsync: MsyncAsyncFn | undefined;
+  /**
+   * A strict region's group commits msync on the JS thread (syncAsync() syncs at once, as sync()),
+   * not on a pool thread. For a process whose one client waits for each group's acknowledgement
+   * before it sends more (an embedded store in lockstep, as SQLite's inline fsync): nothing could be
+   * processed while the msync runs, and the pool thread's wake-up and its call back's hop back to
+   * the event loop cost more than they save (docs/benchmarks.md). With several clients the
+   * default (false) processes the next batch during the msync. What is durable when a request is
+   * acknowledged is the same either way.
+   */
+  msyncInline: boolean;
 }
 
 /** msync of [offset, offset + length) of the mapping off the JS thread; `done` on a later turn. Only bytes written before the call are synced by it. */
@@ -91,6 +101,7 @@ export const PMEM_DEFAULTS: Readonly<PmemOptions> = Object.freeze({
   lineModel: 'prefix',
   msync: syncMapping,
   msyncAsync: undefined,
+  msyncInline: false,
 });
 
 /** Events that change media, and client-visible completions: where a simulated crash can strike. */
@@ -905,8 +916,8 @@ export class PmemRegion {
    * by the next async msync, started from the running one's call back after its `then`s (with what
    * they drained), and `then` runs after that
    * one (or after the running one, if a sync() on the thread covered the mark meanwhile). `then`s
-   * run in the order of their calls. Without an async msync it syncs at once (sync()) and `then`
-   * follows that. Without `strict` (or in memory) `then` runs at once.
+   * run in the order of their calls. Without an async msync (or with `msyncInline`) it syncs at once
+   * (sync()) and `then` follows that. Without `strict` (or in memory) `then` runs at once.
    */
   syncAsync(then: (err: PmrpcError | undefined) => void): void {
     if (this.#syncFailed !== undefined) return then(this.#syncFailed);
@@ -930,8 +941,9 @@ export class PmemRegion {
     this.#startAsync(media);
   }
 
-  /** The async msync of this region: the injected one, else the addon's when msync is the addon's. */
+  /** The async msync of this region: none with msyncInline; the injected one, else the addon's when msync is the addon's. */
   #asyncFn(): MsyncAsyncFn | undefined {
+    if (this.options.msyncInline) return undefined;
     return this.options.msyncAsync ?? (this.options.msync === syncMapping ? syncMappingAsync : undefined);
   }
 
@@ -1624,7 +1636,7 @@ function copyMedia(visible: Uint8Array, data: Uint8Array, path: string | undefin
   }
 }
 
-const PMEM_CHECKS: OptionChecks<PmemOptions> = { domain: oneOf(['adr', 'eadr']), eviction: probability, strict: bool, tracing: bool, seed: integer, lineModel: oneOf(['prefix', 'subset']), msync: callable(), msyncAsync: optional(callable()) };
+const PMEM_CHECKS: OptionChecks<PmemOptions> = { domain: oneOf(['adr', 'eadr']), eviction: probability, strict: bool, tracing: bool, seed: integer, lineModel: oneOf(['prefix', 'subset']), msync: callable(), msyncAsync: optional(callable()), msyncInline: bool };
 
 function resolvePmemOptions(options: Partial<PmemOptions>): PmemOptions {
   return resolveOptions(PMEM_DEFAULTS, options, PMEM_CHECKS);

@@ -113,6 +113,34 @@ t.test('msync option is checked', async (t) => {
   t.throws(() => PmemRegion.createInMemory(4096, { msync: 3 as unknown as MsyncFn }), { name: 'TypeError' });
 });
 
+t.test('msyncInline: a group commit msyncs on the thread with the addon\'s msync — its callback runs inside the call, with its mark synced; the option is checked', async (t) => {
+  t.throws(() => PmemRegion.createInMemory(4096, { msyncInline: 1 as unknown as boolean }), { name: 'TypeError' });
+  const dir = mkdtempSync(join(tmpdir(), 'pmrpc-group-inline-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  for (const msyncInline of [true, false]) {
+    const r = PmemRegion.create(join(dir, `r-${String(msyncInline)}.pm`), 1 << 16, { strict: true, msyncInline }); // the addon's msync
+    const order: string[] = [];
+    let mark = -1;
+    const msyncs = r.stats.msyncs;
+    r.groupCommitAsync(() => {
+      r.store(0, new Uint8Array(64).fill(7));
+      r.persist(0, 64);
+      mark = r.syncMark();
+    }, (err) => order.push(`then ${r.isSynced(mark)} ${String(err)}`));
+    if (msyncInline) {
+      t.same(order, ['then true undefined'], 'inline: the callback ran inside the call, its mark synced');
+      t.equal(r.stats.msyncs, msyncs + 1, 'inline: one msync, on the thread');
+      t.notOk(r.syncing, 'inline: nothing runs off the thread');
+    } else {
+      t.same(order, [], 'pool (the default): the callback waits for the msync off the thread');
+      t.ok(r.syncing);
+      for (let i = 0; i < 500 && order.length === 0; i++) await new Promise((res) => setTimeout(res, 10));
+      t.same(order, ['then true undefined']);
+    }
+    r.close();
+  }
+});
+
 t.test('syncAsync (the addon\'s msync on a pool thread): the mark is synced only once it calls back; a second batch queues behind it; a sync() meanwhile covers both; the ack gate waits for them', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-group-async-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,7 +2,9 @@
  * Profiles one `bench tcp` throughput cell (issue 16): a `pmrpc serve` child under `--cpu-prof`
  * and, in this process, the clients (2 × 32 in flight, as `bench tcp --quick`), for `seconds`
  * after a warm-up of ≥ 3,000 requests. Prints the top self-time functions of both processes in
- * µs of CPU per completed request (samples × interval ÷ requests, over the measured window only).
+ * µs of CPU per completed request (samples × interval ÷ requests, over the measured window only),
+ * then the server's phases (PHASES: inclusive time of the pump, the CPU pass, the redo-log commit…;
+ * a phase nested in another is counted in both — under `strict` the CPU pass runs inside the pump).
  *
  *   node --cpu-prof --cpu-prof-dir /tmp/prof dist/bench/profile-tcp.js wflush 4 /tmp/prof
  *   node --cpu-prof --cpu-prof-dir /tmp/prof dist/bench/profile-tcp.js wflush 4 /tmp/prof strict   # serve --strict
@@ -18,44 +20,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { RpcStrategy } from '../src/rpc/index.js';
 import { PAYLOAD_BYTES, RemoteRpcClient, WORKLOAD_METHOD } from '../src/server/index.js';
+import { inclusiveTimes, phaseTimes, selfTimes, top, type Profile } from './profile-analysis.js';
 import { BENCH_PAYLOADS, benchPayloads, MAIN, startChild, stopChild } from './tcp.js';
-
-interface Node {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface Profile {
-  nodes: Node[];
-  samples: number[];
-  timeDeltas: number[];
-  startTime: number;
-}
-
-/** Self time per function (µs) of the samples whose timestamp is in [fromUs, toUs) (profile clock). */
-export function selfTimes(p: Profile, fromUs: number, toUs: number): Map<string, number> {
-  const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  const out = new Map<string, number>();
-  let t = p.startTime;
-  for (let i = 0; i < p.samples.length; i++) {
-    t += p.timeDeltas[i]!;
-    const dt = p.timeDeltas[i + 1] ?? 0;
-    if (t < fromUs || t >= toUs) continue;
-    const n = byId.get(p.samples[i]!)!;
-    const f = n.callFrame;
-    const file = f.url.replace(/^.*\/(dist|node_modules)\//, '$1/');
-    const key = `${f.functionName || '(anon)'} ${file}:${f.lineNumber + 1}`;
-    out.set(key, (out.get(key) ?? 0) + dt);
-  }
-  return out;
-}
-
-function top(m: Map<string, number>, requests: number, n: number): string[] {
-  const total = [...m.values()].reduce((a, b) => a + b, 0);
-  const idle = m.get('(idle) :0') ?? 0;
-  const rows = [...m.entries()].filter(([k]) => !k.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, n);
-  return [`  busy ${((total - idle) / requests).toFixed(1)} µs/request (idle ${(idle / requests).toFixed(1)})`, ...rows.map(([k, v]) => `  ${(v / requests).toFixed(2).padStart(7)}  ${k}`)];
-}
 
 async function main(): Promise<void> {
   const strategy = (process.argv[2] ?? 'wflush') as RpcStrategy;
@@ -122,6 +88,10 @@ function analyse(profDir: string): void {
     const who = f.includes(`.${w.serverPid}.`) ? 'server' : f.includes(`.${w.clientPid}.`) ? 'client' : 'other';
     console.log(`${who} (${f})`);
     for (const line of top(selfTimes(p, w.from, w.to), w.requests, 25)) console.log(line);
+    if (who === 'server') {
+      console.log('  phases, inclusive µs/request:');
+      for (const [name, us] of phaseTimes(inclusiveTimes(p, w.from, w.to), w.requests)) console.log(`  ${us.toFixed(2).padStart(7)}  ${name}`);
+    }
   }
 }
 

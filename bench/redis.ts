@@ -190,10 +190,21 @@ async function redisCell(bins: { server: string; benchmark: string }, dir: strin
     const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
     await exited;
     clearTimeout(t);
+    rmSync(data, { recursive: true, force: true }); // its AOF: the next cells write beside nothing
   }
 }
 
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+/**
+ * Before each cell, what earlier cells left dirty on the filesystem (an `appendfsync no` AOF, a
+ * plain `serve`'s mapped PM file) is written back (`sync -f`: syncfs of the filesystem holding
+ * `dir`), so no cell's fsyncs or msyncs share the disk with another cell's write-back. Best
+ * effort: without `sync` on PATH the cells run as they are.
+ */
+export function settleDisk(dir: string): void {
+  spawnSync('sync', ['-f', dir], { stdio: 'ignore' });
+}
 
 export const REDIS_SKIP_NOTE = 'skipped: redis-server and redis-benchmark are not both on PATH (Debian: apt-get install redis-server redis-tools); nothing was measured';
 
@@ -219,6 +230,7 @@ export async function runRedisBench(o: BenchOptions, plan: RedisPlan, env: NodeJ
     for (let pass = 0; pass < plan.passes; pass++) {
       for (const cell of order) {
         o.progress(done++, total, `${cell} (pass ${pass + 1})`);
+        settleDisk(dir);
         if (cell === 'redis-always' || cell === 'redis-no') {
           results.get(cell)!.push(await redisCell({ server, benchmark }, dir, cell === 'redis-always' ? 'always' : 'no', plan));
         } else {
@@ -254,7 +266,7 @@ export async function runRedisBench(o: BenchOptions, plan: RedisPlan, env: NodeJ
   const summary = [
     `pmrpc bench redis${o.quick ? ' --quick' : ''} — ${version}; ${plan.clients} connections × ${plan.window} requests in flight, ${plan.payloadBytes}-byte values/payloads, loopback`,
     `Redis: redis-benchmark -c ${plan.clients} -P ${plan.window} -t set -d ${plan.payloadBytes} -r 100000 --csv; pmrpc: RemoteRpcClient load (bench tcp's), the digest handler, results awaited`,
-    `AOF and PM file in one temp dir: ${fsLine}; medians of ${plan.passes} alternated passes of ≈ ${plan.cellMs} ms; ${String(base.machine.cpus)} CPUs, Node ${process.version}`,
+    `AOF and PM file in one temp dir: ${fsLine}; medians of ${plan.passes} alternated passes of ≈ ${plan.cellMs} ms, the filesystem synced before each cell (sync -f), pmrpc cells counted once their rate is steady (bench tcp's warm-up); ${String(base.machine.cpus)} CPUs, Node ${process.version}`,
     '',
     ...rows.map((r) => `  ${r.name.padEnd(82)} ${fmtRate(r.opsPerSecond).padEnd(11)} p50 ${r.p50us ?? '?'} µs, p99 ${r.p99us ?? '?'} µs  (runs ${r.runs.join(' / ')})`),
     '',
@@ -263,7 +275,7 @@ export async function runRedisBench(o: BenchOptions, plan: RedisPlan, env: NodeJ
   ];
   return {
     suite: 'redis',
-    config: { ...base, redis: version, filesystem: fs, redisDriver: 'redis-benchmark (CSV)', pmrpcDriver: 'bench tcp rpcCell: RemoteRpcClient, pmrpc serve child process', skipped: false },
+    config: { ...base, redis: version, filesystem: fs, redisDriver: 'redis-benchmark (CSV)', pmrpcDriver: 'bench tcp rpcCell: RemoteRpcClient, pmrpc serve child process, counted once its rate is steady (bench tcp warmUp)', settle: 'sync -f of the filesystem before each cell', skipped: false },
     rows,
     ratios,
     summary,

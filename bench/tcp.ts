@@ -146,15 +146,50 @@ export function benchPayloads(seed: number, clientId: number, bytes: number): Ui
 /**
  * Each cell starts a fresh server process: until V8 has compiled its hot path, a request costs
  * several times its steady CPU. On a quiet machine warmMs covers thousands of requests; on a loaded
- * one it may cover a few hundred, and the cell would measure the compiler. So the warm-up lasts
- * warmMs and at least WARM_REQUESTS completed requests (at most 10 × warmMs).
+ * one it may cover a few hundred, and the cell would measure the compiler. Even thousands are not
+ * a steady state: a fresh `serve` on these machines climbs for 2–4 s (2 × 32 in flight, the rate
+ * every 250 ms — plain: 8, 42, 69, 98, 112, 173, 179, 186 … k/s; `--strict`: 11, 37, 52, 58, 55,
+ * 55, 70, 73, 79, 66, 78 … k/s, note the pause at 55), so a cell counted from 400 ms measured the
+ * climb. So the warm-up lasts warmMs, at least WARM_REQUESTS completed requests, and until the
+ * rate is steady (rateSteady: the last second's rate not above WARM_STEADY × the second's before),
+ * at most 10 × warmMs (a loaded machine, a rate that never settles: the cell records the warm-up it
+ * took, warmMs).
  */
-const WARM_REQUESTS = 3000;
+export const WARM_REQUESTS = 3000;
+const WARM_STEP_MS = 250;
+const WARM_WINDOW_STEPS = 4;
+const WARM_STEADY = 1.05;
 
-async function warmUp(plan: Plan, completedSoFar: () => number): Promise<number> {
+/** A reading of the completed-request count during a warm-up. */
+export interface WarmMark {
+  at: number;
+  done: number;
+}
+
+/**
+ * Whether the rate has stopped climbing: over the last `windowSteps` readings it is at most
+ * `steady` × its rate over the `windowSteps` before them (false with fewer than 2 × windowSteps + 1).
+ * Two windows of a second each: a pause of half a second on the way up (the `--strict` climb above)
+ * does not pass for a steady state.
+ */
+export function rateSteady(marks: readonly WarmMark[], windowSteps = WARM_WINDOW_STEPS, steady = WARM_STEADY): boolean {
+  const n = marks.length - 1;
+  if (n < 2 * windowSteps) return false;
+  const rate = (from: WarmMark, to: WarmMark): number => (to.done - from.done) / Math.max(1e-3, to.at - from.at);
+  return rate(marks[n - windowSteps]!, marks[n]!) <= steady * rate(marks[n - 2 * windowSteps]!, marks[n - windowSteps]!);
+}
+
+export async function warmUp(plan: Pick<Plan, 'warmMs'>, completedSoFar: () => number): Promise<number> {
   const t0 = performance.now();
-  await new Promise((r) => setTimeout(r, plan.warmMs));
-  while (completedSoFar() < WARM_REQUESTS && performance.now() - t0 < 10 * plan.warmMs) await new Promise((r) => setTimeout(r, 20));
+  const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+  await sleep(plan.warmMs);
+  const step = Math.min(WARM_STEP_MS, plan.warmMs);
+  const marks: WarmMark[] = [{ at: performance.now(), done: completedSoFar() }];
+  while (performance.now() - t0 < 10 * plan.warmMs) {
+    if (marks[marks.length - 1]!.done >= WARM_REQUESTS && rateSteady(marks)) break;
+    await sleep(step);
+    marks.push({ at: performance.now(), done: completedSoFar() });
+  }
   return performance.now() - t0;
 }
 
@@ -300,6 +335,7 @@ export async function echoCell(plan: Plan, bytes: number, mode: EchoMode = 'batc
     const h = histogram();
     let measuring = false;
     let received = 0;
+    let echoed = 0; // warm-up and window alike
     let writes = 0;
     let dataEvents = 0;
     // Every message has the same bytes: a write of n messages is a view of this buffer.
@@ -320,6 +356,7 @@ export async function echoCell(plan: Plan, bytes: number, mode: EchoMode = 'batc
         const now = performance.now();
         if (measuring) dataEvents++;
         for (const n of out) {
+          echoed += n;
           for (let m = 0; m < n; m++) {
             const t0 = sentAt.shift()!;
             if (measuring) {
@@ -338,7 +375,8 @@ export async function echoCell(plan: Plan, bytes: number, mode: EchoMode = 'batc
       if (mode === 'batched') s.write(block);
       else for (let i = 0; i < plan.window; i++) s.write(block.subarray(0, bytes));
     }
-    await new Promise((r) => setTimeout(r, plan.warmMs));
+    // The limit warms as the RPC cells do (warmUp): it is as strong as it can be only at its steady rate.
+    await warmUp(plan, () => echoed);
     measuring = true;
     const s0 = childCpuUs(child.pid);
     const t0 = performance.now();
@@ -392,7 +430,7 @@ export const tcpBench: BenchSuite = {
     rows.push(echoRow('echo-per-message', 'tcp-echo-per-message', perMessage));
     if (perMessage.opsPerSecond > 0) ratios.batched_echo_over_per_message_echo = round(echo.opsPerSecond / perMessage.opsPerSecond, 3);
     summary.push(`pmrpc bench tcp${o.quick ? ' --quick' : ''} — server (pmrpc serve) and clients in separate processes over 127.0.0.1`);
-    summary.push(`${plan.clients} clients × ${plan.window} calls in flight; ${plan.cellMs} ms per cell after a warm-up of ≥ ${plan.warmMs} ms and ≥ ${WARM_REQUESTS} requests (≤ ${10 * plan.warmMs} ms); ${machineDescription().cpus} CPUs, Node ${process.version}`);
+    summary.push(`${plan.clients} clients × ${plan.window} calls in flight; ${plan.cellMs} ms per cell after a warm-up of ≥ ${plan.warmMs} ms, ≥ ${WARM_REQUESTS} requests and a steady rate (≤ ${10 * plan.warmMs} ms); ${machineDescription().cpus} CPUs, Node ${process.version}`);
     summary.push(`workload: the demo's non-idempotent digest handler; ${PAYLOAD_BYTES}-byte payloads (${ENTRY_BYTES}-byte ring entries); ddio on`);
     summary.push('ops/s = requests acknowledged durable and processed (result received); latency from call to durable');
     summary.push('');

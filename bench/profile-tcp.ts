@@ -19,9 +19,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { RpcStrategy } from '../src/rpc/index.js';
-import { PAYLOAD_BYTES, RemoteRpcClient, WORKLOAD_METHOD } from '../src/server/index.js';
+import { PAYLOAD_BYTES, RemoteRpcClient } from '../src/server/index.js';
 import { inclusiveTimes, phaseTimes, selfTimes, top, type Profile } from './profile-analysis.js';
-import { BENCH_PAYLOADS, benchPayloads, MAIN, startChild, stopChild } from './tcp.js';
+import { closedLoop, MAIN, startChild, stopChild } from './tcp.js';
 
 async function main(): Promise<void> {
   const strategy = (process.argv[2] ?? 'wflush') as RpcStrategy;
@@ -35,45 +35,16 @@ async function main(): Promise<void> {
   const { child, port } = await startChild(['--cpu-prof', '--cpu-prof-dir', profDir, MAIN, 'serve', '--create', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json', ...(strict ? ['--strict'] : [])]);
   const clients: RemoteRpcClient[] = [];
   for (let k = 0; k < 2; k++) clients.push(await RemoteRpcClient.connect({ port, name: `prof-${k}` }));
-  let stop = false;
-  let done = 0;
-  const loops = clients.map(
-    (c) =>
-      new Promise<void>((resolve) => {
-        let inflight = 0;
-        let seq = 0;
-        const payloads = benchPayloads(1, c.clientId, payloadBytes);
-        const issue = (): void => {
-          while (!stop && inflight < 32) {
-            const call = c.rpc.call(WORKLOAD_METHOD, payloads[seq++ % BENCH_PAYLOADS]!);
-            inflight++;
-            call.result.then(
-              () => {
-                inflight--;
-                done++;
-                if (stop && inflight === 0) resolve();
-                else issue();
-              },
-              () => {
-                inflight--;
-                if (stop && inflight === 0) resolve();
-              },
-            );
-          }
-        };
-        issue();
-      }),
-  );
+  const load = closedLoop(clients, 32, payloadBytes, 1);
   const t0 = performance.now();
-  while (done < 3000 || performance.now() - t0 < 1000) await new Promise((r) => setTimeout(r, 20));
+  while (load.completed() < 3000 || performance.now() - t0 < 1000) await new Promise((r) => setTimeout(r, 20));
   const mono = (): number => Number(process.hrtime.bigint() / 1000n);
   const from = mono();
-  const d0 = done;
+  const d0 = load.completed();
   await new Promise((r) => setTimeout(r, seconds * 1000));
-  const requests = done - d0;
+  const requests = load.completed() - d0;
   const to = mono();
-  stop = true;
-  await Promise.race([Promise.all(loops), new Promise((r) => setTimeout(r, 5000))]);
+  await load.stop();
   for (const c of clients) await c.close();
   await stopChild(child);
   writeFileSync(join(profDir, 'window.json'), JSON.stringify({ strategy, from, to, requests, serverPid: child.pid, clientPid: process.pid }));

@@ -27,6 +27,7 @@ import { promisify } from 'node:util';
 import { defineErrorCodes, PmrpcError, type ErrorCodesOf } from '../pmem/index.js';
 import type { RpcStrategy } from '../src/rpc/index.js';
 import { filesystemOf, fmtRate, machineDescription, median } from './measure.js';
+import { FROZEN_MIN_MS, SLEEP_MS, startCanary } from './frozen.js';
 import { rpcCell, type Plan } from './tcp.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
@@ -157,6 +158,8 @@ interface RedisCell {
   p50us: number | null;
   p99us: number | null;
   requests: number;
+  /** The frozen-time canary over the measured run (frozen.ts): ms a second the machine stopped every thread. */
+  frozenMsPerSecond: number;
 }
 
 /** One Redis cell: a fresh redis-server (AOF in `dir`), a warm-up run sizing the measured run to ≈ cellMs, the measured run. */
@@ -183,8 +186,16 @@ async function redisCell(bins: { server: string; benchmark: string }, dir: strin
     // Warm-up of ≈ warmMs at a first guess of the rate, then a measured run sized from the warm-up's rate.
     const warm = await bench(Math.max(2 * plan.clients * plan.window, Math.round((20_000 * plan.warmMs) / 1000)));
     const n = Math.max(10 * plan.clients * plan.window, Math.round((warm.rps * plan.cellMs) / 1000));
-    const m = await bench(n);
-    return { opsPerSecond: m.rps, p50us: m.p50LatencyMs === undefined ? null : Math.round(m.p50LatencyMs * 1000), p99us: m.p99LatencyMs === undefined ? null : Math.round(m.p99LatencyMs * 1000), requests: n };
+    const canary = startCanary();
+    let m: RedisCsvRow;
+    try {
+      m = await bench(n);
+    } catch (e) {
+      await canary.stop();
+      throw e;
+    }
+    const frozen = await canary.stop();
+    return { frozenMsPerSecond: frozen.frozenMsPerSecond, opsPerSecond: m.rps, p50us: m.p50LatencyMs === undefined ? null : Math.round(m.p50LatencyMs * 1000), p99us: m.p99LatencyMs === undefined ? null : Math.round(m.p99LatencyMs * 1000), requests: n };
   } finally {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
@@ -223,7 +234,7 @@ export async function runRedisBench(o: BenchOptions, plan: RedisPlan, env: NodeJ
   const cellPlan: Plan = { clients: plan.clients, window: plan.window, warmMs: plan.warmMs, cellMs: plan.cellMs, latencyCellMs: plan.cellMs };
   const order = ['redis-always', 'pmrpc-strict', 'pmrpc-strict-alt', 'redis-no', 'pmrpc'] as const;
   type Cell = (typeof order)[number];
-  const results = new Map<Cell, Array<{ opsPerSecond: number; p50us: number | null; p99us: number | null }>>(order.map((c) => [c, []]));
+  const results = new Map<Cell, Array<{ opsPerSecond: number; p50us: number | null; p99us: number | null; frozenMsPerSecond: number }>>(order.map((c) => [c, []]));
   const total = plan.passes * order.length;
   let done = 0;
   try {
@@ -235,8 +246,8 @@ export async function runRedisBench(o: BenchOptions, plan: RedisPlan, env: NodeJ
           results.get(cell)!.push(await redisCell({ server, benchmark }, dir, cell === 'redis-always' ? 'always' : 'no', plan));
         } else {
           const strategy = cell === 'pmrpc-strict-alt' ? plan.strictAltStrategy : plan.strategy;
-          const r = await rpcCell(strategy, cellPlan, o.seed + pass, 'result', { strict: cell !== 'pmrpc', payloadBytes: plan.payloadBytes, baseDir: dir });
-          results.get(cell)!.push({ opsPerSecond: r.opsPerSecond, p50us: r.durableP50us, p99us: r.durableP99us });
+          const r = await rpcCell(strategy, cellPlan, o.seed + pass, 'result', { strict: cell !== 'pmrpc', payloadBytes: plan.payloadBytes, baseDir: dir, canary: true });
+          results.get(cell)!.push({ opsPerSecond: r.opsPerSecond, p50us: r.durableP50us, p99us: r.durableP99us, frozenMsPerSecond: r.frozen?.frozenMsPerSecond ?? 0 });
         }
       }
     }
@@ -247,7 +258,7 @@ export async function runRedisBench(o: BenchOptions, plan: RedisPlan, env: NodeJ
   const med = (c: Cell) => {
     const rs = results.get(c)!;
     const lat = (f: 'p50us' | 'p99us') => (rs.every((r) => r[f] !== null) ? Math.round(median(rs.map((r) => r[f]!))) : null);
-    return { opsPerSecond: Math.round(median(rs.map((r) => r.opsPerSecond))), p50us: lat('p50us'), p99us: lat('p99us'), runs: rs.map((r) => Math.round(r.opsPerSecond)) };
+    return { opsPerSecond: Math.round(median(rs.map((r) => r.opsPerSecond))), p50us: lat('p50us'), p99us: lat('p99us'), runs: rs.map((r) => Math.round(r.opsPerSecond)), frozenMsPerSecond: Math.round(median(rs.map((r) => r.frozenMsPerSecond)) * 10) / 10 };
   };
   const what: Record<Cell, string> = {
     'redis-always': 'Redis, appendonly yes, appendfsync always (ack after fsync of the AOF)',
@@ -268,14 +279,15 @@ export async function runRedisBench(o: BenchOptions, plan: RedisPlan, env: NodeJ
     `Redis: redis-benchmark -c ${plan.clients} -P ${plan.window} -t set -d ${plan.payloadBytes} -r 100000 --csv; pmrpc: RemoteRpcClient load (bench tcp's), the digest handler, results awaited`,
     `AOF and PM file in one temp dir: ${fsLine}; medians of ${plan.passes} alternated passes of ≈ ${plan.cellMs} ms, the filesystem synced before each cell (sync -f), pmrpc cells counted once their rate is steady (bench tcp's warm-up); ${String(base.machine.cpus)} CPUs, Node ${process.version}`,
     '',
-    ...rows.map((r) => `  ${r.name.padEnd(82)} ${fmtRate(r.opsPerSecond).padEnd(11)} p50 ${r.p50us ?? '?'} µs, p99 ${r.p99us ?? '?'} µs  (runs ${r.runs.join(' / ')})`),
+    ...rows.map((r) => `  ${r.name.padEnd(82)} ${fmtRate(r.opsPerSecond).padEnd(11)} p50 ${r.p50us ?? '?'} µs, p99 ${r.p99us ?? '?'} µs, frozen ${r.frozenMsPerSecond} ms/s  (runs ${r.runs.join(' / ')})`),
     '',
+    `frozen: ms a second in which a thread sleeping ${SLEEP_MS} ms at a time woke ≥ ${FROZEN_MIN_MS} ms late (median of the passes) — the machine stopped every thread: a VM over its host's CPU quota (the guest's CPU and its disk flushes together), or CPU contention; docs/benchmarks.md`,
     `strict ÷ Redis appendfsync always ×${ratios.strict_over_redis_always ?? '?'} (issue 29 step: ≥ 0.6; ${plan.strictAltStrategy} ×${ratios[`strict_${plan.strictAltStrategy}_over_redis_always`] ?? '?'}); pmrpc ÷ Redis appendfsync no ×${ratios.pm_over_redis_nofsync ?? '?'} (≥ 0.4)`,
     'latency: Redis from redis-benchmark (request → reply); pmrpc call → durable',
   ];
   return {
     suite: 'redis',
-    config: { ...base, redis: version, filesystem: fs, redisDriver: 'redis-benchmark (CSV)', pmrpcDriver: 'bench tcp rpcCell: RemoteRpcClient, pmrpc serve child process, counted once its rate is steady (bench tcp warmUp)', settle: 'sync -f of the filesystem before each cell', skipped: false },
+    config: { ...base, redis: version, filesystem: fs, redisDriver: 'redis-benchmark (CSV)', pmrpcDriver: 'bench tcp rpcCell: RemoteRpcClient, pmrpc serve child process, counted once its rate is steady (bench tcp warmUp)', settle: 'sync -f of the filesystem before each cell', canary: `frozen-time canary over each counted run: a thread sleeping ${SLEEP_MS} ms at a time, wake-ups ≥ ${FROZEN_MIN_MS} ms late summed (bench/frozen.ts)`, skipped: false },
     rows,
     ratios,
     summary,

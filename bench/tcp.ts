@@ -30,6 +30,7 @@ import { PAYLOAD_BYTES, RemoteRpcClient, WORKLOAD_METHOD, workloadPayload } from
 import { barChart } from './charts.js';
 import { fmtRate, machineDescription } from './measure.js';
 import { EXIT_WITH_PARENT_JS } from './child.js';
+import { startCanary, type FrozenSummary } from './frozen.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
 export const MAIN = fileURLToPath(new URL('../cli/main.js', import.meta.url));
@@ -110,6 +111,8 @@ interface RpcCell {
   clientCpuUsPerOp: number | null;
   /** How long the warm-up took (warmMs, longer on a loaded machine: see warmUp). */
   warmMs: number;
+  /** What the frozen-time canary saw over the counted window (ServeOptions.canary; frozen.ts). */
+  frozen?: FrozenSummary;
 }
 
 /** How a cell's server is started (bench redis reuses the cell): `serve --strict`, the payload size, where the PM file goes. */
@@ -120,6 +123,63 @@ export interface ServeOptions {
   payloadBytes?: number;
   /** Directory under which the cell's temp dir (and PM file) is made (default the OS temp dir). */
   baseDir?: string;
+  /** Watch the counted window with the frozen-time canary (frozen.ts): how long the machine stopped every thread. */
+  canary?: boolean;
+}
+
+/** A closed loop over connected clients (closedLoop): its completions so far, and how it stops. */
+export interface ClosedLoop {
+  /** Results received so far. */
+  completed(): number;
+  /** Issues no more calls; resolves once every call in flight settled (or after `boundMs`). */
+  stop(boundMs?: number): Promise<void>;
+}
+
+/**
+ * Each client keeps `window` workload calls in flight, a new one as each result comes back (the
+ * profile and probe tools' load; rpcCell keeps its own, which also times durability). `onResult`
+ * gets each call's start (performance.now()) when its result arrives.
+ */
+export function closedLoop(clients: readonly RemoteRpcClient[], window: number, payloadBytes: number, seed: number, onResult?: (startedAt: number) => void): ClosedLoop {
+  let stopped = false;
+  let done = 0;
+  const loops = clients.map(
+    (c) =>
+      new Promise<void>((resolve) => {
+        let inflight = 0;
+        let seq = 0;
+        const payloads = benchPayloads(seed, c.clientId, payloadBytes);
+        const issue = (): void => {
+          while (!stopped && inflight < window) {
+            const at = performance.now();
+            inflight++;
+            c.rpc.call(WORKLOAD_METHOD, payloads[seq++ % BENCH_PAYLOADS]!).result.then(
+              () => {
+                inflight--;
+                done++;
+                onResult?.(at);
+                if (stopped && inflight === 0) resolve();
+                else issue();
+              },
+              () => {
+                inflight--;
+                if (stopped && inflight === 0) resolve();
+              },
+            );
+          }
+        };
+        issue();
+      }),
+  );
+  return {
+    completed: () => done,
+    async stop(boundMs = 5000): Promise<void> {
+      stopped = true;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(loops), new Promise((r) => (timer = setTimeout(r, boundMs)))]);
+      clearTimeout(timer);
+    },
+  };
 }
 
 /** The workload's payload of (client, seq), repeated to `bytes` bytes (the digest handler takes any length). */
@@ -262,6 +322,7 @@ export async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number, g
         }),
     );
     const warmMs = await warmUp(plan, () => warmed);
+    const canary = serve.canary === true ? startCanary() : undefined;
     measuring = true;
     const s0 = childCpuUs(child.pid);
     const c0 = process.cpuUsage();
@@ -272,6 +333,7 @@ export async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number, g
     const done = completed;
     const s1 = childCpuUs(child.pid);
     const c1 = process.cpuUsage(c0);
+    const frozen = await canary?.stop();
     stop = true;
     await Promise.race([Promise.all(loops), new Promise((r) => setTimeout(r, 10_000))]);
     return {
@@ -284,6 +346,7 @@ export async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number, g
       serverCpuUsPerOp: perOp(s0 === undefined || s1 === undefined ? undefined : s1 - s0, done),
       clientCpuUsPerOp: perOp(c1.user + c1.system, done),
       warmMs: Math.round(warmMs),
+      ...(frozen === undefined ? {} : { frozen }),
     };
   } finally {
     for (const c of clients) c.close();

@@ -1,0 +1,42 @@
+// bench/probe-tcp.ts runs as docs/benchmarks.md shows it (`node dist/bench/probe-tcp.js wflush N [strict] [json]`): a
+// serve child, two clients, the rate, the latency and the stalls of the window, one JSON line.
+import t from 'tap';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const PROBE = fileURLToPath(new URL('../../dist/bench/probe-tcp.js', import.meta.url));
+
+function probe(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [PROBE, ...args], { timeout: 60_000 }, (err, stdout, stderr) => (err === null ? resolve(stdout) : reject(new Error(`${err.message}\n${stderr}`))));
+  });
+}
+
+t.test('one second of a plain and a strict serve: requests counted, the stall figures within their bounds', async (t) => {
+  for (const strict of [false, true]) {
+    const out = JSON.parse((await probe(['wflush', '1', ...(strict ? ['strict'] : []), 'bytes=48', 'json'])).trim()) as Record<string, unknown>;
+    t.equal(out.strict, strict);
+    t.equal(out.payloadBytes, 48);
+    t.ok((out.requests as number) > 0, `${out.requests} requests`);
+    t.same((out.perSecond as number[]).length, 1);
+    t.equal((out.perSecond as number[])[0], out.requests, 'the one second holds every counted request');
+    t.ok((out.p50us as number) > 0 && (out.p50us as number) <= (out.p99us as number) && (out.p99us as number) <= (out.maxUs as number), 'p50 ≤ p99 ≤ max');
+    const share = out.stalledShare as number;
+    t.ok(share >= 0 && share <= 1, `stalled share ${share}`);
+    t.ok((out.stalls as number) >= 0 && (out.longestGapUs as number) >= 0);
+    t.ok((out.stalls as number) === 0 || (out.longestGapUs as number) >= 2000, 'a stall is a gap of at least 2 ms');
+    const frozen = out.frozenMsPerSecond as number;
+    t.ok(frozen >= 0 && frozen <= 1000, `frozen ${frozen} ms a second`);
+  }
+});
+
+t.test("bench tcp's cell watched by the frozen-time canary (bench redis's cells): the canary's figures come back with the cell's", async (t) => {
+  const { rpcCell } = await import('../../dist/bench/tcp.js');
+  const cell = await rpcCell('wflush', { clients: 2, window: 8, warmMs: 200, cellMs: 300, latencyCellMs: 300 }, 1, 'result', { canary: true });
+  t.ok(cell.opsPerSecond > 0);
+  t.ok(cell.frozen !== undefined, 'frozen reported');
+  t.ok(cell.frozen!.spanMs >= 250, `canary watched ${cell.frozen!.spanMs} ms of a 300 ms window`);
+  t.ok(cell.frozen!.frozenMsPerSecond >= 0 && cell.frozen!.frozenMsPerSecond <= 1000);
+  const plain = await rpcCell('wflush', { clients: 1, window: 4, warmMs: 200, cellMs: 200, latencyCellMs: 200 }, 1);
+  t.equal(plain.frozen, undefined, 'no canary unless asked');
+});

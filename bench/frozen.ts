@@ -46,6 +46,7 @@ const sleepMs = workerData.sleepMs, minLate = workerData.minLateMs;
 const first = performance.now();
 let last = first;
 const late = [];
+parentPort.postMessage({ ready: true });
 while (Atomics.load(flag, 0) === 0) {
   Atomics.wait(flag, 1, 0, sleepMs);
   const now = performance.now();
@@ -60,15 +61,22 @@ export interface Canary {
   stop(): Promise<FrozenSummary>;
 }
 
-/** Starts the canary thread (SLEEP_MS sleeps, wake-ups FROZEN_MIN_MS late counted). */
-export function startCanary(): Canary {
+/**
+ * Starts the canary thread (SLEEP_MS sleeps, wake-ups FROZEN_MIN_MS late counted); resolves once it
+ * runs, so a window opened after it is watched whole: what it reports spans from before the
+ * window to after stop().
+ */
+export async function startCanary(): Promise<Canary> {
   const sab = new SharedArrayBuffer(8);
   const flag = new Int32Array(sab);
   const worker = new Worker(WORKER, { eval: true, workerData: { sab, sleepMs: SLEEP_MS, minLateMs: FROZEN_MIN_MS } });
+  let ready!: () => void;
+  const running = new Promise<void>((r) => (ready = r));
   const result = new Promise<{ first: number; last: number; late: number[] }>((resolve, reject) => {
-    worker.once('message', resolve);
+    worker.on('message', (m: { ready?: true; first: number; last: number; late: number[] }) => (m.ready === true ? ready() : resolve(m)));
     worker.once('error', reject);
   });
+  await Promise.race([running, result]);
   return {
     async stop(): Promise<FrozenSummary> {
       Atomics.store(flag, 0, 1);

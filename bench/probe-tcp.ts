@@ -53,7 +53,7 @@ async function main(): Promise<void> {
       n++;
     });
     const warmMs = await warmUp({ warmMs: 400 }, () => load.completed());
-    const canary = startCanary();
+    const canary = await startCanary();
     const cpu0 = childCpuUs(child.pid);
     t0 = performance.now();
     measuring = true;

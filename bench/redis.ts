@@ -186,7 +186,7 @@ async function redisCell(bins: { server: string; benchmark: string }, dir: strin
     // Warm-up of ≈ warmMs at a first guess of the rate, then a measured run sized from the warm-up's rate.
     const warm = await bench(Math.max(2 * plan.clients * plan.window, Math.round((20_000 * plan.warmMs) / 1000)));
     const n = Math.max(10 * plan.clients * plan.window, Math.round((warm.rps * plan.cellMs) / 1000));
-    const canary = startCanary();
+    const canary = await startCanary();
     let m: RedisCsvRow;
     try {
       m = await bench(n);

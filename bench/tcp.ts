@@ -322,7 +322,7 @@ export async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number, g
         }),
     );
     const warmMs = await warmUp(plan, () => warmed);
-    const canary = serve.canary === true ? startCanary() : undefined;
+    const canary = serve.canary === true ? await startCanary() : undefined;
     measuring = true;
     const s0 = childCpuUs(child.pid);
     const c0 = process.cpuUsage();

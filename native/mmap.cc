@@ -1,6 +1,7 @@
 // pmrpc mmap addon: the only C++ in pmrpc. It maps a file MAP_SHARED (optionally holding an
 // exclusive flock on it for the mapping's life: one owner per PM file, as PMDK pools do), msyncs a
-// range (on the calling thread, or on a pool thread with a callback), unmaps, lists a sparse file's data extents (SEEK_DATA / SEEK_HOLE), and computes CRC-32C
+// range (on the calling thread, or on a pool thread with a callback — in order, after writes of
+// bytes staged for it, on a channel), unmaps, lists a sparse file's data extents (SEEK_DATA / SEEK_HOLE), and computes CRC-32C
 // over a byte range (the SSE4.2 crc32 instruction where the CPU has it, else slicing-by-8: the
 // same function as pmem/crc32.ts, which calls this one for long ranges).
 // Every argument is validated in TypeScript (pmem/native.ts); here we only translate errno into
@@ -16,8 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace {
 
@@ -190,20 +194,74 @@ Napi::Value Msync(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// msyncAsync(buffer: ArrayBuffer, offset: number, length: number, done: (err) => void) -> undefined:
-// the same msync(MS_SYNC) on a libuv pool thread; `done` runs on the event loop with null or an
-// Error carrying code, errno and syscall. The JS thread goes on meanwhile (strict group commit:
-// the next batch is received while this one syncs; pmem/region.ts holds the batch's
-// acknowledgements until `done`). Writes to the mapping during the call may or may not be
-// included: only what was written before it is synced when `done` runs (as with the kernel's own
-// write-back, which may write any dirty page at any time). An unmap meanwhile is memory-safe (the
-// call then fails with ENOMEM, reported to `done`).
+// An msync channel: the async msyncs of one region (pmem/region.ts), run one after another in the
+// order they were queued (ticket 1, 2, …) whichever pool thread takes them — a job waits for the
+// one before it to finish — each doing its writes (pwrite of bytes staged for it) and then
+// msync(MS_SYNC): the writes leave the JS thread, and a job's writes reach the file only after
+// every earlier job's msync returned. join(ticket) blocks the caller until that job has finished
+// (a sync() on the JS thread, a close, while one runs). After a failed job, the later ones write
+// nothing and fail with the same error.
+struct MsyncChannel {
+  std::mutex m;
+  std::condition_variable cv;
+  uint64_t queued = 0;    // tickets handed out
+  uint64_t finished = 0;  // every ticket up to this one has finished
+  int failed = 0;         // errno of the first failed job (0: none)
+  const char* failedSyscall = "msync";
+};
+
+// msyncChannel() -> External: a channel for msyncAsync / msyncJoin.
+Napi::Value MsyncChannelNew(const Napi::CallbackInfo& info) {
+  auto* holder = new std::shared_ptr<MsyncChannel>(std::make_shared<MsyncChannel>());
+  return Napi::External<std::shared_ptr<MsyncChannel>>::New(info.Env(), holder, [](Napi::Env, std::shared_ptr<MsyncChannel>* h) { delete h; });
+}
+
+// msyncAsync(buffer: ArrayBuffer, offset: number, length: number, done: (err) => void
+//            [, channel, fd: number, staged: ArrayBuffer, writes: Float64Array]) -> number:
+// msync(MS_SYNC) of [offset, offset + length) of a mapping on a libuv pool thread; `done` runs on
+// the event loop with null or an Error carrying code, errno and syscall. The JS thread goes on
+// meanwhile (strict group commit: the next batch is received while this one syncs; pmem/region.ts
+// holds the batch's acknowledgements until `done`). Writes to the mapping during the call may or
+// may not be included: only what was written before it is synced when `done` runs. With a
+// channel: the job's ticket; it runs after the channel's earlier jobs, and first writes
+// `writes` = [fileOffset, stagedOffset, length, …] of `staged` to `fd` (pwrite; the caller leaves
+// `staged` alone until `done`). An unmap meanwhile is memory-safe (the msync then fails with
+// ENOMEM, reported to `done`).
 class MsyncWorker : public Napi::AsyncWorker {
  public:
   MsyncWorker(Napi::Function done, Napi::ArrayBuffer ab, char* addr, size_t length)
       : Napi::AsyncWorker(done, "pmrpc.msync"), ref_(Napi::Persistent(ab)), addr_(addr), length_(length) {}
+  void OnChannel(std::shared_ptr<MsyncChannel> channel, uint64_t ticket, int fd, Napi::ArrayBuffer staged, std::vector<double> writes) {
+    channel_ = std::move(channel);
+    ticket_ = ticket;
+    fd_ = fd;
+    staged_ = Napi::Persistent(staged);
+    stagedBase_ = static_cast<const char*>(staged.Data());
+    writes_ = std::move(writes);
+  }
   void Execute() override {
-    if (msync(addr_, length_, MS_SYNC) != 0) err_ = errno;
+    if (!channel_) {
+      if (msync(addr_, length_, MS_SYNC) != 0) err_ = errno;
+      return;
+    }
+    {
+      std::unique_lock<std::mutex> lock(channel_->m);
+      channel_->cv.wait(lock, [&] { return channel_->finished + 1 == ticket_; });
+      if (channel_->failed != 0) {
+        err_ = channel_->failed;
+        syscall_ = channel_->failedSyscall;
+      }
+    }
+    if (err_ == 0) Run();
+    {
+      std::lock_guard<std::mutex> lock(channel_->m);
+      channel_->finished = ticket_;
+      if (err_ != 0 && channel_->failed == 0) {
+        channel_->failed = err_;
+        channel_->failedSyscall = syscall_;
+      }
+    }
+    channel_->cv.notify_all();
   }
   void OnOK() override {
     Napi::Env env = Env();
@@ -212,18 +270,44 @@ class MsyncWorker : public Napi::AsyncWorker {
       Callback().Call({env.Null()});
       return;
     }
-    Napi::Error e = Napi::Error::New(env, std::string("msync: ") + std::strerror(err_));
+    Napi::Error e = Napi::Error::New(env, std::string(syscall_) + ": " + std::strerror(err_));
     e.Set("code", Napi::String::New(env, ErrnoName(err_)));
     e.Set("errno", Napi::Number::New(env, err_));
-    e.Set("syscall", Napi::String::New(env, "msync"));
+    e.Set("syscall", Napi::String::New(env, syscall_));
     Callback().Call({e.Value()});
   }
 
  private:
+  void Run() {
+    for (size_t i = 0; i + 2 < writes_.size(); i += 3) {
+      const off_t at = static_cast<off_t>(writes_[i]);
+      const char* from = stagedBase_ + static_cast<size_t>(writes_[i + 1]);
+      const size_t len = static_cast<size_t>(writes_[i + 2]);
+      for (size_t done = 0; done < len;) {
+        const ssize_t w = pwrite(fd_, from + done, len - done, at + static_cast<off_t>(done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+          err_ = w < 0 ? errno : EIO;
+          syscall_ = "write";
+          return;
+        }
+        done += static_cast<size_t>(w);
+      }
+    }
+    if (msync(addr_, length_, MS_SYNC) != 0) err_ = errno;
+  }
+
   Napi::Reference<Napi::ArrayBuffer> ref_;
   char* addr_;
   size_t length_;
   int err_ = 0;
+  const char* syscall_ = "msync";
+  std::shared_ptr<MsyncChannel> channel_;
+  uint64_t ticket_ = 0;
+  int fd_ = -1;
+  Napi::Reference<Napi::ArrayBuffer> staged_;
+  const char* stagedBase_ = nullptr;
+  std::vector<double> writes_;
 };
 
 Napi::Value MsyncAsync(const Napi::CallbackInfo& info) {
@@ -236,8 +320,53 @@ Napi::Value MsyncAsync(const Napi::CallbackInfo& info) {
   long page = sysconf(_SC_PAGESIZE);
   size_t start = offset - (offset % static_cast<size_t>(page));
   char* base = static_cast<char*>(ab.Data());
+  if (info.Length() < 8 || !info[4].IsExternal()) {
+    MsyncWorker* w = new MsyncWorker(done, ab, base + start, length + (offset - start));
+    w->Queue();  // deleted by node-addon-api after OnOK
+    return env.Undefined();
+  }
+  std::shared_ptr<MsyncChannel> channel = *info[4].As<Napi::External<std::shared_ptr<MsyncChannel>>>().Data();
+  int fd = info[5].As<Napi::Number>().Int32Value();
+  Napi::ArrayBuffer staged = info[6].As<Napi::ArrayBuffer>();
+  Napi::Float64Array ranges = info[7].As<Napi::Float64Array>();
+  const size_t n = ranges.ElementLength();
+  if (n % 3 != 0) return ThrowErrno(env, "write", EINVAL);
+  std::vector<double> writes(n);
+  for (size_t i = 0; i < n; i += 3) {
+    writes[i] = ranges[i];
+    writes[i + 1] = ranges[i + 1];
+    writes[i + 2] = ranges[i + 2];
+    if (!(writes[i] >= 0 && writes[i + 1] >= 0 && writes[i + 2] >= 0 && writes[i + 1] + writes[i + 2] <= static_cast<double>(staged.ByteLength()))) {
+      return ThrowErrno(env, "write", EINVAL);
+    }
+  }
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(channel->m);
+    ticket = ++channel->queued;
+  }
   MsyncWorker* w = new MsyncWorker(done, ab, base + start, length + (offset - start));
-  w->Queue();  // deleted by node-addon-api after OnOK
+  w->OnChannel(channel, ticket, fd, staged, std::move(writes));
+  w->Queue();
+  return Napi::Number::New(env, static_cast<double>(ticket));
+}
+
+// msyncJoin(channel, ticket: number) -> undefined: blocks until the channel's job `ticket` (and
+// every one before it) has finished; throws the first failed job's error (code, errno, syscall).
+Napi::Value MsyncJoin(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<MsyncChannel> channel = *info[0].As<Napi::External<std::shared_ptr<MsyncChannel>>>().Data();
+  uint64_t ticket = static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value());
+  int failed;
+  const char* syscall;
+  {
+    std::unique_lock<std::mutex> lock(channel->m);
+    if (ticket > channel->queued) ticket = channel->queued;
+    channel->cv.wait(lock, [&] { return channel->finished >= ticket; });
+    failed = channel->failed;
+    syscall = channel->failedSyscall;
+  }
+  if (failed != 0) return ThrowErrno(env, syscall, failed);
   return env.Undefined();
 }
 
@@ -392,6 +521,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("map", Napi::Function::New(env, Map));
   exports.Set("msync", Napi::Function::New(env, Msync));
   exports.Set("msyncAsync", Napi::Function::New(env, MsyncAsync));
+  exports.Set("msyncChannel", Napi::Function::New(env, MsyncChannelNew));
+  exports.Set("msyncJoin", Napi::Function::New(env, MsyncJoin));
   exports.Set("unmap", Napi::Function::New(env, Unmap));
   exports.Set("pageSize", Napi::Function::New(env, PageSize));
   exports.Set("dataExtents", Napi::Function::New(env, DataExtents));

@@ -13,7 +13,9 @@ interface NativeMmap {
   map(path: string, length: number, flags: number): ArrayBuffer;
   dataExtents(path: string): number[];
   msync(buffer: ArrayBuffer, offset: number, length: number): void;
-  msyncAsync(buffer: ArrayBuffer, offset: number, length: number, done: (err: unknown) => void): void;
+  msyncAsync(buffer: ArrayBuffer, offset: number, length: number, done: (err: unknown) => void, ...channelJob: [channel: unknown, fd: number, staged: ArrayBuffer, writes: Float64Array] | []): number | undefined;
+  msyncChannel(): unknown;
+  msyncJoin(channel: unknown, ticket: number): void;
   unmap(buffer: ArrayBuffer): void;
   pageSize(): number;
   crc32c(bytes: Uint8Array, start: number, end: number, seed: number): number;
@@ -135,12 +137,59 @@ export function syncMappingAsync(buffer: ArrayBuffer, offset: number, length: nu
   }
   const native = addon();
   wrap('msync', () =>
-    native.msyncAsync(buffer, offset, length, (err: unknown) => {
-      if (err === null || err === undefined) return done(null);
-      const e = err as { code?: string; syscall?: string; message?: string };
-      done(new PmrpcIoError(`msync: ${e.message ?? String(err)}`, e.code ?? 'EUNKNOWN', e.syscall ?? 'msync', err));
-    }),
+    native.msyncAsync(buffer, offset, length, (err: unknown) => done(err === null || err === undefined ? null : asyncError(err))),
   );
+}
+
+/** The PmrpcIoError an async msync job's Error from the addon becomes. */
+function asyncError(err: unknown): PmrpcIoError {
+  const e = err as { code?: string; syscall?: string; message?: string };
+  return new PmrpcIoError(`msync: ${e.message ?? String(err)}`, e.code ?? 'EUNKNOWN', e.syscall ?? 'msync', err);
+}
+
+/**
+ * An msync channel of the addon: jobs that each write bytes staged for them to a file (pwrite)
+ * and then msync a range of its mapping, run off the JS thread ONE AFTER ANOTHER in the order
+ * they were submitted — a job's writes reach the file only after every earlier job's msync
+ * returned, even when a second is submitted while one runs. join() blocks until the jobs
+ * submitted so far have finished (what a sync on the JS thread does first). After a failed job
+ * the later ones write nothing and fail with the same error. (A strict region runs one job at a
+ * time: PmemRegion's async msync.)
+ */
+export class MsyncChannel {
+  readonly #native = addon();
+  readonly #handle: unknown = this.#native.msyncChannel();
+  #last = 0;
+  #finished = 0;
+
+  /** Jobs submitted whose `done` has not run yet. */
+  get pending(): number {
+    return this.#last - this.#finished;
+  }
+
+  /**
+   * Queues a job: `writes` = [fileOffset, stagedOffset, length, …] of `staged` written to `fd`, then
+   * msync(MS_SYNC) of [offset, offset + length) of `mapping`; `done` runs on the event loop (null,
+   * or a PmrpcIoError), in submission order. The caller leaves `staged` alone until then.
+   */
+  submit(mapping: ArrayBuffer, offset: number, length: number, fd: number, staged: ArrayBuffer, writes: Float64Array, done: (err: Error | null) => void): void {
+    if (offset < 0 || length < 0 || offset + length > mapping.byteLength) {
+      throw new RangeError(`msync range [${offset}, ${offset + length}) outside a mapping of ${mapping.byteLength} bytes`);
+    }
+    const ticket = wrap('msync', () =>
+      this.#native.msyncAsync(mapping, offset, length, (err: unknown) => {
+        this.#finished++;
+        done(err === null || err === undefined ? null : asyncError(err));
+      }, this.#handle, fd, staged, writes),
+    );
+    this.#last = ticket!;
+  }
+
+  /** Blocks until every job submitted so far has finished (its writes and msync); throws the first failure (PmrpcIoError). */
+  join(): void {
+    if (this.#last === 0) return;
+    wrap('msync', () => this.#native.msyncJoin(this.#handle, this.#last));
+  }
 }
 
 /** Unmaps and detaches the buffer: every view of it becomes empty. Idempotent. */

@@ -22,7 +22,7 @@ import { threadId } from 'node:worker_threads';
 import type { Clock } from './clock.js';
 import { ErrorCodes, invariant, PmrpcError, PmrpcIoError } from './errors.js';
 import { decodeHeader, encodeHeader, HEADER_BYTES, LINE_BYTES, MAX_REGION_BYTES, type RegionHeader } from './header.js';
-import { dataExtents, mapFile, syncMapping, syncMappingAsync, unmapFile } from './native.js';
+import { dataExtents, mapFile, MsyncChannel, syncMapping, syncMappingAsync, unmapFile } from './native.js';
 import { bool, callable, integer, oneOf, optional, probability, resolveOptions, type OptionChecks } from './options.js';
 import { createPrng, type Entropy, type Prng } from './prng.js';
 import { cryptoEntropy, systemClock } from './runtime.js';
@@ -183,7 +183,8 @@ export class PmemRegion {
    * A strict region backed by a file writes its media through a descriptor (pwrite), not by stores
    * into the shared mapping: #data is a copy of the data area in process memory, the lines written
    * to it are noted (#unwritten) and written to the file, in runs, just before the msync that
-   * syncs them (#writeMedia: at every sync, at the start of an async msync, at close). A store
+   * syncs them (#writeMedia at every sync on the thread and at close; for an async msync, its job
+   * on the addon's channel, off the thread, from a copy taken when it starts: #stageMedia). A store
    * into a mapped page after its msync cleaned it takes a write fault (the kernel's dirty tracking
    * of shared mappings, and the filesystem's journal with it), and an msync of pages written that
    * way costs several times an fdatasync of the same pages written by pwrite (docs/benchmarks.md,
@@ -243,6 +244,16 @@ export class PmemRegion {
   #asyncHi = -1;
   #asyncMark = 0;
   #asyncRunning = false;
+  /**
+   * The addon's msync channel of a strict region whose media goes through the descriptor and whose
+   * msync is the addon's (created at the first async msync): an async msync is a job that writes
+   * the lines drained for it — copied when it starts (#stageMedia) — and then msyncs, both off the
+   * JS thread (#startAsync); a sync() on the thread, a close or a crash image waits for it first
+   * (#joinJobs). undefined: the lines are written on the thread before the msync starts.
+   */
+  #channel: MsyncChannel | undefined;
+  /** The channel's job not called back yet (its mark), or -1. */
+  #job = -1;
   /**
    * Who waits for their mark to be synced by an async msync (the running one, or the queued next
    * one), oldest first; marks never decrease along the list. Released only from an msync's call
@@ -457,6 +468,14 @@ export class PmemRegion {
   close(options: { writeBack?: boolean } = {}): void {
     const media = this.#media;
     if (media === undefined) return;
+    // The channel's job finishes first, a crash's close too: none writes after the file is closed.
+    // (A failed one sets #syncFailed: then nothing more is written, below.) Their waiters get
+    // PMRPC_ERR_REGION_CLOSED from the call backs, as before any close.
+    try {
+      this.#joinJobs(false);
+    } catch {
+      // #syncFailed is set
+    }
     // After a failed msync nothing more is written: what the disk holds is what recovery gets.
     if (options.writeBack !== false && this.#syncFailed === undefined) {
       this.#writeBackAll();
@@ -947,12 +966,20 @@ export class PmemRegion {
     return this.options.msyncAsync ?? (this.options.msync === syncMapping ? syncMappingAsync : undefined);
   }
 
-  /** Starts an async msync of what waits now ([#unsyncedLo, #unsyncedHi), up to #waitMark); its call back releases the waiters it covers, then starts the next one for the rest (with what they drained). */
+  /**
+   * Starts an async msync of what waits now ([#unsyncedLo, #unsyncedHi), up to #waitMark); its call
+   * back releases the waiters it covers, then starts the next one for the rest (with what they
+   * drained). On the channel the lines drained for it are staged (copied) and written by its job
+   * off the thread: a line drained later waits in #data for the next one (or a sync() on the
+   * thread, which joins the job first), never overtaking it in the file.
+   */
   #startAsync(media: Media): void {
     const fn = this.#asyncFn()!;
     const lo = this.#unsyncedLo;
     const hi = this.#unsyncedHi;
     const mark = this.#waitMark;
+    if (this.#channel === undefined && fn === syncMappingAsync && this.#mediaFd >= 0) this.#channel = new MsyncChannel();
+    const channel = this.#channel;
     this.#unsyncedLo = Infinity;
     this.#unsyncedHi = -1;
     this.#asyncLo = lo;
@@ -962,6 +989,7 @@ export class PmemRegion {
     this.#stats.msyncs++;
     const done = (err: Error | null): void => {
       this.#asyncRunning = false;
+      this.#job = -1;
       if (this.#media !== media) {
         // Closed meanwhile (an orderly close synced everything; a crash's close did not): either
         // way nothing that waited may be acknowledged now.
@@ -982,8 +1010,15 @@ export class PmemRegion {
       this.#releaseAsync(this.#syncFailed);
     };
     try {
-      this.#writeMedia();
-      fn(media.buffer, HEADER_BYTES + lo, hi - lo, done);
+      if (channel !== undefined) {
+        const { staged, writes } = this.#stageMedia();
+        channel.submit(media.buffer, HEADER_BYTES + lo, hi - lo, this.#mediaFd, staged, writes, done);
+        this.#job = mark;
+        this.#clearUnwritten();
+      } else {
+        this.#writeMedia();
+        fn(media.buffer, HEADER_BYTES + lo, hi - lo, done);
+      }
     } catch {
       // It could not start: sync on the thread instead (covering it all), release the waiters that covers.
       this.#asyncRunning = false;
@@ -1118,6 +1153,12 @@ export class PmemRegion {
   sync(): void {
     if (this.#syncFailed !== undefined) throw this.#syncFailed;
     if (this.#unsyncedHi < 0 && this.#asyncHi < 0) return;
+    // The channel's job finishes first (its lines before any written here): its range is synced then.
+    this.#joinJobs();
+    if (this.#unsyncedHi < 0 && this.#asyncHi < 0) {
+      this.#syncedMark = this.#waitMark;
+      return;
+    }
     if (this.#asyncHi >= 0 && this.#unwrittenLines.length > 0) this.#finishAsyncRange();
     const lo = Math.min(this.#unsyncedLo, this.#asyncLo);
     const hi = Math.max(this.#unsyncedHi, this.#asyncHi);
@@ -1409,40 +1450,108 @@ export class PmemRegion {
   }
 
   /**
-   * Writes the lines of #data written since the last call to the file (pwrite, runs of consecutive
-   * lines), before the msync that syncs them. A failed write is a failed msync: nothing waiting is
-   * acknowledged and the region refuses further persists (PMRPC_ERR_SYNC_FAILED).
+   * The channel's job finishes (blocks the thread: its writes and msync): its range is synced
+   * (unless `synced` is false: a close, after which nothing waiting is acknowledged; a crash image).
+   * A failure is the region's (PMRPC_ERR_SYNC_FAILED). Its call back still comes and releases its
+   * waiters. Before anything is written to the file on the thread.
+   */
+  #joinJobs(synced = true): void {
+    const channel = this.#channel;
+    if (channel === undefined || this.#job < 0) return;
+    try {
+      channel.join();
+    } catch (e) {
+      this.#syncFailed ??= new PmrpcError(ErrorCodes.SYNC_FAILED, `write or msync of the region's lines to ${this.path ?? 'its file'} failed off the thread (${(e as Error)?.message ?? String(e)}): what reached the disk is unknown; nothing waiting on it is acknowledged and this region refuses further persists — restart to recover from the file`, { cause: e });
+      throw this.#syncFailed;
+    }
+    if (!synced) return;
+    if (this.#job > this.#syncedMark) this.#syncedMark = this.#job;
+    this.#asyncLo = Infinity;
+    this.#asyncHi = -1;
+  }
+
+  /**
+   * The runs of lines of #data written since they last went to the file: [offset, length, …] in
+   * the data area, ascending. A run goes on over a gap whose lines are in pages it writes anyway
+   * (the page of its last line, or the page of the next line): the gap's lines in #data are the
+   * file's (nothing unwritten there), so one write covers both at no extra page — a batch's
+   * records, flags and ring entries, a few lines apart, go in a few writes instead of one each.
+   */
+  #mediaRuns(): number[] {
+    const list = this.#unwrittenLines;
+    if (list.length > 1) list.sort((a, b) => a - b);
+    const runs: number[] = [];
+    for (let i = 0; i < list.length; ) {
+      const first = list[i]!;
+      let end = first + 1;
+      i++;
+      while (i < list.length && (list[i] === end || filePage(list[i]!) <= filePage(end - 1) + 1)) {
+        end = list[i]! + 1;
+        i++;
+      }
+      runs.push(first * LINE_BYTES, (end - first) * LINE_BYTES);
+    }
+    return runs;
+  }
+
+  /** The lines noted unwritten went to the file (or to a job that writes them). */
+  #clearUnwritten(): void {
+    const u = this.#unwritten!;
+    const list = this.#unwrittenLines;
+    for (const line of list) u[line] = 0;
+    list.length = 0;
+  }
+
+  /**
+   * Writes the lines of #data written since the last call to the file (pwrite, runs: #mediaRuns),
+   * before the msync that syncs them — after the channel's jobs (#joinJobs). A failed write is a
+   * failed msync: nothing waiting is acknowledged and the region refuses further persists
+   * (PMRPC_ERR_SYNC_FAILED).
    */
   #writeMedia(): void {
-    const list = this.#unwrittenLines;
-    if (list.length === 0 || this.#mediaFd < 0) return;
-    const u = this.#unwritten!;
-    if (list.length > 1) list.sort((a, b) => a - b);
+    if (this.#mediaFd < 0) return;
+    // (Not counted synced here: a sync() joins it so itself; a crash image or a close only needs it in the file first.)
+    this.#joinJobs(false);
+    if (this.#unwrittenLines.length === 0) return;
     const data = this.#data;
     try {
-      for (let i = 0; i < list.length; ) {
-        const first = list[i]!;
-        let end = first + 1;
-        i++;
-        // A run goes on over a gap whose lines are in pages it writes anyway (the page of its last
-        // line, or the page of the next line): the gap's lines in #data are the file's (nothing
-        // unwritten there), so one write covers both at no extra page — a batch's records, flags
-        // and ring entries, a few lines apart, go in a few writes instead of one each.
-        while (i < list.length && (list[i] === end || filePage(list[i]!) <= filePage(end - 1) + 1)) {
-          end = list[i]! + 1;
-          i++;
-        }
-        const at = first * LINE_BYTES;
-        const len = (end - first) * LINE_BYTES;
+      const runs = this.#mediaRuns();
+      for (let i = 0; i < runs.length; i += 2) {
+        const at = runs[i]!;
+        const len = runs[i + 1]!;
         for (let done = 0; done < len; ) done += writeSync(this.#mediaFd, data, at + done, len - done, HEADER_BYTES + at + done);
       }
     } catch (e) {
       this.#syncFailed ??= new PmrpcError(ErrorCodes.SYNC_FAILED, `write of the region's lines to ${this.path ?? 'its file'} failed (${(e as Error)?.message ?? String(e)}): what reached the disk is unknown; nothing waiting on it is acknowledged and this region refuses further persists — restart to recover from the file`, { cause: e });
       throw this.#syncFailed;
     } finally {
-      for (const line of list) u[line] = 0;
-      list.length = 0;
+      this.#clearUnwritten();
     }
+  }
+
+  /**
+   * The lines #writeMedia would write, copied for a channel job (#startAsync): `staged` holds the
+   * runs back to back, `writes` = [file offset, offset in staged, length, …]. The copy is what the
+   * job writes, whatever is drained into #data before it runs. The lines stay noted unwritten until
+   * the job is submitted (#clearUnwritten).
+   */
+  #stageMedia(): { staged: ArrayBuffer; writes: Float64Array } {
+    const runs = this.#mediaRuns();
+    let total = 0;
+    for (let i = 1; i < runs.length; i += 2) total += runs[i]!;
+    const staged = new Uint8Array(total);
+    const writes = new Float64Array((runs.length / 2) * 3);
+    const data = this.#data;
+    for (let i = 0, at = 0, w = 0; i < runs.length; i += 2, w += 3) {
+      const from = runs[i]!;
+      const len = runs[i + 1]!;
+      staged.set(data.subarray(from, from + len), at);
+      writes[w] = HEADER_BYTES + from;
+      writes[w + 1] = at;
+      writes[w + 2] = len;
+      at += len;
+    }
+    return { staged: staged.buffer, writes };
   }
 
   #msync(offset: number, len: number): void {

@@ -61,8 +61,10 @@ export interface PmemOptions {
   /**
    * The msync of syncAsync(): the same range synced off the JS thread, `done` called on a later
    * turn (null, or the error). Default (undefined): the addon's, on a libuv pool thread — when
-   * `msync` is the default; with an injected `msync` and no `msyncAsync`, syncAsync() syncs with
-   * `msync` at once. Tests inject one that lands the bytes later.
+   * `msync` is the default (a strict file region's job on the addon's msync channel then also
+   * writes the group's lines there, #startAsync); with an injected `msync` and no `msyncAsync`,
+   * syncAsync() syncs with `msync` at once. Tests inject one that lands the bytes later (the lines
+   * are written on the thread before it is called).
    */
   msyncAsync: MsyncAsyncFn | undefined;
   /**

@@ -95,8 +95,8 @@ t.test('bad ranges are refused at submit, before any job is queued', async (t) =
   const ch = new MsyncChannel();
   const j = job(1, 64, 0);
   t.throws(() => ch.submit(buffer, 0, 1 << 20, fd, j.staged, j.writes, () => {}), RangeError, 'an msync range outside the mapping');
-  t.throws(() => ch.submit(buffer, 0, 4096, fd, j.staged, new Float64Array([0, 32, 64]), () => {}), { errno: 'EINVAL' }, 'a write past the staged bytes');
-  t.throws(() => ch.submit(buffer, 0, 4096, fd, j.staged, new Float64Array([0, 0]), () => {}), { errno: 'EINVAL' }, 'writes not in triples');
+  t.throws(() => ch.submit(buffer, 0, 4096, fd, j.staged, new Float64Array([0, 32, 64]), () => {}), { code: 'PMRPC_ERR_IO', errno: 'EINVAL' }, 'a write past the staged bytes');
+  t.throws(() => ch.submit(buffer, 0, 4096, fd, j.staged, new Float64Array([0, 0]), () => {}), { code: 'PMRPC_ERR_IO', errno: 'EINVAL' }, 'writes not in triples');
   t.equal(ch.pending, 0);
 });
 

@@ -196,9 +196,14 @@ export class PmemRegion {
    * its lines). -1: media is the mapping (not strict, in memory, or direct).
    */
   #mediaFd = -1;
-  /** Lines of #data written since the last #writeMedia (1 per line), and the list of them. */
+  /**
+   * Lines of #data written since the last #writeMedia (1 per line), and the list of them: the
+   * first #unwrittenN of #unwrittenLines (a typed array: #mediaRuns sorts it natively, where an
+   * array's sort with a comparator cost ≈ 25 µs a strict batch's 170 lines).
+   */
   #unwritten: Uint8Array | undefined;
-  #unwrittenLines: number[] = [];
+  #unwrittenLines = new Int32Array(256);
+  #unwrittenN = 0;
   #visible: Uint8Array;
   #dv: DataView;
   #u64: BigUint64Array;
@@ -1161,7 +1166,7 @@ export class PmemRegion {
       this.#syncedMark = this.#waitMark;
       return;
     }
-    if (this.#asyncHi >= 0 && this.#unwrittenLines.length > 0) this.#finishAsyncRange();
+    if (this.#asyncHi >= 0 && this.#unwrittenN > 0) this.#finishAsyncRange();
     const lo = Math.min(this.#unsyncedLo, this.#asyncLo);
     const hi = Math.max(this.#unsyncedHi, this.#asyncHi);
     this.#msync(lo, hi - lo);
@@ -1443,12 +1448,19 @@ export class PmemRegion {
   /** Lines [from, to) of #data were written: they go to the file at the next #writeMedia. */
   #noteWritten(from: number, to: number): void {
     const u = this.#unwritten!;
-    const list = this.#unwrittenLines;
+    let list = this.#unwrittenLines;
+    let n = this.#unwrittenN;
     for (let line = from; line < to; line++) {
       if (u[line] === 1) continue;
       u[line] = 1;
-      list.push(line);
+      if (n === list.length) {
+        const grown = new Int32Array(list.length * 2);
+        grown.set(list);
+        list = this.#unwrittenLines = grown;
+      }
+      list[n++] = line;
     }
+    this.#unwrittenN = n;
   }
 
   /**
@@ -1480,14 +1492,15 @@ export class PmemRegion {
    * records, flags and ring entries, a few lines apart, go in a few writes instead of one each.
    */
   #mediaRuns(): number[] {
+    const n = this.#unwrittenN;
     const list = this.#unwrittenLines;
-    if (list.length > 1) list.sort((a, b) => a - b);
+    if (n > 1) list.subarray(0, n).sort();
     const runs: number[] = [];
-    for (let i = 0; i < list.length; ) {
+    for (let i = 0; i < n; ) {
       const first = list[i]!;
       let end = first + 1;
       i++;
-      while (i < list.length && (list[i] === end || filePage(list[i]!) <= filePage(end - 1) + 1)) {
+      while (i < n && (list[i] === end || filePage(list[i]!) <= filePage(end - 1) + 1)) {
         end = list[i]! + 1;
         i++;
       }
@@ -1500,8 +1513,9 @@ export class PmemRegion {
   #clearUnwritten(): void {
     const u = this.#unwritten!;
     const list = this.#unwrittenLines;
-    for (const line of list) u[line] = 0;
-    list.length = 0;
+    const n = this.#unwrittenN;
+    for (let i = 0; i < n; i++) u[list[i]!] = 0;
+    this.#unwrittenN = 0;
   }
 
   /**
@@ -1514,7 +1528,7 @@ export class PmemRegion {
     if (this.#mediaFd < 0) return;
     // (Not counted synced here: a sync() joins it so itself; a crash image or a close only needs it in the file first.)
     this.#joinJobs(false);
-    if (this.#unwrittenLines.length === 0) return;
+    if (this.#unwrittenN === 0) return;
     const data = this.#data;
     try {
       const runs = this.#mediaRuns();

@@ -63,8 +63,8 @@ export function bodyBytes(effects: Effects): number {
   return n;
 }
 
-/** Validates effects against the application area and the record size. */
-export function checkEffects(effects: Effects, layout: Layout): void {
+/** Validates effects against the application area and the record size; returns the record body's bytes (bodyBytes). */
+export function checkEffects(effects: Effects, layout: Layout): number {
   if (effects === null || typeof effects !== 'object' || !Array.isArray(effects.images)) {
     throw new TypeError('effects must be an object { images: EffectImage[], result?: Uint8Array }');
   }
@@ -78,19 +78,23 @@ export function checkEffects(effects: Effects, layout: Layout): void {
       throw new PmrpcError(RecoveryErrorCodes.EFFECT_OUT_OF_BOUNDS, `effect [${im.offset}, ${im.offset + im.bytes.length}) is outside the application area [0, ${app})`);
     }
   }
-  const need = RECORD_HEADER_BYTES + bodyBytes(effects);
+  const body = bodyBytes(effects);
+  const need = RECORD_HEADER_BYTES + body;
   if (need > layout.geometry.recordBytes) {
     throw new PmrpcError(RecoveryErrorCodes.TOO_LARGE, `effects need a ${need}-byte record; log records hold ${layout.geometry.recordBytes}`);
   }
+  return body;
 }
 
 export function encodeRecord(lsn: number, clientId: number, seq: number, effects: Effects): Uint8Array {
-  const b = new Uint8Array(RECORD_HEADER_BYTES + bodyBytes(effects));
-  encodeRecordInto(b, new DataView(b.buffer), lsn, clientId, seq, effects);
+  const body = bodyBytes(effects);
+  const b = new Uint8Array(RECORD_HEADER_BYTES + body);
+  encodeRecordInto(b, new DataView(b.buffer), lsn, clientId, seq, effects, body);
   return b;
 }
 
 const TWO_32 = 0x1_0000_0000;
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 /** A safe integer as a little-endian u64 (two u32 stores: no BigInt on the hot path). */
 function setU64(dv: DataView, at: number, v: number): void {
@@ -106,10 +110,9 @@ function getU64(dv: DataView, at: number): number {
 
 /**
  * Encodes the record into `b` from byte 8 (the flag word is not the record's: the caller stores
- * from byte 8) and returns its length. `dv` views `b` from its offset 0.
+ * from byte 8) and returns its length. `dv` views `b` from its offset 0; `body` is bodyBytes(effects).
  */
-function encodeRecordInto(b: Uint8Array, dv: DataView, lsn: number, clientId: number, seq: number, effects: Effects): number {
-  const body = bodyBytes(effects);
+function encodeRecordInto(b: Uint8Array, dv: DataView, lsn: number, clientId: number, seq: number, effects: Effects, body: number): number {
   const length = RECORD_HEADER_BYTES + body;
   setU64(dv, 8, lsn);
   dv.setUint32(16, clientId, true);
@@ -223,7 +226,14 @@ export class RedoLog {
    */
   #batchSlots: Int32Array;
   #batchN = 0;
+  /**
+   * Inside batch(): the highest sequence committed and not settled yet, per client — the last
+   * committing client's in #pendClient / #pendSeq (a batch part is one client's: no map operation
+   * per request), the others' in #pendingApplied.
+   */
   #pendingApplied = new Map<number, number>();
+  #pendClient = -1;
+  #pendSeq = 0;
   /**
    * Lazy apply of group commit (docs/recovery.md, "Group commit"): settled records (durable at the
    * next sync; images stored in visible memory, credits given) whose images are flushed at the
@@ -270,6 +280,15 @@ export class RedoLog {
   #slotLsn: Float64Array;
   #slotClient: Uint32Array;
   #slotSeq: Float64Array;
+  /**
+   * The log area's visible memory as little-endian words (a view, no copy; read only — every store
+   * goes through the region), and the scratch's: commit's read-back and the reuse check compare
+   * words in place (no region call per word). Undefined on a big-endian host (the region's calls then).
+   */
+  #log32: Uint32Array | undefined;
+  #scratch32: Uint32Array;
+  /** Words of a record slot. */
+  #slotWords: number;
 
   /** Scans the log to find the next LSN (one past the highest complete record). */
   constructor(layout: Layout, conn: ConnTable, options: Partial<RedoLogOptions> = {}) {
@@ -279,6 +298,10 @@ export class RedoLog {
     const g = layout.geometry;
     this.#scratch = new Uint8Array(g.recordBytes);
     this.#scratchDv = new DataView(this.#scratch.buffer);
+    this.#scratch32 = new Uint32Array(this.#scratch.buffer);
+    this.#slotWords = g.recordBytes >>> 2;
+    const logView = layout.region.view(g.logOffset, g.logRecords * g.recordBytes);
+    this.#log32 = LITTLE_ENDIAN && (logView.byteOffset & 3) === 0 ? new Uint32Array(logView.buffer, logView.byteOffset, logView.length >>> 2) : undefined;
     this.#slotLsn = new Float64Array(g.logRecords);
     this.#slotClient = new Uint32Array(g.logRecords);
     this.#slotSeq = new Float64Array(g.logRecords);
@@ -309,9 +332,9 @@ export class RedoLog {
    * request at once), and leaves flushing the images and the applied flag to the batch's end.
    */
   commit(clientId: number, seq: number, effects: Effects): { lsn: number } {
-    checkEffects(effects, this.layout);
+    const body = checkEffects(effects, this.layout);
     // At most once, in order: a client's request is committed after everything it applied.
-    const before = this.#pendingApplied.get(clientId) ?? this.conn.appliedSeq(clientId);
+    const before = this.pendingApplied(clientId) ?? this.conn.appliedSeq(clientId);
     if (!(seq > before)) invariant(false, () => `client ${clientId}: request ${seq} committed again (applied up to ${before})`);
     const inBatch = this.#inBatch;
     // The lazy pipeline advances at a batch's first commit (a pass with no request costs nothing), before this batch stores anything.
@@ -327,10 +350,10 @@ export class RedoLog {
     const r = this.layout.region;
     const off = this.layout.recordOffset(index);
     // Encoded into the log's scratch buffer (no allocation per commit), stored, then read back once.
-    const length = encodeRecordInto(this.#scratch, this.#scratchDv, lsn, clientId, seq, effects);
+    const length = encodeRecordInto(this.#scratch, this.#scratchDv, lsn, clientId, seq, effects, body);
     const encoded = this.#scratchViews[length] ?? (this.#scratchViews[length] = this.#scratch.subarray(8, length));
     r.store(off + 8, encoded);
-    this.#checkReadBack(off, encoded, lsn);
+    this.#checkReadBack(index, off, encoded, lsn);
     this.#slotLsn[index] = lsn;
     this.#slotClient[index] = clientId;
     this.#slotSeq[index] = seq;
@@ -351,7 +374,12 @@ export class RedoLog {
         if (im.bytes.length > 0) this.#noteLines(app + im.offset, im.bytes.length);
       }
       this.#batchSlots[this.#batchN++] = index;
-      this.#pendingApplied.set(clientId, seq);
+      if (clientId !== this.#pendClient) {
+        if (this.#pendClient !== -1) this.#pendingApplied.set(this.#pendClient, this.#pendSeq);
+        this.#pendingApplied.delete(clientId);
+        this.#pendClient = clientId;
+      }
+      this.#pendSeq = seq;
     }
     return { lsn };
   }
@@ -424,6 +452,7 @@ export class RedoLog {
     if (!this.#inBatch || n === 0) return;
     this.#batchN = 0;
     this.#pendingApplied.clear();
+    this.#pendClient = -1;
     const b = this.#batchSlots;
     const conn = this.conn;
     for (let i = 0; i < n; i++) {
@@ -620,7 +649,7 @@ export class RedoLog {
 
   /** Inside batch(): the highest sequence of `clientId` committed but not settled yet. */
   pendingApplied(clientId: number): number | undefined {
-    return this.#pendingApplied.get(clientId);
+    return clientId === this.#pendClient ? this.#pendSeq : this.#pendingApplied.get(clientId);
   }
 
   /** Steps 2–4 for a complete record: idempotent (recovery replays with it). */
@@ -660,8 +689,17 @@ export class RedoLog {
    * this is the check of recomputing it over the stored bytes, and stronger (it also covers the
    * checksum word and the reserved word), without a second CRC pass over the record.
    */
-  #checkReadBack(off: number, encoded: Uint8Array, lsn: number): void {
-    invariant(this.layout.region.matches(off + 8, encoded), () => `record ${lsn} does not read back as written`);
+  #checkReadBack(index: number, off: number, encoded: Uint8Array, lsn: number): void {
+    const log = this.#log32;
+    if (log === undefined) {
+      invariant(this.layout.region.matches(off + 8, encoded), () => `record ${lsn} does not read back as written`);
+      return;
+    }
+    // Word by word, in place: the scratch's words [2, 2 + encoded.length / 4) (a record's length is a multiple of 8).
+    const s = this.#scratch32;
+    const base = index * this.#slotWords;
+    const end = 2 + (encoded.length >>> 2);
+    for (let w = 2; w < end; w++) if (log[base + w] !== s[w]) invariant(false, () => `record ${lsn} does not read back as written`);
   }
 
   /** A record slot is reused only when its record is durably applied and its client's applied word durable. */
@@ -695,11 +733,16 @@ export class RedoLog {
 
   /** The slot's flag, LSN, client and sequence words are those of record `lsn`, applied, as this log wrote it. */
   #holdsApplied(index: number, lsn: number): boolean {
-    const r = this.layout.region;
-    const off = this.layout.recordOffset(index);
     const lo = lsn >>> 0;
     const hi = Math.floor(lsn / TWO_32);
     const seq = this.#slotSeq[index]!;
+    const log = this.#log32;
+    if (log !== undefined) {
+      const b = index * this.#slotWords;
+      return log[b] === lo && log[b + 1] === hi && log[b + 2] === lo && log[b + 3] === hi && log[b + 4] === this.#slotClient[index] && log[b + 6] === seq >>> 0 && log[b + 7] === Math.floor(seq / TWO_32);
+    }
+    const r = this.layout.region;
+    const off = this.layout.recordOffset(index);
     return (
       r.loadU32(off) === lo && r.loadU32(off + 4) === hi && r.loadU32(off + 8) === lo && r.loadU32(off + 12) === hi &&
       r.loadU32(off + 16) === this.#slotClient[index] && r.loadU32(off + 24) === seq >>> 0 && r.loadU32(off + 28) === Math.floor(seq / TWO_32)

@@ -99,3 +99,33 @@ t.test('store option validation', async (t) => {
   const s = RecoveryStore.format(region, SMALL);
   t.throws(() => s.recover('x' as never), new TypeError('handler must be a function'));
 });
+
+t.test('inside a batch: each client\'s pending sequence is kept across interleaved commits of several clients', async (t) => {
+  // The log keeps the last committing client's pending sequence apart from the others' (no map
+  // operation per request): switching clients back and forth must not lose or mix them.
+  const region = newRegion({ ...SMALL, maxClients: 3, logRecords: 16 });
+  const store = RecoveryStore.format(region, { ...SMALL, maxClients: 3, logRecords: 16 });
+  const a = store.register().clientId;
+  const b = store.register().clientId;
+  const c = store.register().clientId;
+  store.batch(() => {
+    store.commit(a, 1, { images: [] });
+    store.commit(a, 2, { images: [] });
+    store.commit(b, 1, { images: [] });
+    t.equal(store.log.pendingApplied(a), 2, 'a, after b committed');
+    t.equal(store.log.pendingApplied(b), 1);
+    t.equal(store.log.pendingApplied(c), undefined, 'c committed nothing');
+    store.commit(a, 3, { images: [] });
+    store.commit(c, 1, { images: [] });
+    store.commit(b, 2, { images: [] });
+    t.same([store.log.pendingApplied(a), store.log.pendingApplied(b), store.log.pendingApplied(c)], [3, 2, 1]);
+    // Every client's next sequence is checked against its own pending one, whichever committed last.
+    t.equal(codeOf(() => store.commit(a, 3, { images: [] })), 'PMRPC_ERR_OUT_OF_ORDER', 'a again at 3');
+    t.equal(codeOf(() => store.commit(c, 3, { images: [] })), 'PMRPC_ERR_OUT_OF_ORDER', 'c skips 2');
+    t.throws(() => store.log.commit(b, 2, { images: [] }), /client \d+: request 2 committed again \(applied up to 2\)/, 'the log itself refuses b at 2');
+    store.commit(c, 2, { images: [] });
+    store.commit(a, 4, { images: [] });
+  });
+  t.same([a, b, c].map((id) => store.conn.appliedSeq(id)), [4, 2, 2], 'settled: every client\'s last sequence');
+  t.same([a, b, c].map((id) => store.log.pendingApplied(id)), [undefined, undefined, undefined], 'nothing pending after the batch');
+});

@@ -201,7 +201,131 @@ Napi::Value Msync(const Napi::CallbackInfo& info) {
 // every earlier job's msync returned. join(ticket) blocks the caller until that job has finished
 // (a sync() on the JS thread, a close, while one runs). After a failed job, the later ones write
 // nothing and fail with the same error.
+uint32_t Crc32c(uint32_t seed, const uint8_t* p, size_t n);
+
+// The journal of a strict region's file (pmem/journal.ts reads it, the format is documented there):
+// every sync of the region appends one record — the lines the sync makes durable, as runs
+// [file offset, length] and their bytes — to a file written out in full beforehand, writes the
+// lines to their places in the PM file (not synced), and syncs the journal only: one contiguous
+// append instead of the scattered runs of the batch's lines (docs/benchmarks.md, issue 29). Before
+// the journal wraps (and at an orderly close) a checkpoint syncs the PM file and starts a new
+// epoch: the records of older epochs are never replayed. Only the job running on the channel (or
+// the JS thread, with no job running) touches it.
+constexpr uint32_t kJournalHeadMagic = 0x484a4d50;  // "PMJH"
+constexpr uint32_t kJournalRecMagic = 0x524a4d50;   // "PMJR"
+constexpr uint64_t kJournalHeadBytes = 4096;
+constexpr uint64_t kJournalRecHeader = 64;
+constexpr uint64_t kJournalRun = 16;
+
+struct Journal {
+  int fd = -1;           // the journal file
+  uint64_t size = 0;     // its bytes
+  uint64_t head = kJournalHeadBytes;  // where the next record goes
+  uint64_t epoch = 0;
+  uint64_t seq = 0;      // the last record's sequence in this epoch (from 1)
+  uint8_t uuid[16] = {0};  // the PM file's uuid (its header's bytes 24..40)
+  int dataFd = -1;       // the PM file
+};
+
+void Put32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+void Put64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+int WriteAll(int fd, const uint8_t* p, size_t len, uint64_t at) {
+  for (size_t done = 0; done < len;) {
+    const ssize_t w = pwrite(fd, p + done, len - done, static_cast<off_t>(at + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : EIO;
+    done += static_cast<size_t>(w);
+  }
+  return 0;
+}
+
+// The journal's header (its first 4 KiB): magic, version 1, epoch, the PM file's uuid, CRC-32C of
+// [0, 40) at 40; written and synced.
+int JournalWriteHead(Journal& j, const char** syscall) {
+  std::vector<uint8_t> h(kJournalHeadBytes, 0);
+  Put32(h.data(), kJournalHeadMagic);
+  Put32(h.data() + 4, 1);
+  Put64(h.data() + 8, j.epoch);
+  std::memcpy(h.data() + 16, j.uuid, 16);
+  Put32(h.data() + 40, Crc32c(0, h.data(), 40));
+  *syscall = "write";
+  if (int e = WriteAll(j.fd, h.data(), h.size(), 0)) return e;
+  *syscall = "fdatasync";
+  if (fdatasync(j.fd) != 0) return errno;
+  j.head = kJournalHeadBytes;
+  j.seq = 0;
+  return 0;
+}
+
+// A checkpoint: every line written to the PM file so far synced there, then a new epoch.
+int JournalCheckpoint(Journal& j, const char** syscall) {
+  *syscall = "fdatasync";
+  if (fdatasync(j.dataFd) != 0) return errno;
+  j.epoch++;
+  return JournalWriteHead(j, syscall);
+}
+
+// One record: `writes` = [file offset, offset in staged, length, …] of `staged`. Record (little-
+// endian): magic u32, version u32 (1), epoch u64, seq u64, runs u32, payload bytes u32, the PM
+// file's uuid (16 bytes) at 32, CRC-32C of the record without its CRC word at 48 (u32), 0 u32, 0
+// u64; then per run: file offset u64, length u64; then the runs' bytes back to back. A record
+// starts on a 4 KiB boundary. Then the lines go to the PM file (not synced) and the journal is
+// synced: the record is durable when this returns 0.
+int JournalAppend(Journal& j, const char* staged, const std::vector<double>& writes, const char** syscall) {
+  const size_t runs = writes.size() / 3;
+  uint64_t total = 0;
+  for (size_t i = 0; i < runs; i++) total += static_cast<uint64_t>(writes[3 * i + 2]);
+  const uint64_t length = kJournalRecHeader + kJournalRun * runs + total;
+  const uint64_t padded = (length + 4095) & ~static_cast<uint64_t>(4095);
+  *syscall = "write";
+  if (padded > j.size - kJournalHeadBytes || total > 0xffffffffu) {
+    // Larger than the journal: the lines go to the PM file and a checkpoint syncs them there (a new
+    // epoch: no older record is replayed over them).
+    for (size_t i = 0; i < runs; i++) {
+      if (int e = WriteAll(j.dataFd, reinterpret_cast<const uint8_t*>(staged) + static_cast<size_t>(writes[3 * i + 1]), static_cast<size_t>(writes[3 * i + 2]), static_cast<uint64_t>(writes[3 * i]))) return e;
+    }
+    return JournalCheckpoint(j, syscall);
+  }
+  if (j.head + padded > j.size) {
+    if (int e = JournalCheckpoint(j, syscall)) return e;
+  }
+  std::vector<uint8_t> rec(length, 0);
+  uint8_t* r = rec.data();
+  Put32(r, kJournalRecMagic);
+  Put32(r + 4, 1);
+  Put64(r + 8, j.epoch);
+  Put64(r + 16, j.seq + 1);
+  Put32(r + 24, static_cast<uint32_t>(runs));
+  Put32(r + 28, static_cast<uint32_t>(total));
+  std::memcpy(r + 32, j.uuid, 16);
+  uint64_t at = kJournalRecHeader + kJournalRun * runs;
+  for (size_t i = 0; i < runs; i++) {
+    const uint64_t len = static_cast<uint64_t>(writes[3 * i + 2]);
+    Put64(r + kJournalRecHeader + kJournalRun * i, static_cast<uint64_t>(writes[3 * i]));
+    Put64(r + kJournalRecHeader + kJournalRun * i + 8, len);
+    std::memcpy(r + at, staged + static_cast<size_t>(writes[3 * i + 1]), len);
+    at += len;
+  }
+  Put32(r + 48, Crc32c(Crc32c(0, r, 48), r + 52, length - 52));
+  *syscall = "write";
+  if (int e = WriteAll(j.fd, r, length, j.head)) return e;
+  for (size_t i = 0; i < runs; i++) {
+    if (int e = WriteAll(j.dataFd, reinterpret_cast<const uint8_t*>(staged) + static_cast<size_t>(writes[3 * i + 1]), static_cast<size_t>(writes[3 * i + 2]), static_cast<uint64_t>(writes[3 * i]))) return e;
+  }
+  *syscall = "fdatasync";
+  if (fdatasync(j.fd) != 0) return errno;
+  j.head += padded;
+  j.seq++;
+  return 0;
+}
+
 struct MsyncChannel {
+  std::unique_ptr<Journal> journal;  // set by msyncJournal: every job appends to it instead of msync
   std::mutex m;
   std::condition_variable cv;
   uint64_t queued = 0;    // tickets handed out
@@ -252,7 +376,13 @@ class MsyncWorker : public Napi::AsyncWorker {
         syscall_ = channel_->failedSyscall;
       }
     }
-    if (err_ == 0) Run();
+    if (err_ == 0) {
+      if (channel_->journal) {
+        err_ = JournalAppend(*channel_->journal, stagedBase_, writes_, &syscall_);
+      } else {
+        Run();
+      }
+    }
     {
       std::lock_guard<std::mutex> lock(channel_->m);
       channel_->finished = ticket_;
@@ -353,6 +483,74 @@ Napi::Value MsyncAsync(const Napi::CallbackInfo& info) {
 
 // msyncJoin(channel, ticket: number) -> undefined: blocks until the channel's job `ticket` (and
 // every one before it) has finished; throws the first failed job's error (code, errno, syscall).
+// msyncJournal(channel, fd: number, size: number, epoch: number, uuid: Uint8Array, dataFd: number)
+// -> undefined: from now on the channel's jobs append to this journal (JournalAppend) instead of
+// msyncing; its header is written for `epoch` and synced first (the caller replayed the records of
+// the epochs before: none of them is replayed again). Called with no job submitted yet.
+Napi::Value MsyncJournal(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<MsyncChannel> channel = *info[0].As<Napi::External<std::shared_ptr<MsyncChannel>>>().Data();
+  auto j = std::make_unique<Journal>();
+  j->fd = info[1].As<Napi::Number>().Int32Value();
+  j->size = static_cast<uint64_t>(info[2].As<Napi::Number>().Int64Value());
+  j->epoch = static_cast<uint64_t>(info[3].As<Napi::Number>().Int64Value());
+  Napi::Uint8Array uuid = info[4].As<Napi::Uint8Array>();
+  if (uuid.ByteLength() != 16 || j->size < 2 * kJournalHeadBytes || j->size % kJournalHeadBytes != 0) return ThrowErrno(env, "write", EINVAL);
+  std::memcpy(j->uuid, uuid.Data(), 16);
+  j->dataFd = info[5].As<Napi::Number>().Int32Value();
+  const char* syscall = "write";
+  if (int e = JournalWriteHead(*j, &syscall)) return ThrowErrno(env, syscall, e);
+  channel->journal = std::move(j);
+  return env.Undefined();
+}
+
+// msyncJournalAppend(channel, staged: ArrayBuffer, writes: Float64Array) -> undefined: one record
+// appended and synced on the calling thread (a sync on the JS thread; the caller joined the jobs).
+// msyncJournalCheckpoint(channel) -> undefined: a checkpoint now (an orderly close).
+Napi::Value MsyncJournalAppend(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<MsyncChannel> channel = *info[0].As<Napi::External<std::shared_ptr<MsyncChannel>>>().Data();
+  if (!channel->journal) return ThrowErrno(env, "write", EINVAL);
+  Napi::ArrayBuffer staged = info[1].As<Napi::ArrayBuffer>();
+  Napi::Float64Array ranges = info[2].As<Napi::Float64Array>();
+  const size_t n = ranges.ElementLength();
+  if (n % 3 != 0) return ThrowErrno(env, "write", EINVAL);
+  std::vector<double> writes(n);
+  for (size_t i = 0; i < n; i += 3) {
+    writes[i] = ranges[i];
+    writes[i + 1] = ranges[i + 1];
+    writes[i + 2] = ranges[i + 2];
+    if (!(writes[i] >= 0 && writes[i + 1] >= 0 && writes[i + 2] >= 0 && writes[i + 1] + writes[i + 2] <= static_cast<double>(staged.ByteLength()))) return ThrowErrno(env, "write", EINVAL);
+  }
+  {
+    std::lock_guard<std::mutex> lock(channel->m);
+    if (channel->finished != channel->queued) return ThrowErrno(env, "write", EBUSY);
+    if (channel->failed != 0) return ThrowErrno(env, channel->failedSyscall, channel->failed);
+  }
+  const char* syscall = "write";
+  if (int e = JournalAppend(*channel->journal, static_cast<const char*>(staged.Data()), writes, &syscall)) {
+    std::lock_guard<std::mutex> lock(channel->m);
+    channel->failed = e;
+    channel->failedSyscall = syscall;
+    return ThrowErrno(env, syscall, e);
+  }
+  return env.Undefined();
+}
+
+Napi::Value MsyncJournalCheckpoint(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<MsyncChannel> channel = *info[0].As<Napi::External<std::shared_ptr<MsyncChannel>>>().Data();
+  if (!channel->journal) return ThrowErrno(env, "write", EINVAL);
+  {
+    std::lock_guard<std::mutex> lock(channel->m);
+    if (channel->finished != channel->queued) return ThrowErrno(env, "write", EBUSY);
+    if (channel->failed != 0) return ThrowErrno(env, channel->failedSyscall, channel->failed);
+  }
+  const char* syscall = "fdatasync";
+  if (int e = JournalCheckpoint(*channel->journal, &syscall)) return ThrowErrno(env, syscall, e);
+  return env.Undefined();
+}
+
 Napi::Value MsyncJoin(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::shared_ptr<MsyncChannel> channel = *info[0].As<Napi::External<std::shared_ptr<MsyncChannel>>>().Data();
@@ -522,6 +720,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("msync", Napi::Function::New(env, Msync));
   exports.Set("msyncAsync", Napi::Function::New(env, MsyncAsync));
   exports.Set("msyncChannel", Napi::Function::New(env, MsyncChannelNew));
+  exports.Set("msyncJournal", Napi::Function::New(env, MsyncJournal));
+  exports.Set("msyncJournalAppend", Napi::Function::New(env, MsyncJournalAppend));
+  exports.Set("msyncJournalCheckpoint", Napi::Function::New(env, MsyncJournalCheckpoint));
   exports.Set("msyncJoin", Napi::Function::New(env, MsyncJoin));
   exports.Set("unmap", Napi::Function::New(env, Unmap));
   exports.Set("pageSize", Napi::Function::New(env, PageSize));

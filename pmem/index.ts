@@ -35,6 +35,7 @@ export {
   type PmemStats,
 } from './region.js';
 export type { MsyncAsyncFn, MsyncFn } from './region.js';
+export { JOURNAL_BYTES, journalPath, readJournal, type JournalRecord } from './journal.js';
 export { crashImages, countImages, materialize, writeImageFile, CRASH_ENGINES, IMAGE_DEFAULTS, type CrashEngine, type CrashImage, type ImageChoice, type ImageOptions } from './crash.js';
 export {
   resolveOptions,

@@ -16,6 +16,9 @@ interface NativeMmap {
   msyncAsync(buffer: ArrayBuffer, offset: number, length: number, done: (err: unknown) => void, ...channelJob: [channel: unknown, fd: number, staged: ArrayBuffer, writes: Float64Array] | []): number | undefined;
   msyncChannel(): unknown;
   msyncJoin(channel: unknown, ticket: number): void;
+  msyncJournal(channel: unknown, fd: number, size: number, epoch: number, uuid: Uint8Array, dataFd: number): void;
+  msyncJournalAppend(channel: unknown, staged: ArrayBuffer, writes: Float64Array): void;
+  msyncJournalCheckpoint(channel: unknown): void;
   unmap(buffer: ArrayBuffer): void;
   pageSize(): number;
   crc32c(bytes: Uint8Array, start: number, end: number, seed: number): number;
@@ -189,6 +192,27 @@ export class MsyncChannel {
   join(): void {
     if (this.#last === 0) return;
     wrap('msync', () => this.#native.msyncJoin(this.#handle, this.#last));
+  }
+
+  /**
+   * From now on every job appends its lines to the journal `fd` (`size` bytes, written out in full)
+   * as one record, writes them to `dataFd` (the PM file) unsynced, and syncs the journal only,
+   * instead of msyncing (pmem/journal.ts). The journal's header is written for `epoch` and synced
+   * first. Before any job is submitted.
+   */
+  journal(fd: number, size: number, epoch: number, uuid: Uint8Array, dataFd: number): void {
+    if (this.#last !== 0) throw new RangeError('a journal is attached before the first job');
+    wrap('write', () => this.#native.msyncJournal(this.#handle, fd, size, epoch, uuid, dataFd));
+  }
+
+  /** One journal record appended and synced on this thread (every job finished: join() first). */
+  appendSync(staged: ArrayBuffer, writes: Float64Array): void {
+    wrap('write', () => this.#native.msyncJournalAppend(this.#handle, staged, writes));
+  }
+
+  /** A journal checkpoint on this thread (every job finished): the PM file synced, a new epoch. */
+  checkpoint(): void {
+    wrap('fdatasync', () => this.#native.msyncJournalCheckpoint(this.#handle));
   }
 }
 

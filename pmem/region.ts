@@ -16,14 +16,15 @@
  * one copy); a store to a flushed, undrained line first copies its flush-time content aside.
  */
 import assert from 'node:assert/strict';
-import { closeSync, fstatSync, fsyncSync, openSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, fsyncSync, openSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { threadId } from 'node:worker_threads';
 import type { Clock } from './clock.js';
 import { ErrorCodes, invariant, PmrpcError, PmrpcIoError } from './errors.js';
 import { decodeHeader, encodeHeader, HEADER_BYTES, LINE_BYTES, MAX_REGION_BYTES, type RegionHeader } from './header.js';
 import { dataExtents, mapFile, MsyncChannel, syncMapping, syncMappingAsync, unmapFile } from './native.js';
-import { bool, callable, integer, oneOf, optional, probability, resolveOptions, type OptionChecks } from './options.js';
+import { bool, callable, integer, must, oneOf, optional, probability, resolveOptions, type OptionChecks } from './options.js';
+import { JOURNAL_BYTES, journalPath, openJournal, removeJournal, replayJournal, UUID_OFFSET } from './journal.js';
 import { createPrng, type Entropy, type Prng } from './prng.js';
 import { cryptoEntropy, systemClock } from './runtime.js';
 import { buggify } from './buggify.js';
@@ -77,6 +78,16 @@ export interface PmemOptions {
    * acknowledged is the same either way.
    */
   msyncInline: boolean;
+  /**
+   * Bytes of a strict file region's journal (`<file>.journal`, pmem/journal.ts): every sync appends
+   * the lines it makes durable there and syncs only the journal — one contiguous append instead of
+   * the scattered runs of a batch's lines in the PM file —, the lines go to their places in the PM
+   * file unsynced, a checkpoint syncs the PM file before the journal wraps and at an orderly close,
+   * and opening the file replays the journal. 0: no journal (each sync msyncs the PM file's range).
+   * Only with the addon's msync (an injected `msync` or `msyncAsync` syncs the range as before). A
+   * multiple of 4096, at least 8192.
+   */
+  journalBytes: number;
 }
 
 /** msync of [offset, offset + length) of the mapping off the JS thread; `done` on a later turn. Only bytes written before the call are synced by it. */
@@ -104,6 +115,7 @@ export const PMEM_DEFAULTS: Readonly<PmemOptions> = Object.freeze({
   msync: syncMapping,
   msyncAsync: undefined,
   msyncInline: false,
+  journalBytes: JOURNAL_BYTES,
 });
 
 /** Events that change media, and client-visible completions: where a simulated crash can strike. */
@@ -202,6 +214,8 @@ export class PmemRegion {
    * array's sort with a comparator cost ≈ 25 µs a strict batch's 170 lines).
    */
   #unwritten: Uint8Array | undefined;
+  /** The journal's descriptor (options.journalBytes, pmem/journal.ts): every sync of this region appends to it; -1: none. */
+  #journalFd = -1;
   #unwrittenLines = new Int32Array(256);
   #unwrittenN = 0;
   #visible: Uint8Array;
@@ -292,6 +306,10 @@ export class PmemRegion {
     this.options = Object.freeze(direct ? { ...options, domain: 'eadr' as const, tracing: false, eviction: 0 } : { ...options });
     this.#data = media.bytes.subarray(HEADER_BYTES, HEADER_BYTES + header.sizeBytes);
     let data32 = new Uint32Array(media.buffer, HEADER_BYTES, header.sizeBytes / 4);
+    // A journal beside the file (a strict region's, pmem/journal.ts): its records go into the file
+    // before anything reads it, whatever this region's options.
+    const uuid = media.bytes.slice(UUID_OFFSET, UUID_OFFSET + 16);
+    const replayed = media.path !== undefined && !direct ? replay(media.path, media.bytes.length, uuid) : 0;
     if (options.strict && media.path !== undefined && !direct && options.domain !== 'eadr') {
       const shadow = new ArrayBuffer(header.sizeBytes);
       const mapped = this.#data;
@@ -304,7 +322,15 @@ export class PmemRegion {
       } catch (e) {
         throw new PmrpcIoError(`open ${media.path} for writing: ${(e as Error).message}`, (e as NodeJS.ErrnoException).code ?? 'EUNKNOWN', 'open', e);
       }
+      if (options.journalBytes > 0 && options.msync === syncMapping && options.msyncAsync === undefined) {
+        // A new epoch: the records just replayed are never replayed again.
+        this.#journalFd = openJournal(media.path, options.journalBytes, replayed === 0);
+        this.#channel = new MsyncChannel();
+        this.#channel.journal(this.#journalFd, options.journalBytes, replayed + 1, uuid, this.#mediaFd);
+      }
     }
+    // This region does not journal: a journal replayed above (this file's) goes, or it would be replayed again over later writes.
+    if (replayed > 0 && this.#journalFd < 0) removeJournal(media.path!);
     const vis: ArrayBufferLike = direct ? media.buffer : new SharedArrayBuffer(header.sizeBytes);
     const at = direct ? HEADER_BYTES : 0;
     this.#visible = new Uint8Array(vis, at, header.sizeBytes);
@@ -488,8 +514,14 @@ export class PmemRegion {
       this.#writeBackAll();
       this.#writeMedia();
       if (media.path !== undefined) syncMapping(media.buffer, 0, media.bytes.length);
+      // The file holds everything now: a checkpoint empties the journal (a new epoch).
+      if (this.#journalFd >= 0) this.#channel!.checkpoint();
     }
     this.#media = undefined;
+    if (this.#journalFd >= 0) {
+      closeSync(this.#journalFd);
+      this.#journalFd = -1;
+    }
     if (this.#mediaFd >= 0) {
       // A crash's close (writeBack: false) drops what was not written yet, as a killed process would.
       closeSync(this.#mediaFd);
@@ -1529,6 +1561,7 @@ export class PmemRegion {
     // (Not counted synced here: a sync() joins it so itself; a crash image or a close only needs it in the file first.)
     this.#joinJobs(false);
     if (this.#unwrittenN === 0) return;
+    if (this.#journalFd >= 0) return this.#appendJournal();
     const data = this.#data;
     try {
       const runs = this.#mediaRuns();
@@ -1570,10 +1603,29 @@ export class PmemRegion {
     return { staged: staged.buffer, writes };
   }
 
+  /**
+   * With a journal: the lines #writeMedia would write, as one record appended to the journal and
+   * synced, on the thread (the channel's jobs joined first), and written to the file unsynced. A
+   * failure is a failed msync (PMRPC_ERR_SYNC_FAILED).
+   */
+  #appendJournal(): void {
+    try {
+      const { staged, writes } = this.#stageMedia();
+      this.#channel!.appendSync(staged, writes);
+    } catch (e) {
+      this.#syncFailed ??= new PmrpcError(ErrorCodes.SYNC_FAILED, `append to the journal of ${this.path ?? 'the region'} failed (${(e as Error)?.message ?? String(e)}): what reached the disk is unknown; nothing waiting on it is acknowledged and this region refuses further persists — restart to recover from the file`, { cause: e });
+      throw this.#syncFailed;
+    } finally {
+      this.#clearUnwritten();
+    }
+  }
+
   #msync(offset: number, len: number): void {
     const media = this.#media!;
     this.#writeMedia();
     this.#stats.msyncs++;
+    // With a journal the append synced every line written since the last sync (the jobs' records before it).
+    if (this.#journalFd >= 0) return;
     try {
       this.options.msync(media.buffer, HEADER_BYTES + offset, len);
     } catch (e) {
@@ -1741,6 +1793,22 @@ export function lockHolder(path: string): number | undefined {
 /** The 4 KiB page of the file that holds line `line` of the data area. */
 const filePage = (line: number): number => Math.floor((HEADER_BYTES + line * LINE_BYTES) / 4096);
 
+/** Replays the journal beside the file at `path` into it (pmem/journal.ts); returns the journal's epoch (0: no journal of this file). */
+function replay(path: string, fileBytes: number, uuid: Uint8Array): number {
+  if (!existsSync(journalPath(path))) return 0;
+  let fd: number;
+  try {
+    fd = openSync(path, 'r+');
+  } catch (e) {
+    throw new PmrpcIoError(`open ${path} to replay its journal: ${(e as Error).message}`, (e as NodeJS.ErrnoException).code ?? 'EUNKNOWN', 'open', e);
+  }
+  try {
+    return replayJournal(path, fd, fileBytes, uuid).epoch;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function copyMedia(visible: Uint8Array, data: Uint8Array, path: string | undefined): void {
   let extents: Array<[number, number]> | undefined;
   if (path !== undefined) {
@@ -1761,7 +1829,10 @@ function copyMedia(visible: Uint8Array, data: Uint8Array, path: string | undefin
   }
 }
 
-const PMEM_CHECKS: OptionChecks<PmemOptions> = { domain: oneOf(['adr', 'eadr']), eviction: probability, strict: bool, tracing: bool, seed: integer, lineModel: oneOf(['prefix', 'subset']), msync: callable(), msyncAsync: optional(callable()), msyncInline: bool };
+/** RangeError: 0, or a multiple of 4096 of at least 8192 (a header and one record). */
+const journalSize = must((v) => v === 0 || (Number.isSafeInteger(v) && (v as number) >= 8192 && (v as number) % 4096 === 0), (v) => `must be 0 or a multiple of 4096 of at least 8192, got ${String(v)}`, RangeError);
+
+const PMEM_CHECKS: OptionChecks<PmemOptions> = { domain: oneOf(['adr', 'eadr']), eviction: probability, strict: bool, tracing: bool, seed: integer, lineModel: oneOf(['prefix', 'subset']), msync: callable(), msyncAsync: optional(callable()), msyncInline: bool, journalBytes: journalSize };
 
 function resolvePmemOptions(options: Partial<PmemOptions>): PmemOptions {
   return resolveOptions(PMEM_DEFAULTS, options, PMEM_CHECKS);

@@ -11,7 +11,7 @@
  * skipped, so a file whose later parts are damaged still shows its header and layout.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { cryptoEntropy, decodeHeader, defineErrorCodes, HEADER_BYTES, PmemRegion, PmrpcError, PmrpcIoError, systemClock, type ErrorCodesOf } from '../../pmem/index.js';
+import { cryptoEntropy, decodeHeader, defineErrorCodes, HEADER_BYTES, PmemRegion, PmrpcError, PmrpcIoError, readJournal, systemClock, type ErrorCodesOf } from '../../pmem/index.js';
 import { Rnic } from '../../flush/index.js';
 import { AREA_IDENT_BYTES, describeHolder, identifyArea, type AppProblem, type AppServer } from '../apps/index.js';
 import type { RpcInspectView, RpcRecoverySummary } from '../apps/rpc/index.js';
@@ -122,6 +122,9 @@ function readImage(path: string): { image: Uint8Array; layoutVersion: number } {
       if (n === 0) throw new PmrpcIoError(`cannot read ${path}: it ended at ${at} bytes while being read`, 'EIO', 'read');
       at += n;
     }
+    // A strict region's journal beside the file (pmem/journal.ts): its records are what the next
+    // open replays into the file, so they are applied to this copy (the file is not written).
+    for (const rec of readJournal(path, image.length, image.subarray(24, 40)).records) for (const run of rec.runs) image.set(run.bytes, run.offset);
     return { image, layoutVersion: header.layoutVersion };
   } finally {
     closeSync(fd);

@@ -25,7 +25,7 @@ interface FormatOpts extends LayoutFlags {
 export function registerFormat(program: Command): void {
   const cmd = program
     .command('format')
-    .description('create a PM file and format an app in it (then `pmrpc serve --pm FILE` opens it); crash-safe and sparse')
+    .description('create a PM file and format an app in it (then `pmrpc serve --pm FILE` opens it); crash-safe; its whole size reserved on the filesystem')
     .argument('<file>', 'the PM file to create')
     .requiredOption('--app <name>', `the app (${NODE_APP_NAMES.join(', ')}); rs and tx without --cluster: one replica / one shard`)
     .option('--size <bytes>', 'data bytes (K, M, G suffixes; a multiple of 64, at most 4G minus 4K)', sizeOption('size'), 16 << 20)

@@ -95,7 +95,10 @@ void Finalize(napi_env, void*, void* hint) {
 // map(path: string, length: number, flags: number) -> ArrayBuffer
 // flags: 1 CREATE  open with O_CREAT and extend the file to `length` if it is shorter (never shrink);
 //        2 LOCK    take flock(LOCK_EX | LOCK_NB) first and hold it until unmap (EWOULDBLOCK: held);
-//        4 RESET   (with LOCK) once the lock is held, truncate the file to 0 first (a stale temp file).
+//        4 RESET   (with LOCK) once the lock is held, truncate the file to 0 first (a stale temp file);
+//        8 RESERVE posix_fallocate(0, length) before mapping: every block of the mapping is reserved
+//                  (a full disk is ENOSPC here, not a SIGBUS at a later store); the file still
+//                  reads as it did (the new blocks as zeros) and its holes stay holes to SEEK_DATA.
 // Without CREATE the file must already be at least `length` bytes (checked in TS first).
 Napi::Value Map(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -105,6 +108,7 @@ Napi::Value Map(const Napi::CallbackInfo& info) {
   bool create = (mode & 1) != 0;
   bool lockIt = (mode & 2) != 0;
   bool reset = (mode & 4) != 0;
+  bool reserve = (mode & 8) != 0;
   if (want <= 0 || static_cast<uint64_t>(want) > kMaxMapping) return ThrowErrno(env, "mmap", EFBIG);
   size_t length = static_cast<size_t>(want);
 
@@ -137,6 +141,15 @@ Napi::Value Map(const Napi::CallbackInfo& info) {
       int err = errno;
       close(fd);
       return ThrowErrno(env, "ftruncate", err);
+    }
+  }
+  if (reserve) {
+    // posix_fallocate returns the error (errno is not set); glibc writes zeros where the
+    // filesystem has no fallocate. A failure may leave some blocks allocated: the file is unchanged.
+    int rc = posix_fallocate(fd, 0, static_cast<off_t>(length));
+    if (rc != 0) {
+      close(fd);
+      return ThrowErrno(env, "fallocate", rc);
     }
   }
   void* addr = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

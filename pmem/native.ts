@@ -85,7 +85,7 @@ function wrap<T>(what: string, fn: () => T): T {
 export const MAX_MAPPING_BYTES = 2 ** 32;
 
 export interface MapFileOptions {
-  /** Create the file if absent, and extend it (sparse: ftruncate) to `length` if shorter. */
+  /** Create the file if absent, and extend it (ftruncate: sparse unless `reserve`) to `length` if shorter. */
   create: boolean;
   /**
    * Take an exclusive flock(LOCK_EX | LOCK_NB) on the file first and hold it for the mapping's
@@ -95,13 +95,19 @@ export interface MapFileOptions {
   lock: boolean;
   /** With `lock`: once the lock is held, truncate the file to 0 bytes first (a stale temporary file). */
   reset: boolean;
+  /**
+   * Reserve every block of the `length` bytes (posix_fallocate) before mapping: a full disk is
+   * PMRPC_ERR_IO with errno ENOSPC here, not a SIGBUS at a later store to a hole. The file reads
+   * as before (new blocks as zeros) and unwritten blocks are still holes to SEEK_DATA.
+   */
+  reserve: boolean;
 }
 
 /** Maps `length` bytes of `path` MAP_SHARED (see MapFileOptions). */
 export function mapFile(path: string, length: number, options: Partial<MapFileOptions> = {}): ArrayBuffer {
   if (!Number.isSafeInteger(length) || length <= 0 || length > MAX_MAPPING_BYTES) throw new RangeError(`length must be a positive integer up to ${MAX_MAPPING_BYTES}, got ${length}`);
   if (options.reset === true && options.lock !== true) throw new TypeError('reset needs lock');
-  const flags = (options.create === true ? 1 : 0) | (options.lock === true ? 2 : 0) | (options.reset === true ? 4 : 0);
+  const flags = (options.create === true ? 1 : 0) | (options.lock === true ? 2 : 0) | (options.reset === true ? 4 : 0) | (options.reserve === true ? 8 : 0);
   const native = addon(); // a load failure is not an I/O error: it throws as is
   return wrap(`map ${path}`, () => native.map(path, length, flags));
 }

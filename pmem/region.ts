@@ -362,7 +362,7 @@ export class PmemRegion {
     if (existing > 0) {
       throw new PmrpcError(ErrorCodes.REGION_EXISTS, `${path} already exists (${existing} bytes); pmrpc never overwrites a file`);
     }
-    const buffer = lockedMap(path, HEADER_BYTES + sizeBytes, { create: true });
+    const buffer = lockedMap(path, HEADER_BYTES + sizeBytes, { create: true, reserve: true });
     const bytes = new Uint8Array(buffer);
     encodeHeader(bytes, sizeBytes, opts.entropy.bytes(16));
     syncMapping(buffer, 0, HEADER_BYTES);
@@ -402,7 +402,7 @@ export class PmemRegion {
   static open(path: string, options: Partial<PmemOptions> = {}): PmemRegion {
     const opts = resolvePmemOptions(options);
     const header = PmemRegion.readHeader(path);
-    const buffer = lockedMap(path, HEADER_BYTES + header.sizeBytes, {});
+    const buffer = lockedMap(path, HEADER_BYTES + header.sizeBytes, { reserve: true });
     const bytes = new Uint8Array(buffer);
     try {
       // The header is checked again on the mapping: the file may have changed in between.
@@ -416,7 +416,7 @@ export class PmemRegion {
 
   /**
    * Creates a region file, crash-safe: the file is built in a temporary sibling
-   * (`formatTempPath(path)`, sparse: holes cost neither disk nor memory), `init` formats it (an
+   * (`formatTempPath(path)`, its blocks reserved, none written: holes cost no memory), `init` formats it (an
    * app's format(); its stores go straight to the mapping), it is synced, and only then renamed
    * to `path` (and the directory synced). A process killed at any moment leaves either no file at
    * `path` or a complete one; a stale temporary file is reused by the next format. A non-empty
@@ -432,8 +432,8 @@ export class PmemRegion {
       throw new PmrpcError(ErrorCodes.REGION_EXISTS, `${path} already exists (${existing} bytes); pmrpc never overwrites a file unless told to (format --force)`);
     }
     const tmp = formatTempPath(path);
-    progress?.(0, 4, 'sparse file');
-    const buffer = lockedMap(tmp, HEADER_BYTES + sizeBytes, { create: true, reset: true }, path);
+    progress?.(0, 4, 'file reserved');
+    const buffer = lockedMap(tmp, HEADER_BYTES + sizeBytes, { create: true, reset: true, reserve: true }, path);
     let region: PmemRegion | undefined;
     let target: ArrayBuffer | undefined;
     try {
@@ -1748,11 +1748,20 @@ function fsyncPath(path: string, flags: 'r' | 'r+'): void {
   }
 }
 
-/** Maps a region file holding its exclusive lock; a lock held elsewhere is PMRPC_ERR_FILE_LOCKED naming the holder. */
-function lockedMap(path: string, length: number, o: { create?: boolean; reset?: boolean }, forPath = path): ArrayBuffer {
+/**
+ * Maps a region file holding its exclusive lock; a lock held elsewhere is PMRPC_ERR_FILE_LOCKED
+ * naming the holder. With `reserve`, every block of the file is allocated first (the file reads
+ * the same; holes stay holes to SEEK_DATA): a filesystem without room is PMRPC_ERR_IO (ENOSPC,
+ * or EFBIG past the process's file-size limit) here, at create or open, instead of a SIGBUS at
+ * the store that would have filled a hole.
+ */
+function lockedMap(path: string, length: number, o: { create?: boolean; reset?: boolean; reserve?: boolean }, forPath = path): ArrayBuffer {
   try {
     return mapFile(path, length, { ...o, lock: true });
   } catch (e) {
+    if (e instanceof PmrpcIoError && e.syscall === 'fallocate') {
+      throw new PmrpcIoError(`cannot reserve ${length} bytes on disk for ${forPath} (${e.errno}): a PM file holds its whole size on the filesystem, reserved when it is created or opened; free space or choose a smaller --size`, e.errno, 'fallocate', e);
+    }
     if (!(e instanceof PmrpcIoError) || e.errno !== 'EWOULDBLOCK') throw e;
     const pid = lockHolder(path);
     const who = pid === undefined ? 'another process' : `process ${pid}`;
@@ -1819,13 +1828,31 @@ function copyMedia(visible: Uint8Array, data: Uint8Array, path: string | undefin
     }
   }
   if (extents === undefined) {
-    visible.set(data);
+    copyNonZero(visible, data, 0, data.length);
     return;
   }
   for (const [s, e] of extents) {
     const from = Math.max(s - HEADER_BYTES, 0);
     const to = Math.min(e - HEADER_BYTES, data.length);
-    if (to > from) visible.set(data.subarray(from, to), from);
+    if (to > from) copyNonZero(visible, data, from, to);
+  }
+}
+
+/** Chunks of copyNonZero, and a chunk of zeros to compare with. */
+const COPY_CHUNK = 64 * 1024;
+const ZERO_CHUNK = Buffer.alloc(COPY_CHUNK);
+
+/**
+ * data[from, to) into visible (fresh: all zeros), skipping the chunks that are all zeros: a data
+ * extent may be zeros — a reserved file's unwritten blocks read once by another process count as
+ * data to SEEK_DATA — and copying them would cost the process their memory.
+ */
+function copyNonZero(visible: Uint8Array, data: Uint8Array, from: number, to: number): void {
+  for (let at = from; at < to; at += COPY_CHUNK) {
+    const end = Math.min(to, at + COPY_CHUNK);
+    const chunk = Buffer.from(data.buffer, data.byteOffset + at, end - at);
+    if (end - at === COPY_CHUNK ? chunk.equals(ZERO_CHUNK) : chunk.equals(ZERO_CHUNK.subarray(0, end - at))) continue;
+    visible.set(chunk, at);
   }
 }
 

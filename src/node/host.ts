@@ -190,15 +190,16 @@ export interface FormatNodeFileOptions {
   replace: boolean;
   /** The region UUID's source. */
   entropy: Entropy;
-  /** Called at each step (sparse file, layout, sync, rename, done): `pmrpc format`'s progress. */
+  /** Called at each step (file reserved, layout, sync, rename, done): `pmrpc format`'s progress. */
   progress: ((step: number, steps: number, label: string) => void) | undefined;
 }
 
 /**
  * Creates the PM file of a node and formats the app in it, crash-safe (PmemRegion.format: built in
  * a temporary sibling, synced, renamed into place; a format killed at any moment leaves no file at
- * `pmPath`, and the next format reuses the stale temporary file). The file is sparse: its size
- * costs neither disk nor memory until written. `pmrpc format` and `serve --create` run this.
+ * `pmPath`, and the next format reuses the stale temporary file). The file's blocks are
+ * reserved (a filesystem without room is PMRPC_ERR_IO ENOSPC here), none written: memory is spent
+ * only on what is written. `pmrpc format` and `serve --create` run this.
  */
 export function formatNodeFile(pmPath: string, app: AnyApp | string, appOptions: object, sizeBytes: number, options: Partial<FormatNodeFileOptions> = {}): { uuid: string; sizeBytes: number; app: string } {
   const a = typeof app === 'string' ? appByName(app) : app;

@@ -4,7 +4,7 @@ import { defineErrorCodes, ErrorCodes, exitWithParent, isInvariantError, PmemReg
 import { RPC_STRATEGIES, type RpcStrategy } from '../src/rpc/index.js';
 import { KV_SYSTEMS, NODE_APP_FLAGS, NODE_APP_NAMES, NodeHost, appByName, nodeAppFlags, resolveAuthToken, type NodeAppFlag, type NodeAppName } from '../src/node/index.js';
 import { NodeMetrics, authFailureLogger } from '../src/node/index.js';
-import { intOption, log } from './output.js';
+import { badOption, intOption, log } from './output.js';
 import { startTxShardAgent, txNodeAppOptions, type TxShardAgent } from '../src/cluster/index.js';
 import { addLayoutFlags, layoutAppOptions, type LayoutFlags } from './layout-flags.js';
 
@@ -96,6 +96,7 @@ interface ServeOpts extends LayoutFlags {
   killAfterEvents?: number;
   killAfterCompletions?: number;
   strict?: boolean;
+  journalBytes?: number;
   json?: boolean;
   cluster?: string;
   metricsPort?: number;
@@ -149,6 +150,7 @@ export function registerServe(program: Command): void {
     .option('--metrics-port <n>', 'serve Prometheus metrics (/metrics) and the probes /healthz and /readyz over HTTP on this port (0 picks one: metricsPort in the start line); off by default', intOption('metrics-port'))
     .option('--metrics-host <h>', 'address of the metrics server', '127.0.0.1')
     .option('--strict', 'msync on every drain (durability across a machine crash; slow)')
+    .option('--journal-bytes <bytes>', 'with --strict: size of the journal beside the PM file (FILE.journal) that a strict sync appends to (K, M suffixes; a multiple of 4K, at least 8K; default 16M); 0: no journal, each sync msyncs the PM file\'s ranges', sizeOption('journal-bytes'))
     .option('--json', 'logs off: only the one JSON line on stdout');
   addLayoutFlags(cmd)
     .addHelpText('after', '\nOn listening it prints one JSON line on stdout: {"node", "app", "host", "port", "pid", "pm", "recovered": {...}, "recoveryMs", ..., "metricsPort" (with --metrics-port)}.\nWith --metrics-port: GET /metrics (Prometheus, pmrpc_* series), /healthz (200: the process is up), /readyz (200 once recovered and serving, 503 before and during shutdown).\nFailed authentications are logged on stderr (one line each, at most 10 a second).\nThe rpc app serves the demo workload (method append-digest); the kv app PRISM-KV (welcome {system, rkey, base}).\nThe process holds the PM file\'s exclusive lock while it runs: a second `serve` on it exits 1 with PMRPC_ERR_FILE_LOCKED (naming the holder\'s pid).\nA flag of another app (--strategy with --app kv, …) is refused: PMRPC_ERR_OPTION_NOT_APPLICABLE.\nLayout flags (--kv-slots, --kv-probe-slots, --kv-classes, --rs-blocks, --tx-items) apply when the file is created; an existing file keeps the layout its header records. A flag of another app is PMRPC_ERR_LAYOUT_WRONG_APP, a bad value PMRPC_ERR_BAD_LAYOUT, a layout larger than --size PMRPC_ERR_SIZE_TOO_SMALL.\nExit 2: PMRPC_ERR_AUTH_REQUIRED. Exit 70: PMRPC_ERR_INVARIANT (an invariant of pmrpc\'s own state broke: the node stopped before writing bad state; restart recovers from the file).')
@@ -156,6 +158,11 @@ export function registerServe(program: Command): void {
       if (opts.port < 0 || opts.port > 65535) throw new RangeError(`--port must be in [0, 65535], got ${opts.port}`);
       if (opts.killAfterEvents !== undefined && opts.killAfterEvents < 1) throw new RangeError(`--kill-after-events must be >= 1, got ${opts.killAfterEvents}`);
       if (opts.killAfterCompletions !== undefined && opts.killAfterCompletions < 1) throw new RangeError(`--kill-after-completions must be >= 1, got ${opts.killAfterCompletions}`);
+      if (opts.journalBytes !== undefined) {
+        if (opts.strict !== true) throw badOption('--journal-bytes applies with --strict only (a strict region syncs through its journal)');
+        const j = opts.journalBytes;
+        if (!(j === 0 || (j >= 8192 && j % 4096 === 0))) throw badOption(`--journal-bytes must be 0 (no journal) or a multiple of 4096 of at least 8192 (8K), got ${j}`);
+      }
       const app = appByName(opts.app);
       refuseForeignFlags(command, app.name);
       checkSizeOfExisting(opts.pm, command.getOptionValueSource('size') === 'cli' ? opts.size : undefined);
@@ -189,6 +196,7 @@ export function registerServe(program: Command): void {
         authToken: resolveAuthToken(opts),
         ddio: opts.ddio,
         strict: opts.strict === true,
+        ...(opts.journalBytes === undefined ? {} : { region: { journalBytes: opts.journalBytes } }),
         onDisconnect: authFailureLogger((l) => log(`pmrpc serve: ${l}`)),
         // A crash point is just before a media-changing event (or after a completion): dying here is a real crash at a replayable place.
         onCrashPoint: limit === undefined && completionLimit === undefined ? undefined : (e) => {

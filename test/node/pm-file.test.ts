@@ -152,3 +152,29 @@ t.test('format refuses an existing file naming --force; --force replaces it; a h
   t.throws(() => sizeOption('size')('99999999999999999999'), { code: 'PMRPC_ERR_REGION_SIZE' });
 });
 
+
+t.test('serve --strict --journal-bytes: the journal beside the PM file is that size, 0 keeps none; bad values and the flag without --strict are PMRPC_ERR_BAD_OPTION', async (t) => {
+  const dir = tempDir();
+  for (const [flag, size] of [['64K', 65536], ['0', 0]] as const) {
+    const pm = join(dir, `j${size}.pm`);
+    const s = await serve(['--create', '--pm', pm, '--strict', '--journal-bytes', flag]);
+    const c = await RemoteRpcClient.connect({ host: '127.0.0.1', port: s.line.port as number });
+    await durableCalls(c, 1, 8);
+    if (size === 0) t.notOk(existsSync(`${pm}.journal`), '--journal-bytes 0: no journal (the strict syncs msync the PM file)');
+    else t.equal(statSync(`${pm}.journal`).size, size, `--journal-bytes ${flag}: a ${size}-byte journal`);
+    await c.close();
+    s.child.kill('SIGTERM');
+    t.equal((await s.exit).code, 0);
+  }
+  for (const [args, message] of [
+    [['--strict', '--journal-bytes', '5000'], /PMRPC_ERR_BAD_OPTION: --journal-bytes must be 0 \(no journal\) or a multiple of 4096 of at least 8192/],
+    [['--strict', '--journal-bytes', '4K'], /PMRPC_ERR_BAD_OPTION: --journal-bytes must be 0/],
+    [['--journal-bytes', '64K'], /PMRPC_ERR_BAD_OPTION: --journal-bytes applies with --strict only/],
+  ] as const) {
+    const pm = join(dir, 'bad.pm');
+    const r = cli(['serve', '--create', '--pm', pm, ...args]);
+    t.equal(r.status, 1, args.join(' '));
+    t.match(r.stderr, message);
+    t.notOk(existsSync(pm), `${args.join(' ')}: no file created`);
+  }
+});

@@ -36,6 +36,7 @@ export {
 } from './region.js';
 export type { MsyncAsyncFn, MsyncFn } from './region.js';
 export { JOURNAL_BYTES, journalPath, readJournal, type JournalRecord } from './journal.js';
+export { dataExtents } from './native.js';
 export { crashImages, countImages, materialize, writeImageFile, CRASH_ENGINES, IMAGE_DEFAULTS, type CrashEngine, type CrashImage, type ImageChoice, type ImageOptions } from './crash.js';
 export {
   resolveOptions,

@@ -477,7 +477,8 @@ export class PmemRegion {
     const header = decodeHeader(image, image.length, 'crash image');
     const buffer = new ArrayBuffer(HEADER_BYTES + header.sizeBytes);
     const bytes = new Uint8Array(buffer);
-    bytes.set(image.subarray(0, bytes.length));
+    // Zero chunks stay untouched (a mostly empty image costs memory for what it holds only).
+    copyNonZero(bytes, image, 0, bytes.length);
     return new PmemRegion({ bytes, buffer, path: undefined }, header, opts);
   }
 

@@ -11,7 +11,7 @@
  * skipped, so a file whose later parts are damaged still shows its header and layout.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { cryptoEntropy, decodeHeader, defineErrorCodes, HEADER_BYTES, PmemRegion, PmrpcError, PmrpcIoError, readJournal, systemClock, type ErrorCodesOf } from '../../pmem/index.js';
+import { cryptoEntropy, dataExtents, decodeHeader, defineErrorCodes, HEADER_BYTES, PmemRegion, PmrpcError, PmrpcIoError, readJournal, systemClock, type ErrorCodesOf } from '../../pmem/index.js';
 import { Rnic } from '../../flush/index.js';
 import { AREA_IDENT_BYTES, describeHolder, identifyArea, type AppProblem, type AppServer } from '../apps/index.js';
 import type { RpcInspectView, RpcRecoverySummary } from '../apps/rpc/index.js';
@@ -117,10 +117,21 @@ function readImage(path: string): { image: Uint8Array; layoutVersion: number } {
     } catch (e) {
       throw new PmrpcError(InspectErrorCodes.AREA_UNREADABLE, `${path}: no memory for a private copy of its ${header.sizeBytes} data bytes (${(e as Error).message})`, { cause: e });
     }
-    for (let at = 0; at < image.length; ) {
-      const n = readSync(fd, image, at, Math.min(image.length - at, 1 << 30), at);
-      if (n === 0) throw new PmrpcIoError(`cannot read ${path}: it ended at ${at} bytes while being read`, 'EIO', 'read');
-      at += n;
+    // Only the file's data extents: its holes (and reserved, unwritten blocks) read as zeros, which
+    // the fresh copy holds already — a mostly empty 4 GiB file is read in what it holds, not 4 GiB.
+    let extents: Array<[number, number]>;
+    try {
+      extents = dataExtents(path);
+    } catch {
+      extents = [[0, image.length]]; // no SEEK_DATA here: all of it
+    }
+    for (const [from, to] of extents) {
+      const end = Math.min(to, image.length);
+      for (let at = from; at < end; ) {
+        const n = readSync(fd, image, at, Math.min(end - at, 1 << 30), at);
+        if (n === 0) throw new PmrpcIoError(`cannot read ${path}: it ended at ${at} bytes while being read`, 'EIO', 'read');
+        at += n;
+      }
     }
     // A strict region's journal beside the file (pmem/journal.ts): its records are what the next
     // open replays into the file, so they are applied to this copy (the file is not written).

@@ -88,6 +88,14 @@ export const ErrorCodes = defineErrorCodes('pmem', {
    */
   SYNC_FAILED: 'PMRPC_ERR_SYNC_FAILED',
   /**
+   * A strict region's journal (`<file>.journal`) is damaged where a crash cannot damage it: its
+   * header fails its checksum, or a record fails its checksum (or its header) while a later record
+   * of the same epoch is intact — the later one was synced after it, so the damaged one held synced
+   * lines, and replaying past it (or stopping at it) would lose acknowledged writes. The open is
+   * refused, nothing written; restore the PM file and its journal from a backup.
+   */
+  JOURNAL_CORRUPT: 'PMRPC_ERR_JOURNAL_CORRUPT',
+  /**
    * An invariant of pmrpc itself does not hold (a bug, or memory corrupted under it): checked where
    * persistent state changes, before the bad state is written. Never a request's fault: the RPC
    * server does not answer it as a request error but stops (`pmrpc serve` exits 70); restart

@@ -20,7 +20,7 @@
  */
 import { closeSync, existsSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import { crc32c } from './crc32.js';
-import { PmrpcIoError } from './errors.js';
+import { ErrorCodes, PmrpcError, PmrpcIoError } from './errors.js';
 import { HEADER_BYTES } from './header.js';
 
 /** Default bytes of a strict region's journal (a record per sync of a batch's lines, ≈ 20–30 KB at 2 × 32 requests). */
@@ -88,7 +88,13 @@ export function readJournal(path: string, fileBytes: number, uuid: Uint8Array): 
     const head = new Uint8Array(HEAD_BYTES);
     if (size < HEAD_BYTES || readSync(jfd, head, 0, HEAD_BYTES, 0) !== HEAD_BYTES) return none;
     const hdv = new DataView(head.buffer);
-    if (hdv.getUint32(0, true) !== HEAD_MAGIC || hdv.getUint32(4, true) !== 1 || hdv.getUint32(40, true) !== crc32c(head, 0, 40) || !sameUuid(head, 16, uuid)) return none;
+    // No header yet (a journal created and not started) or another file's: nothing to replay.
+    if (hdv.getUint32(0, true) !== HEAD_MAGIC) return none;
+    // The header is one sector's write: a checksum that fails is damage, not a torn checkpoint.
+    if (hdv.getUint32(4, true) !== 1 || hdv.getUint32(40, true) !== crc32c(head, 0, 40)) {
+      throw new PmrpcError(ErrorCodes.JOURNAL_CORRUPT, `${jpath}: the journal's header fails its checksum (or names an unknown version): which of its records are newer than ${path} cannot be told; the file is refused untouched — restore it and its journal from a backup`);
+    }
+    if (!sameUuid(head, 16, uuid)) return none;
     const epoch = u64(hdv, 8);
     const records: JournalRecord[] = [];
     let at = HEAD_BYTES;
@@ -118,13 +124,39 @@ export function readJournal(path: string, fileBytes: number, uuid: Uint8Array): 
       records.push({ seq: records.length + 1, at, runs });
       at += (length + HEAD_BYTES - 1) & ~(HEAD_BYTES - 1);
     }
+    // Where the records stop is the tail a crash tore, or nothing was appended after — unless a
+    // later record of this epoch is there: it was appended (and synced) after the one that stops
+    // them, which therefore held synced lines. (A record of an earlier epoch beyond the tail is old.)
+    const later = laterRecord(jfd, at + HEAD_BYTES, size, epoch, records.length + 1, uuid);
+    if (later !== undefined) {
+      throw new PmrpcError(ErrorCodes.JOURNAL_CORRUPT, `${jpath}: record ${records.length + 1} of epoch ${epoch} (at byte ${at}) is damaged, and record ${later.seq} after it (at byte ${later.at}) is intact: synced lines are lost; ${path} is refused untouched — restore it and its journal from a backup`);
+    }
     return { epoch, records };
   } catch (e) {
-    if (e instanceof PmrpcIoError) throw e;
+    if (e instanceof PmrpcError) throw e; // PmrpcIoError, or the journal's damage (JOURNAL_CORRUPT)
     throw ioError('read the journal', jpath, e);
   } finally {
     closeSync(jfd);
   }
+}
+
+/**
+ * The first record header of `epoch` with a sequence above `seq` (and this file's uuid) at a
+ * 4 KiB boundary of [from, size) of the journal, if any: read in 1 MiB chunks.
+ */
+function laterRecord(jfd: number, from: number, size: number, epoch: number, seq: number, uuid: Uint8Array): { seq: number; at: number } | undefined {
+  const chunk = new Uint8Array(1 << 20);
+  const dv = new DataView(chunk.buffer);
+  for (let base = from; base + REC_HEADER <= size; base += chunk.length) {
+    const n = readSync(jfd, chunk, 0, Math.min(chunk.length, size - base), base);
+    for (let p = 0; p + REC_HEADER <= n; p += HEAD_BYTES) {
+      if (dv.getUint32(p, true) !== REC_MAGIC || dv.getUint32(p + 4, true) !== 1 || u64(dv, p + 8) !== epoch || !sameUuid(chunk.subarray(p), 32, uuid)) continue;
+      const s = u64(dv, p + 16);
+      if (s > seq) return { seq: s, at: base + p };
+    }
+    if (n < chunk.length) break;
+  }
+  return undefined;
 }
 
 /**

@@ -93,6 +93,43 @@ t.test('a torn last record is not replayed; the records before it are', async (t
   t.ok([12, 13, 14].every((k) => !holds(file, k)), 'the torn one is not');
 });
 
+t.test('a damaged record before an intact one, or a damaged header, is PMRPC_ERR_JOURNAL_CORRUPT: the open refuses, the file untouched', async (t) => {
+  const d = dir(t);
+  const path = join(d, 'r.pm');
+  PmemRegion.create(path, SIZE, { strict: true }).close();
+  const checkpoint = readFileSync(path);
+  const r = PmemRegion.open(path, { strict: true });
+  await batches(r, 5);
+  r.close({ writeBack: false });
+  const pristine = readFileSync(journalPath(path));
+  const { records } = readJournal(path, HEADER_BYTES + SIZE, uuidOf(path));
+  t.equal(records.length, 5);
+  const mid = records[2]!;
+  const cases: Array<[string, (j: Buffer) => void]> = [
+    ['a line byte of record 3 of 5', (j) => (j[mid.at + 64 + 16 * mid.runs.length + 5] ^= 0xff)],
+    ['the magic of record 3 of 5', (j) => (j[mid.at] ^= 0xff)],
+    ['the header checksum', (j) => (j[40] ^= 0xff)],
+  ];
+  for (const [what, damage] of cases) {
+    const journal = Buffer.from(pristine);
+    damage(journal);
+    writeFileSync(journalPath(path), journal);
+    writeFileSync(path, checkpoint);
+    t.throws(() => PmemRegion.open(path, { strict: true }), { code: 'PMRPC_ERR_JOURNAL_CORRUPT' }, `${what}: refused`);
+    t.throws(() => readJournal(path, HEADER_BYTES + SIZE, uuidOf(path)), { code: 'PMRPC_ERR_JOURNAL_CORRUPT' }, `${what}: readJournal (inspect) says the same`);
+    t.ok(readFileSync(path).equals(checkpoint), `${what}: the PM file is untouched`);
+    t.ok(readFileSync(journalPath(path)).equals(journal), `${what}: the journal is untouched`);
+  }
+  // The same damage to the last record is a torn tail: the four before it replay.
+  const journal = Buffer.from(pristine);
+  const last = records[4]!;
+  journal[last.at] ^= 0xff;
+  writeFileSync(journalPath(path), journal);
+  writeFileSync(path, checkpoint);
+  PmemRegion.open(path, { strict: true }).close();
+  t.ok([...Array(12).keys()].every((k) => holds(readFileSync(path), k)), 'a damaged last record: the records before it replay, no error');
+});
+
 t.test('records survive checkpoints across wraps of a small journal; a region without a journal replays and removes it, and no old record comes back', async (t) => {
   const d = dir(t);
   const path = join(d, 'r.pm');

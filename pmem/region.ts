@@ -450,6 +450,8 @@ export class PmemRegion {
       if (existing !== undefined && existing > 0) target = lockedMap(path, 1, {});
       renameSync(tmp, path);
       fsyncPath(dirname(path), 'r');
+      // A journal beside the path is the replaced file's (the new one's uuid is fresh: it would never be replayed): it goes with it.
+      removeJournal(path);
       progress?.(4, 4, 'done');
       return { uuid: region.uuid, sizeBytes };
     } catch (e) {

@@ -202,3 +202,20 @@ t.test('a batch larger than the journal goes to the PM file through a checkpoint
   t.ok(big.every((k) => after[HEADER_BYTES + at(k)] === 7), 'the large batch\'s lines are in the file');
   t.ok([120, 121, 122].every((k) => holds(after, k)), 'and the record after it replayed');
 });
+
+t.test('a format that replaces a strict file removes the old file\'s journal; the new file serves strict', async (t) => {
+  const d = dir(t);
+  const path = join(d, 'r.pm');
+  PmemRegion.format(path, SIZE, () => {});
+  const r = PmemRegion.open(path, { strict: true });
+  await batches(r, 3);
+  r.close({ writeBack: false }); // a crash: the journal holds synced records of this file
+  t.ok(existsSync(journalPath(path)), 'the crashed file has its journal');
+  PmemRegion.format(path, SIZE, () => {}, { replace: true });
+  t.notOk(existsSync(journalPath(path)), 'the replaced file\'s journal is gone with it');
+  const fresh = PmemRegion.open(path, { strict: true });
+  await batches(fresh, 2);
+  fresh.close();
+  const file = readFileSync(path);
+  t.ok([0, 1, 2, 3, 4, 5].every((k) => holds(file, k)), 'the new file serves strict (its own journal)');
+});

@@ -451,7 +451,7 @@ export class RedoLog {
     const n = this.#batchN;
     if (!this.#inBatch || n === 0) return;
     this.#batchN = 0;
-    this.#pendingApplied.clear();
+    if (this.#pendingApplied.size > 0) this.#pendingApplied.clear(); // (clear allocates a new table even when empty)
     this.#pendClient = -1;
     const b = this.#batchSlots;
     const conn = this.conn;

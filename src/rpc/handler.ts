@@ -9,6 +9,11 @@ export interface RpcRequest {
   clientId: number;
   seq: number;
   method: string;
+  /**
+   * The request's bytes, copied out of the ring: a view (its byteOffset may be non-zero and its
+   * buffer shared with other requests' payloads — read it through the view, e.g.
+   * `new DataView(p.buffer, p.byteOffset, p.byteLength)`). Yours to keep.
+   */
   payload: Uint8Array;
 }
 

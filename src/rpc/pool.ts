@@ -132,7 +132,7 @@ export class PoolDispatch<C extends { clientId: number }> {
       const task: PoolTaskState<C> = { c, entry, keys: ks, concurrent: [...this.#inFlight], answer: undefined };
       this.#inFlight.push(task);
       if (this.#inFlight.length > this.inFlightPeak) this.inFlightPeak = this.#inFlight.length;
-      host.pool.run({ ...host.taskBase(), method: m.name, clientId: entry.clientId, seq: entry.seq, payload: entry.payload }).then(
+      host.pool.run({ ...host.taskBase(), method: m.name, clientId: entry.clientId, seq: entry.seq, payload: ownBuffer(entry.payload) }).then(
         (a) => this.#answered(task, a),
         (e: unknown) => this.#answered(task, { ok: false, code: undefined, message: `worker failed: ${String((e as Error)?.message ?? e)}` }),
       );
@@ -170,4 +170,12 @@ export class PoolDispatch<C extends { clientId: number }> {
     }
     this.host.process(t.c, t.entry, computed);
   }
+}
+
+/**
+ * `bytes` with a buffer of its own: a polled payload is a view into a shared slab (recovery/ring.ts),
+ * and posting a view to a worker copies its whole buffer (structured clone), not the view's bytes.
+ */
+function ownBuffer(bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
 }

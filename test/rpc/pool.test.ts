@@ -21,6 +21,7 @@ function server(strategy: 'wflush' | 'srflush' | 'farm') {
   r.server.register('total', h.total!, { pooled: true });
   r.server.register('liar', h.liar!, { pooled: true, keys: (req) => [`client:${req.clientId}`] });
   r.server.register('fail', h.fail!, { pooled: true, keys: () => ['x'] });
+  r.server.register('shape', h.shape!, { pooled: true, keys: (req) => [`client:${req.clientId}`] });
   r.server.start();
   return r;
 }
@@ -39,6 +40,19 @@ for (const strategy of ['wflush', 'srflush', 'farm'] as const) {
     s.close();
   });
 }
+
+t.test('a pooled payload reaches its worker with a buffer of its own, not the ring\'s shared slab of payloads', async (t) => {
+  const { server: s, fabric } = server('wflush');
+  const c = connectInProcess(s, fabric);
+  const payloads = [1, 8, 40, 64].map((n, k) => Uint8Array.from({ length: n }, (_, i) => (i * 7 + k) & 0xff));
+  const results = await Promise.all(payloads.map((p) => c.call('shape', p).result));
+  for (const [k, r] of results.entries()) {
+    const dv = new DataView(r.buffer, r.byteOffset, 16);
+    t.equal(Number(dv.getBigUint64(0, true)), payloads[k]!.length, `payload ${k}: the worker's buffer holds its ${payloads[k]!.length} bytes only (a view posted whole would carry its slab)`);
+    t.equal(Number(dv.getBigUint64(8, true)), payloads[k]!.reduce((a, b) => a + b, 0), `payload ${k}: its bytes`);
+  }
+  s.close();
+});
 
 t.test('requests without keys run alone; mixed with inline and keyed ones the total order holds', async (t) => {
   const { server: s, fabric, store } = server('wflush');

@@ -28,7 +28,7 @@ import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { InProcessFabric, QueuePair, Rnic } from '../flush/index.js';
-import { createPrng, PmemRegion, seededEntropy } from '../pmem/index.js';
+import { createPrng, PmemRegion, seededEntropy, SeqMap } from '../pmem/index.js';
 import { layoutBytes, RecoveryStore, type LayoutOptions } from '../recovery/index.js';
 import { connectInProcess, DurableRpcClient, DurableRpcServer, type RpcCall, type RpcStrategy } from '../src/rpc/index.js';
 import { TcpLink } from '../src/transport/index.js';
@@ -360,7 +360,7 @@ async function drive(w: World, c: CellConfig, plan: CellPlan, iterations: number
 
   const slot = async (ci: number): Promise<void> => {
     const client = w.clients[ci]!;
-    const calls = new Map<number, RpcCall>();
+    const calls = new SeqMap<RpcCall>();
     // Each slot issues at least one request: a process descheduled past the whole window before
     // its first turn (a loaded machine) still measures something instead of an empty cell.
     let mine = 0;

@@ -4,7 +4,7 @@
  * message). Completions never reject for a remote failure — the status says; the convenience
  * helpers (write, read, cas, …) turn a non-'ok' status into a PmrpcError with its code.
  */
-import { intIn, invariant, PmrpcError, positiveInt, resolveOptions, type ErrorCode } from '../pmem/index.js';
+import { intIn, invariant, PmrpcError, positiveInt, resolveOptions, SeqMap, type ErrorCode } from '../pmem/index.js';
 import { NicErrorCodes } from './mr.js';
 import { bigintToLe, leToBigint } from './prism.js';
 import type {
@@ -67,7 +67,7 @@ export class QueuePair {
   readonly options: Readonly<QueuePairOptions>;
   #seq = 0;
   /** The one map of this QP's outstanding requests (held ones included): registered in #post, retired by their response or the close; a link that reads it has it handed over (Link.adoptRequests). */
-  #outstanding = new Map<number, Outstanding>();
+  #outstanding = new SeqMap<Outstanding>();
   #notify: Array<(m: NotifyMessage) => void> = [];
   #notifyBacklog: NotifyMessage[] = [];
   #state: 'ready' | 'error' = 'ready';

@@ -16,6 +16,7 @@ export { VirtualClock, type Clock, type TimerHandle } from './clock.js';
 export { createPrng, seededEntropy, type Prng, type Entropy } from './prng.js';
 export { systemClock, cryptoEntropy, randomSeed, wallClockMs, macrotaskTurn, nextTurn, exitWithParent, EXIT_WITH_PARENT_ENV } from './runtime.js';
 export { crc32c } from './crc32.js';
+export { SeqMap } from './seq-map.js';
 export { HEADER_BYTES, LINE_BYTES, LAYOUT_VERSION, MAX_REGION_BYTES, decodeHeader, type RegionHeader } from './header.js';
 export {
   PmemRegion,

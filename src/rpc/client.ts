@@ -5,7 +5,7 @@
  * moment the strategy's table row says (FLUSH or READ completion, the server's ACK, the coupled
  * reply), never earlier — and `result` — the handler's result once the request is applied.
  */
-import { callable, invariant, nonNegativeInt, optional, PmrpcError, resolveOptions, type ErrorCode } from '../../pmem/index.js';
+import { callable, invariant, nonNegativeInt, optional, PmrpcError, resolveOptions, SeqMap, type ErrorCode } from '../../pmem/index.js';
 import { ByteSlab, Wr, type ChainListener, type Completion, type FlushWr, type NotifyMessage, type QueuePair, type WorkRequest, type WriteWr } from '../../flush/index.js';
 import { encodeEntry } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
@@ -128,7 +128,7 @@ export class DurableRpcClient {
   #credit: number;
   #durableUpTo: number;
   /** Requests whose durability or result is still open, by sequence (bounded: ringSlots + pendingCallsMax). */
-  #pending = new Map<number, Pending>();
+  #pending = new SeqMap<Pending>();
   /** Ring entries' bytes (ByteSlab: an entry over 64 bytes would otherwise be an off-heap ArrayBuffer per call). */
   #slab = new ByteSlab();
   #entryBytes = (n: number): Uint8Array => this.#slab.alloc(n);

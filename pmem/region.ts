@@ -172,6 +172,8 @@ interface Media {
   bytes: Uint8Array; // the whole file
   buffer: ArrayBuffer;
   path: string | undefined;
+  /** In memory (openImage): the only ranges of `bytes` (file offsets) that may be non-zero; undefined: any. */
+  filled?: ReadonlyArray<readonly [number, number]>;
 }
 
 /** The page granularity a format region tracks written pages at (PmemRegion.format). */
@@ -336,7 +338,7 @@ export class PmemRegion {
     this.#visible = new Uint8Array(vis, at, header.sizeBytes);
     // After a restart the caches are empty: visible = media. Of a sparse file only the data extents
     // are copied: the holes read as zeros already, and a large, mostly empty file costs no memory.
-    if (!direct) copyMedia(this.#visible, this.#data, media.path);
+    if (!direct) copyMedia(this.#visible, this.#data, media.path, media.filled);
     this.#dv = new DataView(vis, at, header.sizeBytes);
     this.#visible32 = new Uint32Array(vis, at, header.sizeBytes / 4);
     this.#data32 = data32;
@@ -474,14 +476,18 @@ export class PmemRegion {
   }
 
   /** Opens a crash image (a whole file's bytes, as pmem/crash.ts makes) as an in-memory region. The bytes are copied. */
-  static openImage(image: Uint8Array, options: Partial<PmemOptions> = {}): PmemRegion {
+  static openImage(image: Uint8Array, options: Partial<PmemOptions> = {}, filled?: ReadonlyArray<readonly [number, number]>): PmemRegion {
     const opts = resolvePmemOptions(options);
     const header = decodeHeader(image, image.length, 'crash image');
     const buffer = new ArrayBuffer(HEADER_BYTES + header.sizeBytes);
     const bytes = new Uint8Array(buffer);
     // Zero chunks stay untouched (a mostly empty image costs memory for what it holds only).
-    copyNonZero(bytes, image, 0, bytes.length);
-    return new PmemRegion({ bytes, buffer, path: undefined }, header, opts);
+    // `filled`: the only ranges of `image` that may hold non-zero bytes (the caller read a sparse
+    // file's data extents into a fresh buffer): the rest is not even read — on some kernels a read
+    // of untouched memory takes a page as a write would (pmrpc inspect of a 1 GiB file, issue 29 session 31).
+    if (filled === undefined) copyNonZero(bytes, image, 0, bytes.length);
+    else for (const [from, to] of filled) copyNonZero(bytes, image, Math.max(0, from), Math.min(to, bytes.length, image.length));
+    return new PmemRegion({ bytes, buffer, path: undefined, filled }, header, opts);
   }
 
   get closed(): boolean {
@@ -1821,8 +1827,8 @@ function replay(path: string, fileBytes: number, uuid: Uint8Array): number {
   }
 }
 
-function copyMedia(visible: Uint8Array, data: Uint8Array, path: string | undefined): void {
-  let extents: Array<[number, number]> | undefined;
+function copyMedia(visible: Uint8Array, data: Uint8Array, path: string | undefined, filled?: ReadonlyArray<readonly [number, number]>): void {
+  let extents: ReadonlyArray<readonly [number, number]> | undefined = filled;
   if (path !== undefined) {
     try {
       extents = dataExtents(path);

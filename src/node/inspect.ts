@@ -91,7 +91,7 @@ export interface CheckReport {
 }
 
 /** The file's whole image (header + data), read without writing or mapping it. */
-function readImage(path: string): { image: Uint8Array; layoutVersion: number } {
+function readImage(path: string): { image: Uint8Array; layoutVersion: number; filled: Array<[number, number]> } {
   let fd: number;
   try {
     fd = openSync(path, 'r');
@@ -135,8 +135,15 @@ function readImage(path: string): { image: Uint8Array; layoutVersion: number } {
     }
     // A strict region's journal beside the file (pmem/journal.ts): its records are what the next
     // open replays into the file, so they are applied to this copy (the file is not written).
-    for (const rec of readJournal(path, image.length, image.subarray(24, 40)).records) for (const run of rec.runs) image.set(run.bytes, run.offset);
-    return { image, layoutVersion: header.layoutVersion };
+    // What may be non-zero: the header, the extents read, the journal's runs (the rest is the fresh buffer's zeros, left untouched).
+    const filled: Array<[number, number]> = [[0, Math.min(HEADER_BYTES, image.length)], ...extents];
+    for (const rec of readJournal(path, image.length, image.subarray(24, 40)).records) {
+      for (const run of rec.runs) {
+        image.set(run.bytes, run.offset);
+        filled.push([run.offset, run.offset + run.bytes.length]);
+      }
+    }
+    return { image, layoutVersion: header.layoutVersion, filled };
   } finally {
     closeSync(fd);
   }
@@ -164,7 +171,7 @@ export function inspectFile(path: string): InspectReport {
   const layoutVersion = read.layoutVersion;
   let region: PmemRegion;
   try {
-    region = PmemRegion.openImage(read.image);
+    region = PmemRegion.openImage(read.image, {}, read.filled);
   } catch (e) {
     if (!(e instanceof RangeError)) throw e;
     throw new PmrpcError(InspectErrorCodes.AREA_UNREADABLE, `${path}: no memory for a private copy of it (${e.message})`, { cause: e });

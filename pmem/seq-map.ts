@@ -17,8 +17,9 @@
  * holds another live key, so keys that live within a window of that size never collide, and the
  * table never shrinks (a client's window is bounded: its ring slots and the calls that wait for
  * them). Keys that are not safe integers, or that would need a table past MAX_SLOTS, go to a Map on
- * the side. Iteration is in insertion order, over the entries present when the iteration started
- * and still present when reached (as a Map's, except that entries added meanwhile are not visited).
+ * the side. The slots in use are linked in insertion order (two typed arrays): iteration follows
+ * the links, over the entries present when it started and still present when reached (as a Map's,
+ * except that entries added meanwhile are not visited).
  */
 
 /** Slots a table may grow to before colliding keys go to the side Map. */
@@ -27,8 +28,13 @@ const MAX_SLOTS = 1 << 16;
 export class SeqMap<V> implements ReadonlyMap<number, V> {
   #keys: Float64Array;
   #values: Array<V | undefined>;
-  /** Insertion stamp per slot (0: empty). */
+  /** Insertion stamp per slot (0: empty): an entry's place in the order, and its identity while an iteration runs. */
   #stamps: Float64Array;
+  /** The slots in use in insertion order: a doubly linked list (-1: none). */
+  #next: Int32Array;
+  #prev: Int32Array;
+  #head = -1;
+  #tail = -1;
   #mask: number;
   #size = 0;
   #stamp = 0;
@@ -41,6 +47,8 @@ export class SeqMap<V> implements ReadonlyMap<number, V> {
     this.#keys = new Float64Array(n);
     this.#values = new Array<V | undefined>(n).fill(undefined);
     this.#stamps = new Float64Array(n);
+    this.#next = new Int32Array(n);
+    this.#prev = new Int32Array(n);
     this.#mask = n - 1;
   }
 
@@ -48,7 +56,7 @@ export class SeqMap<V> implements ReadonlyMap<number, V> {
     return this.#size + (this.#side?.size ?? 0);
   }
 
-  /** The slot of an integer key (mod the capacity, for keys past 2^32 too). */
+  /** The slot of an integer key (mod the capacity, for keys past 2^31 too). */
   #slot(key: number): number {
     return key <= 0x7fffffff ? key & this.#mask : (key % (this.#mask + 1)) >>> 0;
   }
@@ -75,21 +83,18 @@ export class SeqMap<V> implements ReadonlyMap<number, V> {
       side.get(key)!.value = value;
       return this;
     }
-    if (!Number.isSafeInteger(key) || key < 0) return this.#toSide(key, value);
+    if (!Number.isSafeInteger(key) || key < 0) return this.#toSide(key, value, ++this.#stamp);
     for (;;) {
       const i = this.#slot(key);
       if (this.#stamps[i] === 0) {
-        this.#keys[i] = key;
-        this.#values[i] = value;
-        this.#stamps[i] = ++this.#stamp;
-        this.#size++;
+        this.#place(i, key, value, ++this.#stamp);
         return this;
       }
       if (this.#keys[i] === key) {
         this.#values[i] = value; // an update keeps the key's place in the order
         return this;
       }
-      if (this.#mask + 1 >= MAX_SLOTS) return this.#toSide(key, value);
+      if (this.#mask + 1 >= MAX_SLOTS) return this.#toSide(key, value, ++this.#stamp);
       this.#grow();
     }
   }
@@ -98,6 +103,7 @@ export class SeqMap<V> implements ReadonlyMap<number, V> {
     if (Number.isSafeInteger(key) && key >= 0) {
       const i = this.#slot(key);
       if (this.#stamps[i] !== 0 && this.#keys[i] === key) {
+        this.#unlink(i);
         this.#stamps[i] = 0;
         this.#values[i] = undefined;
         this.#size--;
@@ -110,78 +116,80 @@ export class SeqMap<V> implements ReadonlyMap<number, V> {
   clear(): void {
     this.#stamps.fill(0);
     this.#values.fill(undefined);
+    this.#head = this.#tail = -1;
     this.#size = 0;
     this.#side = undefined;
   }
 
-  #toSide(key: number, value: V): this {
-    (this.#side ??= new Map()).set(key, { value, stamp: ++this.#stamp });
+  /** An empty slot takes the entry, last in the order. */
+  #place(i: number, key: number, value: V, stamp: number): void {
+    this.#keys[i] = key;
+    this.#values[i] = value;
+    this.#stamps[i] = stamp;
+    this.#prev[i] = this.#tail;
+    this.#next[i] = -1;
+    if (this.#tail >= 0) this.#next[this.#tail] = i;
+    else this.#head = i;
+    this.#tail = i;
+    this.#size++;
+  }
+
+  #unlink(i: number): void {
+    const p = this.#prev[i]!;
+    const n = this.#next[i]!;
+    if (p >= 0) this.#next[p] = n;
+    else this.#head = n;
+    if (n >= 0) this.#prev[n] = p;
+    else this.#tail = p;
+  }
+
+  #toSide(key: number, value: V, stamp: number): this {
+    (this.#side ??= new Map()).set(key, { value, stamp });
     return this;
   }
 
-  /** Doubles the table, every entry to its new slot (distinct keys of one old slot differ by a multiple of the old capacity; in the new one they may still collide: grown again). */
+  /**
+   * A larger table: the smallest power of two at least twice this one in which the entries' keys
+   * take distinct slots (at most MAX_SLOTS: past it, the entries that collide go to the side
+   * Map), filled in insertion order.
+   */
   #grow(): void {
+    const order = this.#slotsInOrder();
     const keys = this.#keys;
+    let n = (this.#mask + 1) * 2;
+    for (; n < MAX_SLOTS; n *= 2) {
+      const used = new Uint8Array(n);
+      let ok = true;
+      for (let k = 0; k < order.length && ok; k++) {
+        const i = (keys[order[k]!]! % n) >>> 0;
+        if (used[i] === 1) ok = false;
+        else used[i] = 1;
+      }
+      if (ok) break;
+    }
     const values = this.#values;
     const stamps = this.#stamps;
-    let n = (this.#mask + 1) * 2;
-    for (;;) {
-      const k2 = new Float64Array(n);
-      const v2 = new Array<V | undefined>(n).fill(undefined);
-      const s2 = new Float64Array(n);
-      const mask = n - 1;
-      let ok = true;
-      for (let j = 0; j < keys.length && ok; j++) {
-        if (stamps[j] === 0) continue;
-        const i = (keys[j]! % n) >>> 0;
-        if (s2[i] !== 0) ok = false;
-        else {
-          k2[i] = keys[j]!;
-          v2[i] = values[j];
-          s2[i] = stamps[j]!;
-        }
-      }
-      if (ok || n >= MAX_SLOTS) {
-        if (!ok) {
-          // Past MAX_SLOTS the table keeps what fits and the rest goes to the side Map (rare: a window that wide).
-          this.#refill(keys, values, stamps, MAX_SLOTS);
-          return;
-        }
-        this.#keys = k2;
-        this.#values = v2;
-        this.#stamps = s2;
-        this.#mask = mask;
-        return;
-      }
-      n *= 2;
-    }
-  }
-
-  #refill(keys: Float64Array, values: Array<V | undefined>, stamps: Float64Array, n: number): void {
     this.#keys = new Float64Array(n);
     this.#values = new Array<V | undefined>(n).fill(undefined);
     this.#stamps = new Float64Array(n);
+    this.#next = new Int32Array(n);
+    this.#prev = new Int32Array(n);
     this.#mask = n - 1;
+    this.#head = this.#tail = -1;
     this.#size = 0;
-    for (let j = 0; j < keys.length; j++) {
-      if (stamps[j] === 0) continue;
-      const i = (keys[j]! % n) >>> 0;
-      if (this.#stamps[i] === 0) {
-        this.#keys[i] = keys[j]!;
-        this.#values[i] = values[j];
-        this.#stamps[i] = stamps[j]!;
-        this.#size++;
-      } else (this.#side ??= new Map()).set(keys[j]!, { value: values[j] as V, stamp: stamps[j]! });
+    for (let k = 0; k < order.length; k++) {
+      const j = order[k]!;
+      const key = keys[j]!;
+      const i = this.#slot(key);
+      if (this.#stamps[i] === 0) this.#place(i, key, values[j] as V, stamps[j]!);
+      else this.#toSide(key, values[j] as V, stamps[j]!);
     }
   }
 
-  /** The entries now, oldest insertion first: [key, stamp, slot or -1 for the side Map]. */
-  #order(): Array<[number, number, number]> {
-    const out: Array<[number, number, number]> = [];
-    const stamps = this.#stamps;
-    for (let j = 0; j < stamps.length; j++) if (stamps[j] !== 0) out.push([this.#keys[j]!, stamps[j]!, j]);
-    if (this.#side !== undefined) for (const [k, e] of this.#side) out.push([k, e.stamp, -1]);
-    out.sort((a, b) => a[1] - b[1]);
+  /** The slots in use, in insertion order. */
+  #slotsInOrder(): number[] {
+    const out: number[] = [];
+    for (let i = this.#head; i >= 0; i = this.#next[i]!) out.push(i);
     return out;
   }
 
@@ -193,9 +201,32 @@ export class SeqMap<V> implements ReadonlyMap<number, V> {
   }
 
   *entries(): MapIterator<[number, V]> {
-    for (const [k, s, j] of this.#order()) {
-      const e = this.#live(k, s, j);
-      if (e !== undefined) yield [k, e.value];
+    // The order when the iteration starts: [key, stamp, slot (-1: the side Map)] — the table's
+    // links as they are, merged with the side Map's entries by stamp when it has any.
+    const order: number[] = [];
+    for (let i = this.#head; i >= 0; i = this.#next[i]!) order.push(this.#keys[i]!, this.#stamps[i]!, i);
+    const side = this.#side;
+    if (side !== undefined && side.size > 0) {
+      const all: Array<[number, number, number]> = [];
+      for (let k = 0; k < order.length; k += 3) all.push([order[k]!, order[k + 1]!, order[k + 2]!]);
+      for (const [key, e] of side) all.push([key, e.stamp, -1]);
+      all.sort((a, b) => a[1] - b[1]);
+      order.length = 0;
+      for (const [key, stamp, slot] of all) order.push(key, stamp, slot);
+    }
+    for (let k = 0; k < order.length; k += 3) {
+      const key = order[k]!;
+      const slot = order[k + 2]!;
+      if (slot >= 0) {
+        // (An entry moved by a grow meanwhile keeps its stamp: looked up by its key.)
+        const i = this.#stamps[slot] === order[k + 1] && this.#keys[slot] === key ? slot : Number.isSafeInteger(key) && key >= 0 ? this.#slot(key) : -1;
+        if (i >= 0 && this.#stamps[i] === order[k + 1] && this.#keys[i] === key) {
+          yield [key, this.#values[i] as V];
+          continue;
+        }
+      }
+      const e = this.#live(key, order[k + 1]!, -1);
+      if (e !== undefined) yield [key, e.value];
     }
   }
 

@@ -203,11 +203,15 @@ export class DurableRpcClient {
     return [...this.#pending.values()].filter((p) => !p.resultSettled).map((p) => p.seq);
   }
 
-  /** Calls issued but not yet placed for lack of ring credit. */
+  /**
+   * Calls issued but not yet placed for lack of ring credit: the sequences past the credit window,
+   * counted, not looked for — #pump never posts past credit + ringSlots, the credit never goes
+   * back, and an unposted call stays pending (nothing makes it durable or answers it) until the
+   * client closes. (Read on every call: a scan of the pending calls cost more than the call.)
+   */
   get waitingForCredit(): number {
-    let n = 0;
-    for (const p of this.#pending.values()) if (!p.sent && p.seq > this.#credit + this.#info.ringSlots) n++;
-    return n;
+    if (this.#closed) return 0;
+    return Math.max(0, this.#nextSeq - 1 - (this.#credit + this.#info.ringSlots));
   }
 
   get durableUpTo(): number {

@@ -207,7 +207,7 @@ export class DurableRpcClient {
    * Calls issued but not yet placed for lack of ring credit: the sequences past the credit window,
    * counted, not looked for — #pump never posts past credit + ringSlots, the credit never goes
    * back, and an unposted call stays pending (nothing makes it durable or answers it) until the
-   * client closes. (Read on every call: a scan of the pending calls cost more than the call.)
+   * client closes. (The bench's cell driver reads it on every call, call() while the ring is full.)
    */
   get waitingForCredit(): number {
     if (this.#closed) return 0;

@@ -20,6 +20,7 @@ import { PAYLOAD_BYTES, RemoteRpcClient } from '../src/server/index.js';
 import { FROZEN_MIN_MS, SLEEP_MS, startCanary } from './frozen.js';
 import { StallTracker } from './stalls.js';
 import { childCpuUs, closedLoop, histogram, MAIN, startChild, stopChild, warmUp } from './tcp.js';
+import { pinPair } from './placement.js';
 
 /** A gap this long between two completions is a stall. */
 export const STALL_US = 2000;
@@ -36,6 +37,8 @@ async function main(): Promise<void> {
   if (!(seconds > 0) || !(payloadBytes > 0)) throw new Error('usage: probe-tcp.js <strategy> <seconds> [strict] [bytes=N] [size=S] [json]');
   const dir = mkdtempSync(join(tmpdir(), 'pmrpc-probe-'));
   const { child, port } = await startChild([MAIN, 'serve', '--create', '--pm', join(dir, 'node.pm'), '--size', size, '--port', '0', '--strategy', strategy, '--json', ...(strict ? ['--strict'] : [])]);
+  // Placed as bench tcp's cells: the clients on one CPU, the server on another (placement.ts).
+  const placed = pinPair(child.pid);
   const clients: RemoteRpcClient[] = [];
   try {
     for (let k = 0; k < 2; k++) clients.push(await RemoteRpcClient.connect({ port, name: `probe-${k}` }));
@@ -101,6 +104,7 @@ async function main(): Promise<void> {
   } finally {
     for (const c of clients) await c.close().catch(() => undefined);
     await stopChild(child);
+    placed.restore();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -22,6 +22,7 @@ import type { RpcStrategy } from '../src/rpc/index.js';
 import { PAYLOAD_BYTES, RemoteRpcClient } from '../src/server/index.js';
 import { inclusiveTimes, phaseTimes, selfTimes, top, type Profile } from './profile-analysis.js';
 import { closedLoop, MAIN, startChild, stopChild } from './tcp.js';
+import { pinPair } from './placement.js';
 
 async function main(): Promise<void> {
   const strategy = (process.argv[2] ?? 'wflush') as RpcStrategy;
@@ -33,6 +34,8 @@ async function main(): Promise<void> {
   // `bytes=N`: request payload bytes (bench redis drives 48; default the workload's 32).
   const payloadBytes = Number(extra.find((a) => a.startsWith('bytes='))?.slice(6) ?? PAYLOAD_BYTES);
   const { child, port } = await startChild(['--cpu-prof', '--cpu-prof-dir', profDir, MAIN, 'serve', '--create', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json', ...(strict ? ['--strict'] : [])]);
+  // Placed as bench tcp's cells: the clients on one CPU, the server on another (placement.ts).
+  const placed = pinPair(child.pid);
   const clients: RemoteRpcClient[] = [];
   for (let k = 0; k < 2; k++) clients.push(await RemoteRpcClient.connect({ port, name: `prof-${k}` }));
   const load = closedLoop(clients, 32, payloadBytes, 1);
@@ -47,6 +50,7 @@ async function main(): Promise<void> {
   await load.stop();
   for (const c of clients) await c.close();
   await stopChild(child);
+  placed.restore();
   writeFileSync(join(profDir, 'window.json'), JSON.stringify({ strategy, from, to, requests, serverPid: child.pid, clientPid: process.pid }));
   console.log(`${strategy}${strict ? ' strict' : ''} ${payloadBytes} B: ${requests} requests in ${seconds} s (${Math.round(requests / seconds)} /s); profiles in ${profDir}`);
 }

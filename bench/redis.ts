@@ -29,6 +29,7 @@ import type { RpcStrategy } from '../src/rpc/index.js';
 import { filesystemOf, fmtRate, machineDescription, median } from './measure.js';
 import { FROZEN_MIN_MS, SLEEP_MS, startCanary } from './frozen.js';
 import { rpcCell, type Plan } from './tcp.js';
+import { loadCommand, pinServer, placementNote } from './placement.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
 export const RedisBenchErrorCodes = defineErrorCodes('bench', {
@@ -171,11 +172,14 @@ async function redisCell(bins: { server: string; benchmark: string }, dir: strin
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
   try {
     await redisReady(port, child);
+    // As the pmrpc cells: redis-server's main thread on one CPU, redis-benchmark on another (placement.ts).
+    pinServer(child.pid);
     const bench = async (n: number): Promise<RedisCsvRow> => {
       const args = ['-h', '127.0.0.1', '-p', String(port), '-c', String(plan.clients), '-P', String(plan.window), '-t', 'set', '-d', String(plan.payloadBytes), '-r', '100000', '-n', String(n), '--csv'];
       let out: string;
       try {
-        out = (await run(bins.benchmark, args, { maxBuffer: 1 << 20 })).stdout;
+        const [command, commandArgs] = loadCommand(bins.benchmark, args);
+        out = (await run(command, commandArgs, { maxBuffer: 1 << 20 })).stdout;
       } catch (e) {
         throw new PmrpcError(RedisBenchErrorCodes.REDIS_BENCH_FAILED, `redis-benchmark ${args.join(' ')} failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
       }
@@ -277,6 +281,7 @@ export async function runRedisBench(o: BenchOptions, plan: RedisPlan, env: NodeJ
   const summary = [
     `pmrpc bench redis${o.quick ? ' --quick' : ''} — ${version}; ${plan.clients} connections × ${plan.window} requests in flight, ${plan.payloadBytes}-byte values/payloads, loopback`,
     `Redis: redis-benchmark -c ${plan.clients} -P ${plan.window} -t set -d ${plan.payloadBytes} -r 100000 --csv; pmrpc: RemoteRpcClient load (bench tcp's), the digest handler, results awaited`,
+    `placement: ${placementNote()}`,
     `AOF and PM file in one temp dir: ${fsLine}; medians of ${plan.passes} alternated passes of ≈ ${plan.cellMs} ms, the filesystem synced before each cell (sync -f), pmrpc cells counted once their rate is steady (bench tcp's warm-up); ${String(base.machine.cpus)} CPUs, Node ${process.version}`,
     '',
     ...rows.map((r) => `  ${r.name.padEnd(82)} ${fmtRate(r.opsPerSecond).padEnd(11)} p50 ${r.p50us ?? '?'} µs, p99 ${r.p99us ?? '?'} µs, frozen ${r.frozenMsPerSecond} ms/s  (runs ${r.runs.join(' / ')})`),
@@ -287,7 +292,7 @@ export async function runRedisBench(o: BenchOptions, plan: RedisPlan, env: NodeJ
   ];
   return {
     suite: 'redis',
-    config: { ...base, redis: version, filesystem: fs, redisDriver: 'redis-benchmark (CSV)', pmrpcDriver: 'bench tcp rpcCell: RemoteRpcClient, pmrpc serve child process, counted once its rate is steady (bench tcp warmUp)', settle: 'sync -f of the filesystem before each cell', canary: `frozen-time canary over each counted run: a thread sleeping ${SLEEP_MS} ms at a time, wake-ups ≥ ${FROZEN_MIN_MS} ms late summed (bench/frozen.ts)`, skipped: false },
+    config: { ...base, redis: version, filesystem: fs, redisDriver: 'redis-benchmark (CSV)', pmrpcDriver: 'bench tcp rpcCell: RemoteRpcClient, pmrpc serve child process, counted once its rate is steady (bench tcp warmUp)', settle: 'sync -f of the filesystem before each cell', placement: placementNote(), canary: `frozen-time canary over each counted run: a thread sleeping ${SLEEP_MS} ms at a time, wake-ups ≥ ${FROZEN_MIN_MS} ms late summed (bench/frozen.ts)`, skipped: false },
     rows,
     ratios,
     summary,

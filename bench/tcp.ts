@@ -31,6 +31,7 @@ import { barChart } from './charts.js';
 import { fmtRate, machineDescription } from './measure.js';
 import { EXIT_WITH_PARENT_JS } from './child.js';
 import { startCanary, type FrozenSummary } from './frozen.js';
+import { pinPair, placementNote } from './placement.js';
 import type { BenchOptions, BenchReport, BenchSuite } from './types.js';
 
 export const MAIN = fileURLToPath(new URL('../cli/main.js', import.meta.url));
@@ -38,6 +39,10 @@ const STRATEGIES: RpcStrategy[] = ['wflush', 'sflush', 'wrflush', 'srflush', 'gp
 const DECOUPLED: RpcStrategy[] = ['wflush', 'wrflush', 'srflush', 'sflush', 'gpspm'];
 /** A ring entry: 32-byte header + the workload's payload. */
 const ENTRY_BYTES = 32 + PAYLOAD_BYTES;
+/** The two-write echo's acknowledgement of one message: bytes, and their value (a message's bytes are ECHO_BYTE). */
+const ACK_BYTES = 8;
+const ACK_BYTE = 0xaa;
+const ECHO_BYTE = 0x5a;
 
 export interface Plan {
   clients: number;
@@ -48,9 +53,29 @@ export interface Plan {
   latencyCellMs: number;
 }
 
+/**
+ * The echo server child: `node -e ECHO_SERVER MODE BYTES`. 'one': each `data` event is written
+ * back at once, one write. 'two': as a decoupled durable RPC server answers (its durable signals at
+ * the end of the read, its RESULTs at the end of the turn), each `data` event gets TWO writes: at
+ * once an ACK_BYTES-byte acknowledgement (bytes ACK_BYTE) per BYTES-byte message it completed, then,
+ * at the end of the turn (setImmediate), the echo of its bytes.
+ */
 const ECHO_SERVER = `
 const net = require('node:net');
-const s = net.createServer({ noDelay: true }, (c) => { c.on('data', (b) => c.write(b)); c.on('error', () => {}); });
+const mode = process.argv[1] ?? 'one';
+const bytes = Number(process.argv[2] ?? 64);
+const s = net.createServer({ noDelay: true }, (c) => {
+  let pending = 0;
+  c.on('data', (b) => {
+    if (mode !== 'two') return void c.write(b);
+    pending += b.length;
+    const n = Math.floor(pending / bytes);
+    pending -= n * bytes;
+    if (n > 0) c.write(Buffer.alloc(${ACK_BYTES} * n, ${ACK_BYTE}));
+    setImmediate(() => c.write(b));
+  });
+  c.on('error', () => {});
+});
 s.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: s.address().port }) + '\\n'));
 process.on('SIGTERM', () => process.exit(0));
 ${EXIT_WITH_PARENT_JS}
@@ -265,6 +290,8 @@ export async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number, g
   const args = [MAIN, 'serve', '--create', '--pm', join(dir, 'node.pm'), '--size', '64M', '--port', '0', '--strategy', strategy, '--json'];
   if (serve.strict === true) args.push('--strict');
   const { child, port } = await startChild(args);
+  // The clients (this thread) on one CPU, the server on another (placement.ts).
+  const placed = pinPair(child.pid);
   const clients: RemoteRpcClient[] = [];
   try {
     for (let k = 0; k < plan.clients; k++) clients.push(await RemoteRpcClient.connect({ port, name: `bench-${k}` }));
@@ -351,12 +378,30 @@ export async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number, g
   } finally {
     for (const c of clients) c.close();
     await stopChild(child);
+    placed.restore();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** How the echo client answers: one write per `data` event of every message completed (the limit), or one write per message. */
-export type EchoMode = 'batched' | 'per-message';
+/**
+ * How the echo client answers: one write per `data` event of every message completed (the limit),
+ * or one write per message; 'two-writes' answers as 'batched' a server that sends two writes per
+ * `data` event — an acknowledgement per message at once, the echo at the end of its turn — the
+ * transport's limit for a protocol with two messages per request, as a decoupled strategy's
+ * durable signal and RESULT.
+ */
+export type EchoMode = 'batched' | 'per-message' | 'two-writes';
+
+/** The bytes of a two-write echo server's `data` event that are echo, not acknowledgements (runs of ACK_BYTE). */
+export function echoBytesOf(b: Uint8Array): number {
+  let ack = 0;
+  for (let i = b.indexOf(ACK_BYTE); i >= 0; ) {
+    const j = b.indexOf(ECHO_BYTE, i);
+    ack += (j < 0 ? b.length : j) - i;
+    i = j < 0 ? -1 : b.indexOf(ACK_BYTE, j);
+  }
+  return b.length - ack;
+}
 
 /**
  * The echo client's bookkeeping for one connection: given a `data` event of `length` bytes, the
@@ -375,7 +420,7 @@ export class EchoClientState {
     const n = Math.floor(this.pending / this.bytes);
     this.pending -= n * this.bytes;
     if (n === 0) return [];
-    return this.mode === 'batched' ? [n] : new Array<number>(n).fill(1);
+    return this.mode === 'per-message' ? new Array<number>(n).fill(1) : [n];
   }
 }
 
@@ -388,11 +433,15 @@ export interface EchoResult {
   messagesPerWrite: number;
   /** Client writes per `data` event while measuring (≤ 1 for the batched echo). */
   writesPerDataEvent: number;
+  /** The server's acknowledgements per echoed message while measuring (two-writes: ≈ 1; else 0). */
+  acksPerMessage: number;
 }
 
 /** Raw TCP echo of `bytes`-byte messages, `window` in flight per connection: the transport's limit. */
 export async function echoCell(plan: Plan, bytes: number, mode: EchoMode = 'batched'): Promise<EchoResult> {
-  const { child, port } = await startChild(['-e', ECHO_SERVER]);
+  const { child, port } = await startChild(['-e', ECHO_SERVER, mode === 'two-writes' ? 'two' : 'one', String(bytes)]);
+  // As the RPC cells: the echo client on one CPU, the echo server on another (placement.ts).
+  const placed = pinPair(child.pid);
   const sockets: net.Socket[] = [];
   try {
     const h = histogram();
@@ -401,8 +450,9 @@ export async function echoCell(plan: Plan, bytes: number, mode: EchoMode = 'batc
     let echoed = 0; // warm-up and window alike
     let writes = 0;
     let dataEvents = 0;
+    let ackBytes = 0;
     // Every message has the same bytes: a write of n messages is a view of this buffer.
-    const block = Buffer.alloc(bytes * plan.window, 0x5a);
+    const block = Buffer.alloc(bytes * plan.window, ECHO_BYTE);
     for (let k = 0; k < plan.clients; k++) {
       const s = net.connect({ host: '127.0.0.1', port, noDelay: true });
       await new Promise<void>((r, j) => {
@@ -415,9 +465,13 @@ export async function echoCell(plan: Plan, bytes: number, mode: EchoMode = 'batc
       // Messages are echoed in order: the send time of each in-flight message, FIFO.
       const sentAt: number[] = [];
       s.on('data', (b: Buffer) => {
-        const out = state.onData(b.length);
+        const echo = mode === 'two-writes' ? echoBytesOf(b) : b.length;
+        const out = state.onData(echo);
         const now = performance.now();
-        if (measuring) dataEvents++;
+        if (measuring) {
+          dataEvents++;
+          ackBytes += b.length - echo;
+        }
         for (const n of out) {
           echoed += n;
           for (let m = 0; m < n; m++) {
@@ -435,7 +489,7 @@ export async function echoCell(plan: Plan, bytes: number, mode: EchoMode = 'batc
       });
       const t0 = performance.now();
       for (let i = 0; i < plan.window; i++) sentAt.push(t0);
-      if (mode === 'batched') s.write(block);
+      if (mode !== 'per-message') s.write(block);
       else for (let i = 0; i < plan.window; i++) s.write(block.subarray(0, bytes));
     }
     // The limit warms as the RPC cells do (warmUp): it is as strong as it can be only at its steady rate.
@@ -455,10 +509,12 @@ export async function echoCell(plan: Plan, bytes: number, mode: EchoMode = 'batc
       serverCpuUsPerOp: perOp(s0 === undefined || s1 === undefined ? undefined : s1 - s0, done),
       messagesPerWrite: writes === 0 ? 0 : round(done / writes, 2),
       writesPerDataEvent: dataEvents === 0 ? 0 : round(writes / dataEvents, 3),
+      acksPerMessage: done === 0 ? 0 : round(ackBytes / ACK_BYTES / done, 3),
     };
   } finally {
     for (const s of sockets) s.destroy();
     await stopChild(child);
+    placed.restore();
   }
 }
 
@@ -476,23 +532,28 @@ const pad = (s: string, n: number): string => s.padEnd(n);
 
 export const tcpBench: BenchSuite = {
   name: 'tcp',
-  description: 'durable RPC per strategy between processes over loopback TCP (ops/s, p50/p99), beside a raw TCP echo of the same message size: batched (one write per data event, the limit) and per message',
+  description: 'durable RPC per strategy between processes over loopback TCP (ops/s, p50/p99), beside a raw TCP echo of the same message size: batched (one write per data event, the limit), per message, and with two server writes per data event (the limit of a protocol with two messages a request)',
   async run(o: BenchOptions): Promise<BenchReport> {
     const plan: Plan = o.quick ? { clients: 2, window: 32, warmMs: 400, cellMs: 1500, latencyCellMs: 1000 } : { clients: 4, window: 64, warmMs: 1000, cellMs: 5000, latencyCellMs: 3000 };
     const rows: Array<Record<string, unknown>> = [];
     const ratios: Record<string, number> = {};
     const summary: string[] = [];
-    const total = 2 * STRATEGIES.length + 5;
-    // The two echoes alternate around nothing else: batched, per message, back to back.
+    const total = 2 * STRATEGIES.length + 6;
+    // The echoes run back to back, around nothing else: batched, per message, two writes.
     o.progress(0, total, 'raw TCP echo, batched');
     const echo = await echoCell(plan, ENTRY_BYTES, 'batched');
     o.progress(1, total, 'raw TCP echo, per message');
     const perMessage = await echoCell(plan, ENTRY_BYTES, 'per-message');
+    o.progress(2, total, 'raw TCP echo, two writes');
+    const twoWrites = await echoCell(plan, ENTRY_BYTES, 'two-writes');
     const echoRow = (cell: string, name: string, e: EchoResult) => ({ cell, name, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(e.opsPerSecond), p50us: e.p50us, p99us: e.p99us, serverCpuUsPerOp: e.serverCpuUsPerOp, messagesPerWrite: e.messagesPerWrite, writesPerDataEvent: e.writesPerDataEvent });
     rows.push(echoRow('echo', 'tcp-echo-batched', echo));
     rows.push(echoRow('echo-per-message', 'tcp-echo-per-message', perMessage));
+    rows.push({ ...echoRow('echo-two-writes', 'tcp-echo-two-writes', twoWrites), acksPerMessage: twoWrites.acksPerMessage });
     if (perMessage.opsPerSecond > 0) ratios.batched_echo_over_per_message_echo = round(echo.opsPerSecond / perMessage.opsPerSecond, 3);
+    if (echo.opsPerSecond > 0) ratios.two_write_echo_over_batched_echo = round(twoWrites.opsPerSecond / echo.opsPerSecond, 3);
     summary.push(`pmrpc bench tcp${o.quick ? ' --quick' : ''} — server (pmrpc serve) and clients in separate processes over 127.0.0.1`);
+    summary.push(`placement: ${placementNote()}`);
     summary.push(`${plan.clients} clients × ${plan.window} calls in flight; ${plan.cellMs} ms per cell after a warm-up of ≥ ${plan.warmMs} ms, ≥ ${WARM_REQUESTS} requests and a steady rate (≤ ${10 * plan.warmMs} ms); ${machineDescription().cpus} CPUs, Node ${process.version}`);
     summary.push(`workload: the demo's non-idempotent digest handler; ${PAYLOAD_BYTES}-byte payloads (${ENTRY_BYTES}-byte ring entries); ddio on`);
     summary.push('ops/s = requests acknowledged durable and processed (result received); latency from call to durable');
@@ -501,9 +562,10 @@ export const tcpBench: BenchSuite = {
     summary.push(`limit: raw TCP echo of ${ENTRY_BYTES}-byte messages, same connections and messages in flight, same echo server;`);
     summary.push(`  batched (one write per data event of every message completed, as the RPC client sends): ${echoLine(echo)}`);
     summary.push(`  per message (one write per message, the yardstick before issue 29):                      ${echoLine(perMessage)}`);
+    summary.push(`  two writes (the server acknowledges a read's messages at once and echoes them at the end of its turn, as a decoupled strategy sends its durable signal, then its RESULT; client batched): ${echoLine(twoWrites)}`);
     summary.push('');
     summary.push(`${pad('strategy', 9)} ${pad('ops/s', 11)} ${pad('÷ batched', 10)} ${pad('÷ per-msg', 10)} ${pad('durable p50', 12)} ${pad('p99', 9)} ${pad('result p50', 11)} ${pad('p99', 11)} CPU µs/request: server client`);
-    let i = 2;
+    let i = 3;
     for (const strategy of STRATEGIES) {
       o.progress(i++, total, strategy);
       const r = await rpcCell(strategy, plan, o.seed);
@@ -559,14 +621,16 @@ export const tcpBench: BenchSuite = {
     const coupled = ['farm', 'darpc'].map((s) => Number(rpc.find((r) => r.name === s)?.opsPerSecond ?? 0));
     ratios.best_decoupled_over_best_coupled = round(Math.max(...dec) / Math.max(...coupled));
     if (echo.opsPerSecond > 0) ratios.best_decoupled_over_batched_echo = round(Math.max(...dec) / echo.opsPerSecond, 4);
+    if (twoWrites.opsPerSecond > 0) ratios.best_decoupled_over_two_write_echo = round(Math.max(...dec) / twoWrites.opsPerSecond, 4);
     summary.push('');
     summary.push(`headline: best decoupled ÷ batched echo ×${ratios.best_decoupled_over_batched_echo ?? '?'}, wflush ÷ batched echo ×${ratios.wflush_over_batched_echo ?? '?'} (issue 29 step: ≥ 0.3, ≥ 0.25); batched ÷ per-message echo ×${ratios.batched_echo_over_per_message_echo ?? '?'}`);
+    summary.push(`two messages a request: two-write echo ÷ batched echo ×${ratios.two_write_echo_over_batched_echo ?? '?'} (what the second write costs the transport); best decoupled ÷ two-write echo ×${ratios.best_decoupled_over_two_write_echo ?? '?'} (the rest is the server's and the client's work)`);
     summary.push(`best decoupled ÷ best coupled (measured here, the NIC and the server CPU share one process): ×${ratios.best_decoupled_over_best_coupled}`);
     if (ratios.best_decoupled_one_outstanding_p50_over_echo_rtt !== undefined) summary.push(`one call outstanding: best decoupled durable p50 ÷ echo round trip ×${ratios.best_decoupled_one_outstanding_p50_over_echo_rtt} (issue 16 target ≤ 4)`);
     const charts = [
-      barChart('ops', 'durable RPC over loopback TCP vs raw TCP echo, batched and per message (ops/s)', [{ name: 'tcp-echo-batched', opsPerSecond: Math.round(echo.opsPerSecond) }, { name: 'tcp-echo-per-message', opsPerSecond: Math.round(perMessage.opsPerSecond) }, ...rpc.map((r) => ({ name: String(r.name), opsPerSecond: Number(r.opsPerSecond) }))], { x: 'name', y: 'opsPerSecond', yTitle: 'operations per second' }),
+      barChart('ops', 'durable RPC over loopback TCP vs raw TCP echo, batched, per message and with two writes (ops/s)', [{ name: 'tcp-echo-batched', opsPerSecond: Math.round(echo.opsPerSecond) }, { name: 'tcp-echo-per-message', opsPerSecond: Math.round(perMessage.opsPerSecond) }, { name: 'tcp-echo-two-writes', opsPerSecond: Math.round(twoWrites.opsPerSecond) }, ...rpc.map((r) => ({ name: String(r.name), opsPerSecond: Number(r.opsPerSecond) }))], { x: 'name', y: 'opsPerSecond', yTitle: 'operations per second' }),
       barChart('latency', 'durable RPC over loopback TCP: call → durable', rpc.flatMap((r) => [{ name: String(r.name), percentile: 'p50', us: Number(r.durableP50us) }, { name: String(r.name), percentile: 'p99', us: Number(r.durableP99us) }]), { x: 'name', y: 'us', yTitle: 'latency call → durable (µs)', group: 'percentile' }),
     ];
-    return { suite: 'tcp', config: { ...machineDescription(), quick: o.quick, plan, entryBytes: ENTRY_BYTES, strategies: STRATEGIES, server: 'pmrpc serve (child process), ddio on', echo: 'batched: one client write per data event of every message completed (the limit); per-message: one write per message; same echo server' }, rows, ratios, summary, charts };
+    return { suite: 'tcp', config: { ...machineDescription(), quick: o.quick, plan, placement: placementNote(), entryBytes: ENTRY_BYTES, strategies: STRATEGIES, server: 'pmrpc serve (child process), ddio on', echo: 'batched: one client write per data event of every message completed (the limit); per-message: one write per message; two-writes: the server writes an 8-byte acknowledgement per message at once and the echo at the end of its turn, the client batched; same echo server' }, rows, ratios, summary, charts };
   },
 };

@@ -19,7 +19,7 @@ import type { RpcStrategy } from '../src/rpc/index.js';
 import { PAYLOAD_BYTES, RemoteRpcClient } from '../src/server/index.js';
 import { FROZEN_MIN_MS, SLEEP_MS, startCanary } from './frozen.js';
 import { StallTracker } from './stalls.js';
-import { childCpuUs, closedLoop, histogram, MAIN, startChild, stopChild, warmUp } from './tcp.js';
+import { childCpuSplitUs, closedLoop, histogram, MAIN, startChild, stopChild, warmUp } from './tcp.js';
 import { pinPair } from './placement.js';
 
 /** A gap this long between two completions is a stall. */
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
     });
     const warmMs = await warmUp({ warmMs: 400 }, () => load.completed());
     const canary = await startCanary();
-    const cpu0 = childCpuUs(child.pid);
+    const cpu0 = childCpuSplitUs(child.pid);
     t0 = performance.now();
     measuring = true;
     const perSecond: number[] = [];
@@ -68,7 +68,7 @@ async function main(): Promise<void> {
     }
     measuring = false;
     const elapsed = performance.now() - t0;
-    const cpu1 = childCpuUs(child.pid);
+    const cpu1 = childCpuSplitUs(child.pid);
     const frozen = await canary.stop();
     await load.stop();
     const s = tracker.summary();
@@ -92,12 +92,14 @@ async function main(): Promise<void> {
       /** The first stalls: [ms into the window, length ms]. */
       stallList: s.list.map(([at, len]) => [Math.round(at / 100) / 10, Math.round(len / 100) / 10]),
       frozenMsPerSecond: frozen.frozenMsPerSecond,
-      serverCpuUsPerOp: cpu0 === undefined || cpu1 === undefined || n === 0 ? null : Math.round(((cpu1 - cpu0) / n) * 100) / 100,
+      serverCpuUsPerOp: cpu0 === undefined || cpu1 === undefined || n === 0 ? null : Math.round(((cpu1.userUs + cpu1.systemUs - cpu0.userUs - cpu0.systemUs) / n) * 100) / 100,
+      /** Of which system (kernel) time: the server's socket syscalls and the loopback delivery its writes run. */
+      serverSystemUsPerOp: cpu0 === undefined || cpu1 === undefined || n === 0 ? null : Math.round(((cpu1.systemUs - cpu0.systemUs) / n) * 100) / 100,
     };
     if (json) console.log(JSON.stringify(report));
     else {
       console.log(`${strategy}${strict ? ' strict' : ''} ${payloadBytes} B: ${report.opsPerSecond} requests/s over ${seconds} s (after a ${report.warmMs} ms warm-up); by second ${perSecond.join(' ')}`);
-      console.log(`  latency p50 ${report.p50us} µs, p99 ${report.p99us} µs, max ${report.maxUs} µs; server CPU ${report.serverCpuUsPerOp ?? '?'} µs a request`);
+      console.log(`  latency p50 ${report.p50us} µs, p99 ${report.p99us} µs, max ${report.maxUs} µs; server CPU ${report.serverCpuUsPerOp ?? '?'} µs a request (system ${report.serverSystemUsPerOp ?? '?'})`);
       console.log(`  stalls (no completion for ≥ ${STALL_US / 1000} ms): ${s.count}, ${report.stalledMs} ms in all (${(s.share * 100).toFixed(1)} % of the run), the longest ${(s.maxGapUs / 1000).toFixed(1)} ms`);
       console.log(`  frozen (a thread sleeping ${SLEEP_MS} ms woke ≥ ${FROZEN_MIN_MS} ms late: the machine stopped every thread): ${frozen.frozenMs} ms in ${frozen.events} events, ${frozen.frozenMsPerSecond} ms a second`);
     }

@@ -105,19 +105,28 @@ export async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /**
- * CPU time (user + system, µs) a child process has used so far, from /proc/<pid>/stat (Linux; undefined
- * elsewhere). CPU per request is the figure a loaded machine distorts least: throughput and latency
- * move with the other work on the machine, the server's CPU per request much less (docs/benchmarks.md).
+ * CPU time (µs) a child process has used so far, user and system apart, from /proc/<pid>/stat
+ * (Linux; undefined elsewhere). CPU per request is the figure a loaded machine distorts least:
+ * throughput and latency move with the other work on the machine, the server's CPU per request much
+ * less (docs/benchmarks.md). The system part is the kernel's work for the process: its syscalls
+ * (socket reads and writes) and the loopback's delivery to the peer that a write runs in the writer's
+ * context.
  */
-export function childCpuUs(pid: number | undefined): number | undefined {
+export function childCpuSplitUs(pid: number | undefined): { userUs: number; systemUs: number } | undefined {
   if (pid === undefined) return undefined;
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     // utime and stime are fields 14 and 15 of stat(5), in clock ticks (USER_HZ, 100 on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+    return { userUs: Number(fields[11]) * 10_000, systemUs: Number(fields[12]) * 10_000 };
   } catch {
     return undefined;
   }
+}
+
+/** CPU time (user + system, µs) a child process has used so far (childCpuSplitUs). */
+export function childCpuUs(pid: number | undefined): number | undefined {
+  const t = childCpuSplitUs(pid);
+  return t === undefined ? undefined : t.userUs + t.systemUs;
 }
 
 const perOp = (us: number | undefined, ops: number): number | null => (us === undefined || ops === 0 ? null : Math.round((10 * us) / ops) / 10);
@@ -134,6 +143,9 @@ interface RpcCell {
   /** CPU µs per completed request in the server process and in this (the clients') process; null where unknown. */
   serverCpuUsPerOp: number | null;
   clientCpuUsPerOp: number | null;
+  /** Of which system (kernel) time: the server process's and this process's. */
+  serverSystemUsPerOp: number | null;
+  clientSystemUsPerOp: number | null;
   /** How long the warm-up took (warmMs, longer on a loaded machine: see warmUp). */
   warmMs: number;
   /** What the frozen-time canary saw over the counted window (ServeOptions.canary; frozen.ts). */
@@ -351,14 +363,14 @@ export async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number, g
     const warmMs = await warmUp(plan, () => warmed);
     const canary = serve.canary === true ? await startCanary() : undefined;
     measuring = true;
-    const s0 = childCpuUs(child.pid);
+    const s0 = childCpuSplitUs(child.pid);
     const c0 = process.cpuUsage();
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, plan.cellMs));
     measuring = false;
     const seconds = (performance.now() - t0) / 1000;
     const done = completed;
-    const s1 = childCpuUs(child.pid);
+    const s1 = childCpuSplitUs(child.pid);
     const c1 = process.cpuUsage(c0);
     const frozen = await canary?.stop();
     stop = true;
@@ -370,8 +382,10 @@ export async function rpcCell(strategy: RpcStrategy, plan: Plan, seed: number, g
       resultP50us: resultH.getValueAtPercentile(50),
       resultP99us: resultH.getValueAtPercentile(99),
       completed: done,
-      serverCpuUsPerOp: perOp(s0 === undefined || s1 === undefined ? undefined : s1 - s0, done),
+      serverCpuUsPerOp: perOp(s0 === undefined || s1 === undefined ? undefined : s1.userUs + s1.systemUs - s0.userUs - s0.systemUs, done),
       clientCpuUsPerOp: perOp(c1.user + c1.system, done),
+      serverSystemUsPerOp: perOp(s0 === undefined || s1 === undefined ? undefined : s1.systemUs - s0.systemUs, done),
+      clientSystemUsPerOp: perOp(c1.system, done),
       warmMs: Math.round(warmMs),
       ...(frozen === undefined ? {} : { frozen }),
     };
@@ -429,6 +443,8 @@ export interface EchoResult {
   p50us: number;
   p99us: number;
   serverCpuUsPerOp: number | null;
+  /** Of which system (kernel) time. */
+  serverSystemUsPerOp: number | null;
   /** Messages per client write while measuring (1 for the per-message echo). */
   messagesPerWrite: number;
   /** Client writes per `data` event while measuring (≤ 1 for the batched echo). */
@@ -495,18 +511,19 @@ export async function echoCell(plan: Plan, bytes: number, mode: EchoMode = 'batc
     // The limit warms as the RPC cells do (warmUp): it is as strong as it can be only at its steady rate.
     await warmUp(plan, () => echoed);
     measuring = true;
-    const s0 = childCpuUs(child.pid);
+    const s0 = childCpuSplitUs(child.pid);
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, plan.cellMs));
     measuring = false;
     const seconds = (performance.now() - t0) / 1000;
-    const s1 = childCpuUs(child.pid);
+    const s1 = childCpuSplitUs(child.pid);
     const done = received;
     return {
       opsPerSecond: done / seconds,
       p50us: h.getValueAtPercentile(50),
       p99us: h.getValueAtPercentile(99),
-      serverCpuUsPerOp: perOp(s0 === undefined || s1 === undefined ? undefined : s1 - s0, done),
+      serverCpuUsPerOp: perOp(s0 === undefined || s1 === undefined ? undefined : s1.userUs + s1.systemUs - s0.userUs - s0.systemUs, done),
+      serverSystemUsPerOp: perOp(s0 === undefined || s1 === undefined ? undefined : s1.systemUs - s0.systemUs, done),
       messagesPerWrite: writes === 0 ? 0 : round(done / writes, 2),
       writesPerDataEvent: dataEvents === 0 ? 0 : round(writes / dataEvents, 3),
       acksPerMessage: done === 0 ? 0 : round(ackBytes / ACK_BYTES / done, 3),
@@ -527,6 +544,9 @@ export async function echoRoundTrip(bytes: number, warmMs: number, cellMs: numbe
   return { p50us: r.p50us, p99us: r.p99us, opsPerSecond: r.opsPerSecond };
 }
 
+/** A cell's CPU per request for the summary: server and client, each with its system (kernel) part. */
+const cpuCell = (r: RpcCell): string => `${r.serverCpuUsPerOp ?? '?'} (${r.serverSystemUsPerOp ?? '?'}) ${r.clientCpuUsPerOp ?? '?'} (${r.clientSystemUsPerOp ?? '?'})`;
+
 const round = (x: number, d = 3): number => Math.round(x * 10 ** d) / 10 ** d;
 const pad = (s: string, n: number): string => s.padEnd(n);
 
@@ -546,7 +566,7 @@ export const tcpBench: BenchSuite = {
     const perMessage = await echoCell(plan, ENTRY_BYTES, 'per-message');
     o.progress(2, total, 'raw TCP echo, two writes');
     const twoWrites = await echoCell(plan, ENTRY_BYTES, 'two-writes');
-    const echoRow = (cell: string, name: string, e: EchoResult) => ({ cell, name, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(e.opsPerSecond), p50us: e.p50us, p99us: e.p99us, serverCpuUsPerOp: e.serverCpuUsPerOp, messagesPerWrite: e.messagesPerWrite, writesPerDataEvent: e.writesPerDataEvent });
+    const echoRow = (cell: string, name: string, e: EchoResult) => ({ cell, name, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(e.opsPerSecond), p50us: e.p50us, p99us: e.p99us, serverCpuUsPerOp: e.serverCpuUsPerOp, serverSystemUsPerOp: e.serverSystemUsPerOp, messagesPerWrite: e.messagesPerWrite, writesPerDataEvent: e.writesPerDataEvent });
     rows.push(echoRow('echo', 'tcp-echo-batched', echo));
     rows.push(echoRow('echo-per-message', 'tcp-echo-per-message', perMessage));
     rows.push({ ...echoRow('echo-two-writes', 'tcp-echo-two-writes', twoWrites), acksPerMessage: twoWrites.acksPerMessage });
@@ -558,13 +578,13 @@ export const tcpBench: BenchSuite = {
     summary.push(`workload: the demo's non-idempotent digest handler; ${PAYLOAD_BYTES}-byte payloads (${ENTRY_BYTES}-byte ring entries); ddio on`);
     summary.push('ops/s = requests acknowledged durable and processed (result received); latency from call to durable');
     summary.push('');
-    const echoLine = (e: EchoResult) => `${fmtRate(e.opsPerSecond)}, p50 ${e.p50us} µs, p99 ${e.p99us} µs, ${e.messagesPerWrite} messages per client write, echo server CPU ${e.serverCpuUsPerOp ?? '?'} µs/message`;
+    const echoLine = (e: EchoResult) => `${fmtRate(e.opsPerSecond)}, p50 ${e.p50us} µs, p99 ${e.p99us} µs, ${e.messagesPerWrite} messages per client write, echo server CPU ${e.serverCpuUsPerOp ?? '?'} µs/message (system ${e.serverSystemUsPerOp ?? '?'})`;
     summary.push(`limit: raw TCP echo of ${ENTRY_BYTES}-byte messages, same connections and messages in flight, same echo server;`);
     summary.push(`  batched (one write per data event of every message completed, as the RPC client sends): ${echoLine(echo)}`);
     summary.push(`  per message (one write per message, the yardstick before issue 29):                      ${echoLine(perMessage)}`);
     summary.push(`  two writes (the server acknowledges a read's messages at once and echoes them at the end of its turn, as a decoupled strategy sends its durable signal, then its RESULT; client batched): ${echoLine(twoWrites)}`);
     summary.push('');
-    summary.push(`${pad('strategy', 9)} ${pad('ops/s', 11)} ${pad('÷ batched', 10)} ${pad('÷ per-msg', 10)} ${pad('durable p50', 12)} ${pad('p99', 9)} ${pad('result p50', 11)} ${pad('p99', 11)} CPU µs/request: server client`);
+    summary.push(`${pad('strategy', 9)} ${pad('ops/s', 11)} ${pad('÷ batched', 10)} ${pad('÷ per-msg', 10)} ${pad('durable p50', 12)} ${pad('p99', 9)} ${pad('result p50', 11)} ${pad('p99', 11)} CPU µs/request (system): server client`);
     let i = 3;
     for (const strategy of STRATEGIES) {
       o.progress(i++, total, strategy);
@@ -572,10 +592,10 @@ export const tcpBench: BenchSuite = {
       const overBatched = echo.opsPerSecond > 0 ? r.opsPerSecond / echo.opsPerSecond : 0;
       const overPerMessage = perMessage.opsPerSecond > 0 ? r.opsPerSecond / perMessage.opsPerSecond : 0;
       if (DECOUPLED.includes(strategy)) ratios[`${strategy}_over_batched_echo`] = round(overBatched, 4);
-      rows.push({ cell: 'rpc', name: strategy, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(r.opsPerSecond), completed: r.completed, durableP50us: r.durableP50us, durableP99us: r.durableP99us, resultP50us: r.resultP50us, resultP99us: r.resultP99us, overBatchedEcho: round(overBatched, 4), overPerMessageEcho: round(overPerMessage, 4), warmMs: r.warmMs, serverCpuUsPerOp: r.serverCpuUsPerOp, clientCpuUsPerOp: r.clientCpuUsPerOp });
+      rows.push({ cell: 'rpc', name: strategy, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(r.opsPerSecond), completed: r.completed, durableP50us: r.durableP50us, durableP99us: r.durableP99us, resultP50us: r.resultP50us, resultP99us: r.resultP99us, overBatchedEcho: round(overBatched, 4), overPerMessageEcho: round(overPerMessage, 4), warmMs: r.warmMs, serverCpuUsPerOp: r.serverCpuUsPerOp, clientCpuUsPerOp: r.clientCpuUsPerOp, serverSystemUsPerOp: r.serverSystemUsPerOp, clientSystemUsPerOp: r.clientSystemUsPerOp });
       // The server's CPU per request ÷ the (batched) echo server's per message: the cost ratio, steadier than ops/s on a loaded machine.
       if (r.serverCpuUsPerOp !== null && echo.serverCpuUsPerOp !== null && echo.serverCpuUsPerOp > 0) ratios[`${strategy}_server_cpu_over_echo_cpu`] = round(r.serverCpuUsPerOp / echo.serverCpuUsPerOp, 2);
-      summary.push(`${pad(strategy, 9)} ${pad(fmtRate(r.opsPerSecond), 11)} ${pad(round(overBatched, 4).toFixed(4), 10)} ${pad(round(overPerMessage, 4).toFixed(4), 10)} ${pad(`${r.durableP50us} µs`, 12)} ${pad(`${r.durableP99us} µs`, 9)} ${pad(`${r.resultP50us} µs`, 11)} ${pad(`${r.resultP99us} µs`, 11)} ${r.serverCpuUsPerOp ?? '?'} ${r.clientCpuUsPerOp ?? '?'}`);
+      summary.push(`${pad(strategy, 9)} ${pad(fmtRate(r.opsPerSecond), 11)} ${pad(round(overBatched, 4).toFixed(4), 10)} ${pad(round(overPerMessage, 4).toFixed(4), 10)} ${pad(`${r.durableP50us} µs`, 12)} ${pad(`${r.durableP99us} µs`, 9)} ${pad(`${r.resultP50us} µs`, 11)} ${pad(`${r.resultP99us} µs`, 11)} ${cpuCell(r)}`);
     }
     // One call outstanding: what a request waits for, beside the loopback's round trip (measured before and after).
     const one: Plan = { ...plan, clients: 1, window: 1, cellMs: plan.latencyCellMs };
@@ -598,19 +618,19 @@ export const tcpBench: BenchSuite = {
     rows.push({ cell: 'echo-rtt', name: 'tcp-echo-1', sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(rttAfter.opsPerSecond), p50us: rttAfter.p50us, p99us: rttAfter.p99us, when: 'after' });
     summary.push('');
     summary.push(`one call outstanding (1 client, the next call once the previous is durable; ${plan.latencyCellMs} ms per cell): loopback echo round trip p50 ${rttBefore.p50us} µs before, ${rttAfter.p50us} µs after the cells (ratio against ${round(rtt, 1)} µs)`);
-    summary.push(`${pad('strategy', 9)} ${pad('durable p50', 12)} ${pad('÷ echo RTT', 11)} ${pad('p99', 11)} ${pad('result p50', 11)} ${pad('ops/s', 11)} CPU µs/request: server client`);
+    summary.push(`${pad('strategy', 9)} ${pad('durable p50', 12)} ${pad('÷ echo RTT', 11)} ${pad('p99', 11)} ${pad('result p50', 11)} ${pad('ops/s', 11)} CPU µs/request (system): server client`);
     for (const { strategy, r } of oneRows) {
       const ratio = rtt > 0 ? r.durableP50us / rtt : 0;
       ratios[`${strategy}_one_outstanding_p50_over_echo_rtt`] = round(ratio, 2);
-      rows.push({ cell: 'rpc-1', name: strategy, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(r.opsPerSecond), completed: r.completed, durableP50us: r.durableP50us, durableP99us: r.durableP99us, resultP50us: r.resultP50us, resultP99us: r.resultP99us, overEchoRtt: round(ratio, 2), echoRttUs: rtt, warmMs: r.warmMs, serverCpuUsPerOp: r.serverCpuUsPerOp, clientCpuUsPerOp: r.clientCpuUsPerOp });
-      summary.push(`${pad(strategy, 9)} ${pad(`${r.durableP50us} µs`, 12)} ${pad(`×${round(ratio, 2)}`, 11)} ${pad(`${r.durableP99us} µs`, 11)} ${pad(`${r.resultP50us} µs`, 11)} ${pad(fmtRate(r.opsPerSecond), 11)} ${r.serverCpuUsPerOp ?? '?'} ${r.clientCpuUsPerOp ?? '?'}`);
+      rows.push({ cell: 'rpc-1', name: strategy, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(r.opsPerSecond), completed: r.completed, durableP50us: r.durableP50us, durableP99us: r.durableP99us, resultP50us: r.resultP50us, resultP99us: r.resultP99us, overEchoRtt: round(ratio, 2), echoRttUs: rtt, warmMs: r.warmMs, serverCpuUsPerOp: r.serverCpuUsPerOp, clientCpuUsPerOp: r.clientCpuUsPerOp, serverSystemUsPerOp: r.serverSystemUsPerOp, clientSystemUsPerOp: r.clientSystemUsPerOp });
+      summary.push(`${pad(strategy, 9)} ${pad(`${r.durableP50us} µs`, 12)} ${pad(`×${round(ratio, 2)}`, 11)} ${pad(`${r.durableP99us} µs`, 11)} ${pad(`${r.resultP50us} µs`, 11)} ${pad(fmtRate(r.opsPerSecond), 11)} ${cpuCell(r)}`);
     }
     {
       const r = afterResult;
       const ratio = rtt > 0 ? r.durableP50us / rtt : 0;
       ratios.wflush_one_outstanding_after_result_p50_over_echo_rtt = round(ratio, 2);
-      rows.push({ cell: 'rpc-1-after-result', name: 'wflush', sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(r.opsPerSecond), completed: r.completed, durableP50us: r.durableP50us, durableP99us: r.durableP99us, resultP50us: r.resultP50us, resultP99us: r.resultP99us, overEchoRtt: round(ratio, 2), echoRttUs: rtt, warmMs: r.warmMs, serverCpuUsPerOp: r.serverCpuUsPerOp, clientCpuUsPerOp: r.clientCpuUsPerOp });
-      summary.push(`${pad('wflush ²', 9)} ${pad(`${r.durableP50us} µs`, 12)} ${pad(`×${round(ratio, 2)}`, 11)} ${pad(`${r.durableP99us} µs`, 11)} ${pad(`${r.resultP50us} µs`, 11)} ${pad(fmtRate(r.opsPerSecond), 11)} ${r.serverCpuUsPerOp ?? '?'} ${r.clientCpuUsPerOp ?? '?'}`);
+      rows.push({ cell: 'rpc-1-after-result', name: 'wflush', sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(r.opsPerSecond), completed: r.completed, durableP50us: r.durableP50us, durableP99us: r.durableP99us, resultP50us: r.resultP50us, resultP99us: r.resultP99us, overEchoRtt: round(ratio, 2), echoRttUs: rtt, warmMs: r.warmMs, serverCpuUsPerOp: r.serverCpuUsPerOp, clientCpuUsPerOp: r.clientCpuUsPerOp, serverSystemUsPerOp: r.serverSystemUsPerOp, clientSystemUsPerOp: r.clientSystemUsPerOp });
+      summary.push(`${pad('wflush ²', 9)} ${pad(`${r.durableP50us} µs`, 12)} ${pad(`×${round(ratio, 2)}`, 11)} ${pad(`${r.durableP99us} µs`, 11)} ${pad(`${r.resultP50us} µs`, 11)} ${pad(fmtRate(r.opsPerSecond), 11)} ${cpuCell(r)}`);
       summary.push('² the next call only after the previous RESULT (the server is done processing when it arrives)');
     }
     const bestOne = Math.min(...oneRows.filter((x) => DECOUPLED.includes(x.strategy)).map((x) => x.r.durableP50us));

@@ -58,6 +58,7 @@ async function main(): Promise<void> {
     const warmMs = await warmUp({ warmMs: 400 }, () => load.completed());
     const canary = await startCanary();
     const cpu0 = childCpuSplitUs(child.pid);
+    const own0 = process.cpuUsage();
     t0 = performance.now();
     measuring = true;
     const perSecond: number[] = [];
@@ -69,6 +70,7 @@ async function main(): Promise<void> {
     measuring = false;
     const elapsed = performance.now() - t0;
     const cpu1 = childCpuSplitUs(child.pid);
+    const own = process.cpuUsage(own0);
     const frozen = await canary.stop();
     await load.stop();
     const s = tracker.summary();
@@ -95,11 +97,14 @@ async function main(): Promise<void> {
       serverCpuUsPerOp: cpu0 === undefined || cpu1 === undefined || n === 0 ? null : Math.round(((cpu1.userUs + cpu1.systemUs - cpu0.userUs - cpu0.systemUs) / n) * 100) / 100,
       /** Of which system (kernel) time: the server's socket syscalls and the loopback delivery its writes run. */
       serverSystemUsPerOp: cpu0 === undefined || cpu1 === undefined || n === 0 ? null : Math.round(((cpu1.systemUs - cpu0.systemUs) / n) * 100) / 100,
+      /** This process's (the clients') CPU a request, and its system part. */
+      clientCpuUsPerOp: n === 0 ? null : Math.round(((own.user + own.system) / n) * 100) / 100,
+      clientSystemUsPerOp: n === 0 ? null : Math.round((own.system / n) * 100) / 100,
     };
     if (json) console.log(JSON.stringify(report));
     else {
       console.log(`${strategy}${strict ? ' strict' : ''} ${payloadBytes} B: ${report.opsPerSecond} requests/s over ${seconds} s (after a ${report.warmMs} ms warm-up); by second ${perSecond.join(' ')}`);
-      console.log(`  latency p50 ${report.p50us} µs, p99 ${report.p99us} µs, max ${report.maxUs} µs; server CPU ${report.serverCpuUsPerOp ?? '?'} µs a request (system ${report.serverSystemUsPerOp ?? '?'})`);
+      console.log(`  latency p50 ${report.p50us} µs, p99 ${report.p99us} µs, max ${report.maxUs} µs; server CPU ${report.serverCpuUsPerOp ?? '?'} µs a request (system ${report.serverSystemUsPerOp ?? '?'}), client ${report.clientCpuUsPerOp ?? '?'} (system ${report.clientSystemUsPerOp ?? '?'})`);
       console.log(`  stalls (no completion for ≥ ${STALL_US / 1000} ms): ${s.count}, ${report.stalledMs} ms in all (${(s.share * 100).toFixed(1)} % of the run), the longest ${(s.maxGapUs / 1000).toFixed(1)} ms`);
       console.log(`  frozen (a thread sleeping ${SLEEP_MS} ms woke ≥ ${FROZEN_MIN_MS} ms late: the machine stopped every thread): ${frozen.frozenMs} ms in ${frozen.events} events, ${frozen.frozenMsPerSecond} ms a second`);
     }

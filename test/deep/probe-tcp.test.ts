@@ -27,6 +27,12 @@ t.test('one second of a plain and a strict serve: requests counted, the stall fi
     t.ok((out.stalls as number) === 0 || (out.longestGapUs as number) >= 2000, 'a stall is a gap of at least 2 ms');
     const frozen = out.frozenMsPerSecond as number;
     t.ok(frozen >= 0 && frozen <= 1000, `frozen ${frozen} ms a second`);
+    // CPU a request, each side with its system part (the part is within the whole).
+    for (const side of ['server', 'client']) {
+      const all = out[`${side}CpuUsPerOp`] as number;
+      const system = out[`${side}SystemUsPerOp`] as number;
+      t.ok(typeof all === 'number' && typeof system === 'number' && all >= 0 && system >= 0 && system <= all, `${side} CPU ${all} µs a request, system ${system}`);
+    }
   }
 });
 
@@ -38,6 +44,9 @@ t.test("bench tcp's cell watched by the frozen-time canary (bench redis's cells)
   // By order, not speed: the canary runs before the window opens (startCanary resolves once it runs) and wakes after it closes.
   t.ok(cell.frozen!.spanMs >= 300 - 2, `canary watched ${cell.frozen!.spanMs} ms around a 300 ms window`);
   t.ok(cell.frozen!.frozenMsPerSecond >= 0 && cell.frozen!.frozenMsPerSecond <= 1000);
+  // The cell's CPU a request, each side with its system part within the whole.
+  t.ok(cell.serverCpuUsPerOp !== null && cell.serverSystemUsPerOp !== null && cell.serverCpuUsPerOp >= 0 && cell.serverSystemUsPerOp! >= 0 && cell.serverSystemUsPerOp! <= cell.serverCpuUsPerOp!, `server ${cell.serverCpuUsPerOp} (system ${cell.serverSystemUsPerOp})`);
+  t.ok(cell.clientCpuUsPerOp !== null && cell.clientSystemUsPerOp !== null && cell.clientCpuUsPerOp >= 0 && cell.clientSystemUsPerOp! >= 0 && cell.clientSystemUsPerOp! <= cell.clientCpuUsPerOp!, `client ${cell.clientCpuUsPerOp} (system ${cell.clientSystemUsPerOp})`);
   const plain = await rpcCell('wflush', { clients: 1, window: 4, warmMs: 200, cellMs: 200, latencyCellMs: 200 }, 1);
   t.equal(plain.frozen, undefined, 'no canary unless asked');
 });

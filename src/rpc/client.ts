@@ -11,7 +11,7 @@ import { encodeEntry } from '../../recovery/index.js';
 import { RpcErrorCodes } from './errors.js';
 import { checkRpcFaults, GOODBYE_METHOD, methodId, type ConnectionInfo, type RpcFaults } from './server.js';
 import { rpcStrategy, type RpcStrategy, type RpcStrategyRecord } from './strategies.js';
-import { decodeAck, decodeError, decodeResult, RPC_ACK_IMM, RPC_RESULT_IMM, STATUS_OK } from './wire.js';
+import { decodeAck, decodeError, decodeResult, decodeResults, RPC_ACK_IMM, RPC_RESULT_IMM, RPC_RESULTS_IMM, STATUS_OK } from './wire.js';
 
 export interface RpcCall {
   /** The request's sequence number (FIFO per client). */
@@ -445,21 +445,31 @@ export class DurableRpcClient {
       if (upTo !== undefined && this.#rec.serverAcks) this.#markDurable(Math.min(upTo, this.#nextSeq - 1));
       return;
     }
+    if (m.imm === RPC_RESULTS_IMM) {
+      // Packed RESULTs (a pass's, in order): each as one RESULT, then one pump for them all.
+      if (decodeResults(m.data, this.#onResult)) this.#pump();
+      return;
+    }
     if (m.imm !== RPC_RESULT_IMM) return;
     const r = decodeResult(m.data);
     if (r === undefined) return;
-    const p = this.#pending.get(r.seq);
-    // A result is sent after the request's applied flag is durable: it implies durability
-    // (for a decoupled strategy the ACK or FLUSH completion may simply not have arrived yet).
-    if (this.#rec.durableAt !== 'never') this.#markDurable(Math.min(r.seq, this.#nextSeq - 1));
-    if (r.appliedSeq > this.#credit) this.#credit = r.appliedSeq;
-    if (p !== undefined) {
-      if (r.status === STATUS_OK) p.resolveResult(r.bytes);
-      else p.rejectResult(decodeError(r.bytes));
-      this.#gc(p);
-    }
+    this.#onResult(r.seq, r.appliedSeq, r.status, r.bytes);
     this.#pump();
   }
+
+  /** One RESULT (alone or packed): the call's answer, its durability, the credit. */
+  #onResult = (seq: number, appliedSeq: number, status: number, bytes: Uint8Array): void => {
+    const p = this.#pending.get(seq);
+    // A result is sent after the request's applied flag is durable: it implies durability
+    // (for a decoupled strategy the ACK or FLUSH completion may simply not have arrived yet).
+    if (this.#rec.durableAt !== 'never') this.#markDurable(Math.min(seq, this.#nextSeq - 1));
+    if (appliedSeq > this.#credit) this.#credit = appliedSeq;
+    if (p !== undefined) {
+      if (status === STATUS_OK) p.resolveResult(bytes);
+      else p.rejectResult(decodeError(bytes));
+      this.#gc(p);
+    }
+  };
 
   #markDurable(upTo: number): void {
     if (this.#rec.durableAt === 'never') return;

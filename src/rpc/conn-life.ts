@@ -51,6 +51,8 @@ export interface Conn {
   ring: Ring;
   stops: Array<() => void>;
   ackedUpTo: number;
+  /** The client reads packed RESULTs (AcceptRequest.packedResults): a pass's replies leave in one notify. */
+  packed: boolean;
   /** SEND strategies: the highest sequence whose receive buffer this connection has posted. */
   recvUpTo: number;
   /**

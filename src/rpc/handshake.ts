@@ -14,6 +14,7 @@ export function checkAccept(request: AcceptRequest): readonly number[] {
   if (request === null || typeof request !== 'object') throw new TypeError(`request must be an object, got ${String(request)}`);
   const awaiting = request.awaiting ?? [];
   if (!Array.isArray(awaiting) || awaiting.some((s) => !Number.isSafeInteger(s) || s < 1)) throw new TypeError('awaiting must be an array of positive integers');
+  if (request.packedResults !== undefined && typeof request.packedResults !== 'boolean') throw new TypeError(`packedResults must be a boolean, got ${String(request.packedResults)}`);
   return awaiting;
 }
 

@@ -17,7 +17,7 @@ export {
 } from './server.js';
 export { CONNST, CONN_TRANSITIONS, connTransition, type ConnState } from './conn-life.js';
 export { DurableRpcClient, RPC_CLIENT_DEFAULTS, type RpcCall, type RpcClientOptions } from './client.js';
-export { RPC_ACK_IMM, RPC_RESULT_IMM } from './wire.js';
+export { RPC_ACK_IMM, RPC_RESULT_IMM, RPC_RESULTS_IMM } from './wire.js';
 export { connectInProcess, reconnectInProcess } from './inprocess.js';
 export type { RpcHandler, RpcRequest, RpcEffects, RpcPool, PoolTask, PoolAnswer } from './handler.js';
 export { rpcWorker } from './worker.js';

@@ -168,4 +168,10 @@ export interface AcceptRequest {
   secret?: string;
   /** Sequences whose result the client still waits for. */
   awaiting?: readonly number[];
+  /**
+   * The client reads packed RESULTs (RPC_RESULTS_IMM: a pass's RESULTs to it in one notify).
+   * DurableRpcClient reads both kinds and its connect helpers say so; a client that does not say
+   * so gets one RESULT (RPC_RESULT_IMM) a request.
+   */
+  packedResults?: boolean;
 }

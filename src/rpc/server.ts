@@ -30,7 +30,7 @@ import { checkRpcFaults, RPC_SERVER_CHECKS, RPC_SERVER_DEFAULTS, type AcceptRequ
 import { StrictBatch, type PassPart } from './strict-batch.js';
 import { Leases } from './leases.js';
 import { checkAccept, decodeSecret, knownResults, newSecret } from './handshake.js';
-import { encodeAck, encodeResultOf, RPC_ACK_IMM, RPC_RESULT_IMM } from './wire.js';
+import { encodeAck, encodeResultOf, ResultPack, RPC_ACK_IMM, RPC_RESULT_IMM, RPC_RESULTS_IMM } from './wire.js';
 
 export {
   checkRpcFaults,
@@ -296,7 +296,7 @@ export class DurableRpcServer {
     const sqp = this.nic.createQp(pd);
     const ring = store.ring(clientId);
     invariant(ring.nextSeq === resumeSeq, () => `the ring polls from ${ring.nextSeq}, not the resume point ${resumeSeq}`);
-    const conn: Conn = { clientId, sqp, mr, ring, stops: [], ackedUpTo: resumeSeq - 1, recvUpTo: resumeSeq - 1, polledEmptyIn: -1, deferred: undefined };
+    const conn: Conn = { clientId, sqp, mr, ring, packed: request.packedResults === true, stops: [], ackedUpTo: resumeSeq - 1, recvUpTo: resumeSeq - 1, polledEmptyIn: -1, deferred: undefined };
     this.#enter(clientId, CONNST.OPEN, conn);
     this.#leases.seen(clientId);
     const applied = store.conn.appliedSeq(clientId);
@@ -703,6 +703,8 @@ export class DurableRpcServer {
   #send(replies: Array<() => void>, applied: number): void {
     const last = replies.length - 1;
     this.#replyApplied = applied;
+    // Two or more: a connection that reads packed RESULTs gets them in one notify (#reply packs them).
+    if (last > 0) this.#packing = true;
     try {
       for (let i = 0; i <= last; i++) {
         this.#more = i < last;
@@ -711,7 +713,22 @@ export class DurableRpcServer {
     } finally {
       this.#more = false;
       this.#replyApplied = -1;
+      this.#packing = false;
+      this.#sendPack();
     }
+  }
+
+  /** Inside #send of two or more replies: RESULTs to a packing connection are gathered in #pack (for #packConn). */
+  #packing = false;
+  #pack = new ResultPack();
+  #packConn: Conn | undefined;
+
+  /** The gathered RESULTs, as one packed notify to their connection (a durable signal if the strategy is coupled: not lazy then). */
+  #sendPack(): void {
+    const c = this.#packConn;
+    if (c === undefined) return;
+    this.#packConn = undefined;
+    if (this.#pack.size > 0) c.sqp.notify(this.#pack.take(), RPC_RESULTS_IMM, this.#lazyResults);
   }
 
   /** notify() options of a RESULT: lazy unless the strategy is coupled (its RESULT is the durable signal). */
@@ -816,6 +833,13 @@ export class DurableRpcServer {
     invariant(appliedSeq >= seq, () => `client ${c.clientId}: RESULT of sequence ${seq} before it is applied (applied up to ${appliedSeq})`);
     // A decoupled strategy's RESULT follows its durable signal: the transport may gather it with the
     // pass's other RESULTs (one socket write). A coupled reply is the durable signal: never lazy.
+    if (this.#packing && c.packed) {
+      // (A pass's replies are one client's; its connection may change in the middle: what was gathered for the old one goes first.)
+      if (this.#packConn !== c) this.#sendPack();
+      this.#packConn = c;
+      this.#pack.add(seq, appliedSeq, status, bytes);
+      return;
+    }
     c.sqp.notify(encodeResultOf(seq, appliedSeq, status, bytes), RPC_RESULT_IMM, this.#more ? MORE : this.#lazyResults);
   }
 }

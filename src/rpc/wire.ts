@@ -9,6 +9,12 @@ import { invariant, PmrpcError, type ErrorCode } from '../../pmem/index.js';
 export const RPC_ACK_IMM = 0x52504341; // 'RPCA'
 /** imm of an RPC RESULT: data = u64 seq, u64 applied sequence (the credit), u32 status, u32 length, bytes. */
 export const RPC_RESULT_IMM = 0x52504352; // 'RPCR'
+/**
+ * imm of packed RESULTs: data = RESULTs back to back (each as under RPC_RESULT_IMM, its own length
+ * word: no padding). Sent only to a client whose Hello said it reads them (AcceptRequest.packedResults):
+ * one notify for a pass's replies to one connection instead of one per request.
+ */
+export const RPC_RESULTS_IMM = 0x52504350; // 'RPCP'
 
 export const RESULT_HEADER_BYTES = 24;
 export const STATUS_OK = 0;
@@ -90,6 +96,82 @@ export function decodeResult(data: Uint8Array): ResultMessage | undefined {
     bytes: data.slice(RESULT_HEADER_BYTES),
   };
 }
+
+/**
+ * The RESULTs of a packed notify (RPC_RESULTS_IMM), one by one to `each`, in order — all or none:
+ * the whole frame is checked first (every header whole, every length inside the frame, the last
+ * ending where the frame does), so a malformed one delivers nothing and returns false.
+ */
+export function decodeResults(data: Uint8Array, each: (seq: number, appliedSeq: number, status: number, bytes: Uint8Array) => void): boolean {
+  let p = 0;
+  while (p < data.length) {
+    if (p + RESULT_HEADER_BYTES > data.length) return false;
+    p += RESULT_HEADER_BYTES + u32At(data, p + 20);
+  }
+  if (p !== data.length || p === 0) return false;
+  for (p = 0; p < data.length; ) {
+    const len = u32At(data, p + 20);
+    const start = p + RESULT_HEADER_BYTES;
+    each(u64At(data, p), u64At(data, p + 8), u32At(data, p + 16), data.slice(start, start + len));
+    p = start + len;
+  }
+  return true;
+}
+
+/**
+ * A run of RESULTs to one client gathered into one packed notify (RPC_RESULTS_IMM): add() each,
+ * take() the frame's bytes (one buffer, written once) and start again. The arrays are kept between
+ * runs (no object per RESULT).
+ */
+export class ResultPack {
+  #seq: number[] = [];
+  #applied: number[] = [];
+  #status: number[] = [];
+  #bytes: Uint8Array[] = [];
+  #n = 0;
+  #total = 0;
+
+  get size(): number {
+    return this.#n;
+  }
+
+  add(seq: number, appliedSeq: number, status: number, bytes: Uint8Array): void {
+    invariant(Number.isSafeInteger(seq) && seq >= 1, () => `RESULT of sequence ${seq}`);
+    invariant(Number.isSafeInteger(appliedSeq) && appliedSeq >= 0, () => `RESULT of sequence ${seq} with credit ${appliedSeq}`);
+    const i = this.#n++;
+    this.#seq[i] = seq;
+    this.#applied[i] = appliedSeq;
+    this.#status[i] = status;
+    this.#bytes[i] = bytes;
+    this.#total += RESULT_HEADER_BYTES + bytes.length;
+  }
+
+  take(): Uint8Array {
+    const b = new Uint8Array(this.#total);
+    let p = 0;
+    for (let i = 0; i < this.#n; i++) {
+      const seq = this.#seq[i]!;
+      const applied = this.#applied[i]!;
+      const bytes = this.#bytes[i]!;
+      putU32(b, p, seq >>> 0);
+      putU32(b, p + 4, Math.floor(seq / TWO_32));
+      putU32(b, p + 8, applied >>> 0);
+      putU32(b, p + 12, Math.floor(applied / TWO_32));
+      putU32(b, p + 16, this.#status[i]!);
+      putU32(b, p + 20, bytes.length);
+      p += RESULT_HEADER_BYTES;
+      if (bytes.length > 64) b.set(bytes, p);
+      else for (let k = 0; k < bytes.length; k++) b[p + k] = bytes[k]!;
+      p += bytes.length;
+      this.#bytes[i] = EMPTY; // (the results are not kept past the frame)
+    }
+    this.#n = 0;
+    this.#total = 0;
+    return b;
+  }
+}
+
+const EMPTY = new Uint8Array(0);
 
 /**
  * What an effect record keeps as a request's result (keepResults): a status byte then the

@@ -18,8 +18,8 @@ import { HEADER_BYTES, macrotaskTurn, type MsyncAsyncFn, type MsyncFn } from '..
 import type { ServerMessage } from '../../flush/index.js';
 import { NodeHost } from '../../src/node/index.js';
 import { RemoteRpcClient, WORKLOAD_METHOD, workloadPayload } from '../../src/server/index.js';
-import { RPC_RESULT_IMM } from '../../src/rpc/index.js';
-import { decodeResult } from '../../src/rpc/wire.js';
+import { RPC_RESULT_IMM, RPC_RESULTS_IMM } from '../../src/rpc/index.js';
+import { decodeResult, decodeResults } from '../../src/rpc/wire.js';
 import type { RpcAppServer } from '../../src/apps/rpc/index.js';
 
 const SEED = Number(process.env.PMRPC_SEED ?? 1);
@@ -84,6 +84,13 @@ t.test('strict rpc over TCP: a round of requests takes one msync (entries and re
         results++;
         const r = decodeResult(m.data)!;
         if (!entryOnDisk(r.seq)) violations.push(`RESULT of seq ${r.seq} left before its entry was on the disk`);
+      } else if (counting && m.type === 'notify' && m.imm === RPC_RESULTS_IMM) {
+        // Packed RESULTs (the client reads them): each one checked as it leaves.
+        const ok = decodeResults(m.data, (seq) => {
+          results++;
+          if (!entryOnDisk(seq)) violations.push(`RESULT of seq ${seq} left (packed) before its entry was on the disk`);
+        });
+        if (!ok) violations.push('a malformed packed RESULT frame');
       }
       sink(m, lazy);
     });

@@ -13,10 +13,10 @@ import { join } from 'node:path';
 import { createPrng, HEADER_BYTES, PmemRegion, seededEntropy, type MsyncAsyncFn, type MsyncFn } from '../../pmem/index.js';
 import { InProcessFabric, Rnic, type DeliveryMode, type NicDriverFaults, type RequestMessage, type ServerMessage } from '../../flush/index.js';
 import { layoutBytes, RecoveryStore } from '../../recovery/index.js';
-import { connectInProcess, DurableRpcServer, reconnectInProcess, RPC_ACK_IMM, RPC_RESULT_IMM, type RpcFaults } from '../../src/rpc/index.js';
+import { connectInProcess, DurableRpcServer, reconnectInProcess, RPC_ACK_IMM, RPC_RESULT_IMM, RPC_RESULTS_IMM, type RpcFaults } from '../../src/rpc/index.js';
 import { GEOMETRY, inc, SEED } from './fixtures/rig.js';
 import { macrotaskTurn } from '../../pmem/index.js';
-import { decodeAck, decodeResult } from '../../src/rpc/wire.js';
+import { decodeAck, decodeResult, decodeResults } from '../../src/rpc/wire.js';
 
 /** On a strict file region the server's passes run one per event-loop turn: let turns go by (bounded). */
 async function turns(n = 200): Promise<void> {
@@ -168,15 +168,20 @@ async function run(t: Tap.Test, faults: RpcFaults | undefined, failing = false, 
   // Checked as each message leaves the NIC for its client, right after the ack gate.
   onMessage.push((k, m) => {
     if (m.type !== 'notify') return;
-    if (m.imm === RPC_RESULT_IMM) {
+    if (m.imm === RPC_RESULT_IMM || m.imm === RPC_RESULTS_IMM) {
       // A RESULT says "processed" (its request's record is replayed by recovery, even while its
       // applied flag lags: lazy flags), and its credit says "applied" up to appliedSeq: those
-      // records must be on the disk when it leaves.
-      const r = decodeResult(m.data)!;
-      results++;
-      if (inCallback) resultsInCallback.add(k);
-      if (inCallback && startedInWindow) resultsAfterNextMsync++;
-      recordsOnDisk(`a RESULT (seq ${r.seq}, applied ${r.appliedSeq}) left`, k, Math.max(r.seq, r.appliedSeq));
+      // records must be on the disk when it leaves. (Packed RESULTs: each of them.)
+      const one = (seq: number, appliedSeq: number): void => {
+        results++;
+        if (inCallback) resultsInCallback.add(k);
+        if (inCallback && startedInWindow) resultsAfterNextMsync++;
+        recordsOnDisk(`a RESULT (seq ${seq}, applied ${appliedSeq}) left`, k, Math.max(seq, appliedSeq));
+      };
+      if (m.imm === RPC_RESULT_IMM) {
+        const r = decodeResult(m.data)!;
+        one(r.seq, r.appliedSeq);
+      } else if (!decodeResults(m.data, one)) violations.push('a malformed packed RESULT frame');
       return;
     }
     if (m.imm !== RPC_ACK_IMM) return;

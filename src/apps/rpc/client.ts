@@ -29,7 +29,8 @@ function awaitingRuns(seqs: readonly number[]): Array<number | [number, number]>
 
 /** The Hello payload of a new client ({}) or of a reconnect (id, secret, awaited sequences). */
 export function encodeHelloPayload(req: AcceptRequest): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify({ clientId: req.clientId, secret: req.secret, awaiting: req.awaiting === undefined ? undefined : awaitingRuns(req.awaiting) }));
+  // DurableRpcClient reads packed RESULTs: said unless the request says otherwise.
+  return new TextEncoder().encode(JSON.stringify({ clientId: req.clientId, secret: req.secret, awaiting: req.awaiting === undefined ? undefined : awaitingRuns(req.awaiting), packedResults: req.packedResults ?? true }));
 }
 
 /** The server's ConnectionInfo from a Welcome payload (DurableRpcClient checks its fields again). */

@@ -37,7 +37,7 @@ export interface RpcAppServerOptions {
 /** Server side: the client's accept request, validated (a bad one refuses the connection with a coded Goodbye). */
 export function decodeHelloPayload(bytes: Uint8Array): AcceptRequest {
   const o = parseHandshake(bytes, 'Hello');
-  const out: { clientId?: number; secret?: string; awaiting?: number[] } = {};
+  const out: { clientId?: number; secret?: string; awaiting?: number[]; packedResults?: boolean } = {};
   if (o.clientId !== undefined) {
     if (!isPositiveInt(o.clientId)) throw badHandshake(`clientId must be a positive integer, got ${String(o.clientId)}`);
     out.clientId = o.clientId as number;
@@ -46,6 +46,10 @@ export function decodeHelloPayload(bytes: Uint8Array): AcceptRequest {
     if (typeof o.secret !== 'string' || !/^[A-Za-z0-9_-]{1,1400}$/.test(o.secret)) throw badHandshake('secret must be a base64url string (at most 1400 characters)');
     if (o.clientId === undefined) throw badHandshake('secret without clientId');
     out.secret = o.secret;
+  }
+  if (o.packedResults !== undefined) {
+    if (typeof o.packedResults !== 'boolean') throw badHandshake(`packedResults must be a boolean, got ${String(o.packedResults)}`);
+    out.packedResults = o.packedResults;
   }
   if (o.awaiting !== undefined) {
     const what = `awaiting must be an array of positive integers and [first, last] runs, at most ${MAX_AWAITING} sequences in all`;

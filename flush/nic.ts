@@ -600,7 +600,9 @@ export class Rnic {
       const i = item.next++;
       if (i === 0) e.chain++;
       const wr = wrs[i]!;
-      item.completions.push(this.#execute(e, item, wr, i));
+      const c = this.#execute(e, item, wr, i);
+      // An unsignaled work request that succeeded gives no completion (one that did not, does).
+      if (wr.unsignaled !== true || c.status !== 'ok') item.completions.push(c);
       if (buggify('nic.drain-early')) this.drainAll();
       // Group commit: a FLUSH inside a chain is an ordering point — what the chain does next may
       // depend on its bytes being durable (PRISM), so they are synced now, not at the pass's end.

@@ -39,6 +39,12 @@ export interface ChainFlags {
   conditional?: boolean;
   /** Write the output (READ data, CAS/FAA old value, ALLOCATE pointer) to this scratch offset instead of returning it. */
   redirect?: number;
+  /**
+   * No completion when it succeeds (a verbs work request posted without IBV_SEND_SIGNALED): the
+   * Response of its message carries the completions of the signaled work requests and of every
+   * one that did not succeed — so fewer completions than work requests, each named by its `id`.
+   */
+  unsignaled?: boolean;
 }
 
 /** WRITE / WRITE_WITH_IMM, with the PRISM options. */

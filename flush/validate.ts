@@ -50,6 +50,7 @@ export function wrError(wr: unknown): string | undefined {
   if (!WR_OPS.includes(w.op as never)) return `op must be one of ${WR_OPS.join(', ')}, got ${String(w.op)}`;
   if (w.id !== undefined && !isU32(w.id)) return 'id must be a 32-bit unsigned integer';
   if (!isBool(w.conditional)) return 'conditional must be a boolean';
+  if (!isBool(w.unsignaled)) return 'unsignaled must be a boolean';
   if (w.redirect !== undefined && !isOff(w.redirect)) return 'redirect must be a scratch offset (non-negative integer)';
   if (!isBool(w.indirect) || !isBool(w.bounded)) return 'indirect and bounded must be booleans';
   if (w.targetRkey !== undefined && !isU32(w.targetRkey)) return 'targetRkey must be a 32-bit unsigned integer';

@@ -392,7 +392,8 @@ export class DurableRpcClient {
       const slot = (seq - 1) % info.ringSlots;
       if (seq > first.seq && (slot === 0 || bytes + p.bytes.length > GATHER_BYTES)) break; // the ring wraps, or the chain is long enough
       const addr = info.ringOffset + slot * info.slotBytes;
-      wrs.push({ op: 'write', to: { rkey: info.rkey, addr }, data: p.bytes } satisfies WriteWr);
+      // Unsignaled: the chain's FLUSH completion says all (a WRITE that fails still answers with its error).
+      wrs.push({ op: 'write', to: { rkey: info.rkey, addr }, data: p.bytes, unsignaled: true } satisfies WriteWr);
       bytes += p.bytes.length;
       end = addr + p.bytes.length;
     }

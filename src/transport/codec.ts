@@ -114,7 +114,7 @@ function opt(o: Obj, k: string, v: unknown): void {
 }
 
 function wrOut(wr: WorkRequest): Obj {
-  const o: Obj = { conditional: wr.conditional === true };
+  const o: Obj = { conditional: wr.conditional === true, unsignaled: wr.unsignaled === true };
   opt(o, 'id', wr.id);
   opt(o, 'redirect', wr.redirect);
   switch (wr.op) {
@@ -305,7 +305,7 @@ function defined<T extends Obj>(o: T): T {
 
 /** One decoded WorkRequest (protobufjs toObject form) as flush/'s WorkRequest. For decoder.ts. */
 export function wrIn(o: Obj, i: number): WorkRequest {
-  const flags = defined({ id: maybeNum(o.id, `wr ${i} id`), conditional: o.conditional === true ? true : undefined, redirect: maybeNum(o.redirect, `wr ${i} redirect`) });
+  const flags = defined({ id: maybeNum(o.id, `wr ${i} id`), conditional: o.conditional === true ? true : undefined, redirect: maybeNum(o.redirect, `wr ${i} redirect`), unsignaled: o.unsignaled === true ? true : undefined });
   const w = `wr ${i}`;
   switch (o.op) {
     case 'write': {

@@ -227,6 +227,7 @@ function sizeWr(wr: WorkRequest): number {
   let n = optU32(wr.id);
   if (wr.conditional === true) n += 2;
   n += optU32(wr.redirect);
+  if (wr.unsignaled === true) n += 2;
   const body = sizeOp(wr);
   n += (OP_TAGS[wr.op]! < 16 ? 1 : 2) + vlen(body) + body; // fields 10..15: a 1-byte tag, 16: 2 bytes
   sizes[mark] = n;
@@ -243,6 +244,10 @@ function writeWr(wr: WorkRequest): void {
     buf[pos++] = 1;
   }
   if (wr.redirect !== undefined && wr.redirect !== null) writeU32(0x18, wr.redirect);
+  if (wr.unsignaled === true) {
+    buf[pos++] = 0x20;
+    buf[pos++] = 1;
+  }
   const body = sizes[sizeAt++]!;
   const tag = OP_TAGS[wr.op]!;
   varint((tag << 3) | 2);
@@ -744,6 +749,7 @@ function readWr(end: number): WorkRequest | undefined {
   let id: number | undefined;
   let conditional = false;
   let redirect: number | undefined;
+  let unsignaled = false;
   let out: Record<string, unknown> | undefined;
   let seen = 0;
   while (rp < end && !off) {
@@ -760,6 +766,9 @@ function readWr(end: number): WorkRequest | undefined {
     } else if (t === 0x18 && (seen & 4) === 0 && out === undefined) {
       seen |= 4;
       redirect = ru32(end);
+    } else if (t === 0x20 && (seen & 8) === 0 && out === undefined) {
+      seen |= 8;
+      unsignaled = readBool(end);
     } else if ((t & 7) === 2 && t >>> 3 >= 10 && t >>> 3 <= 16 && out === undefined) {
       const a = rlen(end);
       if (off) break;
@@ -767,6 +776,7 @@ function readWr(end: number): WorkRequest | undefined {
       if (id !== undefined) out.id = id;
       if (conditional) out.conditional = true;
       if (redirect !== undefined) out.redirect = redirect;
+      if (unsignaled) out.unsignaled = true;
       const e = rp;
       rp = a;
       readOp(t >>> 3, e, out);

@@ -95,3 +95,24 @@ t.test('a crash point inside a chain executed in one pass: images between its re
   t.equal(seen[0], 'item=9 slot=0', 'the item FLUSH runs before the CAS wrote the slot');
   t.equal(seen.at(-1), 'item=9 slot=4096', 'the slot FLUSH after it');
 });
+
+t.test('unsignaled work requests: no completion when they succeed, their error when they do not', async (t) => {
+  const s = setup();
+  const rk = s.mr.rkey;
+  const sqp = s.nic.createQp(s.sqp.pd);
+  const link = s.fabric.connect(sqp);
+  const got: Completion[][] = [];
+  link.onMessage((m) => {
+    if (m.type === 'response') got.push(m.completions);
+  });
+  const w = (addr: number, v: number, rkey = rk): WorkRequest => ({ ...Wr.write({ rkey, addr }, fill(8, v)), unsignaled: true });
+  // A gathered chain: three unsignaled WRITEs and a signaled FLUSH — one completion, the FLUSH's.
+  link.send({ type: 'request', qpn: sqp.qpn, seq: 0, wrs: [w(0, 1), w(64, 2), w(128, 3), Wr.flush('persistent', rk, { addr: 0, len: 136 })] });
+  t.same(got[0]!.map((c) => [c.id, c.op, c.status]), [[3, 'flush', 'ok']], 'only the signaled FLUSH answers (named by its index)');
+  t.same([s.region.load(0, 8), s.region.load(64, 8), s.region.load(128, 8)], [fill(8, 1), fill(8, 2), fill(8, 3)], 'every unsignaled WRITE ran');
+  // An unsignaled WRITE with a wrong rkey: its error completion, and the rest flushed with errors.
+  link.send({ type: 'request', qpn: sqp.qpn, seq: 1, wrs: [w(192, 4), w(256, 5, rk + 999), w(320, 6), Wr.flush('persistent', rk, { addr: 192, len: 136 })] });
+  t.same(got[1]!.map((c) => [c.id, c.status, c.code]), [[1, 'error', 'PMRPC_ERR_BAD_RKEY'], [2, 'error', 'PMRPC_ERR_WR_FLUSHED'], [3, 'error', 'PMRPC_ERR_WR_FLUSHED']], 'a failure always answers');
+  t.same(s.region.load(192, 8), fill(8, 4), 'the WRITE before it ran');
+  t.equal(chainError([{ ...Wr.read({ rkey: 1, addr: 0 }, 8), unsignaled: 'yes' } as never])?.why, 'unsignaled must be a boolean');
+});

@@ -11,7 +11,7 @@ const u32 = fc.integer({ min: 0, max: 0xffffffff });
 const addr = fc.integer({ min: 0, max: 2 ** 40 });
 const bytes = (max = 64) => fc.uint8Array({ maxLength: max });
 const loc: fc.Arbitrary<Loc> = fc.oneof(fc.record({ rkey: u32, addr }), fc.record({ scratch: fc.integer({ min: 0, max: 1 << 20 }) }));
-const flags = { id: fc.option(u32, { nil: undefined }), conditional: fc.option(fc.constant(true), { nil: undefined }), redirect: fc.option(fc.integer({ min: 0, max: 4096 }), { nil: undefined }) };
+const flags = { id: fc.option(u32, { nil: undefined }), conditional: fc.option(fc.constant(true), { nil: undefined }), redirect: fc.option(fc.integer({ min: 0, max: 4096 }), { nil: undefined }), unsignaled: fc.option(fc.constant(true), { nil: undefined }) };
 const opt = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
 const tru = opt(fc.constant(true as const));
 

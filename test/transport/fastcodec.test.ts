@@ -21,7 +21,7 @@ const u32 = fc.oneof(fc.constantFrom(0, 1, 127, 128, 0xffffffff), fc.integer({ m
 const loc = fc.oneof(fc.record({ rkey: u32, addr: fc.oneof(fc.constantFrom(0, 2 ** 53 - 1), fc.integer({ min: 0, max: 2 ** 40 })) }), fc.record({ scratch: u32 }));
 const bytes = fc.uint8Array({ maxLength: 200 });
 const opt = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
-const flags = { id: opt(u32), conditional: opt(fc.boolean()), redirect: opt(u32) };
+const flags = { id: opt(u32), conditional: opt(fc.boolean()), redirect: opt(u32), unsignaled: opt(fc.boolean()) };
 const rec = <T>(shape: Record<string, fc.Arbitrary<unknown>>) => fc.record(shape, { requiredKeys: [] }) as unknown as fc.Arbitrary<T>;
 const wr: fc.Arbitrary<WorkRequest> = fc.oneof(
   fc.record({ ...flags, op: fc.constantFrom('write' as const, 'writeImm' as const), to: loc, data: opt(bytes), from: opt(loc), len: opt(u32), indirect: opt(fc.boolean()), bounded: opt(fc.boolean()), targetRkey: opt(u32), imm: opt(u32) }),

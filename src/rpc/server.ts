@@ -30,7 +30,7 @@ import { checkRpcFaults, RPC_SERVER_CHECKS, RPC_SERVER_DEFAULTS, type AcceptRequ
 import { StrictBatch, type PassPart } from './strict-batch.js';
 import { Leases } from './leases.js';
 import { checkAccept, decodeSecret, knownResults, newSecret } from './handshake.js';
-import { encodeAck, encodeResultOf, ResultPack, RPC_ACK_IMM, RPC_RESULT_IMM, RPC_RESULTS_IMM } from './wire.js';
+import { encodeAck, encodeResultOf, RESULT_HEADER_BYTES, RESULT_PACK_BYTES_MAX, ResultPack, RPC_ACK_IMM, RPC_RESULT_IMM, RPC_RESULTS_IMM } from './wire.js';
 
 export {
   checkRpcFaults,
@@ -833,13 +833,17 @@ export class DurableRpcServer {
     invariant(appliedSeq >= seq, () => `client ${c.clientId}: RESULT of sequence ${seq} before it is applied (applied up to ${appliedSeq})`);
     // A decoupled strategy's RESULT follows its durable signal: the transport may gather it with the
     // pass's other RESULTs (one socket write). A coupled reply is the durable signal: never lazy.
-    if (this.#packing && c.packed) {
-      // (A pass's replies are one client's; its connection may change in the middle: what was gathered for the old one goes first.)
-      if (this.#packConn !== c) this.#sendPack();
+    const size = RESULT_HEADER_BYTES + bytes.length;
+    if (this.#packing && c.packed && size <= RESULT_PACK_BYTES_MAX) {
+      // (A pass's replies are one client's; its connection may change in the middle: what was
+      // gathered for the old one goes first. A pack that this RESULT would take past the bound goes first too.)
+      if (this.#packConn !== c || this.#pack.bytes + size > RESULT_PACK_BYTES_MAX) this.#sendPack();
       this.#packConn = c;
       this.#pack.add(seq, appliedSeq, status, bytes);
       return;
     }
+    // (Not packed: what was gathered leaves first, in order.)
+    if (this.#packConn !== undefined) this.#sendPack();
     c.sqp.notify(encodeResultOf(seq, appliedSeq, status, bytes), RPC_RESULT_IMM, this.#more ? MORE : this.#lazyResults);
   }
 }

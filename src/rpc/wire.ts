@@ -16,6 +16,15 @@ export const RPC_RESULT_IMM = 0x52504352; // 'RPCR'
  */
 export const RPC_RESULTS_IMM = 0x52504350; // 'RPCP'
 
+/**
+ * Most bytes of a pack's data: with its notify frame's few bytes (length prefix, tags, QP number,
+ * imm) a pack stays under the smallest frame bound a client may declare (1,024 bytes: the
+ * transport's MIN_FRAME_BYTES), so packing never makes a frame the client refuses. A RESULT that
+ * would pass it starts the next pack; one larger than this alone goes as a single RESULT, as it
+ * did before packing.
+ */
+export const RESULT_PACK_BYTES_MAX = 960;
+
 export const RESULT_HEADER_BYTES = 24;
 export const STATUS_OK = 0;
 export const STATUS_ERROR = 1;
@@ -133,6 +142,11 @@ export class ResultPack {
 
   get size(): number {
     return this.#n;
+  }
+
+  /** Bytes of the frame take() would return. */
+  get bytes(): number {
+    return this.#total;
   }
 
   add(seq: number, appliedSeq: number, status: number, bytes: Uint8Array): void {

@@ -3,10 +3,12 @@
 // a malformed pack whole; a packing client gets every answer, in order, in fewer notifies; a client
 // that does not say so gets one RESULT a request, as before.
 import t from 'tap';
-import { createPrng, type Prng } from '../../pmem/index.js';
+import { createPrng, PmemRegion, seededEntropy, type Prng } from '../../pmem/index.js';
+import { layoutBytes, RecoveryStore } from '../../recovery/index.js';
+import { encodeFrame, MIN_FRAME_BYTES } from '../../src/transport/index.js';
 import { QueuePair, type ServerMessage } from '../../flush/index.js';
 import { connectInProcess, DurableRpcClient, RPC_RESULT_IMM, RPC_RESULTS_IMM } from '../../src/rpc/index.js';
-import { decodeResult, decodeResults, encodeResult, ResultPack } from '../../src/rpc/wire.js';
+import { decodeResult, decodeResults, encodeResult, RESULT_PACK_BYTES_MAX, ResultPack } from '../../src/rpc/wire.js';
 import { decodeHelloPayload, encodeHelloPayload } from '../../src/server/index.js';
 import { readU64, rig, SEED, settle } from './fixtures/rig.js';
 
@@ -115,3 +117,48 @@ for (const strategy of ['wflush', 'farm'] as const) {
     server.close();
   });
 }
+
+t.test('packs stay under the smallest frame bound a client may declare; a RESULT larger than a pack goes alone, in order', async (t) => {
+  // The largest pack's notify frame, with the largest QP number and imm, against the transport's MIN_FRAME_BYTES.
+  const full = new ResultPack();
+  full.add(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 0xffff_ffff, new Uint8Array(RESULT_PACK_BYTES_MAX - 24));
+  t.equal(full.bytes, RESULT_PACK_BYTES_MAX);
+  const frame = encodeFrame({ type: 'notify', qpn: 0xffff_ffff, data: full.take(), imm: RPC_RESULTS_IMM });
+  t.ok(frame.length - 4 <= MIN_FRAME_BYTES, `the largest pack's frame: ${frame.length - 4} bytes (bound ${MIN_FRAME_BYTES})`);
+
+  // A ring of 16 and results of 8 × payload[0] bytes: one pass answers 16 requests with 200-byte
+  // results (224 bytes a RESULT: 4 a pack) and, in the middle, one of 1,000 bytes (alone).
+  const geometry = { maxClients: 2, ringSlots: 16, slotBytes: 128, logRecords: 64, recordBytes: 128, appBytes: 1024 };
+  const region = PmemRegion.createInMemory(layoutBytes(geometry), { tracing: true, entropy: seededEntropy(createPrng(SEED)) });
+  RecoveryStore.format(region, geometry);
+  const held: Array<() => void> = [];
+  const { server, fabric, nic } = rig({ region, schedule: (fn) => held.push(fn) });
+  server.register('sized', (req) => ({ images: [], result: new Uint8Array(8 * req.payload[0]!).fill(req.seq & 0xff) }));
+  const frames: Array<{ imm: number; bytes: number; seqs: number[] }> = [];
+  const attach = nic.attach.bind(nic);
+  nic.attach = (qpn: number, sink: (m: ServerMessage, lazy?: boolean) => void) =>
+    attach(qpn, (m, lazy) => {
+      if (m.type === 'notify' && (m.imm === RPC_RESULT_IMM || m.imm === RPC_RESULTS_IMM)) {
+        const seqs: number[] = [];
+        if (m.imm === RPC_RESULT_IMM) seqs.push(decodeResult(m.data)!.seq);
+        else decodeResults(m.data, (seq) => void seqs.push(seq));
+        frames.push({ imm: m.imm!, bytes: m.data.length, seqs });
+      }
+      sink(m, lazy);
+    });
+  server.start();
+  const c = connectInProcess(server, fabric);
+  const calls = Array.from({ length: 16 }, (_, i) => c.call('sized', Uint8Array.of(i === 9 ? 125 : 25)));
+  await settle();
+  for (let i = 0; i < 1000 && held.length > 0; i++) {
+    held.shift()!();
+    await settle(50);
+  }
+  const results = await Promise.all(calls.map((k) => k.result));
+  t.same(results.map((r) => r.length), calls.map((_, i) => (i === 9 ? 1000 : 200)), 'every result whole');
+  t.same(frames.flatMap((f) => f.seqs), Array.from({ length: 16 }, (_, i) => i + 1), 'every RESULT once, in order');
+  t.ok(frames.every((f) => f.imm === RPC_RESULT_IMM || f.bytes <= RESULT_PACK_BYTES_MAX), `no pack over ${RESULT_PACK_BYTES_MAX} bytes: ${frames.map((f) => f.bytes).join(', ')}`);
+  t.same(frames.filter((f) => f.imm === RPC_RESULT_IMM).map((f) => f.seqs), [[10]], 'the 1,000-byte RESULT alone');
+  t.ok(frames.filter((f) => f.imm === RPC_RESULTS_IMM).length >= 4, 'the others in packs of at most 4');
+  server.close();
+});

@@ -35,7 +35,7 @@ export const RPC_CLIENT_DEFAULTS: Readonly<RpcClientOptions> = Object.freeze({ p
 
 const ignore = (): undefined => undefined;
 
-/** Most calls, and most entry bytes, of one gathered chain (#gatheredWrs; wflush). */
+/** Most calls, and most bytes written (entries and the slot padding between them), of one gathered chain (#gatheredWrs; wflush). */
 const GATHER_MAX = 64;
 const GATHER_BYTES = 16 * 1024;
 
@@ -326,7 +326,7 @@ export class DurableRpcClient {
   };
 
   /**
-   * Whether the calls #pump posts at once go as one chain: WRITEs of consecutive ring slots, then
+   * Whether the calls #pump posts at once go as one chain: one WRITE of consecutive ring slots, then
    * ONE range FLUSH over them (wflush). The FLUSH's completion says every entry of the chain is
    * durable — as each call's own FLUSH did, over its own entry — with one FLUSH, one completion and
    * one Response for the run instead of one per call (issue 29).
@@ -352,7 +352,7 @@ export class DurableRpcClient {
       let tail = p;
       if (gather) {
         wrs = this.#gatheredWrs(p, last);
-        tail = this.#pending.get(p.seq + wrs.length - (this.#faults.skipFlush ? 1 : 2))!;
+        tail = this.#pending.get(this.#gatheredTail)!;
         for (let s = p.seq; s <= tail.seq; s++) this.#pending.get(s)!.sent = true;
         this.#nextUnsent = tail.seq + 1;
       } else {
@@ -372,31 +372,45 @@ export class DurableRpcClient {
     }
   }
 
+  /** The last call of the chain #gatheredWrs built last. */
+  #gatheredTail = 0;
   /**
-   * The chain of the calls from `first` on (wflush): the WRITE of each pending, unsent call in
-   * consecutive ring slots (no wrap), up to `last`, GATHER_MAX calls or GATHER_BYTES of entries,
-   * then one persistent range FLUSH from the first entry's start to the last entry's end.
+   * The chain of the calls from `first` on (wflush): the entries of the pending, unsent calls in
+   * consecutive ring slots (no wrap), up to `last`, GATHER_MAX calls or GATHER_BYTES written, then
+   * one persistent range FLUSH from the first entry's start to the last entry's end. The entries go
+   * as ONE WRITE of their slots back to back — each entry followed by zeros to the end of its slot,
+   * the last one without — as an RDMA client writes a run of ring slots: one work request, one NIC
+   * cache entry and one drain a chain instead of one a call (the server reads an entry by its
+   * header, never the rest of its slot, which only this client writes). The last call is left in
+   * #gatheredTail.
    */
   #gatheredWrs(first: Pending, last: number): WorkRequest[] {
     const info = this.#info;
     const f = this.#faults;
     const placement = f.flushGlobal ? 'global' : 'persistent';
     const start = info.ringOffset + ((first.seq - 1) % info.ringSlots) * info.slotBytes;
-    const wrs: WorkRequest[] = [];
-    let bytes = 0;
+    let calls = 0;
     let end = start;
-    for (let seq = first.seq; seq <= last && wrs.length < GATHER_MAX; seq++) {
+    for (let seq = first.seq; seq <= last && calls < GATHER_MAX; seq++) {
       const p = this.#pending.get(seq);
       if (p === undefined || p.sent) break;
       invariant(p.bytes.length <= info.slotBytes, () => `client ${info.clientId}: entry ${p.seq} is ${p.bytes.length} bytes, the ring slot ${info.slotBytes}`);
       const slot = (seq - 1) % info.ringSlots;
-      if (seq > first.seq && (slot === 0 || bytes + p.bytes.length > GATHER_BYTES)) break; // the ring wraps, or the chain is long enough
       const addr = info.ringOffset + slot * info.slotBytes;
-      // Unsignaled: the chain's FLUSH completion says all (a WRITE that fails still answers with its error).
-      wrs.push({ op: 'write', to: { rkey: info.rkey, addr }, data: p.bytes, unsignaled: true } satisfies WriteWr);
-      bytes += p.bytes.length;
+      if (seq > first.seq && (slot === 0 || addr + p.bytes.length - start > GATHER_BYTES)) break; // the ring wraps, or the chain is long enough
+      calls++;
       end = addr + p.bytes.length;
     }
+    this.#gatheredTail = first.seq + calls - 1;
+    let data: Uint8Array;
+    if (calls === 1) data = first.bytes;
+    else {
+      // The run's slots back to back (zeros after each entry, to its slot's end), the last entry without.
+      data = new Uint8Array(end - start);
+      for (let i = 0; i < calls; i++) data.set(this.#pending.get(first.seq + i)!.bytes, i * info.slotBytes);
+    }
+    // Unsignaled: the chain's FLUSH completion says all (a WRITE that fails still answers with its error).
+    const wrs: WorkRequest[] = [{ op: 'write', to: { rkey: info.rkey, addr: start }, data, unsignaled: true } satisfies WriteWr];
     if (!f.skipFlush) wrs.push({ op: 'flush', placement, selectivity: 'range', rkey: info.rkey, addr: start, len: end - start } satisfies FlushWr);
     return wrs;
   }

@@ -113,7 +113,7 @@ t.test('strict rpc over TCP: a round of requests takes one msync (entries and re
   t.ok(serverWrites <= ROUNDS + 1, `${serverWrites} socket writes for ${ROUNDS} rounds (the ACK and the RESULTs of a round in one)`);
   t.equal(onThread, 0, 'nothing synced on the thread (the ack gate found every message\'s bytes synced)');
   t.ok(results >= ROUNDS * PER_ROUND, `${results} RESULTs checked`);
-  // The client gathers a round's calls into chains of WRITEs and one FLUSH (DurableRpcClient #gatheredWrs): one completion a chain.
+  // The client gathers a round's calls into chains of one WRITE (their slots) and one FLUSH (DurableRpcClient #gatheredWrs): one completion a chain.
   t.ok(flushes >= ROUNDS, `${flushes} FLUSH completions for ${ROUNDS} rounds`);
   t.ok(asyncSyncs <= ROUNDS + 1, `${asyncSyncs} async msyncs for ${ROUNDS} rounds of ${PER_ROUND} requests (one a round; two in a row without the run-end scheduler)`);
 });

@@ -1,10 +1,11 @@
-// Under wflush the client gathers the calls of one synchronous run into one chain: their WRITEs into
-// consecutive ring slots, then ONE range FLUSH over them (issue 29; docs/rpc.md). The chain stops
-// where the ring wraps; no call is durable before the FLUSH that covers its entry completed; every
-// call is applied exactly once.
+// Under wflush the client gathers the calls of one synchronous run into one chain: ONE WRITE of
+// their consecutive ring slots (each entry followed by zeros to its slot's end, the last without),
+// then ONE range FLUSH over them (issue 29; docs/rpc.md). The chain stops where the ring wraps; no
+// call is durable before the FLUSH that covers its entry completed; every call is applied exactly once.
 import t from 'tap';
 import type { RequestMessage } from '../../flush/index.js';
 import { connectInProcess, type RpcStrategy } from '../../src/rpc/index.js';
+import { ENTRY_HEADER_BYTES } from '../../recovery/index.js';
 import { readU64, rig, settle } from './fixtures/rig.js';
 
 function run(strategy: RpcStrategy) {
@@ -21,7 +22,7 @@ function run(strategy: RpcStrategy) {
   return { ...r, client, chains };
 }
 
-t.test('wflush: a run of calls within the ring is one chain of WRITEs and one FLUSH over their entries', async (t) => {
+t.test('wflush: a run of calls within the ring is one chain: one WRITE of their slots and one FLUSH over their entries', async (t) => {
   const { nic, client } = run('wflush');
   const before = nic.stats.flushes;
   const wrsBefore = nic.stats.wrs;
@@ -34,7 +35,7 @@ t.test('wflush: a run of calls within the ring is one chain of WRITEs and one FL
   t.same(durable.sort(), [0, 1, 2], 'every call durable');
   t.equal(nic.stats.messages - msgsBefore, 1, 'one request message for the run');
   t.equal(nic.stats.flushes - before, 1, 'one FLUSH');
-  t.equal(nic.stats.wrs - wrsBefore, 4, 'three WRITEs and the FLUSH');
+  t.equal(nic.stats.wrs - wrsBefore, 2, 'one WRITE for the three entries, and the FLUSH');
   t.same(calls.map((c) => c.seq), [1, 2, 3]);
   const results = await Promise.all(calls.map((c) => c.result));
   t.same(results.map((b) => Number(readU64(b))), [1, 2, 3], 'each applied once, in order');
@@ -52,21 +53,34 @@ t.test('wflush: the chain stops where the ring wraps (and at the credit): more c
   t.equal(nic.stats.flushes - flushesBefore, chains, 'one FLUSH per chain');
 });
 
-t.test('wflush: the chain is the WRITEs of consecutive slots, then one persistent range FLUSH from the first entry to the end of the last', async (t) => {
-  const { client, chains } = run('wflush');
-  const calls = [1, 2, 3].map(() => client.call('inc', new Uint8Array(8)));
+t.test('wflush: the chain is one WRITE of consecutive slots (entries of any length, zeros to each slot end), then one persistent range FLUSH from the first entry to the end of the last', async (t) => {
+  const { client, chains, region, store } = run('wflush');
+  // Payloads of three lengths: three entry lengths, three paddings.
+  const calls = [8, 40, 1].map((n) => client.call('inc', new Uint8Array(n).fill(0xab)));
   t.equal(chains.length, 0, 'nothing posted while the run goes on');
-  await Promise.all(calls.map((c) => c.result));
-  const chain = chains.find((c) => c.length === 4)!;
-  t.ok(chain !== undefined, 'a chain of four work requests');
-  const writes = chain.slice(0, 3) as Array<{ op: string; to: { addr: number }; data: Uint8Array }>;
-  const flush = chain[3] as { op: string; placement: string; selectivity: string; addr: number; len: number };
-  t.same(writes.map((w) => w.op), ['write', 'write', 'write']);
-  const slot = writes[1]!.to.addr - writes[0]!.to.addr;
-  t.equal(writes[2]!.to.addr - writes[1]!.to.addr, slot, 'consecutive ring slots');
+  const results = await Promise.all(calls.map((c) => c.result));
+  t.same(results.map((b) => Number(readU64(b))), [1, 2, 3], 'each applied once, in order');
+  const chain = chains.find((c) => c.length === 2 && c[0]!.op === 'write')!;
+  t.ok(chain !== undefined, 'a chain of two work requests');
+  const write = chain[0] as { op: string; to: { addr: number }; data: Uint8Array; unsignaled?: boolean };
+  const flush = chain[1] as { op: string; placement: string; selectivity: string; addr: number; len: number };
+  const slotBytes = store.geometry.slotBytes;
+  t.equal(write.unsignaled, true, 'unsignaled: the FLUSH answers for it');
+  // Each entry at its slot: ENTRY_HEADER_BYTES of header (its payload length at +24), the payload, padded to 8.
+  const d = write.data;
+  const dv = new DataView(d.buffer, d.byteOffset, d.byteLength);
+  const entryLen = (i: number): number => (ENTRY_HEADER_BYTES + dv.getUint32(i * slotBytes + 24, true) + 7) & ~7;
+  t.same([0, 1, 2].map((i) => dv.getUint32(i * slotBytes + 24, true)), [8, 40, 1], 'the three entries, each at its slot');
+  t.equal(d.length, 2 * slotBytes + entryLen(2), 'the WRITE covers two whole slots and the last entry');
+  for (let i = 0; i < 2; i++) {
+    const pad = d.subarray(i * slotBytes + entryLen(i), (i + 1) * slotBytes);
+    t.ok(pad.length > 0 && pad.every((x) => x === 0), `slot ${i}: zeros after its entry to the slot's end (${pad.length} bytes)`);
+  }
+  // What the server's ring holds: the WRITE's bytes (the FLUSH persisted them).
+  t.same(region.load(write.to.addr, d.length), d, 'the ring holds the WRITE\'s bytes');
   t.same({ op: flush.op, placement: flush.placement, selectivity: flush.selectivity }, { op: 'flush', placement: 'persistent', selectivity: 'range' });
-  t.equal(flush.addr, writes[0]!.to.addr, 'the FLUSH starts at the first entry');
-  t.equal(flush.addr + flush.len, writes[2]!.to.addr + writes[2]!.data.length, 'and ends with the last');
+  t.equal(flush.addr, write.to.addr, 'the FLUSH starts at the first entry');
+  t.equal(flush.addr + flush.len, write.to.addr + d.length, 'and ends with the last entry');
 });
 
 t.test('sflush posts one chain per call (only wflush gathers)', async (t) => {

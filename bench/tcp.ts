@@ -28,7 +28,7 @@ import * as hdr from 'hdr-histogram-js';
 import type { RpcStrategy } from '../src/rpc/index.js';
 import { PAYLOAD_BYTES, RemoteRpcClient, WORKLOAD_METHOD, workloadPayload } from '../src/server/index.js';
 import { barChart } from './charts.js';
-import { fmtRate, machineDescription } from './measure.js';
+import { fmtRate, machineDescription, median } from './measure.js';
 import { EXIT_WITH_PARENT_JS } from './child.js';
 import { startCanary, type FrozenSummary } from './frozen.js';
 import { pinPair, placementNote } from './placement.js';
@@ -51,6 +51,12 @@ export interface Plan {
   cellMs: number;
   /** Length of a one-outstanding latency cell (1 client × 1 call in flight) and of the echo round-trip cell beside it. */
   latencyCellMs: number;
+  /**
+   * bench tcp's throughput cells (the echoes, then every strategy) run this many times, alternated,
+   * and each figure is the median over the passes (as bench redis's): a host's slow streak (the
+   * machine at half speed for seconds) then moves one pass's cell, not the ratio. Default 1.
+   */
+  passes?: number;
 }
 
 /**
@@ -548,33 +554,65 @@ export async function echoRoundTrip(bytes: number, warmMs: number, cellMs: numbe
 const cpuCell = (r: RpcCell): string => `${r.serverCpuUsPerOp ?? '?'} (${r.serverSystemUsPerOp ?? '?'}) ${r.clientCpuUsPerOp ?? '?'} (${r.clientSystemUsPerOp ?? '?'})`;
 
 const round = (x: number, d = 3): number => Math.round(x * 10 ** d) / 10 ** d;
+
+/**
+ * The median of each numeric field over a cell's passes (a field null in any pass stays null):
+ * every figure of a row is its own median, so a slow pass moves none of them.
+ */
+export function medianOf<T extends object>(passes: readonly T[]): T {
+  if (passes.length === 0) throw new RangeError('medianOf: no passes');
+  if (passes.length === 1) return passes[0]!;
+  const out = { ...passes[0]! } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(out)) {
+    if (typeof v !== 'number' && v !== null) continue;
+    const xs = passes.map((p) => (p as Record<string, unknown>)[k]);
+    out[k] = xs.every((x): x is number => typeof x === 'number') ? median(xs) : null;
+  }
+  return out as T;
+}
+
 const pad = (s: string, n: number): string => s.padEnd(n);
 
 export const tcpBench: BenchSuite = {
   name: 'tcp',
   description: 'durable RPC per strategy between processes over loopback TCP (ops/s, p50/p99), beside a raw TCP echo of the same message size: batched (one write per data event, the limit), per message, and with two server writes per data event (the limit of a protocol with two messages a request)',
   async run(o: BenchOptions): Promise<BenchReport> {
-    const plan: Plan = o.quick ? { clients: 2, window: 32, warmMs: 400, cellMs: 1500, latencyCellMs: 1000 } : { clients: 4, window: 64, warmMs: 1000, cellMs: 5000, latencyCellMs: 3000 };
+    const plan: Plan = o.quick ? { clients: 2, window: 32, warmMs: 400, cellMs: 1500, latencyCellMs: 1000, passes: 3 } : { clients: 4, window: 64, warmMs: 1000, cellMs: 5000, latencyCellMs: 3000, passes: 3 };
+    const passes = plan.passes ?? 1;
     const rows: Array<Record<string, unknown>> = [];
     const ratios: Record<string, number> = {};
     const summary: string[] = [];
-    const total = 2 * STRATEGIES.length + 6;
-    // The echoes run back to back, around nothing else: batched, per message, two writes.
-    o.progress(0, total, 'raw TCP echo, batched');
-    const echo = await echoCell(plan, ENTRY_BYTES, 'batched');
-    o.progress(1, total, 'raw TCP echo, per message');
-    const perMessage = await echoCell(plan, ENTRY_BYTES, 'per-message');
-    o.progress(2, total, 'raw TCP echo, two writes');
-    const twoWrites = await echoCell(plan, ENTRY_BYTES, 'two-writes');
-    const echoRow = (cell: string, name: string, e: EchoResult) => ({ cell, name, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(e.opsPerSecond), p50us: e.p50us, p99us: e.p99us, serverCpuUsPerOp: e.serverCpuUsPerOp, serverSystemUsPerOp: e.serverSystemUsPerOp, messagesPerWrite: e.messagesPerWrite, writesPerDataEvent: e.writesPerDataEvent });
-    rows.push(echoRow('echo', 'tcp-echo-batched', echo));
-    rows.push(echoRow('echo-per-message', 'tcp-echo-per-message', perMessage));
-    rows.push({ ...echoRow('echo-two-writes', 'tcp-echo-two-writes', twoWrites), acksPerMessage: twoWrites.acksPerMessage });
+    const total = passes * (3 + STRATEGIES.length) + STRATEGIES.length + 3;
+    let i = 0;
+    // The throughput cells in alternated passes — the echoes (batched, per message, two writes), then
+    // every strategy — each figure the median over the passes (medianOf): the ratios are of medians.
+    const echoRuns: Record<EchoMode, EchoResult[]> = { batched: [], 'per-message': [], 'two-writes': [] };
+    const rpcRuns = new Map<RpcStrategy, RpcCell[]>(STRATEGIES.map((s) => [s, []]));
+    for (let pass = 0; pass < passes; pass++) {
+      const of = passes > 1 ? ` (pass ${pass + 1} of ${passes})` : '';
+      for (const mode of ['batched', 'per-message', 'two-writes'] as const) {
+        o.progress(i++, total, `raw TCP echo, ${mode === 'batched' ? 'batched' : mode === 'per-message' ? 'per message' : 'two writes'}${of}`);
+        echoRuns[mode].push(await echoCell(plan, ENTRY_BYTES, mode));
+      }
+      for (const strategy of STRATEGIES) {
+        o.progress(i++, total, `${strategy}${of}`);
+        rpcRuns.get(strategy)!.push(await rpcCell(strategy, plan, o.seed + pass));
+      }
+    }
+    const echo = medianOf(echoRuns.batched);
+    const perMessage = medianOf(echoRuns['per-message']);
+    const twoWrites = medianOf(echoRuns['two-writes']);
+    const runs = (xs: ReadonlyArray<{ opsPerSecond: number }>) => xs.map((x) => Math.round(x.opsPerSecond));
+    const echoRow = (cell: string, name: string, e: EchoResult, all: EchoResult[]) => ({ cell, name, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(e.opsPerSecond), runs: runs(all), p50us: e.p50us, p99us: e.p99us, serverCpuUsPerOp: e.serverCpuUsPerOp, serverSystemUsPerOp: e.serverSystemUsPerOp, messagesPerWrite: e.messagesPerWrite, writesPerDataEvent: e.writesPerDataEvent });
+    rows.push(echoRow('echo', 'tcp-echo-batched', echo, echoRuns.batched));
+    rows.push(echoRow('echo-per-message', 'tcp-echo-per-message', perMessage, echoRuns['per-message']));
+    rows.push({ ...echoRow('echo-two-writes', 'tcp-echo-two-writes', twoWrites, echoRuns['two-writes']), acksPerMessage: twoWrites.acksPerMessage });
     if (perMessage.opsPerSecond > 0) ratios.batched_echo_over_per_message_echo = round(echo.opsPerSecond / perMessage.opsPerSecond, 3);
     if (echo.opsPerSecond > 0) ratios.two_write_echo_over_batched_echo = round(twoWrites.opsPerSecond / echo.opsPerSecond, 3);
     summary.push(`pmrpc bench tcp${o.quick ? ' --quick' : ''} — server (pmrpc serve) and clients in separate processes over 127.0.0.1`);
     summary.push(`placement: ${placementNote()}`);
     summary.push(`${plan.clients} clients × ${plan.window} calls in flight; ${plan.cellMs} ms per cell after a warm-up of ≥ ${plan.warmMs} ms, ≥ ${WARM_REQUESTS} requests and a steady rate (≤ ${10 * plan.warmMs} ms); ${machineDescription().cpus} CPUs, Node ${process.version}`);
+    summary.push(`throughput: medians of ${passes} alternated passes (each pass: the three echoes, then every strategy; ops/s of each pass in the JSON rows' runs); ratios of the medians`);
     summary.push(`workload: the demo's non-idempotent digest handler; ${PAYLOAD_BYTES}-byte payloads (${ENTRY_BYTES}-byte ring entries); ddio on`);
     summary.push('ops/s = requests acknowledged durable and processed (result received); latency from call to durable');
     summary.push('');
@@ -585,14 +623,13 @@ export const tcpBench: BenchSuite = {
     summary.push(`  two writes (the server acknowledges a read's messages at once and echoes them at the end of its turn, as a decoupled strategy sends its durable signal, then its RESULT; client batched): ${echoLine(twoWrites)}`);
     summary.push('');
     summary.push(`${pad('strategy', 9)} ${pad('ops/s', 11)} ${pad('÷ batched', 10)} ${pad('÷ per-msg', 10)} ${pad('durable p50', 12)} ${pad('p99', 9)} ${pad('result p50', 11)} ${pad('p99', 11)} CPU µs/request (system): server client`);
-    let i = 3;
     for (const strategy of STRATEGIES) {
-      o.progress(i++, total, strategy);
-      const r = await rpcCell(strategy, plan, o.seed);
+      const all = rpcRuns.get(strategy)!;
+      const r = medianOf(all);
       const overBatched = echo.opsPerSecond > 0 ? r.opsPerSecond / echo.opsPerSecond : 0;
       const overPerMessage = perMessage.opsPerSecond > 0 ? r.opsPerSecond / perMessage.opsPerSecond : 0;
       if (DECOUPLED.includes(strategy)) ratios[`${strategy}_over_batched_echo`] = round(overBatched, 4);
-      rows.push({ cell: 'rpc', name: strategy, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(r.opsPerSecond), completed: r.completed, durableP50us: r.durableP50us, durableP99us: r.durableP99us, resultP50us: r.resultP50us, resultP99us: r.resultP99us, overBatchedEcho: round(overBatched, 4), overPerMessageEcho: round(overPerMessage, 4), warmMs: r.warmMs, serverCpuUsPerOp: r.serverCpuUsPerOp, clientCpuUsPerOp: r.clientCpuUsPerOp, serverSystemUsPerOp: r.serverSystemUsPerOp, clientSystemUsPerOp: r.clientSystemUsPerOp });
+      rows.push({ cell: 'rpc', name: strategy, sizeBytes: ENTRY_BYTES, opsPerSecond: Math.round(r.opsPerSecond), runs: runs(all), completed: r.completed, durableP50us: r.durableP50us, durableP99us: r.durableP99us, resultP50us: r.resultP50us, resultP99us: r.resultP99us, overBatchedEcho: round(overBatched, 4), overPerMessageEcho: round(overPerMessage, 4), warmMs: r.warmMs, serverCpuUsPerOp: r.serverCpuUsPerOp, clientCpuUsPerOp: r.clientCpuUsPerOp, serverSystemUsPerOp: r.serverSystemUsPerOp, clientSystemUsPerOp: r.clientSystemUsPerOp });
       // The server's CPU per request ÷ the (batched) echo server's per message: the cost ratio, steadier than ops/s on a loaded machine.
       if (r.serverCpuUsPerOp !== null && echo.serverCpuUsPerOp !== null && echo.serverCpuUsPerOp > 0) ratios[`${strategy}_server_cpu_over_echo_cpu`] = round(r.serverCpuUsPerOp / echo.serverCpuUsPerOp, 2);
       summary.push(`${pad(strategy, 9)} ${pad(fmtRate(r.opsPerSecond), 11)} ${pad(round(overBatched, 4).toFixed(4), 10)} ${pad(round(overPerMessage, 4).toFixed(4), 10)} ${pad(`${r.durableP50us} µs`, 12)} ${pad(`${r.durableP99us} µs`, 9)} ${pad(`${r.resultP50us} µs`, 11)} ${pad(`${r.resultP99us} µs`, 11)} ${cpuCell(r)}`);

@@ -18,7 +18,7 @@ export function registerBench(program: Command): void {
     bench
       .command(suite.name)
       .description(suite.description)
-      .option('--quick', 'a small matrix (well under a minute)')
+      .option('--quick', 'a small matrix: fewer, shorter cells (bench tcp --quick: about 3 minutes)')
       .option('--json', 'print one JSON document on stdout')
       .option('--out <dir>', `write <suite>.json, ${HISTORY_FILE} and SVG charts here`, DEFAULT_BENCH_OUT)
       .option('--no-history', 'do not append this run to the SQLite history')

@@ -1,4 +1,4 @@
-// Wider crash runs of recovery/ on the explorer (src/testing/crash/recovery.ts): exhaustive images
+// (In test:deep: a sweep.) Wider crash runs of recovery/ on the explorer (src/testing/crash/recovery.ts): exhaustive images
 // where a state has up to 256, eviction (lines written back unasked), a crash at every crash point
 // of a recovery, the kill model (any subset of a line's dirty words survives), client churn and
 // registration, more clients with larger batches. Zero violations each.
@@ -6,7 +6,7 @@ import t from 'tap';
 import { explore, recoveryExplorerApp, type ExploreOptions, type RecoveryWorkloadOptions } from '../../src/testing/crash/index.js';
 
 const SEED = Number(process.env.PMRPC_SEED ?? 1);
-t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/recovery/crash-wide.test.ts)`);
+t.comment(`seed ${SEED} (replay: PMRPC_SEED=${SEED} npx tap test/deep/recovery-crash-wide.test.ts)`);
 
 const runs: Array<[string, Partial<RecoveryWorkloadOptions>, Partial<ExploreOptions>]> = [
   ['exhaustive up to 256 images per state', { requestsPerClient: 4 }, { seed: SEED, engine: 'exhaustive', exhaustiveMax: 256, imagesPerPoint: 16, pins: { lineModel: 'prefix' } }],
